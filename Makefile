@@ -1,0 +1,52 @@
+# Nereid. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO            ?= go
+OUTPUT_DIR    ?= _output
+BIN_DIR       := $(OUTPUT_DIR)/bin
+# Integration tests start their own control plane per test binary; set
+# NEREID_TEST_KUBECONFIG to reuse a running one instead (e.g. the one of make local-up).
+TEST_TIMEOUT  ?= 30m
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build the globalmanager and localcontroller binaries into _output/bin.
+	$(GO) build -o $(BIN_DIR)/ ./cmd/...
+
+.PHONY: generate
+generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations and CRDs.
+	bash hack/update-codegen.sh
+
+.PHONY: verify
+verify: ## Fail if generated code is stale, code is not gofmt'ed, go.mod is untidy or go vet complains.
+	bash hack/verify-codegen.sh
+	@out="$$(gofmt -l cmd pkg test hack 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) vet ./...
+
+.PHONY: tools
+tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+	bash hack/build-tools.sh
+
+.PHONY: local-up
+local-up: ## Bring up the local control plane (builds the tools the first time: minutes).
+	bash hack/local-up.sh
+
+.PHONY: local-down
+local-down: ## Stop every process of the local control plane (PURGE=1 also deletes its state).
+	bash hack/local-down.sh $(if $(PURGE),--purge)
+
+.PHONY: test-unit
+test-unit: ## Unit tests (no cluster).
+	$(GO) test -count=1 ./cmd/... ./pkg/...
+
+.PHONY: test-integration
+test-integration: tools ## Integration tests against a real local control plane.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+
+.PHONY: test
+test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.

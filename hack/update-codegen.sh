@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Regenerates everything generated from the API types, one generator per artifact:
+#   deepcopy                              k8s.io/code-generator (kube_codegen.sh gen_helpers)
+#   clientset, listers, informers,
+#   apply configurations                  k8s.io/code-generator (kube_codegen.sh gen_client)
+#   CRD YAML in build/crds/               controller-gen (sigs.k8s.io/controller-tools)
+# The generator versions are pinned in hack/tools/codegen/go.mod; their binaries are
+# cached under ${NEREID_CACHE_DIR:-.cache}/bin/codegen.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+CACHE_DIR="${NEREID_CACHE_DIR:-${ROOT}/.cache}"
+MODULE="github.com/nereid-ml/nereid"
+BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
+
+export GOBIN="${CACHE_DIR}/bin/codegen"
+mkdir -p "${GOBIN}"
+export PATH="${GOBIN}:${PATH}"
+
+# kube_codegen.sh greps the output folders before it writes them.
+mkdir -p pkg/client/{applyconfiguration,clientset,listers,informers}
+CODEGEN_PKG="$(cd hack/tools/codegen && go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+# shellcheck source=/dev/null
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+  --boilerplate "${BOILERPLATE}" \
+  "${ROOT}/pkg/apis"
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --output-dir "${ROOT}/pkg/client" \
+  --output-pkg "${MODULE}/pkg/client" \
+  --boilerplate "${BOILERPLATE}" \
+  "${ROOT}/pkg/apis"
+
+(cd hack/tools/codegen && go build -o "${GOBIN}/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
+# allowDangerousTypes: Sedna's trainProb and threshold are floats that users write
+# as 0.8. maxDescLen=0: CRDs that embed pod templates with descriptions exceed the
+# 256 KiB annotation of client-side apply (see DESIGN.md).
+rm -rf "${ROOT}/build/crds"
+controller-gen \
+  crd:allowDangerousTypes=true,maxDescLen=0 \
+  paths="./pkg/apis/..." \
+  output:crd:artifacts:config=build/crds

@@ -1,0 +1,180 @@
+package v1alpha1
+
+import (
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ModelRef names a Model in the resource's namespace.
+type ModelRef struct {
+	// Name of the Model.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// DatasetRef names a Dataset in the resource's namespace.
+type DatasetRef struct {
+	// Name of the Dataset.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// Metric is one named measurement, as Sedna's workers report it.
+type Metric struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// ParaSpec is one key/value parameter.
+type ParaSpec struct {
+	// +kubebuilder:validation:MinLength=1
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// HardExampleMining selects the hard example mining algorithm of an inference
+// worker and its parameters.
+type HardExampleMining struct {
+	// Name of the algorithm, for example IBT or CrossEntropy.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Parameters passed to the algorithm (HEM_PARAMETERS).
+	// +optional
+	Parameters []ParaSpec `json:"parameters,omitempty"`
+}
+
+// HPA asks for a HorizontalPodAutoscaler on a worker's Deployment.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas",fieldPath=".minReplicas"
+type HPA struct {
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas int32 `json:"maxReplicas"`
+	// +optional
+	Metrics []autoscalingv2.MetricSpec `json:"metrics,omitempty"`
+	// +optional
+	Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
+}
+
+// Trigger decides when a lifecycle stage starts.
+type Trigger struct {
+	// How often, in seconds, the trigger is checked.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	CheckPeriodSeconds int32 `json:"checkPeriodSeconds,omitempty"`
+	// A daily window outside which the trigger does not fire.
+	// +optional
+	Timer *Timer `json:"timer,omitempty"`
+	// The condition that fires the trigger.
+	Condition TriggerCondition `json:"condition"`
+}
+
+// Timer is a daily window, start and end as HH:MM (24-hour clock).
+type Timer struct {
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	End string `json:"end"`
+}
+
+// TriggerCondition compares a metric with a threshold: metric operator threshold.
+type TriggerCondition struct {
+	// +kubebuilder:validation:Enum=">";"<";">=";"<=";"="
+	Operator string `json:"operator"`
+	// A number, for example 0.8 or 500.
+	Threshold float64 `json:"threshold"`
+	// The metric compared, for example num_of_samples or precision_delta.
+	// +kubebuilder:validation:MinLength=1
+	Metric string `json:"metric"`
+}
+
+// JobCondition is one observation of a job's or service's state; conditions
+// are kept one per type.
+type JobCondition struct {
+	// Type of the condition.
+	Type string `json:"type"`
+	// Status of the condition: True, False or Unknown.
+	Status corev1.ConditionStatus `json:"status"`
+	// Last time the condition was confirmed.
+	// +optional
+	LastHeartbeatTime metav1.Time `json:"lastHeartbeatTime,omitempty"`
+	// Last time the condition changed status.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// One-word reason for the last transition.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Human-readable detail of the last transition.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// The metadata.generation this condition was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Stage is a stage of a learning cycle.
+// +kubebuilder:validation:Enum=Train;Eval;Deploy
+type Stage string
+
+// The stages of a learning cycle.
+const (
+	StageTrain  Stage = "Train"
+	StageEval   Stage = "Eval"
+	StageDeploy Stage = "Deploy"
+)
+
+// StageState is where a stage stands.
+// +kubebuilder:validation:Enum=Waiting;Ready;Starting;Running;Completed;Failed
+type StageState string
+
+// The states of a stage.
+const (
+	StageWaiting   StageState = "Waiting"
+	StageReady     StageState = "Ready"
+	StageStarting  StageState = "Starting"
+	StageRunning   StageState = "Running"
+	StageCompleted StageState = "Completed"
+	StageFailed    StageState = "Failed"
+)
+
+// StageCondition records a stage's state, as Sedna's incremental and lifelong
+// learning jobs do.
+type StageCondition struct {
+	// State of the stage.
+	Type StageState `json:"type"`
+	// Status of the condition: True, False or Unknown.
+	Status corev1.ConditionStatus `json:"status"`
+	// The stage this condition is about.
+	Stage Stage `json:"stage"`
+	// Last time the condition was confirmed.
+	// +optional
+	LastHeartbeatTime metav1.Time `json:"lastHeartbeatTime,omitempty"`
+	// Last time the condition changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// One-word reason for the last transition.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Human-readable detail of the last transition.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// JSON data that goes with the condition (the stage's inputs or results).
+	// +optional
+	Data string `json:"data,omitempty"`
+}
+
+// CycleStatus is what Nereid adds to the status of the learning-cycle kinds, so
+// `kubectl get` shows the current stage without reading the conditions.
+type CycleStatus struct {
+	// The stage the job is in.
+	// +optional
+	Stage Stage `json:"stage,omitempty"`
+	// The state of that stage.
+	// +optional
+	State StageState `json:"state,omitempty"`
+	// The round of the cycle, counted from 1.
+	// +optional
+	Round int32 `json:"round,omitempty"`
+}

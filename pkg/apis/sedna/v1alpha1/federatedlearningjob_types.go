@@ -1,0 +1,128 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:shortName=fl,categories=sedna;nereid
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// FederatedLearningJob trains one model from data that stays on the edge: a
+// training worker per edge dataset and one aggregation worker in the cloud.
+type FederatedLearningJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec FederatedLearningJobSpec `json:"spec"`
+	// +optional
+	Status FederatedLearningJobStatus `json:"status,omitempty"`
+}
+
+// FederatedLearningJobSpec describes the job's workers.
+type FederatedLearningJobSpec struct {
+	AggregationWorker AggregationWorker `json:"aggregationWorker"`
+	// One training worker per dataset.
+	// +kubebuilder:validation:MinItems=1
+	TrainingWorkers []TrainingWorker `json:"trainingWorkers"`
+	// A model to start from.
+	// +optional
+	PretrainedModel *ModelRef `json:"pretrainedModel,omitempty"`
+	// How the workers exchange model updates; ws when unset.
+	// +optional
+	Transmitter *Transmitter `json:"transmitter,omitempty"`
+}
+
+// AggregationWorker merges the training workers' updates.
+type AggregationWorker struct {
+	// The model being trained.
+	Model ModelRef `json:"model"`
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// TrainingWorker trains on one dataset.
+type TrainingWorker struct {
+	// The dataset trained on.
+	Dataset DatasetRef `json:"dataset"`
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// Transmitter is how the workers exchange model updates: one of s3 or ws.
+// +kubebuilder:validation:XValidation:rule="!(has(self.s3) && has(self.ws))",message="set only one of s3 and ws"
+type Transmitter struct {
+	// +optional
+	S3 *S3Transmitter `json:"s3,omitempty"`
+	// +optional
+	WS *WSTransmitter `json:"ws,omitempty"`
+}
+
+// S3Transmitter exchanges updates through an S3 path.
+type S3Transmitter struct {
+	// +kubebuilder:validation:MinLength=1
+	AggDataPath string `json:"aggDataPath"`
+	// +optional
+	CredentialName string `json:"credentialName,omitempty"`
+}
+
+// WSTransmitter exchanges updates over websockets to the aggregator.
+type WSTransmitter struct{}
+
+// FLJobPhase is where a federated learning job stands.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
+type FLJobPhase string
+
+// The phases of a federated learning job.
+const (
+	FLJobPending   FLJobPhase = "Pending"
+	FLJobRunning   FLJobPhase = "Running"
+	FLJobSucceeded FLJobPhase = "Succeeded"
+	FLJobFailed    FLJobPhase = "Failed"
+)
+
+// FederatedLearningJobStatus is the observed state of the job.
+type FederatedLearningJobStatus struct {
+	// Conditions, one per type.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []JobCondition `json:"conditions,omitempty"`
+	// When the controller first acted on the job.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// When the job finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Worker pods running.
+	// +optional
+	Active int32 `json:"active"`
+	// Worker pods succeeded.
+	// +optional
+	Succeeded int32 `json:"succeeded"`
+	// Worker pods failed.
+	// +optional
+	Failed int32 `json:"failed"`
+	// Phase of the job.
+	// +optional
+	Phase FLJobPhase `json:"phase,omitempty"`
+	// The metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FederatedLearningJobList is a list of FederatedLearningJobs.
+type FederatedLearningJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FederatedLearningJob `json:"items"`
+}

@@ -1,0 +1,124 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:shortName=il,categories=sedna;nereid
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.stage`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Round",type=integer,JSONPath=`.status.round`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// IncrementalLearningJob retrains a model as its edge dataset grows: train,
+// evaluate, deploy, and again.
+type IncrementalLearningJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec IncrementalLearningJobSpec `json:"spec"`
+	// +optional
+	Status IncrementalLearningJobStatus `json:"status,omitempty"`
+}
+
+// IncrementalLearningJobSpec describes the cycle's data, models and stages.
+type IncrementalLearningJobSpec struct {
+	Dataset      CycleDataset `json:"dataset"`
+	InitialModel ModelRef     `json:"initialModel"`
+	TrainSpec    TrainSpec    `json:"trainSpec"`
+	EvalSpec     EvalSpec     `json:"evalSpec"`
+	DeploySpec   DeploySpec   `json:"deploySpec"`
+	// The Secret holding credentials for outputDir.
+	// +optional
+	CredentialName string `json:"credentialName,omitempty"`
+	// Where each round's data and models are written.
+	// +kubebuilder:validation:MinLength=1
+	OutputDir string `json:"outputDir"`
+}
+
+// CycleDataset names the dataset a learning cycle trains on and how it is split.
+type CycleDataset struct {
+	// Name of the Dataset.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Fraction of the new samples used for training, the rest for evaluation.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	TrainProb float64 `json:"trainProb"`
+}
+
+// TrainSpec is the training stage: its worker and when it starts.
+type TrainSpec struct {
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+	Trigger  Trigger                `json:"trigger"`
+}
+
+// EvalSpec is the evaluation stage.
+type EvalSpec struct {
+	// The model the new one is compared with; the initial model when unset.
+	// +optional
+	InitialEvalModel *ModelRef `json:"initialEvalModel,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// DeploySpec is the deploy stage: which model is updated and when.
+type DeploySpec struct {
+	Model   DeployModel `json:"model"`
+	Trigger Trigger     `json:"trigger"`
+	// How the inference worker picks hard examples.
+	// +optional
+	HardExampleMining *HardExampleMining `json:"hardExampleMining,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// DeployModel is the model the deploy stage updates.
+type DeployModel struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Update the running inference worker in place instead of recreating it.
+	// +optional
+	HotUpdateEnabled bool `json:"hotUpdateEnabled,omitempty"`
+}
+
+// IncrementalLearningJobStatus is the observed state of the job.
+type IncrementalLearningJobStatus struct {
+	// The stage conditions of the last rounds, bounded.
+	// +optional
+	Conditions []StageCondition `json:"conditions,omitempty"`
+	// When the controller first acted on the job.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// When the job finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Worker pods running.
+	// +optional
+	Active int32 `json:"active"`
+	// Worker pods succeeded.
+	// +optional
+	Succeeded int32 `json:"succeeded"`
+	// Worker pods failed.
+	// +optional
+	Failed      int32 `json:"failed"`
+	CycleStatus `json:",inline"`
+	// The metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// IncrementalLearningJobList is a list of IncrementalLearningJobs.
+type IncrementalLearningJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []IncrementalLearningJob `json:"items"`
+}

@@ -1,0 +1,89 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:shortName=ji,categories=sedna;nereid
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Edge-Node",type=string,JSONPath=`.spec.edgeWorker.template.spec.nodeName`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// JointInferenceService runs a small model on an edge node and sends the hard
+// examples to a big model in the cloud.
+type JointInferenceService struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec JointInferenceServiceSpec `json:"spec"`
+	// +optional
+	Status JointInferenceServiceStatus `json:"status,omitempty"`
+}
+
+// JointInferenceServiceSpec describes the edge and the cloud worker.
+type JointInferenceServiceSpec struct {
+	EdgeWorker  EdgeWorker  `json:"edgeWorker"`
+	CloudWorker CloudWorker `json:"cloudWorker"`
+}
+
+// EdgeWorker is the inference worker on the edge.
+type EdgeWorker struct {
+	// The small model the worker serves.
+	Model ModelRef `json:"model"`
+	// How the worker picks the examples it sends to the cloud.
+	HardExampleMining HardExampleMining `json:"hardExampleMining"`
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+	// An autoscaler for the worker's Deployment.
+	// +optional
+	HPA *HPA `json:"hpa,omitempty"`
+}
+
+// CloudWorker is the inference worker in the cloud.
+type CloudWorker struct {
+	// The big model the worker serves.
+	Model ModelRef `json:"model"`
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+	// An autoscaler for the worker's Deployment.
+	// +optional
+	HPA *HPA `json:"hpa,omitempty"`
+}
+
+// JointInferenceServiceStatus is the observed state of the service.
+type JointInferenceServiceStatus struct {
+	// Conditions, one per type.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []JobCondition `json:"conditions,omitempty"`
+	// When the controller first acted on the service.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// Worker pods running.
+	// +optional
+	Active int32 `json:"active"`
+	// Worker pods failed.
+	// +optional
+	Failed int32 `json:"failed"`
+	// Inference metrics reported by the edge workers.
+	// +optional
+	Metrics []Metric `json:"metrics,omitempty"`
+	// The metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// JointInferenceServiceList is a list of JointInferenceServices.
+type JointInferenceServiceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []JointInferenceService `json:"items"`
+}

@@ -1,0 +1,119 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:shortName=ll,categories=sedna;nereid
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.stage`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Round",type=integer,JSONPath=`.status.round`
+// +kubebuilder:printcolumn:name="Models",type=integer,JSONPath=`.status.knowledgeBase.AIModels.numberOfAIModels`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// LifelongLearningJob learns new tasks from an edge dataset round after round,
+// keeping what it learned in a knowledge base.
+type LifelongLearningJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec LifelongLearningJobSpec `json:"spec"`
+	// +optional
+	Status LifelongLearningJobStatus `json:"status,omitempty"`
+}
+
+// LifelongLearningJobSpec describes the cycle's data and stages.
+type LifelongLearningJobSpec struct {
+	Dataset    CycleDataset `json:"dataset"`
+	TrainSpec  TrainSpec    `json:"trainSpec"`
+	EvalSpec   LLWorkerSpec `json:"evalSpec"`
+	DeploySpec LLWorkerSpec `json:"deploySpec"`
+	// The Secret holding credentials for outputDir.
+	// +optional
+	CredentialName string `json:"credentialName,omitempty"`
+	// Where each round's data and models are written.
+	// +kubebuilder:validation:MinLength=1
+	OutputDir string `json:"outputDir"`
+}
+
+// LLWorkerSpec is a stage that is just a worker.
+type LLWorkerSpec struct {
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="a worker template needs at least one container",fieldPath=".spec.containers"
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// KnowledgeBase summarises what a lifelong learning job has learned.
+type KnowledgeBase struct {
+	// +optional
+	AIModels AIModels `json:"AIModels,omitempty"`
+	// +optional
+	AIClasses AIClasses `json:"AIClasses,omitempty"`
+	// +optional
+	Samples Samples `json:"samples,omitempty"`
+}
+
+// AIModels lists the models in the knowledge base.
+type AIModels struct {
+	// +optional
+	NumberOfAIModels int32 `json:"numberOfAIModels"`
+	// +optional
+	ListOfAIModels []AIModel `json:"listOfAIModels,omitempty"`
+}
+
+// AIModel is one model in the knowledge base.
+type AIModel struct {
+	ModelID string `json:"modelID"`
+	// +optional
+	AveragePrecision float64 `json:"averagePrecision"`
+	// +optional
+	NumberOfTrainSamples int32 `json:"numberOfTrainSamples"`
+}
+
+// AIClasses lists the classes the knowledge base knows.
+type AIClasses struct {
+	// +optional
+	NumberOfAIClasses int32 `json:"numberOfAIClasses"`
+	// +optional
+	ListOfAIClasses []string `json:"listOfAIClasses,omitempty"`
+}
+
+// Samples counts the unseen samples.
+type Samples struct {
+	// +optional
+	NumberOfLabeledUnseenSample int32 `json:"numberOfLabeledUnseenSample"`
+	// +optional
+	NumberOfUnseenSample int32 `json:"numberOfUnseenSample"`
+}
+
+// LifelongLearningJobStatus is the observed state of the job.
+type LifelongLearningJobStatus struct {
+	// The stage conditions of the last rounds, bounded.
+	// +optional
+	Conditions []StageCondition `json:"conditions,omitempty"`
+	// What the job has learned.
+	// +optional
+	KnowledgeBase KnowledgeBase `json:"knowledgeBase,omitempty"`
+	// When the controller first acted on the job.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// When the job finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	CycleStatus    `json:",inline"`
+	// The metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LifelongLearningJobList is a list of LifelongLearningJobs.
+type LifelongLearningJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LifelongLearningJob `json:"items"`
+}
