@@ -71,11 +71,12 @@ type Trigger struct {
 	Condition TriggerCondition `json:"condition"`
 }
 
-// Timer is a daily window, start and end as HH:MM (24-hour clock).
+// Timer is a daily window, start and end as HH:MM (24-hour clock; 24:00 is the
+// end of the day, as Sedna's examples write it).
 type Timer struct {
-	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
 	Start string `json:"start"`
-	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
 	End string `json:"end"`
 }
 

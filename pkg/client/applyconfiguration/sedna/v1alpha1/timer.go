@@ -21,7 +21,8 @@ package v1alpha1
 // TimerApplyConfiguration represents a declarative configuration of the Timer type for use
 // with apply.
 //
-// Timer is a daily window, start and end as HH:MM (24-hour clock).
+// Timer is a daily window, start and end as HH:MM (24-hour clock; 24:00 is the
+// end of the day, as Sedna's examples write it).
 type TimerApplyConfiguration struct {
 	Start *string `json:"start,omitempty"`
 	End   *string `json:"end,omitempty"`
