@@ -1,0 +1,430 @@
+// Package framework runs Nereid's integration tests against a real Kubernetes control
+// plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, started
+// on loopback by hack/local-up.sh (see DESIGN.md, "The embedded default").
+//
+// A test package calls Run from its TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(framework.Run(m)) }
+//
+// and its tests use RESTConfig, KubeClient, Namespace and Kubectl.
+//
+// Run starts a fresh control plane for the test binary, in its own state dir and port
+// block, and stops it afterwards. Set NEREID_TEST_KUBECONFIG to the kubeconfig of a
+// running cluster (for instance the one `make local-up` starts, in
+// _output/local/kubeconfig) to run the tests against it instead, which saves the few
+// seconds of start-up when iterating.
+package framework
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// module is the module path that marks the repository root.
+const module = "github.com/nereid-ml/nereid"
+
+// TestNamespaceLabel marks the namespaces that Namespace creates, so that leftovers on
+// a shared cluster can be found with a label selector.
+const TestNamespaceLabel = "nereid.io/test"
+
+// The cluster the tests run against, set once by Run.
+var (
+	kubeconfigPath string
+	outDir         string // empty when the cluster is not ours (NEREID_TEST_KUBECONFIG)
+	restConfig     *rest.Config
+)
+
+var (
+	repoRootOnce sync.Once
+	repoRoot     string
+	repoRootErr  error
+)
+
+// RepoRoot returns the absolute path of the repository: the closest directory, from the
+// working directory up, whose go.mod declares module github.com/nereid-ml/nereid.
+// `go test` runs a test binary in its package's directory, so this finds it from any
+// test. It panics when there is none, as nothing in this package can work then.
+func RepoRoot() string {
+	repoRootOnce.Do(func() { repoRoot, repoRootErr = findRepoRoot() })
+	if repoRootErr != nil {
+		panic(repoRootErr)
+	}
+	return repoRoot
+}
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository root: %w", err)
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && declaresModule(data, module) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("finding the repository root: no go.mod of module %s in the working directory or above", module)
+		}
+		dir = parent
+	}
+}
+
+func declaresModule(goMod []byte, path string) bool {
+	sc := bufio.NewScanner(bytes.NewReader(goMod))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`) == path
+		}
+	}
+	return false
+}
+
+// Run sets up the cluster, runs the tests and tears the cluster down; its result is the
+// exit code for os.Exit. Teardown happens however the tests end: on success the state
+// dir is deleted; on failure the processes are stopped, the logs are kept in
+// <state dir>/logs and their last lines printed, so CI output shows what the control
+// plane said. If the test binary dies without reaching teardown (a panic, the -timeout
+// of go test, a signal), a watchdog process stops the control plane.
+func Run(m *testing.M) int {
+	root, err := findRepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		return 1
+	}
+	repoRootOnce.Do(func() { repoRoot = root })
+
+	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" {
+		if err := useCluster(kc); err != nil {
+			fmt.Fprintf(os.Stderr, "framework: NEREID_TEST_KUBECONFIG=%s: %v\n", kc, err)
+			return 1
+		}
+		return m.Run()
+	}
+
+	dir, err := startControlPlane(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		return 1
+	}
+	outDir = dir
+	stopWatchdog := startWatchdog(root, dir)
+
+	// An interrupt (Ctrl-C, or a CI runner's TERM) would otherwise end the process
+	// without teardown; tear down, then exit as the signal would have.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "framework: %v: stopping the control plane in %s\n", sig, dir)
+		teardown(root, dir, false)
+		stopWatchdog()
+		os.Exit(1)
+	}()
+
+	code := 1
+	defer func() {
+		signal.Stop(sigs)
+		teardown(root, dir, code == 0)
+		stopWatchdog()
+	}()
+	if err := useCluster(filepath.Join(dir, "kubeconfig")); err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		return code
+	}
+	code = m.Run()
+	return code
+}
+
+// startControlPlane runs hack/local-up.sh with a fresh state dir under _output and
+// returns that dir. The port block follows from the dir's path; in the rare case that
+// it clashes with something else on the machine, it tries again with another dir.
+func startControlPlane(root string) (string, error) {
+	parent := filepath.Join(root, "_output")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", parent, err)
+	}
+	name := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		dir, err := os.MkdirTemp(parent, "test-"+name+"-")
+		if err != nil {
+			return "", fmt.Errorf("creating the state dir: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "framework: starting a local control plane in %s\n", dir)
+		var stderr bytes.Buffer
+		cmd := exec.Command("bash", filepath.Join(root, "hack", "local-up.sh"))
+		cmd.Env = append(os.Environ(), "NEREID_OUT_DIR="+dir)
+		cmd.Stdout = os.Stderr
+		cmd.Stderr = &teeWriter{w: os.Stderr, also: &stderr}
+		start := time.Now()
+		err = cmd.Run()
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "framework: control plane up in %s\n", time.Since(start).Round(100*time.Millisecond))
+			return dir, nil
+		}
+		teardown(root, dir, false)
+		if attempt < attempts && strings.Contains(stderr.String(), "is already in use") {
+			continue
+		}
+		return "", fmt.Errorf("hack/local-up.sh failed (%v); its output is above, the logs are in %s", err, filepath.Join(dir, "logs"))
+	}
+}
+
+// teeWriter copies local-up's messages to the test output and keeps them, to tell a
+// port clash from other failures.
+type teeWriter struct {
+	w    *os.File
+	also *bytes.Buffer
+}
+
+func (p *teeWriter) Write(b []byte) (int, error) {
+	p.also.Write(b)
+	return p.w.Write(b)
+}
+
+// teardown stops the control plane in dir. On success it deletes dir; otherwise it
+// keeps dir/logs, deletes the rest, and prints the end of every log.
+func teardown(root, dir string, success bool) {
+	args := []string{filepath.Join(root, "hack", "local-down.sh")}
+	if success {
+		args = append(args, "--purge")
+	}
+	cmd := exec.Command("bash", args...)
+	cmd.Env = append(os.Environ(), "NEREID_OUT_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "framework: hack/local-down.sh: %v\n%s", err, out)
+	}
+	if success {
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != "logs" {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, l := range logs {
+		fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s", l, tail(l, 15))
+	}
+	fmt.Fprintf(os.Stderr, "framework: the control plane's logs are kept in %s\n", filepath.Join(dir, "logs"))
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	lines := strings.SplitAfter(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "") + "\n"
+}
+
+// startWatchdog starts a process, in its own session so an interrupt of the test does
+// not reach it, that runs hack/local-down.sh once this process is gone. Teardown in Run
+// covers every orderly end; the watchdog covers a panic in a test goroutine or go test's
+// -timeout, which end the process without running deferred calls. The returned func
+// ends the watchdog after an orderly teardown.
+func startWatchdog(root, dir string) func() {
+	script := `while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" >/dev/null 2>&1`
+	cmd := exec.Command("bash", "-c", script, "nereid-test-watchdog",
+		strconv.Itoa(os.Getpid()), filepath.Join(root, "hack", "local-down.sh"))
+	cmd.Env = append(os.Environ(), "NEREID_OUT_DIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "framework: starting the teardown watchdog: %v (teardown still runs when the tests end normally)\n", err)
+		return func() {}
+	}
+	// Reap it in the background so that it does not linger as a zombie.
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	return func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// useCluster loads the kubeconfig and checks that the cluster answers.
+func useCluster(path string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	// Tests create objects in bursts; client-go's default 5 QPS would make them slow.
+	cfg.QPS, cfg.Burst = 100, 200
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building a client for %s: %w", path, err)
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return fmt.Errorf("reaching the cluster of %s: %w", path, err)
+	}
+	kubeconfigPath, restConfig = path, cfg
+	return nil
+}
+
+func mustHaveCluster() {
+	if restConfig == nil {
+		panic("framework: no cluster; call framework.Run from TestMain")
+	}
+}
+
+// RESTConfig returns a copy of the cluster's client configuration, for building other
+// clients (the generated sedna.io clientset, a dynamic client).
+func RESTConfig() *rest.Config {
+	mustHaveCluster()
+	return rest.CopyConfig(restConfig)
+}
+
+// KubeconfigPath returns the path of the cluster's admin kubeconfig, for processes a
+// test starts (the GlobalManager, a LocalController) and for kubectl.
+func KubeconfigPath() string {
+	mustHaveCluster()
+	return kubeconfigPath
+}
+
+// OutDir returns the state dir of the control plane that Run started (its env.sh holds
+// the port block; see hack/local-up.sh), or "" when the tests use NEREID_TEST_KUBECONFIG.
+func OutDir() string {
+	return outDir
+}
+
+// KubeClient returns a client of the core Kubernetes APIs.
+func KubeClient(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(RESTConfig())
+	if err != nil {
+		t.Fatalf("building the Kubernetes client: %v", err)
+	}
+	return c
+}
+
+// Namespace creates a namespace for this test alone and deletes it when the test ends.
+// Its name is the test's name, lower-cased and cut to fit, plus a random suffix, so
+// `kubectl get ns` shows which test made which. It returns once the namespace can take
+// pods, that is once its default ServiceAccount exists: until the controller-manager
+// creates it, the ServiceAccount admission plugin rejects pods.
+func Namespace(t testing.TB) string {
+	t.Helper()
+	ctx := t.Context()
+	client := KubeClient(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   namespaceName(t.Name()),
+		Labels: map[string]string{TestNamespaceLabel: "true"},
+	}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns.Name, err)
+	}
+	// t.Context() is canceled before cleanups run; the deletion must still go out.
+	cleanupCtx := context.WithoutCancel(ctx)
+	t.Cleanup(func() {
+		err := client.CoreV1().Namespaces().Delete(cleanupCtx, ns.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", ns.Name, err)
+		}
+	})
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the default ServiceAccount of namespace %s: %v", ns.Name, err)
+	}
+	return ns.Name
+}
+
+var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// namespaceName turns a test name into a namespace name: a DNS label (at most 63
+// characters of [a-z0-9-]) ending in a random suffix.
+func namespaceName(testName string) string {
+	const maxPrefix = 63 - 1 - 5 // "-" and the suffix
+	base := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(testName), "-"), "-")
+	if len(base) > maxPrefix {
+		base = strings.TrimRight(base[:maxPrefix], "-")
+	}
+	if base == "" {
+		base = "test"
+	}
+	return base + "-" + randomSuffix(5)
+}
+
+func randomSuffix(n int) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // no vowels: no words by accident
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err))
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// kubectlPath prefers the kubectl that hack/build-tools.sh builds at the cluster's
+// version, and falls back to the one on PATH.
+func kubectlPath() string {
+	cache := os.Getenv("NEREID_CACHE_DIR")
+	if cache == "" {
+		cache = filepath.Join(RepoRoot(), ".cache")
+	}
+	if p := filepath.Join(cache, "bin", "kubectl"); isExecutable(p) {
+		return p
+	}
+	return "kubectl"
+}
+
+func isExecutable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+}
+
+// Kubectl runs kubectl against the cluster, as a user would, and returns its standard
+// output. When kubectl fails, the error holds its exit status and its standard error,
+// so a test can check what the user would read:
+//
+//	out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", path)
+func Kubectl(t testing.TB, args ...string) (stdout string, err error) {
+	t.Helper()
+	full := append([]string{"--kubeconfig", KubeconfigPath()}, args...)
+	cmd := exec.CommandContext(t.Context(), kubectlPath(), full...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return out.String(), fmt.Errorf("kubectl %s: %w; stderr:\n%s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String(), fmt.Errorf("running kubectl %s: %w", strings.Join(args, " "), err)
+	}
+	return out.String(), nil
+}

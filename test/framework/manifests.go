@@ -1,0 +1,103 @@
+package framework
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+)
+
+// ReadManifests decodes every object in a YAML file, or in the .yaml files of a
+// folder (in name order), as kubectl apply -f would read them.
+func ReadManifests(t testing.TB, path string) []*unstructured.Unstructured {
+	t.Helper()
+	files := []string{path}
+	if info, err := os.Stat(path); err != nil {
+		t.Fatalf("reading manifests: %v", err)
+	} else if info.IsDir() {
+		files, err = filepath.Glob(filepath.Join(path, "*.yaml"))
+		if err != nil {
+			t.Fatalf("listing manifests in %s: %v", path, err)
+		}
+		sort.Strings(files)
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("reading %s: %v", f, err)
+		}
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("reading %s: %v", f, err)
+			}
+			js, err := yaml.YAMLToJSON(doc)
+			if err != nil {
+				t.Fatalf("decoding %s: %v", f, err)
+			}
+			if s := strings.TrimSpace(string(js)); s == "null" || s == "{}" {
+				continue // an empty document, as between two separators
+			}
+			// Unstructured's own decoding keeps integers int64, as the API server returns them.
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(js); err != nil {
+				t.Fatalf("decoding %s: %v", f, err)
+			}
+			objs = append(objs, obj)
+		}
+	}
+	if len(objs) == 0 {
+		t.Fatalf("no objects in %s", path)
+	}
+	return objs
+}
+
+// ReadManifest returns the one object of the given kind in a file or folder.
+func ReadManifest(t testing.TB, path, kind string) *unstructured.Unstructured {
+	t.Helper()
+	var found *unstructured.Unstructured
+	for _, obj := range ReadManifests(t, path) {
+		if obj.GetKind() != kind {
+			continue
+		}
+		if found != nil {
+			t.Fatalf("more than one %s in %s", kind, path)
+		}
+		found = obj
+	}
+	if found == nil {
+		t.Fatalf("no %s in %s", kind, path)
+	}
+	return found
+}
+
+// SednaResource is the resource of a sedna.io kind, for the dynamic client.
+func SednaResource(kind string) (schema.GroupVersionResource, error) {
+	for _, gvk := range []schema.GroupVersionKind{
+		sednav1.DatasetKind, sednav1.ModelKind, sednav1.JointInferenceServiceKind,
+		sednav1.FederatedLearningJobKind, sednav1.IncrementalLearningJobKind, sednav1.LifelongLearningJobKind,
+	} {
+		if gvk.Kind == kind {
+			// Every sedna.io plural is the lower-case kind plus "s".
+			return sednav1.SchemeGroupVersion.WithResource(strings.ToLower(kind) + "s"), nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("%q is not a sedna.io kind", kind)
+}

@@ -1,0 +1,346 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// exampleDirs are the example folders, one per kind; each applies on its own.
+var exampleDirs = []string{
+	"dataset", "model", "federatedlearningjob", "jointinferenceservice",
+	"incrementallearningjob", "lifelonglearningjob",
+}
+
+func sednaClient(t *testing.T) sednaclient.Interface {
+	t.Helper()
+	c, err := sednaclient.NewForConfig(framework.RESTConfig())
+	if err != nil {
+		t.Fatalf("building sedna client: %v", err)
+	}
+	return c
+}
+
+func dynamicClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	c, err := dynamic.NewForConfig(framework.RESTConfig())
+	if err != nil {
+		t.Fatalf("building dynamic client: %v", err)
+	}
+	return c
+}
+
+func example(dir string) string {
+	return filepath.Join(framework.RepoRoot(), "examples", dir)
+}
+
+// TestExamplesApply applies every example folder the way the README tells a
+// user to (client-side kubectl apply, which also proves the CRDs' schemas fit
+// the last-applied annotation) and checks every object is there.
+func TestExamplesApply(t *testing.T) {
+	for _, dir := range exampleDirs {
+		t.Run(dir, func(t *testing.T) {
+			ns := framework.Namespace(t)
+			if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example(dir)); err != nil {
+				t.Fatalf("kubectl apply -f examples/%s: %v\n%s", dir, err, out)
+			}
+			for _, obj := range framework.ReadManifests(t, example(dir)) {
+				gvr, err := framework.SednaResource(obj.GetKind())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := dynamicClient(t).Resource(gvr).Namespace(ns).Get(t.Context(), obj.GetName(), metav1.GetOptions{})
+				if err != nil {
+					t.Fatalf("getting %s %s: %v", obj.GetKind(), obj.GetName(), err)
+				}
+				// Nothing the user wrote may be pruned by the schema.
+				if diff := cmp.Diff(obj.Object["spec"], got.Object["spec"]); diff != "" {
+					t.Errorf("%s %s spec changed on the way in (-want,+got):\n%s", obj.GetKind(), obj.GetName(), diff)
+				}
+			}
+		})
+	}
+}
+
+// TestInvalidManifestsAreRejectedNamingTheField takes a valid example, breaks
+// one thing, and expects the API server to refuse it with the field's path in
+// the message.
+func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
+	type tc struct {
+		dir, kind string
+		breakIt   func(u *unstructured.Unstructured)
+		wantField string
+	}
+	set := func(value any, path ...string) func(u *unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+				panic(err)
+			}
+		}
+	}
+	remove := func(path ...string) func(u *unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, path...) }
+	}
+	setInList := func(list []string, index int, value any, path ...string) func(u *unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			items, _, _ := unstructured.NestedSlice(u.Object, list...)
+			item := items[index].(map[string]any)
+			if err := unstructured.SetNestedField(item, value, path...); err != nil {
+				panic(err)
+			}
+			_ = unstructured.SetNestedSlice(u.Object, items, list...)
+		}
+	}
+	cases := map[string]tc{
+		"dataset without nodeName": {
+			dir: "dataset", kind: "Dataset", breakIt: remove("spec", "nodeName"), wantField: "spec.nodeName",
+		},
+		"dataset with empty nodeName": {
+			dir: "dataset", kind: "Dataset", breakIt: set("", "spec", "nodeName"), wantField: "spec.nodeName",
+		},
+		"model without url": {
+			dir: "model", kind: "Model", breakIt: remove("spec", "url"), wantField: "spec.url",
+		},
+		"federated job with no training workers": {
+			dir: "federatedlearningjob", kind: "FederatedLearningJob",
+			breakIt: set([]any{}, "spec", "trainingWorkers"), wantField: "spec.trainingWorkers",
+		},
+		"aggregation worker template with no containers": {
+			dir: "federatedlearningjob", kind: "FederatedLearningJob",
+			breakIt:   set([]any{}, "spec", "aggregationWorker", "template", "spec", "containers"),
+			wantField: "spec.aggregationWorker.template.spec.containers",
+		},
+		"training worker without a dataset name": {
+			dir: "federatedlearningjob", kind: "FederatedLearningJob",
+			breakIt:   setInList([]string{"spec", "trainingWorkers"}, 1, "", "dataset", "name"),
+			wantField: "spec.trainingWorkers[1].dataset.name",
+		},
+		"transmitter with both s3 and ws": {
+			dir: "federatedlearningjob", kind: "FederatedLearningJob",
+			breakIt: set(map[string]any{
+				"s3": map[string]any{"aggDataPath": "s3://bucket/agg"},
+				"ws": map[string]any{},
+			}, "spec", "transmitter"),
+			wantField: "spec.transmitter",
+		},
+		"cloud worker template with no pod spec": {
+			dir: "jointinferenceservice", kind: "JointInferenceService",
+			breakIt:   set(map[string]any{}, "spec", "cloudWorker", "template"),
+			wantField: "spec.cloudWorker.template.spec.containers",
+		},
+		"hpa with minReplicas above maxReplicas": {
+			dir: "jointinferenceservice", kind: "JointInferenceService",
+			breakIt: set(int64(5), "spec", "cloudWorker", "hpa", "minReplicas"), wantField: "spec.cloudWorker.hpa.minReplicas",
+		},
+		"edge worker with an empty model name": {
+			dir: "jointinferenceservice", kind: "JointInferenceService",
+			breakIt: set("", "spec", "edgeWorker", "model", "name"), wantField: "spec.edgeWorker.model.name",
+		},
+		"train trigger operator outside the set": {
+			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
+			breakIt:   set("!=", "spec", "trainSpec", "trigger", "condition", "operator"),
+			wantField: "spec.trainSpec.trigger.condition.operator",
+		},
+		"deploy trigger operator outside the set": {
+			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
+			breakIt:   set("gt", "spec", "deploySpec", "trigger", "condition", "operator"),
+			wantField: "spec.deploySpec.trigger.condition.operator",
+		},
+		"trainProb above 1": {
+			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
+			breakIt: set(1.5, "spec", "dataset", "trainProb"), wantField: "spec.dataset.trainProb",
+		},
+		"trainProb below 0": {
+			dir: "lifelonglearningjob", kind: "LifelongLearningJob",
+			breakIt: set(-0.1, "spec", "dataset", "trainProb"), wantField: "spec.dataset.trainProb",
+		},
+		"timer start that is not HH:MM": {
+			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
+			breakIt: set("2am", "spec", "trainSpec", "trigger", "timer", "start"), wantField: "spec.trainSpec.trigger.timer.start",
+		},
+		"timer end past midnight": {
+			dir: "lifelonglearningjob", kind: "LifelongLearningJob",
+			breakIt: set("25:00", "spec", "trainSpec", "trigger", "timer", "end"), wantField: "spec.trainSpec.trigger.timer.end",
+		},
+		"deploy worker template with no containers": {
+			dir: "lifelonglearningjob", kind: "LifelongLearningJob",
+			breakIt:   set([]any{}, "spec", "deploySpec", "template", "spec", "containers"),
+			wantField: "spec.deploySpec.template.spec.containers",
+		},
+		"eval worker template with no containers": {
+			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
+			breakIt:   remove("spec", "evalSpec", "template", "spec", "containers"),
+			wantField: "spec.evalSpec.template.spec.containers",
+		},
+	}
+	ns := framework.Namespace(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := framework.ReadManifest(t, example(tc.dir), tc.kind)
+			tc.breakIt(obj)
+			gvr, err := framework.SednaResource(tc.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = dynamicClient(t).Resource(gvr).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+			if err == nil {
+				t.Fatalf("the API server accepted a %s with %s", tc.kind, name)
+			}
+			if !strings.Contains(err.Error(), tc.wantField) {
+				t.Errorf("error does not name %s: %v", tc.wantField, err)
+			}
+		})
+	}
+}
+
+// TestKubectlApplyOfBrokenManifestNamesTheField is the user's view of the
+// schema: kubectl apply fails and says which field is wrong.
+func TestKubectlApplyOfBrokenManifestNamesTheField(t *testing.T) {
+	ns := framework.Namespace(t)
+	path := filepath.Join(t.TempDir(), "broken.yaml")
+	broken := `apiVersion: sedna.io/v1alpha1
+kind: IncrementalLearningJob
+metadata:
+  name: broken
+spec:
+  initialModel: {name: initial-model}
+  dataset: {name: incremental-dataset, trainProb: 0.8}
+  outputDir: /output
+  trainSpec:
+    template: {spec: {containers: [{name: train, image: train:v1}]}}
+    trigger:
+      condition: {operator: "=>", threshold: 500, metric: num_of_samples}
+  evalSpec:
+    template: {spec: {containers: [{name: eval, image: eval:v1}]}}
+  deploySpec:
+    model: {name: deploy-model}
+    trigger:
+      condition: {operator: ">", threshold: 0.1, metric: precision_delta}
+    template: {spec: {containers: [{name: infer, image: infer:v1}]}}
+`
+	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", path)
+	if err == nil {
+		t.Fatalf("kubectl apply accepted an invalid operator:\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "spec.trainSpec.trigger.condition.operator") {
+		t.Errorf("kubectl's error does not name the field: %v", err)
+	}
+}
+
+// TestFloatFieldsKeepDecimals checks that trainProb and threshold, which Sedna
+// declares as floats, accept and return 0.8 and 0.1 as written.
+func TestFloatFieldsKeepDecimals(t *testing.T) {
+	ns := framework.Namespace(t)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("incrementallearningjob")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Get(t.Context(), "helmet-detection-demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []float64{job.Spec.Dataset.TrainProb, job.Spec.TrainSpec.Trigger.Condition.Threshold, job.Spec.DeploySpec.Trigger.Condition.Threshold}
+	if diff := cmp.Diff([]float64{0.8, 500, 0.1}, got); diff != "" {
+		t.Errorf("trainProb, train threshold, deploy threshold (-want,+got):\n%s", diff)
+	}
+}
+
+// TestStatusSubresourceDoesNotBumpGeneration checks the contract every
+// controller relies on: a status write leaves metadata.generation alone, a spec
+// edit moves it, and a write to the main resource cannot change status.
+func TestStatusSubresourceDoesNotBumpGeneration(t *testing.T) {
+	ns := framework.Namespace(t)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	job, err := jobs.Get(t.Context(), "surface-defect-detection", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Generation != 1 {
+		t.Fatalf("a new job has generation %d, want 1", job.Generation)
+	}
+
+	job.Status.Phase = sednav1.FLJobRunning
+	job.Status.Active = 3
+	job.Status.ObservedGeneration = job.Generation
+	job, err = jobs.UpdateStatus(t.Context(), job, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("updating status: %v", err)
+	}
+	if job.Generation != 1 || job.Status.Phase != sednav1.FLJobRunning || job.Status.Active != 3 {
+		t.Fatalf("after a status write: generation %d, phase %q, active %d; want 1, Running, 3",
+			job.Generation, job.Status.Phase, job.Status.Active)
+	}
+
+	job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Env[0].Value = "64"
+	job.Status.Phase = sednav1.FLJobFailed // ignored: the main resource does not write status
+	job, err = jobs.Update(t.Context(), job, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("updating spec: %v", err)
+	}
+	if job.Generation != 2 {
+		t.Errorf("after a spec edit: generation %d, want 2", job.Generation)
+	}
+	if job.Status.Phase != sednav1.FLJobRunning {
+		t.Errorf("a write to the main resource changed status.phase to %q", job.Status.Phase)
+	}
+}
+
+// TestShortNamesAndPrinterColumns checks what `kubectl get` shows per kind.
+func TestShortNamesAndPrinterColumns(t *testing.T) {
+	ns := framework.Namespace(t)
+	wantObjects := 0
+	for _, dir := range exampleDirs {
+		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example(dir)); err != nil {
+			t.Fatalf("applying examples/%s: %v\n%s", dir, err, out)
+		}
+		wantObjects += len(framework.ReadManifests(t, example(dir)))
+	}
+	cases := map[string]struct {
+		shortName   string
+		wantColumns []string
+	}{
+		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "AGE"}},
+		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
+		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "ACTIVE", "FAILED", "AGE"}},
+		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ACTIVE", "SUCCEEDED", "FAILED", "AGE"}},
+		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "AGE"}},
+		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "AGE"}},
+	}
+	for kind, tc := range cases {
+		t.Run(kind, func(t *testing.T) {
+			out, err := framework.Kubectl(t, "get", tc.shortName, "-n", ns)
+			if err != nil {
+				t.Fatalf("kubectl get %s: %v", tc.shortName, err)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if diff := cmp.Diff(tc.wantColumns, strings.Fields(lines[0])); diff != "" {
+				t.Errorf("columns of kubectl get %s (-want,+got):\n%s", tc.shortName, diff)
+			}
+			if len(lines) < 2 {
+				t.Errorf("kubectl get %s listed no %s:\n%s", tc.shortName, kind, out)
+			}
+		})
+	}
+	out, err := framework.Kubectl(t, "get", "sedna", "-n", ns, "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl get sedna: %v", err)
+	}
+	if got := len(strings.Fields(out)); got != wantObjects {
+		t.Errorf("kubectl get sedna listed %d objects, want the %d of the examples:\n%s", got, wantObjects, out)
+	}
+}
