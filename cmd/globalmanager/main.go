@@ -1,5 +1,5 @@
 // Command globalmanager is Nereid's cloud GlobalManager: one controller per
-// sedna.io kind, run against a Kubernetes API server.
+// sedna.io kind, run against a Kubernetes API server, leader-elected.
 package main
 
 import (
@@ -7,43 +7,45 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 )
-
-// options are the GlobalManager's command-line settings.
-type options struct {
-	kubeconfig   string
-	resync       time.Duration
-	syncDeadline time.Duration
-}
-
-func (o *options) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
-		"Path to the kubeconfig of the cluster to manage. Empty means in-cluster configuration. Defaults to $KUBECONFIG.")
-	fs.DurationVar(&o.resync, "resync-period", 0,
-		"How often informers replay every cached object to the controllers; 0 disables it (changes arrive by watch).")
-	fs.DurationVar(&o.syncDeadline, "cache-sync-timeout", 2*time.Minute,
-		"How long to wait for the informer caches to fill before giving up.")
-}
 
 func main() {
 	fs := flag.NewFlagSet("globalmanager", flag.ExitOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: globalmanager [flags]
 
-The Nereid GlobalManager watches the sedna.io/v1alpha1 resources (Dataset, Model,
-JointInferenceService, FederatedLearningJob, IncrementalLearningJob,
-LifelongLearningJob) and runs one controller per kind.
+The Nereid GlobalManager watches the sedna.io/v1alpha1 resources and runs one
+controller per kind: it creates the worker pods, Services, Deployments and
+autoscalers each job or service needs, heals them, replaces them when the spec
+changes, and reports progress in status and events. Of several replicas, the
+one holding the leader election Lease acts.
+
+Settings can also come from a YAML file of flag names and values (--config);
+flags on the command line win.
 
 Flags:
 `)
@@ -51,8 +53,21 @@ Flags:
 	}
 	var o options
 	o.addFlags(fs)
+	configFile := fs.String("config", "", "YAML file of settings: flag names (without dashes) and values.")
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+	if *configFile != "" {
+		explicit := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+		if err := applyConfigFile(fs, *configFile, explicit); err != nil {
+			fmt.Fprintf(os.Stderr, "globalmanager: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "globalmanager: %v\n", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -61,6 +76,7 @@ Flags:
 		klog.Flush()
 		os.Exit(1)
 	}
+	klog.Flush()
 }
 
 func run(ctx context.Context, o options) error {
@@ -69,39 +85,145 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig %q: %w", o.kubeconfig, err)
 	}
-	client, err := sednaclient.NewForConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = "nereid-globalmanager"
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building kubernetes client: %w", err)
+	}
+	sednaClient, err := sednaclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building sedna client: %w", err)
 	}
-	factory := sednainformers.NewSharedInformerFactory(client, o.resync)
-	// Informers for every kind, so a missing CRD shows at start rather than later.
-	v1 := factory.Sedna().V1alpha1()
-	informers := map[string]cache.SharedIndexInformer{
-		"datasets":                v1.Datasets().Informer(),
-		"models":                  v1.Models().Informer(),
-		"jointinferenceservices":  v1.JointInferenceServices().Informer(),
-		"federatedlearningjobs":   v1.FederatedLearningJobs().Informer(),
-		"incrementallearningjobs": v1.IncrementalLearningJobs().Informer(),
-		"lifelonglearningjobs":    v1.LifelongLearningJobs().Informer(),
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 
-	syncCtx, cancel := context.WithTimeout(ctx, o.syncDeadline)
-	defer cancel()
-	for name, inf := range informers {
-		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("cache of %s not synced within %s: are the CRDs in build/crds installed?", name, o.syncDeadline)
-		}
-		logger.Info("Cache synced", "resource", name, "objects", len(inf.GetStore().ListKeys()))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := common.NewMetrics(reg)
+	var ready atomic.Value
+	ready.Store("waiting for leadership")
+	electionChecker := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	srv, err := serveHealth(ctx, o.healthAddress, reg, &ready, electionChecker)
+	if err != nil {
+		return err
 	}
-	logger.Info("GlobalManager running; controllers for each kind are added by later milestones")
-	<-ctx.Done()
-	if errors.Is(ctx.Err(), context.Canceled) {
-		logger.Info("Shutting down")
+	defer srv.Close()
+
+	runControllers := func(ctx context.Context) {
+		if err := startControllers(ctx, o, kubeClient, sednaClient, metrics, &ready); err != nil {
+			logger.Error(err, "Controllers stopped")
+		}
+	}
+	if !o.leaderElect {
+		runControllers(ctx)
+		return nil
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.leaseNamespace, o.leaseName,
+		kubeClient.CoreV1(), kubeClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return fmt.Errorf("building leader election lock: %w", err)
+	}
+	var lost atomic.Bool
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.leaseName,
+		WatchDog:        electionChecker,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: runControllers,
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lost.Store(true)
+				}
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					logger.Info("Another replica leads", "leader", identity)
+				}
+			},
+		},
+	})
+	if lost.Load() {
+		// Another replica may be acting now; carrying on would make two.
+		return errors.New("lost the leader election lease")
 	}
 	return nil
+}
+
+// startControllers builds the informers and controllers and runs them until
+// ctx is done.
+func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, metrics *common.Metrics, ready *atomic.Value) error {
+	// Only Nereid's children are cached: every one carries the owner-uid label.
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
+		kubeinformers.WithNamespace(o.namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = common.LabelOwnerUID }))
+	sednaFactory := sednainformers.NewSharedInformerFactoryWithOptions(sednaClient, 0, sednainformers.WithNamespace(o.namespace))
+	recorder := common.NewEventRecorder(ctx, kubeClient)
+	v1 := sednaFactory.Sedna().V1alpha1()
+
+	fl, err := federatedlearning.NewController(ctx, kubeClient, sednaClient,
+		v1.FederatedLearningJobs(), v1.Models(), v1.Datasets(),
+		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(),
+		recorder, metrics, federatedlearning.Config{
+			LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+			AggregationPort: int32(o.aggregationPort),
+		})
+	if err != nil {
+		return fmt.Errorf("building federated learning controller: %w", err)
+	}
+
+	kubeFactory.Start(ctx.Done())
+	sednaFactory.Start(ctx.Done())
+	defer kubeFactory.Shutdown()
+	defer sednaFactory.Shutdown()
+	go func() {
+		kubeFactory.WaitForCacheSync(ctx.Done())
+		sednaFactory.WaitForCacheSync(ctx.Done())
+		if ctx.Err() == nil {
+			ready.Store("")
+		}
+	}()
+
+	errs := make(chan error, 1)
+	go func() { errs <- fl.Run(ctx, o.flWorkers) }()
+	err = <-errs
+	ready.Store("stopped")
+	return err
+}
+
+// serveHealth serves /healthz (the process and its lease are alive), /readyz
+// (caches synced, controllers running) and /metrics.
+func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, ready *atomic.Value, election *leaderelection.HealthzAdaptor) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := election.Check(r); err != nil {
+			http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if why := ready.Load().(string); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on --health-address %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Health server stopped")
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving health and metrics", "address", ln.Addr().String())
+	return srv, nil
 }

@@ -38,7 +38,23 @@ type FederatedLearningJobSpec struct {
 	// How the workers exchange model updates; ws when unset.
 	// +optional
 	Transmitter *Transmitter `json:"transmitter,omitempty"`
+	// Which worker pods are deleted when the job finishes: Running (default)
+	// deletes those still running, All deletes every pod, None keeps them.
+	// A Nereid addition, as in DI-orchestrator.
+	// +optional
+	CleanPodPolicy CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
 }
+
+// CleanPodPolicy says which pods a finished job deletes.
+// +kubebuilder:validation:Enum=Running;All;None
+type CleanPodPolicy string
+
+// The clean pod policies.
+const (
+	CleanPodPolicyRunning CleanPodPolicy = "Running"
+	CleanPodPolicyAll     CleanPodPolicy = "All"
+	CleanPodPolicyNone    CleanPodPolicy = "None"
+)
 
 // AggregationWorker merges the training workers' updates.
 type AggregationWorker struct {

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+)
+
 // FederatedLearningJobSpecApplyConfiguration represents a declarative configuration of the FederatedLearningJobSpec type for use
 // with apply.
 //
@@ -30,6 +34,10 @@ type FederatedLearningJobSpecApplyConfiguration struct {
 	PretrainedModel *ModelRefApplyConfiguration `json:"pretrainedModel,omitempty"`
 	// How the workers exchange model updates; ws when unset.
 	Transmitter *TransmitterApplyConfiguration `json:"transmitter,omitempty"`
+	// Which worker pods are deleted when the job finishes: Running (default)
+	// deletes those still running, All deletes every pod, None keeps them.
+	// A Nereid addition, as in DI-orchestrator.
+	CleanPodPolicy *sednav1alpha1.CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
 }
 
 // FederatedLearningJobSpecApplyConfiguration constructs a declarative configuration of the FederatedLearningJobSpec type for use with
@@ -72,5 +80,13 @@ func (b *FederatedLearningJobSpecApplyConfiguration) WithPretrainedModel(value *
 // If called multiple times, the Transmitter field is set to the value of the last call.
 func (b *FederatedLearningJobSpecApplyConfiguration) WithTransmitter(value *TransmitterApplyConfiguration) *FederatedLearningJobSpecApplyConfiguration {
 	b.Transmitter = value
+	return b
+}
+
+// WithCleanPodPolicy sets the CleanPodPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CleanPodPolicy field is set to the value of the last call.
+func (b *FederatedLearningJobSpecApplyConfiguration) WithCleanPodPolicy(value sednav1alpha1.CleanPodPolicy) *FederatedLearningJobSpecApplyConfiguration {
+	b.CleanPodPolicy = &value
 	return b
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// options are the GlobalManager's settings, from flags and an optional config file.
+type options struct {
+	kubeconfig string
+	namespace  string
+	qps        float64
+	burst      int
+
+	flWorkers int
+	jiWorkers int
+
+	lcServer        string
+	workerLogLevel  string
+	dataPathPrefix  string
+	aggregationPort int
+
+	leaderElect        bool
+	leaseNamespace     string
+	leaseName          string
+	leaseDuration      time.Duration
+	renewDeadline      time.Duration
+	retryPeriod        time.Duration
+	healthAddress      string
+	shutdownGracePhase time.Duration
+}
+
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
+		"Path to the kubeconfig of the cluster to manage; empty means in-cluster configuration. Defaults to $KUBECONFIG.")
+	fs.StringVar(&o.namespace, "namespace", "",
+		"Only manage objects in this namespace; empty manages every namespace.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 500,
+		"Steady requests per second the GlobalManager may send to the API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", 1000,
+		"Requests the GlobalManager may send at once above --kube-api-qps.")
+	fs.IntVar(&o.flWorkers, "federatedlearningjob-workers", 8,
+		"FederatedLearningJobs synced in parallel.")
+	fs.IntVar(&o.jiWorkers, "jointinferenceservice-workers", 4,
+		"JointInferenceServices synced in parallel.")
+	fs.StringVar(&o.lcServer, "lc-server", "http://localhost:9100",
+		"LocalController address put into every worker's LC_SERVER (the LC listens on each edge node's host network).")
+	fs.StringVar(&o.workerLogLevel, "worker-log-level", "INFO",
+		"LOG_LEVEL put into every worker.")
+	fs.StringVar(&o.dataPathPrefix, "data-path-prefix", "/home/data",
+		"Where model and dataset paths on a node are mounted inside workers (DATA_PATH_PREFIX).")
+	fs.IntVar(&o.aggregationPort, "aggregation-port", 7363,
+		"Port of federated learning aggregation workers (AGG_BIND_PORT, AGG_PORT).")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true,
+		"Take a Lease before acting, so that of several replicas exactly one acts.")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", "kube-system",
+		"Namespace of the leader election Lease.")
+	fs.StringVar(&o.leaseName, "leader-elect-name", "nereid-globalmanager",
+		"Name of the leader election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a standby waits after the last renewal before taking the lease.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew before it gives up and stops.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often candidates try to take or renew the lease.")
+	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
+		"Address of /healthz, /readyz and /metrics (Prometheus).")
+	fs.DurationVar(&o.shutdownGracePhase, "shutdown-timeout", 10*time.Second,
+		"How long SIGTERM waits for workers to finish their current sync.")
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.qps <= 0 || o.burst <= 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if o.flWorkers < 1 || o.jiWorkers < 1 {
+		errs = append(errs, errors.New("--federatedlearningjob-workers and --jointinferenceservice-workers must be at least 1"))
+	}
+	if o.aggregationPort < 1 || o.aggregationPort > 65535 {
+		errs = append(errs, fmt.Errorf("--aggregation-port %d is not a port", o.aggregationPort))
+	}
+	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
+		errs = append(errs, errors.New("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"))
+	}
+	return errors.Join(errs...)
+}
+
+// applyConfigFile sets flags from a YAML file of flag names and values; flags
+// given on the command line win over the file.
+func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading config file: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return fmt.Errorf("parsing config file %s: %w", path, err)
+	}
+	for name, v := range values {
+		if fs.Lookup(name) == nil || name == "config" {
+			return fmt.Errorf("config file %s: unknown setting %q (settings are flag names without dashes)", path, name)
+		}
+		if explicit[name] {
+			continue
+		}
+		if err := fs.Set(name, strings.TrimSpace(fmt.Sprint(v))); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package common
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+)
+
+// SetJobCondition sets the condition of c's type, keeping one entry per type.
+// Times move only when something about the condition changed, so a sync that
+// changes nothing writes nothing.
+func SetJobCondition(conds []sednav1.JobCondition, c sednav1.JobCondition, now metav1.Time) []sednav1.JobCondition {
+	for i := range conds {
+		old := &conds[i]
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
+			return conds
+		}
+		c.LastHeartbeatTime = now
+		c.LastTransitionTime = old.LastTransitionTime
+		if old.Status != c.Status {
+			c.LastTransitionTime = now
+		}
+		out := append([]sednav1.JobCondition(nil), conds...)
+		out[i] = c
+		return out
+	}
+	c.LastHeartbeatTime, c.LastTransitionTime = now, now
+	return append(append([]sednav1.JobCondition(nil), conds...), c)
+}
+
+// FindJobCondition returns the condition of a type, or nil.
+func FindJobCondition(conds []sednav1.JobCondition, condType string) *sednav1.JobCondition {
+	for i := range conds {
+		if conds[i].Type == condType {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// IsJobConditionTrue says whether the condition of a type is there and True.
+func IsJobConditionTrue(conds []sednav1.JobCondition, condType string) bool {
+	c := FindJobCondition(conds, condType)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// JobConditionFor builds a condition for the owner's current generation.
+func JobConditionFor(owner metav1.Object, condType string, status bool, reason, message string) sednav1.JobCondition {
+	s := corev1.ConditionFalse
+	if status {
+		s = corev1.ConditionTrue
+	}
+	return sednav1.JobCondition{
+		Type: condType, Status: s, Reason: reason, Message: message,
+		ObservedGeneration: owner.GetGeneration(),
+	}
+}

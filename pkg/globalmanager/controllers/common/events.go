@@ -1,0 +1,47 @@
+package common
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	sednascheme "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/scheme"
+)
+
+// Component is the event source users see in kubectl describe.
+const Component = "nereid-globalmanager"
+
+// Event reasons shared by the controllers.
+const (
+	ReasonSuccessfulCreate = "SuccessfulCreate"
+	ReasonFailedCreate     = "FailedCreate"
+	ReasonSuccessfulDelete = "SuccessfulDelete"
+	ReasonFailedDelete     = "FailedDelete"
+)
+
+// NewEventRecorder starts an event broadcaster that writes to the API server
+// and returns a recorder for the GlobalManager's controllers, which knows the
+// sedna.io kinds. The broadcaster stops with ctx.
+func NewEventRecorder(ctx context.Context, client kubernetes.Interface) record.EventRecorder {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		broadcaster.Shutdown()
+	}()
+	return broadcaster.NewRecorder(Scheme(), corev1.EventSource{Component: Component})
+}
+
+// Scheme knows the Kubernetes kinds and the sedna.io kinds.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = kubescheme.AddToScheme(s)
+	_ = sednascheme.AddToScheme(s)
+	return s
+}

@@ -1,0 +1,164 @@
+package common
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+)
+
+// Worker describes one worker pod a controller wants.
+type Worker struct {
+	// Name of the pod; deterministic, so a repeated create fails with
+	// AlreadyExists instead of making a second pod.
+	Name string
+	// Role of the worker (aggregation, training, edge, cloud, train, eval, deploy).
+	Role string
+	// Hash of the spec the worker is built from.
+	Hash string
+	// Template from the user's spec.
+	Template *corev1.PodTemplateSpec
+	// Env the controller adds to every container; it replaces user entries of
+	// the same name, since workers must see what the controller resolved.
+	Env []corev1.EnvVar
+	// HostPaths are model and dataset paths on the node that the worker reads
+	// or writes; they are mounted under DataPathPrefix.
+	HostPaths []string
+	// DataPathPrefix is where node paths appear in the container.
+	DataPathPrefix string
+}
+
+// NewWorkerPod builds a worker's pod: the template, the owner's labels and
+// controller reference, the role and hash labels, and the worker environment.
+func NewWorkerPod(owner metav1.Object, ownerKind schema.GroupVersionKind, w Worker) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: *w.Template.ObjectMeta.DeepCopy(),
+		Spec:       *w.Template.Spec.DeepCopy(),
+	}
+	pod.Name = w.Name
+	pod.GenerateName = ""
+	pod.Namespace = owner.GetNamespace()
+	pod.Labels = MergeLabels(pod.Labels, OwnerLabels(owner, LowerKind(ownerKind)), map[string]string{
+		LabelWorkerRole:   w.Role,
+		LabelTemplateHash: w.Hash,
+	})
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, ownerKind)}
+	if pod.Spec.RestartPolicy == "" {
+		// A worker is a run to completion; the controller, not the kubelet, replaces it.
+		pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	}
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = MergeEnv(pod.Spec.Containers[i].Env, w.Env)
+	}
+	mountHostPaths(pod, w.HostPaths, w.DataPathPrefix)
+	return pod
+}
+
+// MergeEnv returns base with each of add set: an entry of the same name is
+// replaced in place, others are appended in order.
+func MergeEnv(base, add []corev1.EnvVar) []corev1.EnvVar {
+	out := append([]corev1.EnvVar(nil), base...)
+	for _, e := range add {
+		replaced := false
+		for i := range out {
+			if out[i].Name == e.Name {
+				out[i] = e
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// MergeLabels returns the union of the maps; later maps win.
+func MergeLabels(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Env is a shorthand for a literal environment variable.
+func Env(name, value string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, Value: value}
+}
+
+// CredentialEnv reads the S3 credentials of Sedna's credential Secret into the
+// environment by reference, never as literal values in the pod spec.
+func CredentialEnv(secretName string) []corev1.EnvVar {
+	if secretName == "" {
+		return nil
+	}
+	ref := func(key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: key,
+		}}}
+	}
+	return []corev1.EnvVar{ref("ACCESS_KEY_ID"), ref("SECRET_ACCESS_KEY")}
+}
+
+// PodFinished says whether the pod has run to an end.
+func PodFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// PodTerminating says whether the pod is on its way out.
+func PodTerminating(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil
+}
+
+// IsLocalPath says whether a model or dataset URL is a path on the node (as
+// opposed to s3:// or another scheme the worker reads itself).
+func IsLocalPath(url string) bool {
+	return strings.HasPrefix(url, "/")
+}
+
+// ContainerPath is where a node path appears inside a worker: under prefix
+// (DATA_PATH_PREFIX), as Sedna's workers expect. Other URLs are unchanged.
+func ContainerPath(url, prefix string) string {
+	if !IsLocalPath(url) {
+		return url
+	}
+	return path.Join(prefix, url)
+}
+
+// mountHostPaths mounts, read-write, the folder of each node path into every
+// container under prefix: the path itself when it names a folder (no file
+// extension), else its parent.
+func mountHostPaths(pod *corev1.Pod, paths []string, prefix string) {
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if !IsLocalPath(p) {
+			continue
+		}
+		dir := path.Clean(p)
+		if path.Ext(dir) != "" {
+			dir = path.Dir(dir)
+		}
+		if seen[dir] || dir == "/" {
+			continue
+		}
+		seen[dir] = true
+		name := "nereid-data-" + strings.ToLower(rand.SafeEncodeString(fmt.Sprint(fnvSum(dir))))[:8]
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+			Name:         name,
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+		})
+		for i := range pod.Spec.Containers {
+			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{
+				Name: name, MountPath: path.Join(prefix, dir),
+			})
+		}
+	}
+}

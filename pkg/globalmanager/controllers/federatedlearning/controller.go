@@ -1,0 +1,210 @@
+// Package federatedlearning is the FederatedLearningJob controller: one
+// aggregation worker and its Service in the cloud, one training worker per
+// dataset on the edge, phases from their pods.
+package federatedlearning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "federatedlearningjob"
+
+// jobKind is the kind of the jobs this controller owns children for.
+var jobKind = sednav1.FederatedLearningJobKind
+
+// Indexes of jobs by what they reference, so a Model or Dataset that appears
+// wakes exactly the jobs that wait for it.
+const (
+	byModel   = "model"
+	byDataset = "dataset"
+)
+
+// Config is what the GlobalManager's flags set for every federated job.
+type Config struct {
+	// LCServer is the LocalController address put in workers' LC_SERVER.
+	LCServer string
+	// LogLevel is the workers' LOG_LEVEL.
+	LogLevel string
+	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).
+	DataPathPrefix string
+	// AggregationPort is the port the aggregation worker listens on (AGG_BIND_PORT).
+	AggregationPort int32
+}
+
+// Controller reconciles FederatedLearningJobs.
+type Controller struct {
+	sednaClient sednaclient.Interface
+	jobs        sednalisters.FederatedLearningJobLister
+	jobIndexer  cache.Indexer
+	models      sednalisters.ModelLister
+	datasets    sednalisters.DatasetLister
+	pods        corelisters.PodLister
+	services    corelisters.ServiceLister
+	synced      []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	metrics  *common.Metrics
+	config   Config
+
+	// Test seams.
+	children *common.Children
+	exp      *common.Expectations
+	now      func() time.Time
+}
+
+// NewController wires the controller to its informers; it starts nothing.
+func NewController(
+	ctx context.Context,
+	kubeClient kubernetes.Interface,
+	sednaClient sednaclient.Interface,
+	jobInformer sednainformers.FederatedLearningJobInformer,
+	modelInformer sednainformers.ModelInformer,
+	datasetInformer sednainformers.DatasetInformer,
+	podInformer coreinformers.PodInformer,
+	serviceInformer coreinformers.ServiceInformer,
+	recorder record.EventRecorder,
+	metrics *common.Metrics,
+	config Config,
+) (*Controller, error) {
+	exp := common.NewExpectations()
+	c := &Controller{
+		sednaClient: sednaClient,
+		jobs:        jobInformer.Lister(),
+		jobIndexer:  jobInformer.Informer().GetIndexer(),
+		models:      modelInformer.Lister(),
+		datasets:    datasetInformer.Lister(),
+		pods:        podInformer.Lister(),
+		services:    serviceInformer.Lister(),
+		synced: []cache.InformerSynced{
+			jobInformer.Informer().HasSynced, modelInformer.Informer().HasSynced,
+			datasetInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+			serviceInformer.Informer().HasSynced,
+		},
+		queue:    common.NewQueue(Name),
+		recorder: recorder,
+		metrics:  metrics,
+		config:   config,
+		exp:      exp,
+		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
+		now:      time.Now,
+	}
+	if err := jobInformer.Informer().AddIndexers(cache.Indexers{
+		byModel:   indexReferences(func(j *sednav1.FederatedLearningJob) []string { return modelsOf(j) }),
+		byDataset: indexReferences(func(j *sednav1.FederatedLearningJob) []string { return datasetsOf(j) }),
+	}); err != nil {
+		return nil, fmt.Errorf("adding job indexers: %w", err)
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{jobInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueObject,
+			UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
+			DeleteFunc: c.enqueueObject,
+		}},
+		{podInformer.Informer(), common.PodHandler(jobKind, exp, c.queue.Add)},
+		{serviceInformer.Informer(), common.ChildHandler(jobKind, c.queue.Add)},
+		{modelInformer.Informer(), c.referenceHandler(byModel)},
+		{datasetInformer.Informer(), c.referenceHandler(byDataset)},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Run processes jobs with workers goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
+}
+
+func (c *Controller) enqueueObject(obj any) {
+	if key, ok := common.KeyOf(obj); ok {
+		c.queue.Add(key)
+	}
+}
+
+// referenceHandler enqueues the jobs in the object's namespace that reference
+// it by name through the index.
+func (c *Controller) referenceHandler(index string) cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		key, ok := common.KeyOf(obj)
+		if !ok {
+			return
+		}
+		jobs, err := c.jobIndexer.ByIndex(index, key)
+		if err != nil {
+			return
+		}
+		for _, j := range jobs {
+			c.enqueueObject(j)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+func indexReferences(names func(*sednav1.FederatedLearningJob) []string) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		job, ok := obj.(*sednav1.FederatedLearningJob)
+		if !ok {
+			return nil, nil
+		}
+		var keys []string
+		for _, n := range names(job) {
+			keys = append(keys, job.Namespace+"/"+n)
+		}
+		return keys, nil
+	}
+}
+
+func modelsOf(j *sednav1.FederatedLearningJob) []string {
+	names := []string{j.Spec.AggregationWorker.Model.Name}
+	if j.Spec.PretrainedModel != nil {
+		names = append(names, j.Spec.PretrainedModel.Name)
+	}
+	return names
+}
+
+func datasetsOf(j *sednav1.FederatedLearningJob) []string {
+	var names []string
+	for _, w := range j.Spec.TrainingWorkers {
+		names = append(names, w.Dataset.Name)
+	}
+	return names
+}
+
+// podPhaseIs counts pods in a phase.
+func podPhaseIs(pods []*corev1.Pod, phase corev1.PodPhase) int32 {
+	var n int32
+	for _, p := range pods {
+		if p.Status.Phase == phase {
+			n++
+		}
+	}
+	return n
+}

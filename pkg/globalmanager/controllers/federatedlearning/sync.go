@@ -1,0 +1,255 @@
+package federatedlearning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Condition types of a FederatedLearningJob. Training, Complete and Failed are
+// Sedna's; the other two make waiting and partial failures visible.
+const (
+	condReferencesResolved = "ReferencesResolved"
+	condWorkersCreated     = "WorkersCreated"
+	condTraining           = "Training"
+	condComplete           = "Complete"
+	condFailed             = "Failed"
+)
+
+// event is an event to record once the status that explains it is written.
+type event struct {
+	kind, reason, message string
+}
+
+// sync reconciles one job: lister read, deep copy, expectations, claim, act,
+// one status write when it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // a malformed key never gets better
+	}
+	shared, err := c.jobs.FederatedLearningJobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.exp.Forget(key)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading job %s: %w", key, err)
+	}
+	if shared.DeletionTimestamp != nil {
+		// The garbage collector removes the children; creating any would fight it.
+		return nil
+	}
+	job := shared.DeepCopy()
+	logger := klog.FromContext(ctx).WithValues("job", klog.KObj(job))
+	ctx = klog.NewContext(ctx, logger)
+
+	// Read the expectations before the cache: a child whose event arrives
+	// between the two reads is then in the cache we act on.
+	satisfied := c.exp.Satisfied(key)
+	pods, err := c.pods.Pods(ns).List(common.OwnerSelector(job))
+	if err != nil {
+		return fmt.Errorf("listing pods of %s: %w", key, err)
+	}
+	pods = common.Claim(job, pods)
+	services, err := c.services.Services(ns).List(common.OwnerSelector(job))
+	if err != nil {
+		return fmt.Errorf("listing services of %s: %w", key, err)
+	}
+	services = common.Claim(job, services)
+
+	now := metav1.NewTime(c.now())
+	status := job.Status.DeepCopy()
+	if status.StartTime == nil {
+		status.StartTime = &now
+	}
+	var events []event
+	var actErr error
+	finished := common.IsJobConditionTrue(status.Conditions, condComplete) || common.IsJobConditionTrue(status.Conditions, condFailed)
+
+	var current []*corev1.Pod // pods of the current spec
+	if finished {
+		if satisfied {
+			actErr = c.cleanPods(ctx, key, job, pods)
+		}
+		current = pods
+	} else {
+		refs, missing, err := c.resolve(job)
+		if err != nil {
+			return fmt.Errorf("resolving references of %s: %w", key, err)
+		}
+		if len(missing) > 0 {
+			msg := describeMissing(missing)
+			if !isConditionWith(status.Conditions, condReferencesResolved, corev1.ConditionFalse, msg) {
+				events = append(events, event{corev1.EventTypeWarning, "MissingReference", msg})
+			}
+			status.Conditions = common.SetJobCondition(status.Conditions,
+				common.JobConditionFor(job, condReferencesResolved, false, "MissingReference", msg), now)
+			status.Phase = sednav1.FLJobPending
+		} else {
+			status.Conditions = common.SetJobCondition(status.Conditions,
+				common.JobConditionFor(job, condReferencesResolved, true, "Resolved", "every Model and Dataset the job names exists"), now)
+			workers, err := c.desiredWorkers(job, refs)
+			if err != nil {
+				return fmt.Errorf("building workers of %s: %w", key, err)
+			}
+			var missingWorkers int
+			current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, services, satisfied)
+			c.setWorkersCreated(job, status, len(workers), missingWorkers, actErr, now)
+			events = append(events, c.setPhase(job, status, workers, current, missingWorkers, now)...)
+		}
+	}
+	status.Active = podPhaseIs(current, corev1.PodRunning) + podPhaseIs(current, corev1.PodPending)
+	status.Succeeded = podPhaseIs(current, corev1.PodSucceeded)
+	status.Failed = podPhaseIs(current, corev1.PodFailed)
+	status.ObservedGeneration = job.Generation
+
+	if !equality.Semantic.DeepEqual(job.Status, *status) {
+		job.Status = *status
+		if _, err := c.sednaClient.SednaV1alpha1().FederatedLearningJobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
+		}
+		logger.V(2).Info("Updated status", "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
+	}
+	for _, e := range events {
+		c.recorder.Event(job, e.kind, e.reason, e.message)
+	}
+	return actErr
+}
+
+// manageWorkers makes the pods match the workers: old-spec pods are deleted,
+// missing ones created. It returns the pods of the current spec and how many
+// workers have no pod yet.
+func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, satisfied bool) ([]*corev1.Pod, int, error) {
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	var current, stale []*corev1.Pod
+	var toCreate []*corev1.Pod
+	wanted := map[string]bool{}
+	for _, w := range workers {
+		wanted[w.Name] = true
+		if p, ok := byName[w.Name]; ok && !common.PodTerminating(p) {
+			current = append(current, p)
+			continue
+		}
+		toCreate = append(toCreate, common.NewWorkerPod(job, jobKind, w))
+	}
+	for _, p := range pods {
+		if !wanted[p.Name] && !common.PodTerminating(p) {
+			stale = append(stale, p)
+		}
+	}
+	if !satisfied {
+		// Our own creates and deletes are not all in the cache yet; acting now
+		// could do them twice. Their events requeue the job.
+		return current, len(toCreate), nil
+	}
+	var errs []error
+	if len(services) == 0 {
+		errs = append(errs, c.children.CreateService(ctx, job, c.aggregationService(job)))
+	}
+	errs = append(errs, c.children.DeletePods(ctx, key, job, stale, "the job's spec changed"))
+	errs = append(errs, c.children.CreatePods(ctx, key, job, toCreate))
+	return current, len(toCreate), errors.Join(errs...)
+}
+
+// cleanPods applies the clean-pod policy to a finished job.
+func (c *Controller) cleanPods(ctx context.Context, key string, job *sednav1.FederatedLearningJob, pods []*corev1.Pod) error {
+	var doomed []*corev1.Pod
+	for _, p := range pods {
+		if common.PodTerminating(p) {
+			continue
+		}
+		switch job.Spec.CleanPodPolicy {
+		case sednav1.CleanPodPolicyNone:
+		case sednav1.CleanPodPolicyAll:
+			doomed = append(doomed, p)
+		default: // Running
+			if !common.PodFinished(p) {
+				doomed = append(doomed, p)
+			}
+		}
+	}
+	return c.children.DeletePods(ctx, key, job, doomed, "the job finished")
+}
+
+func (c *Controller) setWorkersCreated(job *sednav1.FederatedLearningJob, status *sednav1.FederatedLearningJobStatus, want, missing int, actErr error, now metav1.Time) {
+	var cond sednav1.JobCondition
+	switch {
+	case actErr != nil:
+		cond = common.JobConditionFor(job, condWorkersCreated, false, "CreateFailed",
+			fmt.Sprintf("%d of %d workers have no pod; retrying with backoff: %v", missing, want, actErr))
+	case missing > 0:
+		cond = common.JobConditionFor(job, condWorkersCreated, false, "Creating", fmt.Sprintf("%d of %d workers have no pod yet", missing, want))
+	default:
+		cond = common.JobConditionFor(job, condWorkersCreated, true, "AllCreated", fmt.Sprintf("all %d workers have a pod", want))
+	}
+	status.Conditions = common.SetJobCondition(status.Conditions, cond, now)
+}
+
+// setPhase moves the phase: Succeeded when the aggregation worker succeeded,
+// Failed when any worker failed, Running only when every worker has a running
+// pod, Pending otherwise.
+func (c *Controller) setPhase(job *sednav1.FederatedLearningJob, status *sednav1.FederatedLearningJobStatus, workers []common.Worker, current []*corev1.Pod, missing int, now metav1.Time) []event {
+	var aggregator *corev1.Pod
+	var failed *corev1.Pod
+	running := 0
+	for _, p := range current {
+		if p.Name == workers[0].Name {
+			aggregator = p
+		}
+		switch p.Status.Phase {
+		case corev1.PodFailed:
+			failed = p
+		case corev1.PodRunning, corev1.PodSucceeded:
+			running++
+		}
+	}
+	old := status.Phase
+	switch {
+	case aggregator != nil && aggregator.Status.Phase == corev1.PodSucceeded:
+		status.Phase = sednav1.FLJobSucceeded
+		status.CompletionTime = &now
+		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condComplete, true, "AggregationSucceeded", "the aggregation worker finished"), now)
+		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, false, "Completed", "the job finished"), now)
+	case failed != nil:
+		status.Phase = sednav1.FLJobFailed
+		status.CompletionTime = &now
+		msg := fmt.Sprintf("worker pod %s failed: %s", failed.Name, failed.Status.Message)
+		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condFailed, true, "WorkerFailed", msg), now)
+		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, false, "Failed", msg), now)
+	case missing == 0 && running == len(workers):
+		status.Phase = sednav1.FLJobRunning
+		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, true, "AllWorkersRunning", fmt.Sprintf("all %d workers are running", len(workers))), now)
+	default:
+		status.Phase = sednav1.FLJobPending
+	}
+	if status.Phase == old {
+		return nil
+	}
+	switch status.Phase {
+	case sednav1.FLJobRunning:
+		return []event{{corev1.EventTypeNormal, "Running", "all workers are running"}}
+	case sednav1.FLJobSucceeded:
+		return []event{{corev1.EventTypeNormal, "Completed", "the aggregation worker finished; the job succeeded"}}
+	case sednav1.FLJobFailed:
+		return []event{{corev1.EventTypeWarning, "Failed", fmt.Sprintf("worker pod %s failed", failed.Name)}}
+	}
+	return nil
+}
+
+func isConditionWith(conds []sednav1.JobCondition, condType string, status corev1.ConditionStatus, message string) bool {
+	c := common.FindJobCondition(conds, condType)
+	return c != nil && c.Status == status && c.Message == message
+}

@@ -1,0 +1,167 @@
+package federatedlearning
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Worker roles, in the worker-role label.
+const (
+	roleAggregation = "aggregation"
+	roleTraining    = "training"
+)
+
+// references are the Models and Datasets a job names, resolved from the listers.
+type references struct {
+	model      *sednav1.Model
+	pretrained *sednav1.Model
+	datasets   []*sednav1.Dataset
+}
+
+// resolve reads what the job references; missing lists what does not exist.
+func (c *Controller) resolve(job *sednav1.FederatedLearningJob) (refs references, missing []string, err error) {
+	getModel := func(name string) (*sednav1.Model, error) {
+		m, err := c.models.Models(job.Namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, "Model "+name)
+			return nil, nil
+		}
+		return m, err
+	}
+	if refs.model, err = getModel(job.Spec.AggregationWorker.Model.Name); err != nil {
+		return refs, nil, err
+	}
+	if job.Spec.PretrainedModel != nil {
+		if refs.pretrained, err = getModel(job.Spec.PretrainedModel.Name); err != nil {
+			return refs, nil, err
+		}
+	}
+	for _, w := range job.Spec.TrainingWorkers {
+		d, err := c.datasets.Datasets(job.Namespace).Get(w.Dataset.Name)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, "Dataset "+w.Dataset.Name)
+			continue
+		} else if err != nil {
+			return refs, nil, err
+		}
+		refs.datasets = append(refs.datasets, d)
+	}
+	return refs, missing, nil
+}
+
+// serviceName is the aggregation worker's Service, which training workers dial.
+func serviceName(job *sednav1.FederatedLearningJob) string {
+	return common.ChildName(job.Name, roleAggregation)
+}
+
+func (c *Controller) transmitter(job *sednav1.FederatedLearningJob) []corev1.EnvVar {
+	t := job.Spec.Transmitter
+	if t != nil && t.S3 != nil {
+		return append([]corev1.EnvVar{common.Env("TRANSMITTER", "s3"), common.Env("AGG_DATA_PATH", t.S3.AggDataPath)},
+			common.CredentialEnv(t.S3.CredentialName)...)
+	}
+	return []corev1.EnvVar{common.Env("TRANSMITTER", "ws")}
+}
+
+// desiredWorkers are the pods the job's current spec asks for, aggregation
+// worker first. refs must be complete.
+func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs references) ([]common.Worker, error) {
+	spec := &job.Spec
+	participants := strconv.Itoa(len(spec.TrainingWorkers))
+	port := strconv.Itoa(int(c.config.AggregationPort))
+	base := func(workerName string) []corev1.EnvVar {
+		env := []corev1.EnvVar{
+			common.Env("NAMESPACE", job.Namespace),
+			common.Env("JOB_NAME", job.Name),
+			common.Env("WORKER_NAME", workerName),
+			common.Env("LC_SERVER", c.config.LCServer),
+			common.Env("LOG_LEVEL", c.config.LogLevel),
+			common.Env("DATA_PATH_PREFIX", c.config.DataPathPrefix),
+			common.Env("MODEL_NAME", refs.model.Name),
+			common.Env("MODEL_URL", common.ContainerPath(refs.model.Spec.URL, c.config.DataPathPrefix)),
+			common.Env("PARTICIPANTS_COUNT", participants),
+		}
+		env = append(env, c.transmitter(job)...)
+		if refs.pretrained != nil {
+			env = append(env, common.Env("PRETRAINED_MODEL_URL", common.ContainerPath(refs.pretrained.Spec.URL, c.config.DataPathPrefix)))
+		}
+		return append(env, common.CredentialEnv(refs.model.Spec.CredentialName)...)
+	}
+	hostPaths := []string{refs.model.Spec.URL}
+	if refs.pretrained != nil {
+		hostPaths = append(hostPaths, refs.pretrained.Spec.URL)
+	}
+	shared := []any{spec.AggregationWorker.Model, spec.PretrainedModel, spec.Transmitter, participants}
+
+	aggHash, err := common.Hash(append(shared, spec.AggregationWorker.Template)...)
+	if err != nil {
+		return nil, err
+	}
+	aggName := common.ChildName(job.Name, roleAggregation, aggHash)
+	workers := []common.Worker{{
+		Name: aggName, Role: roleAggregation, Hash: aggHash,
+		Template:       &spec.AggregationWorker.Template,
+		Env:            append(base(aggName), common.Env("AGG_BIND_PORT", port)),
+		HostPaths:      hostPaths,
+		DataPathPrefix: c.config.DataPathPrefix,
+	}}
+	aggHost := serviceName(job) + "." + job.Namespace
+	for i := range spec.TrainingWorkers {
+		tw := &spec.TrainingWorkers[i]
+		ds := refs.datasets[i]
+		hash, err := common.Hash(append(shared, i, tw.Dataset, tw.Template)...)
+		if err != nil {
+			return nil, err
+		}
+		name := common.ChildName(job.Name, roleTraining, strconv.Itoa(i), hash)
+		env := append(base(name),
+			common.Env("AGG_IP", aggHost),
+			common.Env("AGG_PORT", port),
+			common.Env("DATASET_NAME", ds.Name),
+			common.Env("TRAIN_DATASET_URL", common.ContainerPath(ds.Spec.URL, c.config.DataPathPrefix)),
+		)
+		env = append(env, common.CredentialEnv(ds.Spec.CredentialName)...)
+		workers = append(workers, common.Worker{
+			Name: name, Role: roleTraining, Hash: hash,
+			Template:       &tw.Template,
+			Env:            env,
+			HostPaths:      append([]string{ds.Spec.URL}, hostPaths...),
+			DataPathPrefix: c.config.DataPathPrefix,
+		})
+	}
+	return workers, nil
+}
+
+// aggregationService is the Service in front of the aggregation worker.
+func (c *Controller) aggregationService(job *sednav1.FederatedLearningJob) *corev1.Service {
+	labels := common.OwnerLabels(job, common.LowerKind(jobKind))
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            serviceName(job),
+			Namespace:       job.Namespace,
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, jobKind)},
+		},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{common.LabelOwnerUID: string(job.UID), common.LabelWorkerRole: roleAggregation},
+			Ports: []corev1.ServicePort{{
+				Name:       "aggregation",
+				Port:       c.config.AggregationPort,
+				TargetPort: intstr.FromInt32(c.config.AggregationPort),
+			}},
+		},
+	}
+}
+
+func describeMissing(missing []string) string {
+	return fmt.Sprintf("waiting for %s: not found in the job's namespace", strings.Join(missing, ", "))
+}
