@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +28,9 @@ type Owner interface {
 // controller does: expectations are raised before a request and lowered when
 // it fails, pods are created in slow-start batches so a refusing API server
 // sees one failure rather than hundreds, and events follow successful writes.
-// It is a struct field of each controller, so unit tests can use a fake client.
+// Expectations are needed for pods only; Deployments, Services and
+// autoscalers have deterministic names and are created without them. It is a
+// struct field of each controller, so unit tests can use a fake client.
 type Children struct {
 	Client       kubernetes.Interface
 	Recorder     record.EventRecorder
@@ -122,18 +127,99 @@ func (c *Children) DeletePods(ctx context.Context, key string, owner Owner, pods
 
 // CreateService creates a Service of owner; one that exists and is owner's is fine.
 func (c *Children) CreateService(ctx context.Context, owner Owner, svc *corev1.Service) error {
-	_, err := c.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	return createChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc)
+}
+
+// CreateDeployment creates a Deployment of owner; one that exists and is owner's is fine.
+func (c *Children) CreateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment) error {
+	return createChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d)
+}
+
+// UpdateDeployment writes d, a changed deep copy of a Deployment of owner read
+// from the cache; a stale copy fails with a conflict, for the caller to retry.
+func (c *Children) UpdateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment, why string) error {
+	return updateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why)
+}
+
+// CreateHPA creates a HorizontalPodAutoscaler of owner; one that exists and is owner's is fine.
+func (c *Children) CreateHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
+	return createChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa)
+}
+
+// UpdateHPA writes hpa, a changed deep copy of an autoscaler of owner read
+// from the cache; a stale copy fails with a conflict, for the caller to retry.
+func (c *Children) UpdateHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler, why string) error {
+	return updateChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why)
+}
+
+// DeleteHPA deletes an autoscaler of owner, only if it is still the one with that UID.
+func (c *Children) DeleteHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler, why string) error {
+	return deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why)
+}
+
+// typedClient is the part of a generated typed client (ServiceInterface,
+// DeploymentInterface, …) that the child helpers use.
+type typedClient[T metav1.Object] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// createChild creates one child of a kind other than Pod. It needs no
+// expectations: the name is deterministic, so a repeated create fails with
+// AlreadyExists, which confirmOurs then accepts.
+func createChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T) error {
+	_, err := client.Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return c.confirmOurs(ctx, owner, "Service", svc.Name, func(ctx context.Context) (metav1.Object, error) {
-			return c.Client.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+		return c.confirmOurs(ctx, owner, kind, obj.GetName(), func(ctx context.Context) (metav1.Object, error) {
+			return client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		})
 	}
+	noun := strings.ToLower(kind)
 	if err != nil {
-		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating service %s: %v", svc.Name, err)
-		return fmt.Errorf("creating service %s: %w", svc.Name, err)
+		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating %s %s: %v", noun, obj.GetName(), err)
+		return fmt.Errorf("creating %s %s: %w", noun, obj.GetName(), err)
 	}
-	c.Metrics.ChildCreated(c.Controller, "Service")
-	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created service: %s", svc.Name)
+	c.Metrics.ChildCreated(c.Controller, kind)
+	klog.FromContext(ctx).V(2).Info("Created child", "owner", klog.KObj(owner), "kind", kind, "name", obj.GetName())
+	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s: %s", noun, obj.GetName())
+	return nil
+}
+
+// updateChild writes one changed child. A conflict (the cache was stale) or
+// NotFound (deleted meanwhile) is returned without an event: the retry reads
+// the newer state and settles it.
+func updateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T, why string) error {
+	_, err := client.Update(ctx, obj, metav1.UpdateOptions{})
+	noun := strings.ToLower(kind)
+	if err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedUpdate, "Error updating %s %s: %v", noun, obj.GetName(), err)
+		}
+		return fmt.Errorf("updating %s %s: %w", noun, obj.GetName(), err)
+	}
+	c.Metrics.ChildUpdated(c.Controller, kind)
+	klog.FromContext(ctx).V(2).Info("Updated child", "owner", klog.KObj(owner), "kind", kind, "name", obj.GetName(), "why", why)
+	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Updated %s %s: %s", noun, obj.GetName(), why)
+	return nil
+}
+
+// deleteChild deletes one child, only if it is still the object with obj's UID.
+func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T, why string) error {
+	uid := obj.GetUID()
+	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone already, or a different object by now
+	}
+	noun := strings.ToLower(kind)
+	if err != nil {
+		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting %s %s: %v", noun, obj.GetName(), err)
+		return fmt.Errorf("deleting %s %s: %w", noun, obj.GetName(), err)
+	}
+	c.Metrics.ChildDeleted(c.Controller, kind)
+	klog.FromContext(ctx).V(2).Info("Deleted child", "owner", klog.KObj(owner), "kind", kind, "name", obj.GetName(), "why", why)
+	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s %s: %s", noun, obj.GetName(), why)
 	return nil
 }
 

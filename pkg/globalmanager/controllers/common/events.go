@@ -20,6 +20,8 @@ const Component = "nereid-globalmanager"
 const (
 	ReasonSuccessfulCreate = "SuccessfulCreate"
 	ReasonFailedCreate     = "FailedCreate"
+	ReasonSuccessfulUpdate = "SuccessfulUpdate"
+	ReasonFailedUpdate     = "FailedUpdate"
 	ReasonSuccessfulDelete = "SuccessfulDelete"
 	ReasonFailedDelete     = "FailedDelete"
 )

@@ -74,6 +74,7 @@ func Claim[T metav1.Object](owner metav1.Object, objs []T) []T {
 	}
 	return mine
 }
+
 // LowerKind is the lower-case kind, as Sedna's ownerKind and Nereid's owner-kind label.
 func LowerKind(gvk schema.GroupVersionKind) string {
 	return strings.ToLower(gvk.Kind)

@@ -14,6 +14,7 @@ type Metrics struct {
 	syncs        *prometheus.CounterVec
 	syncDuration *prometheus.HistogramVec
 	created      *prometheus.CounterVec
+	updated      *prometheus.CounterVec
 	deleted      *prometheus.CounterVec
 }
 
@@ -34,12 +35,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "nereid", Subsystem: "controller", Name: "children_created_total",
 			Help: "Child objects created, by controller and child kind.",
 		}, []string{"controller", "kind"}),
+		updated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nereid", Subsystem: "controller", Name: "children_updated_total",
+			Help: "Child objects updated to a new spec, by controller and child kind.",
+		}, []string{"controller", "kind"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nereid", Subsystem: "controller", Name: "children_deleted_total",
 			Help: "Child objects deleted, by controller and child kind.",
 		}, []string{"controller", "kind"}),
 	}
-	reg.MustRegister(m.syncs, m.syncDuration, m.created, m.deleted)
+	reg.MustRegister(m.syncs, m.syncDuration, m.created, m.updated, m.deleted)
 	registerQueueMetrics(reg)
 	return m
 }
@@ -60,6 +65,13 @@ func (m *Metrics) observeSync(controller string, took time.Duration, err error) 
 func (m *Metrics) ChildCreated(controller, kind string) {
 	if m != nil {
 		m.created.WithLabelValues(controller, kind).Inc()
+	}
+}
+
+// ChildUpdated counts one child of kind updated by controller.
+func (m *Metrics) ChildUpdated(controller, kind string) {
+	if m != nil {
+		m.updated.WithLabelValues(controller, kind).Inc()
 	}
 }
 

@@ -32,30 +32,37 @@ type Worker struct {
 	DataPathPrefix string
 }
 
-// NewWorkerPod builds a worker's pod: the template, the owner's labels and
-// controller reference, the role and hash labels, and the worker environment.
+// NewWorkerPod builds a worker's pod: the worker's template (NewWorkerTemplate),
+// its name, and the owner's controller reference.
 func NewWorkerPod(owner metav1.Object, ownerKind schema.GroupVersionKind, w Worker) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: *w.Template.ObjectMeta.DeepCopy(),
-		Spec:       *w.Template.Spec.DeepCopy(),
-	}
+	t := NewWorkerTemplate(owner, ownerKind, w)
+	pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
 	pod.Name = w.Name
 	pod.GenerateName = ""
 	pod.Namespace = owner.GetNamespace()
-	pod.Labels = MergeLabels(pod.Labels, OwnerLabels(owner, LowerKind(ownerKind)), map[string]string{
-		LabelWorkerRole:   w.Role,
-		LabelTemplateHash: w.Hash,
-	})
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, ownerKind)}
 	if pod.Spec.RestartPolicy == "" {
 		// A worker is a run to completion; the controller, not the kubelet, replaces it.
 		pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
-	for i := range pod.Spec.Containers {
-		pod.Spec.Containers[i].Env = MergeEnv(pod.Spec.Containers[i].Env, w.Env)
-	}
-	mountHostPaths(pod, w.HostPaths, w.DataPathPrefix)
 	return pod
+}
+
+// NewWorkerTemplate builds the pod template of a worker, for a pod of its own
+// or for a Deployment: the user's template, the owner's labels, the role and
+// hash labels, the worker environment in every container, and the node paths
+// mounted under the data path prefix. w.Template is not changed.
+func NewWorkerTemplate(owner metav1.Object, ownerKind schema.GroupVersionKind, w Worker) corev1.PodTemplateSpec {
+	t := *w.Template.DeepCopy()
+	t.Labels = MergeLabels(t.Labels, OwnerLabels(owner, LowerKind(ownerKind)), map[string]string{
+		LabelWorkerRole:   w.Role,
+		LabelTemplateHash: w.Hash,
+	})
+	for i := range t.Spec.Containers {
+		t.Spec.Containers[i].Env = MergeEnv(t.Spec.Containers[i].Env, w.Env)
+	}
+	mountHostPaths(&t.Spec, w.HostPaths, w.DataPathPrefix)
+	return t
 }
 
 // MergeEnv returns base with each of add set: an entry of the same name is
@@ -136,7 +143,7 @@ func ContainerPath(url, prefix string) string {
 // mountHostPaths mounts, read-write, the folder of each node path into every
 // container under prefix: the path itself when it names a folder (no file
 // extension), else its parent.
-func mountHostPaths(pod *corev1.Pod, paths []string, prefix string) {
+func mountHostPaths(spec *corev1.PodSpec, paths []string, prefix string) {
 	seen := map[string]bool{}
 	for _, p := range paths {
 		if !IsLocalPath(p) {
@@ -151,12 +158,12 @@ func mountHostPaths(pod *corev1.Pod, paths []string, prefix string) {
 		}
 		seen[dir] = true
 		name := "nereid-data-" + strings.ToLower(rand.SafeEncodeString(fmt.Sprint(fnvSum(dir))))[:8]
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+		spec.Volumes = append(spec.Volumes, corev1.Volume{
 			Name:         name,
 			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
 		})
-		for i := range pod.Spec.Containers {
-			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{
+		for i := range spec.Containers {
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{
 				Name: name, MountPath: path.Join(prefix, dir),
 			})
 		}

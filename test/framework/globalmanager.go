@@ -1,0 +1,137 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// Binary returns the path of one of Nereid's commands (globalmanager,
+// localcontroller), built once per test binary from the working tree.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		// The same folder as `make build`: overwritten, never left to pile up.
+		dir := filepath.Join(RepoRoot(), "_output", "bin")
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/...: %w\n%s", err, out)
+			return
+		}
+		binDir = dir
+	})
+	if buildErr != nil {
+		t.Fatalf("building Nereid's commands: %v", buildErr)
+	}
+	return filepath.Join(binDir, name)
+}
+
+// Process is a Nereid process a test started; it is stopped when the test ends.
+type Process struct {
+	Name    string
+	args    []string
+	bin     string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// StartGlobalManager runs a real GlobalManager process against the test
+// cluster, managing only namespace, without leader election (each test runs
+// its own). extra flags are appended.
+func StartGlobalManager(t testing.TB, namespace string, extra ...string) *Process {
+	t.Helper()
+	args := append([]string{
+		"--kubeconfig", KubeconfigPath(),
+		"--namespace", namespace,
+		"--leader-elect=false",
+		"--health-address", "127.0.0.1:0",
+		"-v", "2",
+	}, extra...)
+	p := &Process{Name: "globalmanager", bin: Binary(t, "globalmanager"), args: args,
+		logPath: filepath.Join(t.TempDir(), "globalmanager.log")}
+	p.Start(t)
+	t.Cleanup(func() {
+		p.Stop(t)
+		if t.Failed() {
+			t.Logf("last lines of the GlobalManager's log (%s):\n%s", p.logPath, tail(p.logPath, 40))
+		}
+	})
+	return p
+}
+
+// Start starts the process (again, after Kill or Stop), appending to its log.
+func (p *Process) Start(t testing.TB) {
+	t.Helper()
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("opening log of %s: %v", p.Name, err)
+	}
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group, so a kill reaches nothing else of the test's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		t.Fatalf("starting %s: %v", p.Name, err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		log.Close()
+		close(p.done)
+	}()
+}
+
+// Kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *Process) Kill(t testing.TB) {
+	t.Helper()
+	p.signal(t, syscall.SIGKILL, 10*time.Second)
+}
+
+// Stop ends the process with SIGTERM, as a rollout would, and waits for it.
+func (p *Process) Stop(t testing.TB) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM, 15*time.Second)
+}
+
+func (p *Process) signal(t testing.TB, sig syscall.Signal, wait time.Duration) {
+	t.Helper()
+	if p.cmd == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("signalling %s: %v", p.Name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(wait):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("%s did not exit within %s of %v", p.Name, wait, sig)
+	}
+}
+
+// Log returns what the process wrote so far.
+func (p *Process) Log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}

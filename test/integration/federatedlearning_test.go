@@ -1,0 +1,508 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+const flJob = "surface-defect-detection"
+
+// applyFederatedExample applies examples/federatedlearningjob in ns and waits
+// until the job is Running with its three workers.
+func applyFederatedExample(t *testing.T, ns string) *sednav1.FederatedLearningJob {
+	t.Helper()
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	return waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+}
+
+func waitForPhase(t *testing.T, ns, name string, phase sednav1.FLJobPhase) *sednav1.FederatedLearningJob {
+	t.Helper()
+	var job *sednav1.FederatedLearningJob
+	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s to be %s", name, phase), func(ctx context.Context) (bool, error) {
+		var err error
+		job, err = sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return job.Status.Phase == phase && job.Status.ObservedGeneration == job.Generation, nil
+	})
+	return job
+}
+
+// livePods are the job's pods that are not terminating, by name.
+func livePods(ctx context.Context, t *testing.T, ns string, job metav1.Object) (map[string]*corev1.Pod, error) {
+	t.Helper()
+	list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		if p := &list.Items[i]; p.DeletionTimestamp == nil {
+			out[p.Name] = p
+		}
+	}
+	return out, nil
+}
+
+func podUIDs(pods map[string]*corev1.Pod) map[string]types.UID {
+	out := map[string]types.UID{}
+	for n, p := range pods {
+		out[n] = p.UID
+	}
+	return out
+}
+
+func sameUIDs(a, b map[string]types.UID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFederatedLearningJobDeleteRemovesEverythingItOwns(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	job := applyFederatedExample(t, ns)
+	kube := framework.KubeClient(t)
+	svcs, err := kube.CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+	if err != nil || len(svcs.Items) != 1 {
+		t.Fatalf("the job's services: %v, %d, want 1", err, len(svcs.Items))
+	}
+	if out, err := framework.Kubectl(t, "delete", "-n", ns, "fl", flJob, "--wait=false"); err != nil {
+		t.Fatalf("kubectl delete: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 60*time.Second, "the garbage collector to remove every pod and service", func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		if err != nil {
+			return false, err
+		}
+		svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		return len(pods.Items) == 0 && len(svcs.Items) == 0, err
+	})
+}
+
+func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	job := applyFederatedExample(t, ns)
+	before, err := livePods(t.Context(), t, ns, job)
+	if err != nil || len(before) != 3 {
+		t.Fatalf("pods before: %v, %d, want 3", err, len(before))
+	}
+	var victim *corev1.Pod
+	for _, p := range before {
+		if p.Labels[common.LabelWorkerRole] == "training" {
+			victim = p
+			break
+		}
+	}
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the deleted worker to come back", func(ctx context.Context) (bool, error) {
+		pods, err := livePods(ctx, t, ns, job)
+		p, ok := pods[victim.Name]
+		return ok && p.UID != victim.UID, err
+	})
+	// Exactly once: the same three names, one pod each, for a while.
+	framework.Consistently(t, 3*time.Second, "three pods, one per worker", func(ctx context.Context) (bool, error) {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if _, ok := before[p.Name]; !ok {
+				return false, fmt.Errorf("unexpected pod %s", p.Name)
+			}
+		}
+		return len(pods.Items) == 3, nil
+	})
+}
+
+func TestFinishedFederatedLearningJobDoesNotResurrectPods(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	job := applyFederatedExample(t, ns)
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := framework.KubeClient(t)
+	var aggregator *corev1.Pod
+	for _, p := range pods {
+		if p.Labels[common.LabelWorkerRole] == "aggregation" {
+			aggregator = p.DeepCopy()
+		}
+	}
+	// The aggregation worker finishes (kwok keeps pods Running, so the test plays the kubelet).
+	aggregator.Status.Phase = corev1.PodSucceeded
+	if _, err := kube.CoreV1().Pods(ns).UpdateStatus(t.Context(), aggregator, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("marking the aggregator Succeeded: %v", err)
+	}
+	done := waitForPhase(t, ns, flJob, sednav1.FLJobSucceeded)
+	if done.Status.CompletionTime == nil {
+		t.Errorf("a succeeded job has no completionTime")
+	}
+	// Clean-pod policy Running (the default): the training workers go, the finished aggregator stays.
+	framework.Eventually(t, 30*time.Second, "running workers cleaned up", func(ctx context.Context) (bool, error) {
+		left, err := livePods(ctx, t, ns, job)
+		_, kept := left[aggregator.Name]
+		return len(left) == 1 && kept, err
+	})
+	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), aggregator.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Consistently(t, 3*time.Second, "no pod comes back for a finished job", func(ctx context.Context) (bool, error) {
+		left, err := livePods(ctx, t, ns, job)
+		return len(left) == 0, err
+	})
+}
+
+func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	job := applyFederatedExample(t, ns)
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	before, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A status-only write creates and deletes nothing.
+	job.Status.Conditions = append(job.Status.Conditions, sednav1.JobCondition{Type: "Probe", Status: corev1.ConditionTrue})
+	if _, err := jobs.UpdateStatus(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Consistently(t, 2*time.Second, "the same pods after a status write", func(ctx context.Context) (bool, error) {
+		now, err := livePods(ctx, t, ns, job)
+		return sameUIDs(podUIDs(before), podUIDs(now)), err
+	})
+
+	// A spec edit of training worker 0 replaces that worker, and only it.
+	job, err = jobs.Get(t.Context(), flJob, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Env[0].Value = "64"
+	if job, err = jobs.Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	edited := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	if edited.Status.ObservedGeneration != 2 {
+		t.Errorf("observedGeneration %d, want 2", edited.Status.ObservedGeneration)
+	}
+	var after map[string]*corev1.Pod
+	framework.Eventually(t, 30*time.Second, "one new-spec worker in place of the old one", func(ctx context.Context) (bool, error) {
+		after, err = livePods(ctx, t, ns, job)
+		return len(after) == 3 && len(after) == len(before), err
+	})
+	var replaced []string
+	for name, p := range after {
+		if old, ok := before[name]; !ok {
+			replaced = append(replaced, name)
+			if got := p.Spec.Containers[0].Env[0].Value; got != "64" {
+				t.Errorf("new worker %s has batch_size %q, want 64", name, got)
+			}
+		} else if old.UID != p.UID {
+			t.Errorf("worker %s was recreated though its spec did not change", name)
+		}
+	}
+	if len(replaced) != 1 || !strings.Contains(replaced[0], "-training-0-") {
+		t.Errorf("replaced workers %v, want training worker 0 only", replaced)
+	}
+}
+
+func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	for _, f := range []string{"datasets.yaml", "federatedlearningjob.yaml"} {
+		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
+			t.Fatalf("applying %s: %v\n%s", f, err, out)
+		}
+	}
+	framework.Eventually(t, 30*time.Second, "a condition naming the missing model", func(ctx context.Context) (bool, error) {
+		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := common.FindJobCondition(job.Status.Conditions, "ReferencesResolved")
+		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "surface-defect-detection-model") &&
+			job.Status.Phase == sednav1.FLJobPending, nil
+	})
+	out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
+	if err != nil || !strings.Contains(out, "MissingReference") {
+		t.Errorf("kubectl describe shows no MissingReference event (%v):\n%s", err, out)
+	}
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/model.yaml"); err != nil {
+		t.Fatalf("applying the model: %v\n%s", err, out)
+	}
+	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+}
+
+// TestFederatedLearningJobShowsCreationFailuresAndRecovers refuses pods with a
+// quota: the job says so in a condition and an event, is never Running with
+// workers missing, and completes its workers once the quota allows.
+func TestFederatedLearningJobShowsCreationFailuresAndRecovers(t *testing.T) {
+	ns := framework.Namespace(t)
+	kube := framework.KubeClient(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
+	}
+	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the quota to be enforced", func(ctx context.Context) (bool, error) {
+		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, "pods", metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil, err
+	})
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 30*time.Second, "a condition saying creation failed", func(ctx context.Context) (bool, error) {
+		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if job.Status.Phase == sednav1.FLJobRunning {
+			return false, fmt.Errorf("the job is Running with only 2 of 3 pods allowed")
+		}
+		c := common.FindJobCondition(job.Status.Conditions, "WorkersCreated")
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "CreateFailed" && strings.Contains(c.Message, "exceeded quota"), nil
+	})
+	out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
+	if err != nil || !strings.Contains(out, "FailedCreate") {
+		t.Errorf("kubectl describe shows no FailedCreate event (%v):\n%s", err, out)
+	}
+	quota.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
+	q, err := kube.CoreV1().ResourceQuotas(ns).Get(t.Context(), "pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec = quota.Spec
+	if _, err := kube.CoreV1().ResourceQuotas(ns).Update(t.Context(), q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	if !common.IsJobConditionTrue(job.Status.Conditions, "WorkersCreated") {
+		t.Errorf("Running without WorkersCreated=True: %+v", job.Status.Conditions)
+	}
+}
+
+// bigJob is a federated job with n training workers spread over the edge nodes.
+func bigJob(name string, n int) *sednav1.FederatedLearningJob {
+	tmpl := func(node, image string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "worker", Image: image}}}}
+	}
+	job := &sednav1.FederatedLearningJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: sednav1.FederatedLearningJobSpec{
+			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "surface-defect-detection-model"}, Template: tmpl("cloud-0", "agg:v1")},
+		},
+	}
+	for i := range n {
+		job.Spec.TrainingWorkers = append(job.Spec.TrainingWorkers, sednav1.TrainingWorker{
+			Dataset:  sednav1.DatasetRef{Name: fmt.Sprintf("edge%d-surface-defect-detection-dataset", i%2)},
+			Template: tmpl(fmt.Sprintf("edge-%d", i%2), "train:v1"),
+		})
+	}
+	return job
+}
+
+func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
+	const workers = 120
+	ns := framework.Namespace(t)
+	for _, f := range []string{"datasets.yaml", "model.yaml"} {
+		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
+			t.Fatalf("applying %s: %v\n%s", f, err, out)
+		}
+	}
+	// A slow client, so the kill lands in the middle of the creates.
+	gm := framework.StartGlobalManager(t, ns, "--kube-api-qps=20", "--kube-api-burst=1")
+	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), bigJob("large", workers), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, "some pods to exist", func(ctx context.Context) (bool, error) {
+		pods, err := livePods(ctx, t, ns, job)
+		return len(pods) >= 15, err
+	})
+	gm.Kill(t)
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) >= workers+1 {
+		t.Fatalf("the GlobalManager created all %d pods before the kill; the test proves nothing", len(pods))
+	}
+	t.Logf("killed the GlobalManager with %d of %d pods created", len(pods), workers+1)
+	gm.Start(t)
+	waitForPhase(t, ns, "large", sednav1.FLJobRunning)
+	framework.Consistently(t, 2*time.Second, "exactly one pod per worker", func(ctx context.Context) (bool, error) {
+		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		if err != nil {
+			return false, err
+		}
+		perWorker := map[string]int{}
+		for _, p := range list.Items {
+			// One pod per role and index, whatever the hash.
+			perWorker[strings.Join(strings.Split(p.Name, "-")[:len(strings.Split(p.Name, "-"))-1], "-")]++
+		}
+		var dup []string
+		for w, n := range perWorker {
+			if n > 1 {
+				dup = append(dup, w)
+			}
+		}
+		sort.Strings(dup)
+		if len(dup) > 0 {
+			return false, fmt.Errorf("workers with more than one pod: %v", dup)
+		}
+		return len(list.Items) == workers+1, nil
+	})
+}
+
+func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	for _, f := range []string{"datasets.yaml", "model.yaml"} {
+		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
+			t.Fatalf("applying %s: %v\n%s", f, err, out)
+		}
+	}
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	a, err := jobs.Create(t.Context(), bigJob("a", 2), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := jobs.Create(t.Context(), bigJob("b", 2), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForPhase(t, ns, "a", sednav1.FLJobRunning)
+	waitForPhase(t, ns, "b", sednav1.FLJobRunning)
+	bPods, err := livePods(t.Context(), t, ns, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err = jobs.Get(t.Context(), "a", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.Spec.AggregationWorker.Template.Spec.Containers[0].Image = "agg:v2"
+	a.Spec.TrainingWorkers[1].Template.Spec.Containers[0].Image = "train:v2"
+	if _, err := jobs.Update(t.Context(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "job a's edited workers", func(ctx context.Context) (bool, error) {
+		pods, err := livePods(ctx, t, ns, a)
+		images := 0
+		for _, p := range pods {
+			if strings.HasSuffix(p.Spec.Containers[0].Image, ":v2") {
+				images++
+			}
+		}
+		return len(pods) == 3 && images == 2, err
+	})
+	if err := jobs.Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Consistently(t, 2*time.Second, "job b's pods untouched", func(ctx context.Context) (bool, error) {
+		now, err := livePods(ctx, t, ns, b)
+		return sameUIDs(podUIDs(bPods), podUIDs(now)), err
+	})
+}
+
+// TestSpecEditWithSlowTerminationNeverBringsOldPodsBack edits a job whose pods
+// take seconds to go away (a kwok stage delays their deletion): while the old
+// pods terminate, every live pod is of the new spec.
+func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	for _, f := range []string{"datasets.yaml", "model.yaml"} {
+		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
+			t.Fatalf("applying %s: %v\n%s", f, err, out)
+		}
+	}
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	job := bigJob("slow", 2)
+	for _, tmpl := range []*corev1.PodTemplateSpec{&job.Spec.AggregationWorker.Template, &job.Spec.TrainingWorkers[0].Template, &job.Spec.TrainingWorkers[1].Template} {
+		tmpl.Annotations = map[string]string{"nereid.io/kwok-delete-delay": "4s"}
+	}
+	job, err := jobs.Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitForPhase(t, ns, "slow", sednav1.FLJobRunning)
+	before, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range job.Spec.TrainingWorkers {
+		job.Spec.TrainingWorkers[i].Template.Spec.Containers[0].Image = "train:v2"
+	}
+	if _, err := jobs.Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sawTerminating := false
+	framework.Consistently(t, 6*time.Second, "no old-spec pod created after the edit", func(ctx context.Context) (bool, error) {
+		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				sawTerminating = true
+				continue
+			}
+			if p.Labels[common.LabelWorkerRole] != "training" || p.Spec.Containers[0].Image == "train:v2" {
+				continue
+			}
+			// A live old-spec pod may only be one of the originals, not yet deleted.
+			if old, ok := before[p.Name]; !ok || old.UID != p.UID {
+				return false, fmt.Errorf("old-spec pod %s (%s) was created after the edit", p.Name, p.UID)
+			}
+		}
+		return true, nil
+	})
+	if !sawTerminating {
+		t.Errorf("never saw an old pod terminating: the kwok delay did not apply, so the test proves nothing")
+	}
+	framework.Eventually(t, 30*time.Second, "only new-spec training pods", func(ctx context.Context) (bool, error) {
+		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range list.Items {
+			if p.Labels[common.LabelWorkerRole] == "training" {
+				if p.Spec.Containers[0].Image != "train:v2" {
+					return false, nil
+				}
+				n++
+			}
+		}
+		return n == 2, nil
+	})
+}
