@@ -1,0 +1,184 @@
+package common
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+)
+
+func TestExpectationsHoldUntilObservedOrExpired(t *testing.T) {
+	now := time.Unix(1000, 0)
+	e := NewExpectations()
+	e.now = func() time.Time { return now }
+	const key = "ns/job"
+	if !e.Satisfied(key) {
+		t.Fatal("no record should be satisfied")
+	}
+	e.ExpectCreations(key, 2)
+	e.ExpectDeletions(key, "uid-1")
+	steps := []struct {
+		do   func()
+		want bool
+	}{
+		{func() {}, false},
+		{func() { e.CreationObserved(key) }, false},
+		{func() { e.CreationObserved(key) }, false},
+		{func() { e.DeletionObserved(key, "uid-other") }, false},
+		{func() { e.DeletionObserved(key, "uid-1") }, true},
+		{func() { e.CreationObserved(key) }, true}, // never below zero
+		{func() { e.ExpectCreations(key, 1) }, false},
+		{func() { now = now.Add(ExpectationsTimeout + time.Second) }, true},
+		{func() { e.Forget(key) }, true},
+	}
+	for i, s := range steps {
+		s.do()
+		if got := e.Satisfied(key); got != s.want {
+			t.Errorf("step %d: Satisfied = %v, want %v", i, got, s.want)
+		}
+	}
+}
+
+func TestSetJobConditionMovesTimesOnlyOnChange(t *testing.T) {
+	t0 := metav1.NewTime(time.Unix(100, 0))
+	t1 := metav1.NewTime(time.Unix(200, 0))
+	base := []sednav1.JobCondition{{Type: "Training", Status: corev1.ConditionTrue, Reason: "R", Message: "m",
+		LastHeartbeatTime: t0, LastTransitionTime: t0, ObservedGeneration: 1}}
+	cases := map[string]struct {
+		in   sednav1.JobCondition
+		want []sednav1.JobCondition
+	}{
+		"unchanged writes nothing": {
+			in:   sednav1.JobCondition{Type: "Training", Status: corev1.ConditionTrue, Reason: "R", Message: "m", ObservedGeneration: 1},
+			want: base,
+		},
+		"new message keeps the transition time": {
+			in: sednav1.JobCondition{Type: "Training", Status: corev1.ConditionTrue, Reason: "R", Message: "m2", ObservedGeneration: 1},
+			want: []sednav1.JobCondition{{Type: "Training", Status: corev1.ConditionTrue, Reason: "R", Message: "m2",
+				LastHeartbeatTime: t1, LastTransitionTime: t0, ObservedGeneration: 1}},
+		},
+		"new status moves the transition time": {
+			in: sednav1.JobCondition{Type: "Training", Status: corev1.ConditionFalse, Reason: "R", Message: "m", ObservedGeneration: 2},
+			want: []sednav1.JobCondition{{Type: "Training", Status: corev1.ConditionFalse, Reason: "R", Message: "m",
+				LastHeartbeatTime: t1, LastTransitionTime: t1, ObservedGeneration: 2}},
+		},
+		"another type is added": {
+			in: sednav1.JobCondition{Type: "Complete", Status: corev1.ConditionTrue},
+			want: append(append([]sednav1.JobCondition(nil), base...), sednav1.JobCondition{Type: "Complete", Status: corev1.ConditionTrue,
+				LastHeartbeatTime: t1, LastTransitionTime: t1}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := append([]sednav1.JobCondition(nil), base...)
+			got := SetJobCondition(in, tc.in, t1)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("conditions (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(base, in); diff != "" {
+				t.Errorf("the input slice was changed (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMergeEnvReplacesInPlaceAndAppends(t *testing.T) {
+	base := []corev1.EnvVar{Env("A", "user"), Env("B", "user")}
+	got := MergeEnv(base, []corev1.EnvVar{Env("B", "ours"), Env("C", "ours")})
+	want := []corev1.EnvVar{Env("A", "user"), Env("B", "ours"), Env("C", "ours")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("env (-want,+got):\n%s", diff)
+	}
+	if base[1].Value != "user" {
+		t.Errorf("MergeEnv changed its input")
+	}
+}
+
+func TestChildNameIsAValidDeterministicLabel(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	cases := map[string]struct {
+		owner  string
+		suffix []string
+		want   string
+	}{
+		"short":             {owner: "job", suffix: []string{"training", "0", "abc"}, want: "job-training-0-abc"},
+		"long is shortened": {owner: long, suffix: []string{"aggregation"}},
+		"long other suffix": {owner: long, suffix: []string{"training", "12", "x1"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ChildName(tc.owner, tc.suffix...)
+			if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+				t.Errorf("ChildName = %q: %v", got, errs)
+			}
+			if tc.want != "" && got != tc.want {
+				t.Errorf("ChildName = %q, want %q", got, tc.want)
+			}
+			if again := ChildName(tc.owner, tc.suffix...); again != got {
+				t.Errorf("not deterministic: %q then %q", got, again)
+			}
+			if !strings.HasSuffix(got, strings.Join(tc.suffix, "-")) {
+				t.Errorf("ChildName = %q lost its suffix", got)
+			}
+		})
+	}
+	if ChildName(long+"x", "a") == ChildName(long+"y", "a") {
+		t.Errorf("two long owners share a child name")
+	}
+}
+
+func TestHashChangesWithEveryInput(t *testing.T) {
+	a, _ := Hash("x", 1)
+	b, _ := Hash("x", 2)
+	c, _ := Hash("x", 1)
+	if a == b || a != c {
+		t.Errorf("Hash(x,1)=%s Hash(x,2)=%s Hash(x,1)=%s", a, b, c)
+	}
+}
+
+func TestSlowStartStopsAfterTheFirstFailingBatch(t *testing.T) {
+	var calls atomic.Int32
+	done, err := slowStart(20, func(i int) error {
+		calls.Add(1)
+		if i == 4 { // in the third batch (indexes 3..6)
+			return errors.New("refused")
+		}
+		return nil
+	})
+	if err == nil || done != 7 || calls.Load() != 7 {
+		t.Errorf("slowStart = %d, %v after %d calls; want 7 calls and the error", done, err, calls.Load())
+	}
+	done, err = slowStart(5, func(int) error { return nil })
+	if err != nil || done != 5 {
+		t.Errorf("slowStart = %d, %v; want 5, nil", done, err)
+	}
+}
+
+func TestClaimKeepsOnlyChildrenControlledByTheOwnerUID(t *testing.T) {
+	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "uid-1"}}
+	ref := func(uid types.UID, controller bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{Name: "owner", UID: uid, Controller: &controller}}
+	}
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "mine", OwnerReferences: ref("uid-1", true)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "same-name-old-owner", OwnerReferences: ref("uid-0", true)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "not-controller", OwnerReferences: ref("uid-1", false)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}},
+	}
+	var got []string
+	for _, p := range Claim(metav1.Object(owner), pods) {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"mine"}, got); diff != "" {
+		t.Errorf("claimed (-want,+got):\n%s", diff)
+	}
+}
