@@ -48,5 +48,9 @@ test-unit: ## Unit tests (no cluster).
 test-integration: tools ## Integration tests against a real local control plane.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
+.PHONY: bench
+bench: tools ## Benchmark the GlobalManager on a fresh local control plane; prints a table, writes _output/bench/*.json.
+	$(GO) run ./test/bench $(BENCH_ARGS)
+
 .PHONY: test
 test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.

@@ -31,6 +31,7 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
 )
 
 func main() {
@@ -175,6 +176,16 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	if err != nil {
 		return fmt.Errorf("building federated learning controller: %w", err)
 	}
+	ji, err := jointinference.NewController(ctx, kubeClient, sednaClient,
+		v1.JointInferenceServices(), v1.Models(),
+		kubeFactory.Apps().V1().Deployments(), kubeFactory.Core().V1().Services(),
+		kubeFactory.Autoscaling().V2().HorizontalPodAutoscalers(),
+		recorder, metrics, jointinference.Config{
+			LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+		})
+	if err != nil {
+		return fmt.Errorf("building joint inference controller: %w", err)
+	}
 
 	kubeFactory.Start(ctx.Done())
 	sednaFactory.Start(ctx.Done())
@@ -188,9 +199,10 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		}
 	}()
 
-	errs := make(chan error, 1)
+	errs := make(chan error, 2)
 	go func() { errs <- fl.Run(ctx, o.flWorkers) }()
-	err = <-errs
+	go func() { errs <- ji.Run(ctx, o.jiWorkers) }()
+	err = errors.Join(<-errs, <-errs)
 	ready.Store("stopped")
 	return err
 }

@@ -428,3 +428,40 @@ func Kubectl(t testing.TB, args ...string) (stdout string, err error) {
 	}
 	return out.String(), nil
 }
+
+// StartCluster starts a control plane outside of a test binary (for the
+// benchmark command): it returns the kubeconfig path and a func that stops the
+// control plane, keeping its logs when keepLogs is set.
+func StartCluster() (kubeconfig string, stop func(keepLogs bool), err error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	repoRootOnce.Do(func() { repoRoot = root })
+	dir, err := startControlPlane(root)
+	if err != nil {
+		return "", nil, err
+	}
+	stopWatchdog := startWatchdog(root, dir)
+	outDir = dir
+	if err := useCluster(filepath.Join(dir, "kubeconfig")); err != nil {
+		teardown(root, dir, false)
+		stopWatchdog()
+		return "", nil, err
+	}
+	return kubeconfigPath, func(keepLogs bool) {
+		teardown(root, dir, !keepLogs)
+		stopWatchdog()
+	}, nil
+}
+
+// UseCluster points the framework at a running cluster's kubeconfig (for the
+// benchmark command).
+func UseCluster(kubeconfig string) error {
+	root, err := findRepoRoot()
+	if err != nil {
+		return err
+	}
+	repoRootOnce.Do(func() { repoRoot = root })
+	return useCluster(kubeconfig)
+}

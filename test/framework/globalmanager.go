@@ -22,6 +22,15 @@ var (
 // localcontroller), built once per test binary from the working tree.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	path, err := BuildBinary(name)
+	if err != nil {
+		t.Fatalf("building Nereid's commands: %v", err)
+	}
+	return path
+}
+
+// BuildBinary is Binary for programs that are not tests.
+func BuildBinary(name string) (string, error) {
 	buildOnce.Do(func() {
 		// The same folder as `make build`: overwritten, never left to pile up.
 		dir := filepath.Join(RepoRoot(), "_output", "bin")
@@ -34,9 +43,9 @@ func Binary(t testing.TB, name string) string {
 		binDir = dir
 	})
 	if buildErr != nil {
-		t.Fatalf("building Nereid's commands: %v", buildErr)
+		return "", buildErr
 	}
-	return filepath.Join(binDir, name)
+	return filepath.Join(binDir, name), nil
 }
 
 // Process is a Nereid process a test started; it is stopped when the test ends.
@@ -61,9 +70,10 @@ func StartGlobalManager(t testing.TB, namespace string, extra ...string) *Proces
 		"--health-address", "127.0.0.1:0",
 		"-v", "2",
 	}, extra...)
-	p := &Process{Name: "globalmanager", bin: Binary(t, "globalmanager"), args: args,
-		logPath: filepath.Join(t.TempDir(), "globalmanager.log")}
-	p.Start(t)
+	p := NewProcess("globalmanager", Binary(t, "globalmanager"), filepath.Join(t.TempDir(), "globalmanager.log"), args...)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		p.Stop(t)
 		if t.Failed() {
@@ -73,12 +83,21 @@ func StartGlobalManager(t testing.TB, namespace string, extra ...string) *Proces
 	return p
 }
 
+// NewProcess describes a process to start with Start; its output goes to logPath.
+func NewProcess(name, bin, logPath string, args ...string) *Process {
+	return &Process{Name: name, bin: bin, args: args, logPath: logPath}
+}
+
+// Pid is the process's id while it runs.
+func (p *Process) Pid() int {
+	return p.cmd.Process.Pid
+}
+
 // Start starts the process (again, after Kill or Stop), appending to its log.
-func (p *Process) Start(t testing.TB) {
-	t.Helper()
+func (p *Process) Start() error {
 	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatalf("opening log of %s: %v", p.Name, err)
+		return fmt.Errorf("opening log of %s: %w", p.Name, err)
 	}
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -86,7 +105,7 @@ func (p *Process) Start(t testing.TB) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		t.Fatalf("starting %s: %v", p.Name, err)
+		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
 	go func() {
@@ -94,39 +113,45 @@ func (p *Process) Start(t testing.TB) {
 		log.Close()
 		close(p.done)
 	}()
+	return nil
 }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
 func (p *Process) Kill(t testing.TB) {
 	t.Helper()
-	p.signal(t, syscall.SIGKILL, 10*time.Second)
+	if err := p.Signal(syscall.SIGKILL, 10*time.Second); err != nil {
+		t.Error(err)
+	}
 }
 
 // Stop ends the process with SIGTERM, as a rollout would, and waits for it.
 func (p *Process) Stop(t testing.TB) {
 	t.Helper()
-	p.signal(t, syscall.SIGTERM, 15*time.Second)
+	if err := p.Signal(syscall.SIGTERM, 15*time.Second); err != nil {
+		t.Error(err)
+	}
 }
 
-func (p *Process) signal(t testing.TB, sig syscall.Signal, wait time.Duration) {
-	t.Helper()
+// Signal sends sig and waits up to wait for the process to exit, killing it then.
+func (p *Process) Signal(sig syscall.Signal, wait time.Duration) error {
 	if p.cmd == nil {
-		return
+		return nil
 	}
 	select {
 	case <-p.done:
-		return
+		return nil
 	default:
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		t.Errorf("signalling %s: %v", p.Name, err)
+		return fmt.Errorf("signalling %s: %w", p.Name, err)
 	}
 	select {
 	case <-p.done:
+		return nil
 	case <-time.After(wait):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Errorf("%s did not exit within %s of %v", p.Name, wait, sig)
+		return fmt.Errorf("%s did not exit within %s of %v", p.Name, wait, sig)
 	}
 }
 

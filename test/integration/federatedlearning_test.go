@@ -358,7 +358,9 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 		t.Fatalf("the GlobalManager created all %d pods before the kill; the test proves nothing", len(pods))
 	}
 	t.Logf("killed the GlobalManager with %d of %d pods created", len(pods), workers+1)
-	gm.Start(t)
+	if err := gm.Start(); err != nil {
+		t.Fatal(err)
+	}
 	waitForPhase(t, ns, "large", sednav1.FLJobRunning)
 	framework.Consistently(t, 2*time.Second, "exactly one pod per worker", func(ctx context.Context) (bool, error) {
 		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})

@@ -48,11 +48,13 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 	}
 	c.Expectations.ExpectCreations(key, len(pods))
 	done, err := slowStart(len(pods), func(i int) error {
-		if err := c.createPod(ctx, owner, pods[i]); err != nil {
+		created, err := c.createPod(ctx, owner, pods[i])
+		if !created {
+			// No add event will come for a create that failed, or for a pod
+			// that existed already; waiting for one would stall the owner.
 			c.Expectations.CreationObserved(key)
-			return err
 		}
-		return nil
+		return err
 	})
 	for range len(pods) - done {
 		c.Expectations.CreationObserved(key)
@@ -60,21 +62,24 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 	return err
 }
 
-func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) error {
-	_, err := c.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+// createPod creates one pod; created says whether a new pod was made. A pod
+// of that name that is already owner's (after a restart, or still
+// terminating after a delete) is not an error: its events requeue the owner.
+func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) (created bool, err error) {
+	_, err = c.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
+		return false, c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
 			return c.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		})
 	}
 	if err != nil {
 		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
-		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		return false, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	c.Metrics.ChildCreated(c.Controller, "Pod")
 	klog.FromContext(ctx).V(2).Info("Created pod", "owner", klog.KObj(owner), "pod", pod.Name)
 	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
-	return nil
+	return true, nil
 }
 
 // confirmOurs handles AlreadyExists on a deterministic name: after a restart or

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
@@ -180,5 +182,24 @@ func TestClaimKeepsOnlyChildrenControlledByTheOwnerUID(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"mine"}, got); diff != "" {
 		t.Errorf("claimed (-want,+got):\n%s", diff)
+	}
+}
+
+// TestCreatePodsReleasesExpectationForAPodThatAlreadyExists covers a heal
+// racing the old pod's termination: the create meets AlreadyExists on our own
+// pod, no add event will follow, and the owner must not wait for one.
+func TestCreatePodsReleasesExpectationForAPodThatAlreadyExists(t *testing.T) {
+	owner := &sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: "job-uid"}}
+	pod := NewWorkerPod(owner, sednav1.FederatedLearningJobKind, Worker{Name: "job-training-0-x", Role: "training", Hash: "x",
+		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}})
+	terminating := pod.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	exp := NewExpectations()
+	c := &Children{Client: kubefake.NewClientset(terminating), Recorder: record.NewFakeRecorder(10), Expectations: exp}
+	if err := c.CreatePods(t.Context(), "ns/job", owner, []*corev1.Pod{pod}); err != nil {
+		t.Fatalf("CreatePods: %v", err)
+	}
+	if !exp.Satisfied("ns/job") {
+		t.Errorf("expectations wait for an add event that will never come")
 	}
 }

@@ -73,7 +73,7 @@ func processNext(ctx context.Context, name string, queue workqueue.TypedRateLimi
 		queue.Forget(key)
 		return true
 	}
-	klog.FromContext(ctx).V(2).Info("Sync failed; retrying with backoff", "key", key, "err", err)
+	utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; retrying with backoff", "controller", name, "key", key)
 	queue.AddRateLimited(key)
 	return true
 }

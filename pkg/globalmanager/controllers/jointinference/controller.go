@@ -1,0 +1,201 @@
+// Package jointinference is the JointInferenceService controller: an edge
+// worker Deployment serving the small model, a cloud worker Deployment serving
+// the big one behind a Service the edge worker calls, an autoscaler for each
+// worker that asks for one, and status from the Deployments' real state.
+package jointinference
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	autoscalinginformers "k8s.io/client-go/informers/autoscaling/v2"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "jointinferenceservice"
+
+// serviceKind is the kind of the services this controller owns children for.
+var serviceKind = sednav1.JointInferenceServiceKind
+
+// byModel indexes services by the Models they name, so a Model that appears
+// wakes exactly the services that wait for it.
+const byModel = "model"
+
+// Defaults of Config, as Sedna's.
+const (
+	// DefaultCloudPort is the cloud worker's port (BIG_MODEL_BIND_PORT).
+	DefaultCloudPort int32 = 5000
+	// DefaultLCPeriod is how often, in seconds, edge workers report (LC_PERIOD).
+	DefaultLCPeriod int32 = 30
+)
+
+// Config is what the GlobalManager's flags set for every joint inference service.
+type Config struct {
+	// LCServer is the LocalController address put in workers' LC_SERVER.
+	LCServer string
+	// LogLevel is the workers' LOG_LEVEL.
+	LogLevel string
+	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).
+	DataPathPrefix string
+	// CloudPort is the port the cloud worker listens on and its Service
+	// serves (BIG_MODEL_BIND_PORT, BIG_MODEL_PORT); 0 means DefaultCloudPort.
+	CloudPort int32
+	// LCPeriod is how often, in seconds, edge workers report to their
+	// LocalController (LC_PERIOD); 0 means DefaultLCPeriod.
+	LCPeriod int32
+}
+
+// Controller reconciles JointInferenceServices.
+type Controller struct {
+	sednaClient sednaclient.Interface
+	jis         sednalisters.JointInferenceServiceLister
+	jiIndexer   cache.Indexer
+	models      sednalisters.ModelLister
+	deployments appslisters.DeploymentLister
+	services    corelisters.ServiceLister
+	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
+	synced      []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	metrics  *common.Metrics
+	config   Config
+
+	// Test seams.
+	children *common.Children
+	now      func() time.Time
+}
+
+// NewController wires the controller to its informers; it starts nothing.
+func NewController(
+	ctx context.Context,
+	kubeClient kubernetes.Interface,
+	sednaClient sednaclient.Interface,
+	jiInformer sednainformers.JointInferenceServiceInformer,
+	modelInformer sednainformers.ModelInformer,
+	deploymentInformer appsinformers.DeploymentInformer,
+	serviceInformer coreinformers.ServiceInformer,
+	hpaInformer autoscalinginformers.HorizontalPodAutoscalerInformer,
+	recorder record.EventRecorder,
+	metrics *common.Metrics,
+	config Config,
+) (*Controller, error) {
+	if config.CloudPort == 0 {
+		config.CloudPort = DefaultCloudPort
+	}
+	if config.LCPeriod == 0 {
+		config.LCPeriod = DefaultLCPeriod
+	}
+	if config.CloudPort < 1 || config.CloudPort > 65535 {
+		return nil, fmt.Errorf("cloud worker port %d is not a port", config.CloudPort)
+	}
+	if config.LCPeriod < 0 {
+		return nil, fmt.Errorf("report period %ds is negative", config.LCPeriod)
+	}
+	c := &Controller{
+		sednaClient: sednaClient,
+		jis:         jiInformer.Lister(),
+		jiIndexer:   jiInformer.Informer().GetIndexer(),
+		models:      modelInformer.Lister(),
+		deployments: deploymentInformer.Lister(),
+		services:    serviceInformer.Lister(),
+		hpas:        hpaInformer.Lister(),
+		synced: []cache.InformerSynced{
+			jiInformer.Informer().HasSynced, modelInformer.Informer().HasSynced,
+			deploymentInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced,
+			hpaInformer.Informer().HasSynced,
+		},
+		queue:    common.NewQueue(Name),
+		recorder: recorder,
+		metrics:  metrics,
+		config:   config,
+		// Deployments, Services and autoscalers have deterministic names, so
+		// they need no expectations: a repeated create meets AlreadyExists.
+		children: &common.Children{Client: kubeClient, Recorder: recorder, Metrics: metrics, Controller: Name},
+		now:      time.Now,
+	}
+	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
+		return nil, fmt.Errorf("adding service indexers: %w", err)
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{jiInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueObject,
+			UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
+			DeleteFunc: c.enqueueObject,
+		}},
+		{deploymentInformer.Informer(), common.ChildHandler(serviceKind, c.queue.Add)},
+		{serviceInformer.Informer(), common.ChildHandler(serviceKind, c.queue.Add)},
+		{hpaInformer.Informer(), common.ChildHandler(serviceKind, c.queue.Add)},
+		{modelInformer.Informer(), c.modelHandler()},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Run processes services with workers goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
+}
+
+func (c *Controller) enqueueObject(obj any) {
+	if key, ok := common.KeyOf(obj); ok {
+		c.queue.Add(key)
+	}
+}
+
+// modelHandler enqueues the services in the Model's namespace that name it.
+func (c *Controller) modelHandler() cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		key, ok := common.KeyOf(obj)
+		if !ok {
+			return
+		}
+		jis, err := c.jiIndexer.ByIndex(byModel, key)
+		if err != nil {
+			return
+		}
+		for _, ji := range jis {
+			c.enqueueObject(ji)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// indexModels keys a service by the namespace/name of each Model it names.
+func indexModels(obj any) ([]string, error) {
+	ji, ok := obj.(*sednav1.JointInferenceService)
+	if !ok {
+		return nil, nil
+	}
+	return []string{
+		ji.Namespace + "/" + ji.Spec.EdgeWorker.Model.Name,
+		ji.Namespace + "/" + ji.Spec.CloudWorker.Model.Name,
+	}, nil
+}

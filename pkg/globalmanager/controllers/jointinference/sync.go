@@ -1,0 +1,214 @@
+package jointinference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// event is an event to record once the status that explains it is written.
+type event struct {
+	kind, reason, message string
+}
+
+// children are a service's claimed children in the cache, by name.
+type children struct {
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
+}
+
+// sync reconciles one service: lister read, deep copy, claim, act, one status
+// write when it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // a malformed key never gets better
+	}
+	shared, err := c.jis.JointInferenceServices(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading service %s: %w", key, err)
+	}
+	if shared.DeletionTimestamp != nil {
+		// The garbage collector removes the children; creating any would fight it.
+		return nil
+	}
+	ji := shared.DeepCopy()
+	logger := klog.FromContext(ctx).WithValues("jointinferenceservice", klog.KObj(ji))
+	ctx = klog.NewContext(ctx, logger)
+
+	kids, err := c.claimChildren(ji)
+	if err != nil {
+		return fmt.Errorf("listing children of %s: %w", key, err)
+	}
+
+	now := metav1.NewTime(c.now())
+	status := ji.Status.DeepCopy()
+	if status.StartTime == nil {
+		status.StartTime = &now
+	}
+	var events []event
+	var actErr error
+	refs, missing, err := c.resolve(ji)
+	if err != nil {
+		return fmt.Errorf("resolving references of %s: %w", key, err)
+	}
+	if len(missing) > 0 {
+		// Nothing is created or changed without its Models; workers that run
+		// already (a Model deleted later) keep running on what they have.
+		msg := describeMissing(missing)
+		if !isConditionWith(status.Conditions, condReferencesResolved, corev1.ConditionFalse, msg) {
+			events = append(events, event{corev1.EventTypeWarning, "MissingReference", msg})
+		}
+		status.Conditions = common.SetJobCondition(status.Conditions,
+			common.JobConditionFor(ji, condReferencesResolved, false, "MissingReference", msg), now)
+	} else {
+		status.Conditions = common.SetJobCondition(status.Conditions,
+			common.JobConditionFor(ji, condReferencesResolved, true, "Resolved", "every Model the service names exists"), now)
+		edge, cloud, err := c.desiredWorkers(ji, refs)
+		if err != nil {
+			return fmt.Errorf("building workers of %s: %w", key, err)
+		}
+		actErr = c.manageChildren(ctx, ji, []workerSpec{
+			{worker: cloud, hpa: ji.Spec.CloudWorker.HPA},
+			{worker: edge, hpa: ji.Spec.EdgeWorker.HPA},
+		}, kids)
+		status.Conditions = common.SetJobCondition(status.Conditions, workersCreated(ji, actErr), now)
+	}
+	events = append(events, c.setStatusFromDeployments(ji, status, kids.deployments, now)...)
+	status.ObservedGeneration = ji.Generation
+
+	if !equality.Semantic.DeepEqual(ji.Status, *status) {
+		ji.Status = *status
+		if _, err := c.sednaClient.SednaV1alpha1().JointInferenceServices(ns).UpdateStatus(ctx, ji, metav1.UpdateOptions{}); err != nil {
+			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
+		}
+		logger.V(2).Info("Updated status", "active", status.Active, "failed", status.Failed)
+	}
+	for _, e := range events {
+		c.recorder.Event(ji, e.kind, e.reason, e.message)
+	}
+	return actErr
+}
+
+// claimChildren lists the service's children by the owner-uid label and keeps
+// those whose controllerRef has its UID.
+func (c *Controller) claimChildren(ji *sednav1.JointInferenceService) (children, error) {
+	sel := common.OwnerSelector(ji)
+	deployments, err := c.deployments.Deployments(ji.Namespace).List(sel)
+	if err != nil {
+		return children{}, fmt.Errorf("listing deployments: %w", err)
+	}
+	services, err := c.services.Services(ji.Namespace).List(sel)
+	if err != nil {
+		return children{}, fmt.Errorf("listing services: %w", err)
+	}
+	hpas, err := c.hpas.HorizontalPodAutoscalers(ji.Namespace).List(sel)
+	if err != nil {
+		return children{}, fmt.Errorf("listing autoscalers: %w", err)
+	}
+	return children{
+		deployments: byName(common.Claim(ji, deployments)),
+		services:    byName(common.Claim(ji, services)),
+		hpas:        byName(common.Claim(ji, hpas)),
+	}, nil
+}
+
+func byName[T metav1.Object](objs []T) map[string]T {
+	m := make(map[string]T, len(objs))
+	for _, o := range objs {
+		m[o.GetName()] = o
+	}
+	return m
+}
+
+// workerSpec is a worker and the autoscaler its spec asks for, if any.
+type workerSpec struct {
+	worker common.Worker
+	hpa    *sednav1.HPA
+}
+
+// manageChildren makes the children match the spec: the cloud Service first
+// (so its name resolves when the edge worker starts), then each worker's
+// Deployment and autoscaler. It tries every child and returns every error.
+func (c *Controller) manageChildren(ctx context.Context, ji *sednav1.JointInferenceService, workers []workerSpec, kids children) error {
+	var errs []error
+	if _, ok := kids.services[workerName(ji, roleCloud)]; !ok {
+		errs = append(errs, c.children.CreateService(ctx, ji, c.cloudService(ji)))
+	}
+	for _, w := range workers {
+		errs = append(errs, c.manageDeployment(ctx, ji, w, kids.deployments[w.worker.Name]))
+		errs = append(errs, c.manageHPA(ctx, ji, w, kids.hpas[w.worker.Name]))
+	}
+	return errors.Join(errs...)
+}
+
+// manageDeployment creates a worker's Deployment, or updates it when its pod
+// template was built from other inputs (the template-hash label differs) or,
+// without an autoscaler, when it was scaled away from one replica. With an
+// autoscaler the replica count is the autoscaler's.
+func (c *Controller) manageDeployment(ctx context.Context, ji *sednav1.JointInferenceService, w workerSpec, existing *appsv1.Deployment) error {
+	desired := common.NewWorkerDeployment(ji, serviceKind, w.worker, initialReplicas(w.hpa))
+	if existing == nil {
+		return c.children.CreateDeployment(ctx, ji, desired)
+	}
+	if existing.DeletionTimestamp != nil {
+		// Deleted by hand and still going (foreground deletion): its delete
+		// event requeues the service, and the next sync creates it anew.
+		return nil
+	}
+	templateChanged := existing.Spec.Template.Labels[common.LabelTemplateHash] != w.worker.Hash
+	rescale := w.hpa == nil && common.DeploymentReplicas(existing) != *desired.Spec.Replicas
+	if !templateChanged && !rescale {
+		return nil
+	}
+	d := existing.DeepCopy()
+	d.Labels = common.MergeLabels(d.Labels, desired.Labels)
+	why := fmt.Sprintf("scaled back to %d replica: the worker has no autoscaler", *desired.Spec.Replicas)
+	if templateChanged {
+		d.Spec.Template = desired.Spec.Template
+		why = "the service's spec changed"
+	}
+	if w.hpa == nil {
+		d.Spec.Replicas = desired.Spec.Replicas
+	}
+	return c.children.UpdateDeployment(ctx, ji, d, why)
+}
+
+// manageHPA creates, updates or deletes a worker's autoscaler as the spec says.
+func (c *Controller) manageHPA(ctx context.Context, ji *sednav1.JointInferenceService, w workerSpec, existing *autoscalingv2.HorizontalPodAutoscaler) error {
+	if w.hpa == nil {
+		if existing == nil || existing.DeletionTimestamp != nil {
+			return nil
+		}
+		return c.children.DeleteHPA(ctx, ji, existing, "the worker's hpa was removed from the spec")
+	}
+	desired, err := desiredHPA(ji, w.worker.Role, w.hpa)
+	if err != nil {
+		return err
+	}
+	if existing == nil {
+		return c.children.CreateHPA(ctx, ji, desired)
+	}
+	if existing.DeletionTimestamp != nil || existing.Labels[common.LabelTemplateHash] == desired.Labels[common.LabelTemplateHash] {
+		return nil
+	}
+	h := existing.DeepCopy()
+	h.Labels = common.MergeLabels(h.Labels, desired.Labels)
+	h.Spec = desired.Spec
+	return c.children.UpdateHPA(ctx, ji, h, "the worker's hpa changed")
+}

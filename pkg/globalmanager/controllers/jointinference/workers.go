@@ -1,0 +1,192 @@
+package jointinference
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Worker roles, in the worker-role label and the children's names.
+const (
+	roleEdge  = "edge"
+	roleCloud = "cloud"
+)
+
+// references are the Models a service names, resolved from the lister.
+type references struct {
+	edgeModel, cloudModel *sednav1.Model
+}
+
+// resolve reads what the service references; missing lists what does not exist.
+func (c *Controller) resolve(ji *sednav1.JointInferenceService) (refs references, missing []string, err error) {
+	getModel := func(name string) (*sednav1.Model, error) {
+		m, err := c.models.Models(ji.Namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, "Model "+name)
+			return nil, nil
+		}
+		return m, err
+	}
+	if refs.edgeModel, err = getModel(ji.Spec.EdgeWorker.Model.Name); err != nil {
+		return refs, nil, err
+	}
+	if refs.cloudModel, err = getModel(ji.Spec.CloudWorker.Model.Name); err != nil {
+		return refs, nil, err
+	}
+	return refs, missing, nil
+}
+
+// workerName names a worker's Deployment and autoscaler; the cloud worker's
+// Service has its Deployment's name.
+func workerName(ji *sednav1.JointInferenceService, role string) string {
+	return common.ChildName(ji.Name, role)
+}
+
+// desiredWorkers are the edge and cloud workers the service's current spec
+// asks for. refs must be complete.
+func (c *Controller) desiredWorkers(ji *sednav1.JointInferenceService, refs references) (edge, cloud common.Worker, err error) {
+	port := strconv.Itoa(int(c.config.CloudPort))
+	hem := &ji.Spec.EdgeWorker.HardExampleMining
+	hemParameters, err := hemParametersJSON(hem.Parameters)
+	if err != nil {
+		return edge, cloud, err
+	}
+	edgeEnv := append(c.baseEnv(ji, refs.edgeModel),
+		common.Env("BIG_MODEL_IP", workerName(ji, roleCloud)+"."+ji.Namespace),
+		common.Env("BIG_MODEL_PORT", port),
+		common.Env("HEM_NAME", hem.Name),
+		common.Env("HEM_PARAMETERS", hemParameters),
+		common.Env("LC_PERIOD", strconv.Itoa(int(c.config.LCPeriod))),
+	)
+	if edge, err = c.worker(ji, roleEdge, &ji.Spec.EdgeWorker.Template, edgeEnv, refs.edgeModel); err != nil {
+		return edge, cloud, err
+	}
+	cloudEnv := append(c.baseEnv(ji, refs.cloudModel), common.Env("BIG_MODEL_BIND_PORT", port))
+	cloud, err = c.worker(ji, roleCloud, &ji.Spec.CloudWorker.Template, cloudEnv, refs.cloudModel)
+	return edge, cloud, err
+}
+
+// baseEnv is the environment of every worker of the service.
+func (c *Controller) baseEnv(ji *sednav1.JointInferenceService, model *sednav1.Model) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		common.Env("NAMESPACE", ji.Namespace),
+		common.Env("SERVICE_NAME", ji.Name),
+		// Each replica reports to its LocalController under its own pod's name,
+		// which is unique and ties the report to the node the pod runs on.
+		{Name: "WORKER_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		common.Env("LC_SERVER", c.config.LCServer),
+		common.Env("LOG_LEVEL", c.config.LogLevel),
+		common.Env("DATA_PATH_PREFIX", c.config.DataPathPrefix),
+		common.Env("MODEL_NAME", model.Name),
+		common.Env("MODEL_URL", common.ContainerPath(model.Spec.URL, c.config.DataPathPrefix)),
+	}
+	return append(env, common.CredentialEnv(model.Spec.CredentialName)...)
+}
+
+// worker assembles one worker; its hash covers everything its pod template is
+// built from, so an edit of the template, the hard example mining, the Model
+// or the GlobalManager's settings gives a new hash, and a status write does not.
+func (c *Controller) worker(ji *sednav1.JointInferenceService, role string, template *corev1.PodTemplateSpec, env []corev1.EnvVar, model *sednav1.Model) (common.Worker, error) {
+	w := common.Worker{
+		Name:           workerName(ji, role),
+		Role:           role,
+		Template:       template,
+		Env:            env,
+		HostPaths:      []string{model.Spec.URL},
+		DataPathPrefix: c.config.DataPathPrefix,
+	}
+	hash, err := common.Hash(w.Role, w.Template, w.Env, w.HostPaths, w.DataPathPrefix)
+	if err != nil {
+		return w, fmt.Errorf("hashing %s worker: %w", role, err)
+	}
+	w.Hash = hash
+	return w, nil
+}
+
+// hemParametersJSON is HEM_PARAMETERS as Sedna writes it: a JSON object of
+// the parameters' keys and values, keys sorted; {} when there are none.
+func hemParametersJSON(params []sednav1.ParaSpec) (string, error) {
+	m := make(map[string]string, len(params))
+	for _, p := range params {
+		m[p.Key] = p.Value
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encoding hard example mining parameters: %w", err)
+	}
+	return string(b), nil
+}
+
+// initialReplicas is how many replicas a worker's Deployment starts with: one,
+// or the autoscaler's minimum, which is then the autoscaler's to change.
+func initialReplicas(hpa *sednav1.HPA) int32 {
+	if hpa != nil && hpa.MinReplicas != nil {
+		return *hpa.MinReplicas
+	}
+	return 1
+}
+
+// cloudService is the Service in front of the cloud worker, which the edge
+// worker reaches at BIG_MODEL_IP:BIG_MODEL_PORT.
+func (c *Controller) cloudService(ji *sednav1.JointInferenceService) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      workerName(ji, roleCloud),
+			Namespace: ji.Namespace,
+			Labels: common.MergeLabels(common.OwnerLabels(ji, common.LowerKind(serviceKind)),
+				map[string]string{common.LabelWorkerRole: roleCloud}),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ji, serviceKind)},
+		},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{common.LabelOwnerUID: string(ji.UID), common.LabelWorkerRole: roleCloud},
+			Ports: []corev1.ServicePort{{
+				Name:       "inference",
+				Port:       c.config.CloudPort,
+				TargetPort: intstr.FromInt32(c.config.CloudPort),
+			}},
+		},
+	}
+}
+
+// desiredHPA is the autoscaler of a worker's Deployment, with a hash label
+// over its spec (the API server defaults the spec, so specs are not compared).
+func desiredHPA(ji *sednav1.JointInferenceService, role string, hpa *sednav1.HPA) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	name := workerName(ji, role)
+	spec := autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+		MinReplicas:    hpa.MinReplicas,
+		MaxReplicas:    hpa.MaxReplicas,
+		Metrics:        hpa.Metrics,
+		Behavior:       hpa.Behavior,
+	}
+	hash, err := common.Hash(spec)
+	if err != nil {
+		return nil, fmt.Errorf("hashing %s autoscaler: %w", role, err)
+	}
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: ji.Namespace,
+			Labels: common.MergeLabels(common.OwnerLabels(ji, common.LowerKind(serviceKind)), map[string]string{
+				common.LabelWorkerRole:   role,
+				common.LabelTemplateHash: hash,
+			}),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ji, serviceKind)},
+		},
+		Spec: *spec.DeepCopy(),
+	}, nil
+}
+
+func describeMissing(missing []string) string {
+	return fmt.Sprintf("waiting for %s: not found in the service's namespace", strings.Join(missing, ", "))
+}

@@ -1,0 +1,527 @@
+// Command bench measures the GlobalManager on a real local control plane and
+// prints what it measured, beside a ceiling measured in the same run:
+//
+//   - create: 500 FederatedLearningJobs (1 aggregator + 2 training workers)
+//     at once; time until all 1,500 pods and 500 Services exist, against a plain
+//     client-go program creating the same objects with no client-side rate limit
+//     and 16 goroutines;
+//   - self-heal: 200 worker pods deleted one at a time; delete → replacement created;
+//   - respec: 100 jobs edited one at a time; edit → all new-spec workers created;
+//   - the GlobalManager's resident memory at the end.
+//
+// It writes the results as JSON under _output/bench/. Run it with `make bench`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+type options struct {
+	kubeconfig string
+	jobs       int
+	heal       int
+	respec     int
+	out        string
+}
+
+// result is one measured quantity.
+type result struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	Goal  string  `json:"goal,omitempty"`
+	Note  string  `json:"note,omitempty"`
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this running cluster instead of starting a fresh local control plane (results are then less comparable).")
+	flag.IntVar(&o.jobs, "jobs", 500, "FederatedLearningJobs created at once (each 1 aggregator + 2 training workers + 1 Service).")
+	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
+	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
+	flag.StringVar(&o.out, "out", "", "JSON file to write (default _output/bench/globalmanager-<time>.json).")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if o.kubeconfig != "" {
+		if err := framework.UseCluster(o.kubeconfig); err != nil {
+			return err
+		}
+	} else {
+		kc, stop, err := framework.StartCluster()
+		if err != nil {
+			return err
+		}
+		o.kubeconfig = kc
+		defer stop(false)
+	}
+	cfg := framework.RESTConfig()
+	cfg.QPS = -1 // the bench's own client must never be the bottleneck
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	sedna := sednaclient.NewForConfigOrDie(cfg)
+
+	var results []result
+	progress("ceiling: a plain client-go program creates %d pods and %d services (16 goroutines, no client rate limit)", 3*o.jobs, o.jobs)
+	ceiling, err := measureCeiling(ctx, kube, o.jobs)
+	if err != nil {
+		return fmt.Errorf("measuring the ceiling: %w", err)
+	}
+	ceilingRate := float64(4*o.jobs) / ceiling.Seconds()
+	results = append(results, result{Name: "ceiling: pods+services created", Value: round(ceilingRate), Unit: "objects/s",
+		Note: fmt.Sprintf("%d objects in %s", 4*o.jobs, ceiling.Round(time.Millisecond))})
+
+	bin, err := framework.BuildBinary("globalmanager")
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(framework.RepoRoot(), "_output", "bench", "globalmanager.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(logPath)
+	// Default settings: only what a local run needs (kubeconfig, a free health port).
+	gm := framework.NewProcess("globalmanager", bin, logPath, "--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0")
+	if err := gm.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()
+
+	const ns = "bench-gm"
+	if err := setupNamespace(ctx, kube, sedna, ns); err != nil {
+		return err
+	}
+	watcher, err := newPodWatcher(ctx, kube, ns)
+	if err != nil {
+		return err
+	}
+	progress("create: %d FederatedLearningJobs at once, GlobalManager with default settings", o.jobs)
+	took, err := createJobs(ctx, sedna, watcher, ns, o.jobs)
+	if err != nil {
+		return fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
+	}
+	gmRate := float64(4*o.jobs) / took.Seconds()
+	results = append(results,
+		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
+			Note: fmt.Sprintf("%d objects in %s", 4*o.jobs, took.Round(time.Millisecond))},
+		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / ceilingRate), Unit: "ratio", Goal: ">= 0.8"})
+
+	progress("self-heal: deleting %d worker pods one at a time", o.heal)
+	heal, err := measureHeal(ctx, kube, watcher, ns, o.heal)
+	if err != nil {
+		return fmt.Errorf("self-heal: %w", err)
+	}
+	results = append(results,
+		result{Name: "self-heal latency p50", Value: ms(percentile(heal, 50)), Unit: "ms"},
+		result{Name: "self-heal latency p99", Value: ms(percentile(heal, 99)), Unit: "ms", Goal: "< 1000"})
+
+	progress("respec: editing %d jobs one at a time", o.respec)
+	respec, err := measureRespec(ctx, sedna, watcher, ns, o.respec)
+	if err != nil {
+		return fmt.Errorf("respec: %w", err)
+	}
+	results = append(results,
+		result{Name: "respec latency p50", Value: ms(percentile(respec, 50)), Unit: "ms"},
+		result{Name: "respec latency p99", Value: ms(percentile(respec, 99)), Unit: "ms", Goal: "< 2000"})
+
+	rss, err := residentMiB(gm.Pid())
+	if err != nil {
+		return err
+	}
+	results = append(results, result{Name: "GlobalManager resident memory", Value: round(rss), Unit: "MiB", Goal: "< 150"})
+
+	printTable(results)
+	return writeJSON(o.out, results)
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func workerPod(ns, name, node, image string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "ceiling"}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "worker", Image: image}}},
+	}
+}
+
+// measureCeiling creates, in a namespace of its own, the pods and services of
+// n jobs as fast as the API server allows, then removes them.
+func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (time.Duration, error) {
+	const ns = "bench-ceiling"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
+		return 0, err
+	}
+	work := make(chan func() error)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for f := range work {
+				if err := f(); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	start := time.Now()
+	for i := range n {
+		job := fmt.Sprintf("job-%d", i)
+		work <- func() error {
+			_, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: job + "-aggregation", Namespace: ns},
+				Spec:       corev1.ServiceSpec{Selector: map[string]string{"job": job}, Ports: []corev1.ServicePort{{Port: 7363, TargetPort: intstr.FromInt32(7363)}}},
+			}, metav1.CreateOptions{})
+			return err
+		}
+		for _, w := range []struct{ suffix, node string }{{"aggregation", "cloud-0"}, {"training-0", "edge-0"}, {"training-1", "edge-1"}} {
+			work <- func() error {
+				_, err := kube.CoreV1().Pods(ns).Create(ctx, workerPod(ns, job+"-"+w.suffix, w.node, "worker:v1"), metav1.CreateOptions{})
+				return err
+			}
+		}
+	}
+	close(work)
+	wg.Wait()
+	took := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		return 0, err
+	}
+	// Wait until it is gone, so its teardown does not load the GlobalManager's run.
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err != nil, nil
+	})
+	return took, err
+}
+
+func waitForServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+func setupNamespace(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, ns string) error {
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
+		return err
+	}
+	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "model"},
+		Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for i := range 2 {
+		if _, err := sedna.SednaV1alpha1().Datasets(ns).Create(ctx, &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("edge%d", i)},
+			Spec: sednav1.DatasetSpec{URL: fmt.Sprintf("/data/%d.txt", i), Format: "txt", NodeName: fmt.Sprintf("edge-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchJob(name string) *sednav1.FederatedLearningJob {
+	tmpl := func(node string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
+			Name: "worker", Image: "worker:v1", Env: []corev1.EnvVar{{Name: "epochs", Value: "1"}},
+		}}}}
+	}
+	return &sednav1.FederatedLearningJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: sednav1.FederatedLearningJobSpec{
+			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "model"}, Template: tmpl("cloud-0")},
+			TrainingWorkers: []sednav1.TrainingWorker{
+				{Dataset: sednav1.DatasetRef{Name: "edge0"}, Template: tmpl("edge-0")},
+				{Dataset: sednav1.DatasetRef{Name: "edge1"}, Template: tmpl("edge-1")},
+			},
+		},
+	}
+}
+
+// podWatcher follows the pods and services of the bench namespace.
+type podWatcher struct {
+	mu       sync.Mutex
+	pods     map[string]*corev1.Pod // live pods by name
+	services int
+	added    map[string]time.Time // when a pod of that name was last added
+	changed  chan struct{}
+}
+
+func newPodWatcher(ctx context.Context, kube kubernetes.Interface, ns string) (*podWatcher, error) {
+	w := &podWatcher{pods: map[string]*corev1.Pod{}, added: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+	f := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(ns))
+	notify := func() {
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
+	}
+	_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			p := obj.(*corev1.Pod)
+			w.mu.Lock()
+			w.pods[p.Name], w.added[p.Name] = p, time.Now()
+			w.mu.Unlock()
+			notify()
+		},
+		UpdateFunc: func(_, obj any) {
+			p := obj.(*corev1.Pod)
+			w.mu.Lock()
+			w.pods[p.Name] = p
+			w.mu.Unlock()
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			p := obj.(*corev1.Pod)
+			w.mu.Lock()
+			if cur, ok := w.pods[p.Name]; ok && cur.UID == p.UID {
+				delete(w.pods, p.Name)
+			}
+			w.mu.Unlock()
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			w.mu.Lock()
+			w.services++
+			w.mu.Unlock()
+			notify()
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return w, nil
+}
+
+// waitFor blocks until cond, checked on every change, holds.
+func (w *podWatcher) waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.After(timeout)
+	for {
+		w.mu.Lock()
+		ok := cond()
+		w.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-w.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("timed out after %s", timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func createJobs(ctx context.Context, sedna sednaclient.Interface, w *podWatcher, ns string, n int) (time.Duration, error) {
+	names := make(chan string)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 16 {
+		wg.Go(func() {
+			for name := range names {
+				if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, benchJob(name), metav1.CreateOptions{}); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		names <- fmt.Sprintf("job-%d", i)
+	}
+	close(names)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	err := w.waitFor(ctx, 15*time.Minute, func() bool { return len(w.pods) >= 3*n && w.services >= n })
+	return time.Since(start), err
+}
+
+func measureHeal(ctx context.Context, kube kubernetes.Interface, w *podWatcher, ns string, n int) ([]time.Duration, error) {
+	w.mu.Lock()
+	var victims []*corev1.Pod
+	for _, p := range w.pods {
+		if p.Labels[common.LabelWorkerRole] == "training" {
+			victims = append(victims, p)
+		}
+	}
+	w.mu.Unlock()
+	sort.Slice(victims, func(i, j int) bool { return victims[i].Name < victims[j].Name })
+	if len(victims) < n {
+		return nil, fmt.Errorf("only %d training pods to delete", len(victims))
+	}
+	var lat []time.Duration
+	for _, v := range victims[:n] {
+		if err := kube.CoreV1().Pods(ns).Delete(ctx, v.Name, metav1.DeleteOptions{}); err != nil {
+			return nil, err
+		}
+		deleted := time.Now()
+		if err := w.waitFor(ctx, time.Minute, func() bool {
+			p, ok := w.pods[v.Name]
+			return ok && p.UID != v.UID
+		}); err != nil {
+			return nil, fmt.Errorf("pod %s not replaced: %w", v.Name, err)
+		}
+		w.mu.Lock()
+		lat = append(lat, w.added[v.Name].Sub(deleted))
+		w.mu.Unlock()
+	}
+	return lat, nil
+}
+
+func measureRespec(ctx context.Context, sedna sednaclient.Interface, w *podWatcher, ns string, n int) ([]time.Duration, error) {
+	var lat []time.Duration
+	for i := range n {
+		name := fmt.Sprintf("job-%d", i)
+		job, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		old := map[string]bool{}
+		w.mu.Lock()
+		for pn := range w.pods {
+			if strings.HasPrefix(pn, name+"-training-") {
+				old[pn] = true
+			}
+		}
+		w.mu.Unlock()
+		for j := range job.Spec.TrainingWorkers {
+			job.Spec.TrainingWorkers[j].Template.Spec.Containers[0].Env[0].Value = "2"
+		}
+		if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Update(ctx, job, metav1.UpdateOptions{}); err != nil {
+			return nil, err
+		}
+		edited := time.Now()
+		var newest time.Time
+		if err := w.waitFor(ctx, time.Minute, func() bool {
+			fresh := 0
+			for pn := range w.pods {
+				if strings.HasPrefix(pn, name+"-training-") && !old[pn] {
+					fresh++
+					if w.added[pn].After(newest) {
+						newest = w.added[pn]
+					}
+				}
+			}
+			return fresh == len(job.Spec.TrainingWorkers)
+		}); err != nil {
+			return nil, fmt.Errorf("job %s: new-spec workers not created: %w", name, err)
+		}
+		lat = append(lat, newest.Sub(edited))
+	}
+	return lat, nil
+}
+
+func residentMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the GlobalManager's memory: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	idx := int(float64(len(s)-1) * p / 100)
+	return s[idx]
+}
+
+func ms(d time.Duration) float64 { return round(float64(d.Microseconds()) / 1000) }
+
+func round(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+func printTable(results []result) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEASURE\tVALUE\tUNIT\tGOAL\tNOTE")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\n", r.Name, r.Value, r.Unit, r.Goal, r.Note)
+	}
+	tw.Flush()
+}
+
+func writeJSON(path string, results []result) error {
+	if path == "" {
+		path = filepath.Join(framework.RepoRoot(), "_output", "bench", "globalmanager-"+time.Now().Format("20060102-150405")+".json")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(map[string]any{"time": time.Now().Format(time.RFC3339), "results": results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("\nwritten to %s\n", path)
+	return nil
+}
+
