@@ -524,4 +524,3 @@ func writeJSON(path string, results []result) error {
 	fmt.Printf("\nwritten to %s\n", path)
 	return nil
 }
-
