@@ -508,3 +508,8 @@ func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t
 		return n == 2, nil
 	})
 }
+
+func resourceQuantity(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
+}
