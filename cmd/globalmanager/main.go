@@ -171,7 +171,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(),
 		recorder, metrics, federatedlearning.Config{
 			LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
-			AggregationPort: int32(o.aggregationPort),
+			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod,
 		})
 	if err != nil {
 		return fmt.Errorf("building federated learning controller: %w", err)

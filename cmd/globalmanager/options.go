@@ -33,6 +33,7 @@ type options struct {
 	renewDeadline      time.Duration
 	retryPeriod        time.Duration
 	healthAddress      string
+	childBatchPeriod   time.Duration
 	shutdownGracePhase time.Duration
 }
 
@@ -45,7 +46,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Steady requests per second the GlobalManager may send to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000,
 		"Requests the GlobalManager may send at once above --kube-api-qps.")
-	fs.IntVar(&o.flWorkers, "federatedlearningjob-workers", 8,
+	fs.IntVar(&o.flWorkers, "federatedlearningjob-workers", 16,
 		"FederatedLearningJobs synced in parallel.")
 	fs.IntVar(&o.jiWorkers, "jointinferenceservice-workers", 4,
 		"JointInferenceServices synced in parallel.")
@@ -69,6 +70,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"How long the leader keeps trying to renew before it gives up and stops.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"How often candidates try to take or renew the lease.")
+	fs.DurationVar(&o.childBatchPeriod, "child-event-batch-period", 0,
+		"How long events of a job's pods are gathered into one sync (and one status write); spec edits are never delayed. 0 syncs on every event.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
 		"Address of /healthz, /readyz and /metrics (Prometheus).")
 	fs.DurationVar(&o.shutdownGracePhase, "shutdown-timeout", 10*time.Second,

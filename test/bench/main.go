@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -94,13 +96,21 @@ func run(o options) error {
 
 	var results []result
 	progress("ceiling: a plain client-go program creates %d pods and %d services (16 goroutines, no client rate limit)", 3*o.jobs, o.jobs)
+	writes0, err := apiWrites(ctx, kube)
+	if err != nil {
+		return err
+	}
 	ceiling, err := measureCeiling(ctx, kube, o.jobs)
 	if err != nil {
 		return fmt.Errorf("measuring the ceiling: %w", err)
 	}
+	writes1, err := apiWrites(ctx, kube)
+	if err != nil {
+		return err
+	}
 	ceilingRate := float64(4*o.jobs) / ceiling.Seconds()
 	results = append(results, result{Name: "ceiling: pods+services created", Value: round(ceilingRate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects in %s", 4*o.jobs, ceiling.Round(time.Millisecond))})
+		Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, ceiling.Round(time.Millisecond), describeWrites(writes0, writes1, ceiling))})
 
 	bin, err := framework.BuildBinary("globalmanager")
 	if err != nil {
@@ -127,15 +137,34 @@ func run(o options) error {
 		return err
 	}
 	progress("create: %d FederatedLearningJobs at once, GlobalManager with default settings", o.jobs)
+	writes2, err := apiWrites(ctx, kube)
+	if err != nil {
+		return err
+	}
+	cpu0, err := cpuSeconds(gm.Pid())
+	if err != nil {
+		return err
+	}
 	took, err := createJobs(ctx, sedna, watcher, ns, o.jobs)
 	if err != nil {
 		return fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
 	}
+	writes3, err := apiWrites(ctx, kube)
+	if err != nil {
+		return err
+	}
+	cpu1, err := cpuSeconds(gm.Pid())
+	if err != nil {
+		return err
+	}
+	progress("GlobalManager during create: %s", queueStats(gm))
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s", 4*o.jobs, took.Round(time.Millisecond))},
-		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / ceilingRate), Unit: "ratio", Goal: ">= 0.8"})
+			Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took))},
+		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / ceilingRate), Unit: "ratio", Goal: ">= 0.8"},
+		result{Name: "GlobalManager CPU during create", Value: round(cpu1 - cpu0), Unit: "CPU-s",
+			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1-cpu0)/took.Seconds(), took.Round(time.Millisecond))})
 
 	progress("self-heal: deleting %d worker pods one at a time", o.heal)
 	heal, err := measureHeal(ctx, kube, watcher, ns, o.heal)
@@ -394,6 +423,7 @@ func createJobs(ctx context.Context, sedna sednaclient.Interface, w *podWatcher,
 		return 0, err
 	default:
 	}
+	progress("the %d jobs were created in %s", n, time.Since(start).Round(time.Millisecond))
 	err := w.waitFor(ctx, 15*time.Minute, func() bool { return len(w.pods) >= 3*n && w.services >= n })
 	return time.Since(start), err
 }
@@ -473,6 +503,61 @@ func measureRespec(ctx context.Context, sedna sednaclient.Interface, w *podWatch
 	return lat, nil
 }
 
+// queueStats summarises the GlobalManager's work queue metrics, read from its
+// /metrics at the address its log names.
+func queueStats(gm *framework.Process) string {
+	var addr string
+	for _, line := range strings.Split(gm.Log(), "\n") {
+		if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
+			addr, _, _ = strings.Cut(after, `"`)
+		}
+	}
+	if addr == "" {
+		return "no metrics address in its log"
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	values := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.Contains(line, `federatedlearningjob"`) || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, _ := strings.Cut(line, " ")
+		v, _ := strconv.ParseFloat(value, 64)
+		values[name[:strings.IndexByte(name, '{')]] += v
+	}
+	syncs := values["nereid_workqueue_work_duration_seconds_count"]
+	if syncs == 0 {
+		return "no syncs"
+	}
+	return fmt.Sprintf("%.0f syncs, %.1f ms in queue and %.1f ms of work per sync on average",
+		syncs, 1000*values["nereid_workqueue_queue_duration_seconds_sum"]/syncs, 1000*values["nereid_workqueue_work_duration_seconds_sum"]/syncs)
+}
+
+// cpuSeconds is the user+system CPU time a process has used.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the GlobalManager's CPU time: %w", err)
+	}
+	// Fields after the command name (which may hold spaces) start at state, field 3.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return (utime + stime) / ticksPerSecond, nil
+}
+
 func residentMiB(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -485,6 +570,72 @@ func residentMiB(pid int) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// apiWrites reads the API server's count of write requests (POST, PUT, PATCH)
+// by resource, from its own metrics.
+func apiWrites(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		if !ok {
+			continue
+		}
+		var verb, res, sub string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "verb":
+				verb = v
+			case "resource":
+				res = v
+			case "subresource":
+				sub = v
+			}
+		}
+		if verb != "POST" && verb != "PUT" && verb != "PATCH" {
+			continue
+		}
+		if sub != "" {
+			res += "/" + sub
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err == nil {
+			out[res] += n
+		}
+	}
+	return out, nil
+}
+
+// describeWrites says how many writes the API server took between two
+// readings, and at what rate, with the largest resources.
+func describeWrites(before, after map[string]float64, took time.Duration) string {
+	type rw struct {
+		res string
+		n   float64
+	}
+	var all []rw
+	total := 0.0
+	for res, n := range after {
+		if d := n - before[res]; d > 0 {
+			all = append(all, rw{res, d})
+			total += d
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+	var top []string
+	for _, x := range all[:min(len(all), 5)] {
+		top = append(top, fmt.Sprintf("%s %.0f", x.res, x.n))
+	}
+	return fmt.Sprintf("API writes %.0f (%.0f/s: %s)", total, total/took.Seconds(), strings.Join(top, ", "))
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -47,8 +48,15 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 		return nil
 	}
 	c.Expectations.ExpectCreations(key, len(pods))
+	var mu sync.Mutex
+	var names []string
 	done, err := slowStart(len(pods), func(i int) error {
 		created, err := c.createPod(ctx, owner, pods[i])
+		if created {
+			mu.Lock()
+			names = append(names, pods[i].Name)
+			mu.Unlock()
+		}
 		if !created {
 			// No add event will come for a create that failed, or for a pod
 			// that existed already; waiting for one would stall the owner.
@@ -59,7 +67,25 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 	for range len(pods) - done {
 		c.Expectations.CreationObserved(key)
 	}
+	// One event per sync, not per pod: events are API writes too, and a large
+	// job's hundred "Created pod" lines would tell the user less than one.
+	if len(names) > 0 {
+		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s", podList(names))
+	}
 	return err
+}
+
+// podList names pods for an event: "pod a", "pods a, b", or the first ten and a count.
+func podList(names []string) string {
+	sort.Strings(names)
+	if len(names) == 1 {
+		return "pod " + names[0]
+	}
+	const shown = 10
+	if len(names) <= shown {
+		return "pods " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%d pods: %s and %d more", len(names), strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 // createPod creates one pod; created says whether a new pod was made. A pod
@@ -78,7 +104,6 @@ func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) 
 	}
 	c.Metrics.ChildCreated(c.Controller, "Pod")
 	klog.FromContext(ctx).V(2).Info("Created pod", "owner", klog.KObj(owner), "pod", pod.Name)
-	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
 	return true, nil
 }
 
@@ -107,6 +132,7 @@ func (c *Children) DeletePods(ctx context.Context, key string, owner Owner, pods
 		c.Expectations.ExpectDeletions(key, p.UID)
 	}
 	errs := make([]error, len(pods))
+	deleted := make([]bool, len(pods))
 	var wg sync.WaitGroup
 	for i, p := range pods {
 		wg.Go(func() {
@@ -123,10 +149,19 @@ func (c *Children) DeletePods(ctx context.Context, key string, owner Owner, pods
 				return
 			}
 			c.Metrics.ChildDeleted(c.Controller, "Pod")
-			c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod %s: %s", p.Name, why)
+			deleted[i] = true
 		})
 	}
 	wg.Wait()
+	var names []string
+	for i, p := range pods {
+		if deleted[i] {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) > 0 {
+		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s: %s", podList(names), why)
+	}
 	return errors.Join(errs...)
 }
 
@@ -228,12 +263,16 @@ func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner,
 	return nil
 }
 
-// slowStart calls fn(0..n-1) in batches of 1, 2, 4, … run in parallel, and
+// slowStartInitialBatch is the first batch of slowStart: a small job's pods go
+// in one round trip, a large one's first failure costs a few requests, not hundreds.
+const slowStartInitialBatch = 4
+
+// slowStart calls fn(0..n-1) in batches of 4, 8, 16, … run in parallel, and
 // stops after the first batch with an error. It returns how many calls were
 // made and the first error.
 func slowStart(n int, fn func(i int) error) (int, error) {
 	done := 0
-	for batch := 1; done < n; batch *= 2 {
+	for batch := slowStartInitialBatch; done < n; batch *= 2 {
 		size := min(batch, n-done)
 		errs := make([]error, size)
 		var wg sync.WaitGroup

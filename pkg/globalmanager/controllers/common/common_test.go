@@ -151,13 +151,13 @@ func TestSlowStartStopsAfterTheFirstFailingBatch(t *testing.T) {
 	var calls atomic.Int32
 	done, err := slowStart(20, func(i int) error {
 		calls.Add(1)
-		if i == 4 { // in the third batch (indexes 3..6)
+		if i == 5 { // in the second batch (indexes 4..11)
 			return errors.New("refused")
 		}
 		return nil
 	})
-	if err == nil || done != 7 || calls.Load() != 7 {
-		t.Errorf("slowStart = %d, %v after %d calls; want 7 calls and the error", done, err, calls.Load())
+	if err == nil || done != 12 || calls.Load() != 12 {
+		t.Errorf("slowStart = %d, %v after %d calls; want 12 calls and the error", done, err, calls.Load())
 	}
 	done, err = slowStart(5, func(int) error { return nil })
 	if err != nil || done != 5 {

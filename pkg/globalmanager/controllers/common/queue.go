@@ -88,3 +88,14 @@ func KeyOf(obj any) (key string, ok bool) {
 	}
 	return key, true
 }
+
+// Batched enqueues keys after period, so a burst of child events (a job's
+// pods being created, scheduled and started) is one sync and one status write,
+// not one each, as the upstream Job controller batches pod events. Owner spec
+// changes are enqueued at once, never batched.
+func Batched(queue workqueue.TypedRateLimitingInterface[string], period time.Duration) func(key string) {
+	if period <= 0 {
+		return queue.Add
+	}
+	return func(key string) { queue.AddAfter(key, period) }
+}

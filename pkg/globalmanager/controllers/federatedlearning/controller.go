@@ -46,6 +46,9 @@ type Config struct {
 	DataPathPrefix string
 	// AggregationPort is the port the aggregation worker listens on (AGG_BIND_PORT).
 	AggregationPort int32
+	// ChildEventBatchPeriod is how long pod and Service events of a job are
+	// gathered into one sync.
+	ChildEventBatchPeriod time.Duration
 }
 
 // Controller reconciles FederatedLearningJobs.
@@ -121,8 +124,8 @@ func NewController(
 			UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
 			DeleteFunc: c.enqueueObject,
 		}},
-		{podInformer.Informer(), common.PodHandler(jobKind, exp, c.queue.Add)},
-		{serviceInformer.Informer(), common.ChildHandler(jobKind, c.queue.Add)},
+		{podInformer.Informer(), common.PodHandler(jobKind, exp, common.Batched(c.queue, config.ChildEventBatchPeriod))},
+		{serviceInformer.Informer(), common.ChildHandler(jobKind, common.Batched(c.queue, config.ChildEventBatchPeriod))},
 		{modelInformer.Informer(), c.referenceHandler(byModel)},
 		{datasetInformer.Informer(), c.referenceHandler(byDataset)},
 	}

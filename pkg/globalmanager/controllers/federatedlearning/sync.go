@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -113,9 +114,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status.Failed = podPhaseIs(current, corev1.PodFailed)
 	status.ObservedGeneration = job.Generation
 
-	if !equality.Semantic.DeepEqual(job.Status, *status) {
+	// While our own creates and deletes are in flight their events will sync
+	// the job again; writing now would only be overwritten.
+	inFlight := !c.exp.Satisfied(key) && actErr == nil && len(events) == 0
+	if !inFlight && !equality.Semantic.DeepEqual(job.Status, *status) {
 		job.Status = *status
 		if _, err := c.sednaClient.SednaV1alpha1().FederatedLearningJobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) && actErr == nil {
+				// Our cache is behind the job; its update event is on the way
+				// and syncs it again, sooner than a backoff would.
+				logger.V(4).Info("Status write conflicted; waiting for the newer job", "err", err)
+				return nil
+			}
 			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
 		}
 		logger.V(2).Info("Updated status", "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
@@ -155,12 +165,15 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 		// could do them twice. Their events requeue the job.
 		return current, len(toCreate), nil
 	}
-	var errs []error
+	// The Service, the deletions and the creations do not depend on each other.
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
 	if len(services) == 0 {
-		errs = append(errs, c.children.CreateService(ctx, job, c.aggregationService(job)))
+		wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, c.aggregationService(job)) })
 	}
-	errs = append(errs, c.children.DeletePods(ctx, key, job, stale, "the job's spec changed"))
-	errs = append(errs, c.children.CreatePods(ctx, key, job, toCreate))
+	wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, stale, "the job's spec changed") })
+	wg.Go(func() { errs[2] = c.children.CreatePods(ctx, key, job, toCreate) })
+	wg.Wait()
 	return current, len(toCreate), errors.Join(errs...)
 }
 

@@ -203,9 +203,26 @@ func TestNewJobCreatesWorkersWithSednaEnvironment(t *testing.T) {
 	if w := f.kubeWrites(); !contains(w, "create services surface-defect-detection-aggregation") {
 		t.Errorf("no aggregation service created: %v", w)
 	}
+	for _, a := range f.sedna.Actions() {
+		if a.GetSubresource() == "status" {
+			t.Errorf("status written while the pods' add events are pending: %v", a)
+		}
+	}
+
+	// Once the pods are seen (Pending, as the scheduler leaves them), the status says so.
+	var seen []runtime.Object
+	for _, p := range pods {
+		p.Status.Phase = corev1.PodPending
+		seen = append(seen, p)
+	}
+	f = newFixture(t, append(append(referencedObjects(), job), seen...)...)
+	f.sync(t, job)
 	st := f.status(t, job.Name)
-	if st.Phase != sednav1.FLJobPending || st.ObservedGeneration != 1 || st.StartTime == nil {
-		t.Errorf("status after the first sync: phase %q, observedGeneration %d, startTime %v", st.Phase, st.ObservedGeneration, st.StartTime)
+	if st.Phase != sednav1.FLJobPending || st.ObservedGeneration != 1 || st.StartTime == nil || st.Active != 3 {
+		t.Errorf("status: phase %q, observedGeneration %d, startTime %v, active %d", st.Phase, st.ObservedGeneration, st.StartTime, st.Active)
+	}
+	if !common.IsJobConditionTrue(st.Conditions, condWorkersCreated) {
+		t.Errorf("WorkersCreated not True with every pod there: %+v", st.Conditions)
 	}
 }
 
