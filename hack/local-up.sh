@@ -22,6 +22,8 @@
 #                                  (hack/kwok/pod-stages.yaml). Read when kwok starts.
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
 #   NEREID_SKIP_BUILD=1            use the binaries in the cache as they are
+#   NEREID_GLOBALMANAGER=0         do not start Nereid's GlobalManager (the integration
+#                                  tests start their own, one per test namespace)
 #
 # It is idempotent: when everything recorded for the out dir is running and healthy it
 # says so, re-applies the CRDs and nodes, and exits 0. When only some components run, it
@@ -420,6 +422,31 @@ Logs are in ${NEREID_OUT_DIR}/logs/. Stop it with: NEREID_OUT_DIR=${NEREID_OUT_D
 EOF
 }
 
+# ensure_globalmanager builds Nereid's GlobalManager from the working tree and (re)starts
+# it against the cluster, so that a rerun after a code change runs the new code. Its
+# /healthz, /readyz and /metrics are on the first reserved port.
+ensure_globalmanager() {
+  if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
+    return
+  fi
+  local port=${NEREID_RESERVED_PORT_FIRST}
+  nereid::log "building the GlobalManager from the working tree"
+  (cd "${NEREID_ROOT}" && go build -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager) ||
+    nereid::fatal "building cmd/globalmanager failed"
+  if nereid::process::running globalmanager; then
+    nereid::log "restarting the GlobalManager"
+    nereid::process::stop globalmanager
+  else
+    nereid::log "starting the GlobalManager"
+  fi
+  nereid::process::start globalmanager "${NEREID_OUT_DIR}/bin/globalmanager" \
+    --kubeconfig="${KUBECONFIG_ADMIN}" \
+    --health-address="127.0.0.1:${port}"
+  nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port ${port}" \
+    curl -fsS "http://127.0.0.1:${port}/readyz"
+  nereid::log "GlobalManager ready (metrics: http://127.0.0.1:${port}/metrics)"
+}
+
 main() {
   nereid::require_cmd curl openssl setsid base64 awk sed
   delete_delay_ms >/dev/null # validate before doing anything
@@ -445,6 +472,7 @@ main() {
     nereid::log "local control plane already up in ${NEREID_OUT_DIR}"
     install_crds
     register_nodes
+    ensure_globalmanager
     print_usage_hint
     return
   fi
@@ -474,6 +502,7 @@ main() {
   register_nodes
   wait_for_default_service_account
   nereid::log "control plane ready in $((SECONDS - start))s"
+  ensure_globalmanager
   print_usage_hint
 }
 

@@ -177,7 +177,8 @@ func startControlPlane(root string) (string, error) {
 		fmt.Fprintf(os.Stderr, "framework: starting a local control plane in %s\n", dir)
 		var stderr bytes.Buffer
 		cmd := exec.Command("bash", filepath.Join(root, "hack", "local-up.sh"))
-		cmd.Env = append(os.Environ(), "NEREID_OUT_DIR="+dir)
+		// Tests start their own GlobalManagers, one per test namespace.
+		cmd.Env = append(os.Environ(), "NEREID_OUT_DIR="+dir, "NEREID_GLOBALMANAGER=0")
 		cmd.Stdout = os.Stderr
 		cmd.Stderr = &teeWriter{w: os.Stderr, also: &stderr}
 		start := time.Now()
