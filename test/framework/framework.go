@@ -118,7 +118,11 @@ func Run(m *testing.M) int {
 	repoRootOnce.Do(func() { repoRoot = root })
 
 	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" {
-		if err := useCluster(kc); err != nil {
+		err := useCluster(kc)
+		if err == nil {
+			err = noClusterWideGlobalManager()
+		}
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "framework: NEREID_TEST_KUBECONFIG=%s: %v\n", kc, err)
 			return 1
 		}
@@ -288,6 +292,36 @@ func useCluster(path string) error {
 	}
 	kubeconfigPath, restConfig = path, cfg
 	return nil
+}
+
+// noClusterWideGlobalManager refuses a cluster where a GlobalManager already
+// acts (its Lease is renewed): tests start their own, one per namespace, and a
+// second one would act on their objects too.
+func noClusterWideGlobalManager() error {
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	lease, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "nereid-globalmanager", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading the GlobalManager's lease: %w", err)
+	}
+	held := ptrString(lease.Spec.HolderIdentity) != "" && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil &&
+		time.Since(lease.Spec.RenewTime.Time) < time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
+	if held {
+		return fmt.Errorf("a GlobalManager runs on this cluster (lease kube-system/nereid-globalmanager held by %s); the tests start their own: bring the cluster up with NEREID_GLOBALMANAGER=0 make local-up",
+			ptrString(lease.Spec.HolderIdentity))
+	}
+	return nil
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func mustHaveCluster() {

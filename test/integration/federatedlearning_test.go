@@ -513,3 +513,29 @@ func resourceQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
 }
+
+// TestFederatedLearningJobBeingDeletedDoesNotFightTheGarbageCollector deletes
+// a job in the foreground: the garbage collector removes the pods while the job
+// still exists, and the GlobalManager must not bring them back.
+func TestFederatedLearningJobBeingDeletedDoesNotFightTheGarbageCollector(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	job := applyFederatedExample(t, ns)
+	foreground := metav1.DeletePropagationForeground
+	if err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, "the job and its pods to be gone", func(ctx context.Context) (bool, error) {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.CreationTimestamp.After(job.CreationTimestamp.Add(30 * time.Second)) {
+				return false, fmt.Errorf("pod %s was created while the job was being deleted", p.Name)
+			}
+		}
+		_, err = sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		return len(pods.Items) == 0 && err != nil, nil
+	})
+}

@@ -1,0 +1,95 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// healthAddress is where a GlobalManager serves /healthz, /readyz and /metrics,
+// read from its log (the tests give it port 0).
+func healthAddress(t *testing.T, gm *framework.Process) string {
+	t.Helper()
+	var addr string
+	framework.Eventually(t, 10*time.Second, "the GlobalManager to log its health address", func(context.Context) (bool, error) {
+		for _, line := range strings.Split(gm.Log(), "\n") {
+			if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
+				addr, _, _ = strings.Cut(after, `"`)
+			}
+		}
+		return addr != "", nil
+	})
+	return addr
+}
+
+func get(addr, path string) (int, string, error) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// TestOnlyTheLeaderActsAndAStandbyTakesOver runs two GlobalManagers with
+// leader election: one acts, the other waits; when the leader is killed the
+// standby takes the Lease and heals what happened meanwhile.
+func TestOnlyTheLeaderActsAndAStandbyTakesOver(t *testing.T) {
+	ns := framework.Namespace(t)
+	election := []string{"--leader-elect=true", "--leader-elect-namespace=" + ns,
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
+	a := framework.StartGlobalManager(t, ns, election...)
+	framework.Eventually(t, 20*time.Second, "the first GlobalManager to lead", func(context.Context) (bool, error) {
+		return strings.Contains(a.Log(), "Successfully acquired lease"), nil
+	})
+	b := framework.StartGlobalManager(t, ns, election...)
+	job := applyFederatedExample(t, ns)
+
+	lease, err := framework.KubeClient(t).CoordinationV1().Leases(ns).Get(t.Context(), "nereid-globalmanager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.Log(), "Starting workers") || strings.Contains(b.Log(), "Successfully acquired lease") {
+		t.Fatalf("the standby acts while %s holds the lease", *lease.Spec.HolderIdentity)
+	}
+	for _, gm := range []*framework.Process{a, b} {
+		code, _, err := get(healthAddress(t, gm), "/healthz")
+		if err != nil || code != http.StatusOK {
+			t.Errorf("/healthz of a GlobalManager: %d, %v", code, err)
+		}
+	}
+	code, body, err := get(healthAddress(t, a), "/metrics")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "nereid_controller_children_created_total") {
+		t.Errorf("/metrics of the leader: %d, %v, no nereid_controller_children_created_total", code, err)
+	}
+
+	a.Kill(t)
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim string
+	for name := range pods {
+		victim = name
+		break
+	}
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the standby to take over and recreate the pod", func(ctx context.Context) (bool, error) {
+		now, err := livePods(ctx, t, ns, job)
+		p, ok := now[victim]
+		return ok && p.UID != pods[victim].UID, err
+	})
+	if !strings.Contains(b.Log(), "Successfully acquired lease") {
+		t.Errorf("the pod came back but the standby never took the lease")
+	}
+}
