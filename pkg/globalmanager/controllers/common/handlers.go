@@ -1,7 +1,10 @@
 package common
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,4 +99,79 @@ func ChildHandler(ownerKind schema.GroupVersionKind, enqueue func(key string)) c
 		UpdateFunc: func(_, newObj any) { handle(newObj) },
 		DeleteFunc: handle,
 	}
+}
+
+// OwnerHandler enqueues an owner's key on every event of the owner itself.
+func OwnerHandler(enqueue func(key string)) cache.ResourceEventHandler {
+	handle := func(obj any) {
+		if key, ok := KeyOf(obj); ok {
+			enqueue(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+		DeleteFunc: handle,
+	}
+}
+
+// ReferenceHandler enqueues, on every event of a referenced object (a Model, a
+// Dataset), the owners that name it, found through the owners' index; the
+// index keys owners by the namespace/name of what they reference.
+func ReferenceHandler(owners cache.Indexer, index string, enqueue func(key string)) cache.ResourceEventHandler {
+	handle := func(obj any) {
+		key, ok := KeyOf(obj)
+		if !ok {
+			return
+		}
+		found, err := owners.ByIndex(index, key)
+		if err != nil {
+			return
+		}
+		for _, o := range found {
+			if k, ok := KeyOf(o); ok {
+				enqueue(k)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+		DeleteFunc: handle,
+	}
+}
+
+// Handler pairs an informer with the handler a controller gives it.
+type Handler struct {
+	Informer cache.SharedIndexInformer
+	Handler  cache.ResourceEventHandler
+}
+
+// AddHandlers registers each handler with its informer.
+func AddHandlers(handlers ...Handler) error {
+	for _, h := range handlers {
+		if _, err := h.Informer.AddEventHandler(h.Handler); err != nil {
+			return fmt.Errorf("adding event handler: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadOwner starts a sync: it reads key's owner from the cache through get.
+// ok is false when there is nothing to do: the key is malformed, the owner is
+// gone, or it is being deleted (the garbage collector removes its children,
+// and creating any would fight it). The owner is the cache's: deep-copy it
+// before changing it.
+func ReadOwner[T metav1.Object](key string, get func(namespace, name string) (T, error)) (owner T, ok bool, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return owner, false, nil // a malformed key never gets better
+	}
+	owner, err = get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return owner, false, nil
+	} else if err != nil {
+		return owner, false, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return owner, owner.GetDeletionTimestamp() == nil, nil
 }

@@ -115,24 +115,15 @@ func NewController(
 	}); err != nil {
 		return nil, fmt.Errorf("adding job indexers: %w", err)
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{jobInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueObject,
-			UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
-			DeleteFunc: c.enqueueObject,
-		}},
-		{podInformer.Informer(), common.PodHandler(jobKind, exp, common.Batched(c.queue, config.ChildEventBatchPeriod))},
-		{serviceInformer.Informer(), common.ChildHandler(jobKind, common.Batched(c.queue, config.ChildEventBatchPeriod))},
-		{modelInformer.Informer(), c.referenceHandler(byModel)},
-		{datasetInformer.Informer(), c.referenceHandler(byDataset)},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
+	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
+	if err := common.AddHandlers(
+		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
+		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},
+		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(jobKind, batched)},
+		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byModel, c.queue.Add)},
+		common.Handler{Informer: datasetInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
+	); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -140,35 +131,6 @@ func NewController(
 // Run processes jobs with workers goroutines until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
-}
-
-func (c *Controller) enqueueObject(obj any) {
-	if key, ok := common.KeyOf(obj); ok {
-		c.queue.Add(key)
-	}
-}
-
-// referenceHandler enqueues the jobs in the object's namespace that reference
-// it by name through the index.
-func (c *Controller) referenceHandler(index string) cache.ResourceEventHandler {
-	enqueue := func(obj any) {
-		key, ok := common.KeyOf(obj)
-		if !ok {
-			return
-		}
-		jobs, err := c.jobIndexer.ByIndex(index, key)
-		if err != nil {
-			return
-		}
-		for _, j := range jobs {
-			c.enqueueObject(j)
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	}
 }
 
 func indexReferences(names func(*sednav1.FederatedLearningJob) []string) cache.IndexFunc {

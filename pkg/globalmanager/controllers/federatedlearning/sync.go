@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -35,22 +34,17 @@ type event struct {
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil // a malformed key never gets better
-	}
-	shared, err := c.jobs.FederatedLearningJobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.exp.Forget(key)
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("reading job %s: %w", key, err)
-	}
-	if shared.DeletionTimestamp != nil {
-		// The garbage collector removes the children; creating any would fight it.
-		return nil
+	shared, ok, err := common.ReadOwner(key, func(ns, name string) (*sednav1.FederatedLearningJob, error) {
+		return c.jobs.FederatedLearningJobs(ns).Get(name)
+	})
+	if !ok || err != nil {
+		if err == nil {
+			c.exp.Forget(key)
+		}
+		return err
 	}
 	job := shared.DeepCopy()
+	ns := job.Namespace
 	logger := klog.FromContext(ctx).WithValues("job", klog.KObj(job))
 	ctx = klog.NewContext(ctx, logger)
 

@@ -133,24 +133,14 @@ func NewController(
 	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
 		return nil, fmt.Errorf("adding service indexers: %w", err)
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{jiInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueObject,
-			UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
-			DeleteFunc: c.enqueueObject,
-		}},
-		{deploymentInformer.Informer(), common.ChildHandler(serviceKind, c.queue.Add)},
-		{serviceInformer.Informer(), common.ChildHandler(serviceKind, c.queue.Add)},
-		{hpaInformer.Informer(), common.ChildHandler(serviceKind, c.queue.Add)},
-		{modelInformer.Informer(), c.modelHandler()},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
+	if err := common.AddHandlers(
+		common.Handler{Informer: jiInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
+		common.Handler{Informer: deploymentInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
+		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
+		common.Handler{Informer: hpaInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
+		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jiIndexer, byModel, c.queue.Add)},
+	); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -158,34 +148,6 @@ func NewController(
 // Run processes services with workers goroutines until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
-}
-
-func (c *Controller) enqueueObject(obj any) {
-	if key, ok := common.KeyOf(obj); ok {
-		c.queue.Add(key)
-	}
-}
-
-// modelHandler enqueues the services in the Model's namespace that name it.
-func (c *Controller) modelHandler() cache.ResourceEventHandler {
-	enqueue := func(obj any) {
-		key, ok := common.KeyOf(obj)
-		if !ok {
-			return
-		}
-		jis, err := c.jiIndexer.ByIndex(byModel, key)
-		if err != nil {
-			return
-		}
-		for _, ji := range jis {
-			c.enqueueObject(ji)
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	}
 }
 
 // indexModels keys a service by the namespace/name of each Model it names.

@@ -9,9 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -33,21 +31,14 @@ type children struct {
 // sync reconciles one service: lister read, deep copy, claim, act, one status
 // write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil // a malformed key never gets better
-	}
-	shared, err := c.jis.JointInferenceServices(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("reading service %s: %w", key, err)
-	}
-	if shared.DeletionTimestamp != nil {
-		// The garbage collector removes the children; creating any would fight it.
-		return nil
+	shared, ok, err := common.ReadOwner(key, func(ns, name string) (*sednav1.JointInferenceService, error) {
+		return c.jis.JointInferenceServices(ns).Get(name)
+	})
+	if !ok || err != nil {
+		return err
 	}
 	ji := shared.DeepCopy()
+	ns := ji.Namespace
 	logger := klog.FromContext(ctx).WithValues("jointinferenceservice", klog.KObj(ji))
 	ctx = klog.NewContext(ctx, logger)
 

@@ -820,7 +820,7 @@ func TestModelWakesServicesThatNameIt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ji, _ := exampleObjects(t)
 			f := newFixture(t, ji)
-			f.c.modelHandler().OnAdd(&sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: tc.model, Namespace: tc.namespace}}, false)
+			common.ReferenceHandler(f.c.jiIndexer, byModel, f.c.queue.Add).OnAdd(&sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: tc.model, Namespace: tc.namespace}}, false)
 			var got []string
 			for f.c.queue.Len() > 0 {
 				k, _ := f.c.queue.Get()
