@@ -39,9 +39,10 @@ kube::codegen::gen_client \
 (cd hack/tools/codegen && go build -o "${GOBIN}/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
 # allowDangerousTypes: Sedna's trainProb and threshold are floats that users write
 # as 0.8. maxDescLen=0: CRDs that embed pod templates with descriptions exceed the
-# 256 KiB annotation of client-side apply (see DESIGN.md).
+# 256 KiB annotation of client-side apply (see DESIGN.md). generateEmbeddedObjectMeta:
+# without it the labels and annotations of worker templates are pruned.
 rm -rf "${ROOT}/build/crds"
 controller-gen \
-  crd:allowDangerousTypes=true,maxDescLen=0 \
+  crd:allowDangerousTypes=true,maxDescLen=0,generateEmbeddedObjectMeta=true \
   paths="./pkg/apis/..." \
   output:crd:artifacts:config=build/crds
