@@ -1,6 +1,9 @@
 package common
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,4 +61,30 @@ func JobConditionFor(owner metav1.Object, condType string, status bool, reason, 
 		Type: condType, Status: s, Reason: reason, Message: message,
 		ObservedGeneration: owner.GetGeneration(),
 	}
+}
+
+// HasJobCondition says whether the condition of a type has this status and message.
+func HasJobCondition(conds []sednav1.JobCondition, condType string, status corev1.ConditionStatus, message string) bool {
+	c := FindJobCondition(conds, condType)
+	return c != nil && c.Status == status && c.Message == message
+}
+
+// ConditionReferencesResolved is the condition type that says whether every
+// Model and Dataset an object names exists.
+const ConditionReferencesResolved = "ReferencesResolved"
+
+// SetReferencesResolved records in conds whether the objects owner names exist
+// (missing lists those that do not, as "Model x"). It returns the warning to
+// record when it newly reports something missing, so the user hears it once.
+func SetReferencesResolved(owner metav1.Object, conds []sednav1.JobCondition, missing []string, now metav1.Time) ([]sednav1.JobCondition, []Event) {
+	if len(missing) == 0 {
+		return SetJobCondition(conds, JobConditionFor(owner, ConditionReferencesResolved, true, "Resolved",
+			"every object it names exists"), now), nil
+	}
+	msg := fmt.Sprintf("waiting for %s: not found in namespace %s", strings.Join(missing, ", "), owner.GetNamespace())
+	var events []Event
+	if !HasJobCondition(conds, ConditionReferencesResolved, corev1.ConditionFalse, msg) {
+		events = []Event{{Type: corev1.EventTypeWarning, Reason: "MissingReference", Message: msg}}
+	}
+	return SetJobCondition(conds, JobConditionFor(owner, ConditionReferencesResolved, false, "MissingReference", msg), now), events
 }

@@ -47,3 +47,16 @@ func Scheme() *runtime.Scheme {
 	_ = sednascheme.AddToScheme(s)
 	return s
 }
+
+// Event is an event a sync records only after the status that explains it is
+// written.
+type Event struct {
+	Type, Reason, Message string
+}
+
+// RecordEvents records events about obj.
+func RecordEvents(recorder record.EventRecorder, obj runtime.Object, events []Event) {
+	for _, e := range events {
+		recorder.Event(obj, e.Type, e.Reason, e.Message)
+	}
+}

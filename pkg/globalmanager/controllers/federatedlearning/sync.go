@@ -19,17 +19,11 @@ import (
 // Condition types of a FederatedLearningJob. Training, Complete and Failed are
 // Sedna's; the other two make waiting and partial failures visible.
 const (
-	condReferencesResolved = "ReferencesResolved"
-	condWorkersCreated     = "WorkersCreated"
-	condTraining           = "Training"
-	condComplete           = "Complete"
-	condFailed             = "Failed"
+	condWorkersCreated = "WorkersCreated"
+	condTraining       = "Training"
+	condComplete       = "Complete"
+	condFailed         = "Failed"
 )
-
-// event is an event to record once the status that explains it is written.
-type event struct {
-	kind, reason, message string
-}
 
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
@@ -67,7 +61,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if status.StartTime == nil {
 		status.StartTime = &now
 	}
-	var events []event
+	var events []common.Event
 	var actErr error
 	finished := common.IsJobConditionTrue(status.Conditions, condComplete) || common.IsJobConditionTrue(status.Conditions, condFailed)
 
@@ -82,17 +76,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return fmt.Errorf("resolving references of %s: %w", key, err)
 		}
+		var missingEvents []common.Event
+		status.Conditions, missingEvents = common.SetReferencesResolved(job, status.Conditions, missing, now)
+		events = append(events, missingEvents...)
 		if len(missing) > 0 {
-			msg := describeMissing(missing)
-			if !isConditionWith(status.Conditions, condReferencesResolved, corev1.ConditionFalse, msg) {
-				events = append(events, event{corev1.EventTypeWarning, "MissingReference", msg})
-			}
-			status.Conditions = common.SetJobCondition(status.Conditions,
-				common.JobConditionFor(job, condReferencesResolved, false, "MissingReference", msg), now)
 			status.Phase = sednav1.FLJobPending
 		} else {
-			status.Conditions = common.SetJobCondition(status.Conditions,
-				common.JobConditionFor(job, condReferencesResolved, true, "Resolved", "every Model and Dataset the job names exists"), now)
 			workers, err := c.desiredWorkers(job, refs)
 			if err != nil {
 				return fmt.Errorf("building workers of %s: %w", key, err)
@@ -124,9 +113,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		logger.V(2).Info("Updated status", "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
 	}
-	for _, e := range events {
-		c.recorder.Event(job, e.kind, e.reason, e.message)
-	}
+	common.RecordEvents(c.recorder, job, events)
 	return actErr
 }
 
@@ -208,7 +195,7 @@ func (c *Controller) setWorkersCreated(job *sednav1.FederatedLearningJob, status
 // setPhase moves the phase: Succeeded when the aggregation worker succeeded,
 // Failed when any worker failed, Running only when every worker has a running
 // pod, Pending otherwise.
-func (c *Controller) setPhase(job *sednav1.FederatedLearningJob, status *sednav1.FederatedLearningJobStatus, workers []common.Worker, current []*corev1.Pod, missing int, now metav1.Time) []event {
+func (c *Controller) setPhase(job *sednav1.FederatedLearningJob, status *sednav1.FederatedLearningJobStatus, workers []common.Worker, current []*corev1.Pod, missing int, now metav1.Time) []common.Event {
 	var aggregator *corev1.Pod
 	var failed *corev1.Pod
 	running := 0
@@ -247,16 +234,11 @@ func (c *Controller) setPhase(job *sednav1.FederatedLearningJob, status *sednav1
 	}
 	switch status.Phase {
 	case sednav1.FLJobRunning:
-		return []event{{corev1.EventTypeNormal, "Running", "all workers are running"}}
+		return []common.Event{{Type: corev1.EventTypeNormal, Reason: "Running", Message: "all workers are running"}}
 	case sednav1.FLJobSucceeded:
-		return []event{{corev1.EventTypeNormal, "Completed", "the aggregation worker finished; the job succeeded"}}
+		return []common.Event{{Type: corev1.EventTypeNormal, Reason: "Completed", Message: "the aggregation worker finished; the job succeeded"}}
 	case sednav1.FLJobFailed:
-		return []event{{corev1.EventTypeWarning, "Failed", fmt.Sprintf("worker pod %s failed", failed.Name)}}
+		return []common.Event{{Type: corev1.EventTypeWarning, Reason: "Failed", Message: fmt.Sprintf("worker pod %s failed", failed.Name)}}
 	}
 	return nil
-}
-
-func isConditionWith(conds []sednav1.JobCondition, condType string, status corev1.ConditionStatus, message string) bool {
-	c := common.FindJobCondition(conds, condType)
-	return c != nil && c.Status == status && c.Message == message
 }

@@ -242,7 +242,7 @@ func TestMissingReferenceCreatesNothingAndSaysWhich(t *testing.T) {
 	if w := f.kubeWrites(); len(w) != 0 {
 		t.Errorf("writes while a dataset is missing: %v", w)
 	}
-	c := common.FindJobCondition(f.status(t, job.Name).Conditions, condReferencesResolved)
+	c := common.FindJobCondition(f.status(t, job.Name).Conditions, common.ConditionReferencesResolved)
 	if c == nil || c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "Dataset edge1-surface-defect-detection-dataset") {
 		t.Errorf("ReferencesResolved condition: %+v", c)
 	}

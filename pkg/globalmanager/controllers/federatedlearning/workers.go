@@ -1,9 +1,7 @@
 package federatedlearning
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -160,8 +158,4 @@ func (c *Controller) aggregationService(job *sednav1.FederatedLearningJob) *core
 			}},
 		},
 	}
-}
-
-func describeMissing(missing []string) string {
-	return fmt.Sprintf("waiting for %s: not found in the job's namespace", strings.Join(missing, ", "))
 }

@@ -15,7 +15,6 @@ import (
 // Condition types of a JointInferenceService, one entry each.
 const (
 	// condReferencesResolved: every Model the service names exists.
-	condReferencesResolved = "ReferencesResolved"
 	// condWorkersCreated: the last attempt to make the children match the
 	// spec succeeded; False carries the API server's refusal (a quota, say).
 	condWorkersCreated = "WorkersCreated"
@@ -50,7 +49,7 @@ func workersCreated(ji *sednav1.JointInferenceService, actErr error) sednav1.Job
 //     not failures yet, and a pod that crashes is restarted in place.
 //
 // It returns the events of the transitions, to record after the write.
-func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService, status *sednav1.JointInferenceServiceStatus, deployments map[string]*appsv1.Deployment, now metav1.Time) []event {
+func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService, status *sednav1.JointInferenceServiceStatus, deployments map[string]*appsv1.Deployment, now metav1.Time) []common.Event {
 	var active, failed int32
 	ready := true
 	var readiness, failures []string
@@ -79,13 +78,13 @@ func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService,
 	}
 	status.Active, status.Failed = active, failed
 
-	var events []event
+	var events []common.Event
 	wasReady := common.IsJobConditionTrue(status.Conditions, condReady)
 	readyMsg := strings.Join(readiness, "; ")
 	if ready {
 		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(ji, condReady, true, "Available", readyMsg), now)
 		if !wasReady {
-			events = append(events, event{corev1.EventTypeNormal, "Ready", "the edge and cloud workers are available: " + readyMsg})
+			events = append(events, common.Event{Type: corev1.EventTypeNormal, Reason: "Ready", Message: "the edge and cloud workers are available: " + readyMsg})
 		}
 	} else {
 		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(ji, condReady, false, "Unavailable", readyMsg), now)
@@ -97,16 +96,11 @@ func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService,
 		msg := strings.Join(failures, "; ")
 		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(ji, condFailed, true, failReason, msg), now)
 		if !wasFailed {
-			events = append(events, event{corev1.EventTypeWarning, "Failed", msg})
+			events = append(events, common.Event{Type: corev1.EventTypeWarning, Reason: "Failed", Message: msg})
 		}
 	case common.FindJobCondition(status.Conditions, condFailed) != nil:
 		status.Conditions = common.SetJobCondition(status.Conditions,
 			common.JobConditionFor(ji, condFailed, false, "Recovered", "no worker Deployment reports a failure"), now)
 	}
 	return events
-}
-
-func isConditionWith(conds []sednav1.JobCondition, condType string, status corev1.ConditionStatus, message string) bool {
-	c := common.FindJobCondition(conds, condType)
-	return c != nil && c.Status == status && c.Message == message
 }

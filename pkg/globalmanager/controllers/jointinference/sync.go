@@ -16,11 +16,6 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
-// event is an event to record once the status that explains it is written.
-type event struct {
-	kind, reason, message string
-}
-
 // children are a service's claimed children in the cache, by name.
 type children struct {
 	deployments map[string]*appsv1.Deployment
@@ -52,24 +47,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if status.StartTime == nil {
 		status.StartTime = &now
 	}
-	var events []event
+	var events []common.Event
 	var actErr error
 	refs, missing, err := c.resolve(ji)
 	if err != nil {
 		return fmt.Errorf("resolving references of %s: %w", key, err)
 	}
-	if len(missing) > 0 {
-		// Nothing is created or changed without its Models; workers that run
-		// already (a Model deleted later) keep running on what they have.
-		msg := describeMissing(missing)
-		if !isConditionWith(status.Conditions, condReferencesResolved, corev1.ConditionFalse, msg) {
-			events = append(events, event{corev1.EventTypeWarning, "MissingReference", msg})
-		}
-		status.Conditions = common.SetJobCondition(status.Conditions,
-			common.JobConditionFor(ji, condReferencesResolved, false, "MissingReference", msg), now)
-	} else {
-		status.Conditions = common.SetJobCondition(status.Conditions,
-			common.JobConditionFor(ji, condReferencesResolved, true, "Resolved", "every Model the service names exists"), now)
+	var missingEvents []common.Event
+	status.Conditions, missingEvents = common.SetReferencesResolved(ji, status.Conditions, missing, now)
+	events = append(events, missingEvents...)
+	// Nothing is created or changed without its Models; workers that run
+	// already (a Model deleted later) keep running on what they have.
+	if len(missing) == 0 {
 		edge, cloud, err := c.desiredWorkers(ji, refs)
 		if err != nil {
 			return fmt.Errorf("building workers of %s: %w", key, err)
@@ -90,9 +79,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		logger.V(2).Info("Updated status", "active", status.Active, "failed", status.Failed)
 	}
-	for _, e := range events {
-		c.recorder.Event(ji, e.kind, e.reason, e.message)
-	}
+	common.RecordEvents(c.recorder, ji, events)
 	return actErr
 }
 

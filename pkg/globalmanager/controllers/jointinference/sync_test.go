@@ -621,11 +621,11 @@ func TestJointInferenceServiceWaitsForMissingModel(t *testing.T) {
 	}{
 		"edge model missing": {
 			drop:        []string{"helmet-detection-inference-little-model"},
-			wantMessage: "waiting for Model helmet-detection-inference-little-model: not found in the service's namespace",
+			wantMessage: "waiting for Model helmet-detection-inference-little-model: not found in namespace default",
 		},
 		"both models missing": {
 			drop:        []string{"helmet-detection-inference-little-model", "helmet-detection-inference-big-model"},
-			wantMessage: "waiting for Model helmet-detection-inference-little-model, Model helmet-detection-inference-big-model: not found in the service's namespace",
+			wantMessage: "waiting for Model helmet-detection-inference-little-model, Model helmet-detection-inference-big-model: not found in namespace default",
 		},
 	}
 	for name, tc := range cases {
@@ -647,11 +647,11 @@ func TestJointInferenceServiceWaitsForMissingModel(t *testing.T) {
 			if diff := cmp.Diff([]string(nil), f.writes()); diff != "" {
 				t.Errorf("writes (-want,+got):\n%s", diff)
 			}
-			cond := common.FindJobCondition(f.storedService(t).Status.Conditions, condReferencesResolved)
+			cond := common.FindJobCondition(f.storedService(t).Status.Conditions, common.ConditionReferencesResolved)
 			if cond == nil {
 				t.Fatal("no ReferencesResolved condition")
 			}
-			want := sednav1.JobCondition{Type: condReferencesResolved, Status: corev1.ConditionFalse, Reason: "MissingReference", Message: tc.wantMessage, ObservedGeneration: 1}
+			want := sednav1.JobCondition{Type: common.ConditionReferencesResolved, Status: corev1.ConditionFalse, Reason: "MissingReference", Message: tc.wantMessage, ObservedGeneration: 1}
 			if diff := cmp.Diff(want, *cond, ignoreTimes); diff != "" {
 				t.Errorf("condition (-want,+got):\n%s", diff)
 			}

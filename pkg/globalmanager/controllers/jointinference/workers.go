@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -185,8 +184,4 @@ func desiredHPA(ji *sednav1.JointInferenceService, role string, hpa *sednav1.HPA
 		},
 		Spec: *spec.DeepCopy(),
 	}, nil
-}
-
-func describeMissing(missing []string) string {
-	return fmt.Sprintf("waiting for %s: not found in the service's namespace", strings.Join(missing, ", "))
 }
