@@ -236,11 +236,7 @@ func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	for _, f := range []string{"datasets.yaml", "federatedlearningjob.yaml"} {
-		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
-			t.Fatalf("applying %s: %v\n%s", f, err, out)
-		}
-	}
+	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "federatedlearningjob.yaml")
 	framework.Eventually(t, 30*time.Second, "a condition naming the missing model", func(ctx context.Context) (bool, error) {
 		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
@@ -254,9 +250,7 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	if err != nil || !strings.Contains(out, "MissingReference") {
 		t.Errorf("kubectl describe shows no MissingReference event (%v):\n%s", err, out)
 	}
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/model.yaml"); err != nil {
-		t.Fatalf("applying the model: %v\n%s", err, out)
-	}
+	applyExampleFiles(t, ns, "federatedlearningjob", "model.yaml")
 	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
 }
 
@@ -334,11 +328,7 @@ func bigJob(name string, n int) *sednav1.FederatedLearningJob {
 func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 	const workers = 120
 	ns := framework.Namespace(t)
-	for _, f := range []string{"datasets.yaml", "model.yaml"} {
-		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
-			t.Fatalf("applying %s: %v\n%s", f, err, out)
-		}
-	}
+	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
 	// A slow client, so the kill lands in the middle of the creates.
 	gm := framework.StartGlobalManager(t, ns, "--kube-api-qps=20", "--kube-api-burst=1")
 	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), bigJob("large", workers), metav1.CreateOptions{})
@@ -389,11 +379,7 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	for _, f := range []string{"datasets.yaml", "model.yaml"} {
-		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
-			t.Fatalf("applying %s: %v\n%s", f, err, out)
-		}
-	}
+	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	a, err := jobs.Create(t.Context(), bigJob("a", 2), metav1.CreateOptions{})
 	if err != nil {
@@ -442,11 +428,7 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	for _, f := range []string{"datasets.yaml", "model.yaml"} {
-		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")+"/"+f); err != nil {
-			t.Fatalf("applying %s: %v\n%s", f, err, out)
-		}
-	}
+	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	job := bigJob("slow", 2)
 	for _, tmpl := range []*corev1.PodTemplateSpec{&job.Spec.AggregationWorker.Template, &job.Spec.TrainingWorkers[0].Template, &job.Spec.TrainingWorkers[1].Template} {
@@ -538,4 +520,14 @@ func TestFederatedLearningJobBeingDeletedDoesNotFightTheGarbageCollector(t *test
 		_, err = sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		return len(pods.Items) == 0 && err != nil, nil
 	})
+}
+
+// applyExampleFiles applies some files of an example folder, in order.
+func applyExampleFiles(t *testing.T, ns, dir string, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example(dir)+"/"+f); err != nil {
+			t.Fatalf("applying examples/%s/%s: %v\n%s", dir, f, err, out)
+		}
+	}
 }
