@@ -4,22 +4,38 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
 )
 
 // options are the LocalController's command-line settings.
 type options struct {
-	nodeName      string
-	gmAddress     string
-	caFile        string
-	tokenFile     string
-	workerAddress string
-	dataDir       string
+	nodeName         string
+	gmAddress        string
+	caFile           string
+	tokenFile        string
+	workerAddress    string
+	healthAddress    string
+	dataDir          string
+	maxOutboxReports int
+	maxOutboxBytes   int64
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -33,8 +49,14 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"ServiceAccount token, bound to this LocalController's Pod, that proves the node's identity.")
 	fs.StringVar(&o.workerAddress, "worker-address", ":9100",
 		"Address of the worker API (POST /sedna/workers/{name}/info) that Sedna workers call through LC_SERVER.")
+	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:9101",
+		"Address of /healthz and /metrics (Prometheus).")
 	fs.StringVar(&o.dataDir, "data-dir", "/var/lib/nereid",
 		"Directory of the on-disk store (objects received and reports not yet acknowledged).")
+	fs.IntVar(&o.maxOutboxReports, "max-outbox-reports", store.DefaultMaxOutboxReports,
+		"Reports buffered at most while the cloud is unreachable; past it workers get 503 and retry, nothing buffered is dropped.")
+	fs.Int64Var(&o.maxOutboxBytes, "max-outbox-bytes", store.DefaultMaxOutboxBytes,
+		"Bytes of reports buffered at most while the cloud is unreachable (same behaviour past it).")
 }
 
 func (o *options) validate() error {
@@ -42,8 +64,8 @@ func (o *options) validate() error {
 	if o.nodeName == "" {
 		errs = append(errs, errors.New("--node-name is required (or set $NODENAME)"))
 	}
-	if o.gmAddress == "" {
-		errs = append(errs, errors.New("--gm-address is required (or set $GM_ADDRESS)"))
+	if o.dataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required"))
 	}
 	return errors.Join(errs...)
 }
@@ -55,8 +77,8 @@ func main() {
 
 The Nereid LocalController runs on one edge node. It keeps the sedna.io objects
 that concern its node in a local store, serves Sedna's worker API to the ML
-workers on the node, and sends their reports to the GlobalManager over an
-authenticated websocket.
+workers on the node (every report is on disk before the worker gets its 200),
+and sends their reports to the GlobalManager over an authenticated websocket.
 
 Flags:
 `)
@@ -66,12 +88,75 @@ Flags:
 	o.addFlags(fs)
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
-
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "localcontroller: %v\n", err)
 		os.Exit(2)
 	}
-	// The cloud link, the store and the worker API arrive with the channel milestone.
-	fmt.Fprintln(os.Stderr, "localcontroller: the cloud link and worker API are not implemented yet")
-	os.Exit(1)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		klog.ErrorS(err, "LocalController stopped")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(ctx context.Context, o options) error {
+	logger := klog.FromContext(ctx).WithValues("node", o.nodeName)
+	st, err := store.Open(filepath.Join(o.dataDir, "localcontroller.db"), store.Options{
+		MaxOutboxReports: o.maxOutboxReports, MaxOutboxBytes: o.maxOutboxBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("opening the local store: %w", err)
+	}
+	defer st.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	health.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+
+	servers := []struct {
+		name, addr string
+		handler    http.Handler
+	}{
+		{"worker API", o.workerAddress, workerapi.NewServer(logger, st, st).Handler()},
+		{"health and metrics", o.healthAddress, health},
+	}
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			return fmt.Errorf("listening for the %s on %s: %w", s.name, s.addr, err)
+		}
+		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("%s: %w", s.name, err)
+			}
+		}()
+		defer func() {
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdown)
+		}()
+		logger.Info("Serving", "what", s.name, "address", ln.Addr().String())
+	}
+	if o.gmAddress == "" {
+		logger.Info("No --gm-address: serving workers and buffering their reports on disk until a GlobalManager is configured")
+	} else {
+		// The cloud link (hello, object sync, report forwarding) is the next
+		// milestone; until then reports stay in the outbox, which survives restarts.
+		logger.Info("The cloud link is not implemented yet; reports stay in the on-disk outbox", "gmAddress", o.gmAddress)
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("Shutting down")
+		return nil
+	case err := <-errs:
+		return err
+	}
 }

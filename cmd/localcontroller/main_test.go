@@ -10,9 +10,9 @@ func TestOptionsValidateNamesMissingFlags(t *testing.T) {
 		o        options
 		wantErrs []string
 	}{
-		"complete": {o: options{nodeName: "edge-0", gmAddress: "127.0.0.1:10000"}},
-		"nothing":  {o: options{}, wantErrs: []string{"--node-name", "--gm-address"}},
-		"no gm":    {o: options{nodeName: "edge-0"}, wantErrs: []string{"--gm-address"}},
+		"complete":    {o: options{nodeName: "edge-0", gmAddress: "127.0.0.1:10000", dataDir: "/var/lib/nereid"}},
+		"nothing":     {o: options{}, wantErrs: []string{"--node-name", "--data-dir"}},
+		"no data dir": {o: options{nodeName: "edge-0"}, wantErrs: []string{"--data-dir"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

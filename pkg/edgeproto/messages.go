@@ -1,0 +1,341 @@
+package edgeproto
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Type names a message type on the wire (the envelope's "type").
+type Type string
+
+// The message types. The comment says who sends it.
+const (
+	TypeHello     Type = "hello"     // LC → GM, first message on a connection
+	TypeUpsert    Type = "upsert"    // GM → LC
+	TypeDelete    Type = "delete"    // GM → LC
+	TypeSynced    Type = "synced"    // GM → LC
+	TypeAck       Type = "ack"       // LC → GM
+	TypeReport    Type = "report"    // LC → GM
+	TypeReportAck Type = "reportAck" // GM → LC
+	TypeHeartbeat Type = "heartbeat" // both ways
+)
+
+// Message is one of the message types of this package: *Hello, *Upsert,
+// *Delete, *Synced, *Ack, *Report, *ReportAck or *Heartbeat. Decode returns
+// one of them; receivers switch on the dynamic type.
+type Message interface {
+	// Type is the wire type of the message.
+	Type() Type
+	// validate checks the fields Decode and Encode require; it also keeps the
+	// set of messages closed to this package.
+	validate() error
+}
+
+// newMessage returns an empty message of type t, or nil when t is unknown.
+func newMessage(t Type) Message {
+	switch t {
+	case TypeHello:
+		return new(Hello)
+	case TypeUpsert:
+		return new(Upsert)
+	case TypeDelete:
+		return new(Delete)
+	case TypeSynced:
+		return new(Synced)
+	case TypeAck:
+		return new(Ack)
+	case TypeReport:
+		return new(Report)
+	case TypeReportAck:
+		return new(ReportAck)
+	case TypeHeartbeat:
+		return new(Heartbeat)
+	}
+	return nil
+}
+
+// ObjectRef names an object that concerns an edge node. Kind is the object's
+// kind as in its TypeMeta (FederatedLearningJob, Model, …); the kinds the
+// channel carries are unique across their API groups, so the group is implied.
+type ObjectRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// String is "Kind namespace/name", for logs.
+func (r ObjectRef) String() string {
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+func (r ObjectRef) check() error {
+	switch {
+	case r.Kind == "":
+		return errors.New("kind is required")
+	case r.Namespace == "":
+		return errors.New("namespace is required")
+	case r.Name == "":
+		return errors.New("name is required")
+	}
+	return nil
+}
+
+// ObjectVersion is one version of an object: its ref and the resourceVersion
+// the API server gave that version. It is how both ends name what they hold,
+// what is sent and what is acknowledged.
+type ObjectVersion struct {
+	ObjectRef
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// String is "Kind namespace/name@resourceVersion", for logs.
+func (v ObjectVersion) String() string {
+	return v.ObjectRef.String() + "@" + v.ResourceVersion
+}
+
+func (v ObjectVersion) check() error {
+	if err := v.ObjectRef.check(); err != nil {
+		return err
+	}
+	if v.ResourceVersion == "" {
+		return errors.New("resourceVersion is required")
+	}
+	return nil
+}
+
+// Hello is the LC's first message on every connection.
+type Hello struct {
+	// Node is the node the LC claims to run on. The GM checks it against the
+	// identity the connection authenticated with.
+	Node string `json:"node"`
+	// Inventory is every object the LC holds in its store, at the version it
+	// holds, each ref at most once. The GM answers with the difference.
+	// About ten thousand entries fit in a frame.
+	Inventory []ObjectVersion `json:"inventory,omitempty"`
+}
+
+// Type is TypeHello.
+func (*Hello) Type() Type { return TypeHello }
+
+func (h *Hello) validate() error {
+	if h.Node == "" {
+		return errors.New("node is required")
+	}
+	seen := make(map[ObjectRef]bool, len(h.Inventory))
+	for i, v := range h.Inventory {
+		if err := v.check(); err != nil {
+			return fmt.Errorf("inventory[%d]: %w", i, err)
+		}
+		if seen[v.ObjectRef] {
+			return fmt.Errorf("inventory[%d]: %s is listed twice", i, clip(v.ObjectRef.String()))
+		}
+		seen[v.ObjectRef] = true
+	}
+	return nil
+}
+
+func (h *Hello) normalize() {
+	if len(h.Inventory) == 0 {
+		h.Inventory = nil
+	}
+}
+
+// Upsert carries the latest version of an object that concerns the LC's node.
+// The LC stores it under its ref, replacing what it held, persists it, and
+// acknowledges its ObjectVersion.
+type Upsert struct {
+	ObjectVersion
+	// Object is the full object as the API server returned it (apiVersion and
+	// kind may be absent, as in an informer's cache). Its metadata's namespace,
+	// name and resourceVersion, and its kind when present, must equal the ref's.
+	Object json.RawMessage `json:"object"`
+}
+
+// Type is TypeUpsert.
+func (*Upsert) Type() Type { return TypeUpsert }
+
+func (u *Upsert) validate() error {
+	if err := u.ObjectVersion.check(); err != nil {
+		return err
+	}
+	if err := checkObject("object", u.Object); err != nil {
+		return err
+	}
+	// The LC files the object under the ref and later reports the ref and
+	// version in its inventory; an object that disagrees with its ref would be
+	// stored under the wrong key or resent forever.
+	var obj struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Namespace       string `json:"namespace"`
+			Name            string `json:"name"`
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(u.Object, &obj); err != nil {
+		return fmt.Errorf("object: %s", describeJSONError(err))
+	}
+	m := obj.Metadata
+	switch {
+	case obj.Kind != "" && obj.Kind != u.Kind:
+		return mismatch("object kind", obj.Kind, "kind", u.Kind)
+	case m.Namespace != u.Namespace:
+		return mismatch("object metadata.namespace", m.Namespace, "namespace", u.Namespace)
+	case m.Name != u.Name:
+		return mismatch("object metadata.name", m.Name, "name", u.Name)
+	case m.ResourceVersion != u.ResourceVersion:
+		return mismatch("object metadata.resourceVersion", m.ResourceVersion, "resourceVersion", u.ResourceVersion)
+	}
+	return nil
+}
+
+func (u *Upsert) normalize() { u.Object = compact(u.Object) }
+
+func mismatch(field, got, refField, want string) error {
+	return fmt.Errorf("%s %q does not match %s %q", field, clip(got), refField, clip(want))
+}
+
+// Delete tells the LC that an object no longer concerns its node (deleted, or
+// moved to another node). The LC deletes whatever version it holds under the
+// ref, persists that, and acknowledges the Delete's ObjectVersion.
+type Delete struct {
+	// ObjectVersion is the ref and the last resourceVersion the GM knew (for an
+	// inventory entry, the version the LC reported).
+	ObjectVersion
+}
+
+// Type is TypeDelete.
+func (*Delete) Type() Type { return TypeDelete }
+
+func (d *Delete) validate() error { return d.ObjectVersion.check() }
+
+// Synced follows the whole difference the GM sends in answer to a Hello: once
+// the LC has applied everything before it, its store holds exactly what
+// concerns its node.
+type Synced struct{}
+
+// Type is TypeSynced.
+func (*Synced) Type() Type { return TypeSynced }
+
+func (*Synced) validate() error { return nil }
+
+// Ack acknowledges Upserts and Deletes the LC has persisted.
+type Ack struct {
+	// Objects are the acknowledged versions, at least one. The same ref may
+	// appear at several versions.
+	Objects []ObjectVersion `json:"objects"`
+}
+
+// Type is TypeAck.
+func (*Ack) Type() Type { return TypeAck }
+
+func (a *Ack) validate() error {
+	if len(a.Objects) == 0 {
+		return errors.New("objects is required (at least one)")
+	}
+	for i, v := range a.Objects {
+		if err := v.check(); err != nil {
+			return fmt.Errorf("objects[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Report forwards one worker report from the LC's outbox.
+//
+// The LC should Encode a Report before it persists it and refuse the worker's
+// request when that fails, so that its outbox holds nothing it cannot send. The
+// GM validates Body (ParseWorkerInfo) itself and refuses a bad one in its
+// ReportAck rather than closing the connection: a report the GM can never apply
+// must leave the outbox, not block it.
+type Report struct {
+	// ID is the report's sequence number in the LC's outbox, strictly
+	// increasing per LC and never reused, starting at 1.
+	ID uint64 `json:"id"`
+	// Worker is the {worker-name} of the worker API's URL.
+	Worker string `json:"worker"`
+	// Body is the worker's JSON body as received (a WorkerInfo), a JSON object.
+	Body json.RawMessage `json:"body"`
+	// ReceivedAt is when the LC received the report from the worker.
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// Type is TypeReport.
+func (*Report) Type() Type { return TypeReport }
+
+func (r *Report) validate() error {
+	switch {
+	case r.ID == 0:
+		return errors.New("id is required (greater than 0)")
+	case r.Worker == "":
+		return errors.New("worker is required")
+	case r.ReceivedAt.IsZero():
+		return errors.New("receivedAt is required")
+	}
+	return checkObject("body", r.Body)
+}
+
+func (r *Report) normalize() { r.Body = compact(r.Body) }
+
+// ReportAck tells the LC which reports it may remove from its outbox.
+type ReportAck struct {
+	// IDs are the reports applied or definitively refused, at least one.
+	IDs []uint64 `json:"ids"`
+	// Refused says why some of IDs were refused, so the LC can log it. Every
+	// ID here is also in IDs: a refused report is acknowledged all the same,
+	// since resending it would never succeed.
+	Refused []RefusedReport `json:"refused,omitempty"`
+}
+
+// RefusedReport is a report the GM will never apply, and why.
+type RefusedReport struct {
+	ID     uint64 `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Type is TypeReportAck.
+func (*ReportAck) Type() Type { return TypeReportAck }
+
+func (a *ReportAck) validate() error {
+	if len(a.IDs) == 0 {
+		return errors.New("ids is required (at least one)")
+	}
+	acked := make(map[uint64]bool, len(a.IDs))
+	for i, id := range a.IDs {
+		if id == 0 {
+			return fmt.Errorf("ids[%d]: id must be greater than 0", i)
+		}
+		acked[id] = true
+	}
+	for i, r := range a.Refused {
+		if !acked[r.ID] {
+			return fmt.Errorf("refused[%d]: id %d is not in ids", i, r.ID)
+		}
+	}
+	return nil
+}
+
+func (a *ReportAck) normalize() {
+	if len(a.Refused) == 0 {
+		a.Refused = nil
+	}
+}
+
+// Heartbeat keeps the link observably alive; both ends send it periodically
+// and treat a read deadline passing without any message as a dead link.
+type Heartbeat struct {
+	// Time is the sender's clock when it sent the heartbeat.
+	Time time.Time `json:"time"`
+}
+
+// Type is TypeHeartbeat.
+func (*Heartbeat) Type() Type { return TypeHeartbeat }
+
+func (h *Heartbeat) validate() error {
+	if h.Time.IsZero() {
+		return errors.New("time is required")
+	}
+	return nil
+}

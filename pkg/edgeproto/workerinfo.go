@@ -1,0 +1,180 @@
+package edgeproto
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// OwnerKind is the lower-case kind of the job or service a worker belongs to,
+// as Sedna's workers send it in ownerKind.
+type OwnerKind string
+
+// The owner kinds Sedna's workers send.
+const (
+	OwnerFederatedLearningJob   OwnerKind = "federatedlearningjob"
+	OwnerJointInferenceService  OwnerKind = "jointinferenceservice"
+	OwnerIncrementalLearningJob OwnerKind = "incrementallearningjob"
+	OwnerLifelongLearningJob    OwnerKind = "lifelonglearningjob"
+)
+
+var ownerKinds = []OwnerKind{OwnerFederatedLearningJob, OwnerJointInferenceService,
+	OwnerIncrementalLearningJob, OwnerLifelongLearningJob}
+
+// APIKind is the sedna.io kind of the owner (FederatedLearningJob for
+// federatedlearningjob), or "" for an unknown owner kind.
+func (k OwnerKind) APIKind() string {
+	switch k {
+	case OwnerFederatedLearningJob:
+		return "FederatedLearningJob"
+	case OwnerJointInferenceService:
+		return "JointInferenceService"
+	case OwnerIncrementalLearningJob:
+		return "IncrementalLearningJob"
+	case OwnerLifelongLearningJob:
+		return "LifelongLearningJob"
+	}
+	return ""
+}
+
+// Stage is what a worker is doing, sent as the report's kind.
+type Stage string
+
+// The stages Sedna's workers send.
+const (
+	StageTrain     Stage = "train"
+	StageEval      Stage = "eval"
+	StageDeploy    Stage = "deploy"
+	StageInference Stage = "inference"
+)
+
+var stages = []Stage{StageTrain, StageEval, StageDeploy, StageInference}
+
+// WorkerStatus is a worker's status in its report.
+type WorkerStatus string
+
+// The statuses Sedna's workers send.
+const (
+	WorkerReady     WorkerStatus = "ready"
+	WorkerRunning   WorkerStatus = "running"
+	WorkerCompleted WorkerStatus = "completed"
+	WorkerFailed    WorkerStatus = "failed"
+)
+
+var workerStatuses = []WorkerStatus{WorkerReady, WorkerRunning, WorkerCompleted, WorkerFailed}
+
+// WorkerInfo is the body Sedna's workers POST to the LC's worker API
+// (/sedna/workers/{worker-name}/info), carried unchanged to the GM as a
+// Report's Body. Unknown fields are ignored.
+type WorkerInfo struct {
+	// Name is the worker's name.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// OwnerName is the name of the job or service the worker belongs to.
+	OwnerName string    `json:"ownerName"`
+	OwnerKind OwnerKind `json:"ownerKind"`
+	// OwnerInfo is kind-specific (for a joint inference edge worker: startTime,
+	// updateTime, inferenceNumber, hardExampleNumber, uploadCloudRatio), kept
+	// raw so each kind decodes it into its own type with numbers intact. It is
+	// absent, null or a JSON object.
+	OwnerInfo json.RawMessage `json:"ownerInfo,omitempty"`
+	// Kind is the stage.
+	Kind Stage `json:"kind"`
+	// Status is empty only in inference reports: Sedna's joint inference
+	// workers send none.
+	Status WorkerStatus `json:"status,omitempty"`
+	// Results are the worker's outputs when done (models with their URLs and
+	// metrics, for instance), each a JSON object, kept raw like OwnerInfo.
+	Results []json.RawMessage `json:"results,omitempty"`
+}
+
+// ParseWorkerInfo decodes a worker's body and validates it. The LC calls it
+// before it accepts a report into its outbox; the GM calls it again on the
+// Report's Body and refuses the report on an error.
+func ParseWorkerInfo(body []byte) (*WorkerInfo, error) {
+	if !json.Valid(body) {
+		return nil, errors.New("body is not valid JSON")
+	}
+	if !utf8.Valid(body) {
+		return nil, errors.New("body is not valid UTF-8")
+	}
+	if !isObject(body) {
+		return nil, errors.New("body is not a JSON object")
+	}
+	var w WorkerInfo
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, errors.New(describeJSONError(err))
+	}
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Validate checks the fields the GM needs to apply a report, and that the
+// enumerations hold values Sedna's workers send. It returns every problem
+// found, each naming its field.
+func (w *WorkerInfo) Validate() error {
+	var errs []error
+	required := func(field, value string) {
+		if value == "" {
+			errs = append(errs, fmt.Errorf("%s is required", field))
+		}
+	}
+	required("name", w.Name)
+	required("namespace", w.Namespace)
+	required("ownerName", w.OwnerName)
+
+	if err := oneOf("ownerKind", w.OwnerKind, ownerKinds); err != nil {
+		errs = append(errs, err)
+	}
+	if err := oneOf("kind", w.Kind, stages); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case w.Status == "" && w.Kind == StageInference:
+	case w.Status == "":
+		errs = append(errs, errors.New("status is required (only inference reports may omit it)"))
+	default:
+		if err := oneOf("status", w.Status, workerStatuses); err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	if len(w.OwnerInfo) > 0 && string(w.OwnerInfo) != "null" {
+		if err := checkObject("ownerInfo", w.OwnerInfo); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, r := range w.Results {
+		if err := checkObject(fmt.Sprintf("results[%d]", i), r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Owner is the ref of the job or service the worker belongs to, or a ref with
+// an empty Kind when OwnerKind is unknown.
+func (w *WorkerInfo) Owner() ObjectRef {
+	return ObjectRef{Kind: w.OwnerKind.APIKind(), Namespace: w.Namespace, Name: w.OwnerName}
+}
+
+// oneOf checks that a required enumeration field holds one of allowed.
+func oneOf[T ~string](field string, value T, allowed []T) error {
+	if value == "" {
+		return fmt.Errorf("%s is required", field)
+	}
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return fmt.Errorf("%s %q is not one of %s", field, clip(string(value)), strings.Join(names, ", "))
+}

@@ -1,0 +1,212 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Key names one sedna.io object the GlobalManager sent.
+type Key struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// String returns "kind/namespace/name".
+func (k Key) String() string {
+	return k.Kind + "/" + k.Namespace + "/" + k.Name
+}
+
+// keySep separates the parts of a key on disk. No Kubernetes kind, namespace
+// or name contains it, and because it sorts below every other byte the
+// bucket's byte order is the order of (Kind, Namespace, Name).
+const keySep = 0
+
+func (k Key) validate() error {
+	if k.Kind == "" || k.Name == "" {
+		return fmt.Errorf("invalid key %q: kind and name are required", k)
+	}
+	if strings.ContainsRune(k.Kind+k.Namespace+k.Name, keySep) {
+		return fmt.Errorf("invalid key %q: contains a NUL byte", k)
+	}
+	return nil
+}
+
+func (k Key) encode() []byte {
+	b := make([]byte, 0, len(k.Kind)+len(k.Namespace)+len(k.Name)+2)
+	b = append(b, k.Kind...)
+	b = append(b, keySep)
+	b = append(b, k.Namespace...)
+	b = append(b, keySep)
+	return append(b, k.Name...)
+}
+
+func decodeKey(b []byte) (Key, error) {
+	parts := bytes.SplitN(b, []byte{keySep}, 3)
+	if len(parts) != 3 {
+		return Key{}, fmt.Errorf("malformed key %q", b)
+	}
+	return Key{Kind: string(parts[0]), Namespace: string(parts[1]), Name: string(parts[2])}, nil
+}
+
+// Object is a stored object: its key, the resourceVersion the GlobalManager
+// sent it with, and its serialized form.
+type Object struct {
+	Key             Key
+	ResourceVersion string
+	Data            []byte
+}
+
+// Version is what the LocalController holds of one object, as it tells the
+// GlobalManager on (re)connect so that the GlobalManager sends the difference.
+type Version struct {
+	Key             Key
+	ResourceVersion string
+}
+
+// objectFormat prefixes each stored value so the layout can change later
+// without misreading files written by this version.
+const objectFormat byte = 1
+
+// A value is objectFormat, uvarint len(resourceVersion), resourceVersion, data.
+func encodeObject(resourceVersion string, data []byte) []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(resourceVersion)+len(data))
+	b = append(b, objectFormat)
+	b = binary.AppendUvarint(b, uint64(len(resourceVersion)))
+	b = append(b, resourceVersion...)
+	return append(b, data...)
+}
+
+// decodeObject copies what it returns out of v, which bbolt owns only for the
+// length of the transaction. With withData false only the resourceVersion is
+// read.
+func decodeObject(k Key, v []byte, withData bool) (Object, error) {
+	if len(v) == 0 || v[0] != objectFormat {
+		return Object{}, fmt.Errorf("object %s: unknown format", k)
+	}
+	n, w := binary.Uvarint(v[1:])
+	if w <= 0 || uint64(len(v)-1-w) < n {
+		return Object{}, fmt.Errorf("object %s: malformed value", k)
+	}
+	rest := v[1+w:]
+	o := Object{Key: k, ResourceVersion: string(rest[:n])}
+	if withData {
+		o.Data = bytes.Clone(rest[n:])
+	}
+	return o, nil
+}
+
+// PutObject stores an object with the resourceVersion it was sent with,
+// replacing any previous one. It returns only once the write is committed to
+// disk, because the LocalController acknowledges to the GlobalManager only
+// what is persisted.
+func (s *Store) PutObject(key Key, resourceVersion string, data []byte) error {
+	if err := key.validate(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(objectsBucket).Put(key.encode(), encodeObject(resourceVersion, data))
+	})
+	if err != nil {
+		return fmt.Errorf("storing object %s: %w", key, err)
+	}
+	return nil
+}
+
+// DeleteObject removes an object, committed to disk before it returns.
+// Deleting an absent object is not an error: deletions can be sent again.
+func (s *Store) DeleteObject(key Key) error {
+	if err := key.validate(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(objectsBucket).Delete(key.encode())
+	})
+	if err != nil {
+		return fmt.Errorf("deleting object %s: %w", key, err)
+	}
+	return nil
+}
+
+// GetObject returns the object stored under key, and whether there is one.
+func (s *Store) GetObject(key Key) (Object, bool, error) {
+	if err := key.validate(); err != nil {
+		return Object{}, false, err
+	}
+	var (
+		o     Object
+		found bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(objectsBucket).Get(key.encode())
+		if v == nil {
+			return nil
+		}
+		found = true
+		var err error
+		o, err = decodeObject(key, v, true)
+		return err
+	})
+	if err != nil {
+		return Object{}, false, fmt.Errorf("reading object %s: %w", key, err)
+	}
+	return o, found, nil
+}
+
+// ListObjects returns the stored objects of a kind ("" for every kind),
+// ordered by key.
+func (s *Store) ListObjects(kind string) ([]Object, error) {
+	objs, err := s.scan(kind, true)
+	if err != nil {
+		return nil, fmt.Errorf("listing objects: %w", err)
+	}
+	return objs, nil
+}
+
+// Inventory returns the key and resourceVersion of every stored object,
+// ordered by key: what the LocalController states it holds when it
+// (re)connects, so the GlobalManager can send what changed, deletions
+// included.
+func (s *Store) Inventory() ([]Version, error) {
+	objs, err := s.scan("", false)
+	if err != nil {
+		return nil, fmt.Errorf("reading inventory: %w", err)
+	}
+	vs := make([]Version, 0, len(objs))
+	for _, o := range objs {
+		vs = append(vs, Version{Key: o.Key, ResourceVersion: o.ResourceVersion})
+	}
+	return vs, nil
+}
+
+func (s *Store) scan(kind string, withData bool) ([]Object, error) {
+	if strings.ContainsRune(kind, keySep) {
+		return nil, errors.New("kind contains a NUL byte")
+	}
+	var prefix []byte
+	if kind != "" {
+		prefix = append([]byte(kind), keySep)
+	}
+	var objs []Object
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(objectsBucket).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			key, err := decodeKey(k)
+			if err != nil {
+				return err
+			}
+			o, err := decodeObject(key, v, withData)
+			if err != nil {
+				return err
+			}
+			objs = append(objs, o)
+		}
+		return nil
+	})
+	return objs, err
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func openTestStore(t *testing.T, path string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestKeyString(t *testing.T) {
+	k := Key{Kind: "FederatedLearningJob", Namespace: "default", Name: "fl"}
+	if got, want := k.String(), "FederatedLearningJob/default/fl"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestObjectsPutGetListDeleteInventory(t *testing.T) {
+	var (
+		dsA   = Key{Kind: "Dataset", Namespace: "a", Name: "d1"}
+		dsB   = Key{Kind: "Dataset", Namespace: "b", Name: "d1"}
+		dsA2  = Key{Kind: "Dataset", Namespace: "a", Name: "d2"}
+		model = Key{Kind: "Model", Namespace: "a", Name: "m"}
+		// "Dataset" is a prefix of "DatasetX": listing Dataset must not return it.
+		prefixKind = Key{Kind: "DatasetX", Namespace: "a", Name: "x"}
+	)
+	type put struct {
+		key  Key
+		rv   string
+		data string
+	}
+	obj := func(k Key, rv, data string) Object { return Object{Key: k, ResourceVersion: rv, Data: []byte(data)} }
+
+	cases := map[string]struct {
+		puts          []put
+		deletes       []Key
+		listKind      string
+		wantList      []Object
+		wantInventory []Version
+	}{
+		"empty store": {
+			listKind: "",
+		},
+		"ordered by kind, namespace, name": {
+			puts: []put{
+				{model, "7", "m"}, {dsB, "3", "b"}, {dsA2, "2", "a2"}, {dsA, "1", "a1"}, {prefixKind, "9", "x"},
+			},
+			listKind: "",
+			wantList: []Object{
+				obj(dsA, "1", "a1"), obj(dsA2, "2", "a2"), obj(dsB, "3", "b"), obj(prefixKind, "9", "x"), obj(model, "7", "m"),
+			},
+			wantInventory: []Version{
+				{dsA, "1"}, {dsA2, "2"}, {dsB, "3"}, {prefixKind, "9"}, {model, "7"},
+			},
+		},
+		"list one kind": {
+			puts:     []put{{model, "7", "m"}, {dsA, "1", "a1"}, {prefixKind, "9", "x"}},
+			listKind: "Dataset",
+			wantList: []Object{obj(dsA, "1", "a1")},
+			wantInventory: []Version{
+				{dsA, "1"}, {prefixKind, "9"}, {model, "7"},
+			},
+		},
+		"put replaces data and resourceVersion": {
+			puts:          []put{{dsA, "1", "old"}, {dsA, "5", "new"}},
+			listKind:      "Dataset",
+			wantList:      []Object{obj(dsA, "5", "new")},
+			wantInventory: []Version{{dsA, "5"}},
+		},
+		"delete, and delete of an absent key": {
+			puts:          []put{{dsA, "1", "a1"}, {model, "7", "m"}},
+			deletes:       []Key{dsA, dsA, dsB},
+			listKind:      "",
+			wantList:      []Object{obj(model, "7", "m")},
+			wantInventory: []Version{{model, "7"}},
+		},
+		"empty data and resourceVersion": {
+			puts:          []put{{dsA, "", ""}},
+			listKind:      "",
+			wantList:      []Object{{Key: dsA, Data: []byte{}}},
+			wantInventory: []Version{{Key: dsA}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
+			for _, p := range tc.puts {
+				if err := s.PutObject(p.key, p.rv, []byte(p.data)); err != nil {
+					t.Fatalf("PutObject(%s): %v", p.key, err)
+				}
+			}
+			for _, k := range tc.deletes {
+				if err := s.DeleteObject(k); err != nil {
+					t.Fatalf("DeleteObject(%s): %v", k, err)
+				}
+			}
+			gotList, err := s.ListObjects(tc.listKind)
+			if err != nil {
+				t.Fatalf("ListObjects: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantList, gotList); diff != "" {
+				t.Errorf("ListObjects(%q) (-want,+got):\n%s", tc.listKind, diff)
+			}
+			gotInv, err := s.Inventory()
+			if err != nil {
+				t.Fatalf("Inventory: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantInventory, gotInv, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Inventory (-want,+got):\n%s", diff)
+			}
+			for _, want := range tc.wantList {
+				got, found, err := s.GetObject(want.Key)
+				if err != nil || !found {
+					t.Fatalf("GetObject(%s) = found %t, %v; want found", want.Key, found, err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("GetObject(%s) (-want,+got):\n%s", want.Key, diff)
+				}
+			}
+			for _, k := range tc.deletes {
+				if _, found, err := s.GetObject(k); err != nil || found {
+					t.Errorf("GetObject(%s) after delete = found %t, %v; want not found", k, found, err)
+				}
+			}
+		})
+	}
+}
+
+func TestObjectsRejectInvalidKeys(t *testing.T) {
+	cases := map[string]Key{
+		"no kind":  {Namespace: "a", Name: "n"},
+		"no name":  {Kind: "Model", Namespace: "a"},
+		"NUL byte": {Kind: "Model", Namespace: "a\x00b", Name: "n"},
+	}
+	for name, k := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
+			if err := s.PutObject(k, "1", []byte("x")); err == nil {
+				t.Errorf("PutObject(%q) succeeded, want an error", k)
+			}
+			if _, _, err := s.GetObject(k); err == nil {
+				t.Errorf("GetObject(%q) succeeded, want an error", k)
+			}
+		})
+	}
+}
+
+func TestObjectsSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lc.db")
+	k1 := Key{Kind: "JointInferenceService", Namespace: "default", Name: "helmet"}
+	k2 := Key{Kind: "Model", Namespace: "default", Name: "big"}
+	gone := Key{Kind: "Dataset", Namespace: "default", Name: "old"}
+
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	for _, p := range []struct {
+		k    Key
+		rv   string
+		data string
+	}{{k1, "10", `{"spec":1}`}, {k2, "11", `{"spec":2}`}, {gone, "12", `{}`}} {
+		if err := s.PutObject(p.k, p.rv, []byte(p.data)); err != nil {
+			t.Fatalf("PutObject(%s): %v", p.k, err)
+		}
+	}
+	if err := s.DeleteObject(gone); err != nil {
+		t.Fatalf("DeleteObject: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = openTestStore(t, path, Options{})
+	got, err := s.ListObjects("")
+	if err != nil {
+		t.Fatalf("ListObjects: %v", err)
+	}
+	want := []Object{
+		{Key: k1, ResourceVersion: "10", Data: []byte(`{"spec":1}`)},
+		{Key: k2, ResourceVersion: "11", Data: []byte(`{"spec":2}`)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListObjects after reopen (-want,+got):\n%s", diff)
+	}
+}

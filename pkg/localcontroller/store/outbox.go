@@ -1,0 +1,137 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Report is a worker report waiting in the outbox for the GlobalManager's
+// acknowledgement.
+type Report struct {
+	// ID orders the reports and names them in acknowledgements. It is never
+	// reused, even after an acknowledgement or a restart, so the GlobalManager
+	// can tell a report it has already applied from a new one.
+	ID   uint64
+	Data []byte
+}
+
+// Report IDs are big-endian on disk so the bucket's byte order is ID order.
+func reportKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), id)
+}
+
+// AppendReport adds a report to the outbox and returns its ID, the next in
+// a sequence kept in the file itself. It returns only once the report is
+// committed to disk, because the worker is answered only then and a report a
+// worker was told is taken must survive a LocalController restart.
+//
+// When one more report would pass MaxOutboxReports or MaxOutboxBytes it
+// returns an error wrapping ErrOutboxFull and stores nothing: the outbox
+// drops neither the new report silently nor an old one to make room, and the
+// worker is told to retry. A report larger than MaxOutboxBytes by itself gets
+// ErrReportTooLarge instead.
+func (s *Store) AppendReport(data []byte) (uint64, error) {
+	size := int64(len(data))
+	if size > s.opts.MaxOutboxBytes {
+		return 0, fmt.Errorf("appending report of %d bytes: %w of %d bytes", size, ErrReportTooLarge, s.opts.MaxOutboxBytes)
+	}
+
+	s.outboxMu.Lock()
+	defer s.outboxMu.Unlock()
+	if s.outboxCount+1 > s.opts.MaxOutboxReports || s.outboxBytes+size > s.opts.MaxOutboxBytes {
+		return 0, fmt.Errorf("appending report of %d bytes: %w: %d reports of at most %d, %d bytes of at most %d",
+			size, ErrOutboxFull, s.outboxCount, s.opts.MaxOutboxReports, s.outboxBytes, s.opts.MaxOutboxBytes)
+	}
+	var id uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(outboxBucket)
+		var err error
+		if id, err = b.NextSequence(); err != nil {
+			return err
+		}
+		return b.Put(reportKey(id), data)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("appending report: %w", err)
+	}
+	s.outboxCount++
+	s.outboxBytes += size
+	return id, nil
+}
+
+// PendingReports returns up to limit reports (all of them if limit <= 0) with
+// an ID above afterID, in ID order. The cloud link sends them in that order
+// and, after a reconnect, starts again from afterID 0: whatever is still here
+// was not acknowledged.
+func (s *Store) PendingReports(afterID uint64, limit int) ([]Report, error) {
+	if afterID == math.MaxUint64 {
+		return nil, nil
+	}
+	var reports []Report
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(outboxBucket).Cursor()
+		for k, v := c.Seek(reportKey(afterID + 1)); k != nil; k, v = c.Next() {
+			if limit > 0 && len(reports) == limit {
+				break
+			}
+			reports = append(reports, Report{ID: binary.BigEndian.Uint64(k), Data: bytes.Clone(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading pending reports: %w", err)
+	}
+	return reports, nil
+}
+
+// AckReports removes the acknowledged reports from the outbox, freeing room
+// under the bound. IDs that are absent are ignored, since an acknowledgement
+// can arrive twice (after a reconnect, for instance).
+func (s *Store) AckReports(ids ...uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	s.outboxMu.Lock()
+	defer s.outboxMu.Unlock()
+	var (
+		removed      int
+		removedBytes int64
+	)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		// A cursor, not Get, tells an absent report from an empty one.
+		c := tx.Bucket(outboxBucket).Cursor()
+		for _, id := range ids {
+			want := reportKey(id)
+			k, v := c.Seek(want)
+			if !bytes.Equal(k, want) {
+				continue
+			}
+			// Read the size before Delete: v belongs to the page being changed.
+			size := int64(len(v))
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			removed++
+			removedBytes += size
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("acknowledging reports: %w", err)
+	}
+	s.outboxCount -= removed
+	s.outboxBytes -= removedBytes
+	return nil
+}
+
+// OutboxLen returns how many reports the outbox holds and their total size in
+// bytes, to compare with the bound (and to export as metrics).
+func (s *Store) OutboxLen() (count int, size int64, err error) {
+	s.outboxMu.Lock()
+	defer s.outboxMu.Unlock()
+	return s.outboxCount, s.outboxBytes, nil
+}

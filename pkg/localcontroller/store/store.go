@@ -1,0 +1,140 @@
+// Package store is the LocalController's on-disk state: the sedna.io objects the
+// GlobalManager sent for this node, and the outbox of worker reports the
+// GlobalManager has not yet acknowledged.
+//
+// Both halves exist for the cloud–edge channel's guarantees. The LocalController
+// acknowledges an object only once it is persisted, so that what the
+// GlobalManager believes the node holds is really on disk; and it answers a
+// worker only once its report is in the outbox, so that a partition, a
+// LocalController restart or a GlobalManager restart loses no report. Every
+// write therefore commits a bbolt transaction (fsynced) before it returns.
+//
+// The store is a single bbolt file, pure Go, so an edge node needs no cgo and
+// no database server to keep serving its workers while the cloud is away.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Defaults of Options. The outbox bound is what an edge node buffers while the
+// cloud is unreachable: with the default report period of 30 s, 10000 reports
+// are a few days of one joint inference worker, or hours of a busy node.
+const (
+	DefaultMaxOutboxReports       = 10000
+	DefaultMaxOutboxBytes   int64 = 64 << 20
+	DefaultLockTimeout            = 2 * time.Second
+)
+
+var (
+	// ErrOutboxFull is returned by AppendReport when one more report would pass
+	// the outbox bound. Nothing is stored and nothing already buffered is
+	// dropped: the worker API answers 503 and the worker retries later, once the
+	// GlobalManager has acknowledged (and so freed) older reports.
+	ErrOutboxFull = errors.New("outbox full")
+
+	// ErrReportTooLarge is returned by AppendReport for a report larger than
+	// the whole outbox byte bound: it could never be stored, so retrying is
+	// pointless (the worker API answers 413, not 503).
+	ErrReportTooLarge = errors.New("report larger than the outbox bound")
+
+	// ErrLocked is returned by Open when another process (another
+	// LocalController on the same data directory) holds the file's lock.
+	ErrLocked = errors.New("store file is locked by another process")
+)
+
+// Options bound the store. A zero field takes its default.
+type Options struct {
+	// MaxOutboxReports is the most reports the outbox holds (default 10000).
+	MaxOutboxReports int
+	// MaxOutboxBytes is the most report payload bytes the outbox holds
+	// (default 64 MiB).
+	MaxOutboxBytes int64
+	// LockTimeout is how long Open waits for the file lock before failing
+	// with ErrLocked (default 2 s), so that a second LocalController on the
+	// same file stops with a clear error instead of hanging.
+	LockTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxOutboxReports <= 0 {
+		o.MaxOutboxReports = DefaultMaxOutboxReports
+	}
+	if o.MaxOutboxBytes <= 0 {
+		o.MaxOutboxBytes = DefaultMaxOutboxBytes
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	return o
+}
+
+var (
+	objectsBucket = []byte("objects")
+	outboxBucket  = []byte("outbox")
+)
+
+// Store is the LocalController's on-disk store. It is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	opts Options
+
+	// outboxMu is held across every outbox write transaction and guards the
+	// counters below, so the bound check and the counters always agree with
+	// what is committed. bbolt serializes writers anyway, so it costs nothing.
+	outboxMu    sync.Mutex
+	outboxCount int
+	outboxBytes int64
+}
+
+// Open opens the store file at path, creating it (and its directory) if
+// needed. It fails with ErrLocked after opts.LockTimeout if another process
+// has the file open.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating store directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("opening store %s: %w (waited %s; is another LocalController using this data directory?)",
+			path, ErrLocked, opts.LockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	s := &Store{db: db, opts: opts}
+	// The counters are recomputed from the outbox itself rather than kept on
+	// disk, so there is no second record that could disagree with it.
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(objectsBucket); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucketIfNotExists(outboxBucket)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(_, v []byte) error {
+			s.outboxCount++
+			s.outboxBytes += int64(len(v))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("initializing store %s: %w", path, err), db.Close())
+	}
+	return s, nil
+}
+
+// Close closes the store file, releasing its lock.
+func (s *Store) Close() error {
+	return s.db.Close()
+}

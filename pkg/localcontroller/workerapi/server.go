@@ -1,0 +1,121 @@
+// Package workerapi is the HTTP API the ML workers on an edge node call:
+// Sedna's `POST /sedna/workers/{worker-name}/info`. A report is written to the
+// LocalController's on-disk outbox before the worker gets its 200, so an
+// answered report is never lost; a report that cannot be taken gets a 4xx or
+// 5xx with the reason, never a silent 200.
+package workerapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+)
+
+// MaxBodyBytes bounds one worker report; Sedna's reports are a few KiB.
+const MaxBodyBytes = 256 << 10
+
+// Outbox is where reports wait for the cloud; AppendReport returns once the
+// report is on disk.
+type Outbox interface {
+	AppendReport(data []byte) (uint64, error)
+}
+
+// Owners says whether the LocalController holds the object a worker reports
+// for (the GlobalManager sends each node the jobs and services it has workers of).
+type Owners interface {
+	GetObject(key store.Key) (store.Object, bool, error)
+}
+
+// Server serves the worker API.
+type Server struct {
+	outbox Outbox
+	owners Owners
+	now    func() time.Time
+	logger klog.Logger
+}
+
+// NewServer returns a worker API that appends to outbox and checks owners.
+func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
+	return &Server{outbox: outbox, owners: owners, now: time.Now, logger: logger}
+}
+
+// Handler routes the worker API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /sedna/workers/{worker}/info", s.postInfo)
+	return mux
+}
+
+func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
+	worker := r.PathValue("worker")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.refuse(w, worker, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", MaxBodyBytes))
+			return
+		}
+		s.refuse(w, worker, http.StatusBadRequest, "reading body: "+err.Error())
+		return
+	}
+	info, err := edgeproto.ParseWorkerInfo(body)
+	if err != nil {
+		s.refuse(w, worker, http.StatusBadRequest, err.Error())
+		return
+	}
+	if info.Name != worker {
+		s.refuse(w, worker, http.StatusBadRequest, fmt.Sprintf("name %q in the body is not the worker %q of the URL", info.Name, worker))
+		return
+	}
+	owner := info.Owner()
+	key := store.Key{Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name}
+	_, known, err := s.owners.GetObject(key)
+	if err != nil {
+		s.refuse(w, worker, http.StatusInternalServerError, "reading the local store: "+err.Error())
+		return
+	}
+	if !known {
+		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: this node has no %s %s/%s (not created yet, deleted, or not on this node)",
+			info.OwnerKind, info.Namespace, info.OwnerName))
+		return
+	}
+	report, err := json.Marshal(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC()})
+	if err != nil {
+		s.refuse(w, worker, http.StatusInternalServerError, "encoding the report: "+err.Error())
+		return
+	}
+	id, err := s.outbox.AppendReport(report)
+	switch {
+	case errors.Is(err, store.ErrOutboxFull):
+		// The cloud has been away long enough to fill the buffer; the worker
+		// retries later and nothing buffered is dropped.
+		w.Header().Set("Retry-After", "30")
+		s.refuse(w, worker, http.StatusServiceUnavailable, err.Error())
+		return
+	case errors.Is(err, store.ErrReportTooLarge):
+		s.refuse(w, worker, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	case err != nil:
+		s.refuse(w, worker, http.StatusInternalServerError, "writing the report to disk: "+err.Error())
+		return
+	}
+	s.logger.V(4).Info("Report buffered", "worker", worker, "id", id, "owner", key.String(), "kind", info.Kind, "status", info.Status)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id})
+}
+
+// refuse answers with a status and a reason the worker's log will show.
+func (s *Server) refuse(w http.ResponseWriter, worker string, code int, reason string) {
+	s.logger.V(2).Info("Refused a worker report", "worker", worker, "code", code, "reason", reason)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": reason})
+}
