@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &sednav1alpha1.DeployModelApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DeploySpec"):
 		return &sednav1alpha1.DeploySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EdgeNodeStatus"):
+		return &sednav1alpha1.EdgeNodeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EdgeWorker"):
 		return &sednav1alpha1.EdgeWorkerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EvalSpec"):

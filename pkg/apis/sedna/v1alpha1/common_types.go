@@ -179,3 +179,28 @@ type CycleStatus struct {
 	// +optional
 	Round int32 `json:"round,omitempty"`
 }
+
+// EdgeNodeStatus is what the cloud last heard from one edge node about a job
+// or service: the last report its LocalController forwarded.
+type EdgeNodeStatus struct {
+	// Name of the node.
+	Name string `json:"name"`
+	// When the last report from the node was applied.
+	LastHeardTime metav1.Time `json:"lastHeardTime"`
+	// The outbox id of the last report applied; reports up to it are never
+	// applied again.
+	LastReportID int64 `json:"lastReportID"`
+	// The worker that sent the last report.
+	// +optional
+	Worker string `json:"worker,omitempty"`
+	// Its stage: train, eval, deploy or inference.
+	// +optional
+	Stage string `json:"stage,omitempty"`
+	// Its state: ready, running, completed or failed.
+	// +optional
+	State string `json:"state,omitempty"`
+	// The scalar fields of the worker's ownerInfo and results (round, metrics,
+	// inference counts), as reported.
+	// +optional
+	Metrics []Metric `json:"metrics,omitempty"`
+}

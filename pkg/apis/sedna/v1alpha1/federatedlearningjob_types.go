@@ -129,6 +129,11 @@ type FederatedLearningJobStatus struct {
 	// Phase of the job.
 	// +optional
 	Phase FLJobPhase `json:"phase,omitempty"`
+	// What the cloud last heard from each edge node with a worker here.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	EdgeNodes []EdgeNodeStatus `json:"edgeNodes,omitempty"`
 	// The metadata.generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -74,6 +74,11 @@ type JointInferenceServiceStatus struct {
 	// Inference metrics reported by the edge workers.
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`
+	// What the cloud last heard from each edge node with a worker here.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	EdgeNodes []EdgeNodeStatus `json:"edgeNodes,omitempty"`
 	// The metadata.generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

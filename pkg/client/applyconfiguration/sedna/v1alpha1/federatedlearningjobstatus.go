@@ -42,6 +42,8 @@ type FederatedLearningJobStatusApplyConfiguration struct {
 	Failed *int32 `json:"failed,omitempty"`
 	// Phase of the job.
 	Phase *sednav1alpha1.FLJobPhase `json:"phase,omitempty"`
+	// What the cloud last heard from each edge node with a worker here.
+	EdgeNodes []EdgeNodeStatusApplyConfiguration `json:"edgeNodes,omitempty"`
 	// The metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
@@ -110,6 +112,19 @@ func (b *FederatedLearningJobStatusApplyConfiguration) WithFailed(value int32) *
 // If called multiple times, the Phase field is set to the value of the last call.
 func (b *FederatedLearningJobStatusApplyConfiguration) WithPhase(value sednav1alpha1.FLJobPhase) *FederatedLearningJobStatusApplyConfiguration {
 	b.Phase = &value
+	return b
+}
+
+// WithEdgeNodes adds the given value to the EdgeNodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EdgeNodes field.
+func (b *FederatedLearningJobStatusApplyConfiguration) WithEdgeNodes(values ...*EdgeNodeStatusApplyConfiguration) *FederatedLearningJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEdgeNodes")
+		}
+		b.EdgeNodes = append(b.EdgeNodes, *values[i])
+	}
 	return b
 }
 

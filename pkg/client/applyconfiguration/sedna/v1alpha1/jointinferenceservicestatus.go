@@ -37,6 +37,8 @@ type JointInferenceServiceStatusApplyConfiguration struct {
 	Failed *int32 `json:"failed,omitempty"`
 	// Inference metrics reported by the edge workers.
 	Metrics []MetricApplyConfiguration `json:"metrics,omitempty"`
+	// What the cloud last heard from each edge node with a worker here.
+	EdgeNodes []EdgeNodeStatusApplyConfiguration `json:"edgeNodes,omitempty"`
 	// The metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
@@ -93,6 +95,19 @@ func (b *JointInferenceServiceStatusApplyConfiguration) WithMetrics(values ...*M
 			panic("nil value passed to WithMetrics")
 		}
 		b.Metrics = append(b.Metrics, *values[i])
+	}
+	return b
+}
+
+// WithEdgeNodes adds the given value to the EdgeNodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EdgeNodes field.
+func (b *JointInferenceServiceStatusApplyConfiguration) WithEdgeNodes(values ...*EdgeNodeStatusApplyConfiguration) *JointInferenceServiceStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEdgeNodes")
+		}
+		b.EdgeNodes = append(b.EdgeNodes, *values[i])
 	}
 	return b
 }

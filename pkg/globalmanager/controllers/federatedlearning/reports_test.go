@@ -1,0 +1,44 @@
+package federatedlearning
+
+import (
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+func TestApplyReportRecordsEachReportOnce(t *testing.T) {
+	job := exampleJob(t)
+	f := newFixture(t, append(referencedObjects(), job)...)
+	info := &edgeproto.WorkerInfo{Name: "w", Namespace: ns, OwnerName: job.Name, OwnerKind: edgeproto.OwnerFederatedLearningJob,
+		Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning, OwnerInfo: json.RawMessage(`{"round":2}`)}
+	report := &edgeproto.Report{ID: 5, Worker: "w"}
+	for range 2 {
+		if err := f.c.ApplyReport(t.Context(), "edge-0", report, info); err != nil {
+			t.Fatalf("ApplyReport: %v", err)
+		}
+	}
+	writes := 0
+	for _, a := range f.sedna.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			writes++
+		}
+	}
+	if writes != 1 {
+		t.Errorf("%d status writes for one report sent twice, want 1", writes)
+	}
+	got, err := f.sedna.SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.EdgeNodes) != 1 || got.Status.EdgeNodes[0].LastReportID != 5 || got.Status.EdgeNodes[0].Metrics[0].Value != "2" {
+		t.Errorf("edgeNodes %+v", got.Status.EdgeNodes)
+	}
+
+	info.OwnerName = "gone"
+	if _, refused := edgeproto.IsRefused(f.c.ApplyReport(t.Context(), "edge-0", &edgeproto.Report{ID: 6}, info)); !refused {
+		t.Errorf("a report about a job that does not exist is not refused")
+	}
+}

@@ -1,0 +1,77 @@
+package jointinference
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Counters an edge inference worker reports in its ownerInfo, summed over the
+// edge nodes into status.metrics.
+const (
+	metricInferences    = "inferenceNumber"
+	metricHardExamples  = "hardExampleNumber"
+	metricUploadedRatio = "uploadCloudRatio"
+)
+
+// ApplyReport records an edge worker's inference counts in the service's
+// status: per node under edgeNodes, and summed over the nodes in metrics
+// (uploadCloudRatio = hard examples / inferences). Idempotent by report id.
+func (c *Controller) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	services := c.sednaClient.SednaV1alpha1().JointInferenceServices(info.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ji, err := services.Get(ctx, info.OwnerName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return edgeproto.Refuse("jointinferenceservice %s/%s does not exist", info.Namespace, info.OwnerName)
+		} else if err != nil {
+			return fmt.Errorf("reading service %s/%s: %w", info.Namespace, info.OwnerName, err)
+		}
+		nodes, applied := common.RecordEdgeReport(ji.Status.EdgeNodes, node, r, info, metav1.NewTime(c.now()))
+		if !applied {
+			return nil
+		}
+		ji.Status.EdgeNodes = nodes
+		ji.Status.Metrics = inferenceMetrics(nodes)
+		_, err = services.UpdateStatus(ctx, ji, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// inferenceMetrics sums the edge nodes' last inference counts.
+func inferenceMetrics(nodes []sednav1.EdgeNodeStatus) []sednav1.Metric {
+	var inferences, hard float64
+	reported := false
+	for _, n := range nodes {
+		if n.Stage != string(edgeproto.StageInference) {
+			continue
+		}
+		i, ok1 := common.MetricValue(n.Metrics, metricInferences)
+		h, ok2 := common.MetricValue(n.Metrics, metricHardExamples)
+		if ok1 || ok2 {
+			reported = true
+		}
+		inferences += i
+		hard += h
+	}
+	if !reported {
+		return nil
+	}
+	ratio := 0.0
+	if inferences > 0 {
+		ratio = hard / inferences
+	}
+	format := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	return []sednav1.Metric{
+		{Key: metricHardExamples, Value: format(hard)},
+		{Key: metricInferences, Value: format(inferences)},
+		{Key: metricUploadedRatio, Value: strconv.FormatFloat(ratio, 'f', 4, 64)},
+	}
+}
