@@ -190,6 +190,10 @@ type EdgeNodeStatus struct {
 	// The outbox id of the last report applied; reports up to it are never
 	// applied again.
 	LastReportID int64 `json:"lastReportID"`
+	// How many reports from the node were applied; each report counts once,
+	// however often the LocalController had to resend it.
+	// +optional
+	ReportsApplied int64 `json:"reportsApplied,omitempty"`
 	// The worker that sent the last report.
 	// +optional
 	Worker string `json:"worker,omitempty"`

@@ -25,14 +25,19 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, node string, r *edgeproto.
 	if i < len(nodes) && int64(r.ID) <= nodes[i].LastReportID {
 		return nodes, false
 	}
+	var applied int64
+	if i < len(nodes) {
+		applied = nodes[i].ReportsApplied
+	}
 	entry := sednav1.EdgeNodeStatus{
-		Name:          node,
-		LastHeardTime: now,
-		LastReportID:  int64(r.ID),
-		Worker:        r.Worker,
-		Stage:         string(info.Kind),
-		State:         string(info.Status),
-		Metrics:       ReportMetrics(info),
+		Name:           node,
+		LastHeardTime:  now,
+		LastReportID:   int64(r.ID),
+		ReportsApplied: applied + 1,
+		Worker:         r.Worker,
+		Stage:          string(info.Kind),
+		State:          string(info.Status),
+		Metrics:        ReportMetrics(info),
 	}
 	out := append([]sednav1.EdgeNodeStatus(nil), nodes...)
 	if i < len(out) {

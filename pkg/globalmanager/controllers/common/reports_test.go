@@ -17,7 +17,7 @@ func TestRecordEdgeReportAppliesEachReportOnce(t *testing.T) {
 	info := &edgeproto.WorkerInfo{Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning,
 		OwnerInfo: json.RawMessage(`{"round":3,"loss":"0.25"}`), Results: []json.RawMessage{json.RawMessage(`{"accuracy":0.9}`)}}
 	nodes, applied := RecordEdgeReport(nil, "edge-1", &edgeproto.Report{ID: 7, Worker: "w1"}, info, now)
-	want := []sednav1.EdgeNodeStatus{{Name: "edge-1", LastHeardTime: now, LastReportID: 7, Worker: "w1", Stage: "train", State: "running",
+	want := []sednav1.EdgeNodeStatus{{Name: "edge-1", LastHeardTime: now, LastReportID: 7, ReportsApplied: 1, Worker: "w1", Stage: "train", State: "running",
 		Metrics: []sednav1.Metric{{Key: "accuracy", Value: "0.9"}, {Key: "loss", Value: "0.25"}, {Key: "round", Value: "3"}}}}
 	if !applied {
 		t.Fatal("a first report was not applied")

@@ -35,6 +35,9 @@ type EdgeNodeStatusApplyConfiguration struct {
 	// The outbox id of the last report applied; reports up to it are never
 	// applied again.
 	LastReportID *int64 `json:"lastReportID,omitempty"`
+	// How many reports from the node were applied; each report counts once,
+	// however often the LocalController had to resend it.
+	ReportsApplied *int64 `json:"reportsApplied,omitempty"`
 	// The worker that sent the last report.
 	Worker *string `json:"worker,omitempty"`
 	// Its stage: train, eval, deploy or inference.
@@ -73,6 +76,14 @@ func (b *EdgeNodeStatusApplyConfiguration) WithLastHeardTime(value v1.Time) *Edg
 // If called multiple times, the LastReportID field is set to the value of the last call.
 func (b *EdgeNodeStatusApplyConfiguration) WithLastReportID(value int64) *EdgeNodeStatusApplyConfiguration {
 	b.LastReportID = &value
+	return b
+}
+
+// WithReportsApplied sets the ReportsApplied field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReportsApplied field is set to the value of the last call.
+func (b *EdgeNodeStatusApplyConfiguration) WithReportsApplied(value int64) *EdgeNodeStatusApplyConfiguration {
+	b.ReportsApplied = &value
 	return b
 }
 
