@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
 )
@@ -50,7 +52,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.workerAddress, "worker-address", ":9100",
 		"Address of the worker API (POST /sedna/workers/{name}/info) that Sedna workers call through LC_SERVER.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:9101",
-		"Address of /healthz and /metrics (Prometheus).")
+		"Address of /healthz, /metrics (Prometheus) and /objects (what the local store holds).")
 	fs.StringVar(&o.dataDir, "data-dir", "/var/lib/nereid",
 		"Directory of the on-disk store (objects received and reports not yet acknowledged).")
 	fs.IntVar(&o.maxOutboxReports, "max-outbox-reports", store.DefaultMaxOutboxReports,
@@ -115,18 +117,55 @@ func run(ctx context.Context, o options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// With a GlobalManager, reports go through the cloud link's outbox, which
+	// wakes the link so that a new report goes up at once.
+	var (
+		link   *cloudlink.Link
+		outbox workerapi.Outbox = st
+	)
+	if o.gmAddress != "" {
+		link, err = cloudlink.New(logger, cloudlink.Config{
+			URL:       "wss://" + o.gmAddress + cloudlink.ConnectPath,
+			CAFile:    o.caFile,
+			TokenFile: o.tokenFile,
+			Node:      o.nodeName,
+		}, st, reg)
+		if err != nil {
+			return err
+		}
+		outbox = link.Outbox()
+	}
+
 	health := http.NewServeMux()
-	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		// Healthy (200) even while disconnected: the workers are served from
+		// the local store meanwhile; that is edge autonomy.
+		fmt.Fprintln(w, "ok")
+		if link != nil {
+			fmt.Fprintln(w, link.Status())
+		}
+	})
 	health.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// What the store holds, as the LocalController would tell the cloud in its hello.
+	health.HandleFunc("/objects", func(w http.ResponseWriter, _ *http.Request) {
+		inv, err := st.Inventory()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(inv)
+	})
 
 	servers := []struct {
 		name, addr string
 		handler    http.Handler
 	}{
-		{"worker API", o.workerAddress, workerapi.NewServer(logger, st, st).Handler()},
+		{"worker API", o.workerAddress, workerapi.NewServer(logger, outbox, st).Handler()},
 		{"health and metrics", o.healthAddress, health},
 	}
-	errs := make(chan error, len(servers))
+	errs := make(chan error, len(servers)+1)
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.addr)
 		if err != nil {
@@ -148,9 +187,21 @@ func run(ctx context.Context, o options) error {
 	if o.gmAddress == "" {
 		logger.Info("No --gm-address: serving workers and buffering their reports on disk until a GlobalManager is configured")
 	} else {
-		// The cloud link (hello, object sync, report forwarding) is the next
-		// milestone; until then reports stay in the outbox, which survives restarts.
-		logger.Info("The cloud link is not implemented yet; reports stay in the on-disk outbox", "gmAddress", o.gmAddress)
+		// The link stops, saying goodbye to the GlobalManager, before the
+		// store closes.
+		linkCtx, stopLink := context.WithCancel(ctx)
+		linkDone := make(chan struct{})
+		go func() {
+			defer close(linkDone)
+			if err := link.Run(linkCtx); err != nil {
+				errs <- fmt.Errorf("cloud link: %w", err)
+			}
+		}()
+		defer func() {
+			stopLink()
+			<-linkDone
+		}()
+		logger.Info("Cloud link started", "gmAddress", o.gmAddress)
 	}
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,108 @@
+package cloudlink
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+)
+
+func TestNewRefusesAnIncompleteConfig(t *testing.T) {
+	ok := Config{URL: "wss://gm.example:10000" + ConnectPath, TokenFile: "/token", Node: "edge-1"}
+	cases := map[string]struct {
+		mutate   func(*Config)
+		wantErrs []string
+	}{
+		"complete":                 {mutate: func(*Config) {}},
+		"nothing":                  {mutate: func(c *Config) { *c = Config{} }, wantErrs: []string{"URL is required", "TokenFile", "Node"}},
+		"plain ws":                 {mutate: func(c *Config) { c.URL = "ws://gm:1" + ConnectPath }, wantErrs: []string{"scheme must be wss"}},
+		"no host":                  {mutate: func(c *Config) { c.URL = "wss://" + ConnectPath }, wantErrs: []string{"host is required"}},
+		"read timeout ≤ heartbeat": {mutate: func(c *Config) { c.HeartbeatPeriod = time.Minute }, wantErrs: []string{"ReadTimeout 30s must be longer than HeartbeatPeriod 1m0s"}},
+		"backoff upside down":      {mutate: func(c *Config) { c.BackoffMin = time.Hour }, wantErrs: []string{"BackoffMax 30s is below BackoffMin 1h0m0s"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st, err := store.Open(t.TempDir()+"/lc.db", store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			cfg := ok
+			tc.mutate(&cfg)
+			logger, _ := ktesting.NewTestContext(t)
+			_, err = New(logger, cfg, st, prometheus.NewRegistry())
+			if len(tc.wantErrs) == 0 {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("New accepted %+v", cfg)
+			}
+			for _, want := range tc.wantErrs {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNewRegistersItsMetricsOnce(t *testing.T) {
+	st, err := store.Open(t.TempDir()+"/lc.db", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := Config{URL: "wss://gm:1" + ConnectPath, TokenFile: "/token", Node: "edge-1"}
+	reg := prometheus.NewRegistry()
+	logger, _ := ktesting.NewTestContext(t)
+	if _, err := New(logger, cfg, st, reg); err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range families {
+		got[f.GetName()] = true
+	}
+	for _, name := range []string{"connected", "connects_total", "disconnects_total", "objects_applied_total",
+		"reports_sent_total", "reports_acked_total", "reports_refused_total", "outbox_reports"} {
+		if !got["nereid_cloudlink_"+name] {
+			t.Errorf("nereid_cloudlink_%s is not registered", name)
+		}
+	}
+	if _, err := New(logger, cfg, st, reg); err == nil {
+		t.Error("a second link registered the same metrics")
+	}
+}
+
+func TestBackoffGrowsWithinBounds(t *testing.T) {
+	const minDelay, maxDelay = 500 * time.Millisecond, 30 * time.Second
+	cases := map[string]struct {
+		failures int
+		lo, hi   time.Duration
+	}{
+		"first retry":         {0, minDelay / 2, minDelay},
+		"after three":         {3, 4 * minDelay / 2 * 2, 8 * minDelay},
+		"capped":              {7, maxDelay / 2, maxDelay},
+		"far past the cap":    {1000, maxDelay / 2, maxDelay},
+		"past 64 bit doubles": {70, maxDelay / 2, maxDelay},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for range 1000 {
+				if d := backoff(minDelay, maxDelay, tc.failures); d < tc.lo || d > tc.hi {
+					t.Fatalf("backoff(%d) = %s, want within [%s, %s]", tc.failures, d, tc.lo, tc.hi)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,239 @@
+// Package cloudlink is the LocalController's end of the cloud–edge channel: a
+// websocket over TLS to the GlobalManager's edge hub, speaking edgeproto.
+//
+// On every connection the link states what the local store holds (Hello), then
+// persists each Upsert or Delete the GlobalManager sends before it acknowledges
+// it, and forwards the worker reports of the on-disk outbox in ID order,
+// removing each only once the GlobalManager has acknowledged it. A broken
+// connection is retried with jittered exponential backoff; meanwhile the
+// worker API keeps answering from the store, which is what edge autonomy
+// means, and reports wait in the outbox.
+package cloudlink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
+)
+
+// pollPeriod is how often a session looks at the outbox even without a
+// wake-up: a safety net for reports appended without Outbox().
+const pollPeriod = time.Second
+
+// Link is the LocalController's cloud link. Create it with New and run it
+// with Run; Outbox and Status are safe to call at any time.
+type Link struct {
+	logger  klog.Logger
+	cfg     Config
+	st      *store.Store
+	metrics *metrics
+
+	// wake tells the running session that the outbox has a new report, so it
+	// goes up at once rather than at the next poll.
+	wake chan struct{}
+	// pollPeriod is pollPeriod; tests lengthen it to show that wake works.
+	pollPeriod time.Duration
+	running    atomic.Bool
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status is what the link can say about itself, for /healthz.
+type Status struct {
+	// Connected is true while a session with the GlobalManager is open.
+	Connected bool
+	// Since is when Connected last changed (zero before the first attempt
+	// ended or succeeded).
+	Since time.Time
+	// LastHeard is when the last frame from the GlobalManager arrived (zero if
+	// none has yet).
+	LastHeard time.Time
+	// Synced is true once the GlobalManager has sent the whole difference on
+	// the current session: the store holds what concerns the node.
+	Synced bool
+	// LastError says why the last connection attempt failed or the last
+	// session ended ("" if none has).
+	LastError string
+}
+
+// String is a one-line summary, for a health endpoint's body.
+func (s Status) String() string {
+	var b strings.Builder
+	if s.Connected {
+		fmt.Fprintf(&b, "cloud link: connected since %s", s.Since.Format(time.RFC3339))
+		if s.Synced {
+			b.WriteString(", store in sync")
+		} else {
+			b.WriteString(", syncing")
+		}
+	} else {
+		b.WriteString("cloud link: disconnected")
+		if !s.Since.IsZero() {
+			fmt.Fprintf(&b, " since %s", s.Since.Format(time.RFC3339))
+		}
+		b.WriteString(" (serving workers from the local store)")
+	}
+	if !s.LastHeard.IsZero() {
+		fmt.Fprintf(&b, ", last heard from the GlobalManager %s", s.LastHeard.Format(time.RFC3339))
+	}
+	if !s.Connected && s.LastError != "" {
+		fmt.Fprintf(&b, ", last error: %s", s.LastError)
+	}
+	return b.String()
+}
+
+// New returns a link that syncs st with the GlobalManager at cfg.URL. It
+// registers its metrics with reg unless reg is nil.
+func New(logger klog.Logger, cfg Config, st *store.Store, reg prometheus.Registerer) (*Link, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("cloud link configuration: %w", err)
+	}
+	if st == nil {
+		return nil, errors.New("cloud link configuration: a store is required")
+	}
+	l := &Link{
+		logger:     logger.WithName("cloudlink"),
+		cfg:        cfg,
+		st:         st,
+		metrics:    newMetrics(st),
+		wake:       make(chan struct{}, 1),
+		pollPeriod: pollPeriod,
+	}
+	if reg != nil {
+		for _, c := range l.metrics.collectors() {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("registering cloud link metrics: %w", err)
+			}
+		}
+	}
+	return l, nil
+}
+
+// Run connects to the GlobalManager and keeps reconnecting, with jittered
+// exponential backoff, until ctx is done; then it closes the session and
+// returns nil. Every failure short of that is logged and retried, since the
+// LocalController serves its workers from the store while the cloud is away.
+// Run may be called once.
+func (l *Link) Run(ctx context.Context) error {
+	if !l.running.CompareAndSwap(false, true) {
+		return errors.New("cloud link is already running")
+	}
+	logger := l.logger.WithValues("url", l.cfg.URL)
+	attempt := 0
+	for {
+		start := time.Now()
+		err := l.session(klog.NewContext(ctx, logger))
+		if ctx.Err() != nil {
+			return nil
+		}
+		// A session that lasted is not part of a run of failures: the next
+		// wait starts again from BackoffMin.
+		if time.Since(start) >= l.cfg.BackoffMax {
+			attempt = 0
+		}
+		delay := backoff(l.cfg.BackoffMin, l.cfg.BackoffMax, attempt)
+		attempt++
+		logger.Info("Cloud link down; the worker API keeps serving from the local store", "err", err, "retryIn", delay, "attempt", attempt)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the wait before connection attempt n+1 after n consecutive
+// failures: min·2ⁿ capped at max, then jittered down by up to half so that
+// the LocalControllers of many nodes do not reconnect in step after a
+// GlobalManager restart.
+func backoff(minDelay, maxDelay time.Duration, n int) time.Duration {
+	d := minDelay
+	for i := 0; i < n && d < maxDelay; i++ {
+		if d > maxDelay/2 {
+			d = maxDelay
+			break
+		}
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Outbox is where the worker API appends reports: the store's outbox, plus
+// a wake-up of the running session so the report goes up at once.
+func (l *Link) Outbox() workerapi.Outbox {
+	return outbox{l}
+}
+
+type outbox struct{ l *Link }
+
+func (o outbox) AppendReport(data []byte) (uint64, error) {
+	id, err := o.l.st.AppendReport(data)
+	if err != nil {
+		return 0, err
+	}
+	o.l.wakeUp()
+	return id, nil
+}
+
+func (l *Link) wakeUp() {
+	select {
+	case l.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// Status returns the link's current state.
+func (l *Link) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+func (l *Link) setConnected(connected bool, lastErr error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status.Connected != connected || l.status.Since.IsZero() {
+		l.status.Since = time.Now()
+	}
+	l.status.Connected = connected
+	l.status.Synced = false
+	if lastErr != nil {
+		l.status.LastError = lastErr.Error()
+	}
+	l.metrics.synced.Set(0)
+	if connected {
+		l.metrics.connected.Set(1)
+	} else {
+		l.metrics.connected.Set(0)
+	}
+}
+
+func (l *Link) heard() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.LastHeard = time.Now()
+}
+
+func (l *Link) setSynced() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.Synced = true
+	l.metrics.synced.Set(1)
+	l.metrics.syncs.Inc()
+}

@@ -1,0 +1,483 @@
+package cloudlink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+func TestLinkHelloStatesNodeAndInventory(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	model, job := version("Model", "m", "7"), version("FederatedLearningJob", "fl", "42")
+	for _, v := range []edgeproto.ObjectVersion{model, job} {
+		if err := l.st.PutObject(storeKey(v.ObjectRef), v.ResourceVersion, object(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, l)
+
+	c := gm.accept(t)
+	hello := recvAs[*edgeproto.Hello](t, c)
+	want := &edgeproto.Hello{Node: "edge-1", Inventory: []edgeproto.ObjectVersion{job, model}} // in key order
+	if diff := cmp.Diff(want, hello); diff != "" {
+		t.Errorf("Hello (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"token-1"}, gm.seenTokens()); diff != "" {
+		t.Errorf("bearer tokens (-want,+got):\n%s", diff)
+	}
+	eventually(t, "Status().Connected", func() bool { return l.Status().Connected })
+	if got := testutil.ToFloat64(l.metrics.connected); got != 1 {
+		t.Errorf("connected = %v, want 1", got)
+	}
+}
+
+func TestLinkPersistsObjectsBeforeAcknowledgingThem(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	// holds checks, when the GM gets the Ack of v, that the store already has
+	// exactly v.
+	holds := func(v edgeproto.ObjectVersion) {
+		t.Helper()
+		o, found, err := l.st.GetObject(storeKey(v.ObjectRef))
+		if err != nil || !found {
+			t.Fatalf("acknowledged %s, but the store has none (err %v)", v, err)
+		}
+		if o.ResourceVersion != v.ResourceVersion || !bytes.Equal(o.Data, object(v)) {
+			t.Errorf("acknowledged %s, but the store has %s: %s", v, o.ResourceVersion, o.Data)
+		}
+	}
+	job1, model := version("FederatedLearningJob", "fl", "1"), version("Model", "m", "5")
+	c.send(t, &edgeproto.Upsert{ObjectVersion: job1, Object: object(job1)},
+		&edgeproto.Upsert{ObjectVersion: model, Object: object(model)}, &edgeproto.Synced{})
+	c.recvAcks(t, holds, job1, model)
+	eventually(t, "Status().Synced", func() bool { return l.Status().Synced })
+
+	// Versions of one object are applied in the order they were sent.
+	job2, job3 := version("FederatedLearningJob", "fl", "2"), version("FederatedLearningJob", "fl", "3")
+	c.send(t, &edgeproto.Upsert{ObjectVersion: job2, Object: object(job2)}, &edgeproto.Upsert{ObjectVersion: job3, Object: object(job3)})
+	c.recvAcks(t, nil, job2, job3)
+	holds(job3)
+
+	if got := testutil.ToFloat64(l.metrics.objectsApplied.WithLabelValues(opUpsert)); got != 4 {
+		t.Errorf("objects_applied_total{op=upsert} = %v, want 4", got)
+	}
+	if got := testutil.ToFloat64(l.metrics.syncs); got != 1 {
+		t.Errorf("syncs_total = %v, want 1", got)
+	}
+}
+
+func TestLinkDeletesWhatTheGlobalManagerDeletes(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	stale, kept := version("FederatedLearningJob", "gone", "4"), version("Model", "m", "5")
+	for _, v := range []edgeproto.ObjectVersion{stale, kept} {
+		if err := l.st.PutObject(storeKey(v.ObjectRef), v.ResourceVersion, object(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	// The difference from the inventory, deletions included.
+	c.send(t, &edgeproto.Delete{ObjectVersion: stale}, &edgeproto.Synced{})
+	c.recvAcks(t, func(v edgeproto.ObjectVersion) {
+		if _, found, err := l.st.GetObject(storeKey(v.ObjectRef)); err != nil || found {
+			t.Errorf("acknowledged the Delete of %s, but the store still has it (err %v)", v, err)
+		}
+	}, stale)
+	inv, err := l.st.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv) != 1 || inv[0].Key != storeKey(kept.ObjectRef) {
+		t.Errorf("inventory after the Delete = %+v, want only %s", inv, kept)
+	}
+	if got := testutil.ToFloat64(l.metrics.objectsApplied.WithLabelValues(opDelete)); got != 1 {
+		t.Errorf("objects_applied_total{op=delete} = %v, want 1", got)
+	}
+}
+
+func TestLinkSendsReportsInOrderAndForgetsAcknowledgedOnes(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, func(c *Config) { c.ReportBatch = 2 }) // the outbox takes two batches
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	var want []edgeproto.Report
+	for i := range 3 {
+		stored, r := workerReport(t, "fl-trainworker-0", i)
+		id, err := l.Outbox().AppendReport(stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ID = id
+		want = append(want, r)
+	}
+	for _, w := range want {
+		got := recvAs[*edgeproto.Report](t, c)
+		if diff := cmp.Diff(&w, got); diff != "" {
+			t.Errorf("report (-want,+got):\n%s", diff)
+		}
+	}
+
+	c.send(t, &edgeproto.ReportAck{IDs: []uint64{1, 2}, Refused: []edgeproto.RefusedReport{{ID: 2, Reason: "ownerKind is wrong"}}})
+	// The counters move after the store: once they have, so has the outbox.
+	eventually(t, "the acknowledgement is counted", func() bool { return testutil.ToFloat64(l.metrics.reportsAcked) == 2 })
+	left, err := l.st.PendingReports(0, 0)
+	if err != nil || len(left) != 1 || left[0].ID != 3 {
+		t.Errorf("outbox = %+v (err %v), want report 3", left, err)
+	}
+	for name, tc := range map[string]struct {
+		got  float64
+		want float64
+	}{
+		"reports_sent_total":    {testutil.ToFloat64(l.metrics.reportsSent), 3},
+		"reports_acked_total":   {testutil.ToFloat64(l.metrics.reportsAcked), 2},
+		"reports_refused_total": {testutil.ToFloat64(l.metrics.reportsRefused), 1},
+		"outbox_reports":        {testutil.ToFloat64(l.metrics.outboxReports), 1},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestLinkReconnectsAndResendsUnacknowledgedReports(t *testing.T) {
+	gm := newFakeGM(t)
+	const backoffMin = 200 * time.Millisecond
+	l := newTestLink(t, gm, func(c *Config) { c.BackoffMin, c.BackoffMax = backoffMin, time.Second })
+	// Two reports from before a restart, one while connected.
+	for i := range 2 {
+		stored, _ := workerReport(t, "w", i)
+		if _, err := l.st.AppendReport(stored); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+	stored, _ := workerReport(t, "w", 2)
+	if _, err := l.Outbox().AppendReport(stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{1, 2, 3} {
+		if got := recvAs[*edgeproto.Report](t, c); got.ID != id {
+			t.Fatalf("report ID %d, want %d", got.ID, id)
+		}
+	}
+	c.send(t, &edgeproto.ReportAck{IDs: []uint64{1}})
+	eventually(t, "report 1 leaves the outbox", func() bool {
+		n, _, _ := l.st.OutboxLen()
+		return n == 2
+	})
+
+	// Cut the connection: reports 2 and 3 were sent but never acknowledged.
+	_ = c.c.Close()
+	cut := time.Now()
+	c = gm.accept(t)
+	if waited := time.Since(cut); waited < backoffMin/2 {
+		t.Errorf("reconnected after %s, want a backoff of at least %s", waited, backoffMin/2)
+	}
+	recvAs[*edgeproto.Hello](t, c)
+	for _, id := range []uint64{2, 3} {
+		if got := recvAs[*edgeproto.Report](t, c); got.ID != id {
+			t.Fatalf("after reconnecting: report ID %d, want %d", got.ID, id)
+		}
+	}
+	c.send(t, &edgeproto.ReportAck{IDs: []uint64{2, 3}})
+	eventually(t, "the outbox empties", func() bool {
+		n, _, _ := l.st.OutboxLen()
+		return n == 0
+	})
+	if got := testutil.ToFloat64(l.metrics.connects); got != 2 {
+		t.Errorf("connects_total = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(l.metrics.disconnects.WithLabelValues(reasonRead)) +
+		testutil.ToFloat64(l.metrics.disconnects.WithLabelValues(reasonPeerClosed)); got != 1 {
+		t.Errorf("disconnects_total{reason=read_error|peer_closed} = %v, want 1", got)
+	}
+}
+
+func TestLinkSendsANewReportWithoutWaitingForThePoll(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	l.pollPeriod = time.Hour
+	// In the outbox before the session: sent by the session's first batch.
+	stored, _ := workerReport(t, "w", 0)
+	if _, err := l.st.AppendReport(stored); err != nil {
+		t.Fatal(err)
+	}
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+	if got := recvAs[*edgeproto.Report](t, c); got.ID != 1 {
+		t.Fatalf("report ID %d, want 1", got.ID)
+	}
+
+	// Appended behind the link's back: nothing wakes it, the poll is an hour.
+	stored, _ = workerReport(t, "w", 1)
+	if _, err := l.st.AppendReport(stored); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	for {
+		_, frame, err := c.c.ReadMessage()
+		if err != nil {
+			break // the deadline: nothing but heartbeats came
+		}
+		if m, _ := edgeproto.Decode(frame); m != nil && m.Type() == edgeproto.TypeReport {
+			t.Fatalf("report sent without a wake-up: %s", frame)
+		}
+	}
+	// gorilla's connection is unusable after a read timeout; reconnect.
+	_ = c.c.Close()
+	c = gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+	for _, id := range []uint64{1, 2} {
+		if got := recvAs[*edgeproto.Report](t, c); got.ID != id {
+			t.Fatalf("report ID %d, want %d", got.ID, id)
+		}
+	}
+
+	// Through Outbox(): it goes up at once.
+	stored, _ = workerReport(t, "w", 2)
+	if _, err := l.Outbox().AppendReport(stored); err != nil {
+		t.Fatal(err)
+	}
+	if got := recvAs[*edgeproto.Report](t, c); got.ID != 3 {
+		t.Fatalf("report ID %d, want 3", got.ID)
+	}
+}
+
+func TestLinkRefusesAServerSignedByAnotherCA(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	writeCert(t, l.cfg.CAFile+".other", otherCA(t))
+	l.cfg.CAFile += ".other"
+	start(t, l)
+
+	eventually(t, "three failed attempts", func() bool { return testutil.ToFloat64(l.metrics.connectErrors) >= 3 })
+	if st := l.Status(); st.Connected || !strings.Contains(st.LastError, "certificate") {
+		t.Errorf("Status() = %+v, want disconnected for a certificate error", st)
+	}
+	if tokens := gm.seenTokens(); len(tokens) != 0 {
+		t.Errorf("the token went to a server the CA does not vouch for: %d requests", len(tokens))
+	}
+	select {
+	case <-gm.conns:
+		t.Fatal("the link connected to a server the CA does not vouch for")
+	default:
+	}
+
+	// A rotated CA file is read on the next attempt.
+	writeCert(t, l.cfg.CAFile, gm.srv.Certificate().Raw)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+}
+
+func TestLinkReadsTheTokenAgainOnEveryConnection(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	writeFile(t, l.cfg.TokenFile, "expired")
+	start(t, l)
+
+	eventually(t, "refused attempts", func() bool { return testutil.ToFloat64(l.metrics.connectErrors) >= 2 })
+	if st := l.Status(); st.Connected || !strings.Contains(st.LastError, "401") {
+		t.Errorf("Status() = %+v, want disconnected by a 401", st)
+	}
+	writeFile(t, l.cfg.TokenFile, "token-1\n")
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	// The kubelet rotates the projected token; the next connection uses it.
+	gm.allow("token-2")
+	writeFile(t, l.cfg.TokenFile, "token-2")
+	_ = c.c.Close()
+	c = gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	tokens := gm.seenTokens()
+	if got := tokens[len(tokens)-2:]; !cmp.Equal(got, []string{"token-1", "token-2"}) {
+		t.Errorf("last tokens = %q, want token-1 then token-2", got)
+	}
+	for _, tok := range tokens[:len(tokens)-2] {
+		if tok != "expired" {
+			t.Errorf("tokens before the first connection = %q, want only the expired one", tokens)
+			break
+		}
+	}
+}
+
+func TestLinkClosesTheConnectionOnABadFrame(t *testing.T) {
+	cases := map[string]struct {
+		frame      []byte
+		wantCode   int
+		wantReason string
+		// cutOff: the link refuses the frame from its header and closes
+		// while the fake GM still writes it, so the GM's write may fail and
+		// the TCP reset may beat the close frame.
+		cutOff bool
+	}{
+		"not JSON": {
+			frame: []byte("hello?"), wantCode: websocket.CloseInvalidFramePayloadData, wantReason: reasonBadFrame,
+		},
+		"another protocol version": {
+			frame: []byte(`{"v":2,"type":"synced","payload":{}}`), wantCode: websocket.CloseProtocolError, wantReason: reasonBadFrame,
+		},
+		"an unknown type": {
+			frame: []byte(`{"v":1,"type":"bogus","payload":{}}`), wantCode: websocket.CloseProtocolError, wantReason: reasonBadFrame,
+		},
+		"an upsert without its object": {
+			frame:    []byte(`{"v":1,"type":"upsert","payload":{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"}}`),
+			wantCode: websocket.CloseInvalidFramePayloadData, wantReason: reasonBadFrame,
+		},
+		"a message only a LocalController sends": {
+			frame:    []byte(`{"v":1,"type":"ack","payload":{"objects":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"}]}}`),
+			wantCode: websocket.CloseProtocolError, wantReason: reasonUnexpected,
+		},
+		"a frame over MaxFrameBytes": {
+			frame: bytes.Repeat([]byte(" "), edgeproto.MaxFrameBytes+1), wantCode: websocket.CloseMessageTooBig, wantReason: reasonBadFrame,
+			cutOff: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gm := newFakeGM(t)
+			l := newTestLink(t, gm, nil)
+			start(t, l)
+			c := gm.accept(t)
+			recvAs[*edgeproto.Hello](t, c)
+
+			if tc.cutOff {
+				_ = c.c.SetWriteDeadline(time.Now().Add(testWait))
+				_ = c.c.WriteMessage(websocket.TextMessage, tc.frame)
+			} else {
+				c.sendRaw(t, tc.frame)
+			}
+			ce, _ := c.closeReason(t)
+			if (ce == nil && !tc.cutOff) || (ce != nil && ce.Code != tc.wantCode) {
+				t.Errorf("close = %v, want code %d", ce, tc.wantCode)
+			}
+			// The link carries on: it reconnects and says Hello again.
+			c = gm.accept(t)
+			recvAs[*edgeproto.Hello](t, c)
+			if got := testutil.ToFloat64(l.metrics.disconnects.WithLabelValues(tc.wantReason)); got != 1 {
+				t.Errorf("disconnects_total{reason=%s} = %v, want 1", tc.wantReason, got)
+			}
+		})
+	}
+}
+
+func TestLinkDropsCorruptStoredReports(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	good1, _ := workerReport(t, "w", 1)
+	good2, _ := workerReport(t, "w", 2)
+	noWorker, err := json.Marshal(edgeproto.Report{Body: json.RawMessage(`{}`), ReceivedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range [][]byte{[]byte("not JSON"), good1, noWorker, good2} {
+		if _, err := l.st.AppendReport(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+	for _, id := range []uint64{2, 4} {
+		if got := recvAs[*edgeproto.Report](t, c); got.ID != id {
+			t.Fatalf("report ID %d, want %d", got.ID, id)
+		}
+	}
+	c.send(t, &edgeproto.ReportAck{IDs: []uint64{2, 4}})
+	eventually(t, "the outbox empties", func() bool {
+		n, _, _ := l.st.OutboxLen()
+		return n == 0
+	})
+	if got := testutil.ToFloat64(l.metrics.reportsDropped); got != 2 {
+		t.Errorf("reports_dropped_total = %v, want 2", got)
+	}
+}
+
+func TestLinkDropsASilentConnectionAndSendsHeartbeats(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, func(c *Config) {
+		c.HeartbeatPeriod, c.ReadTimeout = 50*time.Millisecond, 500*time.Millisecond
+	})
+	start(t, l)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	// The fake GM says nothing at all.
+	ce, heartbeats := c.closeReason(t)
+	if ce == nil || ce.Code != websocket.CloseGoingAway {
+		t.Errorf("close = %v, want code %d", ce, websocket.CloseGoingAway)
+	}
+	if heartbeats < 3 {
+		t.Errorf("%d heartbeats before the read timeout, want at least 3", heartbeats)
+	}
+	c = gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+	if got := testutil.ToFloat64(l.metrics.disconnects.WithLabelValues(reasonTimeout)); got != 1 {
+		t.Errorf("disconnects_total{reason=timeout} = %v, want 1", got)
+	}
+
+	// Heartbeats from the GM keep the link up past the read timeout.
+	deadline := time.Now().Add(3 * l.cfg.ReadTimeout)
+	for time.Now().Before(deadline) {
+		c.send(t, &edgeproto.Heartbeat{Time: time.Now()})
+		time.Sleep(l.cfg.ReadTimeout / 5)
+	}
+	if !l.Status().Connected || testutil.ToFloat64(l.metrics.connects) != 2 {
+		t.Errorf("the link dropped a connection that heartbeats kept alive: %+v", l.Status())
+	}
+	if heard := l.Status().LastHeard; time.Since(heard) > l.cfg.ReadTimeout {
+		t.Errorf("LastHeard = %s, want within the last %s", heard, l.cfg.ReadTimeout)
+	}
+}
+
+func TestLinkSaysGoodbyeWhenStopped(t *testing.T) {
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, nil)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	cancel()
+	ce, _ := c.closeReason(t)
+	if ce == nil || ce.Code != websocket.CloseGoingAway {
+		t.Errorf("close = %v, want code %d", ce, websocket.CloseGoingAway)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(testWait):
+		t.Fatal("Run did not return")
+	}
+	if st := l.Status(); st.Connected {
+		t.Errorf("Status() = %+v after Run returned", st)
+	}
+}

@@ -1,0 +1,420 @@
+package cloudlink
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+)
+
+const (
+	// maxAckBatch bounds the versions one Ack carries, well under
+	// MaxFrameBytes even with the longest names.
+	maxAckBatch = 256
+	// ackQueue is how many persisted versions may wait for the writer; past
+	// it the reader waits, which slows the GlobalManager down.
+	ackQueue = 1024
+	// closeWait bounds the write of a close frame.
+	closeWait = time.Second
+	// maxCloseText is what a close frame holds besides its code.
+	maxCloseText = 123
+)
+
+// sessionError is why a session ended: a bounded reason for
+// disconnects_total and, when this end closes a working connection, the close
+// code that tells the GlobalManager why.
+type sessionError struct {
+	reason    string
+	closeCode int // 0: send no close frame (the connection is broken or already closing)
+	err       error
+}
+
+func (e *sessionError) Error() string { return e.err.Error() }
+func (e *sessionError) Unwrap() error { return e.err }
+
+func endSession(reason string, closeCode int, err error) *sessionError {
+	return &sessionError{reason: reason, closeCode: closeCode, err: err}
+}
+
+// session dials the GlobalManager and runs one session until it ends, and
+// returns why.
+func (l *Link) session(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	conn, err := l.dial(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		l.metrics.connectErrors.Inc()
+		l.setConnected(false, err)
+		return err
+	}
+	l.metrics.connects.Inc()
+	l.setConnected(true, nil)
+	logger.Info("Connected to the GlobalManager")
+
+	err = l.converse(ctx, conn)
+	var se *sessionError
+	if !errors.As(err, &se) { // not reached: converse returns sessionErrors
+		se = endSession(reasonRead, 0, err)
+	}
+	if se.closeCode != 0 {
+		// Best effort: the GlobalManager's log then says why, and a broken
+		// connection has nothing more to lose.
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(se.closeCode, clipCloseText(se.Error())), time.Now().Add(closeWait))
+	}
+	_ = conn.Close()
+	l.metrics.disconnects.WithLabelValues(se.reason).Inc()
+	l.setConnected(false, se)
+	return se
+}
+
+// dial reads the CA and the token afresh, since both rotate, and opens the
+// websocket.
+func (l *Link) dial(ctx context.Context) (*websocket.Conn, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if l.cfg.CAFile != "" {
+		pem, err := os.ReadFile(l.cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the GlobalManager's CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("reading the GlobalManager's CA: no PEM certificate in %s", l.cfg.CAFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	raw, err := os.ReadFile(l.cfg.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ServiceAccount token: %w", err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return nil, fmt.Errorf("reading the ServiceAccount token: %s is empty", l.cfg.TokenFile)
+	}
+
+	d := websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		TLSClientConfig:  tlsConfig,
+		HandshakeTimeout: l.cfg.HandshakeTimeout,
+	}
+	conn, resp, err := d.DialContext(ctx, l.cfg.URL, http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		if resp != nil {
+			// The GlobalManager's refusal (401, 403, …) says why in its body.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+			_ = resp.Body.Close()
+			return nil, fmt.Errorf("connecting to the GlobalManager: %w: HTTP %s: %s", err, resp.Status, strings.TrimSpace(string(body)))
+		}
+		return nil, fmt.Errorf("connecting to the GlobalManager: %w", err)
+	}
+	return conn, nil
+}
+
+// ready is a closed channel: a select case on it is always ready.
+var ready = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// converse says Hello, then runs one reader and one writer (every write goes
+// through the writer) until either fails or ctx is done.
+func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
+	conn.SetReadLimit(edgeproto.MaxFrameBytes)
+	hello, err := l.hello()
+	if err != nil {
+		return endSession(reasonHello, websocket.CloseInternalServerErr, err)
+	}
+	if err := l.writeFrame(conn, edgeproto.TypeHello, hello); err != nil {
+		return err
+	}
+
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	acks := make(chan edgeproto.ObjectVersion, ackQueue)
+	var wg sync.WaitGroup
+	wg.Go(func() { cancel(l.read(sctx, conn, acks)) })
+	wg.Go(func() { cancel(l.write(sctx, conn, acks)) })
+	<-sctx.Done()
+	err = context.Cause(sctx)
+	if ctx.Err() != nil {
+		err = endSession(reasonShutdown, websocket.CloseGoingAway, errors.New("the LocalController is shutting down"))
+	}
+	// Closing unblocks the reader; the close frame goes first.
+	var se *sessionError
+	if errors.As(err, &se) && se.closeCode != 0 {
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(se.closeCode, clipCloseText(se.Error())), time.Now().Add(closeWait))
+		se.closeCode = 0
+	}
+	_ = conn.Close()
+	wg.Wait()
+	return err
+}
+
+// hello encodes the Hello: the node and every object the store holds.
+func (l *Link) hello() ([]byte, error) {
+	inv, err := l.st.Inventory()
+	if err != nil {
+		return nil, err
+	}
+	h := &edgeproto.Hello{Node: l.cfg.Node, Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
+	for _, v := range inv {
+		h.Inventory = append(h.Inventory, edgeproto.ObjectVersion{
+			ObjectRef:       edgeproto.ObjectRef{Kind: v.Key.Kind, Namespace: v.Key.Namespace, Name: v.Key.Name},
+			ResourceVersion: v.ResourceVersion,
+		})
+	}
+	return edgeproto.Encode(h)
+}
+
+// read applies the GlobalManager's frames one at a time, in order, so that the
+// versions of one object are stored in the order they were sent.
+func (l *Link) read(ctx context.Context, conn *websocket.Conn, acks chan<- edgeproto.ObjectVersion) error {
+	for {
+		if err := conn.SetReadDeadline(time.Now().Add(l.cfg.ReadTimeout)); err != nil {
+			return endSession(reasonRead, 0, err)
+		}
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			return l.readError(err)
+		}
+		l.heard()
+		msg, err := edgeproto.Decode(frame)
+		if err != nil {
+			return endSession(reasonBadFrame, closeCodeFor(err), fmt.Errorf("bad frame from the GlobalManager: %w", err))
+		}
+		if err := l.apply(ctx, msg, acks); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *Link) readError(err error) error {
+	var closeErr *websocket.CloseError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &closeErr):
+		return endSession(reasonPeerClosed, 0, fmt.Errorf("the GlobalManager closed the connection: %w", err))
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return endSession(reasonTimeout, websocket.CloseGoingAway,
+			fmt.Errorf("nothing heard from the GlobalManager for %s", l.cfg.ReadTimeout))
+	case errors.Is(err, websocket.ErrReadLimit):
+		// gorilla has already sent the close frame.
+		return endSession(reasonBadFrame, 0, fmt.Errorf("bad frame from the GlobalManager: over %d bytes: %w", edgeproto.MaxFrameBytes, err))
+	}
+	return endSession(reasonRead, 0, fmt.Errorf("reading from the GlobalManager: %w", err))
+}
+
+// closeCodeFor is the close code that tells the GlobalManager what was wrong
+// with its frame.
+func closeCodeFor(decodeErr error) int {
+	switch {
+	case errors.Is(decodeErr, edgeproto.ErrTooLarge):
+		return websocket.CloseMessageTooBig
+	case errors.Is(decodeErr, edgeproto.ErrMalformed):
+		return websocket.CloseInvalidFramePayloadData
+	}
+	return websocket.CloseProtocolError // unknown version or type
+}
+
+// apply acts on one message from the GlobalManager. An object is persisted
+// before its acknowledgement is queued: what the GlobalManager counts as
+// delivered must survive a LocalController restart.
+func (l *Link) apply(ctx context.Context, msg edgeproto.Message, acks chan<- edgeproto.ObjectVersion) error {
+	logger := klog.FromContext(ctx)
+	switch m := msg.(type) {
+	case *edgeproto.Upsert:
+		if err := l.st.PutObject(storeKey(m.ObjectRef), m.ResourceVersion, m.Object); err != nil {
+			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
+		}
+		l.metrics.objectsApplied.WithLabelValues(opUpsert).Inc()
+		logger.V(4).Info("Stored object", "object", m.ObjectVersion.String())
+		return queueAck(ctx, acks, m.ObjectVersion)
+	case *edgeproto.Delete:
+		if err := l.st.DeleteObject(storeKey(m.ObjectRef)); err != nil {
+			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
+		}
+		l.metrics.objectsApplied.WithLabelValues(opDelete).Inc()
+		logger.V(4).Info("Deleted object", "object", m.ObjectVersion.String())
+		return queueAck(ctx, acks, m.ObjectVersion)
+	case *edgeproto.Synced:
+		l.setSynced()
+		logger.Info("Store in sync with the GlobalManager")
+	case *edgeproto.ReportAck:
+		if err := l.st.AckReports(m.IDs...); err != nil {
+			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
+		}
+		l.metrics.reportsAcked.Add(float64(len(m.IDs)))
+		l.metrics.reportsRefused.Add(float64(len(m.Refused)))
+		for _, r := range m.Refused {
+			// logr has no warning level; V(0) is never filtered out. The
+			// report is gone for good, so it must be visible.
+			logger.Info("Warning: the GlobalManager refused a worker report; removed from the outbox", "id", r.ID, "reason", r.Reason)
+		}
+		logger.V(4).Info("Reports acknowledged", "ids", m.IDs)
+	case *edgeproto.Heartbeat:
+		// Its arrival has already pushed the read deadline back.
+	default:
+		return endSession(reasonUnexpected, websocket.CloseProtocolError,
+			fmt.Errorf("the GlobalManager sent a %s message, which only a LocalController sends", msg.Type()))
+	}
+	return nil
+}
+
+func storeKey(r edgeproto.ObjectRef) store.Key {
+	return store.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+func queueAck(ctx context.Context, acks chan<- edgeproto.ObjectVersion, v edgeproto.ObjectVersion) error {
+	select {
+	case acks <- v:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// write is the session's only writer: acknowledgements, heartbeats and the
+// outbox's reports.
+func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks <-chan edgeproto.ObjectVersion) error {
+	heartbeat := time.NewTicker(l.cfg.HeartbeatPeriod)
+	defer heartbeat.Stop()
+	poll := time.NewTicker(l.pollPeriod)
+	defer poll.Stop()
+	// lastSent lives only as long as the session: a new session sends the
+	// whole outbox again, since anything still in it was not acknowledged.
+	var lastSent uint64
+	more := true
+	for {
+		var next <-chan struct{}
+		if more {
+			next = ready
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case v := <-acks:
+			ack := &edgeproto.Ack{Objects: []edgeproto.ObjectVersion{v}}
+		drain:
+			for len(ack.Objects) < maxAckBatch {
+				select {
+				case v := <-acks:
+					ack.Objects = append(ack.Objects, v)
+				default:
+					break drain
+				}
+			}
+			if err := l.send(conn, ack); err != nil {
+				return err
+			}
+		case <-heartbeat.C:
+			if err := l.send(conn, &edgeproto.Heartbeat{Time: time.Now()}); err != nil {
+				return err
+			}
+		case <-l.wake:
+			more = true
+		case <-poll.C:
+			more = true
+		case <-next:
+			// One batch at a time, so that acknowledgements and heartbeats
+			// go out between the batches of a long outbox.
+			var err error
+			if more, err = l.sendReports(ctx, conn, &lastSent); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sendReports sends the next batch of reports after *lastSent, in ID order,
+// and says whether there may be more.
+func (l *Link) sendReports(ctx context.Context, conn *websocket.Conn, lastSent *uint64) (bool, error) {
+	reports, err := l.st.PendingReports(*lastSent, l.cfg.ReportBatch)
+	if err != nil {
+		return false, endSession(reasonStore, websocket.CloseInternalServerErr, err)
+	}
+	for _, r := range reports {
+		frame, err := reportFrame(r)
+		if err != nil {
+			// It could never be sent; left in place it would hold up every
+			// report after it, forever.
+			klog.FromContext(ctx).Error(err, "Dropping a corrupt report from the outbox", "id", r.ID)
+			if err := l.st.AckReports(r.ID); err != nil {
+				return false, endSession(reasonStore, websocket.CloseInternalServerErr, err)
+			}
+			l.metrics.reportsDropped.Inc()
+			*lastSent = r.ID
+			continue
+		}
+		if err := l.writeFrame(conn, edgeproto.TypeReport, frame); err != nil {
+			return false, err
+		}
+		*lastSent = r.ID
+		l.metrics.reportsSent.Inc()
+	}
+	return len(reports) == l.cfg.ReportBatch, nil
+}
+
+// reportFrame turns a stored report (the JSON of an edgeproto.Report without
+// its ID) into the frame of that report with its outbox ID.
+func reportFrame(r store.Report) ([]byte, error) {
+	var rep edgeproto.Report
+	if err := json.Unmarshal(r.Data, &rep); err != nil {
+		return nil, fmt.Errorf("decoding stored report %d: %w", r.ID, err)
+	}
+	rep.ID = r.ID
+	frame, err := edgeproto.Encode(&rep)
+	if err != nil {
+		return nil, fmt.Errorf("encoding stored report %d: %w", r.ID, err)
+	}
+	return frame, nil
+}
+
+func (l *Link) send(conn *websocket.Conn, msg edgeproto.Message) error {
+	frame, err := edgeproto.Encode(msg)
+	if err != nil { // a bug of this end: the GlobalManager is not to blame
+		return endSession(reasonEncode, websocket.CloseInternalServerErr, err)
+	}
+	return l.writeFrame(conn, msg.Type(), frame)
+}
+
+// writeFrame writes one frame. The write deadline is ReadTimeout, the time
+// the GlobalManager waits for a frame.
+func (l *Link) writeFrame(conn *websocket.Conn, t edgeproto.Type, frame []byte) error {
+	if err := conn.SetWriteDeadline(time.Now().Add(l.cfg.ReadTimeout)); err != nil {
+		return endSession(reasonWrite, 0, err)
+	}
+	if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+		return endSession(reasonWrite, 0, fmt.Errorf("writing %s to the GlobalManager: %w", t, err))
+	}
+	return nil
+}
+
+// clipCloseText shortens s to what a close frame holds, at a rune boundary.
+func clipCloseText(s string) string {
+	if len(s) <= maxCloseText {
+		return s
+	}
+	cut := maxCloseText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
