@@ -48,6 +48,10 @@ test-unit: ## Unit tests (no cluster).
 test-integration: tools ## Integration tests against a real local control plane.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
+.PHONY: demo
+demo: ## Run the federated learning example on the local run, playing the workers (make local-up first).
+	$(GO) run ./hack/demo $(DEMO_ARGS)
+
 .PHONY: bench
 bench: tools ## Benchmark the GlobalManager on a fresh local control plane; prints a table, writes _output/bench/*.json.
 	$(GO) run ./test/bench $(BENCH_ARGS)

@@ -22,8 +22,8 @@
 #                                  (hack/kwok/pod-stages.yaml). Read when kwok starts.
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
 #   NEREID_SKIP_BUILD=1            use the binaries in the cache as they are
-#   NEREID_GLOBALMANAGER=0         do not start Nereid's GlobalManager (the integration
-#                                  tests start their own, one per test namespace)
+#   NEREID_GLOBALMANAGER=0         do not start Nereid's GlobalManager and LocalControllers
+#                                  (the integration tests start their own)
 #
 # It is idempotent: when everything recorded for the out dir is running and healthy it
 # says so, re-applies the CRDs and nodes, and exits 0. When only some components run, it
@@ -422,29 +422,112 @@ Logs are in ${NEREID_OUT_DIR}/logs/. Stop it with: NEREID_OUT_DIR=${NEREID_OUT_D
 EOF
 }
 
-# ensure_globalmanager builds Nereid's GlobalManager from the working tree and (re)starts
-# it against the cluster, so that a rerun after a code change runs the new code. Its
-# /healthz, /readyz and /metrics are on the first reserved port.
-ensure_globalmanager() {
+# Nereid's own processes use the reserved ports: GlobalManager health/metrics at +10, its
+# edge hub (wss) at +11, then per edge node i a LocalController worker API at +12+2i and
+# its health/metrics at +13+2i (so at most four edge nodes get a LocalController).
+readonly NEREID_SYSTEM_NAMESPACE=nereid-system
+readonly LC_SERVICE_ACCOUNT=nereid-localcontroller
+
+gm_health_port() { echo $((NEREID_RESERVED_PORT_FIRST)); }
+gm_edge_port() { echo $((NEREID_RESERVED_PORT_FIRST + 1)); }
+lc_worker_port() { echo $((NEREID_RESERVED_PORT_FIRST + 2 + 2 * $1)); }
+lc_health_port() { echo $((NEREID_RESERVED_PORT_FIRST + 3 + 2 * $1)); }
+
+# ensure_edge_identities gives each edge node's LocalController a real identity: a Pod
+# bound to the node (kwok runs it) with a ServiceAccount, and a token bound to that Pod,
+# whose TokenReview names the node. The GlobalManager trusts nothing else.
+ensure_edge_identities() {
+  local node manifest
+  manifest="apiVersion: v1
+kind: Namespace
+metadata: {name: ${NEREID_SYSTEM_NAMESPACE}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ${LC_SERVICE_ACCOUNT}, namespace: ${NEREID_SYSTEM_NAMESPACE}}
+"
+  for node in ${EDGE_NODES}; do
+    manifest+="---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: localcontroller-${node}
+  namespace: ${NEREID_SYSTEM_NAMESPACE}
+  labels: {app.kubernetes.io/name: nereid-localcontroller}
+spec:
+  nodeName: ${node}
+  serviceAccountName: ${LC_SERVICE_ACCOUNT}
+  tolerations: [{operator: Exists}]
+  containers: [{name: localcontroller, image: nereid/localcontroller:local}]
+"
+  done
+  printf '%s' "${manifest}" | kubectl_admin apply -f - >/dev/null || nereid::fatal "creating the LocalControllers' identities failed"
+  for node in ${EDGE_NODES}; do
+    mkdir -p "${NEREID_OUT_DIR}/edge/${node}"
+    kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${NEREID_SYSTEM_NAMESPACE}" \
+      --bound-object-kind Pod --bound-object-name "localcontroller-${node}" --duration 48h \
+      >"${NEREID_OUT_DIR}/edge/${node}/token" || nereid::fatal "creating the token of ${node}'s LocalController failed"
+  done
+}
+
+# restart NAME CMD... (re)starts one of Nereid's processes so a rerun runs new code.
+restart() {
+  local name="$1"
+  shift
+  if nereid::process::running "${name}"; then
+    nereid::log "restarting ${name}"
+    nereid::process::stop "${name}"
+  else
+    nereid::log "starting ${name}"
+  fi
+  nereid::process::start "${name}" "$@"
+}
+
+# ensure_nereid builds the GlobalManager and the LocalController from the working tree
+# and (re)starts them: the GlobalManager with its edge hub, one LocalController per edge
+# node, each proving its node with its Pod-bound token.
+ensure_nereid() {
   if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
     return
   fi
-  local port=${NEREID_RESERVED_PORT_FIRST}
-  nereid::log "building the GlobalManager from the working tree"
-  (cd "${NEREID_ROOT}" && go build -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager) ||
-    nereid::fatal "building cmd/globalmanager failed"
-  if nereid::process::running globalmanager; then
-    nereid::log "restarting the GlobalManager"
-    nereid::process::stop globalmanager
-  else
-    nereid::log "starting the GlobalManager"
-  fi
-  nereid::process::start globalmanager "${NEREID_OUT_DIR}/bin/globalmanager" \
+  local edge_count
+  edge_count=$(wc -w <<<"${EDGE_NODES}")
+  ((edge_count <= 4)) || nereid::fatal "at most 4 edge nodes get a LocalController in the local run (ports ${NEREID_PORT_BASE}+12..19); set NEREID_EDGE_NODES"
+  nereid::log "building the GlobalManager and the LocalController from the working tree"
+  (cd "${NEREID_ROOT}" && go build -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller) ||
+    nereid::fatal "building cmd/globalmanager and cmd/localcontroller failed"
+  ensure_edge_identities
+
+  local ca="${NEREID_OUT_DIR}/edge/ca.crt"
+  rm -f "${ca}"
+  restart globalmanager "${NEREID_OUT_DIR}/bin/globalmanager" \
     --kubeconfig="${KUBECONFIG_ADMIN}" \
-    --health-address="127.0.0.1:${port}"
-  nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port ${port}" \
-    curl -fsS "http://127.0.0.1:${port}/readyz"
-  nereid::log "GlobalManager ready (metrics: http://127.0.0.1:${port}/metrics)"
+    --health-address="127.0.0.1:$(gm_health_port)" \
+    --edge-address="127.0.0.1:$(gm_edge_port)" \
+    --edge-namespace="${NEREID_SYSTEM_NAMESPACE}" \
+    --edge-ca-out="${ca}"
+  nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port $(gm_health_port)" \
+    curl -fsS "http://127.0.0.1:$(gm_health_port)/readyz"
+  nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "its edge hub's CA in ${ca}" test -s "${ca}"
+  nereid::log "GlobalManager ready (metrics: http://127.0.0.1:$(gm_health_port)/metrics, edge hub: wss://127.0.0.1:$(gm_edge_port))"
+
+  local i=0 node
+  for node in ${EDGE_NODES}; do
+    restart "localcontroller-${node}" "${NEREID_OUT_DIR}/bin/localcontroller" \
+      --node-name="${node}" \
+      --gm-address="127.0.0.1:$(gm_edge_port)" \
+      --ca-file="${ca}" \
+      --token-file="${NEREID_OUT_DIR}/edge/${node}/token" \
+      --worker-address="127.0.0.1:$(lc_worker_port "${i}")" \
+      --health-address="127.0.0.1:$(lc_health_port "${i}")" \
+      --data-dir="${NEREID_OUT_DIR}/edge/${node}/data"
+    nereid::process::wait_ready "localcontroller-${node}" "${READY_TIMEOUT}" "/healthz on port $(lc_health_port "${i}")" \
+      curl -fsS "http://127.0.0.1:$(lc_health_port "${i}")/healthz"
+    # What a worker on this node would have as LC_SERVER (the demo reads it).
+    printf 'http://127.0.0.1:%s\n' "$(lc_worker_port "${i}")" >"${NEREID_OUT_DIR}/edge/${node}/lc-server"
+    nereid::log "LocalController of ${node} ready (worker API: http://127.0.0.1:$(lc_worker_port "${i}")/sedna/workers/{name}/info)"
+    i=$((i + 1))
+  done
 }
 
 main() {
@@ -472,7 +555,7 @@ main() {
     nereid::log "local control plane already up in ${NEREID_OUT_DIR}"
     install_crds
     register_nodes
-    ensure_globalmanager
+    ensure_nereid
     print_usage_hint
     return
   fi
@@ -502,7 +585,7 @@ main() {
   register_nodes
   wait_for_default_service_account
   nereid::log "control plane ready in $((SECONDS - start))s"
-  ensure_globalmanager
+  ensure_nereid
   print_usage_hint
 }
 

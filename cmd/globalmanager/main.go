@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,11 +28,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
 func main() {
@@ -110,7 +113,7 @@ func run(ctx context.Context, o options) error {
 	defer srv.Close()
 
 	runControllers := func(ctx context.Context) {
-		if err := startControllers(ctx, o, kubeClient, sednaClient, metrics, &ready); err != nil {
+		if err := startControllers(ctx, o, kubeClient, sednaClient, metrics, reg, &ready); err != nil {
 			logger.Error(err, "Controllers stopped")
 		}
 	}
@@ -157,7 +160,7 @@ func run(ctx context.Context, o options) error {
 
 // startControllers builds the informers and controllers and runs them until
 // ctx is done.
-func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, metrics *common.Metrics, ready *atomic.Value) error {
+func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
 	// Only Nereid's children are cached: every one carries the owner-uid label.
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
 		kubeinformers.WithNamespace(o.namespace),
@@ -187,6 +190,27 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		return fmt.Errorf("building joint inference controller: %w", err)
 	}
 
+	// The edge hub adds indexes to the informers, so it is built before they start.
+	var hub *edgehub.Hub
+	if o.edgeAddress != "" {
+		var hostnames []string
+		for _, h := range strings.Split(o.edgeHostnames, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hostnames = append(hostnames, h)
+			}
+		}
+		hub, err = edgehub.New(ctx, kubeClient, v1, map[string]edgehub.ReportApplier{
+			sednav1.FederatedLearningJobKind.Kind:  fl,
+			sednav1.JointInferenceServiceKind.Kind: ji,
+		}, reg, edgehub.Config{
+			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
+			Namespace: o.edgeNamespace, Hostnames: hostnames, CAOutFile: o.edgeCAOut,
+		})
+		if err != nil {
+			return fmt.Errorf("building the edge hub: %w", err)
+		}
+	}
+
 	kubeFactory.Start(ctx.Done())
 	sednaFactory.Start(ctx.Done())
 	defer kubeFactory.Shutdown()
@@ -199,10 +223,32 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		}
 	}()
 
-	errs := make(chan error, 2)
-	go func() { errs <- fl.Run(ctx, o.flWorkers) }()
-	go func() { errs <- ji.Run(ctx, o.jiWorkers) }()
-	err = errors.Join(<-errs, <-errs)
+	runs := []func() error{
+		func() error { return fl.Run(ctx, o.flWorkers) },
+		func() error { return ji.Run(ctx, o.jiWorkers) },
+	}
+	if hub != nil {
+		runs = append(runs, func() error { return hub.Run(ctx) })
+	}
+	// One part failing (the hub's port taken, say) stops the others: a
+	// GlobalManager half running would hold the lease and do half the job.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(runs))
+	for _, r := range runs {
+		go func() {
+			err := r()
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range runs {
+		all = append(all, <-errs)
+	}
+	err = errors.Join(all...)
 	ready.Store("stopped")
 	return err
 }

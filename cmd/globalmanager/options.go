@@ -26,14 +26,21 @@ type options struct {
 	dataPathPrefix  string
 	aggregationPort int
 
-	leaderElect        bool
-	leaseNamespace     string
-	leaseName          string
-	leaseDuration      time.Duration
-	renewDeadline      time.Duration
-	retryPeriod        time.Duration
-	healthAddress      string
-	childBatchPeriod   time.Duration
+	leaderElect      bool
+	leaseNamespace   string
+	leaseName        string
+	leaseDuration    time.Duration
+	renewDeadline    time.Duration
+	retryPeriod      time.Duration
+	healthAddress    string
+	childBatchPeriod time.Duration
+
+	edgeAddress        string
+	edgeCertFile       string
+	edgeKeyFile        string
+	edgeNamespace      string
+	edgeHostnames      string
+	edgeCAOut          string
 	shutdownGracePhase time.Duration
 }
 
@@ -72,6 +79,18 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"How often candidates try to take or renew the lease.")
 	fs.DurationVar(&o.childBatchPeriod, "child-event-batch-period", 0,
 		"How long events of a job's pods are gathered into one sync (and one status write); spec edits are never delayed. 0 syncs on every event.")
+	fs.StringVar(&o.edgeAddress, "edge-address", "",
+		"Address of the edge hub: the wss endpoint (/edge/v1/connect) LocalControllers connect to. Empty runs no hub.")
+	fs.StringVar(&o.edgeCertFile, "edge-cert-file", "",
+		"Serving certificate of the edge hub (PEM). Empty: one is generated, with its CA, and kept in the Secret nereid-edgehub-tls of --edge-namespace.")
+	fs.StringVar(&o.edgeKeyFile, "edge-key-file", "",
+		"Private key of --edge-cert-file (PEM).")
+	fs.StringVar(&o.edgeNamespace, "edge-namespace", "nereid-system",
+		"Namespace of the edge hub's Secret, of the ConfigMap nereid-edgehub-ca (the CA LocalControllers trust) and of one Lease per edge node showing its link (kubectl get lease -l nereid.io/edge-node).")
+	fs.StringVar(&o.edgeHostnames, "edge-hostnames", "",
+		"Comma-separated DNS names and IPs LocalControllers use to reach the hub, put in a generated certificate (127.0.0.1 and localhost are always in).")
+	fs.StringVar(&o.edgeCAOut, "edge-ca-out", "",
+		"Also write the edge hub's CA (PEM) to this file, for LocalControllers started beside the GlobalManager.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
 		"Address of /healthz, /readyz and /metrics (Prometheus).")
 	fs.DurationVar(&o.shutdownGracePhase, "shutdown-timeout", 10*time.Second,
@@ -88,6 +107,9 @@ func (o *options) validate() error {
 	}
 	if o.aggregationPort < 1 || o.aggregationPort > 65535 {
 		errs = append(errs, fmt.Errorf("--aggregation-port %d is not a port", o.aggregationPort))
+	}
+	if (o.edgeCertFile == "") != (o.edgeKeyFile == "") {
+		errs = append(errs, errors.New("--edge-cert-file and --edge-key-file go together"))
 	}
 	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
 		errs = append(errs, errors.New("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"))

@@ -1,0 +1,200 @@
+// Command demo runs the federated learning example on the local run and plays
+// the workers' part: for each training worker it posts to the LocalController
+// of the worker's node exactly what a Sedna training worker posts, round after
+// round, then marks the pods finished the way a kubelet would, so that
+// `kubectl get fl -w` shows the job go Pending → Running → Succeeded and
+// `kubectl get fl -o yaml` shows what the cloud heard from each edge node.
+//
+// It needs `make local-up` first; run it with `make demo`.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+func main() {
+	outDir := flag.String("out-dir", "_output/local", "State dir of the local run (make local-up).")
+	namespace := flag.String("namespace", "demo", "Namespace to run the example in.")
+	rounds := flag.Int("rounds", 3, "Training rounds each worker reports.")
+	pause := flag.Duration("pause", 2*time.Second, "Pause between rounds, so there is time to watch.")
+	flag.Parse()
+	if err := run(*outDir, *namespace, *rounds, *pause); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// localRun reads what local-up wrote: the kubeconfig, and the LC_SERVER of
+// each edge node's LocalController.
+func localRun(outDir string) (kubeconfig string, lcServer map[string]string, err error) {
+	files, err := filepath.Glob(filepath.Join(outDir, "edge", "*", "lc-server"))
+	if err != nil || len(files) == 0 {
+		return "", nil, fmt.Errorf("no LocalControllers in %s/edge: run make local-up first", outDir)
+	}
+	lcServer = map[string]string{}
+	for _, f := range files {
+		url, err := os.ReadFile(f)
+		if err != nil {
+			return "", nil, err
+		}
+		lcServer[filepath.Base(filepath.Dir(f))] = strings.TrimSpace(string(url))
+	}
+	return filepath.Join(outDir, "kubeconfig"), lcServer, nil
+}
+
+func run(outDir, ns string, rounds int, pause time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kubeconfig, lcURL, err := localRun(outDir)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	sedna := sednaclient.NewForConfigOrDie(cfg)
+
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	say("applying examples/federatedlearningjob in namespace %s", ns)
+	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "examples/federatedlearningjob/")
+	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("kubectl apply: %w", err)
+	}
+	const jobName = "surface-defect-detection"
+	var job *sednav1.FederatedLearningJob
+	say("waiting for the GlobalManager to start the workers (kubectl get fl -n %s -w)", ns)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		job, err = sedna.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+		return err == nil && job.Status.Phase == sednav1.FLJobRunning, nil
+	}); err != nil {
+		return fmt.Errorf("the job did not reach Running: %w", err)
+	}
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+	if err != nil {
+		return err
+	}
+	var trainers []corev1.Pod
+	var aggregator *corev1.Pod
+	for i := range pods.Items {
+		p := pods.Items[i]
+		switch p.Labels[common.LabelWorkerRole] {
+		case "training":
+			trainers = append(trainers, p)
+		case "aggregation":
+			aggregator = &pods.Items[i]
+		}
+	}
+	say("job Running: %d training workers, aggregator %s", len(trainers), aggregator.Name)
+
+	for round := 1; round <= rounds; round++ {
+		for _, p := range trainers {
+			status := "running"
+			var results []map[string]any
+			if round == rounds {
+				status = "completed"
+				results = []map[string]any{{"format": "pb", "url": "/model/surface-defect/round-" + strconv.Itoa(round), "metrics": map[string]any{"accuracy": 0.80 + 0.04*float64(round)}}}
+			}
+			body := map[string]any{
+				"name": p.Name, "namespace": ns, "ownerName": jobName, "ownerKind": "federatedlearningjob",
+				"kind": "train", "status": status,
+				"ownerInfo": map[string]any{"currentRound": round, "totalRounds": rounds, "loss": 1.0 / float64(round+1)},
+				"results":   results,
+			}
+			if err := post(ctx, lcURL[p.Spec.NodeName], p.Name, body); err != nil {
+				return err
+			}
+			say("%s on %s: round %d/%d %s (posted to its LocalController)", p.Name, p.Spec.NodeName, round, rounds, status)
+		}
+		time.Sleep(pause)
+	}
+	say("training workers done; marking their pods and the aggregator Succeeded (playing the kubelet)")
+	for _, p := range append(trainers, *aggregator) {
+		p.Status.Phase = corev1.PodSucceeded
+		if _, err := kube.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("marking %s Succeeded: %w", p.Name, err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		job, err = sedna.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+		return err == nil && job.Status.Phase == sednav1.FLJobSucceeded && len(job.Status.EdgeNodes) == len(trainers), nil
+	}); err != nil {
+		return fmt.Errorf("the job did not succeed with a report from every edge node: %w", err)
+	}
+	say("job %s Succeeded; what the cloud last heard from each edge node:", jobName)
+	for _, n := range job.Status.EdgeNodes {
+		say("  %s: report %d from %s, %s %s, %v", n.Name, n.LastReportID, n.Worker, n.Stage, n.State, n.Metrics)
+	}
+	return nil
+}
+
+// post sends a worker's report to a LocalController, as Sedna's workers do. A
+// 404 (the LocalController has not received the job yet) is retried briefly.
+func post(ctx context.Context, lc, worker string, body map[string]any) error {
+	if lc == "" {
+		return fmt.Errorf("no LocalController for worker %s's node", worker)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	var last error
+	for range 30 {
+		last = postOnce(ctx, lc, worker, data)
+		if last == nil || !strings.Contains(last.Error(), "404") {
+			return last
+		}
+		time.Sleep(time.Second)
+	}
+	return last
+}
+
+func postOnce(ctx context.Context, lc, worker string, data []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lc+"/sedna/workers/"+worker+"/info", bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("posting %s's report: %w", worker, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("the LocalController refused %s's report: %s %s", worker, resp.Status, msg)
+	}
+	return nil
+}

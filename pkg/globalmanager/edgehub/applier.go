@@ -1,0 +1,50 @@
+package edgehub
+
+import (
+	"context"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// ReportApplier applies worker reports to the status of one kind's objects.
+// Each kind's controller implements it; the hub holds one per API kind
+// (FederatedLearningJob, …).
+//
+// ApplyReport must be idempotent by node and report ID: a report is resent
+// until acknowledged, so it can arrive again after it was applied. The hub
+// hands a node's reports over in the order the LocalController sends them (ID
+// order) and never skips one that failed: after an error that is not a
+// refusal it tries twice more within half a second, then closes the
+// connection (websocket.CloseTryAgainLater) without reading further, so the
+// LocalController resends that report and those after it, in order, when it
+// reconnects. An applier may therefore take "ID at most the last applied for
+// this node" to mean "already applied".
+//
+// ApplyReport returns nil when the report is applied (or was already), an
+// error from Refuse when it can never be applied (the report is acknowledged
+// with the reason and leaves the LocalController's outbox), and any other
+// error to have it resent later.
+//
+// The hub has already checked that info is valid and that node has a worker
+// in the object info.Owner() names.
+type ReportApplier interface {
+	ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
+}
+
+// ReportApplierFunc is a function that is a ReportApplier.
+type ReportApplierFunc func(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
+
+// ApplyReport calls f.
+func (f ReportApplierFunc) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	return f(ctx, node, r, info)
+}
+
+// RefusedError is the error of a report that can never be applied; it is
+// edgeproto's, so appliers may use either package.
+type RefusedError = edgeproto.RefusedError
+
+// Refuse returns the error an applier returns for a report that can never be
+// applied, with a formatted reason the LocalController logs.
+func Refuse(format string, args ...any) error {
+	return edgeproto.Refuse(format, args...)
+}

@@ -1,0 +1,204 @@
+package edgehub
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+)
+
+const testNS = "default"
+
+func meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: testNS, ResourceVersion: "1"}
+}
+
+func onNodeTemplate(node string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "w", Image: "w"}}}}
+}
+
+func dataset(name, node string) *sednav1.Dataset {
+	return &sednav1.Dataset{ObjectMeta: meta(name), Spec: sednav1.DatasetSpec{URL: "/data/" + name, Format: "txt", NodeName: node}}
+}
+
+func model(name string) *sednav1.Model {
+	return &sednav1.Model{ObjectMeta: meta(name), Spec: sednav1.ModelSpec{URL: "/models/" + name, Format: "pb"}}
+}
+
+func federatedJob(name, aggregationNode string, trainingNodes ...string) *sednav1.FederatedLearningJob {
+	j := &sednav1.FederatedLearningJob{ObjectMeta: meta(name)}
+	j.Spec.AggregationWorker = sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: name + "-model"}, Template: onNodeTemplate(aggregationNode)}
+	for i, n := range trainingNodes {
+		j.Spec.TrainingWorkers = append(j.Spec.TrainingWorkers, sednav1.TrainingWorker{
+			Dataset: sednav1.DatasetRef{Name: name + "-data-" + string(rune('0'+i))}, Template: onNodeTemplate(n)})
+	}
+	return j
+}
+
+func jointService(name, edgeNode, cloudNode string) *sednav1.JointInferenceService {
+	s := &sednav1.JointInferenceService{ObjectMeta: meta(name)}
+	s.Spec.EdgeWorker = sednav1.EdgeWorker{Model: sednav1.ModelRef{Name: name + "-small"}, Template: onNodeTemplate(edgeNode),
+		HardExampleMining: sednav1.HardExampleMining{Name: "IBT"}}
+	s.Spec.CloudWorker = sednav1.CloudWorker{Model: sednav1.ModelRef{Name: name + "-big"}, Template: onNodeTemplate(cloudNode)}
+	return s
+}
+
+func incrementalJob(name, datasetName string, stageNodes ...string) *sednav1.IncrementalLearningJob {
+	j := &sednav1.IncrementalLearningJob{ObjectMeta: meta(name)}
+	j.Spec.Dataset = sednav1.CycleDataset{Name: datasetName, TrainProb: 0.8}
+	j.Spec.InitialModel = sednav1.ModelRef{Name: name + "-initial"}
+	j.Spec.DeploySpec.Model = sednav1.DeployModel{Name: name + "-deploy"}
+	j.Spec.EvalSpec.InitialEvalModel = &sednav1.ModelRef{Name: name + "-eval"}
+	j.Spec.OutputDir = "/output"
+	nodes := append(stageNodes, "", "", "")
+	j.Spec.TrainSpec.Template = onNodeTemplate(nodes[0])
+	j.Spec.EvalSpec.Template = onNodeTemplate(nodes[1])
+	j.Spec.DeploySpec.Template = onNodeTemplate(nodes[2])
+	return j
+}
+
+func lifelongJob(name, datasetName string, stageNodes ...string) *sednav1.LifelongLearningJob {
+	j := &sednav1.LifelongLearningJob{ObjectMeta: meta(name)}
+	j.Spec.Dataset = sednav1.CycleDataset{Name: datasetName, TrainProb: 0.8}
+	j.Spec.OutputDir = "/output"
+	nodes := append(stageNodes, "", "", "")
+	j.Spec.TrainSpec.Template = onNodeTemplate(nodes[0])
+	j.Spec.EvalSpec.Template = onNodeTemplate(nodes[1])
+	j.Spec.DeploySpec.Template = onNodeTemplate(nodes[2])
+	return j
+}
+
+func TestConcerningSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
+	withPretrained := federatedJob("fl-pre", "cloud", "edge-b")
+	withPretrained.Spec.PretrainedModel = &sednav1.ModelRef{Name: "fl-pre-start"}
+	noEvalModel := incrementalJob("il-noeval", "data-b", "edge-b")
+	noEvalModel.Spec.EvalSpec.InitialEvalModel = nil
+	otherNS := dataset("data-a", "edge-a")
+	otherNS.Namespace = "other"
+
+	all := objects{
+		datasets: []*sednav1.Dataset{dataset("data-a", "edge-a"), dataset("data-b", "edge-b"), otherNS},
+		models: []*sednav1.Model{
+			model("fl-a-model"), model("fl-b-model"), model("fl-pre-model"), model("fl-pre-start"),
+			model("ji-a-small"), model("ji-a-big"), model("ji-cloud-small"), model("ji-cloud-big"),
+			model("il-a-initial"), model("il-a-deploy"), model("il-a-eval"),
+			model("il-stage-initial"), model("il-stage-deploy"), model("il-stage-eval"),
+			model("il-noeval-initial"), model("il-noeval-deploy"), model("il-noeval-eval"),
+			model("unreferenced"),
+		},
+		federatedLearningJobs: []*sednav1.FederatedLearningJob{
+			federatedJob("fl-a", "cloud", "edge-a", "edge-b"), // a training worker on edge-a
+			federatedJob("fl-b", "cloud", "edge-b"),
+			withPretrained,
+			federatedJob("fl-agg", "edge-c", "edge-b"), // the aggregator on edge-c
+		},
+		jointInferenceServices: []*sednav1.JointInferenceService{
+			jointService("ji-a", "edge-a", "cloud"),
+			jointService("ji-cloud", "edge-b", "edge-c"), // the cloud worker pinned to edge-c
+		},
+		incrementalJobs: []*sednav1.IncrementalLearningJob{
+			incrementalJob("il-a", "data-a"),                       // by its dataset
+			incrementalJob("il-stage", "data-b", "", "", "edge-a"), // by its deploy stage
+			incrementalJob("il-missing-dataset", "nowhere"),
+			noEvalModel,
+		},
+		lifelongJobs: []*sednav1.LifelongLearningJob{
+			lifelongJob("ll-a", "data-a"),
+			lifelongJob("ll-stage", "data-b", "", "edge-c"),
+			lifelongJob("ll-b", "data-b"),
+		},
+	}
+
+	tests := map[string]struct {
+		node string
+		objs objects
+		want []string
+	}{
+		"edge-a: its dataset, the jobs it runs workers of and their models": {
+			node: "edge-a",
+			objs: all,
+			want: []string{
+				"Dataset default/data-a",
+				"Dataset other/data-a",
+				"FederatedLearningJob default/fl-a",
+				"IncrementalLearningJob default/il-a",
+				"IncrementalLearningJob default/il-stage",
+				"JointInferenceService default/ji-a",
+				"LifelongLearningJob default/ll-a",
+				"Model default/fl-a-model",
+				"Model default/il-a-deploy",
+				"Model default/il-a-eval",
+				"Model default/il-a-initial",
+				"Model default/il-stage-deploy",
+				"Model default/il-stage-eval",
+				"Model default/il-stage-initial",
+				"Model default/ji-a-big",
+				"Model default/ji-a-small",
+			},
+		},
+		"edge-b: a pretrained model counts; an unset eval model or a missing model does not": {
+			node: "edge-b",
+			objs: all,
+			want: []string{
+				"Dataset default/data-b",
+				"FederatedLearningJob default/fl-a",
+				"FederatedLearningJob default/fl-agg",
+				"FederatedLearningJob default/fl-b",
+				"FederatedLearningJob default/fl-pre",
+				"IncrementalLearningJob default/il-noeval",
+				"IncrementalLearningJob default/il-stage",
+				"JointInferenceService default/ji-cloud",
+				"LifelongLearningJob default/ll-b",
+				"LifelongLearningJob default/ll-stage",
+				"Model default/fl-a-model",
+				"Model default/fl-b-model",
+				"Model default/fl-pre-model",
+				"Model default/fl-pre-start",
+				"Model default/il-noeval-deploy",
+				"Model default/il-noeval-initial",
+				"Model default/il-stage-deploy",
+				"Model default/il-stage-eval",
+				"Model default/il-stage-initial",
+				"Model default/ji-cloud-big",
+				"Model default/ji-cloud-small",
+			},
+		},
+		"edge-c: an aggregator or a cloud worker pinned to an edge node counts": {
+			node: "edge-c",
+			objs: all,
+			want: []string{
+				"FederatedLearningJob default/fl-agg",
+				"JointInferenceService default/ji-cloud",
+				"LifelongLearningJob default/ll-stage",
+				"Model default/ji-cloud-big",
+				"Model default/ji-cloud-small",
+			},
+		},
+		"a node nothing names":                            {node: "edge-z", objs: all, want: nil},
+		"an empty node name matches no unpinned template": {node: "", objs: all, want: nil},
+		"a dataset in another namespace does not bring a job": {
+			node: "edge-a",
+			objs: objects{datasets: []*sednav1.Dataset{otherNS}, incrementalJobs: []*sednav1.IncrementalLearningJob{incrementalJob("il-a", "data-a")}},
+			want: []string{"Dataset other/data-a"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for ref, obj := range concerning(tc.node, tc.objs) {
+				if ref.Namespace != obj.GetNamespace() || ref.Name != obj.GetName() {
+					t.Errorf("ref %s holds object %s/%s", ref, obj.GetNamespace(), obj.GetName())
+				}
+				got = append(got, ref.String())
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("concerning(%q) (-want,+got):\n%s", tc.node, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package edgehub
+
+import (
+	"errors"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultHeartbeatPeriod   = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultResendAfter       = 5 * time.Second
+	DefaultLeaseUpdatePeriod = 10 * time.Second
+)
+
+// ConnectPath is the path LocalControllers connect to.
+const ConnectPath = "/edge/v1/connect"
+
+// Names of the objects the hub keeps in Config.Namespace.
+const (
+	// TLSSecretName is the Secret holding the generated serving certificate
+	// (tls.crt, tls.key) and its CA (ca.crt, ca.key).
+	TLSSecretName = "nereid-edgehub-tls"
+	// CAConfigMapName is the ConfigMap publishing the CA (key ca.crt) that
+	// LocalControllers trust.
+	CAConfigMapName = "nereid-edgehub-ca"
+	// CAKey is the key of the CA certificate in the Secret and the ConfigMap.
+	CAKey = "ca.crt"
+)
+
+// Config is the hub's configuration. A zero duration takes its default.
+type Config struct {
+	// Address is where the hub listens, host:port (e.g. "0.0.0.0:10351").
+	Address string
+	// CertFile and KeyFile are the serving certificate and its key, PEM.
+	// When both are empty the hub uses the certificate in the Secret
+	// TLSSecretName, generating it (and a CA) the first time.
+	CertFile, KeyFile string
+	// Namespace holds the TLS Secret, the CA ConfigMap and the per-node Leases.
+	Namespace string
+	// Hostnames are the names and IP addresses LocalControllers reach the hub
+	// by, put into a generated certificate; 127.0.0.1 and localhost always are.
+	Hostnames []string
+	// CAOutFile, when set, is where the hub also writes the CA's PEM (for a
+	// local run, where LocalControllers read it from a file).
+	CAOutFile string
+
+	// HeartbeatPeriod is how often the hub sends a Heartbeat (default 10s).
+	HeartbeatPeriod time.Duration
+	// ReadTimeout is how long the hub waits for any frame from a
+	// LocalController, the Hello included, before it drops the connection
+	// (default 30s).
+	ReadTimeout time.Duration
+	// ResendAfter is how long an Upsert or Delete waits for its Ack before it
+	// is sent again (default 5s).
+	ResendAfter time.Duration
+	// LeaseUpdatePeriod is the most often a connected node's Lease is renewed
+	// (default 10s); connects and disconnects are written at once.
+	LeaseUpdatePeriod time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	setDefault := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setDefault(&c.HeartbeatPeriod, DefaultHeartbeatPeriod)
+	setDefault(&c.ReadTimeout, DefaultReadTimeout)
+	setDefault(&c.ResendAfter, DefaultResendAfter)
+	setDefault(&c.LeaseUpdatePeriod, DefaultLeaseUpdatePeriod)
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
+	var errs []error
+	if c.Address == "" {
+		errs = append(errs, errors.New("Address is required"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("Namespace is required"))
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		errs = append(errs, errors.New("CertFile and KeyFile are set together or not at all"))
+	}
+	if c.ReadTimeout <= c.HeartbeatPeriod {
+		errs = append(errs, errors.New("ReadTimeout must be longer than HeartbeatPeriod"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,55 @@
+// Package edgehub is the GlobalManager's end of the cloud–edge channel: an
+// HTTPS server that LocalControllers connect to with a websocket, speaking
+// package edgeproto.
+//
+// # What it guarantees
+//
+// Identity: a LocalController authenticates with a ServiceAccount token bound
+// to its Pod ("Authorization: Bearer"). The hub checks the token with a
+// TokenReview before it upgrades the connection and takes the node from the
+// token's user.extra["authentication.kubernetes.io/node-name"]; a Hello that
+// claims another node is answered with a close frame
+// (websocket.ClosePolicyViolation) and nothing else.
+//
+// Downstream: for each connected node the hub computes which objects concern
+// it (see concerning) from the informers' caches, sends the difference from
+// what the LocalController says it holds in its Hello, then Synced, and after
+// that only what changes: the latest version of an object (two edits before a
+// send go out as one), or a Delete when an object leaves the node's set. What
+// is not acknowledged within Config.ResendAfter is sent again. Nothing relies
+// on an informer resync.
+//
+// Upstream: each Report is checked (its body parses, and the node has a worker
+// in the object the report is about) and handed to the ReportApplier of the
+// object's kind. Reports applied, and reports refused for good (Refuse), are
+// acknowledged; any other error leaves the report unacknowledged and closes
+// the connection with websocket.CloseTryAgainLater, so that the
+// LocalController resends it, and the ones after it, in order on its next
+// connection.
+//
+// A malformed, oversized or unknown-version frame closes that connection only,
+// with the reason in the close frame (clipped to 123 bytes) and in full in the
+// log.
+//
+// # Link state
+//
+// Every node that has connected has a Lease named nereid-edge-<node> in the
+// hub's namespace, labelled nereid.io/edge-node=<node>:
+//
+//	kubectl get lease -n <namespace> -l nereid.io/edge-node
+//	kubectl get lease -n <namespace> -l nereid.io/edge-node -o custom-columns=NODE:.spec.holderIdentity,LINK:.metadata.annotations.nereid\.io/link,LAST-HEARD:.spec.renewTime,UNACKED:.metadata.annotations.nereid\.io/unacked-objects
+//
+// spec.holderIdentity is the node, spec.acquireTime when its current (or
+// last) connection was made, and spec.renewTime when the hub last heard from
+// it; renewTime is written at most every Config.LeaseUpdatePeriod, and at once
+// when the node connects or disconnects, so a renewTime older than
+// spec.leaseDurationSeconds means the link is down even if the hub could not
+// say so (it stopped, for instance). The annotations say:
+//
+//	nereid.io/link             connected or disconnected
+//	nereid.io/last-report-id   the ID of the last report from the node that was acknowledged
+//	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
+//
+// The hub needs permission to create TokenReviews; to get, create and update
+// Secrets, ConfigMaps and Leases (coordination.k8s.io) in its namespace.
+package edgehub

@@ -1,0 +1,375 @@
+package edgehub
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+const hubNS = "nereid-system"
+
+// testConfig is quick enough for tests and slow enough not to be flaky: the
+// hub's heartbeats are skipped by the clients' recv, and the clients send
+// within ReadTimeout.
+var testConfig = Config{
+	Address:           "127.0.0.1:0",
+	Namespace:         hubNS,
+	HeartbeatPeriod:   time.Second,
+	ReadTimeout:       10 * time.Second,
+	ResendAfter:       300 * time.Millisecond,
+	LeaseUpdatePeriod: 100 * time.Millisecond,
+}
+
+// reviewTokens answers TokenReviews as the API server would for
+// ServiceAccount tokens bound to Pods: "token-<node>" is a Pod's on node,
+// "token-unbound" a token of no Pod, anything else invalid.
+func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
+	review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+	token := review.Spec.Token
+	switch {
+	case token == "token-unbound":
+		review.Status = authenticationv1.TokenReviewStatus{Authenticated: true,
+			User: authenticationv1.UserInfo{Username: "system:serviceaccount:nereid-system:lc"}}
+	case strings.HasPrefix(token, "token-"):
+		node := strings.TrimPrefix(token, "token-")
+		review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+			Username: "system:serviceaccount:nereid-system:lc",
+			Extra:    map[string]authenticationv1.ExtraValue{NodeNameExtra: {node}},
+		}}
+	default:
+		review.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
+	}
+	return true, review, nil
+}
+
+// recordedReport is one call of the test applier.
+type recordedReport struct {
+	node string
+	id   uint64
+	kind string
+}
+
+// fixture runs a hub on loopback with fake clients.
+type fixture struct {
+	t     *testing.T
+	kube  *kubefake.Clientset
+	sedna *sednafake.Clientset
+	hub   *Hub
+	reg   *prometheus.Registry
+	url   string
+	// stop stops the hub and waits for Run to return.
+	stop  func()
+	roots *x509.CertPool
+
+	mu      sync.Mutex
+	applied []recordedReport
+	// applyErr, when set, is what the applier returns (after recording);
+	// it runs under mu.
+	applyErr func(r *edgeproto.Report) error
+}
+
+func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{t: t, kube: kubefake.NewClientset(), sedna: sednafake.NewSimpleClientset(objs...)}
+	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
+
+	// The fake clientset's watch starts after the informer's list; wait for
+	// every watch so that no event falls between them.
+	watches := make(chan struct{}, 6)
+	f.sedna.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := f.sedna.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		watches <- struct{}{}
+		return true, w, nil
+	})
+
+	applier := ReportApplierFunc(func(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.applied = append(f.applied, recordedReport{node: node, id: r.ID, kind: info.Owner().Kind})
+		if f.applyErr != nil {
+			return f.applyErr(r)
+		}
+		return nil
+	})
+	appliers := map[string]ReportApplier{
+		"FederatedLearningJob":  applier,
+		"JointInferenceService": applier,
+	}
+	cfg.CAOutFile = filepath.Join(t.TempDir(), "ca.crt")
+	factory := sednainformers.NewSharedInformerFactory(f.sedna, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	f.reg = prometheus.NewRegistry()
+	hub, err := New(ctx, f.kube, factory.Sedna().V1alpha1(), appliers, f.reg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.hub = hub
+	factory.Start(ctx.Done())
+	ran := make(chan error, 1)
+	go func() { ran <- hub.Run(ctx) }()
+	var once sync.Once
+	f.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-ran; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			factory.Shutdown()
+		})
+	}
+	t.Cleanup(f.stop)
+	for range 6 {
+		select {
+		case <-watches:
+		case <-time.After(10 * time.Second):
+			t.Fatal("informers did not start watching")
+		}
+	}
+	select {
+	case <-hub.ready:
+	case err := <-ran:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not start listening")
+	}
+	f.url = "wss://" + hub.addr.String() + ConnectPath
+	ca, err := os.ReadFile(cfg.CAOutFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.roots = x509.NewCertPool()
+	if !f.roots.AppendCertsFromPEM(ca) {
+		t.Fatal("CA file holds no certificate")
+	}
+	return f
+}
+
+// metric is the value of the counter or gauge name (without the
+// nereid_edgehub_ prefix), summed over the series that have the label
+// name=value pairs given.
+func (f *fixture) metric(name string, labels ...string) float64 {
+	f.t.Helper()
+	families, err := f.reg.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range families {
+		if mf.GetName() != "nereid_edgehub_"+name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+func (f *fixture) reports() []recordedReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recordedReport(nil), f.applied...)
+}
+
+// dial connects with a bearer token; resp is the handshake's answer.
+func (f *fixture) dial(token string) (*websocket.Conn, *http.Response, error) {
+	d := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: f.roots}, HandshakeTimeout: 5 * time.Second}
+	header := http.Header{}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
+	}
+	return d.Dial(f.url, header)
+}
+
+// client is a test LocalController's end of a connection. A goroutine reads
+// it, because a gorilla connection whose read timed out cannot read again.
+type client struct {
+	t        *testing.T
+	conn     *websocket.Conn
+	incoming chan received
+}
+
+// received is one frame read, or the read's final error.
+type received struct {
+	msg edgeproto.Message
+	err error
+}
+
+// errQuiet is recv's error when nothing came in time.
+var errQuiet = errors.New("nothing received")
+
+// connect dials as node (its token) and sends hello.
+func (f *fixture) connect(node string, hello *edgeproto.Hello) *client {
+	f.t.Helper()
+	c := f.open(node)
+	c.send(hello)
+	return c
+}
+
+// open dials as node and reads what comes.
+func (f *fixture) open(node string) *client {
+	f.t.Helper()
+	conn, resp, err := f.dial("token-" + node)
+	if err != nil {
+		f.t.Fatalf("dialing as %s: %v (response %v)", node, err, resp)
+	}
+	c := &client{t: f.t, conn: conn, incoming: make(chan received, 64)}
+	go func() {
+		defer close(c.incoming)
+		for {
+			_, frame, err := conn.ReadMessage()
+			if err != nil {
+				c.incoming <- received{err: err}
+				return
+			}
+			m, err := edgeproto.Decode(frame)
+			if err != nil {
+				c.incoming <- received{err: fmt.Errorf("decoding a frame from the hub: %w", err)}
+				return
+			}
+			if m.Type() != edgeproto.TypeHeartbeat {
+				c.incoming <- received{msg: m}
+			}
+		}
+	}()
+	f.t.Cleanup(func() {
+		conn.Close()
+		for range c.incoming {
+		}
+	})
+	return c
+}
+
+func (c *client) send(m edgeproto.Message) {
+	c.t.Helper()
+	frame, err := edgeproto.Encode(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+		c.t.Fatalf("sending %s: %v", m.Type(), err)
+	}
+}
+
+// recv returns the next message other than a heartbeat, the read error, or
+// errQuiet after timeout.
+func (c *client) recv(timeout time.Duration) (edgeproto.Message, error) {
+	select {
+	case r, ok := <-c.incoming:
+		if !ok {
+			return nil, errors.New("connection already ended")
+		}
+		return r.msg, r.err
+	case <-time.After(timeout):
+		return nil, errQuiet
+	}
+}
+
+// must returns the next message, failing the test on an error.
+func (c *client) must(timeout time.Duration) edgeproto.Message {
+	c.t.Helper()
+	m, err := c.recv(timeout)
+	if err != nil {
+		c.t.Fatalf("receiving: %v", err)
+	}
+	return m
+}
+
+// untilSynced returns the messages up to Synced, summarized.
+func (c *client) untilSynced() []string {
+	c.t.Helper()
+	var got []string
+	for {
+		m := c.must(5 * time.Second)
+		if m.Type() == edgeproto.TypeSynced {
+			return got
+		}
+		got = append(got, summary(m))
+	}
+}
+
+// quiet checks that nothing but heartbeats comes for d.
+func (c *client) quiet(d time.Duration) {
+	c.t.Helper()
+	if m, err := c.recv(d); err == nil {
+		c.t.Fatalf("got %s, want nothing", summary(m))
+	} else if err != errQuiet {
+		c.t.Fatalf("got %v, want nothing", err)
+	}
+}
+
+// closed waits for the hub's close frame and returns it; any message before
+// it fails the test.
+func (c *client) closed() *websocket.CloseError {
+	c.t.Helper()
+	m, err := c.recv(5 * time.Second)
+	if err == nil {
+		c.t.Fatalf("got %s, want the connection closed", summary(m))
+	}
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		c.t.Fatalf("got %v, want a close frame", err)
+	}
+	return ce
+}
+
+// summary is a message in one comparable line.
+func summary(m edgeproto.Message) string {
+	switch m := m.(type) {
+	case *edgeproto.Upsert:
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		_ = json.Unmarshal(m.Object, &obj)
+		return fmt.Sprintf("upsert %s (%s %s)", m.ObjectVersion, obj.APIVersion, obj.Kind)
+	case *edgeproto.Delete:
+		return "delete " + m.ObjectVersion.String()
+	case *edgeproto.ReportAck:
+		s := fmt.Sprintf("reportAck %v", m.IDs)
+		for _, r := range m.Refused {
+			s += fmt.Sprintf(" refused %d: %s", r.ID, r.Reason)
+		}
+		return s
+	}
+	return string(m.Type())
+}
+
+func version(kind, name, rv string) edgeproto.ObjectVersion {
+	return edgeproto.ObjectVersion{ObjectRef: edgeproto.ObjectRef{Kind: kind, Namespace: testNS, Name: name}, ResourceVersion: rv}
+}

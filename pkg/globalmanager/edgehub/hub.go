@@ -1,0 +1,325 @@
+package edgehub
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// shutdownTimeout bounds how long Run waits for connections to close and the
+// last Lease writes once its context is done.
+const shutdownTimeout = 5 * time.Second
+
+// informerSet are the sedna informers the hub reads.
+type informerSet struct {
+	datasets, models, federated, joint, incremental, lifelong cache.SharedIndexInformer
+}
+
+// Hub is the GlobalManager's edge hub.
+type Hub struct {
+	client   kubernetes.Interface
+	inf      informerSet
+	synced   []cache.InformerSynced
+	appliers map[string]ReportApplier
+	metrics  *metrics
+	cfg      Config
+	links    *links
+	upgrader websocket.Upgrader
+
+	mu       sync.RWMutex
+	sessions map[string]*session // by node
+	closing  bool
+	conns    sync.WaitGroup // connection handlers
+
+	// Test seams.
+	now   func() time.Time
+	ready chan struct{} // closed once Run listens, at addr
+	addr  net.Addr
+}
+
+// New wires the hub to the sedna informers (those of
+// factory.Sedna().V1alpha1()); it adds its indexes and event handlers, so it
+// must be called before the factory starts, and starts nothing. appliers are
+// keyed by API kind ("FederatedLearningJob", …); a report about a kind with
+// no applier is refused. Metrics are registered with reg when it is not nil.
+func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednainformers.Interface,
+	appliers map[string]ReportApplier, reg prometheus.Registerer, cfg Config) (*Hub, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("edge hub configuration: %w", err)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("registering edge hub metrics: %w", err)
+	}
+	h := &Hub{
+		client: kubeClient,
+		inf: informerSet{
+			datasets:    informers.Datasets().Informer(),
+			models:      informers.Models().Informer(),
+			federated:   informers.FederatedLearningJobs().Informer(),
+			joint:       informers.JointInferenceServices().Informer(),
+			incremental: informers.IncrementalLearningJobs().Informer(),
+			lifelong:    informers.LifelongLearningJobs().Informer(),
+		},
+		appliers: make(map[string]ReportApplier, len(appliers)),
+		metrics:  m,
+		cfg:      cfg,
+		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout},
+		sessions: make(map[string]*session),
+		now:      time.Now,
+		ready:    make(chan struct{}),
+	}
+	for kind, a := range appliers {
+		if a != nil {
+			h.appliers[kind] = a
+		}
+	}
+	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
+	if err := h.addIndexers(); err != nil {
+		return nil, err
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.markDirty(h.affectedNodes(obj)) },
+		UpdateFunc: func(oldObj, newObj any) {
+			h.markDirty(append(h.affectedNodes(oldObj), h.affectedNodes(newObj)...))
+		},
+		DeleteFunc: func(obj any) { h.markDirty(h.affectedNodes(obj)) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{h.inf.datasets, h.inf.models, h.inf.federated,
+		h.inf.joint, h.inf.incremental, h.inf.lifelong} {
+		reg, err := inf.AddEventHandler(handler)
+		if err != nil {
+			return nil, fmt.Errorf("adding edge hub event handler: %w", err)
+		}
+		h.synced = append(h.synced, inf.HasSynced, reg.HasSynced)
+	}
+	return h, nil
+}
+
+// markDirty tells the connected ones of nodes that their set may have changed.
+func (h *Hub) markDirty(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, n := range nodes {
+		if s := h.sessions[n]; s != nil {
+			s.markDirty()
+		}
+	}
+}
+
+// Run waits for the caches, then serves LocalControllers over HTTPS at
+// Config.Address until ctx is done, when it closes every connection with a
+// close frame and writes the nodes' links as disconnected.
+func (h *Hub) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("edgehub")
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Waiting for caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), h.synced...) {
+		return errors.New("edge hub caches did not sync")
+	}
+	cert, err := h.servingCertificate(ctx)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", h.cfg.Address)
+	if err != nil {
+		return fmt.Errorf("edge hub listening: %w", err)
+	}
+	h.addr = ln.Addr()
+	close(h.ready)
+	srv := &http.Server{
+		Handler: h.handler(ctx),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"http/1.1"}, // websockets upgrade HTTP/1.1
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          klog.NewStandardLogger("WARNING"),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+
+	leasesCtx, stopLeases := context.WithCancel(ctx)
+	leasesDone := make(chan struct{})
+	go func() {
+		defer close(leasesDone)
+		h.links.run(leasesCtx)
+	}()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTLS(ln, "", "") }()
+	logger.Info("Serving edge connections", "address", h.addr.String(), "path", ConnectPath)
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-served:
+		err = fmt.Errorf("edge hub serving: %w", err)
+	}
+
+	// Shut down: no new connections, close the live ones, write their
+	// Leases one last time.
+	stopLeases()
+	<-leasesDone
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	h.mu.Lock()
+	h.closing = true
+	live := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		live = append(live, s)
+	}
+	h.mu.Unlock()
+	for _, s := range live {
+		s.stop(websocket.CloseGoingAway, "the GlobalManager is shutting down")
+	}
+	_ = srv.Shutdown(shutdownCtx) // hijacked connections are not its
+	h.conns.Wait()
+	h.links.writeDue(shutdownCtx, true)
+	logger.Info("Edge hub stopped")
+	return err
+}
+
+// handler serves ConnectPath; the sessions it starts live in ctx.
+func (h *Hub) handler(ctx context.Context) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(ConnectPath, func(w http.ResponseWriter, r *http.Request) {
+		h.serveConnect(ctx, w, r)
+	})
+	return mux
+}
+
+// serveConnect authenticates a LocalController, upgrades its connection, and
+// serves it until it ends.
+func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	logger := klog.FromContext(ctx).WithValues("remote", r.RemoteAddr)
+	if !websocket.IsWebSocketUpgrade(r) {
+		http.Error(w, "this endpoint takes websocket connections only", http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		h.metrics.refuse(refusedShuttingDown)
+		http.Error(w, "the GlobalManager is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.conns.Add(1)
+	h.mu.Unlock()
+	defer h.conns.Done()
+
+	node, aerr := h.authenticate(r.Context(), r)
+	if aerr != nil {
+		h.metrics.refuse(aerr.metric)
+		logger.Info("Refused an edge connection", "status", aerr.status, "reason", aerr.reason, "err", aerr.err)
+		if aerr.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
+		}
+		http.Error(w, aerr.reason, aerr.status)
+		return
+	}
+	logger = logger.WithValues("node", node)
+	conn, err := h.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		logger.Info("Upgrading an edge connection failed", "err", err)
+		return // the upgrader has answered
+	}
+	conn.SetReadLimit(edgeproto.MaxFrameBytes)
+	h.serveConn(ctx, logger, node, conn)
+}
+
+// serveConn reads the Hello of an authenticated connection and runs its
+// session, after the one it replaces has fully stopped.
+func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, node string, conn *websocket.Conn) {
+	// A shutdown must not wait a read timeout for a Hello.
+	stopWaiting := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	hello, cerr := readHello(conn, h.cfg.ReadTimeout)
+	if !stopWaiting() {
+		_ = conn.Close()
+		return
+	}
+	if cerr == nil && hello.Node != node {
+		cerr = &closeError{code: websocket.ClosePolicyViolation,
+			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", hello.Node, node)}
+		h.metrics.refuse(refusedNodeMismatch)
+	} else if cerr != nil {
+		h.metrics.refuse(refusedNoHello)
+	}
+	if cerr != nil {
+		logger.Info("Refused an edge connection", "reason", cerr.reason, "err", cerr.err)
+		closeConn(conn, cerr.code, cerr.reason)
+		return
+	}
+	h.metrics.receivedMessage(edgeproto.TypeHello)
+
+	s := newSession(ctx, h, node, conn, hello, logger)
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		closeConn(conn, websocket.CloseGoingAway, "the GlobalManager is shutting down")
+		return
+	}
+	prev := h.sessions[node]
+	h.sessions[node] = s
+	h.metrics.connectedNodes.Set(float64(len(h.sessions)))
+	h.mu.Unlock()
+	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
+	if prev != nil {
+		logger.Info("A new connection replaces the node's current one")
+		prev.stop(websocket.CloseNormalClosure, "replaced by a newer connection")
+		<-prev.done // so that the two never both send
+	}
+	logger.Info("Edge node connected", "inventory", len(hello.Inventory))
+
+	s.run()
+
+	h.mu.Lock()
+	if h.sessions[node] == s {
+		delete(h.sessions, node)
+		h.metrics.connectedNodes.Set(float64(len(h.sessions)))
+	}
+	h.mu.Unlock()
+	h.links.disconnected(s)
+	close(s.done)
+	logger.Info("Edge node disconnected")
+}
+
+// readHello reads a connection's first frame, which must be a Hello.
+func readHello(conn *websocket.Conn, timeout time.Duration) (*edgeproto.Hello, *closeError) {
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	_, frame, err := conn.ReadMessage()
+	if err != nil {
+		var ce *closeError
+		if errors.As(readError(err, timeout), &ce) {
+			return nil, &closeError{code: ce.code, reason: "no hello: " + ce.reason, err: err}
+		}
+		return nil, &closeError{code: websocket.CloseNormalClosure, reason: "closed before hello", err: err}
+	}
+	msg, err := edgeproto.Decode(frame)
+	if err != nil {
+		return nil, frameError(err)
+	}
+	hello, ok := msg.(*edgeproto.Hello)
+	if !ok {
+		return nil, &closeError{code: websocket.ClosePolicyViolation,
+			reason: fmt.Sprintf("the first message must be hello, not %s", msg.Type())}
+	}
+	return hello, nil
+}

@@ -1,0 +1,493 @@
+package edgehub
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// edgeObjects are a dataset, a joint inference service with its two models
+// and a federated job with its model on edge-a, and a federated job on edge-b.
+func edgeObjects() []runtime.Object {
+	d := dataset("data-a", "edge-a")
+	d.ResourceVersion = "10"
+	small, big := model("ji-a-small"), model("ji-a-big")
+	small.ResourceVersion, big.ResourceVersion = "20", "21"
+	ji := jointService("ji-a", "edge-a", "cloud")
+	ji.ResourceVersion = "30"
+	fl := federatedJob("fl-a", "cloud", "edge-a")
+	fl.ResourceVersion = "40"
+	flModel := model("fl-a-model")
+	flModel.ResourceVersion = "41"
+	other := federatedJob("fl-b", "cloud", "edge-b")
+	other.ResourceVersion = "50"
+	return []runtime.Object{d, small, big, ji, fl, flModel, other}
+}
+
+// upToDate is the inventory of a LocalController of edge-a holding everything.
+func upToDate() []edgeproto.ObjectVersion {
+	return []edgeproto.ObjectVersion{
+		version("Dataset", "data-a", "10"),
+		version("Model", "ji-a-small", "20"),
+		version("Model", "ji-a-big", "21"),
+		version("JointInferenceService", "ji-a", "30"),
+		version("FederatedLearningJob", "fl-a", "40"),
+		version("Model", "fl-a-model", "41"),
+	}
+}
+
+func TestHelloGetsTheDifferenceThenSynced(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	tests := map[string]struct {
+		inventory []edgeproto.ObjectVersion
+		want      []string
+	}{
+		"an empty store gets everything, datasets and models first": {
+			want: []string{
+				"upsert Dataset default/data-a@10 (sedna.io/v1alpha1 Dataset)",
+				"upsert Model default/fl-a-model@41 (sedna.io/v1alpha1 Model)",
+				"upsert Model default/ji-a-big@21 (sedna.io/v1alpha1 Model)",
+				"upsert Model default/ji-a-small@20 (sedna.io/v1alpha1 Model)",
+				"upsert FederatedLearningJob default/fl-a@40 (sedna.io/v1alpha1 FederatedLearningJob)",
+				"upsert JointInferenceService default/ji-a@30 (sedna.io/v1alpha1 JointInferenceService)",
+			},
+		},
+		"an up-to-date store gets nothing": {inventory: upToDate()},
+		"missing, stale and extra objects": {
+			inventory: []edgeproto.ObjectVersion{
+				version("Dataset", "data-a", "10"),                // up to date
+				version("Model", "ji-a-small", "19"),              // stale
+				version("JointInferenceService", "ji-a", "30"),    // up to date
+				version("FederatedLearningJob", "fl-a", "39"),     // stale
+				version("FederatedLearningJob", "fl-b", "50"),     // another node's
+				version("Model", "gone", "7"),                     // deleted meanwhile
+				version("IncrementalLearningJob", "il-gone", "8"), // deleted meanwhile
+				version("Model", "fl-a-model", "41"),              // up to date
+				/* Model ji-a-big is missing */
+			},
+			want: []string{
+				"upsert Model default/ji-a-big@21 (sedna.io/v1alpha1 Model)",
+				"upsert Model default/ji-a-small@20 (sedna.io/v1alpha1 Model)",
+				"upsert FederatedLearningJob default/fl-a@40 (sedna.io/v1alpha1 FederatedLearningJob)",
+				"delete Model default/gone@7",
+				"delete FederatedLearningJob default/fl-b@50",
+				"delete IncrementalLearningJob default/il-gone@8",
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: tc.inventory})
+			if diff := cmp.Diff(tc.want, c.untilSynced()); diff != "" {
+				t.Errorf("answer to the hello (-want,+got):\n%s", diff)
+			}
+			c.conn.Close()
+		})
+	}
+}
+
+func TestConnectionWithoutNodeIdentityIsRefusedBeforeUpgrade(t *testing.T) {
+	f := newFixture(t, testConfig)
+	tests := map[string]struct {
+		token      string
+		wantStatus int
+		wantBody   string
+	}{
+		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token"},
+		"an invalid token":        {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token"},
+		"a token bound to no pod": {token: "token-unbound", wantStatus: http.StatusForbidden, wantBody: "not bound to a node"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			conn, resp, err := f.dial(tc.token)
+			if err == nil {
+				conn.Close()
+				t.Fatal("the connection was upgraded")
+			}
+			if !errors.Is(err, websocket.ErrBadHandshake) || resp == nil {
+				t.Fatalf("dial: %v, want a refused handshake", err)
+			}
+			body := make([]byte, 512)
+			n, _ := resp.Body.Read(body)
+			if resp.StatusCode != tc.wantStatus || !strings.Contains(string(body[:n]), tc.wantBody) {
+				t.Errorf("got %d %q, want %d with %q", resp.StatusCode, body[:n], tc.wantStatus, tc.wantBody)
+			}
+		})
+	}
+}
+
+func TestHelloClaimingAnotherNodeGetsNothingAndIsClosed(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a"})
+	ce := c.closed() // fails on any message before the close frame
+	if ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "token is bound to node edge-b") {
+		t.Errorf("closed with %d %q, want policy violation naming the token's node", ce.Code, ce.Text)
+	}
+	// The node it claimed is not connected by it.
+	f.hub.mu.RLock()
+	defer f.hub.mu.RUnlock()
+	if len(f.hub.sessions) != 0 {
+		t.Errorf("sessions %v, want none", f.hub.sessions)
+	}
+}
+
+func TestFirstMessageMustBeHello(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.open("edge-a")
+	c.send(&edgeproto.Heartbeat{Time: time.Now()})
+	ce := c.closed()
+	if ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "first message must be hello") {
+		t.Errorf("closed with %d %q, want policy violation", ce.Code, ce.Text)
+	}
+}
+
+func TestNewerConnectionReplacesTheOlder(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	first.untilSynced()
+
+	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	ce := first.closed()
+	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
+		t.Errorf("first closed with %d %q, want the replacement reason", ce.Code, ce.Text)
+	}
+	if got := second.untilSynced(); len(got) != 0 {
+		t.Errorf("second got %v before synced, want nothing", got)
+	}
+
+	// Changes go to the newer connection.
+	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edited": "yes"} })
+	if got := summary(second.must(5 * time.Second)); got != "upsert FederatedLearningJob default/fl-a@42 (sedna.io/v1alpha1 FederatedLearningJob)" {
+		t.Errorf("second got %s, want the edit", got)
+	}
+}
+
+func TestEditReachesTheNodeOnceAndIsResentUntilAcked(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	if got := c.untilSynced(); len(got) != 0 {
+		t.Fatalf("got %v before synced, want nothing", got)
+	}
+	c.quiet(time.Second) // with nothing changing, nothing is sent
+
+	// Acknowledged at once: sent once.
+	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
+	up := c.must(5 * time.Second).(*edgeproto.Upsert)
+	if up.ResourceVersion != "42" || !strings.Contains(string(up.Object), `"edit":"1"`) {
+		t.Fatalf("got %s %s, want the edit at 42", summary(up), up.Object)
+	}
+	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{up.ObjectVersion}})
+	c.quiet(4 * testConfig.ResendAfter)
+
+	// Not acknowledged: sent again until it is.
+	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
+	first := time.Now()
+	for range 2 {
+		if got := summary(c.must(5 * time.Second)); got != "upsert FederatedLearningJob default/fl-a@43 (sedna.io/v1alpha1 FederatedLearningJob)" {
+			t.Fatalf("got %s, want the edit at 43", got)
+		}
+	}
+	if took := time.Since(first); took < testConfig.ResendAfter {
+		t.Errorf("resent after %s, want at least ResendAfter %s", took, testConfig.ResendAfter)
+	}
+	// An Ack of an older version does not count.
+	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{version("FederatedLearningJob", "fl-a", "42")}})
+	if got := summary(c.must(5 * time.Second)); !strings.HasPrefix(got, "upsert FederatedLearningJob default/fl-a@43") {
+		t.Fatalf("got %s, want another resend", got)
+	}
+	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{version("FederatedLearningJob", "fl-a", "43")}})
+	drainResends(c, "fl-a@43")
+	c.quiet(4 * testConfig.ResendAfter)
+	if got := f.metric("resends_total"); got < 2 {
+		t.Errorf("resends_total %v, want at least 2", got)
+	}
+
+	// Leaving the node's set is a Delete; so is being deleted.
+	updateJob(t, f, "fl-a", "44", func(j *sednav1.FederatedLearningJob) {
+		j.Spec.TrainingWorkers[0].Template.Spec.NodeName = "edge-b"
+	})
+	var got []string
+	for range 2 {
+		m := c.must(5 * time.Second)
+		got = append(got, summary(m))
+		if d, ok := m.(*edgeproto.Delete); ok {
+			c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{d.ObjectVersion}})
+		}
+	}
+	slices.Sort(got)
+	want := []string{"delete FederatedLearningJob default/fl-a@43", "delete Model default/fl-a-model@41"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after the job moved away (-want,+got):\n%s", diff)
+	}
+	if err := f.sedna.SednaV1alpha1().JointInferenceServices(testNS).Delete(t.Context(), "ji-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for range 3 {
+		m := c.must(5 * time.Second)
+		got = append(got, summary(m))
+		if d, ok := m.(*edgeproto.Delete); ok {
+			c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{d.ObjectVersion}})
+		}
+	}
+	slices.Sort(got)
+	want = []string{"delete JointInferenceService default/ji-a@30", "delete Model default/ji-a-big@21", "delete Model default/ji-a-small@20"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after the service was deleted (-want,+got):\n%s", diff)
+	}
+	drainResends(c, "")
+	c.quiet(4 * testConfig.ResendAfter)
+}
+
+// drainResends reads the resends that may have crossed an Ack (any message
+// containing what; "" for any Delete or Upsert) until a quiet moment.
+func drainResends(c *client, what string) {
+	c.t.Helper()
+	for {
+		m, err := c.recv(2 * testConfig.ResendAfter)
+		if err != nil {
+			return
+		}
+		if s := summary(m); !strings.Contains(s, what) || (m.Type() != edgeproto.TypeUpsert && m.Type() != edgeproto.TypeDelete) {
+			c.t.Fatalf("got %s, want at most a resend of %q", s, what)
+		}
+	}
+}
+
+func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
+	tests := map[string]struct {
+		frame    []byte
+		wantCode int
+		wantText string
+	}{
+		"not JSON":         {frame: []byte("{nope"), wantCode: websocket.CloseInvalidFramePayloadData, wantText: "malformed message"},
+		"unknown version":  {frame: []byte(`{"v":2,"type":"ack","payload":{}}`), wantCode: websocket.CloseUnsupportedData, wantText: "unknown protocol version 2"},
+		"unknown type":     {frame: []byte(`{"v":1,"type":"launch","payload":{}}`), wantCode: websocket.CloseUnsupportedData, wantText: "unknown message type"},
+		"a GM-only type":   {frame: []byte(`{"v":1,"type":"synced","payload":{}}`), wantCode: websocket.ClosePolicyViolation, wantText: "unexpected synced message"},
+		"oversized":        {frame: []byte(`{"v":1,"type":"heartbeat","payload":{"pad":"` + strings.Repeat("x", edgeproto.MaxFrameBytes) + `"}}`), wantCode: websocket.CloseMessageTooBig},
+		"long reason text": {frame: []byte(`{"v":1,"type":"` + strings.Repeat("é", 200) + `","payload":{}}`), wantCode: websocket.CloseUnsupportedData, wantText: "unknown message type"},
+	}
+	f := newFixture(t, testConfig, edgeObjects()...)
+	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b"})
+	bystander.untilSynced()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+			c.untilSynced()
+			if err := c.conn.WriteMessage(websocket.TextMessage, tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			ce := c.closed()
+			if ce.Code != tc.wantCode || !strings.Contains(ce.Text, tc.wantText) || len(ce.Text) > maxCloseReason {
+				t.Errorf("closed with %d %q, want %d with %q in at most %d bytes", ce.Code, ce.Text, tc.wantCode, tc.wantText, maxCloseReason)
+			}
+		})
+	}
+	// The other connection goes on: it still gets changes.
+	updateJob(t, f, "fl-b", "51", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
+	for {
+		m := bystander.must(5 * time.Second)
+		if got := summary(m); strings.HasPrefix(got, "upsert FederatedLearningJob default/fl-b@51") {
+			break
+		}
+	}
+}
+
+func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c.untilSynced()
+
+	report := func(id uint64, body string) *edgeproto.Report {
+		return &edgeproto.Report{ID: id, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
+	}
+	const (
+		flA = `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		flB = `{"name":"w","namespace":"default","ownerName":"fl-b","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+		ilX = `{"name":"w","namespace":"default","ownerName":"il-x","ownerKind":"incrementallearningjob","kind":"train","status":"running"}`
+	)
+	tests := []struct {
+		name        string
+		report      *edgeproto.Report
+		want        string
+		wantApplied []recordedReport
+	}{
+		{name: "a report about the node's own job is applied", report: report(1, flA),
+			want: "reportAck [1]", wantApplied: []recordedReport{{"edge-a", 1, "FederatedLearningJob"}}},
+		{name: "a report about a job without a worker on the node is refused", report: report(2, flB),
+			want: "reportAck [2] refused 2: node edge-a has no worker in FederatedLearningJob default/fl-b"},
+		{name: "an invalid body is refused, not closed", report: report(3, `{"name":"w"}`),
+			want: "reportAck [3] refused 3: invalid worker report: namespace is required\nownerName is required\nownerKind is required\nkind is required\nstatus is required (only inference reports may omit it)"},
+		{name: "a report about an object that does not exist is refused", report: report(4, ilX),
+			want: "reportAck [4] refused 4: node edge-a has no worker in IncrementalLearningJob default/il-x"},
+		{name: "another kind goes to its applier", report: report(5, jiA),
+			want: "reportAck [5]", wantApplied: []recordedReport{{"edge-a", 5, "JointInferenceService"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(f.reports())
+			c.send(tc.report)
+			if got := summary(c.must(5 * time.Second)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if diff := cmp.Diff(tc.wantApplied, f.reports()[before:], cmp.AllowUnexported(recordedReport{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("applier calls (-want,+got):\n%s", diff)
+			}
+		})
+	}
+
+	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 2 || refused != 3 {
+		t.Errorf("reports applied %v, refused %v; want 2 and 3", applied, refused)
+	}
+
+	// The Lease shows the link and the last report acknowledged.
+	waitFor(t, func() (bool, string) {
+		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
+			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationUnackedObjects]}
+		want := []string{"edge-a", "edge-a", "connected", "5", "0"}
+		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
+	})
+	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
+	if err != nil || len(leases.Items) != 1 {
+		t.Errorf("leases labelled %s: %v (%v), want edge-a's", LabelEdgeNode, leases, err)
+	}
+	c.conn.Close()
+	waitFor(t, func() (bool, string) {
+		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return lease.Annotations[AnnotationLink] == LinkDisconnected, lease.Annotations[AnnotationLink]
+	})
+}
+
+func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	fail := true // guarded by f.mu, as applyErr runs under it
+	f.mu.Lock()
+	f.applyErr = func(*edgeproto.Report) error {
+		if fail {
+			return errors.New("the API server is away")
+		}
+		return nil
+	}
+	f.mu.Unlock()
+	body := `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"completed"}`
+	r := &edgeproto.Report{ID: 7, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
+
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c.untilSynced()
+	c.send(r)
+	ce := c.closed() // fails on a ReportAck
+	if ce.Code != websocket.CloseTryAgainLater {
+		t.Errorf("closed with %d %q, want try again later", ce.Code, ce.Text)
+	}
+	if n := len(f.reports()); n != 1+len(applyBackoff) {
+		t.Errorf("applier called %d times, want %d", n, 1+len(applyBackoff))
+	}
+
+	f.mu.Lock()
+	fail = false
+	f.mu.Unlock()
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c.untilSynced()
+	c.send(r)
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
+		t.Errorf("got %q, want the resent report acknowledged", got)
+	}
+}
+
+func updateJob(t *testing.T, f *fixture, name, rv string, change func(*sednav1.FederatedLearningJob)) {
+	t.Helper()
+	jobs := f.sedna.SednaV1alpha1().FederatedLearningJobs(testNS)
+	j, err := jobs.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(j)
+	j.ResourceVersion = rv // the fake tracker keeps what it is given
+	if _, err := jobs.Update(t.Context(), j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met: %s", detail)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c.untilSynced()
+
+	// Hold the event handlers (they need the hub's lock to reach the
+	// session) while the cache takes two versions.
+	f.hub.mu.Lock()
+	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
+	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
+	waitFor(t, func() (bool, string) {
+		j, ok := getCached[*sednav1.FederatedLearningJob](f.hub.inf.federated, testNS, "fl-a")
+		return ok && j.ResourceVersion == "43", "the cache does not have version 43"
+	})
+	f.hub.mu.Unlock()
+
+	up := c.must(5 * time.Second).(*edgeproto.Upsert)
+	if up.ResourceVersion != "43" {
+		t.Fatalf("got %s, want only the latest version 43", summary(up))
+	}
+	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{up.ObjectVersion}})
+	drainResends(c, "fl-a@43")
+	c.quiet(4 * testConfig.ResendAfter)
+	if got := f.metric("messages_sent_total", "type", "upsert") - f.metric("resends_total"); got != 1 {
+		t.Errorf("sent %v upserts besides resends, want 1", got)
+	}
+}
+
+func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c.untilSynced()
+	if got := f.metric("connected_nodes"); got != 1 {
+		t.Errorf("connected_nodes %v, want 1", got)
+	}
+	f.stop()
+	ce := c.closed()
+	if ce.Code != websocket.CloseGoingAway {
+		t.Errorf("closed with %d %q, want going away", ce.Code, ce.Text)
+	}
+	lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lease.Annotations[AnnotationLink]; got != LinkDisconnected {
+		t.Errorf("link %q after shutdown, want %q", got, LinkDisconnected)
+	}
+}

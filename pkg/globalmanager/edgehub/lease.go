@@ -1,0 +1,277 @@
+package edgehub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+)
+
+// The label and annotations of the per-node Leases.
+const (
+	LabelEdgeNode            = "nereid.io/edge-node"
+	AnnotationLink           = "nereid.io/link"
+	AnnotationLastReportID   = "nereid.io/last-report-id"
+	AnnotationUnackedObjects = "nereid.io/unacked-objects"
+
+	LinkConnected    = "connected"
+	LinkDisconnected = "disconnected"
+
+	leasePrefix = "nereid-edge-"
+)
+
+// LeaseName is the name of node's Lease.
+func LeaseName(node string) string {
+	name := leasePrefix + node
+	if len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(node))
+	return name[:253-17] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// labelValue is node as a label value, shortened when a node's name (up to
+// 253 characters) is longer than a label value may be.
+func labelValue(node string) string {
+	if len(node) <= 63 {
+		return node
+	}
+	sum := sha256.Sum256([]byte(node))
+	return node[:46] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// link is what the hub knows of one node's link, for its Lease.
+type link struct {
+	connected    bool
+	session      *session // the current connection, when connected
+	connectedAt  time.Time
+	lastHeard    time.Time
+	lastReportID uint64
+	unacked      int
+
+	urgent      bool      // a connect or disconnect not yet written
+	changed     bool      // something not yet written
+	lastWritten time.Time // zero: never written by this hub
+	lease       *coordinationv1.Lease
+}
+
+// links keeps every node's link state and writes it to the node's Lease.
+type links struct {
+	client    kubernetes.Interface
+	namespace string
+	period    time.Duration
+	duration  time.Duration // the Lease's leaseDurationSeconds
+	now       func() time.Time
+
+	mu    sync.Mutex
+	nodes map[string]*link
+	kick  chan struct{}
+}
+
+func newLinks(client kubernetes.Interface, cfg Config, now func() time.Time) *links {
+	return &links{
+		client:    client,
+		namespace: cfg.Namespace,
+		period:    cfg.LeaseUpdatePeriod,
+		duration:  cfg.LeaseUpdatePeriod + cfg.ReadTimeout,
+		now:       now,
+		nodes:     make(map[string]*link),
+		kick:      make(chan struct{}, 1),
+	}
+}
+
+func (l *links) get(node string) *link {
+	k := l.nodes[node]
+	if k == nil {
+		k = &link{}
+		l.nodes[node] = k
+	}
+	return k
+}
+
+func (l *links) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// connected records that s is node's connection now.
+func (l *links) connected(s *session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.get(s.node)
+	now := l.now()
+	k.connected, k.session, k.connectedAt, k.lastHeard = true, s, now, now
+	k.unacked = 0
+	k.urgent, k.changed = true, true
+	l.wake()
+}
+
+// disconnected records that s ended, unless a newer connection replaced it.
+func (l *links) disconnected(s *session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.get(s.node)
+	if k.session != s {
+		return
+	}
+	k.connected, k.session = false, nil
+	k.urgent, k.changed = true, true
+	l.wake()
+}
+
+// heard records a frame from s.
+func (l *links) heard(s *session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.get(s.node); k.session == s {
+		k.lastHeard = l.now()
+		k.changed = true
+	}
+}
+
+// reportAcked records the last report ID acknowledged to s.
+func (l *links) reportAcked(s *session, id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.get(s.node); k.session == s && id > k.lastReportID {
+		k.lastReportID = id
+		k.changed = true
+	}
+}
+
+// setUnacked records how many objects sent on s wait for an Ack.
+func (l *links) setUnacked(s *session, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.get(s.node); k.session == s && k.unacked != n {
+		k.unacked = n
+		k.changed = true
+	}
+}
+
+// run writes the Leases until ctx is done: connects and disconnects at once,
+// other changes at most every period per node. A failed write is tried again
+// on the next round.
+func (l *links) run(ctx context.Context) {
+	ticker := time.NewTicker(l.period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-l.kick:
+		}
+		l.writeDue(ctx, false)
+	}
+}
+
+// writeDue writes the Leases that are due, all that changed when force.
+func (l *links) writeDue(ctx context.Context, force bool) {
+	type due struct {
+		node string
+		k    link
+	}
+	var todo []due
+	l.mu.Lock()
+	now := l.now()
+	for node, k := range l.nodes {
+		if k.urgent || (k.changed && (force || now.Sub(k.lastWritten) >= l.period)) {
+			todo = append(todo, due{node, *k})
+			// Cleared now so that a change made while the write is in
+			// flight is written next time; put back if the write fails.
+			k.urgent, k.changed = false, false
+			k.lastWritten = now
+		}
+	}
+	l.mu.Unlock()
+
+	for _, d := range todo {
+		lease, err := l.write(ctx, d.node, &d.k)
+		l.mu.Lock()
+		k := l.nodes[d.node]
+		if err != nil {
+			k.urgent = k.urgent || d.k.urgent
+			k.changed = true
+			k.lease = nil // read it again
+		} else {
+			k.lease = lease
+			k.lastReportID = max(k.lastReportID, d.k.lastReportID)
+		}
+		l.mu.Unlock()
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Writing the link state of an edge node", "node", d.node)
+		}
+	}
+}
+
+// write puts k into node's Lease and returns the Lease written.
+func (l *links) write(ctx context.Context, node string, k *link) (*coordinationv1.Lease, error) {
+	leases := l.client.CoordinationV1().Leases(l.namespace)
+	name := LeaseName(node)
+	lease := k.lease
+	if lease == nil {
+		got, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			created, err := leases.Create(ctx, l.fill(&coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace},
+			}, node, k), metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("creating lease %s/%s: %w", l.namespace, name, err)
+			}
+			return created, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading lease %s/%s: %w", l.namespace, name, err)
+		}
+		// After a restart, keep saying what an earlier hub acknowledged.
+		if id, err := strconv.ParseUint(got.Annotations[AnnotationLastReportID], 10, 64); err == nil && id > k.lastReportID {
+			k.lastReportID = id
+		}
+		lease = got
+	}
+	updated, err := leases.Update(ctx, l.fill(lease.DeepCopy(), node, k), metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating lease %s/%s: %w", l.namespace, name, err)
+	}
+	return updated, nil
+}
+
+// fill sets the fields of lease the hub owns from k.
+func (l *links) fill(lease *coordinationv1.Lease, node string, k *link) *coordinationv1.Lease {
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	lease.Labels[LabelEdgeNode] = labelValue(node)
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	state := LinkDisconnected
+	if k.connected {
+		state = LinkConnected
+	}
+	lease.Annotations[AnnotationLink] = state
+	lease.Annotations[AnnotationLastReportID] = strconv.FormatUint(k.lastReportID, 10)
+	lease.Annotations[AnnotationUnackedObjects] = strconv.Itoa(k.unacked)
+	holder := node
+	duration := int32(l.duration / time.Second)
+	lease.Spec.HolderIdentity = &holder
+	lease.Spec.LeaseDurationSeconds = &duration
+	if !k.connectedAt.IsZero() {
+		lease.Spec.AcquireTime = &metav1.MicroTime{Time: k.connectedAt}
+	}
+	if !k.lastHeard.IsZero() {
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: k.lastHeard}
+	}
+	return lease
+}

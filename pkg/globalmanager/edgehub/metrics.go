@@ -1,0 +1,71 @@
+package edgehub
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// Reasons a connection is refused, the label of connections_refused_total.
+const (
+	refusedNoToken      = "no_token"
+	refusedInvalidToken = "invalid_token"
+	refusedNoNode       = "no_node_identity"
+	refusedReviewError  = "token_review_error"
+	refusedNoHello      = "no_hello"
+	refusedNodeMismatch = "node_mismatch"
+	refusedShuttingDown = "shutting_down"
+)
+
+// metrics are the hub's Prometheus metrics.
+type metrics struct {
+	connectedNodes prometheus.Gauge
+	refused        *prometheus.CounterVec
+	sent           *prometheus.CounterVec
+	received       *prometheus.CounterVec
+	resends        prometheus.Counter
+	reportsApplied prometheus.Counter
+	reportsRefused prometheus.Counter
+	ackLatency     prometheus.Histogram
+}
+
+// newMetrics makes the hub's metrics and registers them with reg, if not nil.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "nereid", Subsystem: "edgehub", Name: name, Help: help}
+	}
+	m := &metrics{
+		connectedNodes: prometheus.NewGauge(prometheus.GaugeOpts(opts("connected_nodes",
+			"Edge nodes with a live connection."))),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_refused_total",
+			"Connections refused, by reason.")), []string{"reason"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_sent_total",
+			"Messages sent to LocalControllers, by type.")), []string{"type"}),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_received_total",
+			"Messages received from LocalControllers, by type.")), []string{"type"}),
+		resends: prometheus.NewCounter(prometheus.CounterOpts(opts("resends_total",
+			"Upserts and Deletes sent again because their Ack did not come in time."))),
+		reportsApplied: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_applied_total",
+			"Worker reports applied and acknowledged."))),
+		reportsRefused: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_refused_total",
+			"Worker reports refused for good and acknowledged."))),
+		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "nereid", Subsystem: "edgehub", Name: "object_ack_latency_seconds",
+			Help:    "Time from the first send of an object's version to its Ack.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.sent, m.received,
+			m.resends, m.reportsApplied, m.reportsRefused, m.ackLatency} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) sentMessage(t edgeproto.Type)     { m.sent.WithLabelValues(string(t)).Inc() }
+func (m *metrics) receivedMessage(t edgeproto.Type) { m.received.WithLabelValues(string(t)).Inc() }
+func (m *metrics) refuse(reason string)             { m.refused.WithLabelValues(reason).Inc() }

@@ -1,0 +1,572 @@
+package edgehub
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// closeGrace is how long a closing connection waits for the peer to answer
+// its close frame before the TCP connection is cut.
+const closeGrace = time.Second
+
+// maxCloseReason is the most a close frame's reason holds (125 bytes of
+// control frame payload less the 2-byte code).
+const maxCloseReason = 123
+
+// closeError ends a connection with a websocket close code and a reason; err,
+// if set, is what is logged in full.
+type closeError struct {
+	code   int
+	reason string
+	err    error
+}
+
+func (e *closeError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return e.reason
+}
+
+func (e *closeError) Unwrap() error { return e.err }
+
+// frameError is the closeError for a frame edgeproto.Decode refused.
+func frameError(err error) *closeError {
+	code := websocket.CloseInvalidFramePayloadData
+	switch {
+	case errors.Is(err, edgeproto.ErrTooLarge):
+		code = websocket.CloseMessageTooBig
+	case errors.Is(err, edgeproto.ErrUnknownVersion), errors.Is(err, edgeproto.ErrUnknownType):
+		code = websocket.CloseUnsupportedData
+	}
+	return &closeError{code: code, reason: err.Error(), err: fmt.Errorf("decoding frame: %w", err)}
+}
+
+// readError is the error of a failed read: the peer's close (a
+// *websocket.CloseError), or a closeError for a timeout, a frame over the read
+// limit, or a broken connection.
+func readError(err error, timeout time.Duration) error {
+	var ce *websocket.CloseError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce // the peer's close: the caller tells it apart
+	case errors.Is(err, websocket.ErrReadLimit):
+		return &closeError{code: websocket.CloseMessageTooBig, reason: fmt.Sprintf("frame larger than %d bytes", edgeproto.MaxFrameBytes), err: err}
+	case errors.As(err, &ne) && ne.Timeout():
+		return &closeError{code: websocket.CloseGoingAway, reason: fmt.Sprintf("no message for %s", timeout), err: err}
+	}
+	return &closeError{code: websocket.CloseAbnormalClosure, reason: "connection lost", err: err}
+}
+
+// clipReason shortens a close reason to what a close frame holds, at a rune
+// boundary.
+func clipReason(s string) string {
+	if len(s) <= maxCloseReason {
+		return s
+	}
+	const ellipsis = "…"
+	cut := maxCloseReason - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// closeConn sends a close frame, waits a little for the peer's answer, and
+// closes conn. It is for connections that never became a session.
+func closeConn(conn *websocket.Conn, code int, reason string) {
+	deadline := time.Now().Add(closeGrace)
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, clipReason(reason)), deadline)
+	_ = conn.SetReadDeadline(deadline)
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			break
+		}
+	}
+	_ = conn.Close()
+}
+
+// inflight is an Upsert or Delete sent and not yet acknowledged.
+type inflight struct {
+	version   string
+	delete    bool
+	firstSent time.Time // of this version, for the ack latency
+	lastSent  time.Time
+}
+
+// reportResult is a report to acknowledge: applied, or refused with a reason.
+type reportResult struct {
+	id      uint64
+	refused bool
+	reason  string
+}
+
+// session is one LocalController connection after its Hello. Its reader (the
+// HTTP handler's goroutine) reads and applies frames; its writer goroutine
+// owns the downstream state and is the only one writing data frames.
+type session struct {
+	hub    *Hub
+	node   string
+	conn   *websocket.Conn
+	logger klog.Logger
+	hello  *edgeproto.Hello
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	done     chan struct{} // closed once reader and writer have returned
+
+	dirty   chan struct{} // the node's set may have changed
+	acks    chan []edgeproto.ObjectVersion
+	results chan reportResult
+
+	// The writer's own.
+	held       map[edgeproto.ObjectRef]string // what the LC holds, by its Hello and Acks
+	inflight   map[edgeproto.ObjectRef]*inflight
+	unsendable map[edgeproto.ObjectRef]string // versions too large to send, logged once
+}
+
+func newSession(ctx context.Context, h *Hub, node string, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &session{
+		hub: h, node: node, conn: conn, logger: logger, hello: hello,
+		ctx: klog.NewContext(ctx, logger), cancel: cancel,
+		done:       make(chan struct{}),
+		dirty:      make(chan struct{}, 1),
+		acks:       make(chan []edgeproto.ObjectVersion, 16),
+		results:    make(chan reportResult, 16),
+		held:       make(map[edgeproto.ObjectRef]string, len(hello.Inventory)),
+		inflight:   make(map[edgeproto.ObjectRef]*inflight),
+		unsendable: make(map[edgeproto.ObjectRef]string),
+	}
+	for _, v := range hello.Inventory {
+		s.held[v.ObjectRef] = v.ResourceVersion
+	}
+	return s
+}
+
+// markDirty asks the writer to compare the node's set with what was sent.
+func (s *session) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the session with a close frame; the reader returns when the peer
+// answers it, or when the connection is cut closeGrace later.
+func (s *session) stop(code int, reason string) {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		_ = s.conn.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(code, clipReason(reason)), time.Now().Add(closeGrace))
+		time.AfterFunc(closeGrace, func() { _ = s.conn.Close() })
+	})
+}
+
+// run serves the session until it stops.
+func (s *session) run() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.write(); err != nil {
+			s.logger.Error(err, "Closing edge connection: writing failed")
+			s.stop(websocket.CloseInternalServerErr, "writing failed")
+		}
+	})
+	err := s.read()
+	var ce *closeError
+	var peer *websocket.CloseError
+	switch {
+	case s.ctx.Err() != nil:
+		// Stopped by the hub (replaced, shutting down) or by the writer.
+	case errors.As(err, &peer):
+		s.logger.V(2).Info("Edge connection closed by the LocalController", "code", peer.Code, "reason", peer.Text)
+	case errors.As(err, &ce):
+		s.logger.Info("Closing edge connection", "reason", ce.reason, "err", ce.err)
+		s.stop(ce.code, ce.reason)
+		// Give the peer the time to read the close frame and answer it: a
+		// connection cut with unread input is reset, and the peer may lose
+		// the frame. After a frame over the limit the websocket reader is
+		// spent, and the rest of that frame is read off the TCP connection.
+		_ = s.conn.SetReadDeadline(time.Now().Add(closeGrace))
+		if errors.Is(ce.err, websocket.ErrReadLimit) {
+			_, _ = io.Copy(io.Discard, s.conn.NetConn())
+		} else {
+			for {
+				if _, _, err := s.conn.ReadMessage(); err != nil {
+					break
+				}
+			}
+		}
+	}
+	s.stop(websocket.CloseNormalClosure, "")
+	wg.Wait()
+	_ = s.conn.Close()
+}
+
+// read reads frames until the connection ends, and returns why.
+func (s *session) read() error {
+	timeout := s.hub.cfg.ReadTimeout
+	for {
+		_ = s.conn.SetReadDeadline(time.Now().Add(timeout))
+		_, frame, err := s.conn.ReadMessage()
+		if err != nil {
+			return readError(err, timeout)
+		}
+		if s.ctx.Err() != nil {
+			continue // closing: only the peer's close frame matters now
+		}
+		s.hub.links.heard(s)
+		msg, err := edgeproto.Decode(frame)
+		if err != nil {
+			return frameError(err)
+		}
+		s.hub.metrics.receivedMessage(msg.Type())
+		switch m := msg.(type) {
+		case *edgeproto.Heartbeat:
+		case *edgeproto.Ack:
+			select {
+			case s.acks <- m.Objects:
+			case <-s.ctx.Done():
+			}
+		case *edgeproto.Report:
+			if err := s.report(m); err != nil {
+				return err
+			}
+		default:
+			return &closeError{code: websocket.ClosePolicyViolation,
+				reason: fmt.Sprintf("unexpected %s message from a LocalController", msg.Type())}
+		}
+	}
+}
+
+// report checks and applies one report and hands its acknowledgement to the
+// writer. An error that is not a refusal ends the connection (see doc.go).
+func (s *session) report(r *edgeproto.Report) error {
+	logger := s.logger.WithValues("report", r.ID, "worker", r.Worker)
+	result := reportResult{id: r.ID}
+	refuse := func(reason string) {
+		result.refused, result.reason = true, clipRefusal(reason)
+		s.hub.metrics.reportsRefused.Inc()
+		logger.Info("Refused a worker report", "reason", reason)
+	}
+	info, err := edgeproto.ParseWorkerInfo(r.Body)
+	switch {
+	case err != nil:
+		refuse("invalid worker report: " + err.Error())
+	case !s.hub.concerns(s.node, info.Owner()):
+		o := info.Owner()
+		refuse(fmt.Sprintf("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name))
+	case s.hub.appliers[info.Owner().Kind] == nil:
+		refuse(fmt.Sprintf("the GlobalManager applies no reports of kind %s", info.Owner().Kind))
+	default:
+		err := s.apply(s.hub.appliers[info.Owner().Kind], r, info)
+		if reason, ok := edgeproto.IsRefused(err); ok {
+			refuse(reason)
+		} else if err != nil {
+			return &closeError{code: websocket.CloseTryAgainLater,
+				reason: fmt.Sprintf("report %d could not be applied, send it again", r.ID),
+				err:    fmt.Errorf("applying report %d of worker %s: %w", r.ID, r.Worker, err)}
+		} else {
+			s.hub.metrics.reportsApplied.Inc()
+			logger.V(4).Info("Applied a worker report", "owner", info.Owner())
+		}
+	}
+	select {
+	case s.results <- result:
+	case <-s.ctx.Done():
+	}
+	return nil
+}
+
+// applyBackoff are the waits between tries of a report whose applier fails
+// with an error worth retrying; after the last the connection is closed.
+var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+
+// apply calls the applier, trying again a little later on an error that is
+// not a refusal.
+func (s *session) apply(a ReportApplier, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	for i := 0; ; i++ {
+		err := a.ApplyReport(s.ctx, s.node, r, info)
+		if _, refused := edgeproto.IsRefused(err); err == nil || refused || i == len(applyBackoff) {
+			return err
+		}
+		s.logger.V(2).Info("Applying a worker report failed, trying again", "report", r.ID, "err", err)
+		select {
+		case <-time.After(applyBackoff[i]):
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+	}
+}
+
+// clipRefusal keeps a refusal's reason to a log line.
+func clipRefusal(s string) string {
+	const limit = 1024
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// write sends the difference that answers the Hello, then Synced, then
+// changes, resends, report acknowledgements and heartbeats until the session
+// stops.
+func (s *session) write() error {
+	cfg := s.hub.cfg
+	heartbeat := time.NewTicker(cfg.HeartbeatPeriod)
+	defer heartbeat.Stop()
+	resend := time.NewTicker(max(cfg.ResendAfter/4, 10*time.Millisecond))
+	defer resend.Stop()
+
+	if err := s.sync(nil); err != nil {
+		return err
+	}
+	if err := s.send(&edgeproto.Synced{}); err != nil {
+		return err
+	}
+	s.logger.V(2).Info("Edge node synced", "held", len(s.held), "inflight", len(s.inflight))
+	for {
+		var err error
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-s.dirty:
+			err = s.sync(nil)
+		case acks := <-s.acks:
+			s.ack(acks)
+		case r := <-s.results:
+			err = s.ackReports(r)
+		case <-heartbeat.C:
+			err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
+		case <-resend.C:
+			err = s.resend()
+		}
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil // the connection was closed under the write
+			}
+			return err
+		}
+		s.hub.links.setUnacked(s, len(s.inflight))
+	}
+}
+
+// send writes one message.
+func (s *session) send(m edgeproto.Message) error {
+	frame, err := edgeproto.Encode(m)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", m.Type(), err)
+	}
+	return s.sendFrame(m.Type(), frame)
+}
+
+func (s *session) sendFrame(t edgeproto.Type, frame []byte) error {
+	// A LocalController that reads nothing for a read timeout is gone.
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.hub.cfg.ReadTimeout))
+	if err := s.conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+		return fmt.Errorf("sending %s: %w", t, err)
+	}
+	s.hub.metrics.sentMessage(t)
+	return nil
+}
+
+// known is the version of ref the LocalController holds or is being sent,
+// "" for none.
+func (s *session) known(ref edgeproto.ObjectRef) string {
+	if f := s.inflight[ref]; f != nil {
+		if f.delete {
+			return ""
+		}
+		return f.version
+	}
+	return s.held[ref]
+}
+
+// sync sends what makes the LocalController's store the node's set: an Upsert
+// for each object it lacks or holds at another version, a Delete for each it
+// holds that left the set. force names refs to send again even when already
+// sent (resends).
+func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
+	desired := s.hub.desired(s.node)
+	refs := make([]edgeproto.ObjectRef, 0, len(desired))
+	for ref := range desired {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, compareRefs)
+	for _, ref := range refs {
+		d := desired[ref]
+		if (s.known(ref) == d.version && !force[ref]) || s.unsendable[ref] == d.version {
+			continue
+		}
+		if err := s.sendUpsert(ref, d); err != nil {
+			return err
+		}
+	}
+
+	var gone []edgeproto.ObjectRef
+	for ref := range s.held {
+		if _, ok := desired[ref]; !ok && s.inflight[ref] == nil {
+			gone = append(gone, ref)
+		}
+	}
+	for ref, f := range s.inflight {
+		if _, ok := desired[ref]; !ok && (!f.delete || force[ref]) {
+			gone = append(gone, ref)
+		}
+	}
+	slices.SortFunc(gone, compareRefs)
+	for _, ref := range gone {
+		version := s.held[ref]
+		if f := s.inflight[ref]; f != nil {
+			version = f.version
+		}
+		if err := s.sendDelete(ref, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindOrder sends Datasets and Models before the jobs that name them.
+var kindOrder = map[string]int{sednav1.DatasetKind.Kind: 0, sednav1.ModelKind.Kind: 1}
+
+func compareRefs(a, b edgeproto.ObjectRef) int {
+	rank := func(k string) int {
+		if r, ok := kindOrder[k]; ok {
+			return r
+		}
+		return 2
+	}
+	return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
+		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
+	obj, err := encodeObject(d.obj)
+	var frame []byte
+	if err == nil {
+		frame, err = edgeproto.Encode(&edgeproto.Upsert{
+			ObjectVersion: edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.version},
+			Object:        obj,
+		})
+	}
+	if err != nil {
+		// Not something a retry mends; the next version may be sendable.
+		s.unsendable[ref] = d.version
+		s.logger.Error(err, "Cannot send an object to an edge node", "object", ref, "resourceVersion", d.version)
+		return nil
+	}
+	if err := s.sendFrame(edgeproto.TypeUpsert, frame); err != nil {
+		return err
+	}
+	s.sent(ref, d.version, false)
+	s.logger.V(4).Info("Sent object", "object", ref, "resourceVersion", d.version)
+	return nil
+}
+
+func (s *session) sendDelete(ref edgeproto.ObjectRef, version string) error {
+	if err := s.send(&edgeproto.Delete{ObjectVersion: edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: version}}); err != nil {
+		return err
+	}
+	s.sent(ref, version, true)
+	s.logger.V(4).Info("Sent delete", "object", ref, "resourceVersion", version)
+	return nil
+}
+
+// sent records an Upsert or Delete as waiting for its Ack.
+func (s *session) sent(ref edgeproto.ObjectRef, version string, isDelete bool) {
+	now := s.hub.now()
+	f := s.inflight[ref]
+	if f != nil && f.version == version && f.delete == isDelete {
+		s.hub.metrics.resends.Inc()
+		f.lastSent = now
+		return
+	}
+	s.inflight[ref] = &inflight{version: version, delete: isDelete, firstSent: now, lastSent: now}
+}
+
+// ack settles what the LocalController acknowledged. An Ack of a version
+// other than the one last sent settles nothing: the newer one is on its way.
+func (s *session) ack(versions []edgeproto.ObjectVersion) {
+	now := s.hub.now()
+	for _, v := range versions {
+		f := s.inflight[v.ObjectRef]
+		if f == nil || f.version != v.ResourceVersion {
+			continue
+		}
+		s.hub.metrics.ackLatency.Observe(now.Sub(f.firstSent).Seconds())
+		if f.delete {
+			delete(s.held, v.ObjectRef)
+		} else {
+			s.held[v.ObjectRef] = v.ResourceVersion
+		}
+		delete(s.inflight, v.ObjectRef)
+	}
+}
+
+// resend sends again what has waited ResendAfter for its Ack, at its latest
+// version.
+func (s *session) resend() error {
+	now := s.hub.now()
+	var force map[edgeproto.ObjectRef]bool
+	for ref, f := range s.inflight {
+		if now.Sub(f.lastSent) >= s.hub.cfg.ResendAfter {
+			if force == nil {
+				force = make(map[edgeproto.ObjectRef]bool)
+			}
+			force[ref] = true
+		}
+	}
+	if force == nil {
+		return nil
+	}
+	return s.sync(force)
+}
+
+// ackReports acknowledges r and whatever other reports are ready, in one
+// ReportAck.
+func (s *session) ackReports(r reportResult) error {
+	results := []reportResult{r}
+	for more := true; more; {
+		select {
+		case r := <-s.results:
+			results = append(results, r)
+		default:
+			more = false
+		}
+	}
+	ack := &edgeproto.ReportAck{}
+	var last uint64
+	for _, r := range results {
+		ack.IDs = append(ack.IDs, r.id)
+		if r.refused {
+			ack.Refused = append(ack.Refused, edgeproto.RefusedReport{ID: r.id, Reason: r.reason})
+		}
+		last = max(last, r.id)
+	}
+	if err := s.send(ack); err != nil {
+		return err
+	}
+	s.hub.links.reportAcked(s, last)
+	return nil
+}

@@ -1,0 +1,145 @@
+package framework
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FreePort returns a loopback port nobody listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// EdgeHub is a GlobalManager started with its edge hub.
+type EdgeHub struct {
+	*Process
+	// Address is the hub's host:port.
+	Address string
+	// CAFile holds the CA the LocalControllers trust.
+	CAFile string
+}
+
+// StartGlobalManagerWithEdgeHub runs a GlobalManager for namespace whose edge
+// hub listens on a free loopback port and keeps its certificate, CA and node
+// Leases in namespace.
+func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...string) *EdgeHub {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	ca := filepath.Join(t.TempDir(), "edgehub-ca.crt")
+	gm := StartGlobalManager(t, namespace, append([]string{
+		"--edge-address", addr, "--edge-namespace", namespace, "--edge-ca-out", ca,
+	}, extra...)...)
+	Eventually(t, 30*time.Second, "the edge hub's CA file", func(context.Context) (bool, error) {
+		info, err := os.Stat(ca)
+		return err == nil && info.Size() > 0, nil
+	})
+	return &EdgeHub{Process: gm, Address: addr, CAFile: ca}
+}
+
+// EdgeIdentity gives a LocalController of node the identity a real one has: a
+// ServiceAccount and a Pod bound to node in namespace, and a token bound to
+// that Pod, written to a file. The GlobalManager's TokenReview reads the node
+// from it.
+func EdgeIdentity(t testing.TB, namespace, node string) (tokenFile string) {
+	t.Helper()
+	kube := KubeClient(t)
+	ctx := t.Context()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "localcontroller", Namespace: namespace}}
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the LocalController's ServiceAccount: %v", err)
+	}
+	pod, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "localcontroller-" + node, Namespace: namespace},
+		Spec: corev1.PodSpec{
+			NodeName: node, ServiceAccountName: "localcontroller",
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:test"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the LocalController's Pod on %s: %v", node, err)
+	}
+	expiry := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "localcontroller", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &expiry,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a token bound to %s: %v", pod.Name, err)
+	}
+	tokenFile = filepath.Join(t.TempDir(), node+".token")
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tokenFile
+}
+
+// LocalController is a LocalController process a test started.
+type LocalController struct {
+	*Process
+	Node string
+	// WorkerURL is its LC_SERVER: where workers post.
+	WorkerURL string
+	// HealthURL serves /healthz and /metrics.
+	HealthURL string
+	// DataDir holds its store; it survives Kill and Start.
+	DataDir string
+}
+
+// StartLocalController runs a LocalController for node against hub, proving
+// its identity with tokenFile.
+func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, extra ...string) *LocalController {
+	t.Helper()
+	worker := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	health := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	dir := t.TempDir()
+	args := append([]string{
+		"--node-name", node, "--gm-address", hub.Address, "--ca-file", hub.CAFile, "--token-file", tokenFile,
+		"--worker-address", worker, "--health-address", health, "--data-dir", filepath.Join(dir, "data"), "-v", "2",
+	}, extra...)
+	lc := &LocalController{
+		Process:   NewProcess("localcontroller-"+node, Binary(t, "localcontroller"), filepath.Join(dir, "localcontroller.log"), args...),
+		Node:      node,
+		WorkerURL: "http://" + worker,
+		HealthURL: "http://" + health,
+		DataDir:   filepath.Join(dir, "data"),
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		lc.Stop(t)
+		if t.Failed() {
+			t.Logf("last lines of %s's log:\n%s", lc.Name, tail(lc.logPath, 40))
+		}
+	})
+	Eventually(t, 30*time.Second, lc.Name+" to serve", func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(lc.HealthURL + "/healthz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return lc
+}
+

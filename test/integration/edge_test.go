@@ -1,0 +1,392 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// trainingWorkerOn returns the name of the job's training worker pod on node.
+func trainingWorkerOn(t *testing.T, ns string, job metav1.Object, node string) string {
+	t.Helper()
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range pods {
+		if p.Labels[common.LabelWorkerRole] == "training" && p.Spec.NodeName == node {
+			return name
+		}
+	}
+	t.Fatalf("no training worker of %s on %s", job.GetName(), node)
+	return ""
+}
+
+// postReport posts what a Sedna training worker posts; it returns the HTTP status.
+func postReport(t *testing.T, lc *framework.LocalController, ns, worker string, round int) (int, string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"name": worker, "namespace": ns, "ownerName": flJob, "ownerKind": "federatedlearningjob",
+		"kind": "train", "status": "running", "ownerInfo": map[string]any{"currentRound": round},
+	})
+	resp, err := http.Post(lc.WorkerURL+"/sedna/workers/"+worker+"/info", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err.Error() // not listening (yet)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(msg)
+}
+
+// postUntilKnown posts a report, retrying while the LocalController has not
+// received the job yet (404).
+func postUntilKnown(t *testing.T, lc *framework.LocalController, ns, worker string, round int) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, "the LocalController to take a report", func(context.Context) (bool, error) {
+		code, msg := postReport(t, lc, ns, worker, round)
+		if code != http.StatusOK && code != http.StatusNotFound && code != 0 {
+			return false, fmt.Errorf("status %d: %s", code, msg)
+		}
+		return code == http.StatusOK, nil
+	})
+}
+
+// edgeNode returns what the job's status says the cloud heard from node.
+func edgeNode(ctx context.Context, t *testing.T, ns, node string) (sednav1.EdgeNodeStatus, error) {
+	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+	if err != nil {
+		return sednav1.EdgeNodeStatus{}, err
+	}
+	for _, n := range job.Status.EdgeNodes {
+		if n.Name == node {
+			return n, nil
+		}
+	}
+	return sednav1.EdgeNodeStatus{}, nil
+}
+
+func waitForReports(t *testing.T, ns, node string, n int64) {
+	t.Helper()
+	framework.Eventually(t, 60*time.Second, fmt.Sprintf("%d reports from %s in status", n, node), func(ctx context.Context) (bool, error) {
+		got, err := edgeNode(ctx, t, ns, node)
+		if got.ReportsApplied > n {
+			return false, fmt.Errorf("%d reports applied, more than the %d sent", got.ReportsApplied, n)
+		}
+		return got.ReportsApplied == n, err
+	})
+}
+
+func TestEdgeReportsPostedWhileTheGlobalManagerIsDownArriveOnce(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	job := applyFederatedExample(t, ns)
+	worker := trainingWorkerOn(t, ns, job, "edge-0")
+
+	postUntilKnown(t, lc, ns, worker, 1)
+	waitForReports(t, ns, "edge-0", 1)
+
+	hub.Kill(t)
+	for round := 2; round <= 6; round++ {
+		if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
+			t.Fatalf("with the cloud away the LocalController answered %d: %s", code, msg)
+		}
+	}
+	if err := hub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForReports(t, ns, "edge-0", 6)
+	framework.Consistently(t, 2*time.Second, "each report counted once", func(ctx context.Context) (bool, error) {
+		got, err := edgeNode(ctx, t, ns, "edge-0")
+		return got.ReportsApplied == 6, err
+	})
+}
+
+func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	job := applyFederatedExample(t, ns)
+	worker := trainingWorkerOn(t, ns, job, "edge-0")
+	postUntilKnown(t, lc, ns, worker, 1)
+	waitForReports(t, ns, "edge-0", 1)
+
+	hub.Kill(t)
+	for round := 2; round <= 4; round++ {
+		if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
+			t.Fatalf("report %d: %d %s", round, code, msg)
+		}
+	}
+	lc.Kill(t)
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Still without the cloud, the restarted LocalController knows the job
+	// from its store and keeps taking reports.
+	framework.Eventually(t, 30*time.Second, "the restarted LocalController to take a report", func(context.Context) (bool, error) {
+		code, _ := postReport(t, lc, ns, worker, 5)
+		return code == http.StatusOK, nil
+	})
+	if err := hub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForReports(t, ns, "edge-0", 5)
+}
+
+// rawEdgeConn dials the hub as a LocalController would, without being one:
+// for the tests of what a misbehaving or lying peer gets.
+func rawEdgeConn(t *testing.T, hub *framework.EdgeHub, tokenFile string) (*websocket.Conn, error) {
+	t.Helper()
+	pem, err := os.ReadFile(hub.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, HandshakeTimeout: 10 * time.Second}
+	conn, _, err := dialer.DialContext(t.Context(), "wss://"+hub.Address+"/edge/v1/connect",
+		http.Header{"Authorization": {"Bearer " + strings.TrimSpace(string(token))}})
+	if err == nil {
+		t.Cleanup(func() { conn.Close() })
+	}
+	return conn, err
+}
+
+func send(t *testing.T, conn *websocket.Conn, m edgeproto.Message) {
+	t.Helper()
+	frame, err := edgeproto.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+		t.Fatalf("sending %s: %v", m.Type(), err)
+	}
+}
+
+// readUntilClosed reads frames until the hub closes the connection or
+// timeout passes; it returns the messages and whether the connection closed.
+func readUntilClosed(conn *websocket.Conn, timeout time.Duration) (msgs []edgeproto.Message, closed bool) {
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	for {
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			return msgs, !isTimeout(err)
+		}
+		if m, err := edgeproto.Decode(frame); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	type timeout interface{ Timeout() bool }
+	t, ok := err.(timeout)
+	return ok && t.Timeout()
+}
+
+func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	applyFederatedExample(t, ns)
+	conn, err := rawEdgeConn(t, hub, framework.EdgeIdentity(t, ns, "edge-1"))
+	if err != nil {
+		t.Fatalf("dialing the hub with a valid token: %v", err)
+	}
+	send(t, conn, &edgeproto.Hello{Node: "edge-0"}) // the token says edge-1
+	msgs, closed := readUntilClosed(conn, 5*time.Second)
+	for _, m := range msgs {
+		if m.Type() != edgeproto.TypeHeartbeat {
+			t.Errorf("a connection claiming another node got a %s", m.Type())
+		}
+	}
+	if !closed {
+		t.Errorf("the hub kept a connection whose hello claims another node")
+	}
+}
+
+func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	job := applyFederatedExample(t, ns)
+	worker := trainingWorkerOn(t, ns, job, "edge-0")
+	postUntilKnown(t, lc, ns, worker, 1)
+	waitForReports(t, ns, "edge-0", 1)
+
+	token := framework.EdgeIdentity(t, ns, "edge-1")
+	cases := map[string][]byte{
+		"malformed":       []byte(`{"v":1,"type":"hello","payload":`),
+		"oversized":       bytes.Repeat([]byte("x"), edgeproto.MaxFrameBytes+1),
+		"unknown version": []byte(`{"v":2,"type":"hello","payload":{"node":"edge-1"}}`),
+	}
+	for name, frame := range cases {
+		t.Run(name, func(t *testing.T) {
+			conn, err := rawEdgeConn(t, hub, token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+			if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+				t.Fatal(err)
+			}
+			if _, closed := readUntilClosed(conn, 10*time.Second); !closed {
+				t.Errorf("the hub kept a connection that sent a %s frame", name)
+			}
+		})
+	}
+	// The real LocalController's link was not disturbed.
+	if code, msg := postReport(t, lc, ns, worker, 2); code != http.StatusOK {
+		t.Fatalf("report after the bad frames: %d %s", code, msg)
+	}
+	waitForReports(t, ns, "edge-0", 2)
+}
+
+// TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused plays a LocalController
+// of edge-1 that reports about a service whose workers are on edge-0 and
+// cloud-0: the hub refuses it and no status changes.
+func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	applyJointInferenceExample(t, ns)
+	conn, err := rawEdgeConn(t, hub, framework.EdgeIdentity(t, ns, "edge-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	body, _ := json.Marshal(map[string]any{
+		"name": "intruder", "namespace": ns, "ownerName": jiName, "ownerKind": "jointinferenceservice",
+		"kind": "inference", "ownerInfo": map[string]any{"inferenceNumber": 1000, "hardExampleNumber": 999},
+	})
+	send(t, conn, &edgeproto.Report{ID: 1, Worker: "intruder", Body: body, ReceivedAt: time.Now()})
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	var ack *edgeproto.ReportAck
+	for ack == nil {
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no ReportAck: %v", err)
+		}
+		m, err := edgeproto.Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := m.(*edgeproto.ReportAck); ok {
+			ack = a
+		}
+	}
+	if len(ack.Refused) != 1 || ack.Refused[0].ID != 1 {
+		t.Fatalf("the report was not refused: %+v", ack)
+	}
+	got, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(t.Context(), jiName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.EdgeNodes) != 0 || len(got.Status.Metrics) != 0 {
+		t.Errorf("a refused report changed the status: %+v", got.Status)
+	}
+}
+
+// lcObjects is what a LocalController's store holds, by "Kind ns/name", with
+// its resourceVersion.
+func lcObjects(lc *framework.LocalController) (map[string]string, error) {
+	resp, err := http.Get(lc.HealthURL + "/objects")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var inv []struct {
+		Key struct{ Kind, Namespace, Name string }
+		ResourceVersion string
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&inv); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, v := range inv {
+		out[v.Key.Kind+" "+v.Key.Namespace+"/"+v.Key.Name] = v.ResourceVersion
+	}
+	return out, nil
+}
+
+// TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects
+// edits one object and deletes another while edge-0's LocalController is
+// stopped: after it reconnects its store holds exactly what concerns edge-0.
+func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	applyFederatedExample(t, ns)
+	const dataset = "edge0-surface-defect-detection-dataset"
+	framework.Eventually(t, 30*time.Second, "edge-0's objects on its LocalController", func(context.Context) (bool, error) {
+		objs, err := lcObjects(lc)
+		return len(objs) == 3 && objs["FederatedLearningJob "+ns+"/"+flJob] != "" && objs["Dataset "+ns+"/"+dataset] != "" &&
+			objs["Model "+ns+"/surface-defect-detection-model"] != "", err
+	})
+
+	lc.Stop(t)
+	sedna := sednaClient(t).SednaV1alpha1()
+	ds, err := sedna.Datasets(ns).Get(t.Context(), dataset, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.Spec.URL = "/data/surface-defect/1-more.txt"
+	if ds, err = sedna.Datasets(ns).Update(t.Context(), ds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sedna.FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The job is gone and with it the reason to hold its Model; the edited
+	// Dataset is there at its new version.
+	want := map[string]string{"Dataset " + ns + "/" + dataset: ds.ResourceVersion}
+	framework.Eventually(t, 30*time.Second, "the LocalController's store to match the cluster", func(context.Context) (bool, error) {
+		objs, err := lcObjects(lc)
+		return err == nil && len(objs) == len(want) && objs["Dataset "+ns+"/"+dataset] == ds.ResourceVersion, nil
+	})
+}
+
+// TestASecondConnectionOfANodeReplacesTheFirst starts two LocalControllers
+// with the identity of edge-0: the hub serves one connection per node at a
+// time, and each of them ends up with every object of edge-0.
+func TestASecondConnectionOfANodeReplacesTheFirst(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	token := framework.EdgeIdentity(t, ns, "edge-0")
+	first := framework.StartLocalController(t, hub, "edge-0", token)
+	applyFederatedExample(t, ns)
+	framework.Eventually(t, 30*time.Second, "the first LocalController to hold edge-0's objects", func(context.Context) (bool, error) {
+		objs, err := lcObjects(first)
+		return len(objs) == 3, err
+	})
+	second := framework.StartLocalController(t, hub, "edge-0", token)
+	framework.Eventually(t, 30*time.Second, "the second LocalController to hold edge-0's objects", func(context.Context) (bool, error) {
+		objs, err := lcObjects(second)
+		return len(objs) == 3, err
+	})
+	if !strings.Contains(hub.Log(), "A new connection replaces the node's current one") {
+		t.Errorf("the hub's log does not say a connection was replaced")
+	}
+}
