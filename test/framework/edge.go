@@ -142,4 +142,3 @@ func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, ex
 	})
 	return lc
 }
-

@@ -315,7 +315,7 @@ func lcObjects(lc *framework.LocalController) (map[string]string, error) {
 	}
 	defer resp.Body.Close()
 	var inv []struct {
-		Key struct{ Kind, Namespace, Name string }
+		Key             struct{ Kind, Namespace, Name string }
 		ResourceVersion string
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&inv); err != nil {
