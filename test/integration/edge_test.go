@@ -390,3 +390,39 @@ func TestASecondConnectionOfANodeReplacesTheFirst(t *testing.T) {
 		t.Errorf("the hub's log does not say a connection was replaced")
 	}
 }
+
+// TestJointInferenceCountsReachTheServiceStatus posts what Sedna's edge
+// inference worker posts every LC_PERIOD to edge-0's LocalController.
+func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	applyJointInferenceExample(t, ns)
+	pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: common.LabelWorkerRole + "=edge"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("edge worker pods: %v, %d", err, len(pods.Items))
+	}
+	worker := pods.Items[0].Name
+	body, _ := json.Marshal(map[string]any{
+		"name": worker, "namespace": ns, "ownerName": jiName, "ownerKind": "jointinferenceservice", "kind": "inference",
+		"ownerInfo": map[string]any{"startTime": "2026-11-21 07:00:00", "updateTime": "2026-11-21 07:00:30",
+			"inferenceNumber": 120, "hardExampleNumber": 30, "uploadCloudRatio": 0.25},
+	})
+	framework.Eventually(t, 30*time.Second, "the LocalController to take the report", func(context.Context) (bool, error) {
+		resp, err := http.Post(lc.WorkerURL+"/sedna/workers/"+worker+"/info", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	framework.Eventually(t, 30*time.Second, "the counts in the service's status", func(ctx context.Context) (bool, error) {
+		ji, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n, _ := common.MetricValue(ji.Status.Metrics, "inferenceNumber")
+		h, _ := common.MetricValue(ji.Status.Metrics, "hardExampleNumber")
+		return n == 120 && h == 30, nil
+	})
+}
