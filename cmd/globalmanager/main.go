@@ -10,10 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -64,23 +63,13 @@ Flags:
 		explicit := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 		if err := applyConfigFile(fs, *configFile, explicit); err != nil {
-			fmt.Fprintf(os.Stderr, "globalmanager: %v\n", err)
-			os.Exit(2)
+			command.Exit("globalmanager", err)
 		}
 	}
 	if err := o.validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "globalmanager: %v\n", err)
-		os.Exit(2)
+		command.Exit("globalmanager", err)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		klog.ErrorS(err, "GlobalManager stopped")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	command.Run("GlobalManager", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func run(ctx context.Context, o options) error {

@@ -12,9 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
@@ -91,18 +90,9 @@ Flags:
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 	if err := o.validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "localcontroller: %v\n", err)
-		os.Exit(2)
+		command.Exit("localcontroller", err)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		klog.ErrorS(err, "LocalController stopped")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	command.Run("LocalController", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func run(ctx context.Context, o options) error {

@@ -1,0 +1,33 @@
+// Package command holds what Nereid's commands share around their real work:
+// running until SIGINT or SIGTERM, and exiting with a logged reason.
+package command
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+)
+
+// Exit prints a usage error (a bad flag, a missing setting) and exits 2.
+func Exit(name string, err error) {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	os.Exit(2)
+}
+
+// Run calls run with a context cancelled on SIGINT or SIGTERM, so the command
+// shuts down gracefully, and exits 1 with the error logged when run fails.
+func Run(what string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		klog.ErrorS(err, what+" stopped")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
