@@ -53,7 +53,7 @@ demo: ## Run the federated learning example on the local run, playing the worker
 	$(GO) run ./hack/demo $(DEMO_ARGS)
 
 .PHONY: bench
-bench: tools ## Benchmark the GlobalManager on a fresh local control plane; prints a table, writes _output/bench/*.json.
+bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').
 	$(GO) run ./test/bench $(BENCH_ARGS)
 
 .PHONY: test

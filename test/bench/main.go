@@ -9,7 +9,13 @@
 //   - respec: 100 jobs edited one at a time; edit → all new-spec workers created;
 //   - the GlobalManager's resident memory at the end.
 //
-// It writes the results as JSON under _output/bench/. Run it with `make bench`.
+// Then, on the same control plane, the edge section (edge.go) measures the
+// cloud–edge channel: a GlobalManager with its edge hub and many simulated
+// LocalControllers (see runEdge).
+//
+// Each section prints its table and writes its results as JSON under
+// _output/bench/. Run it with `make bench`; `-only edge` or `-only
+// globalmanager` runs one section.
 package main
 
 import (
@@ -45,10 +51,12 @@ import (
 
 type options struct {
 	kubeconfig string
+	only       string
 	jobs       int
 	heal       int
 	respec     int
 	out        string
+	edge       edgeOptions
 }
 
 // result is one measured quantity.
@@ -66,8 +74,18 @@ func main() {
 	flag.IntVar(&o.jobs, "jobs", 500, "FederatedLearningJobs created at once (each 1 aggregator + 2 training workers + 1 Service).")
 	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
 	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
-	flag.StringVar(&o.out, "out", "", "JSON file to write (default _output/bench/globalmanager-<time>.json).")
+	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
+	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager or edge (default both).")
+	o.edge.addFlags(flag.CommandLine)
 	flag.Parse()
+	if o.only != "" && o.only != "globalmanager" && o.only != "edge" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: want globalmanager or edge\n", o.only)
+		os.Exit(2)
+	}
+	if err := o.edge.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -75,9 +93,10 @@ func main() {
 }
 
 func run(o options) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	if o.kubeconfig != "" {
+	external := o.kubeconfig != ""
+	if external {
 		if err := framework.UseCluster(o.kubeconfig); err != nil {
 			return err
 		}
@@ -94,19 +113,46 @@ func run(o options) error {
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	sedna := sednaclient.NewForConfigOrDie(cfg)
 
+	if o.only != "edge" {
+		results, err := benchGlobalManager(ctx, o, kube, sedna)
+		if err != nil {
+			return err
+		}
+		printTable(results)
+		if err := writeJSON(o.out, "globalmanager", results); err != nil {
+			return err
+		}
+	}
+	if o.only != "globalmanager" {
+		results, err := runEdge(ctx, o.edge, o.kubeconfig, external, kube, sedna)
+		if err != nil {
+			return fmt.Errorf("edge: %w", err)
+		}
+		printTable(results)
+		if err := writeJSON(o.edge.out, "edge", results); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchGlobalManager measures the GlobalManager's create, self-heal and
+// respec against the ceiling; its GlobalManager is stopped when it returns,
+// so that it acts on nothing of a later section.
+func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
 	var results []result
 	progress("ceiling: a plain client-go program creates %d pods and %d services (16 goroutines, no client rate limit)", 3*o.jobs, o.jobs)
 	writes0, err := apiWrites(ctx, kube)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ceiling, err := measureCeiling(ctx, kube, o.jobs)
 	if err != nil {
-		return fmt.Errorf("measuring the ceiling: %w", err)
+		return nil, fmt.Errorf("measuring the ceiling: %w", err)
 	}
 	writes1, err := apiWrites(ctx, kube)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ceilingRate := float64(4*o.jobs) / ceiling.Seconds()
 	results = append(results, result{Name: "ceiling: pods+services created", Value: round(ceilingRate), Unit: "objects/s",
@@ -114,48 +160,48 @@ func run(o options) error {
 
 	bin, err := framework.BuildBinary("globalmanager")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logPath := filepath.Join(framework.RepoRoot(), "_output", "bench", "globalmanager.log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	_ = os.Remove(logPath)
 	// Default settings: only what a local run needs (kubeconfig, a free health port).
 	gm := framework.NewProcess("globalmanager", bin, logPath, "--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0")
 	if err := gm.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()
 
 	const ns = "bench-gm"
 	if err := setupNamespace(ctx, kube, sedna, ns); err != nil {
-		return err
+		return nil, err
 	}
 	watcher, err := newPodWatcher(ctx, kube, ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	progress("create: %d FederatedLearningJobs at once, GlobalManager with default settings", o.jobs)
 	writes2, err := apiWrites(ctx, kube)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cpu0, err := cpuSeconds(gm.Pid())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	took, err := createJobs(ctx, sedna, watcher, ns, o.jobs)
 	if err != nil {
-		return fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
+		return nil, fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
 	}
 	writes3, err := apiWrites(ctx, kube)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cpu1, err := cpuSeconds(gm.Pid())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	progress("GlobalManager during create: %s", queueStats(gm))
 	gmRate := float64(4*o.jobs) / took.Seconds()
@@ -169,7 +215,7 @@ func run(o options) error {
 	progress("self-heal: deleting %d worker pods one at a time", o.heal)
 	heal, err := measureHeal(ctx, kube, watcher, ns, o.heal)
 	if err != nil {
-		return fmt.Errorf("self-heal: %w", err)
+		return nil, fmt.Errorf("self-heal: %w", err)
 	}
 	results = append(results,
 		result{Name: "self-heal latency p50", Value: ms(percentile(heal, 50)), Unit: "ms"},
@@ -178,7 +224,7 @@ func run(o options) error {
 	progress("respec: editing %d jobs one at a time", o.respec)
 	respec, err := measureRespec(ctx, sedna, watcher, ns, o.respec)
 	if err != nil {
-		return fmt.Errorf("respec: %w", err)
+		return nil, fmt.Errorf("respec: %w", err)
 	}
 	results = append(results,
 		result{Name: "respec latency p50", Value: ms(percentile(respec, 50)), Unit: "ms"},
@@ -186,12 +232,11 @@ func run(o options) error {
 
 	rss, err := residentMiB(gm.Pid())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	results = append(results, result{Name: "GlobalManager resident memory", Value: round(rss), Unit: "MiB", Goal: "< 150"})
 
-	printTable(results)
-	return writeJSON(o.out, results)
+	return results, nil
 }
 
 func progress(format string, args ...any) {
@@ -506,12 +551,7 @@ func measureRespec(ctx context.Context, sedna sednaclient.Interface, w *podWatch
 // queueStats summarises the GlobalManager's work queue metrics, read from its
 // /metrics at the address its log names.
 func queueStats(gm *framework.Process) string {
-	var addr string
-	for _, line := range strings.Split(gm.Log(), "\n") {
-		if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
-			addr, _, _ = strings.Cut(after, `"`)
-		}
-	}
+	addr := metricsAddress(gm)
 	if addr == "" {
 		return "no metrics address in its log"
 	}
@@ -538,11 +578,23 @@ func queueStats(gm *framework.Process) string {
 		syncs, 1000*values["nereid_workqueue_queue_duration_seconds_sum"]/syncs, 1000*values["nereid_workqueue_work_duration_seconds_sum"]/syncs)
 }
 
+// metricsAddress is where the GlobalManager serves /metrics, as the last
+// start in its log says; "" when none has said yet.
+func metricsAddress(gm *framework.Process) string {
+	var addr string
+	for _, line := range strings.Split(gm.Log(), "\n") {
+		if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
+			addr, _, _ = strings.Cut(after, `"`)
+		}
+	}
+	return addr
+}
+
 // cpuSeconds is the user+system CPU time a process has used.
 func cpuSeconds(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the GlobalManager's CPU time: %w", err)
+		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
 	}
 	// Fields after the command name (which may hold spaces) start at state, field 3.
 	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
@@ -561,7 +613,7 @@ func cpuSeconds(pid int) (float64, error) {
 func residentMiB(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the GlobalManager's memory: %w", err)
+		return 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
@@ -658,9 +710,11 @@ func printTable(results []result) {
 	tw.Flush()
 }
 
-func writeJSON(path string, results []result) error {
+// writeJSON writes a section's results to path, by default
+// _output/bench/<section>-<time>.json.
+func writeJSON(path, section string, results []result) error {
 	if path == "" {
-		path = filepath.Join(framework.RepoRoot(), "_output", "bench", "globalmanager-"+time.Now().Format("20060102-150405")+".json")
+		path = filepath.Join(framework.RepoRoot(), "_output", "bench", section+"-"+time.Now().Format("20060102-150405")+".json")
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -672,6 +726,6 @@ func writeJSON(path string, results []result) error {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("\nwritten to %s\n", path)
+	fmt.Printf("\nwritten to %s\n\n", path)
 	return nil
 }

@@ -1,0 +1,819 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// edgeOptions are the edge section's settings.
+type edgeOptions struct {
+	nodes   int
+	reports int
+	rate    float64
+	idle    time.Duration
+	out     string
+}
+
+// latencyPhase is how long Dataset updates go out at -edge-rate.
+const latencyPhase = 30 * time.Second
+
+// benchWriters is how many goroutines write at once where the bench measures
+// a ceiling or feeds the outboxes, as in the GlobalManager section.
+const benchWriters = 16
+
+func (o *edgeOptions) addFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.nodes, "edge-nodes", 1000, "Edge nodes, each with a simulated LocalController (a real cloud link and store, in process).")
+	fs.IntVar(&o.reports, "edge-reports", 10000, "Worker reports appended to the LocalControllers' outboxes, spread over the nodes.")
+	fs.Float64Var(&o.rate, "edge-rate", 20, "Dataset updates per second for the downstream latency (for 30s).")
+	fs.DurationVar(&o.idle, "edge-idle", time.Minute, "How long nothing changes while the object messages the hub sends are counted.")
+	fs.StringVar(&o.out, "edge-out", "", "JSON file of the edge section (default _output/bench/edge-<time>.json).")
+}
+
+func (o edgeOptions) validate() error {
+	var errs []error
+	if o.nodes < 1 {
+		errs = append(errs, errors.New("-edge-nodes must be at least 1"))
+	}
+	if o.reports < 1 {
+		errs = append(errs, errors.New("-edge-reports must be at least 1"))
+	}
+	if o.reports > o.nodes*store.DefaultMaxOutboxReports {
+		errs = append(errs, fmt.Errorf("-edge-reports must fit the outboxes: at most %d per node", store.DefaultMaxOutboxReports))
+	}
+	if o.rate <= 0 {
+		errs = append(errs, errors.New("-edge-rate must be positive"))
+	}
+	if o.idle < 0 {
+		errs = append(errs, errors.New("-edge-idle must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// runEdge measures the cloud–edge channel on the cluster of kubeconfig: one
+// real GlobalManager process with its edge hub, and o.nodes simulated
+// LocalControllers in this process, each a real cloudlink.Link with its own
+// bbolt store, connecting over loopback TLS with a token bound to a Pod on
+// its (kwok) node. It measures:
+//
+//   - connect: from starting every link at once to every link synced, and
+//     the GlobalManager's resident memory then;
+//   - downstream latency: Dataset updates at o.rate for 30s, each to one
+//     node, from the Update's return to that node's store holding it;
+//   - reports: o.reports worker reports appended to the outboxes, until the
+//     jobs' status counts them all, beside the rate of plain status writes
+//     to the same jobs (the ceiling);
+//   - idle: the object messages the hub sends while nothing changes;
+//   - restart: the GlobalManager stopped (SIGTERM) and started, until every
+//     link is synced again;
+//   - the resident memory of one idle LocalController process.
+func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external bool, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const ns = edgeNamespace
+	dir, err := os.MkdirTemp("", "nereid-bench-edge-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	outDir := filepath.Join(framework.RepoRoot(), "_output", "bench")
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, err
+	}
+	gmBin, err := framework.BuildBinary("globalmanager")
+	if err != nil {
+		return nil, err
+	}
+	lcBin, err := framework.BuildBinary("localcontroller")
+	if err != nil {
+		return nil, err
+	}
+
+	progress("edge: creating %d kwok edge nodes, each with a LocalController Pod and a token bound to it, a Dataset and a FederatedLearningJob (%d at a time)", o.nodes, setupWorkers)
+	if external {
+		defer func() {
+			if err := deleteEdgeObjects(context.WithoutCancel(ctx), kube, o.nodes); err != nil {
+				progress("edge: cleaning up: %v", err)
+			}
+		}()
+	}
+	setupStart := time.Now()
+	objs, err := createEdgeObjects(ctx, kube, sedna, o.nodes, dir)
+	if err != nil {
+		return nil, err
+	}
+	progress("edge: created in %s", time.Since(setupStart).Round(time.Millisecond))
+	jobs, err := newJobTracker(ctx, sedna, ns)
+	if err != nil {
+		return nil, err
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	hubAddr := "127.0.0.1:" + strconv.Itoa(port)
+	caFile := filepath.Join(dir, "edgehub-ca.crt")
+	gmLog := filepath.Join(outDir, "globalmanager-edge.log")
+	_ = os.Remove(gmLog)
+	// Its own namespace only, so that the GlobalManager section's jobs are
+	// not this one's work, and no leader election, so that a restart
+	// measures the hub rather than a Lease hand-over.
+	gm := framework.NewProcess("globalmanager", gmBin, gmLog, "--kubeconfig", kubeconfig,
+		"--namespace", ns, "--leader-elect=false", "--health-address", "127.0.0.1:0",
+		"--edge-address", hubAddr, "--edge-namespace", ns, "--edge-ca-out", caFile)
+	if err := gm.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()
+	metricsAddr, err := waitForHub(ctx, gm, caFile, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w (GlobalManager log: %s)", err, gmLog)
+	}
+	progress("edge: GlobalManager up; waiting for it to run the workers of the %d jobs", o.nodes)
+	if err := jobs.waitFor(ctx, 5*time.Minute, func() bool { return jobs.runningJobs() == o.nodes }); err != nil {
+		progress("edge: only %d of %d jobs run (%v); going on", jobs.runningJobs(), o.nodes, err)
+	}
+	if !jobs.waitQuiet(ctx, 3*time.Second, time.Minute) {
+		progress("edge: the jobs still change; going on")
+	}
+	rssBefore, err := residentMiB(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	memBefore, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+
+	var results []result
+	nodes := make([]string, o.nodes)
+	for i := range nodes {
+		nodes[i] = edgeNodeName(i)
+	}
+	linksLog := filepath.Join(outDir, "edge-links.log")
+	fl, err := newFleet("wss://"+hubAddr+cloudlink.ConnectPath, caFile, filepath.Join(dir, "lc"), linksLog, nodes, objs.tokenFiles)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := fl.stop(30 * time.Second); err != nil {
+			progress("edge: %v", err)
+		}
+	}()
+
+	// Connect.
+	progress("edge: connect: starting %d cloud links at once", o.nodes)
+	start := time.Now()
+	fl.start(ctx)
+	syncedAt, err := fl.waitSynced(ctx, start, 5*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w (links log: %s)", err, linksLog)
+	}
+	connect := syncedAt.Sub(start)
+	rssConnected, err := residentMiB(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	memConnected, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	held, err := fl.lcs[0].store.Inventory()
+	if err != nil {
+		return nil, err
+	}
+	results = append(results,
+		result{Name: fmt.Sprintf("edge: connect %d nodes until all synced", o.nodes), Value: round(connect.Seconds()), Unit: "s",
+			Note: fmt.Sprintf("all links started at once; TokenReview, TLS, hello, %d objects each, synced", len(held))},
+		result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", o.nodes), Value: round(rssConnected), Unit: "MiB", Goal: "< 150",
+			Note: fmt.Sprintf("just after all synced: %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s",
+				describeMemory(memConnected), o.nodes, rssBefore, describeMemory(memBefore))})
+	progress("edge: all %d synced in %s; GlobalManager %.1f MiB", o.nodes, connect.Round(time.Millisecond), rssConnected)
+
+	// Downstream latency.
+	count := max(1, int(o.rate*latencyPhase.Seconds()))
+	progress("edge: downstream: %d Dataset updates at %g/s, spread over the nodes", count, o.rate)
+	m0, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	lat, lost, err := measureDownstream(ctx, sedna, fl, objs.datasets, o.rate, count)
+	if err != nil {
+		return nil, fmt.Errorf("downstream: %w", err)
+	}
+	m1, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	if len(lat) == 0 {
+		return nil, fmt.Errorf("downstream: none of the %d updates reached its LocalController within 30s", count)
+	}
+	resends := m1.get("nereid_edgehub_resends_total") - m0.get("nereid_edgehub_resends_total")
+	method := "Update returned → the node's store holds that resourceVersion, seen by a goroutine per update polling store.GetObject every 1ms"
+	results = append(results,
+		result{Name: "edge: downstream latency p50", Value: ms(percentile(lat, 50)), Unit: "ms",
+			Note: fmt.Sprintf("%d Dataset updates at %g/s, each to one node; %s", count, o.rate, method)},
+		result{Name: "edge: downstream latency p99", Value: ms(percentile(lat, 99)), Unit: "ms", Goal: "< 25"},
+		result{Name: "edge: downstream latency max", Value: ms(percentile(lat, 100)), Unit: "ms",
+			Note: fmt.Sprintf("hub resends meanwhile: %.0f (a resend waits 5s; %s); updates never seen within 30s: %d", resends, slowAcks(m0, m1), lost)})
+
+	// Worker reports, beside the ceiling of plain status writes.
+	writes := o.reports
+	progress("edge: ceiling: up to %d status writes (UpdateStatus) to the %d jobs, %d goroutines, no client rate limit, at most 60s", writes, o.nodes, benchWriters)
+	ceiling, err := measureStatusCeiling(ctx, sedna, jobs, o.nodes, writes, time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("status write ceiling: %w", err)
+	}
+	ceilingRate := float64(ceiling.writes) / ceiling.took.Seconds()
+	results = append(results, result{Name: "edge: ceiling: job status writes", Value: round(ceilingRate), Unit: "writes/s",
+		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts)})
+	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
+	waitHubQuiet(ctx, metricsAddr, 2*time.Second, time.Minute)
+
+	progress("edge: reports: %d worker reports appended to the outboxes (%d at a time), spread over the %d nodes", o.reports, benchWriters, o.nodes)
+	m2, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	w0, err := apiWrites(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	cpu0, err := cpuSeconds(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	rep, err := measureReports(ctx, fl, jobs, o.reports, 5*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	w1, err := apiWrites(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	cpu1, err := cpuSeconds(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	m3, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	reportRate := float64(rep.applied) / rep.took.Seconds()
+	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; GlobalManager CPU %.0f%% of a core; object upserts sent meanwhile %.0f",
+		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
+		m3.get("nereid_edgehub_reports_refused_total")-m2.get("nereid_edgehub_reports_refused_total"),
+		describeWrites(w0, w1, rep.took), 100*(cpu1-cpu0)/rep.took.Seconds(),
+		m3.get(`nereid_edgehub_messages_sent_total{type="upsert"}`)-m2.get(`nereid_edgehub_messages_sent_total{type="upsert"}`))
+	note += fmt.Sprintf(" (resends %.0f; %s)", m3.get("nereid_edgehub_resends_total")-m2.get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
+	if rep.timedOut {
+		note = "TIMED OUT: " + note
+	}
+	results = append(results,
+		result{Name: "edge: worker reports applied", Value: round(reportRate), Unit: "reports/s", Note: note},
+		result{Name: "edge: reports rate / status write ceiling", Value: round(reportRate / ceilingRate), Unit: "ratio",
+			Note: "each report is its own GET + UpdateStatus of the job, one report at a time per node"})
+	progress("edge: %d reports applied at %.0f/s (ceiling %.0f writes/s)", rep.applied, reportRate, ceilingRate)
+
+	// Idle: nothing changes.
+	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
+	waitHubQuiet(ctx, metricsAddr, 3*time.Second, 2*time.Minute)
+	progress("edge: idle: counting the object messages the hub sends in %s of nothing changing", o.idle)
+	m4, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-time.After(o.idle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	m5, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	sent := func(m metricsSample, t edgeproto.Type) float64 {
+		return m.get(fmt.Sprintf(`nereid_edgehub_messages_sent_total{type=%q}`, t))
+	}
+	idleObjects := sent(m5, edgeproto.TypeUpsert) + sent(m5, edgeproto.TypeDelete) - sent(m4, edgeproto.TypeUpsert) - sent(m4, edgeproto.TypeDelete)
+	results = append(results, result{Name: "edge: object messages sent while idle", Value: idleObjects, Unit: "messages", Goal: "0",
+		Note: fmt.Sprintf("upserts+deletes in %s with nothing changing (nereid_edgehub_messages_sent_total); heartbeats %.0f",
+			o.idle, sent(m5, edgeproto.TypeHeartbeat)-sent(m4, edgeproto.TypeHeartbeat))})
+	rssIdle, err := residentMiB(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	results = append(results, result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected, after idling", o.nodes), Value: round(rssIdle), Unit: "MiB", Goal: "< 150",
+		Note: describeMemory(m5)})
+
+	// Restart.
+	progress("edge: restart: SIGTERM to the GlobalManager, then start it again")
+	stopAt := time.Now()
+	if err := gm.Signal(syscall.SIGTERM, 30*time.Second); err != nil {
+		return nil, err
+	}
+	exited := time.Now()
+	if err := gm.Start(); err != nil {
+		return nil, err
+	}
+	restarted := time.Now()
+	syncedAt, err = fl.waitSynced(ctx, stopAt, 5*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w (GlobalManager log: %s)", err, gmLog)
+	}
+	listening := "?"
+	if at, ok := lastLogTime(gm.Log(), `"Serving edge connections"`); ok && at.After(restarted.Add(-time.Second)) {
+		listening = at.Sub(restarted).Round(time.Millisecond).String()
+	}
+	results = append(results, result{Name: fmt.Sprintf("edge: GlobalManager restart until all %d synced", o.nodes), Value: round(syncedAt.Sub(restarted).Seconds()), Unit: "s",
+		Note: fmt.Sprintf("from the new process's start (its hub listened after %s; the links retry with jittered backoff from 0.5s); %s from the SIGTERM, of which the old one took %s to exit",
+			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond))})
+	progress("edge: all synced %s after the restart", syncedAt.Sub(restarted).Round(time.Millisecond))
+
+	// One idle LocalController process, for the node of the first link,
+	// which goes first so that the two do not replace each other's
+	// connection.
+	if err := fl.stop(30 * time.Second); err != nil {
+		return nil, err
+	}
+	progress("edge: a LocalController process for %s, idle", nodes[0])
+	rssLC, err := measureLocalController(ctx, lcBin, filepath.Join(outDir, "localcontroller-edge.log"), nodes[0], hubAddr, caFile, objs.tokenFiles[0], filepath.Join(dir, "lc-process"))
+	if err != nil {
+		return nil, err
+	}
+	results = append(results, result{Name: "edge: LocalController process resident memory, idle", Value: round(rssLC), Unit: "MiB", Goal: "< 30",
+		Note: "connected and synced, then 5s idle"})
+	return results, nil
+}
+
+// waitForHub waits until the GlobalManager has written the hub's CA and
+// serves its metrics at an address other than old, and returns that address.
+func waitForHub(ctx context.Context, gm *framework.Process, caFile, old string) (string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := os.Stat(caFile)
+		if addr := metricsAddress(gm); err == nil && info.Size() > 0 && addr != "" && addr != old {
+			return addr, nil
+		}
+		if time.Now().After(deadline) {
+			return "", errors.New("the GlobalManager did not start its edge hub within a minute")
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// measureDownstream updates count Datasets at rate, each time the Dataset of
+// another node, and returns for each update the time from the Update's
+// return to the moment that node's store holds that resourceVersion (or a
+// later one), and how many were not seen there within 30s.
+func measureDownstream(ctx context.Context, sedna sednaclient.Interface, fl *fleet, datasets []*sednav1.Dataset, rate float64, count int) ([]time.Duration, int, error) {
+	client := sedna.SednaV1alpha1().Datasets(edgeNamespace)
+	n := len(datasets)
+	order := rand.Perm(n)
+	type slot struct {
+		mu sync.Mutex
+		ds *sednav1.Dataset
+	}
+	slots := make([]slot, n)
+	for i := range slots {
+		slots[i].ds = datasets[i]
+	}
+	var (
+		mu       sync.Mutex
+		lat      []time.Duration
+		lost     int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for j := range count {
+		if j > 0 {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				wg.Wait()
+				return nil, 0, ctx.Err()
+			}
+		}
+		i := order[j%n]
+		wg.Go(func() {
+			s := &slots[i]
+			s.mu.Lock()
+			updated, err := updateDataset(ctx, client, s.ds, fmt.Sprintf("/data/%d-%d.txt", i, j))
+			returned := time.Now()
+			if err == nil {
+				s.ds = updated
+			}
+			s.mu.Unlock()
+			if err != nil {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+				return
+			}
+			key := store.Key{Kind: sednav1.DatasetKind.Kind, Namespace: edgeNamespace, Name: updated.Name}
+			d, ok := waitStored(ctx, fl.lcs[i].store, key, updated.ResourceVersion, returned, 30*time.Second)
+			mu.Lock()
+			if ok {
+				lat = append(lat, d)
+			} else {
+				lost++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return lat, lost, firstErr
+}
+
+// updateDataset changes a Dataset's URL, reading it again after a conflict.
+func updateDataset(ctx context.Context, client interface {
+	Get(context.Context, string, metav1.GetOptions) (*sednav1.Dataset, error)
+	Update(context.Context, *sednav1.Dataset, metav1.UpdateOptions) (*sednav1.Dataset, error)
+}, ds *sednav1.Dataset, url string) (*sednav1.Dataset, error) {
+	for try := 0; ; try++ {
+		c := ds.DeepCopy()
+		c.Spec.URL = url
+		updated, err := client.Update(ctx, c, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) || try == 3 {
+			return updated, err
+		}
+		if ds, err = client.Get(ctx, ds.Name, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitStored polls st every millisecond until it holds key at resourceVersion
+// rv or later, and returns the time from from to then.
+func waitStored(ctx context.Context, st *store.Store, key store.Key, rv string, from time.Time, timeout time.Duration) (time.Duration, bool) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := from.Add(timeout)
+	for {
+		if o, ok, err := st.GetObject(key); err == nil && ok && versionAtLeast(o.ResourceVersion, rv) {
+			return max(0, time.Since(from)), true
+		}
+		if time.Now().After(deadline) {
+			return 0, false
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return 0, false
+		}
+	}
+}
+
+// versionAtLeast compares resourceVersions as the numbers etcd makes them
+// (opaque to clients in general; good enough for a benchmark).
+func versionAtLeast(have, want string) bool {
+	h, err1 := strconv.ParseUint(have, 10, 64)
+	w, err2 := strconv.ParseUint(want, 10, 64)
+	if err1 != nil || err2 != nil {
+		return have == want
+	}
+	return h >= w
+}
+
+// ceilingResult is what measureStatusCeiling measured.
+type ceilingResult struct {
+	writes    int
+	conflicts int
+	took      time.Duration
+}
+
+// ceilingNode is the status.edgeNodes entry the ceiling's writes change, a
+// node no report comes from.
+const ceilingNode = "bench-ceiling"
+
+// measureStatusCeiling writes the status of the n jobs, round robin, writes
+// times (or for at most limit) from benchWriters goroutines with no client
+// rate limit: the rate the API server takes the status writes that applying
+// reports makes.
+func measureStatusCeiling(ctx context.Context, sedna sednaclient.Interface, jobs *jobTracker, n, writes int, limit time.Duration) (ceilingResult, error) {
+	client := sedna.SednaV1alpha1().FederatedLearningJobs(edgeNamespace)
+	type slot struct {
+		mu  sync.Mutex
+		job *sednav1.FederatedLearningJob
+	}
+	slots := make([]slot, n)
+	for i := range slots {
+		j, err := jobs.lister.FederatedLearningJobs(edgeNamespace).Get(edgeJob(i))
+		if err != nil {
+			return ceilingResult{}, err
+		}
+		slots[i].job = j.DeepCopy()
+	}
+	var done, conflicts atomic.Int64
+	start := time.Now()
+	deadline := start.Add(limit)
+	err := forEach(ctx, writes, benchWriters, func(ctx context.Context, k int) error {
+		if time.Now().After(deadline) {
+			return nil
+		}
+		s := &slots[k%n]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for try := 0; ; try++ {
+			job := s.job.DeepCopy()
+			job.Status.EdgeNodes = setEdgeNode(job.Status.EdgeNodes, sednav1.EdgeNodeStatus{
+				Name: ceilingNode, LastHeardTime: metav1.Now(), LastReportID: int64(k + 1),
+				Worker: "bench", Stage: "train", State: "running",
+			})
+			updated, err := client.UpdateStatus(ctx, job, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) && try < 5 {
+				conflicts.Add(1)
+				if s.job, err = client.Get(ctx, job.Name, metav1.GetOptions{}); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			s.job = updated
+			done.Add(1)
+			return nil
+		}
+	})
+	return ceilingResult{writes: int(done.Load()), conflicts: int(conflicts.Load()), took: time.Since(start)}, err
+}
+
+// setEdgeNode puts e in place of the entry of its node, keeping the list
+// ordered by name as the GlobalManager does.
+func setEdgeNode(nodes []sednav1.EdgeNodeStatus, e sednav1.EdgeNodeStatus) []sednav1.EdgeNodeStatus {
+	out := make([]sednav1.EdgeNodeStatus, 0, len(nodes)+1)
+	for _, n := range nodes {
+		if n.Name != e.Name {
+			out = append(out, n)
+		}
+	}
+	out = append(out, e)
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+// reportsResult is what measureReports measured.
+type reportsResult struct {
+	applied    int64
+	appendTook time.Duration // appending them all to the outboxes
+	took       time.Duration // from the first append to the last in status
+	timedOut   bool
+}
+
+// measureReports appends count training worker reports to the outboxes, as
+// the worker API does, report k to node k mod N, benchWriters at a time, and
+// waits until the jobs' status counts them all.
+func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, count int, timeout time.Duration) (reportsResult, error) {
+	base, _ := jobs.reportsApplied()
+	n := len(fl.lcs)
+	start := time.Now()
+	err := forEach(ctx, count, benchWriters, func(ctx context.Context, k int) error {
+		i := k % n
+		data, err := reportData(i, k/n+1)
+		if err != nil {
+			return err
+		}
+		_, err = fl.lcs[i].link.Outbox().AppendReport(data)
+		return err
+	})
+	if err != nil {
+		return reportsResult{}, fmt.Errorf("appending to the outboxes: %w", err)
+	}
+	res := reportsResult{appendTook: time.Since(start)}
+	err = jobs.waitFor(ctx, timeout, func() bool {
+		applied, _ := jobs.reportsApplied()
+		return applied-base >= int64(count)
+	})
+	if err != nil && ctx.Err() != nil {
+		return reportsResult{}, err
+	}
+	applied, at := jobs.reportsApplied()
+	res.applied, res.took, res.timedOut = applied-base, at.Sub(start), err != nil
+	if res.timedOut {
+		res.took = time.Since(start)
+	}
+	return res, nil
+}
+
+// reportData is what the worker API appends to the outbox for a report of
+// job i's training worker in a round.
+func reportData(i, round int) ([]byte, error) {
+	body, err := json.Marshal(edgeproto.WorkerInfo{
+		Name: edgeWorker(i), Namespace: edgeNamespace, OwnerName: edgeJob(i),
+		OwnerKind: edgeproto.OwnerFederatedLearningJob, Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning,
+		OwnerInfo: json.RawMessage(fmt.Sprintf(`{"currentRound":%d}`, round)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(edgeproto.Report{Worker: edgeWorker(i), Body: body, ReceivedAt: time.Now().UTC()})
+}
+
+// measureLocalController runs a LocalController process for node until it is
+// connected and synced, lets it idle 5s, and returns its resident memory.
+func measureLocalController(ctx context.Context, bin, logPath, node, hubAddr, caFile, tokenFile, dataDir string) (float64, error) {
+	workerPort, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	health := "127.0.0.1:" + strconv.Itoa(healthPort)
+	_ = os.Remove(logPath)
+	lc := framework.NewProcess("localcontroller-"+node, bin, logPath, "--node-name", node, "--gm-address", hubAddr,
+		"--ca-file", caFile, "--token-file", tokenFile, "--worker-address", "127.0.0.1:"+strconv.Itoa(workerPort),
+		"--health-address", health, "--data-dir", dataDir)
+	if err := lc.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { _ = lc.Signal(syscall.SIGTERM, 15*time.Second) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if body, err := httpGet(ctx, "http://"+health+"/healthz"); err == nil && strings.Contains(body, "store in sync") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the LocalController for %s was not synced within a minute (log: %s)", node, logPath)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(5 * time.Second):
+	}
+	return residentMiB(lc.Pid())
+}
+
+func httpGet(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(body), err
+}
+
+// metricsSample is one reading of a /metrics page: each series, named with
+// its labels as written ("name{label="value"}"), and its value.
+type metricsSample map[string]float64
+
+func (m metricsSample) get(series string) float64 { return m[series] }
+
+func scrapeMetrics(ctx context.Context, addr string) (metricsSample, error) {
+	body, err := httpGet(ctx, "http://"+addr+"/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("reading the GlobalManager's metrics: %w", err)
+	}
+	m := metricsSample{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m, nil
+}
+
+// waitHubQuiet waits until the hub has sent no object message for quiet,
+// for at most timeout.
+func waitHubQuiet(ctx context.Context, addr string, quiet, timeout time.Duration) {
+	objects := func() float64 {
+		m, err := scrapeMetrics(ctx, addr)
+		if err != nil {
+			return -1
+		}
+		return m.get(`nereid_edgehub_messages_sent_total{type="upsert"}`) + m.get(`nereid_edgehub_messages_sent_total{type="delete"}`)
+	}
+	deadline := time.Now().Add(timeout)
+	last, since := objects(), time.Now()
+	for time.Now().Before(deadline) && time.Since(since) < quiet {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		if cur := objects(); cur != last {
+			last, since = cur, time.Now()
+		}
+	}
+}
+
+// slowAcks says how many of the object acks the hub received between two
+// samples took more than about 4s (its ack latency histogram's bucket just
+// under the 5s after which it resends).
+func slowAcks(before, after metricsSample) string {
+	const prefix = `nereid_edgehub_object_ack_latency_seconds_bucket{le="`
+	le, within := -1.0, 0.0
+	for series, v := range after {
+		b, ok := strings.CutPrefix(series, prefix)
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSuffix(b, `"}`), 64)
+		if err == nil && f < 5 && f > le {
+			le, within = f, v-before.get(series)
+		}
+	}
+	const count = "nereid_edgehub_object_ack_latency_seconds_count"
+	all := after.get(count) - before.get(count)
+	if le < 0 {
+		return "no ack latency histogram"
+	}
+	return fmt.Sprintf("object acks slower than %gs: %.0f of %.0f", le, all-within, all)
+}
+
+// describeMemory summarises the Go runtime's memory metrics of a sample.
+func describeMemory(m metricsSample) string {
+	const mib = 1 << 20
+	return fmt.Sprintf("Go heap in use %.1f MiB, stacks %.1f MiB, %.0f goroutines",
+		m.get("go_memstats_heap_inuse_bytes")/mib, m.get("go_memstats_stack_inuse_bytes")/mib, m.get("go_goroutines"))
+}
+
+// lastLogTime is the time of the last klog line of log that contains what.
+// klog's header has no year: it is taken to be this year, in local time.
+func lastLogTime(log, what string) (time.Time, bool) {
+	var header string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, what) {
+			header = line
+		}
+	}
+	f := strings.Fields(header)
+	if len(f) < 2 || len(f[0]) != 5 {
+		return time.Time{}, false
+	}
+	now := time.Now()
+	t, err := time.ParseInLocation("0102 15:04:05.000000", f[0][1:]+" "+f[1], time.Local)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.AddDate(now.Year(), 0, 0), true
+}
+
+// freePort is a loopback port nobody listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+)
+
+// The names of the edge section's objects, in namespace edgeNamespace.
+const (
+	edgeNamespace      = "bench-edge"
+	edgeServiceAccount = "localcontroller"
+	edgeModel          = "model"
+	// edgeAggregatorNode is where the jobs' aggregation workers run: the
+	// local control plane's cloud node.
+	edgeAggregatorNode = "cloud-0"
+	// setupWorkers is how many objects the bench creates at once.
+	setupWorkers = 16
+)
+
+func edgeNodeName(i int) string { return fmt.Sprintf("bench-edge-%d", i) }
+func edgeDataset(i int) string  { return fmt.Sprintf("ds-%d", i) }
+func edgeJob(i int) string      { return fmt.Sprintf("fl-%d", i) }
+
+// edgeWorker is the name the training worker of job i reports under.
+func edgeWorker(i int) string { return edgeJob(i) + "-training-0" }
+
+// edgeObjects are what the setup created, by node index.
+type edgeObjects struct {
+	tokenFiles []string
+	datasets   []*sednav1.Dataset
+}
+
+// createEdgeObjects creates, for each of n edge nodes, what a real edge node
+// has: a kwok Node labelled as an edge node, a LocalController Pod bound to
+// it with a token bound to that Pod (written to a file in dir), and something
+// that concerns it: a Dataset on the node and a FederatedLearningJob whose
+// training worker runs there (its aggregator runs on the cloud node; all the
+// jobs share one Model).
+func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n int, dir string) (*edgeObjects, error) {
+	ns := edgeNamespace
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
+		return nil, fmt.Errorf("waiting for the default ServiceAccount of %s: %w", ns, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: edgeServiceAccount, Namespace: ns}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the LocalControllers' ServiceAccount: %w", err)
+	}
+	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: edgeModel},
+		Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the model: %w", err)
+	}
+	objs := &edgeObjects{tokenFiles: make([]string, n), datasets: make([]*sednav1.Dataset, n)}
+	var mu sync.Mutex
+	err := forEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
+		node := edgeNodeName(i)
+		if err := createKwokNode(ctx, kube, node); err != nil {
+			return err
+		}
+		token, err := createIdentity(ctx, kube, ns, node)
+		if err != nil {
+			return err
+		}
+		tokenFile := filepath.Join(dir, node+".token")
+		if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+			return err
+		}
+		ds, err := sedna.SednaV1alpha1().Datasets(ns).Create(ctx, &sednav1.Dataset{
+			ObjectMeta: metav1.ObjectMeta{Name: edgeDataset(i)},
+			Spec:       sednav1.DatasetSpec{URL: fmt.Sprintf("/data/%d.txt", i), Format: "txt", NodeName: node},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating dataset %s: %w", edgeDataset(i), err)
+		}
+		if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, edgeFederatedJob(i), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating job %s: %w", edgeJob(i), err)
+		}
+		mu.Lock()
+		objs.tokenFiles[i], objs.datasets[i] = tokenFile, ds
+		mu.Unlock()
+		return nil
+	})
+	return objs, err
+}
+
+// createKwokNode registers a node for kwok to manage, as hack/local-up.sh's
+// node_manifest does for an edge node.
+func createKwokNode(ctx context.Context, kube kubernetes.Interface, name string) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: name,
+		Annotations: map[string]string{
+			"kwok.x-k8s.io/node":           "fake",
+			"node.alpha.kubernetes.io/ttl": "0",
+		},
+		Labels: map[string]string{
+			"kubernetes.io/hostname":       name,
+			"kubernetes.io/os":             "linux",
+			"kubernetes.io/arch":           "amd64",
+			"type":                         "kwok",
+			"node-role.kubernetes.io/edge": "",
+			"nereid.io/bench":              "edge",
+		},
+	}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating node %s: %w", name, err)
+	}
+	return nil
+}
+
+// createIdentity gives node's LocalController the identity a real one has: a
+// Pod on the node and a ServiceAccount token bound to that Pod, whose
+// TokenReview names the node.
+func createIdentity(ctx context.Context, kube kubernetes.Interface, ns, node string) (string, error) {
+	pod, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "localcontroller-" + node, Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName: node, ServiceAccountName: edgeServiceAccount,
+			// Like the DaemonSet's: an unready node must not evict it, which
+			// would invalidate its token.
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:bench"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating the LocalController pod on %s: %w", node, err)
+	}
+	expiry := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, edgeServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &expiry,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating a token bound to %s: %w", pod.Name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// edgeFederatedJob is job i: its training worker on edge node i, reading
+// Dataset i; its aggregator on the cloud node.
+func edgeFederatedJob(i int) *sednav1.FederatedLearningJob {
+	tmpl := func(node string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
+			Name: "worker", Image: "worker:v1",
+		}}}}
+	}
+	return &sednav1.FederatedLearningJob{
+		ObjectMeta: metav1.ObjectMeta{Name: edgeJob(i)},
+		Spec: sednav1.FederatedLearningJobSpec{
+			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: edgeModel}, Template: tmpl(edgeAggregatorNode)},
+			TrainingWorkers: []sednav1.TrainingWorker{
+				{Dataset: sednav1.DatasetRef{Name: edgeDataset(i)}, Template: tmpl(edgeNodeName(i))},
+			},
+		},
+	}
+}
+
+// deleteEdgeObjects removes what createEdgeObjects made, for a cluster that
+// outlives the bench (-kubeconfig); a fresh control plane is torn down whole.
+func deleteEdgeObjects(ctx context.Context, kube kubernetes.Interface, n int) error {
+	err := kube.CoreV1().Namespaces().Delete(ctx, edgeNamespace, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return forEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
+		err := kube.CoreV1().Nodes().Delete(ctx, edgeNodeName(i), metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// forEach calls f for 0…n-1 from at most workers goroutines, and returns the
+// first error; after one, the indices not yet started are skipped.
+func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
