@@ -133,6 +133,7 @@ type session struct {
 
 	dirty   chan struct{} // the node's set may have changed
 	acks    chan []edgeproto.ObjectVersion
+	reports chan *edgeproto.Report // to the reporter, in the order received
 	results chan reportResult
 
 	// The writer's own.
@@ -149,6 +150,7 @@ func newSession(ctx context.Context, h *Hub, node string, conn *websocket.Conn, 
 		done:       make(chan struct{}),
 		dirty:      make(chan struct{}, 1),
 		acks:       make(chan []edgeproto.ObjectVersion, 16),
+		reports:    make(chan *edgeproto.Report, reportQueue),
 		results:    make(chan reportResult, 16),
 		held:       make(map[edgeproto.ObjectRef]string, len(hello.Inventory)),
 		inflight:   make(map[edgeproto.ObjectRef]*inflight),
@@ -179,6 +181,12 @@ func (s *session) stop(code int, reason string) {
 	})
 }
 
+// reportQueue is how many reports the reader hands on before it waits for the
+// reporter: enough that object acks read behind a burst of reports are not held
+// up by the reports' status writes (which would make the writer resend objects
+// the LocalController already has).
+const reportQueue = 1024
+
 // run serves the session until it stops.
 func (s *session) run() {
 	var wg sync.WaitGroup
@@ -188,6 +196,7 @@ func (s *session) run() {
 			s.stop(websocket.CloseInternalServerErr, "writing failed")
 		}
 	})
+	wg.Go(s.applyReports)
 	err := s.read()
 	var ce *closeError
 	var peer *websocket.CloseError
@@ -245,12 +254,35 @@ func (s *session) read() error {
 			case <-s.ctx.Done():
 			}
 		case *edgeproto.Report:
-			if err := s.report(m); err != nil {
-				return err
+			select {
+			case s.reports <- m:
+			case <-s.ctx.Done():
 			}
 		default:
 			return &closeError{code: websocket.ClosePolicyViolation,
 				reason: fmt.Sprintf("unexpected %s message from a LocalController", msg.Type())}
+		}
+	}
+}
+
+// applyReports applies the session's reports one at a time, in the order the
+// LocalController sent them, beside the reader. A report that cannot be
+// applied now ends the connection (see doc.go): the LocalController resends
+// it, and those after it, in order.
+func (s *session) applyReports() {
+	for {
+		select {
+		case r := <-s.reports:
+			if err := s.report(r); err != nil {
+				var ce *closeError
+				if errors.As(err, &ce) {
+					s.logger.Info("Closing edge connection", "reason", ce.reason, "err", ce.err)
+					s.stop(ce.code, ce.reason)
+				}
+				return
+			}
+		case <-s.ctx.Done():
+			return
 		}
 	}
 }
