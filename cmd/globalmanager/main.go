@@ -153,8 +153,10 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	// Only Nereid's children are cached: every one carries the owner-uid label.
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
 		kubeinformers.WithNamespace(o.namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = common.LabelOwnerUID }))
-	sednaFactory := sednainformers.NewSharedInformerFactoryWithOptions(sednaClient, 0, sednainformers.WithNamespace(o.namespace))
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = common.LabelOwnerUID }),
+		kubeinformers.WithTransform(common.DropManagedFields))
+	sednaFactory := sednainformers.NewSharedInformerFactoryWithOptions(sednaClient, 0, sednainformers.WithNamespace(o.namespace),
+		sednainformers.WithTransform(common.DropManagedFields))
 	recorder := common.NewEventRecorder(ctx, kubeClient)
 	v1 := sednaFactory.Sedna().V1alpha1()
 

@@ -175,3 +175,13 @@ func ReadOwner[T metav1.Object](key string, get func(namespace, name string) (T,
 	}
 	return owner, owner.GetDeletionTimestamp() == nil, nil
 }
+
+// DropManagedFields is an informer transform: the controllers never read
+// metadata.managedFields, and on pods it is a large share of each cached
+// object, so the caches keep objects without it.
+func DropManagedFields(obj any) (any, error) {
+	if m, err := apimeta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
