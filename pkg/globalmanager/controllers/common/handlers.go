@@ -147,14 +147,20 @@ type Handler struct {
 	Handler  cache.ResourceEventHandler
 }
 
-// AddHandlers registers each handler with its informer.
-func AddHandlers(handlers ...Handler) error {
+// AddHandlers registers each handler with its informer and returns what a
+// controller waits for before its first sync: each registration has synced
+// once its informer's cache is filled and the handler has seen every object
+// of the initial list.
+func AddHandlers(handlers ...Handler) ([]cache.InformerSynced, error) {
+	synced := make([]cache.InformerSynced, 0, len(handlers))
 	for _, h := range handlers {
-		if _, err := h.Informer.AddEventHandler(h.Handler); err != nil {
-			return fmt.Errorf("adding event handler: %w", err)
+		reg, err := h.Informer.AddEventHandler(h.Handler)
+		if err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
 		}
+		synced = append(synced, reg.HasSynced)
 	}
-	return nil
+	return synced, nil
 }
 
 // ReadOwner starts a sync: it reads key's owner from the cache through get.

@@ -96,11 +96,6 @@ func NewController(
 		datasets:    datasetInformer.Lister(),
 		pods:        podInformer.Lister(),
 		services:    serviceInformer.Lister(),
-		synced: []cache.InformerSynced{
-			jobInformer.Informer().HasSynced, modelInformer.Informer().HasSynced,
-			datasetInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-			serviceInformer.Informer().HasSynced,
-		},
 		queue:    common.NewQueue(Name),
 		recorder: recorder,
 		metrics:  metrics,
@@ -110,13 +105,14 @@ func NewController(
 		now:      time.Now,
 	}
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{
-		byModel:   indexReferences(func(j *sednav1.FederatedLearningJob) []string { return modelsOf(j) }),
-		byDataset: indexReferences(func(j *sednav1.FederatedLearningJob) []string { return datasetsOf(j) }),
+		byModel:   indexReferences(modelsOf),
+		byDataset: indexReferences(datasetsOf),
 	}); err != nil {
 		return nil, fmt.Errorf("adding job indexers: %w", err)
 	}
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
-	if err := common.AddHandlers(
+	var err error
+	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(jobKind, batched)},

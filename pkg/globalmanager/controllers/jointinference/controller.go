@@ -116,11 +116,6 @@ func NewController(
 		deployments: deploymentInformer.Lister(),
 		services:    serviceInformer.Lister(),
 		hpas:        hpaInformer.Lister(),
-		synced: []cache.InformerSynced{
-			jiInformer.Informer().HasSynced, modelInformer.Informer().HasSynced,
-			deploymentInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced,
-			hpaInformer.Informer().HasSynced,
-		},
 		queue:    common.NewQueue(Name),
 		recorder: recorder,
 		metrics:  metrics,
@@ -133,7 +128,8 @@ func NewController(
 	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
 		return nil, fmt.Errorf("adding service indexers: %w", err)
 	}
-	if err := common.AddHandlers(
+	var err error
+	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jiInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: deploymentInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
