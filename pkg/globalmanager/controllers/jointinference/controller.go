@@ -116,10 +116,10 @@ func NewController(
 		deployments: deploymentInformer.Lister(),
 		services:    serviceInformer.Lister(),
 		hpas:        hpaInformer.Lister(),
-		queue:    common.NewQueue(Name),
-		recorder: recorder,
-		metrics:  metrics,
-		config:   config,
+		queue:       common.NewQueue(Name),
+		recorder:    recorder,
+		metrics:     metrics,
+		config:      config,
 		// Deployments, Services and autoscalers have deterministic names, so
 		// they need no expectations: a repeated create meets AlreadyExists.
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Metrics: metrics, Controller: Name},
