@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -135,7 +134,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		return nil, err
 	}
 
-	port, err := freePort()
+	port, err := framework.PickFreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +379,7 @@ func waitForHub(ctx context.Context, gm *framework.Process, caFile, old string) 
 	deadline := time.Now().Add(time.Minute)
 	for {
 		info, err := os.Stat(caFile)
-		if addr := metricsAddress(gm); err == nil && info.Size() > 0 && addr != "" && addr != old {
+		if addr := gm.HealthAddress(); err == nil && info.Size() > 0 && addr != "" && addr != old {
 			return addr, nil
 		}
 		if time.Now().After(deadline) {
@@ -647,11 +646,11 @@ func reportData(i, round int) ([]byte, error) {
 // measureLocalController runs a LocalController process for node until it is
 // connected and synced, lets it idle 5s, and returns its resident memory.
 func measureLocalController(ctx context.Context, bin, logPath, node, hubAddr, caFile, tokenFile, dataDir string) (float64, error) {
-	workerPort, err := freePort()
+	workerPort, err := framework.PickFreePort()
 	if err != nil {
 		return 0, err
 	}
-	healthPort, err := freePort()
+	healthPort, err := framework.PickFreePort()
 	if err != nil {
 		return 0, err
 	}
@@ -806,14 +805,4 @@ func lastLogTime(log, what string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.AddDate(now.Year(), 0, 0), true
-}
-
-// freePort is a loopback port nobody listens on now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

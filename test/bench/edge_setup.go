@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/test/framework"
 )
 
 // The names of the edge section's objects, in namespace edgeNamespace.
@@ -71,7 +71,7 @@ func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sed
 		if err := createKwokNode(ctx, kube, node); err != nil {
 			return err
 		}
-		token, err := createIdentity(ctx, kube, ns, node)
+		token, err := framework.NewEdgeIdentity(ctx, kube, ns, edgeServiceAccount, node)
 		if err != nil {
 			return err
 		}
@@ -119,36 +119,6 @@ func createKwokNode(ctx context.Context, kube kubernetes.Interface, name string)
 		return fmt.Errorf("creating node %s: %w", name, err)
 	}
 	return nil
-}
-
-// createIdentity gives node's LocalController the identity a real one has: a
-// Pod on the node and a ServiceAccount token bound to that Pod, whose
-// TokenReview names the node.
-func createIdentity(ctx context.Context, kube kubernetes.Interface, ns, node string) (string, error) {
-	pod, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "localcontroller-" + node, Namespace: ns},
-		Spec: corev1.PodSpec{
-			NodeName: node, ServiceAccountName: edgeServiceAccount,
-			// Like the DaemonSet's: an unready node must not evict it, which
-			// would invalidate its token.
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:bench"}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("creating the LocalController pod on %s: %w", node, err)
-	}
-	expiry := int64(3600)
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, edgeServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{
-			ExpirationSeconds: &expiry,
-			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("creating a token bound to %s: %w", pod.Name, err)
-	}
-	return tr.Status.Token, nil
 }
 
 // edgeFederatedJob is job i: its training worker on edge node i, reading

@@ -23,8 +23,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -203,7 +201,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	progress("GlobalManager during create: %s", queueStats(gm))
+	progress("GlobalManager during create: %s", queueStats(ctx, gm))
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
@@ -550,44 +548,22 @@ func measureRespec(ctx context.Context, sedna sednaclient.Interface, w *podWatch
 
 // queueStats summarises the GlobalManager's work queue metrics, read from its
 // /metrics at the address its log names.
-func queueStats(gm *framework.Process) string {
-	addr := metricsAddress(gm)
+func queueStats(ctx context.Context, gm *framework.Process) string {
+	addr := gm.HealthAddress()
 	if addr == "" {
 		return "no metrics address in its log"
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
+	m, err := scrapeMetrics(ctx, addr)
 	if err != nil {
 		return err.Error()
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	values := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.Contains(line, `federatedlearningjob"`) || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, value, _ := strings.Cut(line, " ")
-		v, _ := strconv.ParseFloat(value, 64)
-		values[name[:strings.IndexByte(name, '{')]] += v
-	}
-	syncs := values["nereid_workqueue_work_duration_seconds_count"]
+	series := func(name string) float64 { return m.get(name + `{name="federatedlearningjob"}`) }
+	syncs := series("nereid_workqueue_work_duration_seconds_count")
 	if syncs == 0 {
 		return "no syncs"
 	}
 	return fmt.Sprintf("%.0f syncs, %.1f ms in queue and %.1f ms of work per sync on average",
-		syncs, 1000*values["nereid_workqueue_queue_duration_seconds_sum"]/syncs, 1000*values["nereid_workqueue_work_duration_seconds_sum"]/syncs)
-}
-
-// metricsAddress is where the GlobalManager serves /metrics, as the last
-// start in its log says; "" when none has said yet.
-func metricsAddress(gm *framework.Process) string {
-	var addr string
-	for _, line := range strings.Split(gm.Log(), "\n") {
-		if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
-			addr, _, _ = strings.Cut(after, `"`)
-		}
-	}
-	return addr
+		syncs, 1000*series("nereid_workqueue_queue_duration_seconds_sum")/syncs, 1000*series("nereid_workqueue_work_duration_seconds_sum")/syncs)
 }
 
 // cpuSeconds is the user+system CPU time a process has used.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -14,17 +15,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // FreePort returns a loopback port nobody listens on now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := PickFreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+// PickFreePort is FreePort for programs that are not tests.
+func PickFreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // EdgeHub is a GlobalManager started with its edge hub.
@@ -60,37 +71,48 @@ func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...stri
 func EdgeIdentity(t testing.TB, namespace, node string) (tokenFile string) {
 	t.Helper()
 	kube := KubeClient(t)
-	ctx := t.Context()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "localcontroller", Namespace: namespace}}
-	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating the LocalController's ServiceAccount: %v", err)
 	}
+	token, err := NewEdgeIdentity(t.Context(), kube, namespace, sa.Name, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile = filepath.Join(t.TempDir(), node+".token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tokenFile
+}
+
+// NewEdgeIdentity creates, in namespace, a Pod on node that runs as
+// serviceAccount (it tolerates every taint, as the LocalController's DaemonSet
+// does, so an unready node does not evict it and void its token), and returns
+// a token of serviceAccount bound to that Pod.
+func NewEdgeIdentity(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, node string) (token string, err error) {
 	pod, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "localcontroller-" + node, Namespace: namespace},
 		Spec: corev1.PodSpec{
-			NodeName: node, ServiceAccountName: "localcontroller",
+			NodeName: node, ServiceAccountName: serviceAccount,
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:test"}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating the LocalController's Pod on %s: %v", node, err)
+		return "", fmt.Errorf("creating the LocalController's Pod on %s: %w", node, err)
 	}
 	expiry := int64(3600)
-	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "localcontroller", &authenticationv1.TokenRequest{
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{
 			ExpirationSeconds: &expiry,
 			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating a token bound to %s: %v", pod.Name, err)
+		return "", fmt.Errorf("creating a token bound to %s: %w", pod.Name, err)
 	}
-	tokenFile = filepath.Join(t.TempDir(), node+".token")
-	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return tokenFile
+	return tr.Status.Token, nil
 }
 
 // LocalController is a LocalController process a test started.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -159,4 +160,16 @@ func (p *Process) Signal(sig syscall.Signal, wait time.Duration) error {
 func (p *Process) Log() string {
 	b, _ := os.ReadFile(p.logPath)
 	return string(b)
+}
+
+// HealthAddress is where a GlobalManager serves /healthz, /readyz and
+// /metrics, as the last start in its log says; "" until one has said.
+func (p *Process) HealthAddress() string {
+	var addr string
+	for _, line := range strings.Split(p.Log(), "\n") {
+		if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
+			addr, _, _ = strings.Cut(after, `"`)
+		}
+	}
+	return addr
 }

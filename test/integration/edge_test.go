@@ -46,9 +46,15 @@ func postReport(t *testing.T, lc *framework.LocalController, ns, worker string, 
 		"name": worker, "namespace": ns, "ownerName": flJob, "ownerKind": "federatedlearningjob",
 		"kind": "train", "status": "running", "ownerInfo": map[string]any{"currentRound": round},
 	})
+	return postBody(lc, worker, body)
+}
+
+// postBody posts a worker's report body to its LocalController; status 0
+// means nothing listens there (yet).
+func postBody(lc *framework.LocalController, worker string, body []byte) (int, string) {
 	resp, err := http.Post(lc.WorkerURL+"/sedna/workers/"+worker+"/info", "application/json", bytes.NewReader(body))
 	if err != nil {
-		return 0, err.Error() // not listening (yet)
+		return 0, err.Error()
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
@@ -93,22 +99,37 @@ func waitForReports(t *testing.T, ns, node string, n int64) {
 	})
 }
 
-func TestEdgeReportsPostedWhileTheGlobalManagerIsDownArriveOnce(t *testing.T) {
-	ns := framework.Namespace(t)
-	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
-	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+// reportingWorker sets up a GlobalManager with its edge hub, edge-0's
+// LocalController and the federated learning example, and has the example's
+// training worker on edge-0 report once, through to the job's status.
+func reportingWorker(t *testing.T) (ns string, hub *framework.EdgeHub, lc *framework.LocalController, worker string) {
+	t.Helper()
+	ns = framework.Namespace(t)
+	hub = framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc = framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
 	job := applyFederatedExample(t, ns)
-	worker := trainingWorkerOn(t, ns, job, "edge-0")
-
+	worker = trainingWorkerOn(t, ns, job, "edge-0")
 	postUntilKnown(t, lc, ns, worker, 1)
 	waitForReports(t, ns, "edge-0", 1)
+	return ns, hub, lc, worker
+}
 
-	hub.Kill(t)
-	for round := 2; round <= 6; round++ {
+// postRounds posts the worker's reports of rounds first..last, each of which
+// the LocalController must take (200), cloud or no cloud.
+func postRounds(t *testing.T, lc *framework.LocalController, ns, worker string, first, last int) {
+	t.Helper()
+	for round := first; round <= last; round++ {
 		if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
-			t.Fatalf("with the cloud away the LocalController answered %d: %s", code, msg)
+			t.Fatalf("report of round %d: the LocalController answered %d: %s", round, code, msg)
 		}
 	}
+}
+
+func TestEdgeReportsPostedWhileTheGlobalManagerIsDownArriveOnce(t *testing.T) {
+	ns, hub, lc, worker := reportingWorker(t)
+
+	hub.Kill(t)
+	postRounds(t, lc, ns, worker, 2, 6)
 	if err := hub.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,20 +141,10 @@ func TestEdgeReportsPostedWhileTheGlobalManagerIsDownArriveOnce(t *testing.T) {
 }
 
 func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T) {
-	ns := framework.Namespace(t)
-	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
-	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
-	job := applyFederatedExample(t, ns)
-	worker := trainingWorkerOn(t, ns, job, "edge-0")
-	postUntilKnown(t, lc, ns, worker, 1)
-	waitForReports(t, ns, "edge-0", 1)
+	ns, hub, lc, worker := reportingWorker(t)
 
 	hub.Kill(t)
-	for round := 2; round <= 4; round++ {
-		if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
-			t.Fatalf("report %d: %d %s", round, code, msg)
-		}
-	}
+	postRounds(t, lc, ns, worker, 2, 4)
 	lc.Kill(t)
 	if err := lc.Start(); err != nil {
 		t.Fatal(err)
@@ -226,13 +237,7 @@ func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
 }
 
 func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
-	ns := framework.Namespace(t)
-	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
-	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
-	job := applyFederatedExample(t, ns)
-	worker := trainingWorkerOn(t, ns, job, "edge-0")
-	postUntilKnown(t, lc, ns, worker, 1)
-	waitForReports(t, ns, "edge-0", 1)
+	ns, hub, lc, worker := reportingWorker(t)
 
 	token := framework.EdgeIdentity(t, ns, "edge-1")
 	cases := map[string][]byte{
@@ -409,12 +414,8 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 			"inferenceNumber": 120, "hardExampleNumber": 30, "uploadCloudRatio": 0.25},
 	})
 	framework.Eventually(t, 30*time.Second, "the LocalController to take the report", func(context.Context) (bool, error) {
-		resp, err := http.Post(lc.WorkerURL+"/sedna/workers/"+worker+"/info", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		code, _ := postBody(lc, worker, body)
+		return code == http.StatusOK, nil
 	})
 	framework.Eventually(t, 30*time.Second, "the counts in the service's status", func(ctx context.Context) (bool, error) {
 		ji, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})

@@ -19,11 +19,7 @@ func healthAddress(t *testing.T, gm *framework.Process) string {
 	t.Helper()
 	var addr string
 	framework.Eventually(t, 10*time.Second, "the GlobalManager to log its health address", func(context.Context) (bool, error) {
-		for _, line := range strings.Split(gm.Log(), "\n") {
-			if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
-				addr, _, _ = strings.Cut(after, `"`)
-			}
-		}
+		addr = gm.HealthAddress()
 		return addr != "", nil
 	})
 	return addr
