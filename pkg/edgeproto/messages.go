@@ -254,6 +254,9 @@ type Report struct {
 	// ID is the report's sequence number in the LC's outbox, strictly
 	// increasing per LC and never reused, starting at 1.
 	ID uint64 `json:"id"`
+	// Kind says what Body is: "" (ReportWorker) for a worker's WorkerInfo,
+	// ReportDataset for a DatasetReport the LC itself makes.
+	Kind ReportKind `json:"kind,omitempty"`
 	// Worker is the {worker-name} of the worker API's URL.
 	Worker string `json:"worker"`
 	// Body is the worker's JSON body as received (a WorkerInfo), a JSON object.

@@ -110,6 +110,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &sednav1alpha1.ModelStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParaSpec"):
 		return &sednav1alpha1.ParaSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoundModel"):
+		return &sednav1alpha1.RoundModelApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoundStatus"):
+		return &sednav1alpha1.RoundStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("S3Transmitter"):
 		return &sednav1alpha1.S3TransmitterApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Samples"):

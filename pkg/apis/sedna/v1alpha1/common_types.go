@@ -178,6 +178,75 @@ type CycleStatus struct {
 	// The round of the cycle, counted from 1.
 	// +optional
 	Round int32 `json:"round,omitempty"`
+	// The try of the current stage, counted from 1; a failed try is retried
+	// up to the GlobalManager's --stage-attempts.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// The round in progress: its data, the models it trained and their
+	// evaluation. Empty while the train trigger waits.
+	// +optional
+	CurrentRound *RoundStatus `json:"currentRound,omitempty"`
+	// The last finished rounds, oldest first, at most the GlobalManager's
+	// --cycle-history-limit (10 by default).
+	// +optional
+	History []RoundStatus `json:"history,omitempty"`
+	// The round whose model the inference worker serves; 0 for the initial model.
+	// +optional
+	DeployedRound int32 `json:"deployedRound,omitempty"`
+	// The inference worker's pod.
+	// +optional
+	InferenceWorker string `json:"inferenceWorker,omitempty"`
+	// What the cloud last heard from each edge node involved.
+	// +optional
+	EdgeNodes []EdgeNodeStatus `json:"edgeNodes,omitempty"`
+}
+
+// The results of a round.
+const (
+	RoundDeployed    = "Deployed"
+	RoundNotDeployed = "NotDeployed"
+	RoundFailed      = "Failed"
+)
+
+// RoundStatus is one round of a learning cycle.
+type RoundStatus struct {
+	// The round, counted from 1.
+	Round int32 `json:"round"`
+	// When the train trigger fired on the edge.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// When the round ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// The new samples the round was prepared from.
+	// +optional
+	NumberOfSamples int32 `json:"numberOfSamples,omitempty"`
+	// The round's training split, a path on the dataset's node.
+	// +optional
+	TrainDatasetURL string `json:"trainDatasetURL,omitempty"`
+	// The round's evaluation split, a path on the dataset's node.
+	// +optional
+	TestDatasetURL string `json:"testDatasetURL,omitempty"`
+	// The models the train stage produced, with their evaluation metrics
+	// once the eval stage reported them.
+	// +optional
+	Models []RoundModel `json:"models,omitempty"`
+	// How the round ended: Deployed, NotDeployed or Failed.
+	// +optional
+	Result string `json:"result,omitempty"`
+	// Why, in a sentence (the deploy trigger's decision, or the failure).
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RoundModel is a model a round trained.
+type RoundModel struct {
+	URL string `json:"url"`
+	// +optional
+	Format string `json:"format,omitempty"`
+	// Its evaluation; list values are JSON arrays.
+	// +optional
+	Metrics []Metric `json:"metrics,omitempty"`
 }
 
 // EdgeNodeStatus is what the cloud last heard from one edge node about a job

@@ -90,7 +90,8 @@ type DeployModel struct {
 
 // IncrementalLearningJobStatus is the observed state of the job.
 type IncrementalLearningJobStatus struct {
-	// The stage conditions of the last rounds, bounded.
+	// The stage transitions of the current round, oldest first; finished
+	// rounds are summarised in history.
 	// +optional
 	Conditions []StageCondition `json:"conditions,omitempty"`
 	// When the controller first acted on the job.

@@ -91,7 +91,8 @@ type Samples struct {
 
 // LifelongLearningJobStatus is the observed state of the job.
 type LifelongLearningJobStatus struct {
-	// The stage conditions of the last rounds, bounded.
+	// The stage transitions of the current round, oldest first; finished
+	// rounds are summarised in history.
 	// +optional
 	Conditions []StageCondition `json:"conditions,omitempty"`
 	// What the job has learned.

@@ -34,6 +34,21 @@ type CycleStatusApplyConfiguration struct {
 	State *sednav1alpha1.StageState `json:"state,omitempty"`
 	// The round of the cycle, counted from 1.
 	Round *int32 `json:"round,omitempty"`
+	// The try of the current stage, counted from 1; a failed try is retried
+	// up to the GlobalManager's --stage-attempts.
+	Attempt *int32 `json:"attempt,omitempty"`
+	// The round in progress: its data, the models it trained and their
+	// evaluation. Empty while the train trigger waits.
+	CurrentRound *RoundStatusApplyConfiguration `json:"currentRound,omitempty"`
+	// The last finished rounds, oldest first, at most the GlobalManager's
+	// --cycle-history-limit (10 by default).
+	History []RoundStatusApplyConfiguration `json:"history,omitempty"`
+	// The round whose model the inference worker serves; 0 for the initial model.
+	DeployedRound *int32 `json:"deployedRound,omitempty"`
+	// The inference worker's pod.
+	InferenceWorker *string `json:"inferenceWorker,omitempty"`
+	// What the cloud last heard from each edge node involved.
+	EdgeNodes []EdgeNodeStatusApplyConfiguration `json:"edgeNodes,omitempty"`
 }
 
 // CycleStatusApplyConfiguration constructs a declarative configuration of the CycleStatus type for use with
@@ -63,5 +78,63 @@ func (b *CycleStatusApplyConfiguration) WithState(value sednav1alpha1.StageState
 // If called multiple times, the Round field is set to the value of the last call.
 func (b *CycleStatusApplyConfiguration) WithRound(value int32) *CycleStatusApplyConfiguration {
 	b.Round = &value
+	return b
+}
+
+// WithAttempt sets the Attempt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Attempt field is set to the value of the last call.
+func (b *CycleStatusApplyConfiguration) WithAttempt(value int32) *CycleStatusApplyConfiguration {
+	b.Attempt = &value
+	return b
+}
+
+// WithCurrentRound sets the CurrentRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CurrentRound field is set to the value of the last call.
+func (b *CycleStatusApplyConfiguration) WithCurrentRound(value *RoundStatusApplyConfiguration) *CycleStatusApplyConfiguration {
+	b.CurrentRound = value
+	return b
+}
+
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *CycleStatusApplyConfiguration) WithHistory(values ...*RoundStatusApplyConfiguration) *CycleStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.History = append(b.History, *values[i])
+	}
+	return b
+}
+
+// WithDeployedRound sets the DeployedRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeployedRound field is set to the value of the last call.
+func (b *CycleStatusApplyConfiguration) WithDeployedRound(value int32) *CycleStatusApplyConfiguration {
+	b.DeployedRound = &value
+	return b
+}
+
+// WithInferenceWorker sets the InferenceWorker field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InferenceWorker field is set to the value of the last call.
+func (b *CycleStatusApplyConfiguration) WithInferenceWorker(value string) *CycleStatusApplyConfiguration {
+	b.InferenceWorker = &value
+	return b
+}
+
+// WithEdgeNodes adds the given value to the EdgeNodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EdgeNodes field.
+func (b *CycleStatusApplyConfiguration) WithEdgeNodes(values ...*EdgeNodeStatusApplyConfiguration) *CycleStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEdgeNodes")
+		}
+		b.EdgeNodes = append(b.EdgeNodes, *values[i])
+	}
 	return b
 }

@@ -28,7 +28,8 @@ import (
 //
 // IncrementalLearningJobStatus is the observed state of the job.
 type IncrementalLearningJobStatusApplyConfiguration struct {
-	// The stage conditions of the last rounds, bounded.
+	// The stage transitions of the current round, oldest first; finished
+	// rounds are summarised in history.
 	Conditions []StageConditionApplyConfiguration `json:"conditions,omitempty"`
 	// When the controller first acted on the job.
 	StartTime *v1.Time `json:"startTime,omitempty"`
@@ -125,6 +126,64 @@ func (b *IncrementalLearningJobStatusApplyConfiguration) WithState(value sednav1
 // If called multiple times, the Round field is set to the value of the last call.
 func (b *IncrementalLearningJobStatusApplyConfiguration) WithRound(value int32) *IncrementalLearningJobStatusApplyConfiguration {
 	b.CycleStatusApplyConfiguration.Round = &value
+	return b
+}
+
+// WithAttempt sets the Attempt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Attempt field is set to the value of the last call.
+func (b *IncrementalLearningJobStatusApplyConfiguration) WithAttempt(value int32) *IncrementalLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.Attempt = &value
+	return b
+}
+
+// WithCurrentRound sets the CurrentRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CurrentRound field is set to the value of the last call.
+func (b *IncrementalLearningJobStatusApplyConfiguration) WithCurrentRound(value *RoundStatusApplyConfiguration) *IncrementalLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.CurrentRound = value
+	return b
+}
+
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *IncrementalLearningJobStatusApplyConfiguration) WithHistory(values ...*RoundStatusApplyConfiguration) *IncrementalLearningJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.CycleStatusApplyConfiguration.History = append(b.CycleStatusApplyConfiguration.History, *values[i])
+	}
+	return b
+}
+
+// WithDeployedRound sets the DeployedRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeployedRound field is set to the value of the last call.
+func (b *IncrementalLearningJobStatusApplyConfiguration) WithDeployedRound(value int32) *IncrementalLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.DeployedRound = &value
+	return b
+}
+
+// WithInferenceWorker sets the InferenceWorker field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InferenceWorker field is set to the value of the last call.
+func (b *IncrementalLearningJobStatusApplyConfiguration) WithInferenceWorker(value string) *IncrementalLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.InferenceWorker = &value
+	return b
+}
+
+// WithEdgeNodes adds the given value to the EdgeNodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EdgeNodes field.
+func (b *IncrementalLearningJobStatusApplyConfiguration) WithEdgeNodes(values ...*EdgeNodeStatusApplyConfiguration) *IncrementalLearningJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEdgeNodes")
+		}
+		b.CycleStatusApplyConfiguration.EdgeNodes = append(b.CycleStatusApplyConfiguration.EdgeNodes, *values[i])
+	}
 	return b
 }
 

@@ -28,7 +28,8 @@ import (
 //
 // LifelongLearningJobStatus is the observed state of the job.
 type LifelongLearningJobStatusApplyConfiguration struct {
-	// The stage conditions of the last rounds, bounded.
+	// The stage transitions of the current round, oldest first; finished
+	// rounds are summarised in history.
 	Conditions []StageConditionApplyConfiguration `json:"conditions,omitempty"`
 	// What the job has learned.
 	KnowledgeBase *KnowledgeBaseApplyConfiguration `json:"knowledgeBase,omitempty"`
@@ -105,6 +106,64 @@ func (b *LifelongLearningJobStatusApplyConfiguration) WithState(value sednav1alp
 // If called multiple times, the Round field is set to the value of the last call.
 func (b *LifelongLearningJobStatusApplyConfiguration) WithRound(value int32) *LifelongLearningJobStatusApplyConfiguration {
 	b.CycleStatusApplyConfiguration.Round = &value
+	return b
+}
+
+// WithAttempt sets the Attempt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Attempt field is set to the value of the last call.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithAttempt(value int32) *LifelongLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.Attempt = &value
+	return b
+}
+
+// WithCurrentRound sets the CurrentRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CurrentRound field is set to the value of the last call.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithCurrentRound(value *RoundStatusApplyConfiguration) *LifelongLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.CurrentRound = value
+	return b
+}
+
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithHistory(values ...*RoundStatusApplyConfiguration) *LifelongLearningJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.CycleStatusApplyConfiguration.History = append(b.CycleStatusApplyConfiguration.History, *values[i])
+	}
+	return b
+}
+
+// WithDeployedRound sets the DeployedRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeployedRound field is set to the value of the last call.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithDeployedRound(value int32) *LifelongLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.DeployedRound = &value
+	return b
+}
+
+// WithInferenceWorker sets the InferenceWorker field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InferenceWorker field is set to the value of the last call.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithInferenceWorker(value string) *LifelongLearningJobStatusApplyConfiguration {
+	b.CycleStatusApplyConfiguration.InferenceWorker = &value
+	return b
+}
+
+// WithEdgeNodes adds the given value to the EdgeNodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EdgeNodes field.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithEdgeNodes(values ...*EdgeNodeStatusApplyConfiguration) *LifelongLearningJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEdgeNodes")
+		}
+		b.CycleStatusApplyConfiguration.EdgeNodes = append(b.CycleStatusApplyConfiguration.EdgeNodes, *values[i])
+	}
 	return b
 }
 
