@@ -24,7 +24,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
-	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
 )
 
 // pollPeriod is how often a session looks at the outbox even without a
@@ -174,16 +173,25 @@ func backoff(minDelay, maxDelay time.Duration, n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// Outbox is where the worker API appends reports: the store's outbox, plus
-// a wake-up of the running session so the report goes up at once.
-func (l *Link) Outbox() workerapi.Outbox {
-	return outbox{l}
+// Outbox is where the worker API and the LocalController's managers append
+// reports: the store's outbox, plus a wake-up of the running session so the
+// report goes up at once.
+func (l *Link) Outbox() Outbox {
+	return Outbox{l}
 }
 
-type outbox struct{ l *Link }
+// Outbox appends to the store's outbox and wakes the link.
+type Outbox struct{ l *Link }
 
-func (o outbox) AppendReport(data []byte) (uint64, error) {
-	id, err := o.l.st.AppendReport(data)
+// AppendReport appends data (see store.Store.AppendReport).
+func (o Outbox) AppendReport(data []byte) (uint64, error) {
+	return o.AppendReportWithState(data, "", nil)
+}
+
+// AppendReportWithState appends data and sets a state in one transaction (see
+// store.Store.AppendReportWithState).
+func (o Outbox) AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error) {
+	id, err := o.l.st.AppendReportWithState(data, stateKey, state)
 	if err != nil {
 		return 0, err
 	}

@@ -35,6 +35,15 @@ func reportKey(id uint64) []byte {
 // worker is told to retry. A report larger than MaxOutboxBytes by itself gets
 // ErrReportTooLarge instead.
 func (s *Store) AppendReport(data []byte) (uint64, error) {
+	return s.AppendReportWithState(data, "", nil)
+}
+
+// AppendReportWithState appends a report as AppendReport does and, in the
+// same transaction, sets the LocalController state stored under stateKey to
+// state (see PutState). Either both are on disk or neither is: a manager that
+// records "round 3 prepared" with the report saying so can never, after a
+// crash, hold one without the other. An empty stateKey sets nothing.
+func (s *Store) AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error) {
 	size := int64(len(data))
 	if size > s.opts.MaxOutboxBytes {
 		return 0, fmt.Errorf("appending report of %d bytes: %w of %d bytes", size, ErrReportTooLarge, s.opts.MaxOutboxBytes)
@@ -52,6 +61,11 @@ func (s *Store) AppendReport(data []byte) (uint64, error) {
 		var err error
 		if id, err = b.NextSequence(); err != nil {
 			return err
+		}
+		if stateKey != "" {
+			if err := tx.Bucket(stateBucket).Put([]byte(stateKey), state); err != nil {
+				return err
+			}
 		}
 		return b.Put(reportKey(id), data)
 	})

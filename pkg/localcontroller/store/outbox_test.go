@@ -292,3 +292,37 @@ func TestConcurrentAppendReportLosesNothing(t *testing.T) {
 	}
 	checkOutboxLen(t, s, goroutines*perG, total)
 }
+
+func TestAppendReportWithStateCommitsBoth(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendReportWithState([]byte(`{"a":1}`), "cycle/ns/job", []byte(`{"prepared":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, ok, err := s.GetState("cycle/ns/job")
+	if err != nil || !ok || string(got) != `{"prepared":3}` {
+		t.Fatalf("state after reopen = %q, %v, %v; want the value stored with the report", got, ok, err)
+	}
+	reports, err := s.PendingReports(0, 0)
+	if err != nil || len(reports) != 1 {
+		t.Fatalf("reports after reopen = %v, %v; want the one appended", reports, err)
+	}
+	if err := s.DeleteState("cycle/ns/job"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.GetState("cycle/ns/job"); ok {
+		t.Fatal("state still there after DeleteState")
+	}
+}

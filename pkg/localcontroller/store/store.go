@@ -80,6 +80,7 @@ func (o Options) withDefaults() Options {
 var (
 	objectsBucket = []byte("objects")
 	outboxBucket  = []byte("outbox")
+	stateBucket   = []byte("state")
 )
 
 // Store is the LocalController's on-disk store. It is safe for concurrent use.
@@ -116,6 +117,9 @@ func Open(path string, opts Options) (*Store, error) {
 	// disk, so there is no second record that could disagree with it.
 	err = db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(objectsBucket); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(stateBucket); err != nil {
 			return err
 		}
 		b, err := tx.CreateBucketIfNotExists(outboxBucket)
