@@ -190,10 +190,10 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 				hostnames = append(hostnames, h)
 			}
 		}
-		hub, err = edgehub.New(ctx, kubeClient, v1, map[string]edgehub.ReportApplier{
+		hub, err = edgehub.New(ctx, kubeClient, v1, edgehub.Appliers{Workers: map[string]edgehub.ReportApplier{
 			sednav1.FederatedLearningJobKind.Kind:  fl,
 			sednav1.JointInferenceServiceKind.Kind: ji,
-		}, reg, edgehub.Config{
+		}}, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: hostnames, CAOutFile: o.edgeCAOut,
 		})

@@ -31,6 +31,23 @@ type ReportApplier interface {
 	ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
 }
 
+// DatasetApplier applies a LocalController's count of a Dataset on its node to
+// the Dataset's status. The hub has checked that the report is valid and that
+// the Dataset is on node. The same rules as ReportApplier's hold: nil when
+// applied, Refuse for never, any other error to have it resent.
+type DatasetApplier interface {
+	ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+}
+
+// Appliers are what the hub hands reports to.
+type Appliers struct {
+	// Workers apply worker reports, by the API kind of the report's owner
+	// ("FederatedLearningJob", …); a report about a kind with none is refused.
+	Workers map[string]ReportApplier
+	// Datasets applies dataset counts; without one they are refused.
+	Datasets DatasetApplier
+}
+
 // ReportApplierFunc is a function that is a ReportApplier.
 type ReportApplierFunc func(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
 

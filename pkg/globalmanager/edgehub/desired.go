@@ -231,8 +231,10 @@ func (h *Hub) concerns(node string, ref edgeproto.ObjectRef) bool {
 			objs.lifelongJobs = append(objs.lifelongJobs, j)
 			addDataset(j.Namespace, j.Spec.Dataset.Name)
 		}
+	case sednav1.DatasetKind.Kind:
+		addDataset(ref.Namespace, ref.Name)
 	default:
-		return false // reports are about jobs and services only
+		return false // reports are about jobs, services and datasets only
 	}
 	_, ok := concerning(node, objs)[ref]
 	return ok

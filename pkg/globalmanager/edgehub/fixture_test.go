@@ -65,6 +65,12 @@ func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
 }
 
 // recordedReport is one call of the test applier.
+type datasetApplierFunc func(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+
+func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	return f(ctx, node, r, d)
+}
+
 type recordedReport struct {
 	node string
 	id   uint64
@@ -116,10 +122,15 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		}
 		return nil
 	})
-	appliers := map[string]ReportApplier{
+	appliers := Appliers{Workers: map[string]ReportApplier{
 		"FederatedLearningJob":  applier,
 		"JointInferenceService": applier,
-	}
+	}, Datasets: datasetApplierFunc(func(_ context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.applied = append(f.applied, recordedReport{node: node, id: r.ID, kind: d.Ref().Kind})
+		return nil
+	})}
 	cfg.CAOutFile = filepath.Join(t.TempDir(), "ca.crt")
 	factory := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -35,6 +35,7 @@ type Hub struct {
 	inf      informerSet
 	synced   []cache.InformerSynced
 	appliers map[string]ReportApplier
+	datasets DatasetApplier
 	metrics  *metrics
 	cfg      Config
 	links    *links
@@ -53,11 +54,10 @@ type Hub struct {
 
 // New wires the hub to the sedna informers (those of
 // factory.Sedna().V1alpha1()); it adds its indexes and event handlers, so it
-// must be called before the factory starts, and starts nothing. appliers are
-// keyed by API kind ("FederatedLearningJob", …); a report about a kind with
-// no applier is refused. Metrics are registered with reg when it is not nil.
+// must be called before the factory starts, and starts nothing. Reports go to
+// appliers (see Appliers). Metrics are registered with reg when it is not nil.
 func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednainformers.Interface,
-	appliers map[string]ReportApplier, reg prometheus.Registerer, cfg Config) (*Hub, error) {
+	appliers Appliers, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("edge hub configuration: %w", err)
@@ -76,7 +76,8 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 			incremental: informers.IncrementalLearningJobs().Informer(),
 			lifelong:    informers.LifelongLearningJobs().Informer(),
 		},
-		appliers: make(map[string]ReportApplier, len(appliers)),
+		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
+		datasets: appliers.Datasets,
 		metrics:  m,
 		cfg:      cfg,
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout},
@@ -84,7 +85,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 		now:      time.Now,
 		ready:    make(chan struct{}),
 	}
-	for kind, a := range appliers {
+	for kind, a := range appliers.Workers {
 		if a != nil {
 			h.appliers[kind] = a
 		}

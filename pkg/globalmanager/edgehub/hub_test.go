@@ -2,6 +2,7 @@ package edgehub
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -313,6 +314,10 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	report := func(id uint64, body string) *edgeproto.Report {
 		return &edgeproto.Report{ID: id, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
 	}
+	datasetReport := func(id uint64, name string) *edgeproto.Report {
+		body := fmt.Sprintf(`{"namespace":"default","name":%q,"numberOfSamples":12,"countedAt":"2026-11-21T10:00:00Z"}`, name)
+		return &edgeproto.Report{ID: id, Kind: edgeproto.ReportDataset, Worker: edgeproto.LocalControllerWorker, Body: []byte(body), ReceivedAt: time.Now()}
+	}
 	const (
 		flA = `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
 		flB = `{"name":"w","namespace":"default","ownerName":"fl-b","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
@@ -335,6 +340,12 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 			want: "reportAck [4] refused 4: node edge-a has no worker in IncrementalLearningJob default/il-x"},
 		{name: "another kind goes to its applier", report: report(5, jiA),
 			want: "reportAck [5]", wantApplied: []recordedReport{{"edge-a", 5, "JointInferenceService"}}},
+		{name: "a count of a dataset on the node goes to the dataset applier", report: datasetReport(6, "data-a"),
+			want: "reportAck [6]", wantApplied: []recordedReport{{"edge-a", 6, "Dataset"}}},
+		{name: "a count of a dataset not on the node is refused", report: datasetReport(7, "data-x"),
+			want: "reportAck [7] refused 7: dataset default/data-x is not on node edge-a"},
+		{name: "a report of an unknown kind is refused", report: &edgeproto.Report{ID: 8, Kind: "model", Worker: "w", Body: []byte(`{}`), ReceivedAt: time.Now()},
+			want: `reportAck [8] refused 8: unknown report kind "model"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,8 +360,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		})
 	}
 
-	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 2 || refused != 3 {
-		t.Errorf("reports applied %v, refused %v; want 2 and 3", applied, refused)
+	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 5 {
+		t.Errorf("reports applied %v, refused %v; want 3 and 5", applied, refused)
 	}
 
 	// The Lease shows the link and the last report acknowledged.
@@ -361,7 +372,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
 			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationUnackedObjects]}
-		want := []string{"edge-a", "edge-a", "connected", "5", "0"}
+		want := []string{"edge-a", "edge-a", "connected", "8", "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})

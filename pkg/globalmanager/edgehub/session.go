@@ -295,29 +295,29 @@ func (s *session) report(r *edgeproto.Report) error {
 	refuse := func(reason string) {
 		result.refused, result.reason = true, clipRefusal(reason)
 		s.hub.metrics.reportsRefused.Inc()
-		logger.Info("Refused a worker report", "reason", reason)
+		logger.Info("Refused a report", "reason", reason)
 	}
-	info, err := edgeproto.ParseWorkerInfo(r.Body)
-	switch {
-	case err != nil:
-		refuse("invalid worker report: " + err.Error())
-	case !s.hub.concerns(s.node, info.Owner()):
-		o := info.Owner()
-		refuse(fmt.Sprintf("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name))
-	case s.hub.appliers[info.Owner().Kind] == nil:
-		refuse(fmt.Sprintf("the GlobalManager applies no reports of kind %s", info.Owner().Kind))
+	var (
+		err     error
+		applied string // what the report was about, when applied
+	)
+	switch r.Kind {
+	case edgeproto.ReportWorker:
+		applied, err = s.workerReport(r)
+	case edgeproto.ReportDataset:
+		applied, err = s.datasetReport(r)
 	default:
-		err := s.apply(s.hub.appliers[info.Owner().Kind], r, info)
-		if reason, ok := edgeproto.IsRefused(err); ok {
-			refuse(reason)
-		} else if err != nil {
-			return &closeError{code: websocket.CloseTryAgainLater,
-				reason: fmt.Sprintf("report %d could not be applied, send it again", r.ID),
-				err:    fmt.Errorf("applying report %d of worker %s: %w", r.ID, r.Worker, err)}
-		} else {
-			s.hub.metrics.reportsApplied.Inc()
-			logger.V(4).Info("Applied a worker report", "owner", info.Owner())
-		}
+		err = edgeproto.Refuse("unknown report kind %q", clipRefusal(string(r.Kind)))
+	}
+	if reason, ok := edgeproto.IsRefused(err); ok {
+		refuse(reason)
+	} else if err != nil {
+		return &closeError{code: websocket.CloseTryAgainLater,
+			reason: fmt.Sprintf("report %d could not be applied, send it again", r.ID),
+			err:    fmt.Errorf("applying report %d of worker %s: %w", r.ID, r.Worker, err)}
+	} else {
+		s.hub.metrics.reportsApplied.Inc()
+		logger.V(4).Info("Applied a report", "about", applied)
 	}
 	select {
 	case s.results <- result:
@@ -326,19 +326,54 @@ func (s *session) report(r *edgeproto.Report) error {
 	return nil
 }
 
+// workerReport checks a worker's report and hands it to its kind's applier;
+// it returns what the report is about.
+func (s *session) workerReport(r *edgeproto.Report) (string, error) {
+	info, err := edgeproto.ParseWorkerInfo(r.Body)
+	if err != nil {
+		return "", edgeproto.Refuse("invalid worker report: %s", err.Error())
+	}
+	o := info.Owner()
+	if !s.hub.concerns(s.node, o) {
+		return "", edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
+	}
+	a := s.hub.appliers[o.Kind]
+	if a == nil {
+		return "", edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
+	}
+	return o.String(), s.apply(func() error { return a.ApplyReport(s.ctx, s.node, r, info) }, r.ID)
+}
+
+// datasetReport checks a LocalController's count of a Dataset and hands it to
+// the dataset applier; it returns what the report is about.
+func (s *session) datasetReport(r *edgeproto.Report) (string, error) {
+	d, err := edgeproto.ParseDatasetReport(r.Body)
+	if err != nil {
+		return "", edgeproto.Refuse("invalid dataset report: %s", err.Error())
+	}
+	ref := d.Ref()
+	if !s.hub.concerns(s.node, ref) {
+		return "", edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
+	}
+	if s.hub.datasets == nil {
+		return "", edgeproto.Refuse("the GlobalManager applies no dataset reports")
+	}
+	return ref.String(), s.apply(func() error { return s.hub.datasets.ApplyDatasetReport(s.ctx, s.node, r, d) }, r.ID)
+}
+
 // applyBackoff are the waits between tries of a report whose applier fails
 // with an error worth retrying; after the last the connection is closed.
 var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 
 // apply calls the applier, trying again a little later on an error that is
 // not a refusal.
-func (s *session) apply(a ReportApplier, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+func (s *session) apply(apply func() error, id uint64) error {
 	for i := 0; ; i++ {
-		err := a.ApplyReport(s.ctx, s.node, r, info)
+		err := apply()
 		if _, refused := edgeproto.IsRefused(err); err == nil || refused || i == len(applyBackoff) {
 			return err
 		}
-		s.logger.V(2).Info("Applying a worker report failed, trying again", "report", r.ID, "err", err)
+		s.logger.V(2).Info("Applying a report failed, trying again", "report", id, "err", err)
 		select {
 		case <-time.After(applyBackoff[i]):
 		case <-s.ctx.Done():
