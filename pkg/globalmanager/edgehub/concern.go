@@ -55,17 +55,17 @@ func concerning(node string, objs objects) map[edgeproto.ObjectRef]metav1.Object
 	}
 	for _, j := range objs.federatedLearningJobs {
 		if onNode(node, templatesOfFederated(j)) {
-			add(sednav1.FederatedLearningJobKind.Kind, j, modelsOfFederated(j))
+			add(sednav1.FederatedLearningJobKind.Kind, j, j.ModelNames())
 		}
 	}
 	for _, s := range objs.jointInferenceServices {
 		if onNode(node, templatesOfJointInference(s)) {
-			add(sednav1.JointInferenceServiceKind.Kind, s, modelsOfJointInference(s))
+			add(sednav1.JointInferenceServiceKind.Kind, s, s.ModelNames())
 		}
 	}
 	for _, j := range objs.incrementalJobs {
 		if datasetNode[nsName{j.Namespace, j.Spec.Dataset.Name}] == node || onNode(node, templatesOfIncremental(j)) {
-			add(sednav1.IncrementalLearningJobKind.Kind, j, modelsOfIncremental(j))
+			add(sednav1.IncrementalLearningJobKind.Kind, j, j.ModelNames())
 		}
 	}
 	for _, j := range objs.lifelongJobs {
@@ -126,32 +126,12 @@ func templatesOfFederated(j *sednav1.FederatedLearningJob) []*corev1.PodTemplate
 	return ts
 }
 
-func modelsOfFederated(j *sednav1.FederatedLearningJob) []string {
-	models := []string{j.Spec.AggregationWorker.Model.Name}
-	if j.Spec.PretrainedModel != nil {
-		models = append(models, j.Spec.PretrainedModel.Name)
-	}
-	return models
-}
-
 func templatesOfJointInference(s *sednav1.JointInferenceService) []*corev1.PodTemplateSpec {
 	return []*corev1.PodTemplateSpec{&s.Spec.EdgeWorker.Template, &s.Spec.CloudWorker.Template}
 }
 
-func modelsOfJointInference(s *sednav1.JointInferenceService) []string {
-	return []string{s.Spec.EdgeWorker.Model.Name, s.Spec.CloudWorker.Model.Name}
-}
-
 func templatesOfIncremental(j *sednav1.IncrementalLearningJob) []*corev1.PodTemplateSpec {
 	return []*corev1.PodTemplateSpec{&j.Spec.TrainSpec.Template, &j.Spec.EvalSpec.Template, &j.Spec.DeploySpec.Template}
-}
-
-func modelsOfIncremental(j *sednav1.IncrementalLearningJob) []string {
-	models := []string{j.Spec.InitialModel.Name, j.Spec.DeploySpec.Model.Name}
-	if j.Spec.EvalSpec.InitialEvalModel != nil {
-		models = append(models, j.Spec.EvalSpec.InitialEvalModel.Name)
-	}
-	return models
 }
 
 func templatesOfLifelong(j *sednav1.LifelongLearningJob) []*corev1.PodTemplateSpec {

@@ -65,7 +65,7 @@ func (h *Hub) addIndexers() error {
 		},
 		indexModel: func(obj any) ([]string, error) {
 			if j, ok := obj.(*sednav1.FederatedLearningJob); ok {
-				return nsKeys(j.Namespace, modelsOfFederated(j)), nil
+				return nsKeys(j.Namespace, j.ModelNames()), nil
 			}
 			return nil, nil
 		},
@@ -81,7 +81,7 @@ func (h *Hub) addIndexers() error {
 		},
 		indexModel: func(obj any) ([]string, error) {
 			if s, ok := obj.(*sednav1.JointInferenceService); ok {
-				return nsKeys(s.Namespace, modelsOfJointInference(s)), nil
+				return nsKeys(s.Namespace, s.ModelNames()), nil
 			}
 			return nil, nil
 		},
@@ -103,7 +103,7 @@ func (h *Hub) addIndexers() error {
 		},
 		indexModel: func(obj any) ([]string, error) {
 			if j, ok := obj.(*sednav1.IncrementalLearningJob); ok {
-				return nsKeys(j.Namespace, modelsOfIncremental(j)), nil
+				return nsKeys(j.Namespace, j.ModelNames()), nil
 			}
 			return nil, nil
 		},
@@ -183,13 +183,13 @@ func (h *Hub) candidates(node string) objects {
 		}
 	}
 	for _, j := range objs.federatedLearningJobs {
-		addModels(j.Namespace, modelsOfFederated(j))
+		addModels(j.Namespace, j.ModelNames())
 	}
 	for _, s := range objs.jointInferenceServices {
-		addModels(s.Namespace, modelsOfJointInference(s))
+		addModels(s.Namespace, s.ModelNames())
 	}
 	for _, j := range objs.incrementalJobs {
-		addModels(j.Namespace, modelsOfIncremental(j))
+		addModels(j.Namespace, j.ModelNames())
 	}
 	return objs
 }

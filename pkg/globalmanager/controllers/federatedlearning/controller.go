@@ -105,7 +105,7 @@ func NewController(
 		now:         time.Now,
 	}
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{
-		byModel:   indexReferences(modelsOf),
+		byModel:   indexReferences((*sednav1.FederatedLearningJob).ModelNames),
 		byDataset: indexReferences(datasetsOf),
 	}); err != nil {
 		return nil, fmt.Errorf("adding job indexers: %w", err)
@@ -141,14 +141,6 @@ func indexReferences(names func(*sednav1.FederatedLearningJob) []string) cache.I
 		}
 		return keys, nil
 	}
-}
-
-func modelsOf(j *sednav1.FederatedLearningJob) []string {
-	names := []string{j.Spec.AggregationWorker.Model.Name}
-	if j.Spec.PretrainedModel != nil {
-		names = append(names, j.Spec.PretrainedModel.Name)
-	}
-	return names
 }
 
 func datasetsOf(j *sednav1.FederatedLearningJob) []string {
