@@ -1,0 +1,113 @@
+// Package dataset applies the LocalControllers' counts of Datasets to their
+// status. The GlobalManager runs no controller for Datasets: the count is the
+// edge's business (the LocalController of spec.nodeName reads the index file
+// under the node's root, counts samples per format and reports when the count
+// or the file's readability changes); the cloud records it.
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// ConditionReadable says whether the Dataset's LocalController could read its
+// index file. When it could not, numberOfSamples keeps the last count.
+const ConditionReadable = "Readable"
+
+// Reasons of the Readable condition.
+const (
+	ReasonCounted    = "Counted"
+	ReasonUnreadable = "IndexFileUnreadable"
+)
+
+// Applier writes dataset counts to Dataset status.
+type Applier struct {
+	client   sednaclient.Interface
+	recorder record.EventRecorder
+	now      func() time.Time
+}
+
+// NewApplier returns an Applier writing with client and telling the user
+// through recorder when the index file becomes unreadable or readable again.
+func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Applier {
+	return &Applier{client: client, recorder: recorder, now: time.Now}
+}
+
+// ApplyDatasetReport records a count in the Dataset's status: numberOfSamples
+// and updateTime when the count changed, and the Readable condition. A count
+// equal to the status writes nothing, so a resent report is harmless; the
+// LocalController's reports of one Dataset arrive in order, so an older count
+// never overwrites a newer one.
+func (a *Applier) ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	datasets := a.client.SednaV1alpha1().Datasets(d.Namespace)
+	var event func(*sednav1.Dataset)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		event = nil
+		ds, err := datasets.Get(ctx, d.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return edgeproto.Refuse("dataset %s/%s does not exist", d.Namespace, d.Name)
+		} else if err != nil {
+			return fmt.Errorf("reading dataset %s/%s: %w", d.Namespace, d.Name, err)
+		}
+		wasReadable := apimeta.IsStatusConditionTrue(ds.Status.Conditions, ConditionReadable)
+		known := apimeta.FindStatusCondition(ds.Status.Conditions, ConditionReadable) != nil
+		if !Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.now())) {
+			return nil
+		}
+		switch readable := d.Error == ""; {
+		case !readable && (wasReadable || !known):
+			event = func(ds *sednav1.Dataset) {
+				a.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonUnreadable, "Node %s cannot read the index file: %s", node, d.Error)
+			}
+		case readable && !wasReadable && known:
+			event = func(ds *sednav1.Dataset) {
+				a.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonCounted, "Node %s reads the index file again: %d samples", node, d.NumberOfSamples)
+			}
+		}
+		updated, err := datasets.UpdateStatus(ctx, ds, metav1.UpdateOptions{})
+		if err == nil && event != nil {
+			event(updated)
+		}
+		return err
+	})
+	return err
+}
+
+// Apply folds a count into status and says whether anything changed.
+func Apply(status *sednav1.DatasetStatus, generation int64, d *edgeproto.DatasetReport, now metav1.Time) bool {
+	changed := false
+	cond := metav1.Condition{Type: ConditionReadable, ObservedGeneration: generation}
+	if d.Error != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonUnreadable, d.Error
+	} else {
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonCounted
+		cond.Message = fmt.Sprintf("%d samples counted", d.NumberOfSamples)
+		if status.NumberOfSamples != d.NumberOfSamples || status.UpdateTime == nil {
+			status.NumberOfSamples = d.NumberOfSamples
+			t := metav1.NewTime(d.CountedAt)
+			status.UpdateTime = &t
+			changed = true
+		}
+	}
+	cond.LastTransitionTime = now
+	if apimeta.SetStatusCondition(&status.Conditions, cond) {
+		changed = true
+	}
+	if status.ObservedGeneration != generation {
+		status.ObservedGeneration = generation
+		changed = true
+	}
+	return changed
+}

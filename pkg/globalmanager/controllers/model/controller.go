@@ -1,0 +1,210 @@
+// Package model keeps a Model that jobs name from vanishing under them.
+//
+// Decision: a finalizer that waits, as Kubernetes protects a PersistentVolumeClaim
+// a pod uses. Every Model carries the finalizer nereid.io/model-protection. A
+// Model deleted while a FederatedLearningJob, JointInferenceService or
+// IncrementalLearningJob of its namespace names it stays (Terminating), with
+// the status condition DeletionBlocked and a Warning event naming the jobs;
+// the finalizer is removed, and the Model goes, once no job names it. The jobs
+// keep working meanwhile: their workers still get the Model's URL.
+//
+// A Model's status metrics and updateTime are written by the learning-cycle
+// controllers when a round deploys a new model into it (see package cycle).
+package model
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Name is the controller's name in logs, metrics and events.
+const Name = "model-protection"
+
+// Finalizer holds a Model while jobs name it.
+const Finalizer = "nereid.io/model-protection"
+
+// ConditionDeletionBlocked says a deleted Model waits for the jobs that name it.
+const ConditionDeletionBlocked = "DeletionBlocked"
+
+// byModel indexes jobs by the namespace/name of each Model they name.
+const byModel = "nereid.io/model-protection"
+
+// namer is a job kind that names Models.
+type namer interface {
+	metav1.Object
+	ModelNames() []string
+}
+
+// Controller adds and removes the protection finalizer.
+type Controller struct {
+	client   sednaclient.Interface
+	models   sednalisters.ModelLister
+	users    []userIndex
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	metrics  *common.Metrics
+	now      func() time.Time
+}
+
+// userIndex is one job kind's informer index by Model.
+type userIndex struct {
+	kind    string
+	indexer cache.Indexer
+}
+
+// NewController watches Models and the job kinds that name them.
+func NewController(ctx context.Context, client sednaclient.Interface, models sednainformers.ModelInformer,
+	federated sednainformers.FederatedLearningJobInformer, joint sednainformers.JointInferenceServiceInformer,
+	incremental sednainformers.IncrementalLearningJobInformer, recorder record.EventRecorder, metrics *common.Metrics) (*Controller, error) {
+	c := &Controller{
+		client:   client,
+		models:   models.Lister(),
+		queue:    common.NewQueue(Name),
+		recorder: recorder,
+		metrics:  metrics,
+		now:      time.Now,
+	}
+	handlers := []common.Handler{{Informer: models.Informer(), Handler: common.OwnerHandler(c.queue.Add)}}
+	for kind, inf := range map[string]cache.SharedIndexInformer{
+		sednav1.FederatedLearningJobKind.Kind:   federated.Informer(),
+		sednav1.JointInferenceServiceKind.Kind:  joint.Informer(),
+		sednav1.IncrementalLearningJobKind.Kind: incremental.Informer(),
+	} {
+		if err := inf.AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
+			return nil, fmt.Errorf("adding %s index: %w", kind, err)
+		}
+		c.users = append(c.users, userIndex{kind: kind, indexer: inf.GetIndexer()})
+		handlers = append(handlers, common.Handler{Informer: inf, Handler: c.jobHandler()})
+	}
+	sort.Slice(c.users, func(i, j int) bool { return c.users[i].kind < c.users[j].kind })
+	var err error
+	if c.synced, err = common.AddHandlers(handlers...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run processes Models with workers goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
+}
+
+func indexModels(obj any) ([]string, error) {
+	job, ok := obj.(namer)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, m := range job.ModelNames() {
+		keys = append(keys, job.GetNamespace()+"/"+m)
+	}
+	return keys, nil
+}
+
+// jobHandler enqueues the Models a job names, before and after a change:
+// a job that stops naming a Model may release it.
+func (c *Controller) jobHandler() cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		keys, _ := indexModels(obj)
+		for _, k := range keys {
+			c.queue.Add(k)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(oldObj, newObj any) { enqueue(oldObj); enqueue(newObj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// usersOf are the jobs naming the Model key, as "Kind namespace/name", sorted.
+func (c *Controller) usersOf(key string) ([]string, error) {
+	var users []string
+	for _, u := range c.users {
+		objs, err := u.indexer.ByIndex(byModel, key)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s naming %s: %w", u.kind, key, err)
+		}
+		for _, o := range objs {
+			if m, ok := o.(metav1.Object); ok {
+				users = append(users, u.kind+" "+m.GetNamespace()+"/"+m.GetName())
+			}
+		}
+	}
+	sort.Strings(users)
+	return users, nil
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.models.Models(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading model %s: %w", key, err)
+	}
+	users, err := c.usersOf(key)
+	if err != nil {
+		return err
+	}
+	has := slices.Contains(cached.Finalizers, Finalizer)
+	models := c.client.SednaV1alpha1().Models(ns)
+	logger := klog.FromContext(ctx).WithValues("model", klog.KObj(cached))
+	switch {
+	case cached.DeletionTimestamp == nil && !has:
+		m := cached.DeepCopy()
+		m.Finalizers = append(m.Finalizers, Finalizer)
+		if _, err := models.Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("adding finalizer to model %s: %w", key, err)
+		}
+		logger.V(4).Info("Model protected")
+	case cached.DeletionTimestamp != nil && has && len(users) == 0:
+		m := cached.DeepCopy()
+		m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool { return f == Finalizer })
+		if _, err := models.Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("removing finalizer from model %s: %w", key, err)
+		}
+		logger.V(2).Info("Model released: no job names it")
+	case cached.DeletionTimestamp != nil && has:
+		m := cached.DeepCopy()
+		msg := fmt.Sprintf("deletion waits until no job names this model; named by %s", strings.Join(users, ", "))
+		if !apimeta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
+			Type: ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: "InUse", Message: msg,
+			ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.now()),
+		}) {
+			return nil
+		}
+		updated, err := models.UpdateStatus(ctx, m, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("writing status of model %s: %w", key, err)
+		}
+		c.recorder.Event(updated, corev1.EventTypeWarning, ConditionDeletionBlocked, msg)
+	}
+	return nil
+}
