@@ -125,10 +125,14 @@ type LocalController struct {
 	HealthURL string
 	// DataDir holds its store; it survives Kill and Start.
 	DataDir string
+	// Root is the node's root filesystem as the LocalController sees it
+	// (--node-root): a Dataset's url /data/x.txt is Root/data/x.txt.
+	Root string
 }
 
 // StartLocalController runs a LocalController for node against hub, proving
-// its identity with tokenFile.
+// its identity with tokenFile. Its node root is a fresh folder (Root) and it
+// counts Datasets every 200 ms.
 func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, extra ...string) *LocalController {
 	t.Helper()
 	worker := "127.0.0.1:" + strconv.Itoa(FreePort(t))
@@ -137,6 +141,7 @@ func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, ex
 	args := append([]string{
 		"--node-name", node, "--gm-address", hub.Address, "--ca-file", hub.CAFile, "--token-file", tokenFile,
 		"--worker-address", worker, "--health-address", health, "--data-dir", filepath.Join(dir, "data"), "-v", "2",
+		"--node-root", filepath.Join(dir, "root"), "--dataset-poll-period", "200ms",
 	}, extra...)
 	lc := &LocalController{
 		Process:   NewProcess("localcontroller-"+node, Binary(t, "localcontroller"), filepath.Join(dir, "localcontroller.log"), args...),
@@ -144,6 +149,7 @@ func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, ex
 		WorkerURL: "http://" + worker,
 		HealthURL: "http://" + health,
 		DataDir:   filepath.Join(dir, "data"),
+		Root:      filepath.Join(dir, "root"),
 	}
 	if err := lc.Start(); err != nil {
 		t.Fatal(err)
