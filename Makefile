@@ -52,6 +52,14 @@ test-integration: tools ## Integration tests against a real local control plane.
 demo: ## Run the federated learning example on the local run, playing the workers (make local-up first).
 	$(GO) run ./hack/demo $(DEMO_ARGS)
 
+.PHONY: demo-incremental
+demo-incremental: ## Run the incremental learning example: grow its dataset on edge-0 and play 3 rounds (make local-up first; watch kubectl get il -w).
+	$(GO) run ./hack/demo -example incrementallearningjob $(DEMO_ARGS)
+
+.PHONY: demo-lifelong
+demo-lifelong: ## Run the lifelong learning example: grow its dataset on edge-0 and play 3 rounds (make local-up first; watch kubectl get ll -w).
+	$(GO) run ./hack/demo -example lifelonglearningjob $(DEMO_ARGS)
+
 .PHONY: bench
 bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').
 	$(GO) run ./test/bench $(BENCH_ARGS)

@@ -513,6 +513,9 @@ ensure_nereid() {
 
   local i=0 node
   for node in ${EDGE_NODES}; do
+    # The node's root filesystem as its LocalController sees it: Dataset and
+    # Model URLs and outputDir are paths under it.
+    mkdir -p "${NEREID_OUT_DIR}/edge/${node}/root"
     restart "localcontroller-${node}" "${NEREID_OUT_DIR}/bin/localcontroller" \
       --node-name="${node}" \
       --gm-address="127.0.0.1:$(gm_edge_port)" \
@@ -520,7 +523,9 @@ ensure_nereid() {
       --token-file="${NEREID_OUT_DIR}/edge/${node}/token" \
       --worker-address="127.0.0.1:$(lc_worker_port "${i}")" \
       --health-address="127.0.0.1:$(lc_health_port "${i}")" \
-      --data-dir="${NEREID_OUT_DIR}/edge/${node}/data"
+      --data-dir="${NEREID_OUT_DIR}/edge/${node}/data" \
+      --node-root="${NEREID_OUT_DIR}/edge/${node}/root" \
+      --dataset-poll-period=2s
     nereid::process::wait_ready "localcontroller-${node}" "${READY_TIMEOUT}" "/healthz on port $(lc_health_port "${i}")" \
       curl -fsS "http://127.0.0.1:$(lc_health_port "${i}")/healthz"
     # What a worker on this node would have as LC_SERVER (the demo reads it).

@@ -1,11 +1,19 @@
-// Command demo runs the federated learning example on the local run and plays
-// the workers' part: for each training worker it posts to the LocalController
-// of the worker's node exactly what a Sedna training worker posts, round after
-// round, then marks the pods finished the way a kubelet would, so that
-// `kubectl get fl -w` shows the job go Pending → Running → Succeeded and
-// `kubectl get fl -o yaml` shows what the cloud heard from each edge node.
+// Command demo runs an example on the local run and plays the workers' part.
 //
-// It needs `make local-up` first; run it with `make demo`.
+// With -example federatedlearningjob (make demo), for each training worker it
+// posts to the LocalController of the worker's node exactly what a Sedna
+// training worker posts, round after round, then marks the pods finished the
+// way a kubelet would, so that `kubectl get fl -w` shows the job go Pending →
+// Running → Succeeded and `kubectl get fl -o yaml` shows what the cloud heard
+// from each edge node.
+//
+// With -example incrementallearningjob or lifelonglearningjob (make
+// demo-incremental, make demo-lifelong) it grows the example's dataset on
+// edge-0's node root until the LocalController's train trigger fires, then
+// plays the train and eval workers of each round, so that `kubectl get il -w`
+// shows the stages go by, round after round.
+//
+// It needs `make local-up` first.
 package main
 
 import (
@@ -37,10 +45,21 @@ import (
 func main() {
 	outDir := flag.String("out-dir", "_output/local", "State dir of the local run (make local-up).")
 	namespace := flag.String("namespace", "demo", "Namespace to run the example in.")
-	rounds := flag.Int("rounds", 3, "Training rounds each worker reports.")
+	example := flag.String("example", "federatedlearningjob",
+		"Example to run: federatedlearningjob, incrementallearningjob or lifelonglearningjob.")
+	rounds := flag.Int("rounds", 3, "Training rounds each worker reports (federated), or learning-cycle rounds to play.")
 	pause := flag.Duration("pause", 2*time.Second, "Pause between rounds, so there is time to watch.")
 	flag.Parse()
-	if err := run(*outDir, *namespace, *rounds, *pause); err != nil {
+	var err error
+	switch *example {
+	case "federatedlearningjob":
+		err = run(*outDir, *namespace, *rounds, *pause)
+	case "incrementallearningjob", "lifelonglearningjob":
+		err = runCycle(*outDir, *namespace, *example, *rounds, *pause)
+	default:
+		err = fmt.Errorf("-example %q is not one of federatedlearningjob, incrementallearningjob, lifelonglearningjob", *example)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -68,31 +87,55 @@ func localRun(outDir string) (kubeconfig string, lcServer map[string]string, err
 	return filepath.Join(outDir, "kubeconfig"), lcServer, nil
 }
 
-func run(outDir, ns string, rounds int, pause time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+// demoRun is the local run the demo talks to.
+type demoRun struct {
+	kube  kubernetes.Interface
+	sedna sednaclient.Interface
+	// lcURL is each edge node's LC_SERVER.
+	lcURL map[string]string
+	// outDir is local-up's state folder.
+	outDir string
+}
+
+// start connects to the local run, creates ns if needed and applies the
+// example's folder in it; before runs first (it prepares the node's files).
+func start(ctx context.Context, outDir, ns, example string, before func(*demoRun) error) (*demoRun, error) {
 	kubeconfig, lcURL, err := localRun(outDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	sedna := sednaclient.NewForConfigOrDie(cfg)
-
-	if _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return err
+	d := &demoRun{kube: kubernetes.NewForConfigOrDie(cfg), sedna: sednaclient.NewForConfigOrDie(cfg), lcURL: lcURL, outDir: outDir}
+	if before != nil {
+		if err := before(d); err != nil {
+			return nil, err
 		}
 	}
-	say("applying examples/federatedlearningjob in namespace %s", ns)
-	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "examples/federatedlearningjob/")
+	if _, err := d.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		if _, err := d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	say("applying examples/%s in namespace %s", example, ns)
+	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "examples/"+example+"/")
 	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
 	if err := apply.Run(); err != nil {
-		return fmt.Errorf("kubectl apply: %w", err)
+		return nil, fmt.Errorf("kubectl apply: %w", err)
 	}
+	return d, nil
+}
+
+func run(outDir, ns string, rounds int, pause time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	d, err := start(ctx, outDir, ns, "federatedlearningjob", nil)
+	if err != nil {
+		return err
+	}
+	kube, sedna, lcURL := d.kube, d.sedna, d.lcURL
 	const jobName = "surface-defect-detection"
 	var job *sednav1.FederatedLearningJob
 	say("waiting for the GlobalManager to start the workers (kubectl get fl -n %s -w)", ns)
