@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,21 +24,26 @@ import (
 
 	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/cycle"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/dataset"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
 )
 
 // options are the LocalController's command-line settings.
 type options struct {
-	nodeName         string
-	gmAddress        string
-	caFile           string
-	tokenFile        string
-	workerAddress    string
-	healthAddress    string
-	dataDir          string
-	maxOutboxReports int
-	maxOutboxBytes   int64
+	nodeName          string
+	gmAddress         string
+	caFile            string
+	tokenFile         string
+	workerAddress     string
+	healthAddress     string
+	dataDir           string
+	maxOutboxReports  int
+	maxOutboxBytes    int64
+	nodeRoot          string
+	datasetPollPeriod time.Duration
+	clockFile         string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -58,6 +65,13 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Reports buffered at most while the cloud is unreachable; past it workers get 503 and retry, nothing buffered is dropped.")
 	fs.Int64Var(&o.maxOutboxBytes, "max-outbox-bytes", store.DefaultMaxOutboxBytes,
 		"Bytes of reports buffered at most while the cloud is unreachable (same behaviour past it).")
+	fs.StringVar(&o.nodeRoot, "node-root", "/",
+		"The node's root filesystem as mounted into the LocalController; Dataset and Model URLs and outputDir are resolved under it.")
+	fs.DurationVar(&o.datasetPollPeriod, "dataset-poll-period", dataset.DefaultPeriod,
+		"How often the samples of the Datasets on this node are counted; a changed count is reported to the GlobalManager.")
+	fs.StringVar(&o.clockFile, "clock-file", "",
+		"For tests and demos: a file holding an RFC 3339 time, read at every use, that the learning-cycle triggers take as the wall clock "+
+			"(their daily timer windows, the times in their reports) instead of the system clock. Check periods still run on real time.")
 }
 
 func (o *options) validate() error {
@@ -67,6 +81,12 @@ func (o *options) validate() error {
 	}
 	if o.dataDir == "" {
 		errs = append(errs, errors.New("--data-dir is required"))
+	}
+	if o.nodeRoot == "" {
+		errs = append(errs, errors.New(`--node-root is required ("/" on a real node)`))
+	}
+	if o.datasetPollPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--dataset-poll-period must be positive, not %s", o.datasetPollPeriod))
 	}
 	return errors.Join(errs...)
 }
@@ -80,6 +100,13 @@ The Nereid LocalController runs on one edge node. It keeps the sedna.io objects
 that concern its node in a local store, serves Sedna's worker API to the ML
 workers on the node (every report is on disk before the worker gets its 200),
 and sends their reports to the GlobalManager over an authenticated websocket.
+
+It also counts the samples of the Datasets on its node (reporting a count when
+it changes), and runs the edge half of the incremental and lifelong learning
+cycles whose Dataset is on its node: it evaluates their train triggers, even
+while the cloud is away, splits each round's new samples into train and test
+files under outputDir, and for incremental learning copies the round's model
+over the deploy Model when the cloud says to deploy it.
 
 Flags:
 `)
@@ -112,7 +139,11 @@ func run(ctx context.Context, o options) error {
 	// wakes the link so that a new report goes up at once.
 	var (
 		link   *cloudlink.Link
-		outbox workerapi.Outbox = st
+		outbox interface {
+			workerapi.Outbox
+			dataset.Outbox
+			cycle.Outbox
+		} = st
 	)
 	if o.gmAddress != "" {
 		link, err = cloudlink.New(logger, cloudlink.Config{
@@ -174,6 +205,30 @@ func run(ctx context.Context, o options) error {
 		}()
 		logger.Info("Serving", "what", s.name, "address", ln.Addr().String())
 	}
+	// The dataset watcher and the learning-cycle manager append to the same
+	// outbox as the workers. They stop before the store closes (deferred
+	// calls run last in, first out); a report they appended after the link
+	// stopped is on disk and goes up at the next start.
+	root, err := filepath.Abs(o.nodeRoot)
+	if err != nil {
+		return fmt.Errorf("--node-root: %w", err)
+	}
+	watcher := dataset.NewWatcher(st, outbox, dataset.Config{Node: o.nodeName, Root: root, Period: o.datasetPollPeriod})
+	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root})
+	if o.clockFile != "" {
+		cycles.Now = fileClock(logger, o.clockFile)
+		logger.Info("The learning-cycle triggers read the wall clock from a file", "clockFile", o.clockFile)
+	}
+	managersCtx, stopManagers := context.WithCancel(ctx)
+	var managers sync.WaitGroup
+	managers.Go(func() { watcher.Run(klog.NewContext(managersCtx, logger.WithName("dataset"))) })
+	managers.Go(func() { cycles.Run(klog.NewContext(managersCtx, logger.WithName("cycle"))) })
+	defer func() {
+		stopManagers()
+		managers.Wait()
+	}()
+	logger.Info("Counting datasets and running learning cycles", "nodeRoot", root, "datasetPollPeriod", o.datasetPollPeriod)
+
 	if o.gmAddress == "" {
 		logger.Info("No --gm-address: serving workers and buffering their reports on disk until a GlobalManager is configured")
 	} else {
@@ -200,4 +255,44 @@ func run(ctx context.Context, o options) error {
 	case err := <-errs:
 		return err
 	}
+}
+
+// fileClock returns a clock that reads an RFC 3339 time from path at every
+// call, so a test or a demo moves the learning-cycle triggers' wall clock by
+// rewriting the file, without sleeping. While the file cannot be read or
+// parsed it falls back to the system clock, saying so once per problem.
+func fileClock(logger klog.Logger, path string) func() time.Time {
+	var (
+		mu      sync.Mutex
+		lastErr string
+	)
+	return func() time.Time {
+		t, err := readClockFile(path)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if err.Error() != lastErr {
+				logger.Error(err, "Using the system clock instead of --clock-file")
+			}
+			lastErr = err.Error()
+			return time.Now()
+		}
+		if lastErr != "" {
+			logger.Info("Reading the wall clock from --clock-file again", "clockFile", path)
+		}
+		lastErr = ""
+		return t
+	}
+}
+
+func readClockFile(path string) (time.Time, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the clock file: %w", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(data)))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("clock file %s: %w", path, err)
+	}
+	return t, nil
 }

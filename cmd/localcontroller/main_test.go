@@ -1,8 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
 )
 
 func TestOptionsValidateNamesMissingFlags(t *testing.T) {
@@ -10,9 +15,12 @@ func TestOptionsValidateNamesMissingFlags(t *testing.T) {
 		o        options
 		wantErrs []string
 	}{
-		"complete":    {o: options{nodeName: "edge-0", gmAddress: "127.0.0.1:10000", dataDir: "/var/lib/nereid"}},
-		"nothing":     {o: options{}, wantErrs: []string{"--node-name", "--data-dir"}},
-		"no data dir": {o: options{nodeName: "edge-0"}, wantErrs: []string{"--data-dir"}},
+		"complete": {o: options{nodeName: "edge-0", gmAddress: "127.0.0.1:10000", dataDir: "/var/lib/nereid",
+			nodeRoot: "/", datasetPollPeriod: 10 * time.Second}},
+		"nothing":     {o: options{}, wantErrs: []string{"--node-name", "--data-dir", "--node-root", "--dataset-poll-period"}},
+		"no data dir": {o: options{nodeName: "edge-0", nodeRoot: "/", datasetPollPeriod: time.Second}, wantErrs: []string{"--data-dir"}},
+		"negative poll period": {o: options{nodeName: "edge-0", dataDir: "/d", nodeRoot: "/", datasetPollPeriod: -time.Second},
+			wantErrs: []string{"--dataset-poll-period"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -32,5 +40,30 @@ func TestOptionsValidateNamesMissingFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestFileClockReadsTheFileAtEveryCallAndFallsBackToTheSystemClock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock")
+	now := fileClock(klog.Background(), path)
+
+	before := time.Now()
+	if got := now(); got.Before(before) || got.After(time.Now()) {
+		t.Errorf("without the file: %v, want the system clock", got)
+	}
+	for _, want := range []string{"2025-03-01T23:00:00+01:00", "2025-03-02T06:30:00Z"} {
+		if err := os.WriteFile(path, []byte(want+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := now().Format(time.RFC3339); got != want {
+			t.Errorf("now() = %s, want %s", got, want)
+		}
+	}
+	if err := os.WriteFile(path, []byte("tomorrow"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = time.Now()
+	if got := now(); got.Before(before) || got.After(time.Now()) {
+		t.Errorf("with an unparsable file: %v, want the system clock", got)
 	}
 }

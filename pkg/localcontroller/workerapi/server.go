@@ -56,6 +56,12 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	worker := r.PathValue("worker")
+	if worker == edgeproto.LocalControllerWorker {
+		// The GlobalManager trusts reports under this name as the
+		// LocalController's own (a round's data ready, a model deployed).
+		s.refuse(w, worker, http.StatusBadRequest, fmt.Sprintf("the worker name %q is reserved for the LocalController's own reports", worker))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -1,0 +1,170 @@
+package cycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/nodefs"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
+)
+
+// deployRetryDelay holds back a deploy copy whose report could not be
+// appended (a full outbox), rather than copying the model every tick.
+const deployRetryDelay = 10 * time.Second
+
+// deployInfo is the ownerInfo of the deploy report.
+type deployInfo struct {
+	Round int32 `json:"round"`
+	// Reason says why the copy failed; empty when it completed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// deployResult is the one result of a completed deploy report: the Model
+// that now holds the round's model.
+type deployResult struct {
+	URL    string `json:"url"`
+	Format string `json:"format"`
+}
+
+// deploy copies the round's model over the deploy Model's file when the cloud
+// says the round is to be deployed (stage Deploy, state Ready) and this node
+// has not answered that round (or that attempt) yet, and reports how it went.
+func (m *Manager) deploy(ctx context.Context, j *job, mem *jobMemory) error {
+	st := j.status
+	if j.deployModel == "" || st.Stage != sednav1.StageDeploy || st.State != sednav1.StageReady || st.Round < 1 {
+		return nil
+	}
+	// A new attempt of the round is the GlobalManager retrying a failed
+	// deploy: that is answered again.
+	if st.Round < mem.state.DeployedRound ||
+		(st.Round == mem.state.DeployedRound && st.Attempt <= mem.state.DeployedAttempt) {
+		return nil
+	}
+	if m.monotonic().Before(mem.nextDeploy) {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+
+	report := ownReport{stage: edgeproto.StageDeploy, status: edgeproto.WorkerCompleted}
+	info := deployInfo{Round: st.Round}
+	model, err := m.copyModel(j)
+	if err != nil {
+		report.status = edgeproto.WorkerFailed
+		info.Reason = err.Error()
+	} else {
+		report.results = []any{deployResult{URL: model.Spec.URL, Format: model.Spec.Format}}
+	}
+	report.ownerInfo = info
+	state := mem.state
+	state.DeployedRound, state.DeployedAttempt = st.Round, st.Attempt
+	if err := m.appendReport(j, mem, report, state, m.Now()); err != nil {
+		mem.nextDeploy = m.monotonic().Add(deployRetryDelay)
+		return err
+	}
+	if info.Reason != "" {
+		logger.V(2).Info("Deploy copy failed", "round", st.Round, "attempt", st.Attempt, "reason", info.Reason)
+	} else {
+		logger.V(2).Info("Deployed the round's model", "round", st.Round, "attempt", st.Attempt,
+			"model", j.deployModel, "url", model.Spec.URL)
+	}
+	return nil
+}
+
+// copyModel copies the round's first model to the deploy Model's URL and
+// returns that Model. Its error is the reason the report gives, in node
+// paths.
+func (m *Manager) copyModel(j *job) (*sednav1.Model, error) {
+	cur := j.status.CurrentRound
+	if cur == nil || len(cur.Models) == 0 || cur.Models[0].URL == "" {
+		return nil, fmt.Errorf("round %d has no trained model in status.currentRound.models", j.status.Round)
+	}
+	srcURL := cur.Models[0].URL
+	obj, found, err := m.store.GetObject(store.Key{Kind: "Model", Namespace: j.key.Namespace, Name: j.deployModel})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("the deploy Model %s/%s is not in the LocalController's store", j.key.Namespace, j.deployModel)
+	}
+	var model sednav1.Model
+	if err := json.Unmarshal(obj.Data, &model); err != nil {
+		return nil, fmt.Errorf("decoding the deploy Model %s: %w", j.deployModel, err)
+	}
+	src, err := nodefs.Resolve(m.cfg.Root, srcURL)
+	if err != nil {
+		return nil, fmt.Errorf("trained model: %w", err)
+	}
+	dst, err := nodefs.Resolve(m.cfg.Root, model.Spec.URL)
+	if err != nil {
+		return nil, fmt.Errorf("deploy Model %s: %w", j.deployModel, err)
+	}
+	if err := copyTree(dst, src); err != nil {
+		return nil, fmt.Errorf("copying %s to %s: %w", srcURL, model.Spec.URL, describe(m.cfg.Root, err))
+	}
+	return &model, nil
+}
+
+// copyTree copies the file src to dst (into dst, under src's name, when dst
+// is a directory), or the files under the directory src into the directory
+// dst. Every file is renamed into place whole, so a worker hot-updating from
+// dst never reads half a model.
+func copyTree(dst, src string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		if dfi, err := os.Stat(dst); err == nil && dfi.IsDir() {
+			dst = filepath.Join(dst, filepath.Base(src))
+		}
+		return nodefs.CopyFile(dst, src)
+	}
+	if rel, err := filepath.Rel(src, dst); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return errors.New("the target is inside the source directory")
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := os.Stat(p) // through a symbolic link
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		return nodefs.CopyFile(filepath.Join(dst, rel), p)
+	})
+}
+
+// describe rewrites the paths in a file system error as node paths, as the
+// user wrote them in the specs.
+func describe(root string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s %s: %w", pe.Op, nodefs.NodePath(root, pe.Path), pe.Err)
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s %s %s: %w", le.Op, nodefs.NodePath(root, le.Old), nodefs.NodePath(root, le.New), le.Err)
+	}
+	return err
+}
