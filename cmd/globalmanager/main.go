@@ -31,8 +31,13 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dataset"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/lifelonglearning"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
@@ -180,6 +185,28 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	if err != nil {
 		return fmt.Errorf("building joint inference controller: %w", err)
 	}
+	cycleConfig := cycle.Config{
+		LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+		StageAttempts: int32(o.stageAttempts), HistoryLimit: o.cycleHistoryLimit, ChildEventBatchPeriod: o.childBatchPeriod,
+	}
+	il, err := incrementallearning.NewController(ctx, kubeClient, sednaClient,
+		v1.IncrementalLearningJobs(), v1.Models(), v1.Datasets(), kubeFactory.Core().V1().Pods(),
+		recorder, metrics, cycleConfig)
+	if err != nil {
+		return fmt.Errorf("building incremental learning controller: %w", err)
+	}
+	ll, err := lifelonglearning.NewController(ctx, kubeClient, sednaClient,
+		v1.LifelongLearningJobs(), v1.Models(), v1.Datasets(), kubeFactory.Core().V1().Pods(),
+		recorder, metrics, lifelonglearning.Config{Config: cycleConfig, KBServer: o.kbServer})
+	if err != nil {
+		return fmt.Errorf("building lifelong learning controller: %w", err)
+	}
+
+	models, err := model.NewController(ctx, sednaClient, v1.Models(), v1.FederatedLearningJobs(),
+		v1.JointInferenceServices(), v1.IncrementalLearningJobs(), recorder, metrics)
+	if err != nil {
+		return fmt.Errorf("building model protection controller: %w", err)
+	}
 
 	// The edge hub adds indexes to the informers, so it is built before they start.
 	var hub *edgehub.Hub
@@ -191,9 +218,11 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			}
 		}
 		hub, err = edgehub.New(ctx, kubeClient, v1, edgehub.Appliers{Workers: map[string]edgehub.ReportApplier{
-			sednav1.FederatedLearningJobKind.Kind:  fl,
-			sednav1.JointInferenceServiceKind.Kind: ji,
-		}}, reg, edgehub.Config{
+			sednav1.FederatedLearningJobKind.Kind:   fl,
+			sednav1.JointInferenceServiceKind.Kind:  ji,
+			sednav1.IncrementalLearningJobKind.Kind: il,
+			sednav1.LifelongLearningJobKind.Kind:    ll,
+		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: hostnames, CAOutFile: o.edgeCAOut,
 		})
@@ -217,6 +246,9 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	runs := []func() error{
 		func() error { return fl.Run(ctx, o.flWorkers) },
 		func() error { return ji.Run(ctx, o.jiWorkers) },
+		func() error { return il.Run(ctx, o.ilWorkers) },
+		func() error { return ll.Run(ctx, o.llWorkers) },
+		func() error { return models.Run(ctx, 2) },
 	}
 	if hub != nil {
 		runs = append(runs, func() error { return hub.Run(ctx) })

@@ -20,11 +20,17 @@ type options struct {
 
 	flWorkers int
 	jiWorkers int
+	ilWorkers int
+	llWorkers int
 
 	lcServer        string
 	workerLogLevel  string
 	dataPathPrefix  string
 	aggregationPort int
+
+	stageAttempts     int
+	cycleHistoryLimit int
+	kbServer          string
 
 	leaderElect      bool
 	leaseNamespace   string
@@ -57,6 +63,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"FederatedLearningJobs synced in parallel.")
 	fs.IntVar(&o.jiWorkers, "jointinferenceservice-workers", 4,
 		"JointInferenceServices synced in parallel.")
+	fs.IntVar(&o.ilWorkers, "incrementallearningjob-workers", 4,
+		"IncrementalLearningJobs synced in parallel.")
+	fs.IntVar(&o.llWorkers, "lifelonglearningjob-workers", 4,
+		"LifelongLearningJobs synced in parallel.")
 	fs.StringVar(&o.lcServer, "lc-server", "http://localhost:9100",
 		"LocalController address put into every worker's LC_SERVER (the LC listens on each edge node's host network).")
 	fs.StringVar(&o.workerLogLevel, "worker-log-level", "INFO",
@@ -65,6 +75,12 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Where model and dataset paths on a node are mounted inside workers (DATA_PATH_PREFIX).")
 	fs.IntVar(&o.aggregationPort, "aggregation-port", 7363,
 		"Port of federated learning aggregation workers (AGG_BIND_PORT, AGG_PORT).")
+	fs.IntVar(&o.stageAttempts, "stage-attempts", 3,
+		"Tries of a learning-cycle stage (train, eval, deploy) of an incremental or lifelong learning job before the job fails.")
+	fs.IntVar(&o.cycleHistoryLimit, "cycle-history-limit", 10,
+		"Finished rounds of an incremental or lifelong learning job kept in its status.history.")
+	fs.StringVar(&o.kbServer, "kb-server", "",
+		"Knowledge base server put into lifelong learning workers' KB_SERVER; empty leaves it unset.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true,
 		"Take a Lease before acting, so that of several replicas exactly one acts.")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", "kube-system",
@@ -102,8 +118,14 @@ func (o *options) validate() error {
 	if o.qps <= 0 || o.burst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
-	if o.flWorkers < 1 || o.jiWorkers < 1 {
-		errs = append(errs, errors.New("--federatedlearningjob-workers and --jointinferenceservice-workers must be at least 1"))
+	if o.flWorkers < 1 || o.jiWorkers < 1 || o.ilWorkers < 1 || o.llWorkers < 1 {
+		errs = append(errs, errors.New("--federatedlearningjob-workers, --jointinferenceservice-workers, --incrementallearningjob-workers and --lifelonglearningjob-workers must be at least 1"))
+	}
+	if o.stageAttempts < 1 {
+		errs = append(errs, fmt.Errorf("--stage-attempts %d must be at least 1", o.stageAttempts))
+	}
+	if o.cycleHistoryLimit < 1 {
+		errs = append(errs, fmt.Errorf("--cycle-history-limit %d must be at least 1", o.cycleHistoryLimit))
 	}
 	if o.aggregationPort < 1 || o.aggregationPort > 65535 {
 		errs = append(errs, fmt.Errorf("--aggregation-port %d is not a port", o.aggregationPort))

@@ -245,7 +245,9 @@ func (c *cycle) finish(pod *corev1.Pod, phase corev1.PodPhase) {
 	c.t.Helper()
 	framework.Eventually(c.t, 30*time.Second, "pod "+pod.Name+" "+string(phase), func(ctx context.Context) (bool, error) {
 		p, err := framework.KubeClient(c.t).CoreV1().Pods(c.ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil // the GlobalManager already removed a replaced try's pod
+		} else if err != nil {
 			return false, err
 		}
 		p.Status.Phase = phase

@@ -1,6 +1,7 @@
 package common
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
 // Worker describes one worker pod a controller wants.
@@ -113,6 +116,19 @@ func CredentialEnv(secretName string) []corev1.EnvVar {
 		}}}
 	}
 	return []corev1.EnvVar{ref("ACCESS_KEY_ID"), ref("SECRET_ACCESS_KEY")}
+}
+
+// HEMParameters is HEM_PARAMETERS as Sedna writes it: a JSON object of the
+// hard example mining parameters' keys and values, keys sorted; {} when there
+// are none.
+func HEMParameters(params []sednav1.ParaSpec) string {
+	m := make(map[string]string, len(params))
+	for _, p := range params {
+		m[p.Key] = p.Value
+	}
+	// A map of strings always encodes.
+	b, _ := json.Marshal(m)
+	return string(b)
 }
 
 // PodFinished says whether the pod has run to an end.

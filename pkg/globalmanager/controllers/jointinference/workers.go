@@ -1,7 +1,6 @@
 package jointinference
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -56,15 +55,11 @@ func workerName(ji *sednav1.JointInferenceService, role string) string {
 func (c *Controller) desiredWorkers(ji *sednav1.JointInferenceService, refs references) (edge, cloud common.Worker, err error) {
 	port := strconv.Itoa(int(c.config.CloudPort))
 	hem := &ji.Spec.EdgeWorker.HardExampleMining
-	hemParameters, err := hemParametersJSON(hem.Parameters)
-	if err != nil {
-		return edge, cloud, err
-	}
 	edgeEnv := append(c.baseEnv(ji, refs.edgeModel),
 		common.Env("BIG_MODEL_IP", workerName(ji, roleCloud)+"."+ji.Namespace),
 		common.Env("BIG_MODEL_PORT", port),
 		common.Env("HEM_NAME", hem.Name),
-		common.Env("HEM_PARAMETERS", hemParameters),
+		common.Env("HEM_PARAMETERS", common.HEMParameters(hem.Parameters)),
 		common.Env("LC_PERIOD", strconv.Itoa(int(c.config.LCPeriod))),
 	)
 	if edge, err = c.worker(ji, roleEdge, &ji.Spec.EdgeWorker.Template, edgeEnv, refs.edgeModel); err != nil {
@@ -110,20 +105,6 @@ func (c *Controller) worker(ji *sednav1.JointInferenceService, role string, temp
 	}
 	w.Hash = hash
 	return w, nil
-}
-
-// hemParametersJSON is HEM_PARAMETERS as Sedna writes it: a JSON object of
-// the parameters' keys and values, keys sorted; {} when there are none.
-func hemParametersJSON(params []sednav1.ParaSpec) (string, error) {
-	m := make(map[string]string, len(params))
-	for _, p := range params {
-		m[p.Key] = p.Value
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("encoding hard example mining parameters: %w", err)
-	}
-	return string(b), nil
 }
 
 // initialReplicas is how many replicas a worker's Deployment starts with: one,

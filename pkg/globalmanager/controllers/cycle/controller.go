@@ -1,0 +1,171 @@
+package cycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Defaults of Config.
+const (
+	DefaultStageAttempts = 3
+	DefaultHistoryLimit  = 10
+)
+
+// Config is what the GlobalManager's flags set for every learning-cycle job.
+type Config struct {
+	// LCServer is the LocalController address put in workers' LC_SERVER.
+	LCServer string
+	// LogLevel is the workers' LOG_LEVEL.
+	LogLevel string
+	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).
+	DataPathPrefix string
+	// StageAttempts is how many tries a stage gets before the job fails
+	// (DefaultStageAttempts when 0).
+	StageAttempts int32
+	// HistoryLimit is how many finished rounds status.history keeps
+	// (DefaultHistoryLimit when 0).
+	HistoryLimit int
+	// ChildEventBatchPeriod is how long pod events of a job are gathered
+	// into one sync.
+	ChildEventBatchPeriod time.Duration
+}
+
+// Indexes of jobs by what they reference, so a Model or Dataset that appears
+// wakes exactly the jobs that wait for it.
+const (
+	byModel   = "model"
+	byDataset = "dataset"
+)
+
+// Controller reconciles the jobs of one learning-cycle kind: it runs the
+// cycle's workers and moves the cycle on their pods' phases (Sync) and on the
+// reports the edge forwards (ApplyReport). Kind holds the kind's decisions.
+type Controller[J Job[J]] struct {
+	name       string
+	gvk        schema.GroupVersionKind
+	resource   schema.GroupResource
+	kind       Kind[J]
+	jobIndexer cache.Indexer
+	models     sednalisters.ModelLister
+	datasets   sednalisters.DatasetLister
+	pods       corelisters.PodLister
+	synced     []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	metrics  *common.Metrics
+	config   Config
+
+	children *common.Children
+	exp      *common.Expectations
+	// Clock is the controller's time; tests replace it.
+	Clock func() time.Time
+}
+
+// Informers are the informers a learning-cycle controller watches; Jobs is
+// the informer of the kind's jobs.
+type Informers struct {
+	Jobs     cache.SharedIndexInformer
+	Models   sednainformers.ModelInformer
+	Datasets sednainformers.DatasetInformer
+	Pods     coreinformers.PodInformer
+}
+
+// New wires a controller of the jobs of kind gvk (named name in logs,
+// metrics and the queue) to its informers; it starts nothing.
+func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeClient kubernetes.Interface,
+	informers Informers, recorder record.EventRecorder, metrics *common.Metrics, config Config) (*Controller[J], error) {
+	if config.StageAttempts <= 0 {
+		config.StageAttempts = DefaultStageAttempts
+	}
+	if config.HistoryLimit <= 0 {
+		config.HistoryLimit = DefaultHistoryLimit
+	}
+	exp := common.NewExpectations()
+	c := &Controller[J]{
+		name:       name,
+		gvk:        gvk,
+		resource:   sednav1.Resource(strings.ToLower(gvk.Kind) + "s"),
+		kind:       kind,
+		jobIndexer: informers.Jobs.GetIndexer(),
+		models:     informers.Models.Lister(),
+		datasets:   informers.Datasets.Lister(),
+		pods:       informers.Pods.Lister(),
+		queue:      common.NewQueue(name),
+		recorder:   recorder,
+		metrics:    metrics,
+		config:     config,
+		exp:        exp,
+		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: name},
+		Clock:      time.Now,
+	}
+	index := func(names func(Spec) []string) cache.IndexFunc {
+		return func(obj any) ([]string, error) {
+			job, ok := obj.(J)
+			if !ok {
+				return nil, nil
+			}
+			var keys []string
+			for _, n := range names(kind.Spec(job)) {
+				keys = append(keys, job.GetNamespace()+"/"+n)
+			}
+			return keys, nil
+		}
+	}
+	if err := informers.Jobs.AddIndexers(cache.Indexers{
+		byModel:   index(func(s Spec) []string { return s.Models }),
+		byDataset: index(func(s Spec) []string { return []string{s.Dataset} }),
+	}); err != nil {
+		return nil, fmt.Errorf("adding job indexers: %w", err)
+	}
+	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
+	var err error
+	if c.synced, err = common.AddHandlers(
+		common.Handler{Informer: informers.Jobs, Handler: common.OwnerHandler(c.queue.Add)},
+		common.Handler{Informer: informers.Pods.Informer(), Handler: common.PodHandler(gvk, exp, batched)},
+		common.Handler{Informer: informers.Models.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byModel, c.queue.Add)},
+		common.Handler{Informer: informers.Datasets.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
+	); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// get reads a job from the informer's cache, as a lister would.
+func (c *Controller[J]) get(namespace, name string) (J, error) {
+	var job J
+	obj, exists, err := c.jobIndexer.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return job, err
+	}
+	if !exists {
+		return job, apierrors.NewNotFound(c.resource, name)
+	}
+	job, ok := obj.(J)
+	if !ok {
+		return job, fmt.Errorf("cached %s %s/%s is a %T", c.name, namespace, name, obj)
+	}
+	return job, nil
+}
+
+// Run processes jobs with workers goroutines until ctx is done.
+func (c *Controller[J]) Run(ctx context.Context, workers int) error {
+	return common.Run(ctx, c.name, c.queue, workers, c.Sync, c.metrics, c.synced...)
+}

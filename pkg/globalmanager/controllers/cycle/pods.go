@@ -1,0 +1,82 @@
+package cycle
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// LabelRound is the round a stage pod works on; pods of rounds long over are
+// deleted by it.
+const LabelRound = "nereid.io/round"
+
+// workerPod builds the pod of a worker of the round st describes, from the
+// current spec's template for role.
+func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role Role, name string) (*corev1.Pod, error) {
+	prefix := c.config.DataPathPrefix
+	local := func(url string) string { return common.ContainerPath(url, prefix) }
+	env := []corev1.EnvVar{
+		common.Env("NAMESPACE", job.GetNamespace()),
+		common.Env("JOB_NAME", job.GetName()),
+		common.Env("WORKER_NAME", name),
+		common.Env("LC_SERVER", c.config.LCServer),
+		common.Env("LOG_LEVEL", c.config.LogLevel),
+		common.Env("DATA_PATH_PREFIX", prefix),
+	}
+	var hostPaths []string
+	var template *corev1.PodTemplateSpec
+	round := st.CurrentRound
+	if round == nil {
+		round = &sednav1.RoundStatus{}
+	}
+	dataset := refs.Dataset.Spec.URL
+	switch role {
+	case RoleTrain:
+		template = spec.Train
+		out := RoundDir(spec.OutputDir, st.Round, role)
+		env = append(env,
+			common.Env("ORIGINAL_DATASET_URL", local(dataset)),
+			common.Env("TRAIN_DATASET_URL", local(round.TrainDatasetURL)),
+			common.Env("OUTPUT_URL", local(out)))
+		hostPaths = append(hostPaths, dataset, round.TrainDatasetURL, out)
+	case RoleEval:
+		template = spec.Eval
+		out := RoundDir(spec.OutputDir, st.Round, role)
+		env = append(env,
+			common.Env("ORIGINAL_DATASET_URL", local(dataset)),
+			common.Env("TEST_DATASET_URL", local(round.TestDatasetURL)),
+			common.Env("OUTPUT_URL", local(out)))
+		hostPaths = append(hostPaths, dataset, round.TestDatasetURL, out)
+	case RoleInference:
+		template = spec.Inference
+	}
+	kindEnv, kindPaths := c.kind.Env(job, st, role, refs)
+	env = append(env, kindEnv...)
+	env = append(env, common.CredentialEnv(spec.CredentialName)...)
+	hostPaths = append(hostPaths, kindPaths...)
+
+	w := common.Worker{
+		Name: name, Role: string(role), Template: template, Env: env,
+		HostPaths: hostPaths, DataPathPrefix: prefix,
+	}
+	hash, err := common.Hash(w.Role, w.Template, w.Env, w.HostPaths, w.DataPathPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("hashing %s worker: %w", role, err)
+	}
+	w.Hash = hash
+	pod := common.NewWorkerPod(job, c.gvk, w)
+	if role != RoleInference {
+		pod.Labels[LabelRound] = strconv.Itoa(int(st.Round))
+	}
+	// The workers read the dataset's node paths and report to that node's
+	// LocalController, so a template that places them nowhere else runs them there.
+	s := &pod.Spec
+	if s.NodeName == "" && len(s.NodeSelector) == 0 && s.Affinity == nil {
+		s.NodeName = refs.Dataset.Spec.NodeName
+	}
+	return pod, nil
+}

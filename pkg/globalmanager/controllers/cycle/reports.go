@@ -1,0 +1,193 @@
+package cycle
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// ApplyReport records a report forwarded by node's LocalController under the
+// job's edgeNodes and moves the cycle on it: the train trigger fired, a stage
+// worker runs, completed or failed, the edge deployed the model. A report
+// about anything but the current round, stage and try is recorded only. It
+// is idempotent: a report the status already counts changes nothing. It
+// reads the job from the API server, not the cache, so a report never
+// rewinds a status the cache has not caught up with.
+func (c *Controller[J]) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	var job J
+	var events []common.Event
+	jobs := c.kind.Client(info.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		job, err = jobs.Get(ctx, info.OwnerName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return edgeproto.Refuse("%s %s/%s does not exist", c.name, info.Namespace, info.OwnerName)
+		} else if err != nil {
+			return fmt.Errorf("reading %s %s/%s: %w", c.name, info.Namespace, info.OwnerName, err)
+		}
+		now := metav1.NewTime(c.Clock())
+		fields := c.kind.Fields(job)
+		st := fields.read()
+		nodes, applied := common.RecordEdgeReport(st.EdgeNodes, node, r, info, now)
+		if !applied {
+			events = nil
+			return nil
+		}
+		st.EdgeNodes = nodes
+		m := &machine{job: job.GetName(), st: &st, now: now, config: &c.config}
+		o := Outcome{Now: now}
+		if job.GetDeletionTimestamp() == nil {
+			o = c.move(ctx, m, job, r, info)
+		}
+		fields.write(st)
+		kindEvents, err := c.kind.Applied(ctx, job, info, o)
+		if err != nil {
+			return err
+		}
+		events = append(m.events, kindEvents...)
+		if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating status of %s %s/%s: %w", c.name, info.Namespace, info.OwnerName, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	common.RecordEvents(c.recorder, job, events)
+	return nil
+}
+
+// move applies a report to the cycle; the outcome says what it did.
+func (c *Controller[J]) move(ctx context.Context, m *machine, job J, r *edgeproto.Report, info *edgeproto.WorkerInfo) Outcome {
+	st := m.st
+	o := Outcome{Now: m.now}
+	ignore := func(why string) Outcome {
+		klog.FromContext(ctx).V(2).Info("Report does not move the cycle", "job", klog.KObj(job), "report", r.ID,
+			"worker", info.Name, "kind", info.Kind, "status", info.Status, "why", why)
+		return o
+	}
+	// done is the outcome of a move: the round it concerns is the current
+	// one, or the one it just finished.
+	done := func(move Move) Outcome {
+		o.Move = move
+		if st.CurrentRound != nil {
+			o.Round = *st.CurrentRound.DeepCopy()
+		} else if n := len(st.History); n > 0 {
+			o.Round = *st.History[n-1].DeepCopy()
+		}
+		return o
+	}
+	switch {
+	case st.Finished():
+		return ignore("the job is finished")
+	case st.Round == 0:
+		return ignore("the cycle has not started")
+	case info.Name == edgeproto.LocalControllerWorker:
+		return c.moveOnLocalController(m, job, r, info, ignore, done)
+	}
+
+	wanted, _ := wantedStagePod(job.GetName(), st)
+	if wanted == "" || info.Name != wanted || info.Kind != stageOf(st.Stage) {
+		return ignore(fmt.Sprintf("not from the current try's worker (%s)", wanted))
+	}
+	switch info.Status {
+	case edgeproto.WorkerRunning:
+		m.running("worker " + info.Name + " reported running")
+		return done(MoveOther)
+	case edgeproto.WorkerFailed:
+		m.failTry(failureReason(info.OwnerInfo, info.Results))
+		return done(MoveOther)
+	case edgeproto.WorkerCompleted:
+	default:
+		return ignore("status " + string(info.Status))
+	}
+	if st.Stage == sednav1.StageTrain {
+		models := trainedModels(info.Results)
+		if len(models) == 0 {
+			m.failTry("train worker reported no model")
+			return done(MoveOther)
+		}
+		m.trained(models)
+		return done(MoveTrainCompleted)
+	}
+	var metrics []sednav1.Metric
+	if len(info.Results) > 0 {
+		if res, ok := ParseResult(info.Results[0]); ok {
+			metrics = FlattenMetrics(res.Metrics)
+		}
+	}
+	deploy, sentence := c.kind.Decide(job, info.Results)
+	m.evaluated(metrics, deploy, sentence)
+	return done(MoveOther)
+}
+
+// moveOnLocalController applies what the LocalController of the dataset's
+// node reports of its own part: the train trigger fired, or the deploy stage
+// copied the model.
+func (c *Controller[J]) moveOnLocalController(m *machine, job J, r *edgeproto.Report, info *edgeproto.WorkerInfo,
+	ignore func(string) Outcome, done func(Move) Outcome) Outcome {
+	st := m.st
+	owner := parseOwnerInfo(info.OwnerInfo)
+	round, ok := owner.Int("round")
+	if !ok {
+		return ignore("ownerInfo has no round")
+	}
+	switch {
+	case info.Kind == edgeproto.StageTrain && info.Status == edgeproto.WorkerReady:
+		samples, _ := owner.Int("numberOfSamples")
+		moved, why := m.trainReady(trigger{
+			round:           round,
+			samples:         samples,
+			trainDatasetURL: owner.String("trainDatasetURL"),
+			testDatasetURL:  owner.String("testDatasetURL"),
+			at:              owner.Time("triggeredAt", r.ReceivedAt),
+		})
+		if !moved {
+			return ignore(why)
+		}
+		return done(MoveOther)
+	case info.Kind != edgeproto.StageDeploy:
+		return ignore("a LocalController reports only train triggers and deploys")
+	}
+	deployment := c.kind.Deployment(job)
+	switch {
+	case deployment == DeployByController:
+		return ignore("this kind's deploy stage is the controller's own")
+	case st.Stage != sednav1.StageDeploy || st.State != sednav1.StageReady:
+		return ignore(fmt.Sprintf("the cycle is at %s/%s, not deploying", st.Stage, st.State))
+	case round != st.Round:
+		return ignore(fmt.Sprintf("the deploy is for round %d, the cycle is at round %d", round, st.Round))
+	}
+	// The stage stays Ready while the LocalController copies: Ready is what
+	// it acts on, a new try included.
+	switch info.Status {
+	case edgeproto.WorkerFailed:
+		m.failTry(failureReason(info.OwnerInfo, nil))
+		return done(MoveOther)
+	case edgeproto.WorkerCompleted:
+		m.deployed(deployment == DeployByEdgeHot)
+		return done(MoveDeployed)
+	}
+	return ignore("status " + string(info.Status))
+}
+
+// stageOf is the report kind of a stage's workers; the deploy stage has none.
+func stageOf(s sednav1.Stage) edgeproto.Stage {
+	switch s {
+	case sednav1.StageTrain:
+		return edgeproto.StageTrain
+	case sednav1.StageEval:
+		return edgeproto.StageEval
+	case sednav1.StageDeploy:
+		return edgeproto.StageDeploy
+	}
+	return ""
+}

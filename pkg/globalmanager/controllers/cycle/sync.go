@@ -1,0 +1,265 @@
+package cycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Sync reconciles one job: lister read, deep copy, expectations, claim, move
+// the cycle on the pods' phases, create and delete pods, one status write
+// when it changed. Run's workers call it with a queue key.
+func (c *Controller[J]) Sync(ctx context.Context, key string) error {
+	shared, ok, err := common.ReadOwner(key, c.get)
+	if !ok || err != nil {
+		if err == nil {
+			c.exp.Forget(key)
+		}
+		return err
+	}
+	job := shared.DeepCopy()
+	logger := klog.FromContext(ctx).WithValues("job", klog.KObj(job))
+	ctx = klog.NewContext(ctx, logger)
+
+	// Read the expectations before the cache: a pod whose event arrives
+	// between the two reads is then in the cache we act on.
+	satisfied := c.exp.Satisfied(key)
+	pods, err := c.pods.Pods(job.GetNamespace()).List(common.OwnerSelector(job))
+	if err != nil {
+		return fmt.Errorf("listing pods of %s: %w", key, err)
+	}
+	pods = common.Claim(job, pods)
+
+	fields := c.kind.Fields(job)
+	st := fields.read()
+	m := &machine{job: job.GetName(), st: &st, now: metav1.NewTime(c.Clock()), config: &c.config}
+	if st.Round == 0 {
+		m.start()
+	}
+	var errs []error
+	if !st.Finished() {
+		errs = append(errs, c.manageWorkers(ctx, key, job, m, pods, satisfied))
+	}
+	if satisfied {
+		errs = append(errs, c.deleteStale(ctx, key, job, &st, pods))
+	}
+	st.Active, st.Succeeded, st.Failed = countPods(pods)
+	st.ObservedGeneration = job.GetGeneration()
+	fields.write(st)
+	actErr := errors.Join(errs...)
+
+	if !equality.Semantic.DeepEqual(shared, job) {
+		if _, err := c.kind.Client(job.GetNamespace()).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) && actErr == nil {
+				// Our cache is behind the job (a report moved it); its update
+				// event is on the way and syncs it again, sooner than a backoff.
+				logger.V(4).Info("Status write conflicted; waiting for the newer job", "err", err)
+				return nil
+			}
+			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
+		}
+		logger.V(2).Info("Updated status", "round", st.Round, "stage", st.Stage, "state", st.State, "attempt", st.Attempt)
+	}
+	common.RecordEvents(c.recorder, job, m.events)
+	return actErr
+}
+
+// manageWorkers runs the cycle's workers for a job that is not finished: the
+// controller's own deploy, the current try's stage pod, the inference worker.
+func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m *machine, pods []*corev1.Pod, satisfied bool) error {
+	spec := c.kind.Spec(job)
+	refs, missing, err := c.resolve(job, spec)
+	if err != nil {
+		return fmt.Errorf("resolving references of %s: %w", key, err)
+	}
+	if len(missing) > 0 {
+		m.event(corev1.EventTypeWarning, ReasonMissingReference, "Waiting for %s: not found in namespace %s; no worker is created until it exists",
+			strings.Join(missing, ", "), job.GetNamespace())
+		return nil
+	}
+	st := m.st
+	if st.Stage == sednav1.StageDeploy && st.State == sednav1.StageReady && c.kind.Deployment(job) == DeployByController {
+		m.deployed(false)
+	}
+	stageErr := c.manageStage(ctx, key, job, spec, refs, m, pods, satisfied)
+	if !satisfied || st.Finished() {
+		return stageErr
+	}
+	if st.InferenceWorker == "" {
+		st.InferenceWorker = InferenceWorkerName(job.GetName(), st.DeployedRound)
+	}
+	// The inference worker is kept; only one deleted by hand is created again.
+	if findPod(pods, st.InferenceWorker) != nil {
+		return stageErr
+	}
+	pod, err := c.workerPod(job, spec, refs, st, RoleInference, st.InferenceWorker)
+	if err != nil {
+		return errors.Join(stageErr, err)
+	}
+	return errors.Join(stageErr, c.children.CreatePods(ctx, key, job, []*corev1.Pod{pod}))
+}
+
+// manageStage moves the stage on its pod's phase and creates the pod of the
+// current try when it has none.
+func (c *Controller[J]) manageStage(ctx context.Context, key string, job J, spec Spec, refs Refs, m *machine, pods []*corev1.Pod, satisfied bool) error {
+	// A failed try asks at once for the next try's pod, hence a second pass.
+	for range 2 {
+		name, role := wantedStagePod(job.GetName(), m.st)
+		if name == "" {
+			return nil
+		}
+		pod := findPod(pods, name)
+		switch {
+		case pod == nil:
+			if !satisfied {
+				return nil // our own creates and deletes are not all in the cache yet
+			}
+			p, err := c.workerPod(job, spec, refs, m.st, role, name)
+			if err != nil {
+				return err
+			}
+			if err := c.children.CreatePods(ctx, key, job, []*corev1.Pod{p}); err != nil {
+				return err
+			}
+			m.starting(name)
+		case common.PodTerminating(pod):
+			// Deleted by hand and still going: its replacement comes once it is gone.
+		case pod.Status.Phase == corev1.PodFailed:
+			m.failTry(podFailure(pod))
+			continue
+		case pod.Status.Phase == corev1.PodRunning:
+			m.starting(name)
+			m.running("pod " + name + " is running")
+		case pod.Status.Phase == corev1.PodPending:
+			m.starting(name)
+		}
+		// Succeeded: the worker's completed report travels through the
+		// LocalController's outbox; it, not the phase, moves the stage.
+		return nil
+	}
+	return nil
+}
+
+func podFailure(p *corev1.Pod) string {
+	msg := "pod " + p.Name + " failed"
+	if p.Status.Reason != "" {
+		msg += ": " + p.Status.Reason
+	}
+	if p.Status.Message != "" {
+		msg += ": " + p.Status.Message
+	}
+	return msg
+}
+
+// deleteStale deletes the pods the cycle no longer wants: a stage try's pod
+// still running when a later try replaced it or the job failed, stage pods of
+// rounds before the previous one, and inference workers replaced by a newer
+// one. The pod of a try that reported completed is left to exit by itself,
+// so its logs stay until its round is long over.
+func (c *Controller[J]) deleteStale(ctx context.Context, key string, job J, st *Status, pods []*corev1.Pod) error {
+	wanted, _ := wantedStagePod(job.GetName(), st)
+	byWhy := map[string][]*corev1.Pod{}
+	add := func(why string, p *corev1.Pod) { byWhy[why] = append(byWhy[why], p) }
+	for _, p := range pods {
+		if common.PodTerminating(p) || p.Name == wanted {
+			continue
+		}
+		role := Role(p.Labels[common.LabelWorkerRole])
+		switch role {
+		case RoleTrain, RoleEval:
+			r, err := strconv.Atoi(p.Labels[LabelRound])
+			round := int32(r)
+			switch {
+			case err != nil:
+			case round < st.Round-1:
+				add(fmt.Sprintf("round %d is over", round), p)
+			case common.PodFinished(p):
+			case st.Finished():
+				add("the job failed", p)
+			case round == st.Round && role == roleOf(st.Stage):
+				add("a later try replaced it", p)
+			}
+		case RoleInference:
+			if p.Name != st.InferenceWorker {
+				add("replaced by "+st.InferenceWorker, p)
+			}
+		}
+	}
+	whys := make([]string, 0, len(byWhy))
+	for why := range byWhy {
+		whys = append(whys, why)
+	}
+	sort.Strings(whys)
+	var errs []error
+	for _, why := range whys {
+		errs = append(errs, c.children.DeletePods(ctx, key, job, byWhy[why], why))
+	}
+	return errors.Join(errs...)
+}
+
+// resolve reads the Dataset and Models job names; missing lists those that
+// do not exist.
+func (c *Controller[J]) resolve(job J, spec Spec) (refs Refs, missing []string, err error) {
+	ns := job.GetNamespace()
+	refs.Dataset, err = c.datasets.Datasets(ns).Get(spec.Dataset)
+	if apierrors.IsNotFound(err) {
+		missing = append(missing, "Dataset "+spec.Dataset)
+	} else if err != nil {
+		return refs, nil, err
+	}
+	refs.Models = map[string]*sednav1.Model{}
+	for _, name := range spec.Models {
+		if _, seen := refs.Models[name]; seen {
+			continue
+		}
+		m, err := c.models.Models(ns).Get(name)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, "Model "+name)
+			refs.Models[name] = nil
+			continue
+		} else if err != nil {
+			return refs, nil, err
+		}
+		refs.Models[name] = m
+	}
+	return refs, missing, nil
+}
+
+func findPod(pods []*corev1.Pod, name string) *corev1.Pod {
+	for _, p := range pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// countPods counts the pods by phase, those on their way out aside.
+func countPods(pods []*corev1.Pod) (active, succeeded, failed int32) {
+	for _, p := range pods {
+		if common.PodTerminating(p) {
+			continue
+		}
+		switch p.Status.Phase {
+		case corev1.PodSucceeded:
+			succeeded++
+		case corev1.PodFailed:
+			failed++
+		default:
+			active++
+		}
+	}
+	return active, succeeded, failed
+}

@@ -1,0 +1,75 @@
+// Package incrementallearning is the IncrementalLearningJob controller: the
+// learning cycle of package cycle, with this kind's decisions. Training starts
+// from the initial model, then from the deployed one; the eval stage compares
+// the new model with the deployed one; the deploy trigger decides; the
+// LocalController of the dataset's node copies the new model over the deploy
+// Model's file, and the inference worker reloads it or is replaced.
+package incrementallearning
+
+import (
+	"context"
+
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "incrementallearningjob"
+
+// Config is what the GlobalManager's flags set for every incremental job.
+type Config = cycle.Config
+
+// Controller reconciles IncrementalLearningJobs.
+type Controller = cycle.Controller[*sednav1.IncrementalLearningJob]
+
+// NewController wires the controller to its informers; it starts nothing.
+func NewController(
+	_ context.Context,
+	kubeClient kubernetes.Interface,
+	sednaClient sednaclient.Interface,
+	jobInformer sednainformers.IncrementalLearningJobInformer,
+	modelInformer sednainformers.ModelInformer,
+	datasetInformer sednainformers.DatasetInformer,
+	podInformer coreinformers.PodInformer,
+	recorder record.EventRecorder,
+	metrics *common.Metrics,
+	config Config,
+) (*Controller, error) {
+	k := &kind{client: sednaClient, dataPathPrefix: config.DataPathPrefix}
+	return cycle.New(Name, sednav1.IncrementalLearningJobKind, k, kubeClient, cycle.Informers{
+		Jobs: jobInformer.Informer(), Models: modelInformer, Datasets: datasetInformer, Pods: podInformer,
+	}, recorder, metrics, config)
+}
+
+// kind is the incremental job's part of the learning cycle.
+type kind struct {
+	client         sednaclient.Interface
+	dataPathPrefix string
+}
+
+func (k *kind) Client(namespace string) cycle.Client[*sednav1.IncrementalLearningJob] {
+	return k.client.SednaV1alpha1().IncrementalLearningJobs(namespace)
+}
+
+func (k *kind) Fields(job *sednav1.IncrementalLearningJob) cycle.Fields {
+	s := &job.Status
+	return cycle.Fields{
+		Cycle: &s.CycleStatus, Conditions: &s.Conditions, StartTime: &s.StartTime, CompletionTime: &s.CompletionTime,
+		ObservedGeneration: &s.ObservedGeneration, Active: &s.Active, Succeeded: &s.Succeeded, Failed: &s.Failed,
+	}
+}
+
+func (k *kind) Spec(job *sednav1.IncrementalLearningJob) cycle.Spec {
+	s := &job.Spec
+	return cycle.Spec{
+		Dataset: s.Dataset.Name, Models: job.ModelNames(), OutputDir: s.OutputDir, CredentialName: s.CredentialName,
+		Train: &s.TrainSpec.Template, Eval: &s.EvalSpec.Template, Inference: &s.DeploySpec.Template,
+	}
+}

@@ -1,0 +1,59 @@
+package incrementallearning
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+)
+
+// Env gives each worker its models. Until a round is deployed, training
+// starts from the initial model and evaluation compares with the initial
+// eval model (the initial model when unset); afterwards both use the deploy
+// Model, which then holds the last deployed round's model.
+func (k *kind) Env(job *sednav1.IncrementalLearningJob, st *cycle.Status, role cycle.Role, refs cycle.Refs) ([]corev1.EnvVar, []string) {
+	local := func(url string) string { return common.ContainerPath(url, k.dataPathPrefix) }
+	spec := &job.Spec
+	deploy := refs.Models[spec.DeploySpec.Model.Name]
+	switch role {
+	case cycle.RoleTrain:
+		base := deploy
+		if st.DeployedRound == 0 {
+			base = refs.Models[spec.InitialModel.Name]
+		}
+		out := cycle.RoundDir(spec.OutputDir, st.Round, cycle.RoleTrain)
+		return []corev1.EnvVar{
+			common.Env("BASE_MODEL_URL", local(base.Spec.URL)),
+			common.Env("MODEL_URL", local(out)),
+			common.Env("MODEL_NAME", deploy.Name),
+		}, []string{base.Spec.URL}
+	case cycle.RoleEval:
+		current := deploy
+		if st.DeployedRound == 0 {
+			current = refs.Models[spec.InitialModel.Name]
+			if spec.EvalSpec.InitialEvalModel != nil {
+				current = refs.Models[spec.EvalSpec.InitialEvalModel.Name]
+			}
+		}
+		var trained string
+		if st.CurrentRound != nil && len(st.CurrentRound.Models) > 0 {
+			trained = st.CurrentRound.Models[0].URL
+		}
+		return []corev1.EnvVar{
+			common.Env("MODEL_URLS", local(trained)+";"+local(current.Spec.URL)),
+			common.Env("MODEL_URL", local(trained)),
+		}, []string{trained, current.Spec.URL}
+	}
+	env := []corev1.EnvVar{
+		common.Env("MODEL_URL", local(deploy.Spec.URL)),
+		common.Env("MODEL_NAME", deploy.Name),
+		common.Env("MODEL_HOT_UPDATE", strconv.FormatBool(spec.DeploySpec.Model.HotUpdateEnabled)),
+	}
+	if hem := spec.DeploySpec.HardExampleMining; hem != nil {
+		env = append(env, common.Env("HEM_NAME", hem.Name), common.Env("HEM_PARAMETERS", common.HEMParameters(hem.Parameters)))
+	}
+	return env, []string{deploy.Spec.URL}
+}

@@ -1,0 +1,175 @@
+package lifelonglearning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/yaml"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle/cycletest"
+)
+
+const (
+	ns       = cycletest.Namespace
+	jobName  = "atcii-classifier-demo"
+	node     = "edge-0"
+	kindName = edgeproto.OwnerLifelongLearningJob
+)
+
+var testConfig = Config{
+	Config:   cycle.Config{LCServer: "http://localhost:9100", LogLevel: "INFO", DataPathPrefix: "/home/data"},
+	KBServer: "http://kb.example:9020",
+}
+
+func exampleJob(t *testing.T) *sednav1.LifelongLearningJob {
+	t.Helper()
+	data, err := os.ReadFile("../../../../examples/lifelonglearningjob/lifelonglearningjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &sednav1.LifelongLearningJob{}
+	if err := yaml.UnmarshalStrict(data, job); err != nil {
+		t.Fatal(err)
+	}
+	job.Namespace, job.UID, job.Generation = ns, "job-uid", 1
+	return job
+}
+
+func newFixture(t *testing.T, job *sednav1.LifelongLearningJob) *cycletest.Fixture[*sednav1.LifelongLearningJob] {
+	t.Helper()
+	build := func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
+		si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+		v1 := si.Sedna().V1alpha1()
+		return NewController(ctx, kube, sedna, v1.LifelongLearningJobs(), v1.Models(), v1.Datasets(),
+			ki.Core().V1().Pods(), recorder, nil, testConfig)
+	}
+	dataset := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "lifelong-dataset", Namespace: ns},
+		Spec: sednav1.DatasetSpec{URL: "/data/atcii/trainData.csv", Format: "csv", NodeName: node}}
+	return cycletest.New(t, build, []runtime.Object{dataset, job}...)
+}
+
+func jobOf(t *testing.T, f *cycletest.Fixture[*sednav1.LifelongLearningJob]) *sednav1.LifelongLearningJob {
+	t.Helper()
+	job, err := f.Sedna.SednaV1alpha1().LifelongLearningJobs(ns).Get(t.Context(), jobName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *testing.T) {
+	f := newFixture(t, exampleJob(t))
+	f.Sync(t, jobName)
+	deploy0, deploy1 := jobName+"-deploy-0", jobName+"-deploy-1"
+	train11, eval11 := jobName+"-train-1-1", jobName+"-eval-1-1"
+	env := cycletest.Env(f.Pod(t, deploy0))
+	if env["HAS_COMPLETED_INITIAL_TRAINING"] != "false" || env["KB_SERVER"] != "http://kb.example:9020" || env["CLOUD_KB_INDEX"] != "" {
+		t.Errorf("first inference worker env %v: no knowledge base yet", env)
+	}
+
+	f = f.Next(t)
+	f.Report(t, node, 1, cycletest.Trigger(kindName, jobName, 1, 600))
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	env = cycletest.Env(f.Pod(t, train11))
+	wantTrain := map[string]string{
+		"ORIGINAL_DATASET_URL": "/home/data/data/atcii/trainData.csv", "TRAIN_DATASET_URL": "/home/data/data/round-1/train.txt",
+		"OUTPUT_URL": "/home/data/output/round-1/train", "HAS_COMPLETED_INITIAL_TRAINING": "false", "KB_SERVER": "http://kb.example:9020",
+	}
+	for k, v := range wantTrain {
+		if env[k] != v {
+			t.Errorf("train env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	for _, k := range []string{"MODEL_URL", "BASE_MODEL_URL", "MODEL_URLS"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("train env has %s: a lifelong job names no model", k)
+		}
+	}
+
+	f.Report(t, node, 2, cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted,
+		`{"format":"pkl","url":"/output/round-1/train/task-0.pkl","modelID":"task-0","classes":["person","helmet"],"metrics":{"precision":0.83}}`,
+		`{"format":"pkl","url":"/output/round-1/train/task-1.pkl","classes":["helmet","vest"],"metrics":{"precision":"0.7"}}`))
+	kb := jobOf(t, f).Status.KnowledgeBase
+	wantKB := sednav1.KnowledgeBase{
+		AIModels: sednav1.AIModels{NumberOfAIModels: 2, ListOfAIModels: []sednav1.AIModel{
+			{ModelID: "task-0", AveragePrecision: 0.83, NumberOfTrainSamples: 600},
+			{ModelID: "task-1.pkl", AveragePrecision: 0.7, NumberOfTrainSamples: 600},
+		}},
+		AIClasses: sednav1.AIClasses{NumberOfAIClasses: 3, ListOfAIClasses: []string{"helmet", "person", "vest"}},
+	}
+	if diff := cmp.Diff(wantKB, kb); diff != "" {
+		t.Errorf("knowledge base (-want,+got):\n%s", diff)
+	}
+
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	if got := cycletest.Env(f.Pod(t, eval11))["CLOUD_KB_INDEX"]; got != "/home/data/output/round-1/train/index.pkl" {
+		t.Errorf("eval CLOUD_KB_INDEX %q", got)
+	}
+	f.Report(t, node, 3, cycletest.Worker(kindName, jobName, eval11, edgeproto.StageEval, edgeproto.WorkerCompleted,
+		`{"url":"/output/round-1/train/task-0.pkl","metrics":{"precision":0.83}}`))
+	if s := jobOf(t, f).Status; s.Stage != sednav1.StageDeploy || s.State != sednav1.StageReady {
+		t.Fatalf("after the evaluation: %s/%s, want Deploy/Ready", s.Stage, s.State)
+	}
+
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	s := jobOf(t, f).Status
+	if s.Round != 2 || s.State != sednav1.StageWaiting || s.DeployedRound != 1 || s.InferenceWorker != deploy1 ||
+		len(s.History) != 1 || s.History[0].Result != sednav1.RoundDeployed {
+		t.Errorf("after the deploy: round %d %s, deployedRound %d, inferenceWorker %s, history %+v",
+			s.Round, s.State, s.DeployedRound, s.InferenceWorker, s.History)
+	}
+	if diff := cmp.Diff([]string{"create pods " + deploy1, "delete pods " + deploy0}, f.Writes()); diff != "" {
+		t.Errorf("writes (-want,+got):\n%s", diff)
+	}
+	env = cycletest.Env(f.Pod(t, deploy1))
+	if env["CLOUD_KB_INDEX"] != "/home/data/output/round-1/train/index.pkl" || env["HAS_COMPLETED_INITIAL_TRAINING"] != "true" {
+		t.Errorf("new inference worker env %v, want round 1's knowledge base", env)
+	}
+}
+
+func TestKnowledgeBaseReplacesModelsByIDAndKeepsTheNewest(t *testing.T) {
+	var kb sednav1.KnowledgeBase
+	for i := range MaxKnowledgeBaseModels + 5 {
+		learn(&kb, []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"url":"/out/m%d.pkl","modelID":"m%d"}`, i, i))}, int32(i))
+	}
+	learn(&kb, []json.RawMessage{json.RawMessage(`{"url":"/out/again.pkl","modelID":"m50","classes":["b","a"],"metrics":{"precision":[0.1]}}`)}, 7)
+	models := kb.AIModels.ListOfAIModels
+	if len(models) != MaxKnowledgeBaseModels || kb.AIModels.NumberOfAIModels != MaxKnowledgeBaseModels {
+		t.Fatalf("%d models (count %d), want %d", len(models), kb.AIModels.NumberOfAIModels, MaxKnowledgeBaseModels)
+	}
+	if models[0].ModelID != "m5" || models[len(models)-1] != (sednav1.AIModel{ModelID: "m50", NumberOfTrainSamples: 7}) {
+		t.Errorf("oldest %+v, newest %+v: want m5 first and the replaced m50 last, without a list precision", models[0], models[len(models)-1])
+	}
+	if !cmp.Equal(kb.AIClasses.ListOfAIClasses, []string{"a", "b"}) || kb.AIClasses.NumberOfAIClasses != 2 {
+		t.Errorf("classes %+v", kb.AIClasses)
+	}
+}
+
+func TestReportsCountTheUnseenSamples(t *testing.T) {
+	f := newFixture(t, exampleJob(t))
+	f.Sync(t, jobName)
+	info := cycletest.Worker(kindName, jobName, jobName+"-deploy-0", edgeproto.StageInference, "")
+	info.OwnerInfo = json.RawMessage(`{"numberOfUnseenSample":12,"numberOfLabeledUnseenSample":"5"}`)
+	f.Report(t, node, 1, info)
+	want := sednav1.Samples{NumberOfUnseenSample: 12, NumberOfLabeledUnseenSample: 5}
+	if got := jobOf(t, f).Status.KnowledgeBase.Samples; got != want {
+		t.Errorf("samples %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,38 @@
+package lifelonglearning
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+)
+
+// KBIndex is the knowledge base index the train worker of round writes.
+func KBIndex(outputDir string, round int32) string {
+	return cycle.RoundDir(outputDir, round, cycle.RoleTrain) + "/index.pkl"
+}
+
+// Env gives each worker the knowledge base: the eval worker that of the
+// round it evaluates, the inference worker that of the deployed round (none
+// before the first deploy).
+func (k *kind) Env(job *sednav1.LifelongLearningJob, st *cycle.Status, role cycle.Role, _ cycle.Refs) ([]corev1.EnvVar, []string) {
+	env := []corev1.EnvVar{common.Env("HAS_COMPLETED_INITIAL_TRAINING", strconv.FormatBool(st.DeployedRound > 0))}
+	if k.kbServer != "" {
+		env = append(env, common.Env("KB_SERVER", k.kbServer))
+	}
+	var kbRound int32
+	switch role {
+	case cycle.RoleEval:
+		kbRound = st.Round
+	case cycle.RoleInference:
+		kbRound = st.DeployedRound
+	}
+	if kbRound == 0 {
+		return env, nil
+	}
+	index := KBIndex(job.Spec.OutputDir, kbRound)
+	return append(env, common.Env("CLOUD_KB_INDEX", common.ContainerPath(index, k.dataPathPrefix))), []string{index}
+}
