@@ -1,0 +1,54 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	applyExampleFiles(t, ns, "incrementallearningjob", "models.yaml", "dataset.yaml", "incrementallearningjob.yaml")
+	models := sednaClient(t).SednaV1alpha1().Models(ns)
+	framework.Eventually(t, 30*time.Second, "the deploy model protected", func(ctx context.Context) (bool, error) {
+		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
+		return err == nil && slices.Contains(m.Finalizers, model.Finalizer), err
+	})
+
+	if err := models.Delete(t.Context(), "deploy-model", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the deletion blocked, visibly", func(ctx context.Context) (bool, error) {
+		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
+		return err == nil && m.DeletionTimestamp != nil && apimeta.IsStatusConditionTrue(m.Status.Conditions, model.ConditionDeletionBlocked), err
+	})
+	framework.Consistently(t, 2*time.Second, "the model still there while the job names it", func(ctx context.Context) (bool, error) {
+		_, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
+		return err == nil, err
+	})
+
+	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Delete(t.Context(), "helmet-detection-demo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the model gone with the job", func(ctx context.Context) (bool, error) {
+		_, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	// A model no job names goes at once (the finalizer is removed).
+	if err := models.Delete(t.Context(), "initial-model", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "an unnamed model deleted", func(ctx context.Context) (bool, error) {
+		_, err := models.Get(ctx, "initial-model", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
