@@ -45,11 +45,9 @@ type Store interface {
 	DeleteState(key string) error
 }
 
-// Outbox takes a report for the GlobalManager and, in the same transaction,
-// the state that says it was made (the store, or the cloud link's outbox).
-type Outbox interface {
-	AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error)
-}
+// Outbox takes a report for the GlobalManager with the state that says it
+// was made (see store.Outbox).
+type Outbox = store.Outbox
 
 // Config says which jobs a Manager handles and where their files are.
 type Config struct {

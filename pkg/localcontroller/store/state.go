@@ -10,6 +10,14 @@ import (
 // must remember across restarts (the last round a learning cycle prepared, for
 // instance), as opaque values under keys the managers choose.
 
+// Outbox takes a report for the GlobalManager and, in the same transaction,
+// the state that says it was made: the Store itself, or the cloud link's
+// outbox, which also wakes the link. The LocalController's managers append
+// through it.
+type Outbox interface {
+	AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error)
+}
+
 // PutState stores value under key, replacing what was there.
 func (s *Store) PutState(key string, value []byte) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
