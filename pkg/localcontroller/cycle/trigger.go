@@ -65,7 +65,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 			"metric", cond.Metric, "want", MetricNumOfSamples)
 		return nil
 	}
-	if _, err := compare(0, cond.Operator, cond.Threshold); err != nil {
+	if _, err := cond.Holds(0); err != nil {
 		mem.warnOnce(logger, "The train trigger never fires", "err", err)
 		return nil
 	}
@@ -96,7 +96,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 	if count >= mem.state.Baseline {
 		fresh = samples[mem.state.Baseline:]
 	}
-	fire, _ := compare(float64(len(fresh)), cond.Operator, cond.Threshold)
+	fire, _ := cond.Holds(float64(len(fresh)))
 	logger.V(4).Info("Train trigger checked", "round", round, "newSamples", len(fresh), "operator", cond.Operator,
 		"threshold", cond.Threshold, "fire", fire)
 	if !fire {
@@ -159,23 +159,6 @@ func checkPeriod(t sednav1.Trigger) time.Duration {
 		return DefaultCheckPeriod
 	}
 	return time.Duration(t.CheckPeriodSeconds) * time.Second
-}
-
-// compare says whether value <op> threshold.
-func compare(value float64, op string, threshold float64) (bool, error) {
-	switch op {
-	case ">":
-		return value > threshold, nil
-	case "<":
-		return value < threshold, nil
-	case ">=":
-		return value >= threshold, nil
-	case "<=":
-		return value <= threshold, nil
-	case "=":
-		return value == threshold, nil
-	}
-	return false, fmt.Errorf("unknown operator %q: want one of > < >= <= =", op)
 }
 
 // inWindow says whether now, read in the LocalController's time zone, is in

@@ -26,8 +26,7 @@ const deltaSuffix = "_delta"
 // fire. Numbers may be JSON numbers or numeric strings. The sentence says what
 // was compared and the decision, for the round's message and the event.
 func EvaluateCondition(cond sednav1.TriggerCondition, results []json.RawMessage) (fire bool, sentence string) {
-	compare, ok := comparison(cond.Operator)
-	if !ok {
+	if _, err := cond.Holds(0); err != nil {
 		return false, fmt.Sprintf("operator %q is not one of >, <, >=, <=, =: not deploying", cond.Operator)
 	}
 	v, why := metricOf(cond.Metric, results)
@@ -36,7 +35,7 @@ func EvaluateCondition(cond sednav1.TriggerCondition, results []json.RawMessage)
 	}
 	threshold := formatNumber(cond.Threshold)
 	if !v.isList {
-		if compare(v.scalar, cond.Threshold) {
+		if holds, _ := cond.Holds(v.scalar); holds {
 			return true, fmt.Sprintf("%s %s %s %s: deploying", cond.Metric, v, cond.Operator, threshold)
 		}
 		return false, fmt.Sprintf("%s %s is not %s %s: not deploying", cond.Metric, v, cond.Operator, threshold)
@@ -45,27 +44,11 @@ func EvaluateCondition(cond sednav1.TriggerCondition, results []json.RawMessage)
 		return false, fmt.Sprintf("%s is an empty list: not deploying", cond.Metric)
 	}
 	for i, x := range v.list {
-		if !compare(x, cond.Threshold) {
+		if holds, _ := cond.Holds(x); !holds {
 			return false, fmt.Sprintf("%s %s is not %s %s for element %d: not deploying", cond.Metric, v, cond.Operator, threshold, i)
 		}
 	}
 	return true, fmt.Sprintf("%s %s %s %s for every element: deploying", cond.Metric, v, cond.Operator, threshold)
-}
-
-func comparison(op string) (func(a, b float64) bool, bool) {
-	switch op {
-	case ">":
-		return func(a, b float64) bool { return a > b }, true
-	case "<":
-		return func(a, b float64) bool { return a < b }, true
-	case ">=":
-		return func(a, b float64) bool { return a >= b }, true
-	case "<=":
-		return func(a, b float64) bool { return a <= b }, true
-	case "=", "==":
-		return func(a, b float64) bool { return a == b }, true
-	}
-	return nil, false
 }
 
 // metricOf is the value of metric in the results, derived for a _delta
