@@ -1,6 +1,7 @@
 package common
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -66,7 +67,7 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 				key = fmt.Sprintf("%s[%d]", k, n)
 			}
 			seen[k]++
-			out = append(out, sednav1.Metric{Key: key, Value: scalar(v)})
+			out = append(out, sednav1.Metric{Key: key, Value: MetricText(v)})
 		}
 	}
 	add(info.OwnerInfo)
@@ -77,12 +78,16 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 	return out
 }
 
-// scalar renders a JSON value as a metric value: strings without quotes,
-// numbers and the rest as written.
-func scalar(v json.RawMessage) string {
+// MetricText renders a JSON value as a metric value: strings without quotes,
+// numbers as written, lists and objects as compact JSON.
+func MetricText(v json.RawMessage) string {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) == nil {
+		return buf.String()
 	}
 	return string(v)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // Result is one object of a worker's results, as Sedna's workers write it:
@@ -66,16 +67,7 @@ func trainedModels(results []json.RawMessage) []sednav1.RoundModel {
 func FlattenMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
 	out := make([]sednav1.Metric, 0, len(metrics))
 	for k, raw := range metrics {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			var buf bytes.Buffer
-			if json.Compact(&buf, raw) == nil {
-				s = buf.String()
-			} else {
-				s = string(raw)
-			}
-		}
-		out = append(out, sednav1.Metric{Key: k, Value: s})
+		out = append(out, sednav1.Metric{Key: k, Value: common.MetricText(raw)})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Key < out[b].Key })
 	if len(out) == 0 {
