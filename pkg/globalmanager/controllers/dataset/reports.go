@@ -52,37 +52,31 @@ func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Ap
 // never overwrites a newer one.
 func (a *Applier) ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 	datasets := a.client.SednaV1alpha1().Datasets(d.Namespace)
-	var event func(*sednav1.Dataset)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		event = nil
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ds, err := datasets.Get(ctx, d.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return edgeproto.Refuse("dataset %s/%s does not exist", d.Namespace, d.Name)
 		} else if err != nil {
 			return fmt.Errorf("reading dataset %s/%s: %w", d.Namespace, d.Name, err)
 		}
-		wasReadable := apimeta.IsStatusConditionTrue(ds.Status.Conditions, ConditionReadable)
-		known := apimeta.FindStatusCondition(ds.Status.Conditions, ConditionReadable) != nil
+		before := apimeta.FindStatusCondition(ds.Status.Conditions, ConditionReadable)
+		wasReadable := before != nil && before.Status == metav1.ConditionTrue
 		if !Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.now())) {
 			return nil
 		}
-		switch readable := d.Error == ""; {
-		case !readable && (wasReadable || !known):
-			event = func(ds *sednav1.Dataset) {
-				a.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonUnreadable, "Node %s cannot read the index file: %s", node, d.Error)
-			}
-		case readable && !wasReadable && known:
-			event = func(ds *sednav1.Dataset) {
-				a.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonCounted, "Node %s reads the index file again: %d samples", node, d.NumberOfSamples)
-			}
-		}
 		updated, err := datasets.UpdateStatus(ctx, ds, metav1.UpdateOptions{})
-		if err == nil && event != nil {
-			event(updated)
+		if err != nil {
+			return err
 		}
-		return err
+		// Tell the user when the file becomes unreadable, or readable again.
+		switch readable := d.Error == ""; {
+		case !readable && (wasReadable || before == nil):
+			a.recorder.Eventf(updated, corev1.EventTypeWarning, ReasonUnreadable, "Node %s cannot read the index file: %s", node, d.Error)
+		case readable && !wasReadable && before != nil:
+			a.recorder.Eventf(updated, corev1.EventTypeNormal, ReasonCounted, "Node %s reads the index file again: %d samples", node, d.NumberOfSamples)
+		}
+		return nil
 	})
-	return err
 }
 
 // Apply folds a count into status and says whether anything changed.
