@@ -20,7 +20,13 @@ export PATH="${GOBIN}:${PATH}"
 
 # kube_codegen.sh greps the output folders before it writes them.
 mkdir -p pkg/client/{applyconfiguration,clientset,listers,informers}
-CODEGEN_PKG="$(cd hack/tools/codegen && go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+# `go list -m -f {{.Dir}}` prints nothing for a module that is not in the module cache
+# yet (a new machine), so download it first; then kube_codegen.sh has its scripts.
+CODEGEN_PKG="$(cd hack/tools/codegen && go mod download k8s.io/code-generator && go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+if [[ -z "${CODEGEN_PKG}" || ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
+  echo "k8s.io/code-generator is not in the Go module cache after 'go mod download' (GOPROXY=$(go env GOPROXY)); cannot generate" >&2
+  exit 1
+fi
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
 
