@@ -427,6 +427,9 @@ EOF
 # its health/metrics at +13+2i (so at most four edge nodes get a LocalController).
 readonly NEREID_SYSTEM_NAMESPACE=nereid-system
 readonly LC_SERVICE_ACCOUNT=nereid-localcontroller
+# The audience of the LocalControllers' tokens: the GlobalManager's
+# --edge-token-audience (its default). A Pod's default token is refused.
+readonly EDGE_TOKEN_AUDIENCE=nereid-edgehub
 
 gm_health_port() { echo $((NEREID_RESERVED_PORT_FIRST)); }
 gm_edge_port() { echo $((NEREID_RESERVED_PORT_FIRST + 1)); }
@@ -434,8 +437,10 @@ lc_worker_port() { echo $((NEREID_RESERVED_PORT_FIRST + 2 + 2 * $1)); }
 lc_health_port() { echo $((NEREID_RESERVED_PORT_FIRST + 3 + 2 * $1)); }
 
 # ensure_edge_identities gives each edge node's LocalController a real identity: a Pod
-# bound to the node (kwok runs it) with a ServiceAccount, and a token bound to that Pod,
-# whose TokenReview names the node. The GlobalManager trusts nothing else.
+# bound to the node (kwok runs it) with the LocalController's ServiceAccount, and a token
+# with the edge hub's audience bound to that Pod, whose TokenReview names the node. The
+# GlobalManager accepts nothing else: not another ServiceAccount, not another audience,
+# not a node without the edge role.
 ensure_edge_identities() {
   local node manifest
   manifest="apiVersion: v1
@@ -465,6 +470,7 @@ spec:
   for node in ${EDGE_NODES}; do
     mkdir -p "${NEREID_OUT_DIR}/edge/${node}"
     kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${NEREID_SYSTEM_NAMESPACE}" \
+      --audience "${EDGE_TOKEN_AUDIENCE}" \
       --bound-object-kind Pod --bound-object-name "localcontroller-${node}" --duration 48h \
       >"${NEREID_OUT_DIR}/edge/${node}/token" || nereid::fatal "creating the token of ${node}'s LocalController failed"
   done

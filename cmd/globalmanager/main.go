@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -97,23 +96,29 @@ func run(ctx context.Context, o options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := common.NewMetrics(reg)
-	var ready atomic.Value
+	var ready, failed atomic.Value
 	ready.Store("waiting for leadership")
+	failed.Store("")
 	electionChecker := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	srv, err := serveHealth(ctx, o.healthAddress, reg, &ready, electionChecker)
+	srv, err := serveHealth(ctx, o.healthAddress, reg, &ready, &failed, electionChecker)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 
-	runControllers := func(ctx context.Context) {
-		if err := startControllers(ctx, o, kubeClient, sednaClient, metrics, reg, &ready); err != nil {
-			logger.Error(err, "Controllers stopped")
+	// A GlobalManager that cannot do its work (its hub cannot listen, a
+	// controller stopped) says so on /healthz, gives up the lease so that a
+	// standby takes over, and exits non-zero with the reason.
+	var runErr error
+	runControllers := func(ctx context.Context) error {
+		err := startControllers(ctx, o, kubeClient, sednaClient, metrics, reg, &ready)
+		if err != nil && ctx.Err() == nil {
+			failed.Store(err.Error())
 		}
+		return err
 	}
 	if !o.leaderElect {
-		runControllers(ctx)
-		return nil
+		return runControllers(ctx)
 	}
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
@@ -122,8 +127,14 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("building leader election lock: %w", err)
 	}
+	electionCtx, stopElection := context.WithCancel(ctx)
+	defer stopElection()
 	var lost atomic.Bool
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	// RunOrDie returns as soon as the lease is released, without waiting
+	// for OnStartedLeading; led is closed once that has returned.
+	led := make(chan struct{})
+	var leading atomic.Bool
+	leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   o.leaseDuration,
 		RenewDeadline:   o.renewDeadline,
@@ -132,9 +143,17 @@ func run(ctx context.Context, o options) error {
 		Name:            o.leaseName,
 		WatchDog:        electionChecker,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: runControllers,
+			OnStartedLeading: func(ctx context.Context) {
+				leading.Store(true)
+				defer close(led)
+				if err := runControllers(ctx); err != nil && ctx.Err() == nil {
+					runErr = err
+					logger.Error(err, "The GlobalManager cannot work; releasing the lease")
+					stopElection() // RunOrDie releases the lease and returns
+				}
+			},
 			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
+				if electionCtx.Err() == nil {
 					lost.Store(true)
 				}
 			},
@@ -145,7 +164,17 @@ func run(ctx context.Context, o options) error {
 			},
 		},
 	})
-	if lost.Load() {
+	if leading.Load() {
+		select {
+		case <-led:
+		case <-time.After(o.shutdownGracePhase):
+			return fmt.Errorf("the controllers did not stop within --shutdown-timeout %s", o.shutdownGracePhase)
+		}
+	}
+	switch {
+	case runErr != nil:
+		return runErr
+	case lost.Load():
 		// Another replica may be acting now; carrying on would make two.
 		return errors.New("lost the leader election lease")
 	}
@@ -211,12 +240,6 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	// The edge hub adds indexes to the informers, so it is built before they start.
 	var hub *edgehub.Hub
 	if o.edgeAddress != "" {
-		var hostnames []string
-		for _, h := range strings.Split(o.edgeHostnames, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				hostnames = append(hostnames, h)
-			}
-		}
 		hub, err = edgehub.New(ctx, kubeClient, v1, edgehub.Appliers{Workers: map[string]edgehub.ReportApplier{
 			sednav1.FederatedLearningJobKind.Kind:   fl,
 			sednav1.JointInferenceServiceKind.Kind:  ji,
@@ -224,7 +247,8 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			sednav1.LifelongLearningJobKind.Kind:    ll,
 		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
-			Namespace: o.edgeNamespace, Hostnames: hostnames, CAOutFile: o.edgeCAOut,
+			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut,
+			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
 		})
 		if err != nil {
 			return fmt.Errorf("building the edge hub: %w", err)
@@ -236,8 +260,16 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	defer kubeFactory.Shutdown()
 	defer sednaFactory.Shutdown()
 	go func() {
+		ready.Store("waiting for caches to sync")
 		kubeFactory.WaitForCacheSync(ctx.Done())
 		sednaFactory.WaitForCacheSync(ctx.Done())
+		if hub != nil {
+			ready.Store("waiting for the edge hub to listen")
+			select {
+			case <-hub.Listening():
+			case <-ctx.Done():
+			}
+		}
 		if ctx.Err() == nil {
 			ready.Store("")
 		}
@@ -276,11 +308,16 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	return err
 }
 
-// serveHealth serves /healthz (the process and its lease are alive), /readyz
-// (caches synced, controllers running) and /metrics.
-func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, ready *atomic.Value, election *leaderelection.HealthzAdaptor) (*http.Server, error) {
+// serveHealth serves /healthz (the process and its lease are alive, and it
+// has not failed), /readyz (caches synced, the edge hub listening) and
+// /metrics.
+func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, ready, failed *atomic.Value, election *leaderelection.HealthzAdaptor) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if why := failed.Load().(string); why != "" {
+			http.Error(w, "the GlobalManager cannot work: "+why, http.StatusInternalServerError)
+			return
+		}
 		if err := election.Check(r); err != nil {
 			http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
 			return

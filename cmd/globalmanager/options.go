@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
 // options are the GlobalManager's settings, from flags and an optional config file.
@@ -47,6 +50,9 @@ type options struct {
 	edgeNamespace      string
 	edgeHostnames      string
 	edgeCAOut          string
+	edgeAudience       string
+	edgeSAs            string
+	edgeNodeSelector   string
 	shutdownGracePhase time.Duration
 }
 
@@ -107,6 +113,12 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Comma-separated DNS names and IPs LocalControllers use to reach the hub, put in a generated certificate (127.0.0.1 and localhost are always in).")
 	fs.StringVar(&o.edgeCAOut, "edge-ca-out", "",
 		"Also write the edge hub's CA (PEM) to this file, for LocalControllers started beside the GlobalManager.")
+	fs.StringVar(&o.edgeAudience, "edge-token-audience", edgehub.DefaultTokenAudience,
+		"Audience a LocalController's token must have: the LocalController presents a projected ServiceAccount token with this audience, and the hub's TokenReview names it. A Pod's default token (for the API server) is refused.")
+	fs.StringVar(&o.edgeSAs, "edge-service-accounts", edgehub.DefaultServiceAccount,
+		"Comma-separated namespace/name of the ServiceAccounts whose tokens the edge hub accepts: the LocalControllers'. Any other Pod's token, on any node, is refused.")
+	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,
+		"Label selector the node of a LocalController's Pod must match: a LocalController's Pod on any other node is refused.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
 		"Address of /healthz, /readyz and /metrics (Prometheus).")
 	fs.DurationVar(&o.shutdownGracePhase, "shutdown-timeout", 10*time.Second,
@@ -133,10 +145,40 @@ func (o *options) validate() error {
 	if (o.edgeCertFile == "") != (o.edgeKeyFile == "") {
 		errs = append(errs, errors.New("--edge-cert-file and --edge-key-file go together"))
 	}
+	for _, sa := range o.edgeServiceAccounts() {
+		if err := edgehub.CheckServiceAccount(sa); err != nil {
+			errs = append(errs, fmt.Errorf("--edge-service-accounts: %w", err))
+		}
+	}
+	if len(o.edgeServiceAccounts()) == 0 {
+		errs = append(errs, errors.New("--edge-service-accounts must name at least one ServiceAccount"))
+	}
+	if _, err := labels.Parse(o.edgeNodeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("--edge-node-selector %q: %w", o.edgeNodeSelector, err))
+	}
+	if strings.TrimSpace(o.edgeAudience) == "" {
+		errs = append(errs, errors.New("--edge-token-audience must not be empty"))
+	}
 	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
 		errs = append(errs, errors.New("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"))
 	}
 	return errors.Join(errs...)
+}
+
+// edgeServiceAccounts is --edge-service-accounts as a list.
+func (o *options) edgeServiceAccounts() []string {
+	return splitList(o.edgeSAs)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // applyConfigFile sets flags from a YAML file of flag names and values; flags

@@ -53,8 +53,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"host:port of the GlobalManager's edge endpoint (wss). Defaults to $GM_ADDRESS.")
 	fs.StringVar(&o.caFile, "ca-file", "",
 		"PEM file of the CA that signed the GlobalManager's serving certificate.")
-	fs.StringVar(&o.tokenFile, "token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token",
-		"ServiceAccount token, bound to this LocalController's Pod, that proves the node's identity.")
+	fs.StringVar(&o.tokenFile, "token-file", "/var/run/secrets/nereid.io/edgehub/token",
+		"Projected ServiceAccount token of the LocalController's Pod with the edge hub's audience (the GlobalManager's --edge-token-audience, nereid-edgehub by default), "+
+			"which proves who and where this LocalController is. Read again before every connection, since the kubelet rotates it.")
 	fs.StringVar(&o.workerAddress, "worker-address", ":9100",
 		"Address of the worker API (POST /sedna/workers/{name}/info) that Sedna workers call through LC_SERVER.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:9101",

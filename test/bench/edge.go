@@ -147,7 +147,8 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	// measures the hub rather than a Lease hand-over.
 	gm := framework.NewProcess("globalmanager", gmBin, gmLog, "--kubeconfig", kubeconfig,
 		"--namespace", ns, "--leader-elect=false", "--health-address", "127.0.0.1:0",
-		"--edge-address", hubAddr, "--edge-namespace", ns, "--edge-ca-out", caFile)
+		"--edge-address", hubAddr, "--edge-namespace", ns, "--edge-ca-out", caFile,
+		"--edge-service-accounts", ns+"/"+edgeServiceAccount)
 	if err := gm.Start(); err != nil {
 		return nil, err
 	}
@@ -235,7 +236,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if len(lat) == 0 {
 		return nil, fmt.Errorf("downstream: none of the %d updates reached its LocalController within 30s", count)
 	}
-	resends := m1.get("nereid_edgehub_resends_total") - m0.get("nereid_edgehub_resends_total")
+	resends := m1.Get("nereid_edgehub_resends_total") - m0.Get("nereid_edgehub_resends_total")
 	method := "Update returned → the node's store holds that resourceVersion, seen by a goroutine per update polling store.GetObject every 1ms"
 	results = append(results,
 		result{Name: "edge: downstream latency p50", Value: ms(percentile(lat, 50)), Unit: "ms",
@@ -289,10 +290,10 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	reportRate := float64(rep.applied) / rep.took.Seconds()
 	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; GlobalManager CPU %.0f%% of a core; object upserts sent meanwhile %.0f",
 		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
-		m3.get("nereid_edgehub_reports_refused_total")-m2.get("nereid_edgehub_reports_refused_total"),
+		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
 		describeWrites(w0, w1, rep.took), 100*(cpu1-cpu0)/rep.took.Seconds(),
-		m3.get(`nereid_edgehub_messages_sent_total{type="upsert"}`)-m2.get(`nereid_edgehub_messages_sent_total{type="upsert"}`))
-	note += fmt.Sprintf(" (resends %.0f; %s)", m3.get("nereid_edgehub_resends_total")-m2.get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
+		m3.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`)-m2.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`))
+	note += fmt.Sprintf(" (resends %.0f; %s)", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {
 		note = "TIMED OUT: " + note
 	}
@@ -320,7 +321,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		return nil, err
 	}
 	sent := func(m metricsSample, t edgeproto.Type) float64 {
-		return m.get(fmt.Sprintf(`nereid_edgehub_messages_sent_total{type=%q}`, t))
+		return m.Get(fmt.Sprintf(`nereid_edgehub_messages_sent_total{type=%q}`, t))
 	}
 	idleObjects := sent(m5, edgeproto.TypeUpsert) + sent(m5, edgeproto.TypeDelete) - sent(m4, edgeproto.TypeUpsert) - sent(m4, edgeproto.TypeDelete)
 	results = append(results, result{Name: "edge: object messages sent while idle", Value: idleObjects, Unit: "messages", Goal: "0",
@@ -704,31 +705,11 @@ func httpGet(ctx context.Context, url string) (string, error) {
 	return string(body), err
 }
 
-// metricsSample is one reading of a /metrics page: each series, named with
-// its labels as written ("name{label="value"}"), and its value.
-type metricsSample map[string]float64
-
-func (m metricsSample) get(series string) float64 { return m[series] }
+// metricsSample is one reading of a /metrics page.
+type metricsSample = framework.Metrics
 
 func scrapeMetrics(ctx context.Context, addr string) (metricsSample, error) {
-	body, err := httpGet(ctx, "http://"+addr+"/metrics")
-	if err != nil {
-		return nil, fmt.Errorf("reading the GlobalManager's metrics: %w", err)
-	}
-	m := metricsSample{}
-	for _, line := range strings.Split(body, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			m[line[:i]] = v
-		}
-	}
-	return m, nil
+	return framework.ScrapeMetrics(ctx, "http://"+addr)
 }
 
 // waitHubQuiet waits until the hub has sent no object message for quiet,
@@ -739,7 +720,7 @@ func waitHubQuiet(ctx context.Context, addr string, quiet, timeout time.Duration
 		if err != nil {
 			return -1
 		}
-		return m.get(`nereid_edgehub_messages_sent_total{type="upsert"}`) + m.get(`nereid_edgehub_messages_sent_total{type="delete"}`)
+		return m.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) + m.Get(`nereid_edgehub_messages_sent_total{type="delete"}`)
 	}
 	deadline := time.Now().Add(timeout)
 	last, since := objects(), time.Now()
@@ -768,11 +749,11 @@ func slowAcks(before, after metricsSample) string {
 		}
 		f, err := strconv.ParseFloat(strings.TrimSuffix(b, `"}`), 64)
 		if err == nil && f < 5 && f > le {
-			le, within = f, v-before.get(series)
+			le, within = f, v-before.Get(series)
 		}
 	}
 	const count = "nereid_edgehub_object_ack_latency_seconds_count"
-	all := after.get(count) - before.get(count)
+	all := after.Get(count) - before.Get(count)
 	if le < 0 {
 		return "no ack latency histogram"
 	}
@@ -783,7 +764,7 @@ func slowAcks(before, after metricsSample) string {
 func describeMemory(m metricsSample) string {
 	const mib = 1 << 20
 	return fmt.Sprintf("Go heap in use %.1f MiB, stacks %.1f MiB, %.0f goroutines",
-		m.get("go_memstats_heap_inuse_bytes")/mib, m.get("go_memstats_stack_inuse_bytes")/mib, m.get("go_goroutines"))
+		m.Get("go_memstats_heap_inuse_bytes")/mib, m.Get("go_memstats_stack_inuse_bytes")/mib, m.Get("go_goroutines"))
 }
 
 // lastLogTime is the time of the last klog line of log that contains what.

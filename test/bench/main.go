@@ -557,7 +557,7 @@ func queueStats(ctx context.Context, gm *framework.Process) string {
 	if err != nil {
 		return err.Error()
 	}
-	series := func(name string) float64 { return m.get(name + `{name="federatedlearningjob"}`) }
+	series := func(name string) float64 { return m.Get(name + `{name="federatedlearningjob"}`) }
 	syncs := series("nereid_workqueue_work_duration_seconds_count")
 	if syncs == 0 {
 		return "no syncs"

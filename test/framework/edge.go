@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
 // FreePort returns a loopback port nobody listens on now.
@@ -47,15 +49,22 @@ type EdgeHub struct {
 	CAFile string
 }
 
+// EdgeServiceAccount is the ServiceAccount EdgeIdentity gives the
+// LocalControllers of a test namespace; StartGlobalManagerWithEdgeHub accepts
+// it (and only it).
+const EdgeServiceAccount = "localcontroller"
+
 // StartGlobalManagerWithEdgeHub runs a GlobalManager for namespace whose edge
-// hub listens on a free loopback port and keeps its certificate, CA and node
-// Leases in namespace.
+// hub listens on a free loopback port, keeps its certificate, CA and node
+// Leases in namespace, and accepts the tokens of namespace's
+// EdgeServiceAccount.
 func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...string) *EdgeHub {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
 	ca := filepath.Join(t.TempDir(), "edgehub-ca.crt")
 	gm := StartGlobalManager(t, namespace, append([]string{
 		"--edge-address", addr, "--edge-namespace", namespace, "--edge-ca-out", ca,
+		"--edge-service-accounts", namespace + "/" + EdgeServiceAccount,
 	}, extra...)...)
 	Eventually(t, 30*time.Second, "the edge hub's CA file", func(context.Context) (bool, error) {
 		info, err := os.Stat(ca)
@@ -65,52 +74,76 @@ func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...stri
 }
 
 // EdgeIdentity gives a LocalController of node the identity a real one has: a
-// ServiceAccount and a Pod bound to node in namespace, and a token bound to
-// that Pod, written to a file. The GlobalManager's TokenReview reads the node
-// from it.
+// Pod of EdgeServiceAccount bound to node in namespace, and a token of it with
+// the edge hub's audience, bound to that Pod, written to a file. The
+// GlobalManager's TokenReview reads the node from it.
 func EdgeIdentity(t testing.TB, namespace, node string) (tokenFile string) {
 	t.Helper()
+	return WriteToken(t, node, PodToken(t, namespace, EdgeServiceAccount, "localcontroller-"+node, node, edgehub.DefaultTokenAudience))
+}
+
+// PodToken creates, in namespace, serviceAccount (if missing) and a Pod named
+// pod on node that runs as it, and returns a token of serviceAccount bound to
+// that Pod with audience ("" for the API server's own).
+func PodToken(t testing.TB, namespace, serviceAccount, pod, node, audience string) string {
+	t.Helper()
 	kube := KubeClient(t)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "localcontroller", Namespace: namespace}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount, Namespace: namespace}}
 	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the LocalController's ServiceAccount: %v", err)
+		t.Fatalf("creating ServiceAccount %s: %v", serviceAccount, err)
 	}
-	token, err := NewEdgeIdentity(t.Context(), kube, namespace, sa.Name, node)
+	token, err := NewPodToken(t.Context(), kube, namespace, serviceAccount, pod, node, audience)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokenFile = filepath.Join(t.TempDir(), node+".token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return tokenFile
+	return token
 }
 
-// NewEdgeIdentity creates, in namespace, a Pod on node that runs as
+// WriteToken writes token to a file named for name and returns its path.
+func WriteToken(t testing.TB, name, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".token")
+	if err := os.WriteFile(path, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// NewEdgeIdentity creates, in namespace, a LocalController Pod on node that
+// runs as serviceAccount and returns a token of it with the edge hub's
+// audience, bound to that Pod.
+func NewEdgeIdentity(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, node string) (token string, err error) {
+	return NewPodToken(ctx, kube, namespace, serviceAccount, "localcontroller-"+node, node, edgehub.DefaultTokenAudience)
+}
+
+// NewPodToken creates, in namespace, a Pod named pod on node that runs as
 // serviceAccount (it tolerates every taint, as the LocalController's DaemonSet
 // does, so an unready node does not evict it and void its token), and returns
-// a token of serviceAccount bound to that Pod.
-func NewEdgeIdentity(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, node string) (token string, err error) {
-	pod, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "localcontroller-" + node, Namespace: namespace},
+// a token of serviceAccount bound to that Pod, with audience ("" for the API
+// server's own, the one every Pod gets by default).
+func NewPodToken(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, pod, node, audience string) (string, error) {
+	created, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: namespace},
 		Spec: corev1.PodSpec{
 			NodeName: node, ServiceAccountName: serviceAccount,
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:test"}},
+			Containers:  []corev1.Container{{Name: "main", Image: "nereid/localcontroller:test"}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("creating the LocalController's Pod on %s: %w", node, err)
+		return "", fmt.Errorf("creating Pod %s on %s: %w", pod, node, err)
 	}
 	expiry := int64(3600)
-	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{
-			ExpirationSeconds: &expiry,
-			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-		},
-	}, metav1.CreateOptions{})
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &expiry,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: created.Name, UID: created.UID},
+	}}
+	if audience != "" {
+		req.Spec.Audiences = []string{audience}
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("creating a token bound to %s: %w", pod.Name, err)
+		return "", fmt.Errorf("creating a token bound to %s: %w", created.Name, err)
 	}
 	return tr.Status.Token, nil
 }

@@ -156,6 +156,17 @@ func (p *Process) Signal(sig syscall.Signal, wait time.Duration) error {
 	}
 }
 
+// Wait waits up to timeout for the process to exit by itself and returns its
+// exit code; exited is false when it still runs.
+func (p *Process) Wait(timeout time.Duration) (code int, exited bool) {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(timeout):
+		return 0, false
+	}
+}
+
 // Log returns what the process wrote so far.
 func (p *Process) Log() string {
 	b, _ := os.ReadFile(p.logPath)

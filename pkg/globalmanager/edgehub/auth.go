@@ -2,17 +2,47 @@ package edgehub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
-// NodeNameExtra is the key of the node's name in the user.extra of a
-// ServiceAccount token bound to a Pod, as a TokenReview returns it.
-const NodeNameExtra = "authentication.kubernetes.io/node-name"
+// The keys of user.extra that a TokenReview of a ServiceAccount token bound
+// to a Pod returns: the Pod and the node it runs on.
+const (
+	NodeNameExtra = "authentication.kubernetes.io/node-name"
+	PodNameExtra  = "authentication.kubernetes.io/pod-name"
+	PodUIDExtra   = "authentication.kubernetes.io/pod-uid"
+)
+
+// serviceAccountPrefix starts the username of every ServiceAccount token.
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// identity is who an authenticated connection is: a LocalController Pod of
+// one of the accepted ServiceAccounts, on an edge node.
+type identity struct {
+	node           string
+	serviceAccount string // namespace/name
+	pod            types.NamespacedName
+	podUID         types.UID
+	// expires is when the token stops being the one to use: the earlier of
+	// its exp and the kubelet's rotation time (kubernetes.io warnafter);
+	// zero when the token says neither.
+	expires time.Time
+}
 
 // authError is why a connection is refused before the websocket upgrade.
 type authError struct {
@@ -20,36 +50,290 @@ type authError struct {
 	metric string // reason label of connections_refused_total
 	reason string // told to the client
 	err    error  // logged, when there is more to say than reason
+	// retryAfter, when set, is sent as Retry-After (seconds).
+	retryAfter int
 }
 
-// authenticate returns the node whose LocalController sent r: the node the
-// bearer token's Pod is bound to, as a TokenReview says.
-func (h *Hub) authenticate(ctx context.Context, r *http.Request) (string, *authError) {
+// cacheable reports whether the refusal is the token's own fault, so that
+// the same token is refused again without another TokenReview.
+func (e *authError) cacheable() bool {
+	return e.status == http.StatusUnauthorized || e.status == http.StatusForbidden
+}
+
+// reviewResult is a cached outcome of authenticating one token.
+type reviewResult struct {
+	id      *identity
+	refusal *authError
+	until   time.Time // when the entry goes stale
+}
+
+// authenticator turns bearer tokens into identities: a TokenReview with the
+// hub's audience, the ServiceAccount checked against the accepted ones, and
+// the bound Pod's node checked against the edge node selector. Outcomes are
+// cached briefly by the token's hash and reviews run a bounded number at a
+// time, so that a reconnect storm of every edge node costs the API server a
+// bounded rate and a token retried in a loop costs it nothing.
+type authenticator struct {
+	client          kubernetes.Interface
+	audience        string
+	serviceAccounts map[string]bool // namespace/name
+	nodeSelector    labels.Selector
+	ttl             time.Duration
+	maxEntries      int
+	slots           chan struct{} // one per review in flight
+	queueTimeout    time.Duration
+	now             func() time.Time
+
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]reviewResult
+}
+
+func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.Time) *authenticator {
+	accounts := make(map[string]bool, len(cfg.ServiceAccounts))
+	for _, sa := range cfg.ServiceAccounts {
+		accounts[sa] = true
+	}
+	return &authenticator{
+		client:          client,
+		audience:        cfg.TokenAudience,
+		serviceAccounts: accounts,
+		nodeSelector:    cfg.nodeSelector,
+		ttl:             cfg.ReviewCacheTTL,
+		maxEntries:      cfg.MaxCachedReviews,
+		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
+		queueTimeout:    cfg.ReviewQueueTimeout,
+		now:             now,
+		cache:           make(map[[sha256.Size]byte]reviewResult),
+	}
+}
+
+// authenticate returns who sent r, or why it is refused.
+func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*identity, *authError) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", &authError{status: http.StatusUnauthorized, metric: refusedNoToken,
-			reason: "a bearer token (a ServiceAccount token bound to the LocalController's Pod) is required"}
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedNoToken,
+			reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
 	}
-	review, err := h.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
-		Spec: authenticationv1.TokenReviewSpec{Token: token},
+	key := sha256.Sum256([]byte(token))
+	if res, ok := a.cached(key); ok {
+		return res.id, res.refusal
+	}
+
+	// Bounded concurrency: a storm waits here, not at the API server.
+	wait := time.NewTimer(a.queueTimeout)
+	defer wait.Stop()
+	select {
+	case a.slots <- struct{}{}:
+	case <-wait.C:
+		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
+			reason: "too many connections are being authenticated, try again later"}
+	case <-ctx.Done():
+		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
+			reason: "the connection ended while waiting to be authenticated"}
+	}
+	defer func() { <-a.slots }()
+	// Another connection with the same token may have been reviewed while
+	// this one waited.
+	if res, ok := a.cached(key); ok {
+		return res.id, res.refusal
+	}
+	id, refusal := a.review(ctx, token)
+	if refusal == nil || refusal.cacheable() {
+		a.store(key, reviewResult{id: id, refusal: refusal})
+	}
+	return id, refusal
+}
+
+// review asks the API server who token is and checks it is an accepted
+// LocalController on an edge node.
+func (a *authenticator) review(ctx context.Context, token string) (*identity, *authError) {
+	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{a.audience}},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return "", &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError,
+		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
 			reason: "the token could not be reviewed, try again later", err: fmt.Errorf("creating token review: %w", err)}
 	}
 	st := review.Status
+	claims := readClaims(token)
 	if !st.Authenticated {
+		if claims != nil && !slices.Contains(claims.Audience, a.audience) {
+			return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
+				reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
+					strings.Join(claims.Audience, ","), a.audience)}
+		}
 		reason := "the token is not valid"
 		if st.Error != "" {
 			reason += ": " + st.Error
 		}
-		return "", &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: reason}
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: reason}
 	}
-	nodes := st.User.Extra[NodeNameExtra]
-	if len(nodes) != 1 || nodes[0] == "" {
-		return "", &authError{status: http.StatusForbidden, metric: refusedNoNode,
-			reason: fmt.Sprintf("user %q is not bound to a node: use a ServiceAccount token bound to the LocalController's Pod", st.User.Username)}
+	// An audience-aware TokenReview says which of the audiences it checked.
+	if !slices.Contains(st.Audiences, a.audience) {
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
+			reason: fmt.Sprintf("the token was not validated for the audience %q", a.audience)}
 	}
-	return nodes[0], nil
+	user := st.User
+	sa, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
+	sa = strings.Replace(sa, ":", "/", 1)
+	if !isSA || !a.serviceAccounts[sa] {
+		return nil, &authError{status: http.StatusForbidden, metric: refusedNotLocalController,
+			reason: fmt.Sprintf("user %q is not a LocalController: only the ServiceAccounts %s may connect", user.Username, a.accepted())}
+	}
+	node, podName, podUID := oneExtra(user, NodeNameExtra), oneExtra(user, PodNameExtra), oneExtra(user, PodUIDExtra)
+	if node == "" || podName == "" || podUID == "" {
+		return nil, &authError{status: http.StatusForbidden, metric: refusedNoNode,
+			reason: fmt.Sprintf("the token of %q is not bound to a Pod on a node: use a token projected into the LocalController's Pod", user.Username)}
+	}
+	n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
+			reason: fmt.Sprintf("node %s does not exist", node)}
+	case err != nil:
+		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
+			reason: "the node could not be read, try again later", err: fmt.Errorf("reading node %s: %w", node, err)}
+	case !a.nodeSelector.Matches(labels.Set(n.Labels)):
+		return nil, &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
+			reason: fmt.Sprintf("node %s is not an edge node: its labels do not match %q", node, a.nodeSelector.String())}
+	}
+	saNamespace, _, _ := strings.Cut(sa, "/")
+	id := &identity{
+		node: node, serviceAccount: sa,
+		pod:    types.NamespacedName{Namespace: saNamespace, Name: podName},
+		podUID: types.UID(podUID),
+	}
+	if claims != nil {
+		id.expires = claims.expiry()
+	}
+	return id, nil
+}
+
+func (a *authenticator) accepted() string {
+	list := make([]string, 0, len(a.serviceAccounts))
+	for sa := range a.serviceAccounts {
+		list = append(list, sa)
+	}
+	slices.Sort(list)
+	return strings.Join(list, ", ")
+}
+
+// oneExtra is the single value of user.extra[key], or "".
+func oneExtra(user authenticationv1.UserInfo, key string) string {
+	if v := user.Extra[key]; len(v) == 1 {
+		return v[0]
+	}
+	return ""
+}
+
+func (a *authenticator) cached(key [sha256.Size]byte) (reviewResult, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res, ok := a.cache[key]
+	if !ok || !a.now().Before(res.until) {
+		return reviewResult{}, false
+	}
+	return res, true
+}
+
+// store caches res for the TTL. When the cache is full it first drops what
+// went stale, then, if need be, arbitrary entries: a dropped entry costs one
+// more review, never a wrong answer.
+func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
+	if a.ttl <= 0 {
+		return
+	}
+	now := a.now()
+	res.until = now.Add(a.ttl)
+	if res.id != nil && !res.id.expires.IsZero() && res.id.expires.Before(res.until) {
+		res.until = res.id.expires
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= a.maxEntries {
+		for k, v := range a.cache {
+			if !now.Before(v.until) {
+				delete(a.cache, k)
+			}
+		}
+		for k := range a.cache {
+			if len(a.cache) < a.maxEntries {
+				break
+			}
+			delete(a.cache, k)
+		}
+	}
+	a.cache[key] = res
+}
+
+// forgetPod drops the cached identities of a Pod, once it is deleted, so its
+// token is reviewed again (and refused) at its next connection.
+func (a *authenticator) forgetPod(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, v := range a.cache {
+		if v.id != nil && v.id.podUID == uid {
+			delete(a.cache, k)
+		}
+	}
+}
+
+// claims are the fields of a ServiceAccount token's JWT payload the hub
+// reads. They are read without checking the signature: the TokenReview is
+// what authenticates the token; the claims only say which audience a refused
+// token had, and when an accepted one expires.
+type claims struct {
+	Audience   audience `json:"aud"`
+	Expiry     int64    `json:"exp"`
+	Kubernetes struct {
+		WarnAfter int64 `json:"warnafter"`
+	} `json:"kubernetes.io"`
+}
+
+// expiry is the earlier of exp and warnafter (when the kubelet has rotated
+// the projected token), zero if neither is set.
+func (c *claims) expiry() time.Time {
+	t := c.Expiry
+	if w := c.Kubernetes.WarnAfter; w > 0 && (t == 0 || w < t) {
+		t = w
+	}
+	if t <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(t, 0)
+}
+
+// audience is a JWT aud claim: a string or a list of strings.
+type audience []string
+
+func (a *audience) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*a = audience{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*a = many
+	return nil
+}
+
+// readClaims decodes a JWT's payload, or returns nil when token is not a JWT.
+func readClaims(token string) *claims {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || len(parts[1]) > 64<<10 {
+		return nil
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return nil
+	}
+	var c claims
+	if json.Unmarshal(payload, &c) != nil {
+		return nil
+	}
+	return &c
 }

@@ -2,7 +2,11 @@ package edgehub
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Defaults of Config.
@@ -11,6 +15,22 @@ const (
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultResendAfter       = 5 * time.Second
 	DefaultLeaseUpdatePeriod = 10 * time.Second
+
+	// DefaultTokenAudience is the audience of the projected ServiceAccount
+	// token a LocalController presents. A token for the API server (the
+	// default audience every Pod gets) is refused.
+	DefaultTokenAudience = "nereid-edgehub"
+	// DefaultServiceAccount is the one ServiceAccount accepted by default,
+	// namespace/name: the LocalController's.
+	DefaultServiceAccount = "nereid-system/nereid-localcontroller"
+	// DefaultNodeSelector selects the edge nodes a LocalController may
+	// connect from: KubeEdge's edge node role.
+	DefaultNodeSelector = "node-role.kubernetes.io/edge"
+
+	DefaultReviewCacheTTL       = 10 * time.Second
+	DefaultMaxCachedReviews     = 20000
+	DefaultMaxConcurrentReviews = 16
+	DefaultReviewQueueTimeout   = 10 * time.Second
 )
 
 // ConnectPath is the path LocalControllers connect to.
@@ -57,6 +77,30 @@ type Config struct {
 	// LeaseUpdatePeriod is the most often a connected node's Lease is renewed
 	// (default 10s); connects and disconnects are written at once.
 	LeaseUpdatePeriod time.Duration
+
+	// TokenAudience is the audience a LocalController's token must have
+	// (default DefaultTokenAudience); the TokenReview names it.
+	TokenAudience string
+	// ServiceAccounts are the ServiceAccounts, namespace/name, whose tokens
+	// are accepted (default DefaultServiceAccount). Any other Pod's token,
+	// on any node, is refused.
+	ServiceAccounts []string
+	// NodeSelector is a label selector the node of the token's Pod must
+	// match (default DefaultNodeSelector).
+	NodeSelector string
+	// ReviewCacheTTL is how long the outcome of a token's review is reused
+	// for the same token (default 10s; never past the token's expiry).
+	ReviewCacheTTL time.Duration
+	// MaxCachedReviews bounds the review cache (default 20000).
+	MaxCachedReviews int
+	// MaxConcurrentReviews bounds the TokenReviews in flight (default 16);
+	// further connections wait up to ReviewQueueTimeout (default 10s), then
+	// get 503 with Retry-After.
+	MaxConcurrentReviews int
+	ReviewQueueTimeout   time.Duration
+
+	// nodeSelector is NodeSelector parsed, by validate.
+	nodeSelector labels.Selector
 }
 
 func (c Config) withDefaults() Config {
@@ -69,11 +113,28 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.ResendAfter, DefaultResendAfter)
 	setDefault(&c.LeaseUpdatePeriod, DefaultLeaseUpdatePeriod)
+	setDefault(&c.ReviewCacheTTL, DefaultReviewCacheTTL)
+	setDefault(&c.ReviewQueueTimeout, DefaultReviewQueueTimeout)
+	if c.TokenAudience == "" {
+		c.TokenAudience = DefaultTokenAudience
+	}
+	if len(c.ServiceAccounts) == 0 {
+		c.ServiceAccounts = []string{DefaultServiceAccount}
+	}
+	if c.NodeSelector == "" {
+		c.NodeSelector = DefaultNodeSelector
+	}
+	if c.MaxCachedReviews <= 0 {
+		c.MaxCachedReviews = DefaultMaxCachedReviews
+	}
+	if c.MaxConcurrentReviews <= 0 {
+		c.MaxConcurrentReviews = DefaultMaxConcurrentReviews
+	}
 	return c
 }
 
-// validate checks a Config that has its defaults.
-func (c Config) validate() error {
+// validate checks a Config that has its defaults, and parses NodeSelector.
+func (c *Config) validate() error {
 	var errs []error
 	if c.Address == "" {
 		errs = append(errs, errors.New("Address is required"))
@@ -87,5 +148,24 @@ func (c Config) validate() error {
 	if c.ReadTimeout <= c.HeartbeatPeriod {
 		errs = append(errs, errors.New("ReadTimeout must be longer than HeartbeatPeriod"))
 	}
+	for _, sa := range c.ServiceAccounts {
+		if err := CheckServiceAccount(sa); err != nil {
+			errs = append(errs, fmt.Errorf("ServiceAccounts: %w", err))
+		}
+	}
+	sel, err := labels.Parse(c.NodeSelector)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("NodeSelector %q: %w", c.NodeSelector, err))
+	}
+	c.nodeSelector = sel
 	return errors.Join(errs...)
+}
+
+// CheckServiceAccount checks that sa is namespace/name.
+func CheckServiceAccount(sa string) error {
+	ns, name, ok := strings.Cut(sa, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("%q is not namespace/name", sa)
+	}
+	return nil
 }

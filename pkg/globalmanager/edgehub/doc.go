@@ -4,12 +4,19 @@
 //
 // # What it guarantees
 //
-// Identity: a LocalController authenticates with a ServiceAccount token bound
-// to its Pod ("Authorization: Bearer"). The hub checks the token with a
-// TokenReview before it upgrades the connection and takes the node from the
-// token's user.extra["authentication.kubernetes.io/node-name"]; a Hello that
-// claims another node is answered with a close frame
-// (websocket.ClosePolicyViolation) and nothing else.
+// Identity: a LocalController authenticates with a projected ServiceAccount
+// token of its Pod with the hub's audience (Config.TokenAudience;
+// "Authorization: Bearer"). Before it upgrades the connection the hub sends a
+// TokenReview naming that audience and accepts only a token of one of
+// Config.ServiceAccounts, bound to a Pod whose node matches
+// Config.NodeSelector; the node is the one the review names
+// (user.extra["authentication.kubernetes.io/node-name"]). Every refusal is an
+// HTTP status with the reason, counted by reason; outcomes are cached briefly
+// by the token's hash and reviews run a bounded number at a time (see
+// authenticator). A Hello that claims another node is answered with a close
+// frame (websocket.ClosePolicyViolation) and nothing else. An open connection
+// is closed when its token expires (or is due for rotation) and when its Pod
+// is deleted.
 //
 // Downstream: for each connected node the hub computes which objects concern
 // it (see concerning) from the informers' caches, sends the difference from
@@ -50,6 +57,8 @@
 //	nereid.io/last-report-id   the ID of the last report from the node that was acknowledged
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //
-// The hub needs permission to create TokenReviews; to get, create and update
-// Secrets, ConfigMaps and Leases (coordination.k8s.io) in its namespace.
+// The hub needs permission to create TokenReviews; to get Nodes; to list and
+// watch Pods in the namespaces of Config.ServiceAccounts; to get, create and
+// update Secrets, ConfigMaps and Leases (coordination.k8s.io) in its
+// namespace.
 package edgehub

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -42,26 +47,70 @@ var testConfig = Config{
 	LeaseUpdatePeriod: 100 * time.Millisecond,
 }
 
-// reviewTokens answers TokenReviews as the API server would for
-// ServiceAccount tokens bound to Pods: "token-<node>" is a Pod's on node,
-// "token-unbound" a token of no Pod, anything else invalid.
+// reviewTokens answers TokenReviews as the API server would for projected
+// ServiceAccount tokens bound to Pods. A token is "<name>" or, to carry
+// claims, "<name>.<base64url JSON payload>.sig"; by name:
+//
+//	token-<node>        the LocalController's (DefaultServiceAccount) Pod
+//	                    lc-<node> (uid uid-<node>) on node, hub audience
+//	token-other-<node>  a Pod of another ServiceAccount on node
+//	token-unbound       the LocalController's ServiceAccount, no Pod
+//	anything else       invalid
+//
+// A token's audience is its payload's aud, DefaultTokenAudience when it has
+// none; it is valid only for DefaultTokenAudience.
 func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
 	review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-	token := review.Spec.Token
-	switch {
-	case token == "token-unbound":
-		review.Status = authenticationv1.TokenReviewStatus{Authenticated: true,
-			User: authenticationv1.UserInfo{Username: "system:serviceaccount:nereid-system:lc"}}
-	case strings.HasPrefix(token, "token-"):
-		node := strings.TrimPrefix(token, "token-")
-		review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
-			Username: "system:serviceaccount:nereid-system:lc",
-			Extra:    map[string]authenticationv1.ExtraValue{NodeNameExtra: {node}},
+	name, _, _ := strings.Cut(review.Spec.Token, ".")
+	const lcUser = "system:serviceaccount:nereid-system:nereid-localcontroller"
+	bound := func(user, node string) authenticationv1.UserInfo {
+		return authenticationv1.UserInfo{Username: user, Extra: map[string]authenticationv1.ExtraValue{
+			NodeNameExtra: {node}, PodNameExtra: {"lc-" + node}, PodUIDExtra: {"uid-" + node},
 		}}
+	}
+	tokenAudiences := []string{DefaultTokenAudience}
+	if c := readClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
+		tokenAudiences = c.Audience
+	}
+	if !slices.Contains(review.Spec.Audiences, DefaultTokenAudience) || !slices.Contains(tokenAudiences, DefaultTokenAudience) {
+		review.Status = authenticationv1.TokenReviewStatus{Error: "token audiences are invalid for the target audiences"}
+		return true, review, nil
+	}
+	ok := authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{DefaultTokenAudience}}
+	switch {
+	case name == "token-unbound":
+		ok.User = authenticationv1.UserInfo{Username: lcUser}
+	case strings.HasPrefix(name, "token-other-"):
+		ok.User = bound("system:serviceaccount:default:default", strings.TrimPrefix(name, "token-other-"))
+	case strings.HasPrefix(name, "token-"):
+		ok.User = bound(lcUser, strings.TrimPrefix(name, "token-"))
 	default:
 		review.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
+		return true, review, nil
 	}
+	review.Status = ok
 	return true, review, nil
+}
+
+// getNodes answers Node reads: edge-* nodes are edge nodes, cloud-* nodes
+// exist without the edge role, no other node exists.
+func getNodes(action clienttesting.Action) (bool, runtime.Object, error) {
+	name := action.(clienttesting.GetAction).GetName()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	switch {
+	case strings.HasPrefix(name, "edge-"):
+		node.Labels = map[string]string{"node-role.kubernetes.io/edge": ""}
+	case strings.HasPrefix(name, "cloud-"):
+	default:
+		return true, nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	return true, node, nil
+}
+
+// jwtWith is a token named name whose payload holds claims.
+func jwtWith(name string, claims map[string]any) string {
+	payload, _ := json.Marshal(claims)
+	return name + "." + base64.RawURLEncoding.EncodeToString(payload) + ".sig"
 }
 
 // recordedReport is one call of the test applier.
@@ -100,6 +149,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, kube: kubefake.NewClientset(), sedna: sednafake.NewSimpleClientset(objs...)}
 	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
+	f.kube.PrependReactor("get", "nodes", getNodes)
 
 	// The fake clientset's watch starts after the informer's list; wait for
 	// every watch so that no event falls between them.

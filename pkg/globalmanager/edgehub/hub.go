@@ -7,11 +7,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -31,9 +38,13 @@ type informerSet struct {
 
 // Hub is the GlobalManager's edge hub.
 type Hub struct {
-	client   kubernetes.Interface
-	inf      informerSet
-	synced   []cache.InformerSynced
+	client kubernetes.Interface
+	inf    informerSet
+	synced []cache.InformerSynced
+	auth   *authenticator
+	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
+	// connection ends when its Pod is deleted. The hub runs them itself.
+	lcPods   []cache.SharedIndexInformer
 	appliers map[string]ReportApplier
 	datasets DatasetApplier
 	metrics  *metrics
@@ -91,7 +102,11 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 		}
 	}
 	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
+	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
 	if err := h.addIndexers(); err != nil {
+		return nil, err
+	}
+	if err := h.watchLocalControllerPods(); err != nil {
 		return nil, err
 	}
 	handler := cache.ResourceEventHandlerFuncs{
@@ -112,6 +127,59 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 	return h, nil
 }
 
+// watchLocalControllerPods makes one informer per accepted ServiceAccount,
+// over the Pods that run as it (a field selector, so no other Pod is
+// cached), keeping only their metadata.
+func (h *Hub) watchLocalControllerPods() error {
+	for _, sa := range h.cfg.ServiceAccounts {
+		ns, name, _ := strings.Cut(sa, "/")
+		inf := coreinformers.NewFilteredPodInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.serviceAccountName", name).String()
+		})
+		if err := inf.SetTransform(podMetadataOnly); err != nil {
+			return fmt.Errorf("watching LocalController pods: %w", err)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if pod, ok := obj.(*corev1.Pod); ok {
+					h.podGone(pod.UID)
+				}
+			},
+		}); err != nil {
+			return fmt.Errorf("watching LocalController pods: %w", err)
+		}
+		h.lcPods = append(h.lcPods, inf)
+	}
+	return nil
+}
+
+// podMetadataOnly keeps of a cached Pod only what identifies it.
+func podMetadataOnly(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}}, nil
+}
+
+// podGone ends the connections of a deleted LocalController Pod: its token
+// no longer proves anything.
+func (h *Hub) podGone(uid types.UID) {
+	h.auth.forgetPod(uid)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, s := range h.sessions {
+		if s.id.podUID == uid {
+			s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
+		}
+	}
+}
+
 // markDirty tells the connected ones of nodes that their set may have changed.
 func (h *Hub) markDirty(nodes []string) {
 	if len(nodes) == 0 {
@@ -126,6 +194,9 @@ func (h *Hub) markDirty(nodes []string) {
 	}
 }
 
+// Listening is closed once Run listens for LocalControllers.
+func (h *Hub) Listening() <-chan struct{} { return h.ready }
+
 // Run waits for the caches, then serves LocalControllers over HTTPS at
 // Config.Address until ctx is done, when it closes every connection with a
 // close frame and writes the nodes' links as disconnected.
@@ -133,7 +204,12 @@ func (h *Hub) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("edgehub")
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Waiting for caches to sync")
-	if !cache.WaitForCacheSync(ctx.Done(), h.synced...) {
+	synced := append([]cache.InformerSynced(nil), h.synced...)
+	for _, inf := range h.lcPods {
+		go inf.Run(ctx.Done())
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
 	}
 	cert, err := h.servingCertificate(ctx)
@@ -226,29 +302,35 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	h.mu.Unlock()
 	defer h.conns.Done()
 
-	node, aerr := h.authenticate(r.Context(), r)
+	id, aerr := h.auth.authenticate(r.Context(), r)
 	if aerr != nil {
 		h.metrics.refuse(aerr.metric)
+		// The token is never logged; the reason says whose it was.
 		logger.Info("Refused an edge connection", "status", aerr.status, "reason", aerr.reason, "err", aerr.err)
 		if aerr.status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
 		}
+		if aerr.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
+		}
 		http.Error(w, aerr.reason, aerr.status)
 		return
 	}
-	logger = logger.WithValues("node", node)
+	node := id.node
+	logger = logger.WithValues("node", node, "pod", id.pod.String())
 	conn, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		logger.Info("Upgrading an edge connection failed", "err", err)
 		return // the upgrader has answered
 	}
 	conn.SetReadLimit(edgeproto.MaxFrameBytes)
-	h.serveConn(ctx, logger, node, conn)
+	h.serveConn(ctx, logger, id, conn)
 }
 
 // serveConn reads the Hello of an authenticated connection and runs its
 // session, after the one it replaces has fully stopped.
-func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, node string, conn *websocket.Conn) {
+func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, conn *websocket.Conn) {
+	node := id.node
 	// A shutdown must not wait a read timeout for a Hello.
 	stopWaiting := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	hello, cerr := readHello(conn, h.cfg.ReadTimeout)
@@ -270,7 +352,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, node string, co
 	}
 	h.metrics.receivedMessage(edgeproto.TypeHello)
 
-	s := newSession(ctx, h, node, conn, hello, logger)
+	s := newSession(ctx, h, id, conn, hello, logger)
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()

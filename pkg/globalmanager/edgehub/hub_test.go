@@ -12,8 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorilla/websocket"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -99,19 +102,30 @@ func TestHelloGetsTheDifferenceThenSynced(t *testing.T) {
 	}
 }
 
-func TestConnectionWithoutNodeIdentityIsRefusedBeforeUpgrade(t *testing.T) {
+func TestOnlyALocalControllerOnAnEdgeNodeIsUpgraded(t *testing.T) {
 	f := newFixture(t, testConfig)
 	tests := map[string]struct {
 		token      string
 		wantStatus int
 		wantBody   string
+		wantReason string
 	}{
-		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token"},
-		"an invalid token":        {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token"},
-		"a token bound to no pod": {token: "token-unbound", wantStatus: http.StatusForbidden, wantBody: "not bound to a node"},
+		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token", wantReason: refusedNoToken},
+		"an invalid token":        {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: refusedInvalidToken},
+		"a token bound to no pod": {token: "token-unbound", wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: refusedNoNode},
+		"another ServiceAccount's pod on an edge node": {token: "token-other-edge-a", wantStatus: http.StatusForbidden,
+			wantBody: "is not a LocalController", wantReason: refusedNotLocalController},
+		"a LocalController on a cloud node": {token: "token-cloud-0", wantStatus: http.StatusForbidden,
+			wantBody: "node cloud-0 is not an edge node", wantReason: refusedNotEdgeNode},
+		"a LocalController on no node": {token: "token-gone", wantStatus: http.StatusForbidden,
+			wantBody: "node gone does not exist", wantReason: refusedNotEdgeNode},
+		"a LocalController's token for the API server": {
+			token:      jwtWith("token-edge-a", map[string]any{"aud": []string{"https://kubernetes.default.svc.cluster.local"}}),
+			wantStatus: http.StatusUnauthorized, wantBody: `the hub takes only tokens with audience "nereid-edgehub"`, wantReason: refusedWrongAudience},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			before := f.metric("connections_refused_total", "reason", tc.wantReason)
 			conn, resp, err := f.dial(tc.token)
 			if err == nil {
 				conn.Close()
@@ -125,7 +139,134 @@ func TestConnectionWithoutNodeIdentityIsRefusedBeforeUpgrade(t *testing.T) {
 			if resp.StatusCode != tc.wantStatus || !strings.Contains(string(body[:n]), tc.wantBody) {
 				t.Errorf("got %d %q, want %d with %q", resp.StatusCode, body[:n], tc.wantStatus, tc.wantBody)
 			}
+			if got := f.metric("connections_refused_total", "reason", tc.wantReason) - before; got != 1 {
+				t.Errorf("connections_refused_total{reason=%q} grew by %v, want 1", tc.wantReason, got)
+			}
 		})
+	}
+}
+
+func TestATokenIsReviewedOnceWhileItsOutcomeIsFresh(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	reviews := func() int {
+		n := 0
+		for _, a := range f.kube.Actions() {
+			if a.Matches("create", "tokenreviews") {
+				n++
+			}
+		}
+		return n
+	}
+	for range 5 {
+		if conn, _, err := f.dial("forged"); err == nil {
+			conn.Close()
+			t.Fatal("a forged token was upgraded")
+		}
+	}
+	if got := reviews(); got != 1 {
+		t.Errorf("5 connections with one forged token made %d TokenReviews, want 1", got)
+	}
+	for range 3 {
+		c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+		c.untilSynced()
+	}
+	if got := reviews(); got != 2 {
+		t.Errorf("3 more connections with one valid token made %d TokenReviews in all, want 2", got)
+	}
+}
+
+func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
+	cfg := testConfig
+	cfg.MaxConcurrentReviews, cfg.ReviewQueueTimeout = 1, 200*time.Millisecond
+	f := newFixture(t, cfg)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	f.kube.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if name, _, _ := strings.Cut(action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).Spec.Token, "."); name == "token-slow" {
+			entered <- struct{}{}
+			<-release
+		}
+		return false, nil, nil
+	})
+	slow := make(chan error, 1)
+	go func() {
+		conn, _, err := f.dial("token-slow")
+		if err == nil {
+			conn.Close()
+		}
+		slow <- err
+	}()
+	<-entered
+	conn, resp, err := f.dial("token-edge-a")
+	if err == nil {
+		conn.Close()
+		t.Fatal("a connection beyond the bound was reviewed at once")
+	}
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("got %v %v, want 503 with Retry-After", resp, err)
+	}
+	if got := f.metric("connections_refused_total", "reason", refusedBusy); got != 1 {
+		t.Errorf("connections_refused_total{reason=busy} = %v, want 1", got)
+	}
+	close(release)
+	<-slow
+	// The slot is free again.
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+	c.untilSynced()
+}
+
+func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lc-edge-a", Namespace: "nereid-system", UID: "uid-edge-a"},
+		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: "edge-a"}}
+	if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+	c.untilSynced()
+	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := c.recv(5 * time.Second)
+		if err == nil {
+			if _, ok := m.(*edgeproto.ReportAck); ok {
+				continue
+			}
+			continue // anything in flight before the close
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "was deleted") {
+			t.Fatalf("got %v, want a policy-violation close saying the Pod was deleted", err)
+		}
+		break
+	}
+	if got := f.metric("connections_revoked_total", "reason", revokedPodDeleted); got != 1 {
+		t.Errorf("connections_revoked_total{reason=pod_deleted} = %v, want 1", got)
+	}
+}
+
+func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": time.Now().Add(2 * time.Second).Unix()})
+	conn, _, err := f.dial(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	frame, _ := edgeproto.Encode(&edgeproto.Hello{Node: "edge-a"})
+	if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err = conn.ReadMessage(); err != nil {
+			break
+		}
+	}
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "token expired") {
+		t.Fatalf("got %v, want a policy-violation close saying the token expired", err)
 	}
 }
 

@@ -8,19 +8,31 @@ import (
 
 // Reasons a connection is refused, the label of connections_refused_total.
 const (
-	refusedNoToken      = "no_token"
-	refusedInvalidToken = "invalid_token"
-	refusedNoNode       = "no_node_identity"
-	refusedReviewError  = "token_review_error"
-	refusedNoHello      = "no_hello"
-	refusedNodeMismatch = "node_mismatch"
-	refusedShuttingDown = "shutting_down"
+	refusedNoToken            = "no_token"
+	refusedInvalidToken       = "invalid_token"
+	refusedWrongAudience      = "wrong_audience"
+	refusedNotLocalController = "not_localcontroller"
+	refusedNoNode             = "no_node_identity"
+	refusedNotEdgeNode        = "not_edge_node"
+	refusedReviewError        = "token_review_error"
+	refusedBusy               = "busy"
+	refusedNoHello            = "no_hello"
+	refusedNodeMismatch       = "node_mismatch"
+	refusedShuttingDown       = "shutting_down"
+)
+
+// Reasons an open connection is closed because its identity no longer holds,
+// the label of connections_revoked_total.
+const (
+	revokedTokenExpired = "token_expired"
+	revokedPodDeleted   = "pod_deleted"
 )
 
 // metrics are the hub's Prometheus metrics.
 type metrics struct {
 	connectedNodes prometheus.Gauge
 	refused        *prometheus.CounterVec
+	revoked        *prometheus.CounterVec
 	sent           *prometheus.CounterVec
 	received       *prometheus.CounterVec
 	resends        prometheus.Counter
@@ -39,6 +51,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Edge nodes with a live connection."))),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_refused_total",
 			"Connections refused, by reason.")), []string{"reason"}),
+		revoked: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_revoked_total",
+			"Open connections closed because their identity no longer holds (token expired, Pod deleted), by reason.")), []string{"reason"}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_sent_total",
 			"Messages sent to LocalControllers, by type.")), []string{"type"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_received_total",
@@ -56,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.sent, m.received,
+		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
 			m.resends, m.reportsApplied, m.reportsRefused, m.ackLatency} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

@@ -122,6 +122,7 @@ type reportResult struct {
 type session struct {
 	hub    *Hub
 	node   string
+	id     *identity
 	conn   *websocket.Conn
 	logger klog.Logger
 	hello  *edgeproto.Hello
@@ -142,10 +143,10 @@ type session struct {
 	unsendable map[edgeproto.ObjectRef]string // versions too large to send, logged once
 }
 
-func newSession(ctx context.Context, h *Hub, node string, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
+func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &session{
-		hub: h, node: node, conn: conn, logger: logger, hello: hello,
+		hub: h, node: id.node, id: id, conn: conn, logger: logger, hello: hello,
 		ctx: klog.NewContext(ctx, logger), cancel: cancel,
 		done:       make(chan struct{}),
 		dirty:      make(chan struct{}, 1),
@@ -181,6 +182,16 @@ func (s *session) stop(code int, reason string) {
 	})
 }
 
+// revoke ends a session whose identity no longer holds, saying why.
+func (s *session) revoke(reason, message string) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.hub.metrics.revoked.WithLabelValues(reason).Inc()
+	s.logger.Info("Closing edge connection: its identity no longer holds", "reason", message)
+	s.stop(websocket.ClosePolicyViolation, message)
+}
+
 // reportQueue is how many reports the reader hands on before it waits for the
 // reporter: enough that object acks read behind a burst of reports are not held
 // up by the reports' status writes (which would make the writer resend objects
@@ -189,6 +200,14 @@ const reportQueue = 1024
 
 // run serves the session until it stops.
 func (s *session) run() {
+	// A token past its expiry (or its rotation) proves nothing: the
+	// LocalController reconnects with the one the kubelet has rotated in.
+	if !s.id.expires.IsZero() {
+		expiry := time.AfterFunc(s.id.expires.Sub(s.hub.now()), func() {
+			s.revoke(revokedTokenExpired, "the LocalController's token expired; reconnect with the rotated token")
+		})
+		defer expiry.Stop()
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := s.write(); err != nil {

@@ -32,9 +32,10 @@ type Config struct {
 	// certificate. It is read again on every connection attempt, so a rotated
 	// CA is picked up without a restart. Empty means the system's roots.
 	CAFile string
-	// TokenFile holds the ServiceAccount token, bound to this
-	// LocalController's Pod, sent as "Authorization: Bearer". It is read again
-	// on every connection attempt because projected tokens rotate.
+	// TokenFile holds the projected ServiceAccount token of this
+	// LocalController's Pod, with the edge hub's audience, sent as
+	// "Authorization: Bearer". It is read again on every connection attempt
+	// because the kubelet rotates projected tokens.
 	TokenFile string
 	// Node is the node this LocalController runs on, stated in the Hello.
 	Node string

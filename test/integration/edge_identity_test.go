@@ -1,0 +1,203 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// dialEdge dials the hub with a bearer token; resp is the handshake's answer.
+func dialEdge(t *testing.T, hub *framework.EdgeHub, token string) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	pem, err := os.ReadFile(hub.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := dialer.DialContext(t.Context(), "wss://"+hub.Address+"/edge/v1/connect",
+		http.Header{"Authorization": {"Bearer " + token}})
+	if err == nil {
+		t.Cleanup(func() { conn.Close() })
+	}
+	return conn, resp, err
+}
+
+// TestOnlyTheLocalControllerOfAnEdgeNodeConnects plays the pods that are
+// not a node's LocalController but hold a token bound to a pod all the same:
+// another ServiceAccount's pod on the edge node, the LocalController's own
+// default token (for the API server), a LocalController pod on a cloud node.
+// Each is refused before the upgrade, again and again, while the real
+// LocalController stays connected and its reports flow.
+func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
+	ns, hub, lc, worker := reportingWorker(t)
+	impostors := map[string]struct {
+		token      string
+		wantStatus int
+		wantReason string
+	}{
+		"another ServiceAccount's pod on the edge node": {
+			token:      framework.PodToken(t, ns, "default", "impostor-on-edge-0", "edge-0", edgehub.DefaultTokenAudience),
+			wantStatus: http.StatusForbidden, wantReason: "is not a LocalController",
+		},
+		"the LocalController's token for the API server": {
+			token:      framework.PodToken(t, ns, framework.EdgeServiceAccount, "lc-default-audience", "edge-0", ""),
+			wantStatus: http.StatusUnauthorized, wantReason: "the hub takes only tokens with audience",
+		},
+		"a LocalController pod on a cloud node": {
+			token:      framework.PodToken(t, ns, framework.EdgeServiceAccount, "lc-on-cloud", "cloud-0", edgehub.DefaultTokenAudience),
+			wantStatus: http.StatusForbidden, wantReason: "is not an edge node",
+		},
+	}
+	connects := func() float64 {
+		m, err := framework.ScrapeMetrics(t.Context(), lc.HealthURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Get("nereid_cloudlink_connects_total")
+	}
+	before := connects()
+
+	// Each impostor keeps trying, as a pod reconnecting every few seconds
+	// would, while the real LocalController's worker keeps reporting.
+	deadline := time.Now().Add(5 * time.Second)
+	round := 2
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		for name, im := range impostors {
+			conn, resp, err := dialEdge(t, hub, im.token)
+			if err == nil {
+				conn.Close()
+				t.Fatalf("%s: the connection was upgraded", name)
+			}
+			if resp == nil {
+				t.Fatalf("%s: %v, want an HTTP refusal", name, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != im.wantStatus || !strings.Contains(string(body), im.wantReason) {
+				t.Fatalf("%s: got %d %q, want %d with %q", name, resp.StatusCode, body, im.wantStatus, im.wantReason)
+			}
+		}
+		if attempt%5 == 0 {
+			if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
+				t.Fatalf("the real worker's report: %d %s", code, msg)
+			}
+			round++
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitForReports(t, ns, "edge-0", int64(round-1))
+	if after := connects(); after != before {
+		t.Errorf("the real LocalController connected %v more times while the impostors tried; want it to stay connected", after-before)
+	}
+	m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{"not_localcontroller", "wrong_audience", "not_edge_node"} {
+		if m.Get(`nereid_edgehub_connections_refused_total{reason="`+reason+`"}`) == 0 {
+			t.Errorf("no refusal counted with reason %s", reason)
+		}
+	}
+	if strings.Contains(hub.Log(), impostors["another ServiceAccount's pod on the edge node"].token) {
+		t.Errorf("the GlobalManager logged a token")
+	}
+}
+
+// TestConnectionOfADeletedLocalControllerPodIsClosed deletes the pod a
+// connected LocalController's token is bound to: the hub closes the
+// connection, and the token no longer connects.
+func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	token := framework.PodToken(t, ns, framework.EdgeServiceAccount, "localcontroller-edge-1", "edge-1", edgehub.DefaultTokenAudience)
+	conn, _, err := dialEdge(t, hub, token)
+	if err != nil {
+		t.Fatalf("dialing with the LocalController's token: %v", err)
+	}
+	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	zero := int64(0)
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), "localcontroller-edge-1",
+		metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		if _, _, err = conn.ReadMessage(); err != nil {
+			break
+		}
+	}
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "was deleted") {
+		t.Fatalf("got %v, want the hub to close the connection because the pod was deleted", err)
+	}
+	framework.Eventually(t, 30*time.Second, "the deleted pod's token to be refused", func(context.Context) (bool, error) {
+		conn, resp, err := dialEdge(t, hub, token)
+		if err == nil {
+			conn.Close()
+			return false, nil
+		}
+		return resp != nil && resp.StatusCode == http.StatusUnauthorized, nil
+	})
+}
+
+// TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits starts a leader
+// whose edge hub port is taken: it must not sit on the lease. It exits
+// non-zero with the reason, releasing the lease, and a standby leads at once
+// rather than after the lease would have run out.
+func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
+	ns := framework.Namespace(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	election := []string{"--leader-elect=true", "--leader-elect-namespace=" + ns,
+		"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=500ms",
+		"--edge-namespace=" + ns, "--edge-service-accounts=" + ns + "/" + framework.EdgeServiceAccount}
+	a := framework.StartGlobalManager(t, ns, append(election, "--edge-address="+taken.Addr().String())...)
+	code, exited := a.Wait(60 * time.Second)
+	if !exited {
+		t.Fatalf("the GlobalManager whose hub cannot listen still runs")
+	}
+	if code == 0 || !strings.Contains(a.Log(), "edge hub listening") {
+		t.Fatalf("exit code %d; want non-zero with the reason in the log", code)
+	}
+	lease, err := framework.KubeClient(t).CoordinationV1().Leases(ns).Get(t.Context(), "nereid-globalmanager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Fatalf("the failed GlobalManager left the lease held by %q", *h)
+	}
+
+	start := time.Now()
+	b := framework.StartGlobalManager(t, ns, append(election, "--edge-address=127.0.0.1:"+strconv.Itoa(framework.FreePort(t)))...)
+	framework.Eventually(t, 30*time.Second, "the standby to lead and be ready", func(context.Context) (bool, error) {
+		addr := b.HealthAddress()
+		if addr == "" {
+			return false, nil
+		}
+		code, _, err := get(addr, "/readyz")
+		return err == nil && code == http.StatusOK, nil
+	})
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the standby took %s to lead", took)
+	}
+}
