@@ -17,7 +17,7 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
 // informer's cache, and characters HTML-escaping would change.
 const jobObject = `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"},"spec":{"note":"a<b && c>d"}}`
 
-var jobVersion = ObjectVersion{ObjectRef{"FederatedLearningJob", "ns", "fl"}, "42"}
+var jobVersion = ObjectVersion{ObjectRef: ObjectRef{"FederatedLearningJob", "ns", "fl"}, ResourceVersion: "42"}
 
 // goldenMessages is one message of every type with its frame, byte for byte:
 // the wire format both ends agree on.
@@ -26,7 +26,7 @@ var goldenMessages = map[string]struct {
 	frame string
 }{
 	"hello": {
-		msg: &Hello{Node: "edge-1", Inventory: []ObjectVersion{jobVersion, {ObjectRef{"Model", "ns", "m"}, "7"}}},
+		msg: &Hello{Node: "edge-1", Inventory: []ObjectVersion{jobVersion, {ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}},
 		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","inventory":[` +
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"},` +
 			`{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}]}}`,
@@ -41,7 +41,7 @@ var goldenMessages = map[string]struct {
 			`"resourceVersion":"42","object":` + jobObject + `}}`,
 	},
 	"upsert of an object with its kind": {
-		msg: &Upsert{ObjectVersion: ObjectVersion{ObjectRef{"Model", "ns", "m"}, "7"},
+		msg: &Upsert{ObjectVersion: ObjectVersion{ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"},
 			Object: json.RawMessage(`{"apiVersion":"sedna.io/v1alpha1","kind":"Model","metadata":{"name":"m","namespace":"ns","resourceVersion":"7"}}`)},
 		frame: `{"v":1,"type":"upsert","payload":{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7",` +
 			`"object":{"apiVersion":"sedna.io/v1alpha1","kind":"Model","metadata":{"name":"m","namespace":"ns","resourceVersion":"7"}}}}`,
@@ -55,7 +55,7 @@ var goldenMessages = map[string]struct {
 		frame: `{"v":1,"type":"synced","payload":{}}`,
 	},
 	"ack": {
-		msg: &Ack{Objects: []ObjectVersion{jobVersion, {jobVersion.ObjectRef, "43"}}},
+		msg: &Ack{Objects: []ObjectVersion{jobVersion, {ObjectRef: jobVersion.ObjectRef, ResourceVersion: "43"}}},
 		frame: `{"v":1,"type":"ack","payload":{"objects":[` +
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"},` +
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"43"}]}}`,
@@ -361,10 +361,14 @@ func TestEncodeRejectsWhatDecodeWouldRefuse(t *testing.T) {
 		"upsert object with invalid UTF-8": {&Upsert{ObjectVersion: jobVersion,
 			Object: json.RawMessage("{\"metadata\":{\"name\":\"fl\",\"namespace\":\"ns\",\"resourceVersion\":\"42\"},\"x\":\"\xff\"}")},
 			ErrMalformed, "upsert: object is not valid UTF-8"},
-		"upsert mismatching its object": {&Upsert{ObjectVersion: ObjectVersion{jobVersion.ObjectRef, "43"}, Object: json.RawMessage(jobObject)}, ErrMalformed,
+		"upsert mismatching its object": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "43"}, Object: json.RawMessage(jobObject)}, ErrMalformed,
 			`metadata.resourceVersion "42" does not match resourceVersion "43"`},
+		"upsert whose workers digest is not its names'": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "42", Workers: "abc"},
+			Object: json.RawMessage(jobObject), WorkerNames: []string{"fl-train-0"}}, ErrMalformed, "is not the digest"},
+		"upsert with unsorted worker names": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "42",
+			Workers: WorkersDigest([]string{"b", "a"})}, Object: json.RawMessage(jobObject), WorkerNames: []string{"b", "a"}}, ErrMalformed, "workerNames[1]"},
 		"upsert over the frame limit": {&Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(big)}, ErrTooLarge, "upsert is 10"},
-		"delete without kind":         {&Delete{ObjectVersion{ObjectRef{"", "ns", "n"}, "1"}}, ErrMalformed, "delete: kind is required"},
+		"delete without kind":         {&Delete{ObjectVersion{ObjectRef: ObjectRef{"", "ns", "n"}, ResourceVersion: "1"}}, ErrMalformed, "delete: kind is required"},
 		"empty ack":                   {&Ack{}, ErrMalformed, "ack: objects is required"},
 		"report without body":         {&Report{ID: 1, Worker: "w", ReceivedAt: t0}, ErrMalformed, "report: body is required"},
 		"reportAck refusing unacked":  {&ReportAck{IDs: []uint64{1}, Refused: []RefusedReport{{ID: 2}}}, ErrMalformed, "refused[0]: id 2 is not in ids"},

@@ -1,6 +1,8 @@
 package edgeproto
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,11 +90,19 @@ func (r ObjectRef) check() error {
 type ObjectVersion struct {
 	ObjectRef
 	ResourceVersion string `json:"resourceVersion"`
+	// Workers is the WorkersDigest of the object's worker pods on the node
+	// ("" when it has none there): a pod that comes or goes is a new version
+	// on that node, though the object is unchanged.
+	Workers string `json:"workers,omitempty"`
 }
 
-// String is "Kind namespace/name@resourceVersion", for logs.
+// String is "Kind namespace/name@resourceVersion[+workers]", for logs.
 func (v ObjectVersion) String() string {
-	return v.ObjectRef.String() + "@" + v.ResourceVersion
+	s := v.ObjectRef.String() + "@" + v.ResourceVersion
+	if v.Workers != "" {
+		s += "+" + v.Workers
+	}
+	return s
 }
 
 func (v ObjectVersion) check() error {
@@ -147,10 +157,15 @@ func (h *Hello) normalize() {
 // acknowledges its ObjectVersion.
 type Upsert struct {
 	ObjectVersion
-	// Object is the full object as the API server returned it (apiVersion and
-	// kind may be absent, as in an informer's cache). Its metadata's namespace,
-	// name and resourceVersion, and its kind when present, must equal the ref's.
+	// Object is the object as the API server returned it (apiVersion and
+	// kind may be absent, as in an informer's cache; the GM leaves out what
+	// the edge does not use). Its metadata's namespace, name and
+	// resourceVersion, and its kind when present, must equal the ref's.
 	Object json.RawMessage `json:"object"`
+	// WorkerNames are the names of the object's worker pods on the LC's node,
+	// sorted: the only workers whose reports the LC takes for the object.
+	// Their WorkersDigest is ObjectVersion.Workers.
+	WorkerNames []string `json:"workerNames,omitempty"`
 }
 
 // Type is TypeUpsert.
@@ -162,6 +177,12 @@ func (u *Upsert) validate() error {
 	}
 	if err := checkObject("object", u.Object); err != nil {
 		return err
+	}
+	if err := checkWorkerNames(u.WorkerNames); err != nil {
+		return err
+	}
+	if d := WorkersDigest(u.WorkerNames); d != u.Workers {
+		return fmt.Errorf("workers %q is not the digest %q of workerNames", clip(u.Workers), d)
 	}
 	// The LC files the object under the ref and later reports the ref and
 	// version in its inventory; an object that disagrees with its ref would be
@@ -191,7 +212,46 @@ func (u *Upsert) validate() error {
 	return nil
 }
 
-func (u *Upsert) normalize() { u.Object = compact(u.Object) }
+func (u *Upsert) normalize() {
+	u.Object = compact(u.Object)
+	if len(u.WorkerNames) == 0 {
+		u.WorkerNames = nil
+	}
+}
+
+// MaxWorkerNames bounds the worker pods an Upsert names: far more than any
+// job runs on one node.
+const MaxWorkerNames = 10000
+
+// checkWorkerNames checks that names are sorted, distinct pod names.
+func checkWorkerNames(names []string) error {
+	if len(names) > MaxWorkerNames {
+		return fmt.Errorf("workerNames: %d names, at most %d", len(names), MaxWorkerNames)
+	}
+	for i, n := range names {
+		if n == "" || len(n) > 253 {
+			return fmt.Errorf("workerNames[%d]: not a pod name", i)
+		}
+		if i > 0 && names[i-1] >= n {
+			return fmt.Errorf("workerNames[%d]: %q is not after %q (the names are sorted and distinct)", i, clip(n), clip(names[i-1]))
+		}
+	}
+	return nil
+}
+
+// WorkersDigest is a short digest of sorted worker names, "" for none: what
+// an ObjectVersion says of the workers an Upsert named.
+func WorkersDigest(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
 
 func mismatch(field, got, refField, want string) error {
 	return fmt.Errorf("%s %q does not match %s %q", field, clip(got), refField, clip(want))

@@ -1,329 +1,422 @@
 package edgehub
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
-// The indexes the hub adds to the sedna informers. Their names are the hub's
-// own so they never clash with a controller's indexes on the same informer.
+// The indexes the hub adds to the informers. Their names are the hub's own
+// so they never clash with a controller's indexes on the same informer.
 const (
-	// indexNode keys jobs and services by the nodes their templates name,
-	// and Datasets by their node.
+	// indexNode keys objects by the nodes their templates name and the node
+	// they are placed on.
 	indexNode = "edgehub.nereid.io/node"
-	// indexDataset keys incremental and lifelong jobs by namespace/dataset.
+	// indexDataset keys objects by namespace/dataset for each Dataset they
+	// name.
 	indexDataset = "edgehub.nereid.io/dataset"
-	// indexModel keys jobs and services by namespace/model for each Model
-	// they name.
+	// indexModel keys objects by namespace/model for each Model they name.
 	indexModel = "edgehub.nereid.io/model"
+	// indexUID keys objects by UID, to find a worker pod's owner.
+	indexUID = "edgehub.nereid.io/uid"
+
+	// podIndexNode keys worker pods by the node they are bound to.
+	podIndexNode = "edgehub.nereid.io/pod-node"
+	// podIndexOwner keys worker pods by their owner's UID.
+	podIndexOwner = "edgehub.nereid.io/pod-owner"
+	// podIndexOwnerNode keys worker pods by owner UID/node.
+	podIndexOwnerNode = "edgehub.nereid.io/pod-owner-node"
 )
+
+// The object kinds others name: Datasets bring the objects that name them to
+// their node, and a node needs the Models of what it runs.
+var (
+	datasetKind = sednav1.DatasetKind.Kind
+	modelKind   = sednav1.ModelKind.Kind
+)
+
+// version is what tells two versions of an object on a node apart: its
+// resourceVersion and which of its pods are on the node.
+type objVersion struct {
+	resourceVersion string
+	workers         string // edgeproto.WorkersDigest of the names
+}
+
+func versionOf(v edgeproto.ObjectVersion) objVersion {
+	return objVersion{resourceVersion: v.ResourceVersion, workers: v.Workers}
+}
 
 // desiredObject is the latest version of an object that concerns a node.
 type desiredObject struct {
-	version string
+	kind    *kind
 	obj     metav1.Object
+	workers []string // its pods on the node, sorted
+	version objVersion
 }
+
+// objectVersion is d's ObjectVersion under ref.
+func (d desiredObject) objectVersion(ref edgeproto.ObjectRef) edgeproto.ObjectVersion {
+	return edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.version.resourceVersion, Workers: d.version.workers}
+}
+
+func nsKey(namespace, name string) string { return namespace + "/" + name }
 
 // addIndexers adds the hub's indexes to the informers; it must run before
 // they start.
 func (h *Hub) addIndexers() error {
-	nsKeys := func(ns string, names []string) []string {
-		var keys []string
+	keys := func(ns string, names []string) []string {
+		out := make([]string, 0, len(names))
 		for _, n := range names {
-			if n != "" && !contains(keys, ns+"/"+n) {
-				keys = append(keys, ns+"/"+n)
-			}
+			out = append(out, nsKey(ns, n))
 		}
-		return keys
+		return out
 	}
-	add := func(inf cache.SharedIndexInformer, idx cache.Indexers) error {
-		if err := inf.AddIndexers(idx); err != nil {
-			return fmt.Errorf("adding edge hub indexers: %w", err)
+	for _, k := range h.kinds {
+		err := k.informer.AddIndexers(cache.Indexers{
+			indexNode: func(obj any) ([]string, error) {
+				if o, ok := obj.(metav1.Object); ok {
+					return templateNodes(o), nil
+				}
+				return nil, nil
+			},
+			indexDataset: func(obj any) ([]string, error) {
+				if o, ok := obj.(metav1.Object); ok {
+					return keys(o.GetNamespace(), datasetNames(o)), nil
+				}
+				return nil, nil
+			},
+			indexModel: func(obj any) ([]string, error) {
+				if o, ok := obj.(metav1.Object); ok {
+					return keys(o.GetNamespace(), modelNames(o)), nil
+				}
+				return nil, nil
+			},
+			indexUID: func(obj any) ([]string, error) {
+				if o, ok := obj.(metav1.Object); ok {
+					return []string{string(o.GetUID())}, nil
+				}
+				return nil, nil
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("adding edge hub indexers to the %s informer: %w", k.name, err)
 		}
-		return nil
 	}
-	if err := add(h.inf.datasets, cache.Indexers{indexNode: func(obj any) ([]string, error) {
-		if d, ok := obj.(*sednav1.Dataset); ok && d.Spec.NodeName != "" {
-			return []string{d.Spec.NodeName}, nil
+	ownerNode := func(obj any) (owner, node string) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return p.Labels[common.LabelOwnerUID], p.Spec.NodeName
 		}
-		return nil, nil
-	}}); err != nil {
-		return err
+		return "", ""
 	}
-	if err := add(h.inf.federated, cache.Indexers{
-		indexNode: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.FederatedLearningJob); ok {
-				return nodesOf(templatesOfFederated(j)), nil
+	err := h.pods.AddIndexers(cache.Indexers{
+		podIndexNode: func(obj any) ([]string, error) {
+			if owner, node := ownerNode(obj); owner != "" && node != "" {
+				return []string{node}, nil
 			}
 			return nil, nil
 		},
-		indexModel: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.FederatedLearningJob); ok {
-				return nsKeys(j.Namespace, j.ModelNames()), nil
+		podIndexOwner: func(obj any) ([]string, error) {
+			if owner, node := ownerNode(obj); owner != "" && node != "" {
+				return []string{owner}, nil
 			}
 			return nil, nil
 		},
-	}); err != nil {
-		return err
-	}
-	if err := add(h.inf.joint, cache.Indexers{
-		indexNode: func(obj any) ([]string, error) {
-			if s, ok := obj.(*sednav1.JointInferenceService); ok {
-				return nodesOf(templatesOfJointInference(s)), nil
-			}
-			return nil, nil
-		},
-		indexModel: func(obj any) ([]string, error) {
-			if s, ok := obj.(*sednav1.JointInferenceService); ok {
-				return nsKeys(s.Namespace, s.ModelNames()), nil
-			}
-			return nil, nil
-		},
-	}); err != nil {
-		return err
-	}
-	if err := add(h.inf.incremental, cache.Indexers{
-		indexNode: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.IncrementalLearningJob); ok {
-				return nodesOf(templatesOfIncremental(j)), nil
-			}
-			return nil, nil
-		},
-		indexDataset: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.IncrementalLearningJob); ok {
-				return nsKeys(j.Namespace, []string{j.Spec.Dataset.Name}), nil
-			}
-			return nil, nil
-		},
-		indexModel: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.IncrementalLearningJob); ok {
-				return nsKeys(j.Namespace, j.ModelNames()), nil
-			}
-			return nil, nil
-		},
-	}); err != nil {
-		return err
-	}
-	return add(h.inf.lifelong, cache.Indexers{
-		indexNode: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.LifelongLearningJob); ok {
-				return nodesOf(templatesOfLifelong(j)), nil
-			}
-			return nil, nil
-		},
-		indexDataset: func(obj any) ([]string, error) {
-			if j, ok := obj.(*sednav1.LifelongLearningJob); ok {
-				return nsKeys(j.Namespace, []string{j.Spec.Dataset.Name}), nil
+		podIndexOwnerNode: func(obj any) ([]string, error) {
+			if owner, node := ownerNode(obj); owner != "" && node != "" {
+				return []string{owner + "/" + node}, nil
 			}
 			return nil, nil
 		},
 	})
-}
-
-// byIndex returns the objects of type T an informer's index holds under key.
-func byIndex[T any](inf cache.SharedIndexInformer, index, key string) []T {
-	found, err := inf.GetIndexer().ByIndex(index, key)
 	if err != nil {
-		return nil // not reached: the index is the hub's own
-	}
-	out := make([]T, 0, len(found))
-	for _, o := range found {
-		if t, ok := o.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// getCached returns the object of type T an informer's cache holds under
-// namespace/name, or false.
-func getCached[T any](inf cache.SharedIndexInformer, namespace, name string) (T, bool) {
-	var zero T
-	o, exists, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
-	if err != nil || !exists {
-		return zero, false
-	}
-	t, ok := o.(T)
-	return t, ok
-}
-
-// candidates gathers from the caches, through the indexes, a superset of the
-// objects that concern node, for concerning to decide.
-func (h *Hub) candidates(node string) objects {
-	var objs objects
-	objs.datasets = byIndex[*sednav1.Dataset](h.inf.datasets, indexNode, node)
-	objs.federatedLearningJobs = byIndex[*sednav1.FederatedLearningJob](h.inf.federated, indexNode, node)
-	objs.jointInferenceServices = byIndex[*sednav1.JointInferenceService](h.inf.joint, indexNode, node)
-	objs.incrementalJobs = byIndex[*sednav1.IncrementalLearningJob](h.inf.incremental, indexNode, node)
-	objs.lifelongJobs = byIndex[*sednav1.LifelongLearningJob](h.inf.lifelong, indexNode, node)
-	// Jobs whose dataset is on node; the duplicates of jobs found above only
-	// map to the same ref.
-	for _, d := range objs.datasets {
-		key := d.Namespace + "/" + d.Name
-		objs.incrementalJobs = append(objs.incrementalJobs, byIndex[*sednav1.IncrementalLearningJob](h.inf.incremental, indexDataset, key)...)
-		objs.lifelongJobs = append(objs.lifelongJobs, byIndex[*sednav1.LifelongLearningJob](h.inf.lifelong, indexDataset, key)...)
-	}
-	seen := make(map[nsName]bool)
-	addModels := func(ns string, names []string) {
-		for _, n := range names {
-			k := nsName{ns, n}
-			if n == "" || seen[k] {
-				continue
-			}
-			seen[k] = true
-			if m, ok := getCached[*sednav1.Model](h.inf.models, ns, n); ok {
-				objs.models = append(objs.models, m)
-			}
-		}
-	}
-	for _, j := range objs.federatedLearningJobs {
-		addModels(j.Namespace, j.ModelNames())
-	}
-	for _, s := range objs.jointInferenceServices {
-		addModels(s.Namespace, s.ModelNames())
-	}
-	for _, j := range objs.incrementalJobs {
-		addModels(j.Namespace, j.ModelNames())
-	}
-	return objs
-}
-
-// desired is the latest version of every object that concerns node.
-func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
-	c := concerning(node, h.candidates(node))
-	out := make(map[edgeproto.ObjectRef]desiredObject, len(c))
-	for ref, obj := range c {
-		out[ref] = desiredObject{version: obj.GetResourceVersion(), obj: obj}
-	}
-	return out
-}
-
-// concerns reports whether the object ref concerns node now, by the caches.
-func (h *Hub) concerns(node string, ref edgeproto.ObjectRef) bool {
-	var objs objects
-	addDataset := func(ns, name string) {
-		if d, ok := getCached[*sednav1.Dataset](h.inf.datasets, ns, name); ok {
-			objs.datasets = append(objs.datasets, d)
-		}
-	}
-	switch ref.Kind {
-	case sednav1.FederatedLearningJobKind.Kind:
-		if j, ok := getCached[*sednav1.FederatedLearningJob](h.inf.federated, ref.Namespace, ref.Name); ok {
-			objs.federatedLearningJobs = append(objs.federatedLearningJobs, j)
-		}
-	case sednav1.JointInferenceServiceKind.Kind:
-		if s, ok := getCached[*sednav1.JointInferenceService](h.inf.joint, ref.Namespace, ref.Name); ok {
-			objs.jointInferenceServices = append(objs.jointInferenceServices, s)
-		}
-	case sednav1.IncrementalLearningJobKind.Kind:
-		if j, ok := getCached[*sednav1.IncrementalLearningJob](h.inf.incremental, ref.Namespace, ref.Name); ok {
-			objs.incrementalJobs = append(objs.incrementalJobs, j)
-			addDataset(j.Namespace, j.Spec.Dataset.Name)
-		}
-	case sednav1.LifelongLearningJobKind.Kind:
-		if j, ok := getCached[*sednav1.LifelongLearningJob](h.inf.lifelong, ref.Namespace, ref.Name); ok {
-			objs.lifelongJobs = append(objs.lifelongJobs, j)
-			addDataset(j.Namespace, j.Spec.Dataset.Name)
-		}
-	case sednav1.DatasetKind.Kind:
-		addDataset(ref.Namespace, ref.Name)
-	default:
-		return false // reports are about jobs, services and datasets only
-	}
-	_, ok := concerning(node, objs)[ref]
-	return ok
-}
-
-// affectedNodes are the nodes whose set of concerning objects an event on obj
-// (a cached sedna object, or a tombstone of one) may change.
-func (h *Hub) affectedNodes(obj any) []string {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	datasetNode := func(ns, name string) []string {
-		if d, ok := getCached[*sednav1.Dataset](h.inf.datasets, ns, name); ok && d.Spec.NodeName != "" {
-			return []string{d.Spec.NodeName}
-		}
-		return nil
-	}
-	switch o := obj.(type) {
-	case *sednav1.Dataset:
-		// Its jobs move with it; the dataset's node is the only one whose
-		// set they enter or leave through it.
-		if o.Spec.NodeName != "" {
-			return []string{o.Spec.NodeName}
-		}
-	case *sednav1.Model:
-		key := o.Namespace + "/" + o.Name
-		var nodes []string
-		for _, j := range byIndex[*sednav1.FederatedLearningJob](h.inf.federated, indexModel, key) {
-			nodes = append(nodes, h.affectedNodes(j)...)
-		}
-		for _, s := range byIndex[*sednav1.JointInferenceService](h.inf.joint, indexModel, key) {
-			nodes = append(nodes, h.affectedNodes(s)...)
-		}
-		for _, j := range byIndex[*sednav1.IncrementalLearningJob](h.inf.incremental, indexModel, key) {
-			nodes = append(nodes, h.affectedNodes(j)...)
-		}
-		return nodes
-	case *sednav1.FederatedLearningJob:
-		return nodesOf(templatesOfFederated(o))
-	case *sednav1.JointInferenceService:
-		return nodesOf(templatesOfJointInference(o))
-	case *sednav1.IncrementalLearningJob:
-		return append(nodesOf(templatesOfIncremental(o)), datasetNode(o.Namespace, o.Spec.Dataset.Name)...)
-	case *sednav1.LifelongLearningJob:
-		return append(nodesOf(templatesOfLifelong(o)), datasetNode(o.Namespace, o.Spec.Dataset.Name)...)
+		return fmt.Errorf("adding edge hub indexers to the pod informer: %w", err)
 	}
 	return nil
 }
 
-// encodeObject is the JSON of a cached object as an LocalController stores
-// it: with apiVersion and kind (a cached object has neither) and without
-// managedFields, which only the API server uses. The cached object is not
-// changed: the copies are shallow, of the fields set.
-func encodeObject(obj metav1.Object) (json.RawMessage, error) {
-	typeMeta := func(kind string) metav1.TypeMeta {
-		return metav1.TypeMeta{APIVersion: sednav1.SchemeGroupVersion.String(), Kind: kind}
+// byIndex returns the objects an informer's index holds under key.
+func byIndex(inf cache.SharedIndexInformer, index, key string) []metav1.Object {
+	found, err := inf.GetIndexer().ByIndex(index, key)
+	if err != nil {
+		return nil // not reached: the index is the hub's own
 	}
-	meta := func(m metav1.ObjectMeta) metav1.ObjectMeta {
-		m.ManagedFields = nil
-		return m
+	out := make([]metav1.Object, 0, len(found))
+	for _, o := range found {
+		if m, ok := o.(metav1.Object); ok {
+			out = append(out, m)
+		}
 	}
-	var v any
-	switch o := obj.(type) {
-	case *sednav1.Dataset:
-		c := *o
-		c.TypeMeta, c.ObjectMeta = typeMeta(sednav1.DatasetKind.Kind), meta(o.ObjectMeta)
-		v = &c
-	case *sednav1.Model:
-		c := *o
-		c.TypeMeta, c.ObjectMeta = typeMeta(sednav1.ModelKind.Kind), meta(o.ObjectMeta)
-		v = &c
-	case *sednav1.FederatedLearningJob:
-		c := *o
-		c.TypeMeta, c.ObjectMeta = typeMeta(sednav1.FederatedLearningJobKind.Kind), meta(o.ObjectMeta)
-		v = &c
-	case *sednav1.JointInferenceService:
-		c := *o
-		c.TypeMeta, c.ObjectMeta = typeMeta(sednav1.JointInferenceServiceKind.Kind), meta(o.ObjectMeta)
-		v = &c
-	case *sednav1.IncrementalLearningJob:
-		c := *o
-		c.TypeMeta, c.ObjectMeta = typeMeta(sednav1.IncrementalLearningJobKind.Kind), meta(o.ObjectMeta)
-		v = &c
-	case *sednav1.LifelongLearningJob:
-		c := *o
-		c.TypeMeta, c.ObjectMeta = typeMeta(sednav1.LifelongLearningJobKind.Kind), meta(o.ObjectMeta)
-		v = &c
-	default:
-		return nil, fmt.Errorf("encoding %T: not a kind the edge hub sends", obj)
+	return out
+}
+
+// getCached returns the object an informer's cache holds under
+// namespace/name.
+func getCached(inf cache.SharedIndexInformer, namespace, name string) (metav1.Object, bool) {
+	o, exists, err := inf.GetIndexer().GetByKey(nsKey(namespace, name))
+	if err != nil || !exists {
+		return nil, false
 	}
-	return json.Marshal(v)
+	m, ok := o.(metav1.Object)
+	return m, ok
+}
+
+// workersOn are the names of obj's pods bound to node, sorted. A pod counts
+// where it was scheduled, whatever its template said.
+func (h *Hub) workersOn(obj metav1.Object, node string) []string {
+	pods := byIndex(h.pods, podIndexOwnerNode, string(obj.GetUID())+"/"+node)
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		if p.GetNamespace() == obj.GetNamespace() {
+			names = append(names, p.GetName())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// desired is the latest version of every object that concerns node: those
+// an edge node's LocalController needs because it runs, or may run, a worker
+// of them, and the Datasets and Models those name.
+//
+//   - an object with a template pinned to node (spec.nodeName), or placed on
+//     node (a Dataset);
+//   - an object with a worker pod bound to node (placed by nodeSelector or
+//     affinity, it counts where it was scheduled);
+//   - an object that names a Dataset (same namespace) on node;
+//   - a Model (same namespace) that an object above names.
+//
+// With each object of a kind that has workers go the names of its pods on
+// node. What is missing from the caches (a Dataset or Model not yet
+// created) concerns nothing.
+func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
+	out := make(map[edgeproto.ObjectRef]desiredObject)
+	if node == "" {
+		return out
+	}
+	add := func(k *kind, obj metav1.Object) {
+		ref := edgeproto.ObjectRef{Kind: k.name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if _, ok := out[ref]; ok {
+			return
+		}
+		d := desiredObject{kind: k, obj: obj, version: objVersion{resourceVersion: obj.GetResourceVersion()}}
+		if k.workers {
+			d.workers = h.workersOn(obj, node)
+			d.version.workers = edgeproto.WorkersDigest(d.workers)
+		}
+		out[ref] = d
+	}
+	for _, k := range h.kinds {
+		for _, obj := range byIndex(k.informer, indexNode, node) {
+			add(k, obj)
+		}
+	}
+	seenOwner := make(map[string]bool)
+	for _, pod := range byIndex(h.pods, podIndexNode, node) {
+		uid := pod.GetLabels()[common.LabelOwnerUID]
+		if seenOwner[uid] {
+			continue
+		}
+		seenOwner[uid] = true
+		for _, k := range h.kinds {
+			if !k.workers {
+				continue
+			}
+			for _, obj := range byIndex(k.informer, indexUID, uid) {
+				if obj.GetNamespace() == pod.GetNamespace() {
+					add(k, obj)
+				}
+			}
+		}
+	}
+	if datasets := h.byName[datasetKind]; datasets != nil {
+		for _, ds := range byIndex(datasets.informer, indexNode, node) {
+			for _, k := range h.kinds {
+				for _, obj := range byIndex(k.informer, indexDataset, nsKey(ds.GetNamespace(), ds.GetName())) {
+					add(k, obj)
+				}
+			}
+		}
+	}
+	if models := h.byName[modelKind]; models != nil {
+		var named []edgeproto.ObjectRef
+		for ref, d := range out {
+			for _, m := range modelNames(d.obj) {
+				named = append(named, edgeproto.ObjectRef{Kind: modelKind, Namespace: ref.Namespace, Name: m})
+			}
+		}
+		for _, ref := range named {
+			if m, ok := getCached(models.informer, ref.Namespace, ref.Name); ok {
+				add(models, m)
+			}
+		}
+	}
+	return out
+}
+
+// checkWorker refuses a report of worker about obj from node unless worker is
+// one of obj's pods bound to node, or the LocalController itself (whose
+// reserved name the worker API refuses to workers). The LocalController has
+// checked it already with the names the hub sent; this is the cloud's own
+// check, against the latest pods.
+func (h *Hub) checkWorker(node string, obj metav1.Object, worker string) error {
+	if worker == edgeproto.LocalControllerWorker {
+		return nil
+	}
+	o, exists, err := h.pods.GetIndexer().GetByKey(nsKey(obj.GetNamespace(), worker))
+	pod, isPod := o.(*corev1.Pod)
+	switch {
+	case err != nil || !exists || !isPod:
+		return edgeproto.Refuse("worker %s is not a pod of %s/%s", worker, obj.GetNamespace(), obj.GetName())
+	case pod.Labels[common.LabelOwnerUID] != string(obj.GetUID()):
+		return edgeproto.Refuse("pod %s/%s is not a worker of %s", pod.Namespace, pod.Name, obj.GetName())
+	case pod.Spec.NodeName != node:
+		return edgeproto.Refuse("pod %s/%s runs on %q, not on node %s", pod.Namespace, pod.Name, pod.Spec.NodeName, node)
+	}
+	return nil
+}
+
+// concerns reports whether the object ref (a job, a service or a Dataset:
+// what reports are about) concerns node now, by the caches, and returns it.
+func (h *Hub) concerns(node string, ref edgeproto.ObjectRef) (metav1.Object, *kind, bool) {
+	k := h.byName[ref.Kind]
+	if k == nil || ref.Kind == modelKind || node == "" {
+		return nil, nil, false
+	}
+	obj, ok := getCached(k.informer, ref.Namespace, ref.Name)
+	if !ok {
+		return nil, nil, false
+	}
+	if contains(templateNodes(obj), node) || (k.workers && len(h.workersOn(obj, node)) > 0) {
+		return obj, k, true
+	}
+	if datasets := h.byName[datasetKind]; datasets != nil {
+		for _, name := range datasetNames(obj) {
+			if ds, ok := getCached(datasets.informer, obj.GetNamespace(), name); ok && contains(templateNodes(ds), node) {
+				return obj, k, true
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+// affectedNodes are the nodes whose set of concerning objects an event on
+// obj, of kind k (a cached object, or a tombstone of one), may change.
+func (h *Hub) affectedNodes(k *kind, obj any) []string {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil
+	}
+	nodes := templateNodes(o)
+	if k.name == modelKind {
+		// A Model goes where the objects that name it go.
+		for _, kk := range h.kinds {
+			for _, named := range byIndex(kk.informer, indexModel, nsKey(o.GetNamespace(), o.GetName())) {
+				nodes = append(nodes, h.affectedNodes(kk, named)...)
+			}
+		}
+		return nodes
+	}
+	// A Dataset's objects move with it: its node is the only one whose set
+	// they enter or leave through it.
+	if k.workers {
+		for _, pod := range byIndex(h.pods, podIndexOwner, string(o.GetUID())) {
+			if p, ok := pod.(*corev1.Pod); ok && !contains(nodes, p.Spec.NodeName) {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+		}
+	}
+	if datasets := h.byName[datasetKind]; datasets != nil {
+		for _, name := range datasetNames(o) {
+			if ds, ok := getCached(datasets.informer, o.GetNamespace(), name); ok {
+				nodes = append(nodes, templateNodes(ds)...)
+			}
+		}
+	}
+	return nodes
+}
+
+// podNodes are the nodes whose sets a worker pod's event may change: the
+// node it is bound to, before and after.
+func podNodes(oldObj, newObj any) []string {
+	var nodes []string
+	for _, obj := range []any{oldObj, newObj} {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok && p.Labels[common.LabelOwnerUID] != "" && p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	return nodes
+}
+
+// lastAppliedAnnotation is kubectl's copy of the applied manifest: as large
+// as the object, and of no use on the edge.
+const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
+
+// encodeObject is the JSON of a cached object as a LocalController stores it:
+// with apiVersion and kind (a cached object has neither), and without what
+// only the API server and kubectl use (managedFields, the last-applied
+// annotation) or, unless the LocalController reads it, status. The cached
+// object is not changed.
+func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, error) {
+	raw, err := marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	top["apiVersion"], _ = marshal(k.apiVersion)
+	top["kind"], _ = marshal(k.name)
+	if !k.sendStatus {
+		delete(top, "status")
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(top["metadata"], &meta); err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s metadata: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	delete(meta, "managedFields")
+	if annotations := obj.GetAnnotations(); annotations[lastAppliedAnnotation] != "" {
+		kept := make(map[string]string, len(annotations))
+		for key, v := range annotations {
+			if key != lastAppliedAnnotation {
+				kept[key] = v
+			}
+		}
+		if len(kept) == 0 {
+			delete(meta, "annotations")
+		} else {
+			meta["annotations"], _ = marshal(kept)
+		}
+	}
+	if top["metadata"], err = marshal(meta); err != nil {
+		return nil, err
+	}
+	return marshal(top)
+}
+
+// marshal is json.Marshal without escaping <, > and &, which only makes an
+// object longer (edgeproto's frames are not HTML).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

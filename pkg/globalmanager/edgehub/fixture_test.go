@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -147,15 +148,33 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{t: t, kube: kubefake.NewClientset(), sedna: sednafake.NewSimpleClientset(objs...)}
+	var pods, sednaObjs []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, o)
+		} else {
+			sednaObjs = append(sednaObjs, o)
+		}
+	}
+	f := &fixture{t: t, kube: kubefake.NewClientset(pods...), sedna: sednafake.NewSimpleClientset(sednaObjs...)}
 	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
 	f.kube.PrependReactor("get", "nodes", getNodes)
 
 	// The fake clientset's watch starts after the informer's list; wait for
 	// every watch so that no event falls between them.
-	watches := make(chan struct{}, 6)
+	// Six sedna informers, the worker pods' and the LocalController pods'.
+	const informers = 8
+	watches := make(chan struct{}, informers)
 	f.sedna.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := f.sedna.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		watches <- struct{}{}
+		return true, w, nil
+	})
+	f.kube.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := f.kube.Tracker().Watch(action.GetResource(), action.GetNamespace())
 		if err != nil {
 			return false, nil, err
 		}
@@ -183,14 +202,16 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	})}
 	cfg.CAOutFile = filepath.Join(t.TempDir(), "ca.crt")
 	factory := sednainformers.NewSharedInformerFactory(f.sedna, 0)
+	kubeFactory := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	f.reg = prometheus.NewRegistry()
-	hub, err := New(ctx, f.kube, factory.Sedna().V1alpha1(), appliers, f.reg, cfg)
+	hub, err := New(ctx, f.kube, factory.Sedna().V1alpha1(), kubeFactory.Core().V1().Pods(), appliers, f.reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.hub = hub
 	factory.Start(ctx.Done())
+	kubeFactory.Start(ctx.Done())
 	ran := make(chan error, 1)
 	go func() { ran <- hub.Run(ctx) }()
 	var once sync.Once
@@ -201,10 +222,11 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 				t.Errorf("Run: %v", err)
 			}
 			factory.Shutdown()
+			kubeFactory.Shutdown()
 		})
 	}
 	t.Cleanup(f.stop)
-	for range 6 {
+	for range informers {
 		select {
 		case <-watches:
 		case <-time.After(10 * time.Second):
@@ -228,6 +250,16 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		t.Fatal("CA file holds no certificate")
 	}
 	return f
+}
+
+// inventory is what a LocalController of node holding everything the hub
+// wants it to hold says in its Hello.
+func (f *fixture) inventory(node string) []edgeproto.ObjectVersion {
+	var inv []edgeproto.ObjectVersion
+	for ref, d := range f.hub.desired(node) {
+		inv = append(inv, d.objectVersion(ref))
+	}
+	return inv
 }
 
 // metric is the value of the counter or gauge name (without the

@@ -31,15 +31,14 @@ import (
 // last Lease writes once its context is done.
 const shutdownTimeout = 5 * time.Second
 
-// informerSet are the sedna informers the hub reads.
-type informerSet struct {
-	datasets, models, federated, joint, incremental, lifelong cache.SharedIndexInformer
-}
-
 // Hub is the GlobalManager's edge hub.
 type Hub struct {
 	client kubernetes.Interface
-	inf    informerSet
+	// kinds are the kinds of object the hub sends, byName by API kind.
+	kinds  []*kind
+	byName map[string]*kind
+	// pods are the GlobalManager's worker pods (the children cache).
+	pods   cache.SharedIndexInformer
 	synced []cache.InformerSynced
 	auth   *authenticator
 	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
@@ -64,10 +63,12 @@ type Hub struct {
 }
 
 // New wires the hub to the sedna informers (those of
-// factory.Sedna().V1alpha1()); it adds its indexes and event handlers, so it
-// must be called before the factory starts, and starts nothing. Reports go to
-// appliers (see Appliers). Metrics are registered with reg when it is not nil.
-func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednainformers.Interface,
+// factory.Sedna().V1alpha1()) and to the GlobalManager's worker pods (pods,
+// which carry the owner-uid label); it adds its indexes and event handlers,
+// so it must be called before the factories start, and starts nothing.
+// Reports go to appliers (see Appliers). Metrics are registered with reg
+// when it is not nil.
+func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednainformers.Interface, pods coreinformers.PodInformer,
 	appliers Appliers, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -78,15 +79,10 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 		return nil, fmt.Errorf("registering edge hub metrics: %w", err)
 	}
 	h := &Hub{
-		client: kubeClient,
-		inf: informerSet{
-			datasets:    informers.Datasets().Informer(),
-			models:      informers.Models().Informer(),
-			federated:   informers.FederatedLearningJobs().Informer(),
-			joint:       informers.JointInferenceServices().Informer(),
-			incremental: informers.IncrementalLearningJobs().Informer(),
-			lifelong:    informers.LifelongLearningJobs().Informer(),
-		},
+		client:   kubeClient,
+		kinds:    sednaKinds(informers),
+		byName:   make(map[string]*kind),
+		pods:     pods.Informer(),
 		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
 		metrics:  m,
@@ -95,6 +91,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 		sessions: make(map[string]*session),
 		now:      time.Now,
 		ready:    make(chan struct{}),
+	}
+	for _, k := range h.kinds {
+		h.byName[k.name] = k
 	}
 	for kind, a := range appliers.Workers {
 		if a != nil {
@@ -109,21 +108,34 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 	if err := h.watchLocalControllerPods(); err != nil {
 		return nil, err
 	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.markDirty(h.affectedNodes(obj)) },
-		UpdateFunc: func(oldObj, newObj any) {
-			h.markDirty(append(h.affectedNodes(oldObj), h.affectedNodes(newObj)...))
-		},
-		DeleteFunc: func(obj any) { h.markDirty(h.affectedNodes(obj)) },
-	}
-	for _, inf := range []cache.SharedIndexInformer{h.inf.datasets, h.inf.models, h.inf.federated,
-		h.inf.joint, h.inf.incremental, h.inf.lifelong} {
-		reg, err := inf.AddEventHandler(handler)
+	for _, k := range h.kinds {
+		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
+			UpdateFunc: func(oldObj, newObj any) {
+				h.markDirty(append(h.affectedNodes(k, oldObj), h.affectedNodes(k, newObj)...))
+			},
+			DeleteFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
+		})
 		if err != nil {
 			return nil, fmt.Errorf("adding edge hub event handler: %w", err)
 		}
-		h.synced = append(h.synced, inf.HasSynced, reg.HasSynced)
+		h.synced = append(h.synced, k.informer.HasSynced, reg.HasSynced)
 	}
+	// A worker pod that is bound to a node, or leaves it, changes what the
+	// node's LocalController is sent: its owner, and its workers' names.
+	podReg, err := h.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod); o.Spec.NodeName != n.Spec.NodeName {
+				h.markDirty(podNodes(oldObj, newObj))
+			}
+		},
+		DeleteFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding edge hub pod handler: %w", err)
+	}
+	h.synced = append(h.synced, h.pods.HasSynced, podReg.HasSynced)
 	return h, nil
 }
 

@@ -30,9 +30,9 @@ func edgeObjects() []runtime.Object {
 	small, big := model("ji-a-small"), model("ji-a-big")
 	small.ResourceVersion, big.ResourceVersion = "20", "21"
 	ji := jointService("ji-a", "edge-a", "cloud")
-	ji.ResourceVersion = "30"
+	ji.ResourceVersion, ji.UID = "30", "uid-ji-a"
 	fl := federatedJob("fl-a", "cloud", "edge-a")
-	fl.ResourceVersion = "40"
+	fl.ResourceVersion, fl.UID = "40", "uid-fl-a"
 	flModel := model("fl-a-model")
 	flModel.ResourceVersion = "41"
 	other := federatedJob("fl-b", "cloud", "edge-b")
@@ -447,9 +447,15 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 	}
 }
 
+// workers are worker pods of edgeObjects' jobs: w-fl of fl-a and w-ji of
+// ji-a on edge-a, w-fl-b of fl-b on edge-b.
+func workers() []runtime.Object {
+	return []runtime.Object{workerPod("w-fl", "uid-fl-a", "edge-a"), workerPod("w-ji", "uid-ji-a", "edge-a"), workerPod("w-fl-b", "uid-fl-b", "edge-b")}
+}
+
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 
 	report := func(id uint64, body string) *edgeproto.Report {
@@ -460,10 +466,14 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		return &edgeproto.Report{ID: id, Kind: edgeproto.ReportDataset, Worker: edgeproto.LocalControllerWorker, Body: []byte(body), ReceivedAt: time.Now()}
 	}
 	const (
-		flA = `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-		flB = `{"name":"w","namespace":"default","ownerName":"fl-b","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-		jiA = `{"name":"w","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
-		ilX = `{"name":"w","namespace":"default","ownerName":"il-x","ownerKind":"incrementallearningjob","kind":"train","status":"running"}`
+		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		flB = `{"name":"w-fl-b","namespace":"default","ownerName":"fl-b","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+		// The names of pods that are not the job's on this node.
+		notAPod      = `{"name":"nobody","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		anotherNodes = `{"name":"w-fl-b","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		anotherJobs  = `{"name":"w-ji","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		ilX          = `{"name":"w","namespace":"default","ownerName":"il-x","ownerKind":"incrementallearningjob","kind":"train","status":"running"}`
 	)
 	tests := []struct {
 		name        string
@@ -487,6 +497,12 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 			want: "reportAck [7] refused 7: dataset default/data-x is not on node edge-a"},
 		{name: "a report of an unknown kind is refused", report: &edgeproto.Report{ID: 8, Kind: "model", Worker: "w", Body: []byte(`{}`), ReceivedAt: time.Now()},
 			want: `reportAck [8] refused 8: unknown report kind "model"`},
+		{name: "a worker that is no pod is refused", report: report(9, notAPod),
+			want: "reportAck [9] refused 9: worker nobody is not a pod of default/fl-a"},
+		{name: "another node's worker is refused", report: report(10, anotherNodes),
+			want: "reportAck [10] refused 10: pod default/w-fl-b is not a worker of fl-a"},
+		{name: "another job's worker on the node is refused", report: report(11, anotherJobs),
+			want: "reportAck [11] refused 11: pod default/w-ji is not a worker of fl-a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -501,8 +517,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		})
 	}
 
-	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 5 {
-		t.Errorf("reports applied %v, refused %v; want 3 and 5", applied, refused)
+	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 8 {
+		t.Errorf("reports applied %v, refused %v; want 3 and 8", applied, refused)
 	}
 
 	// The Lease shows the link and the last report acknowledged.
@@ -513,7 +529,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
 			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationUnackedObjects]}
-		want := []string{"edge-a", "edge-a", "connected", "8", "0"}
+		want := []string{"edge-a", "edge-a", "connected", "11", "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
@@ -531,7 +547,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 }
 
 func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
+	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
 	fail := true // guarded by f.mu, as applyErr runs under it
 	f.mu.Lock()
 	f.applyErr = func(*edgeproto.Report) error {
@@ -541,10 +557,10 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 		return nil
 	}
 	f.mu.Unlock()
-	body := `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"completed"}`
-	r := &edgeproto.Report{ID: 7, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
+	body := `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"completed"}`
+	r := &edgeproto.Report{ID: 7, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
 
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(r)
 	ce := c.closed() // fails on a ReportAck
@@ -558,7 +574,7 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	f.mu.Lock()
 	fail = false
 	f.mu.Unlock()
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(r)
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
@@ -606,8 +622,8 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
 	waitFor(t, func() (bool, string) {
-		j, ok := getCached[*sednav1.FederatedLearningJob](f.hub.inf.federated, testNS, "fl-a")
-		return ok && j.ResourceVersion == "43", "the cache does not have version 43"
+		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
+		return ok && j.GetResourceVersion() == "43", "the cache does not have version 43"
 	})
 	f.hub.mu.Unlock()
 

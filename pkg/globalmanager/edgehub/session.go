@@ -15,7 +15,6 @@ import (
 	"github.com/gorilla/websocket"
 	"k8s.io/klog/v2"
 
-	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
@@ -103,7 +102,7 @@ func closeConn(conn *websocket.Conn, code int, reason string) {
 
 // inflight is an Upsert or Delete sent and not yet acknowledged.
 type inflight struct {
-	version   string
+	version   objVersion
 	delete    bool
 	firstSent time.Time // of this version, for the ack latency
 	lastSent  time.Time
@@ -138,9 +137,9 @@ type session struct {
 	results chan reportResult
 
 	// The writer's own.
-	held       map[edgeproto.ObjectRef]string // what the LC holds, by its Hello and Acks
+	held       map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
 	inflight   map[edgeproto.ObjectRef]*inflight
-	unsendable map[edgeproto.ObjectRef]string // versions too large to send, logged once
+	unsendable map[edgeproto.ObjectRef]objVersion // versions too large to send, logged once
 }
 
 func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
@@ -153,12 +152,12 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		acks:       make(chan []edgeproto.ObjectVersion, 16),
 		reports:    make(chan *edgeproto.Report, reportQueue),
 		results:    make(chan reportResult, 16),
-		held:       make(map[edgeproto.ObjectRef]string, len(hello.Inventory)),
+		held:       make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
 		inflight:   make(map[edgeproto.ObjectRef]*inflight),
-		unsendable: make(map[edgeproto.ObjectRef]string),
+		unsendable: make(map[edgeproto.ObjectRef]objVersion),
 	}
 	for _, v := range hello.Inventory {
-		s.held[v.ObjectRef] = v.ResourceVersion
+		s.held[v.ObjectRef] = versionOf(v)
 	}
 	return s
 }
@@ -353,8 +352,12 @@ func (s *session) workerReport(r *edgeproto.Report) (string, error) {
 		return "", edgeproto.Refuse("invalid worker report: %s", err.Error())
 	}
 	o := info.Owner()
-	if !s.hub.concerns(s.node, o) {
+	obj, _, ok := s.hub.concerns(s.node, o)
+	if !ok {
 		return "", edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
+	}
+	if err := s.hub.checkWorker(s.node, obj, info.Name); err != nil {
+		return "", err
 	}
 	a := s.hub.appliers[o.Kind]
 	if a == nil {
@@ -371,7 +374,7 @@ func (s *session) datasetReport(r *edgeproto.Report) (string, error) {
 		return "", edgeproto.Refuse("invalid dataset report: %s", err.Error())
 	}
 	ref := d.Ref()
-	if !s.hub.concerns(s.node, ref) {
+	if _, _, ok := s.hub.concerns(s.node, ref); !ok {
 		return "", edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
 	}
 	if s.hub.datasets == nil {
@@ -477,11 +480,11 @@ func (s *session) sendFrame(t edgeproto.Type, frame []byte) error {
 }
 
 // known is the version of ref the LocalController holds or is being sent,
-// "" for none.
-func (s *session) known(ref edgeproto.ObjectRef) string {
+// the zero version for none.
+func (s *session) known(ref edgeproto.ObjectRef) objVersion {
 	if f := s.inflight[ref]; f != nil {
 		if f.delete {
-			return ""
+			return objVersion{}
 		}
 		return f.version
 	}
@@ -498,7 +501,7 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 	for ref := range desired {
 		refs = append(refs, ref)
 	}
-	slices.SortFunc(refs, compareRefs)
+	slices.SortFunc(refs, s.hub.compareRefs)
 	for _, ref := range refs {
 		d := desired[ref]
 		if (s.known(ref) == d.version && !force[ref]) || s.unsendable[ref] == d.version {
@@ -520,7 +523,7 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 			gone = append(gone, ref)
 		}
 	}
-	slices.SortFunc(gone, compareRefs)
+	slices.SortFunc(gone, s.hub.compareRefs)
 	for _, ref := range gone {
 		version := s.held[ref]
 		if f := s.inflight[ref]; f != nil {
@@ -533,62 +536,63 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 	return nil
 }
 
-// kindOrder sends Datasets and Models before the jobs that name them.
-var kindOrder = map[string]int{sednav1.DatasetKind.Kind: 0, sednav1.ModelKind.Kind: 1}
-
-func compareRefs(a, b edgeproto.ObjectRef) int {
-	rank := func(k string) int {
-		if r, ok := kindOrder[k]; ok {
-			return r
+// compareRefs orders refs by their kinds' order (Datasets and Models before
+// the jobs that name them), then by kind, namespace and name.
+func (h *Hub) compareRefs(a, b edgeproto.ObjectRef) int {
+	rank := func(name string) int {
+		if k := h.byName[name]; k != nil {
+			return k.order
 		}
-		return 2
+		return len(h.kinds)
 	}
 	return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
 		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
-	obj, err := encodeObject(d.obj)
+	obj, err := encodeObject(d.kind, d.obj)
 	var frame []byte
 	if err == nil {
 		frame, err = edgeproto.Encode(&edgeproto.Upsert{
-			ObjectVersion: edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.version},
+			ObjectVersion: d.objectVersion(ref),
 			Object:        obj,
+			WorkerNames:   d.workers,
 		})
 	}
 	if err != nil {
 		// Not something a retry mends; the next version may be sendable.
 		s.unsendable[ref] = d.version
-		s.logger.Error(err, "Cannot send an object to an edge node", "object", ref, "resourceVersion", d.version)
+		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.objectVersion(ref))
 		return nil
 	}
 	if err := s.sendFrame(edgeproto.TypeUpsert, frame); err != nil {
 		return err
 	}
 	s.sent(ref, d.version, false)
-	s.logger.V(4).Info("Sent object", "object", ref, "resourceVersion", d.version)
+	s.logger.V(4).Info("Sent object", "object", d.objectVersion(ref))
 	return nil
 }
 
-func (s *session) sendDelete(ref edgeproto.ObjectRef, version string) error {
-	if err := s.send(&edgeproto.Delete{ObjectVersion: edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: version}}); err != nil {
+func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
+	ov := edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: v.resourceVersion, Workers: v.workers}
+	if err := s.send(&edgeproto.Delete{ObjectVersion: ov}); err != nil {
 		return err
 	}
-	s.sent(ref, version, true)
-	s.logger.V(4).Info("Sent delete", "object", ref, "resourceVersion", version)
+	s.sent(ref, v, true)
+	s.logger.V(4).Info("Sent delete", "object", ov)
 	return nil
 }
 
 // sent records an Upsert or Delete as waiting for its Ack.
-func (s *session) sent(ref edgeproto.ObjectRef, version string, isDelete bool) {
+func (s *session) sent(ref edgeproto.ObjectRef, v objVersion, isDelete bool) {
 	now := s.hub.now()
 	f := s.inflight[ref]
-	if f != nil && f.version == version && f.delete == isDelete {
+	if f != nil && f.version == v && f.delete == isDelete {
 		s.hub.metrics.resends.Inc()
 		f.lastSent = now
 		return
 	}
-	s.inflight[ref] = &inflight{version: version, delete: isDelete, firstSent: now, lastSent: now}
+	s.inflight[ref] = &inflight{version: v, delete: isDelete, firstSent: now, lastSent: now}
 }
 
 // ack settles what the LocalController acknowledged. An Ack of a version
@@ -597,14 +601,14 @@ func (s *session) ack(versions []edgeproto.ObjectVersion) {
 	now := s.hub.now()
 	for _, v := range versions {
 		f := s.inflight[v.ObjectRef]
-		if f == nil || f.version != v.ResourceVersion {
+		if f == nil || f.version != versionOf(v) {
 			continue
 		}
 		s.hub.metrics.ackLatency.Observe(now.Sub(f.firstSent).Seconds())
 		if f.delete {
 			delete(s.held, v.ObjectRef)
 		} else {
-			s.held[v.ObjectRef] = v.ResourceVersion
+			s.held[v.ObjectRef] = f.version
 		}
 		delete(s.inflight, v.ObjectRef)
 	}

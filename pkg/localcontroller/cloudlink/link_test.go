@@ -21,7 +21,7 @@ func TestLinkHelloStatesNodeAndInventory(t *testing.T) {
 	l := newTestLink(t, gm, nil)
 	model, job := version("Model", "m", "7"), version("FederatedLearningJob", "fl", "42")
 	for _, v := range []edgeproto.ObjectVersion{model, job} {
-		if err := l.st.PutObject(storeKey(v.ObjectRef), v.ResourceVersion, object(v)); err != nil {
+		if err := l.st.PutObject(storeKey(v.ObjectRef), v.ResourceVersion, nil, object(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestLinkDeletesWhatTheGlobalManagerDeletes(t *testing.T) {
 	l := newTestLink(t, gm, nil)
 	stale, kept := version("FederatedLearningJob", "gone", "4"), version("Model", "m", "5")
 	for _, v := range []edgeproto.ObjectVersion{stale, kept} {
-		if err := l.st.PutObject(storeKey(v.ObjectRef), v.ResourceVersion, object(v)); err != nil {
+		if err := l.st.PutObject(storeKey(v.ObjectRef), v.ResourceVersion, nil, object(v)); err != nil {
 			t.Fatal(err)
 		}
 	}

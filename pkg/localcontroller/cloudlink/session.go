@@ -179,6 +179,7 @@ func (l *Link) hello() ([]byte, error) {
 		h.Inventory = append(h.Inventory, edgeproto.ObjectVersion{
 			ObjectRef:       edgeproto.ObjectRef{Kind: v.Key.Kind, Namespace: v.Key.Namespace, Name: v.Key.Name},
 			ResourceVersion: v.ResourceVersion,
+			Workers:         edgeproto.WorkersDigest(v.Workers),
 		})
 	}
 	return edgeproto.Encode(h)
@@ -241,7 +242,7 @@ func (l *Link) apply(ctx context.Context, msg edgeproto.Message, acks chan<- edg
 	logger := klog.FromContext(ctx)
 	switch m := msg.(type) {
 	case *edgeproto.Upsert:
-		if err := l.st.PutObject(storeKey(m.ObjectRef), m.ResourceVersion, m.Object); err != nil {
+		if err := l.st.PutObject(storeKey(m.ObjectRef), m.ResourceVersion, m.WorkerNames, m.Object); err != nil {
 			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
 		}
 		l.metrics.objectsApplied.WithLabelValues(opUpsert).Inc()

@@ -73,7 +73,7 @@ func (f *fixture) put(t *testing.T, kind, name string, obj any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.st.PutObject(store.Key{Kind: kind, Namespace: "ns", Name: name}, "1", data); err != nil {
+	if err := f.st.PutObject(store.Key{Kind: kind, Namespace: "ns", Name: name}, "1", nil, data); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -90,7 +90,7 @@ func (f *fixture) putDataset(t *testing.T, name, uid, url, format, node string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.st.PutObject(store.Key{Kind: "Dataset", Namespace: "ns", Name: name}, "1", data); err != nil {
+	if err := f.st.PutObject(store.Key{Kind: "Dataset", Namespace: "ns", Name: name}, "1", nil, data); err != nil {
 		t.Fatal(err)
 	}
 }

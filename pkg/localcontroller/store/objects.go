@@ -55,11 +55,16 @@ func decodeKey(b []byte) (Key, error) {
 }
 
 // Object is a stored object: its key, the resourceVersion the GlobalManager
-// sent it with, and its serialized form.
+// sent it with, the names of its worker pods on this node, and its
+// serialized form.
 type Object struct {
 	Key             Key
 	ResourceVersion string
-	Data            []byte
+	// Workers are the names of the object's pods on this node, as the
+	// GlobalManager last sent them: the workers whose reports the worker API
+	// takes for it.
+	Workers []string
+	Data    []byte
 }
 
 // Version is what the LocalController holds of one object, as it tells the
@@ -67,50 +72,89 @@ type Object struct {
 type Version struct {
 	Key             Key
 	ResourceVersion string
+	Workers         []string
 }
 
-// objectFormat prefixes each stored value so the layout can change later
-// without misreading files written by this version.
-const objectFormat byte = 1
+// The formats of a stored value, its first byte, so the layout can change
+// without misreading files written by an earlier version.
+const (
+	// objectFormatV1: uvarint len(resourceVersion), resourceVersion, data.
+	objectFormatV1 byte = 1
+	// objectFormatV2: uvarint len(resourceVersion), resourceVersion, uvarint
+	// number of workers, each as uvarint len(name), name; then data.
+	objectFormatV2 byte = 2
+)
 
-// A value is objectFormat, uvarint len(resourceVersion), resourceVersion, data.
-func encodeObject(resourceVersion string, data []byte) []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(resourceVersion)+len(data))
-	b = append(b, objectFormat)
+func encodeObject(resourceVersion string, workers []string, data []byte) []byte {
+	size := 1 + 2*binary.MaxVarintLen64 + len(resourceVersion) + len(data)
+	for _, w := range workers {
+		size += binary.MaxVarintLen64 + len(w)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, objectFormatV2)
 	b = binary.AppendUvarint(b, uint64(len(resourceVersion)))
 	b = append(b, resourceVersion...)
+	b = binary.AppendUvarint(b, uint64(len(workers)))
+	for _, w := range workers {
+		b = binary.AppendUvarint(b, uint64(len(w)))
+		b = append(b, w...)
+	}
 	return append(b, data...)
 }
 
 // decodeObject copies what it returns out of v, which bbolt owns only for the
-// length of the transaction. With withData false only the resourceVersion is
-// read.
+// length of the transaction. With withData false the data is not read.
 func decodeObject(k Key, v []byte, withData bool) (Object, error) {
-	if len(v) == 0 || v[0] != objectFormat {
+	malformed := fmt.Errorf("object %s: malformed value", k)
+	if len(v) == 0 || (v[0] != objectFormatV1 && v[0] != objectFormatV2) {
 		return Object{}, fmt.Errorf("object %s: unknown format", k)
 	}
-	n, w := binary.Uvarint(v[1:])
-	if w <= 0 || uint64(len(v)-1-w) < n {
-		return Object{}, fmt.Errorf("object %s: malformed value", k)
+	format, rest := v[0], v[1:]
+	// field reads a length-prefixed string off rest.
+	field := func() (string, bool) {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || uint64(len(rest)-w) < n {
+			return "", false
+		}
+		f := string(rest[w : w+int(n)])
+		rest = rest[w+int(n):]
+		return f, true
 	}
-	rest := v[1+w:]
-	o := Object{Key: k, ResourceVersion: string(rest[:n])}
+	rv, ok := field()
+	if !ok {
+		return Object{}, malformed
+	}
+	o := Object{Key: k, ResourceVersion: rv}
+	if format == objectFormatV2 {
+		count, w := binary.Uvarint(rest)
+		if w <= 0 || count > uint64(len(rest)) {
+			return Object{}, malformed
+		}
+		rest = rest[w:]
+		for range count {
+			name, ok := field()
+			if !ok {
+				return Object{}, malformed
+			}
+			o.Workers = append(o.Workers, name)
+		}
+	}
 	if withData {
-		o.Data = bytes.Clone(rest[n:])
+		o.Data = bytes.Clone(rest)
 	}
 	return o, nil
 }
 
-// PutObject stores an object with the resourceVersion it was sent with,
-// replacing any previous one. It returns only once the write is committed to
-// disk, because the LocalController acknowledges to the GlobalManager only
-// what is persisted.
-func (s *Store) PutObject(key Key, resourceVersion string, data []byte) error {
+// PutObject stores an object with the resourceVersion it was sent with and
+// the names of its worker pods on this node, replacing any previous one. It
+// returns only once the write is committed to disk, because the
+// LocalController acknowledges to the GlobalManager only what is persisted.
+func (s *Store) PutObject(key Key, resourceVersion string, workers []string, data []byte) error {
 	if err := key.validate(); err != nil {
 		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(objectsBucket).Put(key.encode(), encodeObject(resourceVersion, data))
+		return tx.Bucket(objectsBucket).Put(key.encode(), encodeObject(resourceVersion, workers, data))
 	})
 	if err != nil {
 		return fmt.Errorf("storing object %s: %w", key, err)
@@ -179,7 +223,7 @@ func (s *Store) Inventory() ([]Version, error) {
 	}
 	vs := make([]Version, 0, len(objs))
 	for _, o := range objs {
-		vs = append(vs, Version{Key: o.Key, ResourceVersion: o.ResourceVersion})
+		vs = append(vs, Version{Key: o.Key, ResourceVersion: o.ResourceVersion, Workers: o.Workers})
 	}
 	return vs, nil
 }

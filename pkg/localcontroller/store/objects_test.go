@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	bolt "go.etcd.io/bbolt"
 )
 
 func openTestStore(t *testing.T, path string, opts Options) *Store {
@@ -60,7 +61,7 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 				obj(dsA, "1", "a1"), obj(dsA2, "2", "a2"), obj(dsB, "3", "b"), obj(prefixKind, "9", "x"), obj(model, "7", "m"),
 			},
 			wantInventory: []Version{
-				{dsA, "1"}, {dsA2, "2"}, {dsB, "3"}, {prefixKind, "9"}, {model, "7"},
+				{Key: dsA, ResourceVersion: "1"}, {Key: dsA2, ResourceVersion: "2"}, {Key: dsB, ResourceVersion: "3"}, {Key: prefixKind, ResourceVersion: "9"}, {Key: model, ResourceVersion: "7"},
 			},
 		},
 		"list one kind": {
@@ -68,21 +69,21 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 			listKind: "Dataset",
 			wantList: []Object{obj(dsA, "1", "a1")},
 			wantInventory: []Version{
-				{dsA, "1"}, {prefixKind, "9"}, {model, "7"},
+				{Key: dsA, ResourceVersion: "1"}, {Key: prefixKind, ResourceVersion: "9"}, {Key: model, ResourceVersion: "7"},
 			},
 		},
 		"put replaces data and resourceVersion": {
 			puts:          []put{{dsA, "1", "old"}, {dsA, "5", "new"}},
 			listKind:      "Dataset",
 			wantList:      []Object{obj(dsA, "5", "new")},
-			wantInventory: []Version{{dsA, "5"}},
+			wantInventory: []Version{{Key: dsA, ResourceVersion: "5"}},
 		},
 		"delete, and delete of an absent key": {
 			puts:          []put{{dsA, "1", "a1"}, {model, "7", "m"}},
 			deletes:       []Key{dsA, dsA, dsB},
 			listKind:      "",
 			wantList:      []Object{obj(model, "7", "m")},
-			wantInventory: []Version{{model, "7"}},
+			wantInventory: []Version{{Key: model, ResourceVersion: "7"}},
 		},
 		"empty data and resourceVersion": {
 			puts:          []put{{dsA, "", ""}},
@@ -95,7 +96,7 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
 			for _, p := range tc.puts {
-				if err := s.PutObject(p.key, p.rv, []byte(p.data)); err != nil {
+				if err := s.PutObject(p.key, p.rv, nil, []byte(p.data)); err != nil {
 					t.Fatalf("PutObject(%s): %v", p.key, err)
 				}
 			}
@@ -145,7 +146,7 @@ func TestObjectsRejectInvalidKeys(t *testing.T) {
 	for name, k := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
-			if err := s.PutObject(k, "1", []byte("x")); err == nil {
+			if err := s.PutObject(k, "1", nil, []byte("x")); err == nil {
 				t.Errorf("PutObject(%q) succeeded, want an error", k)
 			}
 			if _, _, err := s.GetObject(k); err == nil {
@@ -170,7 +171,7 @@ func TestObjectsSurviveReopen(t *testing.T) {
 		rv   string
 		data string
 	}{{k1, "10", `{"spec":1}`}, {k2, "11", `{"spec":2}`}, {gone, "12", `{}`}} {
-		if err := s.PutObject(p.k, p.rv, []byte(p.data)); err != nil {
+		if err := s.PutObject(p.k, p.rv, nil, []byte(p.data)); err != nil {
 			t.Fatalf("PutObject(%s): %v", p.k, err)
 		}
 	}
@@ -192,5 +193,43 @@ func TestObjectsSurviveReopen(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ListObjects after reopen (-want,+got):\n%s", diff)
+	}
+}
+
+func TestObjectKeepsItsWorkersAndOldValuesStillRead(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "lc.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
+	old := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "old"}
+	if err := s.PutObject(job, "5", []string{"job-a", "job-b"}, []byte(`{"spec":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A value of the first format, as an earlier LocalController wrote it.
+	v1 := append([]byte{objectFormatV1, 1, '3'}, `{"old":true}`...)
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(objectsBucket).Put(old.encode(), v1) }); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.GetObject(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Object{Key: job, ResourceVersion: "5", Workers: []string{"job-a", "job-b"}, Data: []byte(`{"spec":{}}`)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GetObject (-want,+got):\n%s", diff)
+	}
+	inv, err := s.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantInv := []Version{{Key: job, ResourceVersion: "5", Workers: []string{"job-a", "job-b"}}, {Key: old, ResourceVersion: "3"}}
+	if diff := cmp.Diff(wantInv, inv); diff != "" {
+		t.Errorf("Inventory (-want,+got):\n%s", diff)
+	}
+	gotOld, _, err := s.GetObject(old)
+	if err != nil || string(gotOld.Data) != `{"old":true}` || gotOld.Workers != nil {
+		t.Errorf("reading a first-format value: %+v, %v", gotOld, err)
 	}
 }

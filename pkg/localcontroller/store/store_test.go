@@ -145,7 +145,7 @@ func runKillChild(path string) {
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
 		k := Key{Kind: "Model", Namespace: "default", Name: fmt.Sprintf("m%05d", i)}
-		if err := s.PutObject(k, strconv.Itoa(i), []byte(`{"spec":{}}`)); err != nil {
+		if err := s.PutObject(k, strconv.Itoa(i), nil, []byte(`{"spec":{}}`)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -29,7 +30,8 @@ type Outbox interface {
 }
 
 // Owners says whether the LocalController holds the object a worker reports
-// for (the GlobalManager sends each node the jobs and services it has workers of).
+// for (the GlobalManager sends each node the jobs and services it has workers
+// of), and which of its pods are on the node.
 type Owners interface {
 	GetObject(key store.Key) (store.Object, bool, error)
 }
@@ -83,7 +85,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := info.Owner()
 	key := store.Key{Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name}
-	_, known, err := s.owners.GetObject(key)
+	held, known, err := s.owners.GetObject(key)
 	if err != nil {
 		s.refuse(w, worker, http.StatusInternalServerError, "reading the local store: "+err.Error())
 		return
@@ -91,6 +93,13 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	if !known {
 		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: this node has no %s %s/%s (not created yet, deleted, or not on this node)",
 			info.OwnerKind, info.Namespace, info.OwnerName))
+		return
+	}
+	// Only the object's own pods on this node report for it: the
+	// GlobalManager sends their names with the object.
+	if !slices.Contains(held.Workers, worker) {
+		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: %s is not a pod of %s %s/%s on this node",
+			worker, info.OwnerKind, info.Namespace, info.OwnerName))
 		return
 	}
 	report, err := json.Marshal(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC()})

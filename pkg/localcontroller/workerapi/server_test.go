@@ -27,7 +27,7 @@ func newServer(t *testing.T, opts store.Options) (*Server, *store.Store) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	job := store.Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
-	if err := st.PutObject(job, "1", []byte(`{}`)); err != nil {
+	if err := st.PutObject(job, "1", []string{"job-aggregation-0", "job-training-0-abc"}, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	s := NewServer(klog.Background(), st, st)
@@ -78,6 +78,9 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 		"name differs from the URL": {worker: "someone-else", body: trainReport, wantCode: http.StatusBadRequest, wantReason: "someone-else"},
 		"owner not on this node": {worker: "job-training-0-abc", wantCode: http.StatusNotFound, wantReason: "federatedlearningjob ns/other",
 			body: strings.Replace(trainReport, `"ownerName":"job"`, `"ownerName":"other"`, 1)},
+		"a name that is no pod of the job on this node": {worker: "job-training-9-xyz", wantCode: http.StatusNotFound,
+			wantReason: "job-training-9-xyz is not a pod of federatedlearningjob ns/job on this node",
+			body:       strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"job-training-9-xyz"`, 1)},
 		"too large": {worker: "job-training-0-abc", wantCode: http.StatusRequestEntityTooLarge, wantReason: "bytes",
 			body: strings.Replace(trainReport, `"results":[]`, `"results":[{"pad":"`+strings.Repeat("x", MaxBodyBytes)+`"}]`, 1)},
 		"the LocalController's own name": {worker: edgeproto.LocalControllerWorker, wantCode: http.StatusBadRequest, wantReason: "reserved for the LocalController",

@@ -41,6 +41,9 @@ func (c *Controller[J]) ApplyReport(ctx context.Context, node string, r *edgepro
 			events = nil
 			return nil
 		}
+		if why := notCurrentWorker(job.GetName(), &st, info); why != "" {
+			return edgeproto.Refuse("%s", why)
+		}
 		st.EdgeNodes = nodes
 		m := &machine{job: job.GetName(), st: &st, now: now, config: &c.config}
 		o := Outcome{Now: now}
@@ -63,6 +66,25 @@ func (c *Controller[J]) ApplyReport(ctx context.Context, node string, r *edgepro
 	}
 	common.RecordEvents(c.recorder, job, events)
 	return nil
+}
+
+// notCurrentWorker says why a worker's report is refused for good: it is not
+// the LocalController, the current try's stage pod or the inference worker.
+// A stage pod's name is predictable, so a pod of an earlier try or round
+// must not speak for the current one (a "new model" at a path of its
+// choosing, say).
+func notCurrentWorker(job string, st *Status, info *edgeproto.WorkerInfo) string {
+	if info.Name == edgeproto.LocalControllerWorker || (st.InferenceWorker != "" && info.Name == st.InferenceWorker) {
+		return ""
+	}
+	wanted, _ := wantedStagePod(job, st)
+	if wanted != "" && info.Name == wanted {
+		return ""
+	}
+	if wanted == "" {
+		return fmt.Sprintf("worker %s reports, but no stage of job %s runs now", info.Name, job)
+	}
+	return fmt.Sprintf("worker %s is not the current stage's pod %s of job %s", info.Name, wanted, job)
 }
 
 // move applies a report to the cycle; the outcome says what it did.

@@ -291,16 +291,17 @@ func conditionTypes(job *sednav1.IncrementalLearningJob) string {
 func TestStaleReportsDoNotMoveTheCycle(t *testing.T) {
 	wrongRound := cycletest.Trigger(kindName, jobName, 2, 600)
 	cases := map[string]struct {
-		info      edgeproto.WorkerInfo
-		id        uint64
-		wantState string
-		wantNodes bool
+		info        edgeproto.WorkerInfo
+		id          uint64
+		wantState   string
+		wantNodes   bool
+		wantRefused bool
 	}{
 		"a trigger for another round": {info: wrongRound, id: 10, wantState: "Train/Starting/1/1", wantNodes: true},
 		"a second trigger for this round": {info: cycletest.Trigger(kindName, jobName, 1, 700), id: 10,
 			wantState: "Train/Starting/1/1", wantNodes: true},
-		"a worker of another try": {info: cycletest.Worker(kindName, jobName, jobName+"-train-1-2", edgeproto.StageTrain, edgeproto.WorkerCompleted, trainDone),
-			id: 10, wantState: "Train/Starting/1/1", wantNodes: true},
+		"a worker of another try, refused for good": {info: cycletest.Worker(kindName, jobName, jobName+"-train-1-2", edgeproto.StageTrain, edgeproto.WorkerCompleted, trainDone),
+			id: 10, wantState: "Train/Starting/1/1", wantRefused: true},
 		"the right worker with the wrong stage": {info: cycletest.Worker(kindName, jobName, train11, edgeproto.StageEval, edgeproto.WorkerCompleted, evalNew),
 			id: 10, wantState: "Train/Starting/1/1", wantNodes: true},
 		"a report id already applied": {info: cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted, trainDone),
@@ -319,7 +320,10 @@ func TestStaleReportsDoNotMoveTheCycle(t *testing.T) {
 			before := jobOf(t, f).Status
 			f = f.Next(t)
 
-			f.Report(t, node, tc.id, tc.info)
+			err := f.Apply(t, node, tc.id, tc.info)
+			if _, refused := edgeproto.IsRefused(err); refused != tc.wantRefused || (err != nil && !refused) {
+				t.Fatalf("ApplyReport: %v; want refused: %v", err, tc.wantRefused)
+			}
 			after := jobOf(t, f).Status
 			if got := stateOf(jobOf(t, f)); got != tc.wantState {
 				t.Errorf("state %s, want %s", got, tc.wantState)

@@ -148,6 +148,14 @@ func (f *Fixture[J]) Sync(t *testing.T, name string) {
 // Report applies a report the LocalController of node forwards under id.
 func (f *Fixture[J]) Report(t *testing.T, node string, id uint64, info edgeproto.WorkerInfo) {
 	t.Helper()
+	if err := f.Apply(t, node, id, info); err != nil {
+		t.Fatalf("ApplyReport: %v", err)
+	}
+}
+
+// Apply applies a report as Report does and returns the applier's error.
+func (f *Fixture[J]) Apply(t *testing.T, node string, id uint64, info edgeproto.WorkerInfo) error {
+	t.Helper()
 	if info.Namespace == "" {
 		info.Namespace = Namespace
 	}
@@ -156,9 +164,7 @@ func (f *Fixture[J]) Report(t *testing.T, node string, id uint64, info edgeproto
 		t.Fatal(err)
 	}
 	r := &edgeproto.Report{ID: id, Worker: info.Name, Body: body, ReceivedAt: f.Now}
-	if err := f.C.ApplyReport(t.Context(), node, r, &info); err != nil {
-		t.Fatalf("ApplyReport: %v", err)
-	}
+	return f.C.ApplyReport(t.Context(), node, r, &info)
 }
 
 // Pods are the pods the kube client holds, by name.

@@ -1,14 +1,21 @@
 package edgehub
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 const testNS = "default"
@@ -72,7 +79,7 @@ func lifelongJob(name, datasetName string, stageNodes ...string) *sednav1.Lifelo
 	return j
 }
 
-func TestConcerningSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
+func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 	withPretrained := federatedJob("fl-pre", "cloud", "edge-b")
 	withPretrained.Spec.PretrainedModel = &sednav1.ModelRef{Name: "fl-pre-start"}
 	noEvalModel := incrementalJob("il-noeval", "data-b", "edge-b")
@@ -80,21 +87,31 @@ func TestConcerningSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 	otherNS := dataset("data-a", "edge-a")
 	otherNS.Namespace = "other"
 
+	// A job whose worker the scheduler placed (no nodeName in its template).
+	scheduled := federatedJob("fl-sched", "cloud", "")
+	scheduled.UID = "uid-fl-sched"
 	all := objects{
 		datasets: []*sednav1.Dataset{dataset("data-a", "edge-a"), dataset("data-b", "edge-b"), otherNS},
+		pods: []*corev1.Pod{
+			workerPod("fl-sched-train-0", "uid-fl-sched", "edge-d"),
+			workerPod("fl-sched-train-1", "uid-fl-sched", "edge-d"),
+			workerPod("fl-sched-agg", "uid-fl-sched", "cloud"),
+			workerPod("stray", "uid-nobody", "edge-d"),
+		},
 		models: []*sednav1.Model{
 			model("fl-a-model"), model("fl-b-model"), model("fl-pre-model"), model("fl-pre-start"),
 			model("ji-a-small"), model("ji-a-big"), model("ji-cloud-small"), model("ji-cloud-big"),
 			model("il-a-initial"), model("il-a-deploy"), model("il-a-eval"),
 			model("il-stage-initial"), model("il-stage-deploy"), model("il-stage-eval"),
 			model("il-noeval-initial"), model("il-noeval-deploy"), model("il-noeval-eval"),
-			model("unreferenced"),
+			model("unreferenced"), model("fl-sched-model"),
 		},
 		federatedLearningJobs: []*sednav1.FederatedLearningJob{
 			federatedJob("fl-a", "cloud", "edge-a", "edge-b"), // a training worker on edge-a
 			federatedJob("fl-b", "cloud", "edge-b"),
 			withPretrained,
 			federatedJob("fl-agg", "edge-c", "edge-b"), // the aggregator on edge-c
+			scheduled,
 		},
 		jointInferenceServices: []*sednav1.JointInferenceService{
 			jointService("ji-a", "edge-a", "cloud"),
@@ -178,6 +195,14 @@ func TestConcerningSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 				"Model default/ji-cloud-small",
 			},
 		},
+		"edge-d: a job whose pods the scheduler bound there, with their names": {
+			node: "edge-d",
+			objs: all,
+			want: []string{
+				"FederatedLearningJob default/fl-sched [fl-sched-train-0 fl-sched-train-1]",
+				"Model default/fl-sched-model",
+			},
+		},
 		"a node nothing names":                            {node: "edge-z", objs: all, want: nil},
 		"an empty node name matches no unpinned template": {node: "", objs: all, want: nil},
 		"a dataset in another namespace does not bring a job": {
@@ -188,17 +213,85 @@ func TestConcerningSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			h := seededHub(t, tc.objs)
 			var got []string
-			for ref, obj := range concerning(tc.node, tc.objs) {
-				if ref.Namespace != obj.GetNamespace() || ref.Name != obj.GetName() {
-					t.Errorf("ref %s holds object %s/%s", ref, obj.GetNamespace(), obj.GetName())
+			for ref, d := range h.desired(tc.node) {
+				if ref.Namespace != d.obj.GetNamespace() || ref.Name != d.obj.GetName() {
+					t.Errorf("ref %s holds object %s/%s", ref, d.obj.GetNamespace(), d.obj.GetName())
 				}
-				got = append(got, ref.String())
+				line := ref.String()
+				if len(d.workers) > 0 {
+					line += fmt.Sprintf(" %v", d.workers)
+				}
+				if d.version.workers != edgeproto.WorkersDigest(d.workers) {
+					t.Errorf("%s: version %+v does not carry the digest of its workers", ref, d.version)
+				}
+				got = append(got, line)
 			}
 			slices.Sort(got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("concerning(%q) (-want,+got):\n%s", tc.node, diff)
+				t.Errorf("desired(%q) (-want,+got):\n%s", tc.node, diff)
 			}
 		})
+	}
+}
+
+// objects are what seededHub puts into the hub's caches.
+type objects struct {
+	datasets               []*sednav1.Dataset
+	models                 []*sednav1.Model
+	federatedLearningJobs  []*sednav1.FederatedLearningJob
+	jointInferenceServices []*sednav1.JointInferenceService
+	incrementalJobs        []*sednav1.IncrementalLearningJob
+	lifelongJobs           []*sednav1.LifelongLearningJob
+	pods                   []*corev1.Pod
+}
+
+// seededHub is a hub, not running, whose informers' caches hold objs.
+func seededHub(t *testing.T, objs objects) *Hub {
+	t.Helper()
+	factory := sednainformers.NewSharedInformerFactory(sednafake.NewSimpleClientset(), 0)
+	kube := kubefake.NewClientset()
+	pods := kubeinformers.NewSharedInformerFactory(kube, 0).Core().V1().Pods()
+	h, err := New(t.Context(), kube, factory.Sedna().V1alpha1(), pods, Appliers{}, nil, testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(kind string, o any) {
+		if err := h.byName[kind].informer.GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range objs.datasets {
+		add(sednav1.DatasetKind.Kind, o)
+	}
+	for _, o := range objs.models {
+		add(sednav1.ModelKind.Kind, o)
+	}
+	for _, o := range objs.federatedLearningJobs {
+		add(sednav1.FederatedLearningJobKind.Kind, o)
+	}
+	for _, o := range objs.jointInferenceServices {
+		add(sednav1.JointInferenceServiceKind.Kind, o)
+	}
+	for _, o := range objs.incrementalJobs {
+		add(sednav1.IncrementalLearningJobKind.Kind, o)
+	}
+	for _, o := range objs.lifelongJobs {
+		add(sednav1.LifelongLearningJobKind.Kind, o)
+	}
+	for _, p := range objs.pods {
+		if err := h.pods.GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// workerPod is a worker pod of the object with UID owner, bound to node.
+func workerPod(name, owner, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{common.LabelOwnerUID: owner}},
+		Spec:       corev1.PodSpec{NodeName: node},
 	}
 }
