@@ -184,6 +184,11 @@ func run(ctx context.Context, o options) error {
 // startControllers builds the informers and controllers and runs them until
 // ctx is done.
 func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
+	// One part failing (the hub's port taken, say) stops the others, the
+	// informers included: a GlobalManager half running would hold the lease
+	// and do half the job.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	// Only Nereid's children are cached: every one carries the owner-uid label.
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
 		kubeinformers.WithNamespace(o.namespace),
@@ -285,10 +290,6 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	if hub != nil {
 		runs = append(runs, func() error { return hub.Run(ctx) })
 	}
-	// One part failing (the hub's port taken, say) stops the others: a
-	// GlobalManager half running would hold the lease and do half the job.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errs := make(chan error, len(runs))
 	for _, r := range runs {
 		go func() {

@@ -271,7 +271,11 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
-	rep, err := measureReports(ctx, fl, jobs, o.reports, 5*time.Minute)
+	workers, err := trainingWorkers(ctx, kube, o.nodes)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := measureReports(ctx, fl, jobs, workers, o.reports, 5*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
@@ -598,13 +602,13 @@ type reportsResult struct {
 // measureReports appends count training worker reports to the outboxes, as
 // the worker API does, report k to node k mod N, benchWriters at a time, and
 // waits until the jobs' status counts them all.
-func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, count int, timeout time.Duration) (reportsResult, error) {
+func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, workers []string, count int, timeout time.Duration) (reportsResult, error) {
 	base, _ := jobs.reportsApplied()
 	n := len(fl.lcs)
 	start := time.Now()
 	err := forEach(ctx, count, benchWriters, func(ctx context.Context, k int) error {
 		i := k % n
-		data, err := reportData(i, k/n+1)
+		data, err := reportData(i, workers[i], k/n+1)
 		if err != nil {
 			return err
 		}
@@ -631,17 +635,17 @@ func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, count int,
 }
 
 // reportData is what the worker API appends to the outbox for a report of
-// job i's training worker in a round.
-func reportData(i, round int) ([]byte, error) {
+// job i's training worker (the pod worker) in a round.
+func reportData(i int, worker string, round int) ([]byte, error) {
 	body, err := json.Marshal(edgeproto.WorkerInfo{
-		Name: edgeWorker(i), Namespace: edgeNamespace, OwnerName: edgeJob(i),
+		Name: worker, Namespace: edgeNamespace, OwnerName: edgeJob(i),
 		OwnerKind: edgeproto.OwnerFederatedLearningJob, Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning,
 		OwnerInfo: json.RawMessage(fmt.Sprintf(`{"currentRound":%d}`, round)),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(edgeproto.Report{Worker: edgeWorker(i), Body: body, ReceivedAt: time.Now().UTC()})
+	return json.Marshal(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: time.Now().UTC()})
 }
 
 // measureLocalController runs a LocalController process for node until it is

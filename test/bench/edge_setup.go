@@ -14,6 +14,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -33,8 +34,25 @@ func edgeNodeName(i int) string { return fmt.Sprintf("bench-edge-%d", i) }
 func edgeDataset(i int) string  { return fmt.Sprintf("ds-%d", i) }
 func edgeJob(i int) string      { return fmt.Sprintf("fl-%d", i) }
 
-// edgeWorker is the name the training worker of job i reports under.
-func edgeWorker(i int) string { return edgeJob(i) + "-training-0" }
+// trainingWorkers are the names of the training worker pods of the n jobs,
+// by job index: the only workers the hub takes reports of.
+func trainingWorkers(ctx context.Context, kube kubernetes.Interface, n int) ([]string, error) {
+	pods, err := kube.CoreV1().Pods(edgeNamespace).List(ctx, metav1.ListOptions{LabelSelector: common.LabelWorkerRole + "=training"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the training workers: %w", err)
+	}
+	byJob := make(map[string]string, len(pods.Items))
+	for _, p := range pods.Items {
+		byJob[p.Labels[common.LabelOwnerName]] = p.Name
+	}
+	workers := make([]string, n)
+	for i := range workers {
+		if workers[i] = byJob[edgeJob(i)]; workers[i] == "" {
+			return nil, fmt.Errorf("job %s has no training worker pod", edgeJob(i))
+		}
+	}
+	return workers, nil
+}
 
 // edgeObjects are what the setup created, by node index.
 type edgeObjects struct {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -199,5 +202,90 @@ func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
 	})
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("the standby took %s to lead", took)
+	}
+}
+
+// TestOnlyTheObjectsPodsOnTheNodeReport posts, to edge-0's LocalController,
+// reports under names that are not the job's pods on edge-0: a name that is
+// no pod, the job's training worker on edge-1, its aggregator (on cloud-0)
+// saying it failed, and the reserved name in another case. Each is refused
+// before it is buffered; then a LocalController of edge-1 that forwards a
+// report under edge-0's worker is refused by the hub. Nothing reaches status.
+func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
+	ns, hub, lc, _ := reportingWorker(t)
+	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aggregator string
+	for name, p := range pods {
+		if p.Labels[common.LabelWorkerRole] == "aggregation" {
+			aggregator = name
+		}
+	}
+	onEdge1 := trainingWorkerOn(t, ns, job, "edge-1")
+	onEdge0 := trainingWorkerOn(t, ns, job, "edge-0")
+	report := func(name, status string) []byte {
+		body, _ := json.Marshal(map[string]any{
+			"name": name, "namespace": ns, "ownerName": flJob, "ownerKind": "federatedlearningjob",
+			"kind": "train", "status": status, "ownerInfo": map[string]any{"currentRound": 99},
+		})
+		return body
+	}
+	cases := map[string]struct {
+		worker   string
+		status   string
+		wantCode []int
+	}{
+		"a name that is no pod":                  {worker: flJob + "-training-7-nothing", status: "running", wantCode: []int{http.StatusNotFound}},
+		"another node's worker of the job":       {worker: onEdge1, status: "running", wantCode: []int{http.StatusNotFound}},
+		"the aggregator saying it failed":        {worker: aggregator, status: "failed", wantCode: []int{http.StatusNotFound}},
+		"the reserved name in another case":      {worker: "Nereid-LocalController", status: "completed", wantCode: []int{http.StatusBadRequest, http.StatusNotFound}},
+		"the reserved name in upper case, again": {worker: strings.ToUpper(edgeproto.LocalControllerWorker), status: "completed", wantCode: []int{http.StatusBadRequest, http.StatusNotFound}},
+	}
+	for name, tc := range cases {
+		code, msg := postBody(lc, tc.worker, report(tc.worker, tc.status))
+		if !slices.Contains(tc.wantCode, code) {
+			t.Errorf("%s: the LocalController answered %d %s, want one of %v", name, code, msg, tc.wantCode)
+		}
+	}
+
+	// A LocalController of edge-1 forwarding edge-0's worker.
+	conn, err := rawEdgeConn(t, hub, framework.EdgeIdentity(t, ns, "edge-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	send(t, conn, &edgeproto.Report{ID: 1, Worker: onEdge0, Body: report(onEdge0, "completed"), ReceivedAt: time.Now()})
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	for {
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no ReportAck: %v", err)
+		}
+		m, err := edgeproto.Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack, ok := m.(*edgeproto.ReportAck); ok {
+			if len(ack.Refused) != 1 || !strings.Contains(ack.Refused[0].Reason, "not on node edge-1") {
+				t.Fatalf("got %+v, want report 1 refused because the pod runs on edge-0", ack)
+			}
+			break
+		}
+	}
+
+	// Nothing of the above reached status: edge-0 counts its one real
+	// report, edge-1 none.
+	got, err := edgeNode(t.Context(), t, ns, "edge-0")
+	if err != nil || got.ReportsApplied != 1 {
+		t.Errorf("edge-0 in status: %+v (%v), want exactly the one real report", got, err)
+	}
+	if got, err := edgeNode(t.Context(), t, ns, "edge-1"); err != nil || got.ReportsApplied != 0 {
+		t.Errorf("edge-1 in status: %+v (%v), want nothing", got, err)
 	}
 }

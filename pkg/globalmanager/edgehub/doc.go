@@ -19,15 +19,17 @@
 // is deleted.
 //
 // Downstream: for each connected node the hub computes which objects concern
-// it (see concerning) from the informers' caches, sends the difference from
+// it (see Hub.desired) from the informers' caches, each with the names of its
+// worker pods on the node (see kinds.go for what the hub knows of each kind), sends the difference from
 // what the LocalController says it holds in its Hello, then Synced, and after
 // that only what changes: the latest version of an object (two edits before a
 // send go out as one), or a Delete when an object leaves the node's set. What
 // is not acknowledged within Config.ResendAfter is sent again. Nothing relies
 // on an informer resync.
 //
-// Upstream: each Report is checked (its body parses, and the node has a worker
-// in the object the report is about) and handed to the ReportApplier of the
+// Upstream: each Report is checked (its body parses, the object it is about
+// concerns the node, and its worker is a pod of that object bound to the node,
+// or the LocalController itself) and handed to the ReportApplier of the
 // object's kind. Reports applied, and reports refused for good (Refuse), are
 // acknowledged; any other error leaves the report unacknowledged and closes
 // the connection with websocket.CloseTryAgainLater, so that the
