@@ -250,7 +250,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			sednav1.JointInferenceServiceKind.Kind:  ji,
 			sednav1.IncrementalLearningJobKind.Kind: il,
 			sednav1.LifelongLearningJobKind.Kind:    ll,
-		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, reg, edgehub.Config{
+		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,

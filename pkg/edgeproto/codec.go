@@ -14,14 +14,29 @@ import (
 // Version is the protocol version this package speaks.
 const Version = 1
 
-// MaxFrameBytes is the largest frame either end sends or accepts. An object
-// carrying a pod template with every field set is well under it.
+// MaxFrameBytes is the largest frame a LocalController sends, and so the most
+// the GlobalManager reads from one (edge nodes are the less trusted end), and
+// the largest frame of any type but Upsert.
 const MaxFrameBytes = 1 << 20
+
+// MaxObjectFrameBytes is the largest Upsert, the most a LocalController reads
+// from the GlobalManager: an object of any size the API server stores (etcd's
+// default request limit is 1.5 MiB) fits, as JSON, with room to spare.
+const MaxObjectFrameBytes = 4 << 20
+
+// maxFrame is the largest frame of type t.
+func maxFrame(t Type) int {
+	if t == TypeUpsert {
+		return MaxObjectFrameBytes
+	}
+	return MaxFrameBytes
+}
 
 // The kinds of error Decode and Encode return; test with errors.Is. The
 // error's text says what was wrong, clipped so it can be logged as is.
 var (
-	// ErrTooLarge: the frame is over MaxFrameBytes.
+	// ErrTooLarge: the frame is over MaxFrameBytes (MaxObjectFrameBytes for
+	// an Upsert).
 	ErrTooLarge = errors.New("frame too large")
 	// ErrUnknownVersion: the envelope's v is not Version. The text has the
 	// version seen.
@@ -66,8 +81,8 @@ func Encode(m Message) ([]byte, error) {
 		return nil, fmt.Errorf("encoding %s: %w", t, err)
 	}
 	frame := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if len(frame) > MaxFrameBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, t, len(frame), MaxFrameBytes)
+	if limit := maxFrame(t); len(frame) > limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, t, len(frame), limit)
 	}
 	return frame, nil
 }
@@ -82,8 +97,8 @@ func Encode(m Message) ([]byte, error) {
 // is compacted and empty optional lists are nil, so Decode(Encode(m)) equals m
 // for any m Decode returned.
 func Decode(frame []byte) (Message, error) {
-	if len(frame) > MaxFrameBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(frame), MaxFrameBytes)
+	if len(frame) > MaxObjectFrameBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(frame), MaxObjectFrameBytes)
 	}
 	// JSON text is UTF-8 (RFC 8259), which also lets frames go as websocket
 	// text messages; encoding/json would otherwise pass invalid bytes through
@@ -126,6 +141,9 @@ func Decode(frame []byte) (Message, error) {
 	m := newMessage(t)
 	if m == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, clip(string(t)))
+	}
+	if limit := maxFrame(t); len(frame) > limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, t, len(frame), limit)
 	}
 
 	if env.Payload == nil {

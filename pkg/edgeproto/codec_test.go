@@ -348,7 +348,7 @@ func TestDecodeErrorsStayShort(t *testing.T) {
 }
 
 func TestEncodeRejectsWhatDecodeWouldRefuse(t *testing.T) {
-	big := `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"},"data":"` + strings.Repeat("x", MaxFrameBytes) + `"}`
+	big := `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"},"data":"` + strings.Repeat("x", MaxObjectFrameBytes) + `"}`
 	cases := map[string]struct {
 		msg      Message
 		want     error
@@ -367,12 +367,14 @@ func TestEncodeRejectsWhatDecodeWouldRefuse(t *testing.T) {
 			Object: json.RawMessage(jobObject), WorkerNames: []string{"fl-train-0"}}, ErrMalformed, "is not the digest"},
 		"upsert with unsorted worker names": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "42",
 			Workers: WorkersDigest([]string{"b", "a"})}, Object: json.RawMessage(jobObject), WorkerNames: []string{"b", "a"}}, ErrMalformed, "workerNames[1]"},
-		"upsert over the frame limit": {&Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(big)}, ErrTooLarge, "upsert is 10"},
-		"delete without kind":         {&Delete{ObjectVersion{ObjectRef: ObjectRef{"", "ns", "n"}, ResourceVersion: "1"}}, ErrMalformed, "delete: kind is required"},
-		"empty ack":                   {&Ack{}, ErrMalformed, "ack: objects is required"},
-		"report without body":         {&Report{ID: 1, Worker: "w", ReceivedAt: t0}, ErrMalformed, "report: body is required"},
-		"reportAck refusing unacked":  {&ReportAck{IDs: []uint64{1}, Refused: []RefusedReport{{ID: 2}}}, ErrMalformed, "refused[0]: id 2 is not in ids"},
-		"heartbeat without time":      {&Heartbeat{}, ErrMalformed, "heartbeat: time is required"},
+		"upsert over the object frame limit": {&Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(big)}, ErrTooLarge, "upsert is 41"},
+		"a report over the frame limit": {&Report{ID: 1, Worker: "w", ReceivedAt: t0,
+			Body: json.RawMessage(`{"x":"` + strings.Repeat("x", MaxFrameBytes) + `"}`)}, ErrTooLarge, "report is 10"},
+		"delete without kind":        {&Delete{ObjectVersion{ObjectRef: ObjectRef{"", "ns", "n"}, ResourceVersion: "1"}}, ErrMalformed, "delete: kind is required"},
+		"empty ack":                  {&Ack{}, ErrMalformed, "ack: objects is required"},
+		"report without body":        {&Report{ID: 1, Worker: "w", ReceivedAt: t0}, ErrMalformed, "report: body is required"},
+		"reportAck refusing unacked": {&ReportAck{IDs: []uint64{1}, Refused: []RefusedReport{{ID: 2}}}, ErrMalformed, "refused[0]: id 2 is not in ids"},
+		"heartbeat without time":     {&Heartbeat{}, ErrMalformed, "heartbeat: time is required"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -10,8 +10,10 @@
 //	{"v":1,"type":"upsert","payload":{...}}
 //
 // v is the protocol Version, type a Type, payload the message's fields. A frame
-// is at most MaxFrameBytes; the reader sets SetReadLimit(MaxFrameBytes) and
-// Decode refuses larger input on its own. Decode's errors tell apart a frame
+// is at most MaxFrameBytes, but an Upsert, which carries an object of any size
+// the API server stores, is at most MaxObjectFrameBytes: the GlobalManager sets
+// SetReadLimit(MaxFrameBytes), the LocalController
+// SetReadLimit(MaxObjectFrameBytes), and Decode refuses larger input on its own. Decode's errors tell apart a frame
 // that is too large (ErrTooLarge), speaks another version (ErrUnknownVersion),
 // names a type this end does not know (ErrUnknownType), or is malformed
 // (ErrMalformed); any of them closes that one connection with the error as the

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
@@ -253,7 +254,7 @@ func seededHub(t *testing.T, objs objects) *Hub {
 	factory := sednainformers.NewSharedInformerFactory(sednafake.NewSimpleClientset(), 0)
 	kube := kubefake.NewClientset()
 	pods := kubeinformers.NewSharedInformerFactory(kube, 0).Core().V1().Pods()
-	h, err := New(t.Context(), kube, factory.Sedna().V1alpha1(), pods, Appliers{}, nil, testConfig)
+	h, err := New(t.Context(), kube, factory.Sedna().V1alpha1(), pods, Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

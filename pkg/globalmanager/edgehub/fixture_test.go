@@ -28,6 +28,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -138,6 +139,8 @@ type fixture struct {
 	// stop stops the hub and waits for Run to return.
 	stop  func()
 	roots *x509.CertPool
+	// recorder holds the events the hub recorded.
+	recorder *record.FakeRecorder
 
 	mu      sync.Mutex
 	applied []recordedReport
@@ -205,7 +208,8 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	kubeFactory := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	f.reg = prometheus.NewRegistry()
-	hub, err := New(ctx, f.kube, factory.Sedna().V1alpha1(), kubeFactory.Core().V1().Pods(), appliers, f.reg, cfg)
+	f.recorder = record.NewFakeRecorder(100)
+	hub, err := New(ctx, f.kube, factory.Sedna().V1alpha1(), kubeFactory.Core().V1().Pods(), appliers, f.recorder, f.reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
@@ -46,6 +47,7 @@ type Hub struct {
 	lcPods   []cache.SharedIndexInformer
 	appliers map[string]ReportApplier
 	datasets DatasetApplier
+	recorder record.EventRecorder
 	metrics  *metrics
 	cfg      Config
 	links    *links
@@ -66,10 +68,11 @@ type Hub struct {
 // factory.Sedna().V1alpha1()) and to the GlobalManager's worker pods (pods,
 // which carry the owner-uid label); it adds its indexes and event handlers,
 // so it must be called before the factories start, and starts nothing.
-// Reports go to appliers (see Appliers). Metrics are registered with reg
+// Reports go to appliers (see Appliers); events about objects (one that
+// cannot be sent to a node) go to recorder. Metrics are registered with reg
 // when it is not nil.
 func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednainformers.Interface, pods coreinformers.PodInformer,
-	appliers Appliers, reg prometheus.Registerer, cfg Config) (*Hub, error) {
+	appliers Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("edge hub configuration: %w", err)
@@ -85,6 +88,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 		pods:     pods.Informer(),
 		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
+		recorder: recorder,
 		metrics:  m,
 		cfg:      cfg,
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout},

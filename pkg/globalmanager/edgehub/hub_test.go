@@ -659,3 +659,33 @@ func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 		t.Errorf("link %q after shutdown, want %q", got, LinkDisconnected)
 	}
 }
+
+func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing.T) {
+	huge := federatedJob("fl-huge", "cloud", "edge-a")
+	huge.ResourceVersion = "60"
+	huge.Spec.AggregationWorker.Template.Annotations = map[string]string{"pad": strings.Repeat("x", edgeproto.MaxObjectFrameBytes)}
+	small := federatedJob("fl-small", "cloud", "edge-a")
+	small.ResourceVersion = "61"
+	f := newFixture(t, testConfig, huge, small)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+	got := c.untilSynced()
+	if !slices.Contains(got, "upsert FederatedLearningJob default/fl-small@61 (sedna.io/v1alpha1 FederatedLearningJob)") {
+		t.Errorf("got %v, want fl-small sent", got)
+	}
+	for _, m := range got {
+		if strings.Contains(m, "fl-huge") {
+			t.Errorf("got %s", m)
+		}
+	}
+	select {
+	case e := <-f.recorder.Events:
+		if !strings.Contains(e, "Warning "+ReasonUnsendable) || !strings.Contains(e, "edge node edge-a") {
+			t.Errorf("event %q, want a Warning %s naming edge-a", e, ReasonUnsendable)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event on the object that cannot be sent")
+	}
+	if n := f.metric("objects_unsendable_total"); n != 1 {
+		t.Errorf("objects_unsendable_total = %v, want 1", n)
+	}
+}

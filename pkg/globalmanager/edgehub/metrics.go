@@ -36,6 +36,7 @@ type metrics struct {
 	sent           *prometheus.CounterVec
 	received       *prometheus.CounterVec
 	resends        prometheus.Counter
+	unsendable     prometheus.Counter
 	reportsApplied prometheus.Counter
 	reportsRefused prometheus.Counter
 	ackLatency     prometheus.Histogram
@@ -59,6 +60,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Messages received from LocalControllers, by type.")), []string{"type"}),
 		resends: prometheus.NewCounter(prometheus.CounterOpts(opts("resends_total",
 			"Upserts and Deletes sent again because their Ack did not come in time."))),
+		unsendable: prometheus.NewCounter(prometheus.CounterOpts(opts("objects_unsendable_total",
+			"Object versions that could not be sent to an edge node that needs them (over the frame limit), each a Warning event on the object."))),
 		reportsApplied: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_applied_total",
 			"Worker reports applied and acknowledged."))),
 		reportsRefused: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_refused_total",
@@ -71,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.reportsApplied, m.reportsRefused, m.ackLatency} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

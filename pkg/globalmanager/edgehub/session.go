@@ -13,10 +13,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
+
+// ReasonUnsendable is the reason of the Warning event on an object that cannot
+// be sent to an edge node that needs it.
+const ReasonUnsendable = "EdgeSyncFailed"
 
 // closeGrace is how long a closing connection waits for the peer to answer
 // its close frame before the TCP connection is cut.
@@ -562,7 +568,12 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 	if err != nil {
 		// Not something a retry mends; the next version may be sendable.
 		s.unsendable[ref] = d.version
+		s.hub.metrics.unsendable.Inc()
 		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.objectVersion(ref))
+		if ro, ok := d.obj.(runtime.Object); ok {
+			s.hub.recorder.Eventf(ro, corev1.EventTypeWarning, ReasonUnsendable,
+				"Cannot be sent to edge node %s, whose LocalController keeps the previous version or none: %v", s.node, err)
+		}
 		return nil
 	}
 	if err := s.sendFrame(edgeproto.TypeUpsert, frame); err != nil {

@@ -352,8 +352,12 @@ func TestLinkClosesTheConnectionOnABadFrame(t *testing.T) {
 			frame:    []byte(`{"v":1,"type":"ack","payload":{"objects":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"}]}}`),
 			wantCode: websocket.CloseProtocolError, wantReason: reasonUnexpected,
 		},
-		"a frame over MaxFrameBytes": {
-			frame: bytes.Repeat([]byte(" "), edgeproto.MaxFrameBytes+1), wantCode: websocket.CloseMessageTooBig, wantReason: reasonBadFrame,
+		"a heartbeat over MaxFrameBytes": {
+			frame:    []byte(`{"v":1,"type":"heartbeat","payload":{"time":"2026-11-23T00:00:00Z","pad":"` + strings.Repeat("x", edgeproto.MaxFrameBytes) + `"}}`),
+			wantCode: websocket.CloseMessageTooBig, wantReason: reasonBadFrame,
+		},
+		"a frame over MaxObjectFrameBytes": {
+			frame: bytes.Repeat([]byte(" "), edgeproto.MaxObjectFrameBytes+1), wantCode: websocket.CloseMessageTooBig, wantReason: reasonBadFrame,
 			cutOff: true,
 		},
 	}

@@ -137,7 +137,7 @@ var ready = func() chan struct{} {
 // converse says Hello, then runs one reader and one writer (every write goes
 // through the writer) until either fails or ctx is done.
 func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
-	conn.SetReadLimit(edgeproto.MaxFrameBytes)
+	conn.SetReadLimit(edgeproto.MaxObjectFrameBytes)
 	hello, err := l.hello()
 	if err != nil {
 		return endSession(reasonHello, websocket.CloseInternalServerErr, err)
@@ -218,7 +218,7 @@ func (l *Link) readError(err error) error {
 			fmt.Errorf("nothing heard from the GlobalManager for %s", l.cfg.ReadTimeout))
 	case errors.Is(err, websocket.ErrReadLimit):
 		// gorilla has already sent the close frame.
-		return endSession(reasonBadFrame, 0, fmt.Errorf("bad frame from the GlobalManager: over %d bytes: %w", edgeproto.MaxFrameBytes, err))
+		return endSession(reasonBadFrame, 0, fmt.Errorf("bad frame from the GlobalManager: over %d bytes: %w", edgeproto.MaxObjectFrameBytes, err))
 	}
 	return endSession(reasonRead, 0, fmt.Errorf("reading from the GlobalManager: %w", err))
 }
