@@ -545,10 +545,15 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 	c := startCycle(t, "incrementallearningjob", nil)
 	c.createIncremental(5, nil)
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageWaiting)
-	framework.Eventually(t, 30*time.Second, "the LocalController to hold the job", func(context.Context) (bool, error) {
+	// The version it holds must be the one waiting for round 1's trigger,
+	// not an earlier one still on its way when the cloud goes.
+	framework.Eventually(t, 30*time.Second, "the LocalController to hold the job waiting for round 1", func(ctx context.Context) (bool, error) {
+		job, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
 		objs, err := lcObjects(c.lc)
-		_, ok := objs["IncrementalLearningJob "+c.ns+"/"+cycleJob]
-		return ok, err
+		return objs["IncrementalLearningJob "+c.ns+"/"+cycleJob] == job.ResourceVersion, err
 	})
 
 	c.hub.Kill(t)
