@@ -245,8 +245,9 @@ func (a *Ack) validate() error {
 
 // Report forwards one worker report from the LC's outbox.
 //
-// The LC should Encode a Report before it persists it and refuse the worker's
-// request when that fails, so that its outbox holds nothing it cannot send. The
+// The LC makes what it persists with OutboxRecord, which fails for a report
+// that would not encode into a frame under any ID, and refuses the worker's
+// request then, so that its outbox holds nothing it cannot send. The
 // GM validates Body (ParseWorkerInfo) itself and refuses a bad one in its
 // ReportAck rather than closing the connection: a report the GM can never apply
 // must leave the outbox, not block it.

@@ -640,7 +640,7 @@ func reportData(i, round int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(edgeproto.Report{Worker: edgeWorker(i), Body: body, ReceivedAt: time.Now().UTC()})
+	return edgeproto.OutboxRecord(edgeproto.Report{Worker: edgeWorker(i), Body: body, ReceivedAt: time.Now().UTC()})
 }
 
 // measureLocalController runs a LocalController process for node until it is

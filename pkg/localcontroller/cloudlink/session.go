@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -372,15 +371,14 @@ func (l *Link) sendReports(ctx context.Context, conn *websocket.Conn, lastSent *
 	return len(reports) == l.cfg.ReportBatch, nil
 }
 
-// reportFrame turns a stored report (the JSON of an edgeproto.Report without
-// its ID) into the frame of that report with its outbox ID.
+// reportFrame turns a stored report (an edgeproto.OutboxRecord) into the
+// frame of that report with its outbox ID.
 func reportFrame(r store.Report) ([]byte, error) {
-	var rep edgeproto.Report
-	if err := json.Unmarshal(r.Data, &rep); err != nil {
-		return nil, fmt.Errorf("decoding stored report %d: %w", r.ID, err)
+	rep, err := edgeproto.ReportFromOutbox(r.ID, r.Data)
+	if err != nil {
+		return nil, err
 	}
-	rep.ID = r.ID
-	frame, err := edgeproto.Encode(&rep)
+	frame, err := edgeproto.Encode(rep)
 	if err != nil {
 		return nil, fmt.Errorf("encoding stored report %d: %w", r.ID, err)
 	}
