@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -59,9 +60,11 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	worker := r.PathValue("worker")
-	if worker == edgeproto.LocalControllerWorker {
+	if strings.EqualFold(worker, edgeproto.LocalControllerWorker) {
 		// The GlobalManager trusts reports under this name as the
-		// LocalController's own (a round's data ready, a model deployed).
+		// LocalController's own (a round's data ready, a model deployed);
+		// in any case, since a name differing only in case reads the same
+		// to a person and may be compared without case somewhere.
 		s.refuse(w, worker, http.StatusBadRequest, fmt.Sprintf("the worker name %q is reserved for the LocalController's own reports", worker))
 		return
 	}

@@ -84,6 +84,8 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 			body: strings.Replace(trainReport, `"results":[]`, `"results":[{"pad":"`+strings.Repeat("x", MaxBodyBytes)+`"}]`, 1)},
 		"the LocalController's own name": {worker: edgeproto.LocalControllerWorker, wantCode: http.StatusBadRequest, wantReason: "reserved for the LocalController",
 			body: strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"`+edgeproto.LocalControllerWorker+`"`, 1)},
+		"the LocalController's own name in another case": {worker: "Nereid-LocalController", wantCode: http.StatusBadRequest, wantReason: "reserved for the LocalController",
+			body: strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"Nereid-LocalController"`, 1)},
 		"wrong method": {worker: "job-training-0-abc", body: trainReport, method: http.MethodGet, wantCode: http.StatusMethodNotAllowed},
 	}
 	for name, tc := range cases {
