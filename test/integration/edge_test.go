@@ -161,6 +161,9 @@ func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T
 	waitForReports(t, ns, "edge-0", 5)
 }
 
+// testStore is the store identity the raw connections' Hellos state.
+const testStore = "raw-connection-store"
+
 // rawEdgeConn dials the hub as a LocalController would, without being one:
 // for the tests of what a misbehaving or lying peer gets.
 func rawEdgeConn(t *testing.T, hub *framework.EdgeHub, tokenFile string) (*websocket.Conn, error) {
@@ -224,7 +227,7 @@ func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dialing the hub with a valid token: %v", err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-0"}) // the token says edge-1
+	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: testStore}) // the token says edge-1
 	msgs, closed := readUntilClosed(conn, 5*time.Second)
 	for _, m := range msgs {
 		if m.Type() != edgeproto.TypeHeartbeat {
@@ -251,7 +254,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+			send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 			if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +281,7 @@ func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 	body, _ := json.Marshal(map[string]any{
 		"name": "intruder", "namespace": ns, "ownerName": jiName, "ownerKind": "jointinferenceservice",
 		"kind": "inference", "ownerInfo": map[string]any{"inferenceNumber": 1000, "hardExampleNumber": 999},

@@ -30,6 +30,9 @@ import (
 
 const hubNS = "nereid-system"
 
+// testStore is the identity of the test LocalControllers' stores.
+const testStore = "store-1"
+
 // testConfig is quick enough for tests and slow enough not to be flaky: the
 // hub's heartbeats are skipped by the clients' recv, and the clients send
 // within ReadTimeout.

@@ -90,7 +90,7 @@ func TestHelloGetsTheDifferenceThenSynced(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: tc.inventory})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: tc.inventory})
 			if diff := cmp.Diff(tc.want, c.untilSynced()); diff != "" {
 				t.Errorf("answer to the hello (-want,+got):\n%s", diff)
 			}
@@ -131,7 +131,7 @@ func TestConnectionWithoutNodeIdentityIsRefusedBeforeUpgrade(t *testing.T) {
 
 func TestHelloClaimingAnotherNodeGetsNothingAndIsClosed(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a"})
+	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a", Store: testStore})
 	ce := c.closed() // fails on any message before the close frame
 	if ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "token is bound to node edge-b") {
 		t.Errorf("closed with %d %q, want policy violation naming the token's node", ce.Code, ce.Text)
@@ -156,10 +156,10 @@ func TestFirstMessageMustBeHello(t *testing.T) {
 
 func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	first.untilSynced()
 
-	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	ce := first.closed()
 	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
 		t.Errorf("first closed with %d %q, want the replacement reason", ce.Code, ce.Text)
@@ -177,7 +177,7 @@ func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 
 func TestEditReachesTheNodeOnceAndIsResentUntilAcked(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	if got := c.untilSynced(); len(got) != 0 {
 		t.Fatalf("got %v before synced, want nothing", got)
 	}
@@ -281,11 +281,11 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 		"long reason text": {frame: []byte(`{"v":1,"type":"` + strings.Repeat("é", 200) + `","payload":{}}`), wantCode: websocket.CloseUnsupportedData, wantText: "unknown message type"},
 	}
 	f := newFixture(t, testConfig, edgeObjects()...)
-	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b"})
+	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
 	bystander.untilSynced()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 			c.untilSynced()
 			if err := c.conn.WriteMessage(websocket.TextMessage, tc.frame); err != nil {
 				t.Fatal(err)
@@ -308,7 +308,7 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 
 	report := func(id uint64, body string) *edgeproto.Report {
@@ -403,7 +403,7 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	body := `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"completed"}`
 	r := &edgeproto.Report{ID: 7, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
 
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 	c.send(r)
 	ce := c.closed() // fails on a ReportAck
@@ -417,7 +417,7 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	f.mu.Lock()
 	fail = false
 	f.mu.Unlock()
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 	c.send(r)
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
@@ -456,7 +456,7 @@ func waitFor(t *testing.T, cond func() (bool, string)) {
 
 func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 
 	// Hold the event handlers (they need the hub's lock to reach the
@@ -484,7 +484,7 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 
 func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 	if got := f.metric("connected_nodes"); got != 1 {
 		t.Errorf("connected_nodes %v, want 1", got)

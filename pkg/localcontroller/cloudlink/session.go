@@ -167,13 +167,14 @@ func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
 	return err
 }
 
-// hello encodes the Hello: the node and every object the store holds.
+// hello encodes the Hello: the node, the store's identity (the report IDs
+// are its) and every object the store holds.
 func (l *Link) hello() ([]byte, error) {
 	inv, err := l.st.Inventory()
 	if err != nil {
 		return nil, err
 	}
-	h := &edgeproto.Hello{Node: l.cfg.Node, Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
+	h := &edgeproto.Hello{Node: l.cfg.Node, Store: l.st.Identity(), Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
 	for _, v := range inv {
 		h.Inventory = append(h.Inventory, edgeproto.ObjectVersion{
 			ObjectRef:       edgeproto.ObjectRef{Kind: v.Key.Kind, Namespace: v.Key.Namespace, Name: v.Key.Name},
