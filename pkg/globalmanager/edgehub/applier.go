@@ -6,37 +6,43 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
+// Source is where a report comes from: the node its connection authenticated
+// as, and the identity of the LocalController's store that its Hello stated.
+// Report IDs count per store: a wiped or replaced store starts again at 1.
+type Source = edgeproto.Source
+
 // ReportApplier applies worker reports to the status of one kind's objects.
 // Each kind's controller implements it; the hub holds one per API kind
 // (FederatedLearningJob, …).
 //
-// ApplyReport must be idempotent by node and report ID: a report is resent
-// until acknowledged, so it can arrive again after it was applied. The hub
-// hands a node's reports over in the order the LocalController sends them (ID
-// order) and never skips one that failed: after an error that is not a
-// refusal it tries twice more within half a second, then closes the
-// connection (websocket.CloseTryAgainLater) without reading further, so the
-// LocalController resends that report and those after it, in order, when it
-// reconnects. An applier may therefore take "ID at most the last applied for
-// this node" to mean "already applied".
+// ApplyReport must be idempotent by source (node and store) and report ID: a
+// report is resent until acknowledged, so it can arrive again after it was
+// applied. The hub hands a source's reports over in the order the
+// LocalController sends them (ID order) and never skips one that failed:
+// after an error that is not a refusal it tries twice more within half a
+// second, then closes the connection (websocket.CloseTryAgainLater) without
+// reading further, so the LocalController resends that report and those after
+// it, in order, when it reconnects. An applier may therefore take "ID at most
+// the last applied for this node and store" to mean "already applied"; it
+// must not compare IDs across stores.
 //
 // ApplyReport returns nil when the report is applied (or was already), an
 // error from Refuse when it can never be applied (the report is acknowledged
 // with the reason and leaves the LocalController's outbox), and any other
 // error to have it resent later.
 //
-// The hub has already checked that info is valid and that node has a worker
-// in the object info.Owner() names.
+// The hub has already checked that info is valid and that from.Node has a
+// worker in the object info.Owner() names.
 type ReportApplier interface {
-	ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
+	ApplyReport(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
 }
 
 // DatasetApplier applies a LocalController's count of a Dataset on its node to
 // the Dataset's status. The hub has checked that the report is valid and that
-// the Dataset is on node. The same rules as ReportApplier's hold: nil when
-// applied, Refuse for never, any other error to have it resent.
+// the Dataset is on from.Node. The same rules as ReportApplier's hold: nil
+// when applied, Refuse for never, any other error to have it resent.
 type DatasetApplier interface {
-	ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+	ApplyDatasetReport(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
 }
 
 // Appliers are what the hub hands reports to.
@@ -49,11 +55,11 @@ type Appliers struct {
 }
 
 // ReportApplierFunc is a function that is a ReportApplier.
-type ReportApplierFunc func(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
+type ReportApplierFunc func(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
 
 // ApplyReport calls f.
-func (f ReportApplierFunc) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-	return f(ctx, node, r, info)
+func (f ReportApplierFunc) ApplyReport(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	return f(ctx, from, r, info)
 }
 
 // RefusedError is the error of a report that can never be applied; it is

@@ -67,17 +67,18 @@ func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
 	return true, review, nil
 }
 
-// recordedReport is one call of the test applier.
-type datasetApplierFunc func(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+type datasetApplierFunc func(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
 
-func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
-	return f(ctx, node, r, d)
+func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	return f(ctx, from, r, d)
 }
 
+// recordedReport is one call of the test appliers.
 type recordedReport struct {
-	node string
-	id   uint64
-	kind string
+	node  string
+	store string
+	id    uint64
+	kind  string
 }
 
 // fixture runs a hub on loopback with fake clients.
@@ -116,10 +117,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		return true, w, nil
 	})
 
-	applier := ReportApplierFunc(func(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	applier := ReportApplierFunc(func(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.applied = append(f.applied, recordedReport{node: node, id: r.ID, kind: info.Owner().Kind})
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: info.Owner().Kind})
 		if f.applyErr != nil {
 			return f.applyErr(r)
 		}
@@ -128,10 +129,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	appliers := Appliers{Workers: map[string]ReportApplier{
 		"FederatedLearningJob":  applier,
 		"JointInferenceService": applier,
-	}, Datasets: datasetApplierFunc(func(_ context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	}, Datasets: datasetApplierFunc(func(_ context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.applied = append(f.applied, recordedReport{node: node, id: r.ID, kind: d.Ref().Kind})
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: d.Ref().Kind})
 		return nil
 	})}
 	cfg.CAOutFile = filepath.Join(t.TempDir(), "ca.crt")

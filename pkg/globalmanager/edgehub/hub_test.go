@@ -331,7 +331,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		wantApplied []recordedReport
 	}{
 		{name: "a report about the node's own job is applied", report: report(1, flA),
-			want: "reportAck [1]", wantApplied: []recordedReport{{"edge-a", 1, "FederatedLearningJob"}}},
+			want: "reportAck [1]", wantApplied: []recordedReport{{"edge-a", testStore, 1, "FederatedLearningJob"}}},
 		{name: "a report about a job without a worker on the node is refused", report: report(2, flB),
 			want: "reportAck [2] refused 2: node edge-a has no worker in FederatedLearningJob default/fl-b"},
 		{name: "an invalid body is refused, not closed", report: report(3, `{"name":"w"}`),
@@ -339,9 +339,9 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		{name: "a report about an object that does not exist is refused", report: report(4, ilX),
 			want: "reportAck [4] refused 4: node edge-a has no worker in IncrementalLearningJob default/il-x"},
 		{name: "another kind goes to its applier", report: report(5, jiA),
-			want: "reportAck [5]", wantApplied: []recordedReport{{"edge-a", 5, "JointInferenceService"}}},
+			want: "reportAck [5]", wantApplied: []recordedReport{{"edge-a", testStore, 5, "JointInferenceService"}}},
 		{name: "a count of a dataset on the node goes to the dataset applier", report: datasetReport(6, "data-a"),
-			want: "reportAck [6]", wantApplied: []recordedReport{{"edge-a", 6, "Dataset"}}},
+			want: "reportAck [6]", wantApplied: []recordedReport{{"edge-a", testStore, 6, "Dataset"}}},
 		{name: "a count of a dataset not on the node is refused", report: datasetReport(7, "data-x"),
 			want: "reportAck [7] refused 7: dataset default/data-x is not on node edge-a"},
 		{name: "a report of an unknown kind is refused", report: &edgeproto.Report{ID: 8, Kind: "model", Worker: "w", Body: []byte(`{}`), ReceivedAt: time.Now()},
@@ -371,8 +371,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 			return false, err.Error()
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
-			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationUnackedObjects]}
-		want := []string{"edge-a", "edge-a", "connected", "8", "0"}
+			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
+		want := []string{"edge-a", "edge-a", "connected", "8", testStore, "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
@@ -387,6 +387,49 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		}
 		return lease.Annotations[AnnotationLink] == LinkDisconnected, lease.Annotations[AnnotationLink]
 	})
+}
+
+func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	const body = `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	report := func(id uint64) *edgeproto.Report {
+		return &edgeproto.Report{ID: id, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
+	}
+	leaseSays := func(wantID, wantStore string) {
+		t.Helper()
+		waitFor(t, func() (bool, string) {
+			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			got := []string{lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore]}
+			want := []string{wantID, wantStore}
+			return slices.Equal(got, want), cmp.Diff(want, got)
+		})
+	}
+
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c.untilSynced()
+	for _, id := range []uint64{1, 2, 3} {
+		c.send(report(id))
+		c.must(5 * time.Second)
+	}
+	leaseSays("3", testStore)
+
+	// The node's store is wiped: a new identity, IDs from 1 again.
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: "store-2"})
+	c.untilSynced()
+	leaseSays("0", "store-2")
+	c.send(report(1))
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
+		t.Errorf("got %q, want the new store's report 1 acknowledged", got)
+	}
+	leaseSays("1", "store-2")
+	want := []recordedReport{{"edge-a", testStore, 1, "FederatedLearningJob"}, {"edge-a", testStore, 2, "FederatedLearningJob"},
+		{"edge-a", testStore, 3, "FederatedLearningJob"}, {"edge-a", "store-2", 1, "FederatedLearningJob"}}
+	if diff := cmp.Diff(want, f.reports(), cmp.AllowUnexported(recordedReport{})); diff != "" {
+		t.Errorf("applier calls (-want,+got):\n%s", diff)
+	}
 }
 
 func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {

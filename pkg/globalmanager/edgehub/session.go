@@ -162,6 +162,11 @@ func newSession(ctx context.Context, h *Hub, node string, conn *websocket.Conn, 
 	return s
 }
 
+// source is where the session's reports come from.
+func (s *session) source() Source {
+	return Source{Node: s.node, Store: s.hello.Store}
+}
+
 // markDirty asks the writer to compare the node's set with what was sent.
 func (s *session) markDirty() {
 	select {
@@ -341,7 +346,7 @@ func (s *session) workerReport(r *edgeproto.Report) (string, error) {
 	if a == nil {
 		return "", edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
 	}
-	return o.String(), s.apply(func() error { return a.ApplyReport(s.ctx, s.node, r, info) }, r.ID)
+	return o.String(), s.apply(func() error { return a.ApplyReport(s.ctx, s.source(), r, info) }, r.ID)
 }
 
 // datasetReport checks a LocalController's count of a Dataset and hands it to
@@ -358,7 +363,7 @@ func (s *session) datasetReport(r *edgeproto.Report) (string, error) {
 	if s.hub.datasets == nil {
 		return "", edgeproto.Refuse("the GlobalManager applies no dataset reports")
 	}
-	return ref.String(), s.apply(func() error { return s.hub.datasets.ApplyDatasetReport(s.ctx, s.node, r, d) }, r.ID)
+	return ref.String(), s.apply(func() error { return s.hub.datasets.ApplyDatasetReport(s.ctx, s.source(), r, d) }, r.ID)
 }
 
 // applyBackoff are the waits between tries of a report whose applier fails

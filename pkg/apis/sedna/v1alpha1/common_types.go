@@ -249,6 +249,10 @@ type RoundModel struct {
 	Metrics []Metric `json:"metrics,omitempty"`
 }
 
+// MaxPreviousStores is how many earlier stores of a node an EdgeNodeStatus
+// remembers the last report id of.
+const MaxPreviousStores = 3
+
 // EdgeNodeStatus is what the cloud last heard from one edge node about a job
 // or service: the last report its LocalController forwarded.
 type EdgeNodeStatus struct {
@@ -256,9 +260,23 @@ type EdgeNodeStatus struct {
 	Name string `json:"name"`
 	// When the last report from the node was applied.
 	LastHeardTime metav1.Time `json:"lastHeardTime"`
-	// The outbox id of the last report applied; reports up to it are never
-	// applied again.
+	// The identity of the LocalController store the last report came from.
+	// Report ids count per store: a store that is wiped or replaced starts
+	// again from 1, under a new identity. An entry written before stores had
+	// identities has none, and is taken to be of the first store that reports
+	// to it.
+	// +optional
+	Store string `json:"store,omitempty"`
+	// The outbox id of the last report applied from the store; the store's
+	// reports up to it are never applied again.
 	LastReportID int64 `json:"lastReportID"`
+	// The stores the node reported from before this one, most recent first,
+	// at most MaxPreviousStores (3), each with the id of its last report
+	// applied: what such a store still resends is known as applied. A store
+	// older than those would have its resent reports applied again.
+	// +optional
+	// +listType=atomic
+	PreviousStores []StoreReportID `json:"previousStores,omitempty"`
 	// How many reports from the node were applied; each report counts once,
 	// however often the LocalController had to resend it.
 	// +optional
@@ -276,4 +294,12 @@ type EdgeNodeStatus struct {
 	// inference counts), as reported.
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`
+}
+
+// StoreReportID is the last report applied from one LocalController store.
+type StoreReportID struct {
+	// The store's identity.
+	Store string `json:"store"`
+	// The outbox id of its last report applied.
+	LastReportID int64 `json:"lastReportID"`
 }

@@ -13,28 +13,33 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
-// RecordEdgeReport folds a worker's report, forwarded by node's
-// LocalController, into what the status says the cloud last heard from that
-// node. It returns applied false, and nodes unchanged, for a report whose id is
-// not past the last one applied for the node: the LocalController resends until
-// acknowledged, so a report can arrive twice and must count once.
-func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo, now metav1.Time) ([]sednav1.EdgeNodeStatus, bool) {
+// RecordEdgeReport folds a worker's report, forwarded by the LocalController
+// of from.Node, into what the status says the cloud last heard from that node.
+// It returns applied false, and nodes unchanged, for a report already applied:
+// the LocalController resends until acknowledged, so a report can arrive twice
+// and must count once. Report IDs count per store (from.Store), so a report is
+// known by its node, store and ID: a wiped or replaced store's reports apply
+// from ID 1, while an earlier store's resent reports are still recognised, for
+// the last sednav1.MaxPreviousStores stores of the node.
+func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo, now metav1.Time) ([]sednav1.EdgeNodeStatus, bool) {
 	i := 0
-	for i < len(nodes) && nodes[i].Name != node {
+	for i < len(nodes) && nodes[i].Name != from.Node {
 		i++
 	}
-	if i < len(nodes) && int64(r.ID) <= nodes[i].LastReportID {
-		return nodes, false
-	}
-	var applied int64
+	var last sednav1.EdgeNodeStatus
 	if i < len(nodes) {
-		applied = nodes[i].ReportsApplied
+		last = nodes[i]
+		if applied(last, from.Store, int64(r.ID)) {
+			return nodes, false
+		}
 	}
 	entry := sednav1.EdgeNodeStatus{
-		Name:           node,
+		Name:           from.Node,
 		LastHeardTime:  now,
+		Store:          from.Store,
 		LastReportID:   int64(r.ID),
-		ReportsApplied: applied + 1,
+		PreviousStores: previousStores(last, from.Store),
+		ReportsApplied: last.ReportsApplied + 1,
 		Worker:         r.Worker,
 		Stage:          string(info.Kind),
 		State:          string(info.Status),
@@ -48,6 +53,38 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, node string, r *edgeproto.
 		sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	}
 	return out, true
+}
+
+// applied says whether the node's entry e counts the report id of store.
+func applied(e sednav1.EdgeNodeStatus, store string, id int64) bool {
+	// An entry from before stores had identities is taken to be the
+	// reporting store's: it is most likely the same file, its IDs going on,
+	// and taking it for another would apply its resent reports twice.
+	if e.Store == store || e.Store == "" {
+		return id <= e.LastReportID
+	}
+	for _, p := range e.PreviousStores {
+		if p.Store == store {
+			return id <= p.LastReportID
+		}
+	}
+	return false // a store new to the node: its IDs start afresh
+}
+
+// previousStores is the list of earlier stores once store reports to the
+// node's entry e: e's store goes first when store replaces it, and store
+// leaves the list if it was there (it is current again).
+func previousStores(e sednav1.EdgeNodeStatus, store string) []sednav1.StoreReportID {
+	var out []sednav1.StoreReportID
+	if e.Store != store && e.Store != "" {
+		out = append(out, sednav1.StoreReportID{Store: e.Store, LastReportID: e.LastReportID})
+	}
+	for _, p := range e.PreviousStores {
+		if p.Store != store && p.Store != e.Store && len(out) < sednav1.MaxPreviousStores {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ReportMetrics flattens the scalar fields of a report's ownerInfo and of its

@@ -145,7 +145,11 @@ func (f *Fixture[J]) Sync(t *testing.T, name string) {
 	}
 }
 
-// Report applies a report the LocalController of node forwards under id.
+// Store is the identity of the test LocalControllers' stores.
+const Store = "store-1"
+
+// Report applies a report the LocalController of node (its store Store)
+// forwards under id.
 func (f *Fixture[J]) Report(t *testing.T, node string, id uint64, info edgeproto.WorkerInfo) {
 	t.Helper()
 	if info.Namespace == "" {
@@ -156,7 +160,7 @@ func (f *Fixture[J]) Report(t *testing.T, node string, id uint64, info edgeproto
 		t.Fatal(err)
 	}
 	r := &edgeproto.Report{ID: id, Worker: info.Name, Body: body, ReceivedAt: f.Now}
-	if err := f.C.ApplyReport(t.Context(), node, r, &info); err != nil {
+	if err := f.C.ApplyReport(t.Context(), edgeproto.Source{Node: node, Store: Store}, r, &info); err != nil {
 		t.Fatalf("ApplyReport: %v", err)
 	}
 }
