@@ -249,12 +249,39 @@ type RoundModel struct {
 	Metrics []Metric `json:"metrics,omitempty"`
 }
 
-// MaxPreviousStores is how many earlier stores of a node an EdgeNodeStatus
-// remembers the last report id of.
-const MaxPreviousStores = 3
+// Bounds of an EdgeNodeStatus, so that each node's share of an object's
+// status stays small (about 20 KiB of JSON at worst) however much its
+// workers report.
+const (
+	// MaxPreviousStores is how many earlier stores of a node an entry
+	// remembers the last report id of.
+	MaxPreviousStores = 3
+	// MaxEdgeNodeMetrics is how many of a report's metrics an entry keeps.
+	MaxEdgeNodeMetrics = 32
+	// MaxMetricKeyBytes and MaxMetricValueBytes bound one metric's key and
+	// value; longer text is cut and ends in TruncatedSuffix.
+	MaxMetricKeyBytes   = 128
+	MaxMetricValueBytes = 256
+	// MaxWorkerNameBytes bounds the worker's name (a Pod's name is at most
+	// 253 bytes); MaxStageBytes bounds the stage and the state.
+	MaxWorkerNameBytes = 253
+	MaxStageBytes      = 32
+	// TruncatedSuffix ends text that was cut to its bound.
+	TruncatedSuffix = "…(truncated)"
+	// DroppedMetricsKey is the key of the metric that says how many metrics
+	// past MaxEdgeNodeMetrics were not kept.
+	DroppedMetricsKey = "nereid.io/dropped-metrics"
+)
 
 // EdgeNodeStatus is what the cloud last heard from one edge node about a job
 // or service: the last report its LocalController forwarded.
+//
+// Its size is bounded: at most MaxEdgeNodeMetrics (32) metrics, the first by
+// key, then one more, DroppedMetricsKey, saying how many others the report
+// had; keys of at most 128 bytes and values of at most 256, longer ones cut at
+// a character boundary and ending in "…(truncated)"; the worker's name at most
+// 253 bytes, stage and state at most 32; at most MaxPreviousStores (3)
+// previous stores.
 type EdgeNodeStatus struct {
 	// Name of the node.
 	Name string `json:"name"`
@@ -291,7 +318,8 @@ type EdgeNodeStatus struct {
 	// +optional
 	State string `json:"state,omitempty"`
 	// The scalar fields of the worker's ownerInfo and results (round, metrics,
-	// inference counts), as reported.
+	// inference counts), as reported, sorted by key; nested objects and lists
+	// as JSON text. Bounded as the type says.
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`
 }

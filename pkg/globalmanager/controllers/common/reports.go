@@ -2,10 +2,14 @@ package common
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,9 +44,9 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *
 		LastReportID:   int64(r.ID),
 		PreviousStores: previousStores(last, from.Store),
 		ReportsApplied: last.ReportsApplied + 1,
-		Worker:         r.Worker,
-		Stage:          string(info.Kind),
-		State:          string(info.Status),
+		Worker:         clipText(r.Worker, sednav1.MaxWorkerNameBytes),
+		Stage:          clipText(string(info.Kind), sednav1.MaxStageBytes),
+		State:          clipText(string(info.Status), sednav1.MaxStageBytes),
 		Metrics:        ReportMetrics(info),
 	}
 	out := append([]sednav1.EdgeNodeStatus(nil), nodes...)
@@ -90,6 +94,12 @@ func previousStores(e sednav1.EdgeNodeStatus, store string) []sednav1.StoreRepor
 // ReportMetrics flattens the scalar fields of a report's ownerInfo and of its
 // results into metrics, sorted by key; a key in several results is numbered
 // (key, key[1], …). Nested objects are kept as JSON text.
+//
+// The list is bounded as sednav1.EdgeNodeStatus documents, since it goes into
+// an object's status once per node: keys and values are cut to
+// MaxMetricKeyBytes and MaxMetricValueBytes (ending in TruncatedSuffix), and
+// of more than MaxEdgeNodeMetrics metrics the first by key are kept, followed
+// by DroppedMetricsKey with the number of the others.
 func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 	var out []sednav1.Metric
 	seen := map[string]int{}
@@ -99,20 +109,42 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 			return
 		}
 		for k, v := range fields {
-			key := k
+			suffix := ""
 			if n := seen[k]; n > 0 {
-				key = fmt.Sprintf("%s[%d]", k, n)
+				suffix = fmt.Sprintf("[%d]", n)
 			}
 			seen[k]++
-			out = append(out, sednav1.Metric{Key: key, Value: MetricText(v)})
+			key := clipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix
+			out = append(out, sednav1.Metric{Key: key, Value: clipText(MetricText(v), sednav1.MaxMetricValueBytes)})
 		}
 	}
 	add(info.OwnerInfo)
 	for _, r := range info.Results {
 		add(r)
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Key < out[b].Key })
+	// By value too, so that keys cut to the same text keep one order.
+	slices.SortFunc(out, func(a, b sednav1.Metric) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
+	})
+	if dropped := len(out) - sednav1.MaxEdgeNodeMetrics; dropped > 0 {
+		out = append(out[:sednav1.MaxEdgeNodeMetrics:sednav1.MaxEdgeNodeMetrics],
+			sednav1.Metric{Key: sednav1.DroppedMetricsKey, Value: strconv.Itoa(dropped)})
+	}
 	return out
+}
+
+// clipText returns s, or when it is longer than limit bytes, its beginning cut
+// at a character boundary and followed by TruncatedSuffix, limit bytes at most
+// in all: a status field of bounded size that shows it was cut.
+func clipText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := max(limit-len(sednav1.TruncatedSuffix), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + sednav1.TruncatedSuffix
 }
 
 // MetricText renders a JSON value as a metric value: strings without quotes,

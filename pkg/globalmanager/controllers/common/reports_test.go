@@ -2,6 +2,8 @@ package common
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +118,116 @@ func TestRecordEdgeReportKnowsAReportByNodeStoreAndID(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRecordEdgeReportBoundsEachNodesShare(t *testing.T) {
+	fields := func(n int, key func(i int) string, value string) json.RawMessage {
+		m := map[string]string{}
+		for i := range n {
+			m[key(i)] = value
+		}
+		raw, _ := json.Marshal(m)
+		return raw
+	}
+	numbered := func(i int) string { return fmt.Sprintf("m%02d", i) }
+	longValue := strings.Repeat("é", 200) // 400 bytes, 2 per character
+	longKey := strings.Repeat("k", 300)
+	keys := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, numbered(i))
+		}
+		return out
+	}
+	type want struct {
+		Keys   []string
+		Values map[string]string // of some keys
+		Worker string
+		Stage  string
+	}
+	tests := map[string]struct {
+		worker string
+		info   edgeproto.WorkerInfo
+		want   want
+	}{
+		"a long value is cut at a character boundary and says so": {
+			worker: "w", info: edgeproto.WorkerInfo{Kind: "train", OwnerInfo: fields(1, numbered, longValue)},
+			want: want{Keys: []string{"m00"}, Worker: "w", Stage: "train",
+				Values: map[string]string{"m00": strings.Repeat("é", (256-len(sednav1.TruncatedSuffix))/2) + sednav1.TruncatedSuffix}},
+		},
+		"a value at the bound is kept whole": {
+			worker: "w", info: edgeproto.WorkerInfo{Kind: "train", OwnerInfo: fields(1, numbered, strings.Repeat("v", 256))},
+			want: want{Keys: []string{"m00"}, Worker: "w", Stage: "train", Values: map[string]string{"m00": strings.Repeat("v", 256)}},
+		},
+		"a long key is cut, and numbered when it repeats": {
+			worker: "w", info: edgeproto.WorkerInfo{Kind: "train", OwnerInfo: fields(1, func(int) string { return longKey }, "1"),
+				Results: []json.RawMessage{fields(1, func(int) string { return longKey }, "2")}},
+			want: want{Worker: "w", Stage: "train", Keys: []string{
+				strings.Repeat("k", 128-len(sednav1.TruncatedSuffix)) + sednav1.TruncatedSuffix,
+				strings.Repeat("k", 125-len(sednav1.TruncatedSuffix)) + sednav1.TruncatedSuffix + "[1]",
+			}},
+		},
+		"32 metrics are all kept": {
+			worker: "w", info: edgeproto.WorkerInfo{Kind: "train", OwnerInfo: fields(32, numbered, "1")},
+			want: want{Keys: keys(32), Worker: "w", Stage: "train"},
+		},
+		"of 40 metrics the first 32 by key are kept, and the count of the others": {
+			worker: "w", info: edgeproto.WorkerInfo{Kind: "train", OwnerInfo: fields(20, func(i int) string { return numbered(2 * i) }, "1"),
+				Results: []json.RawMessage{fields(20, func(i int) string { return numbered(2*i + 1) }, "1")}},
+			want: want{Keys: append(keys(32), sednav1.DroppedMetricsKey), Worker: "w", Stage: "train",
+				Values: map[string]string{sednav1.DroppedMetricsKey: "8"}},
+		},
+		"a long worker name and stage are cut": {
+			worker: strings.Repeat("w", 300), info: edgeproto.WorkerInfo{Kind: edgeproto.Stage(strings.Repeat("s", 40))},
+			want: want{Worker: strings.Repeat("w", 253-len(sednav1.TruncatedSuffix)) + sednav1.TruncatedSuffix,
+				Stage: strings.Repeat("s", 32-len(sednav1.TruncatedSuffix)) + sednav1.TruncatedSuffix},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			nodes, applied := RecordEdgeReport(nil, edgeproto.Source{Node: "edge-1", Store: "s1"}, &edgeproto.Report{ID: 1, Worker: tc.worker}, &tc.info, metav1.Now())
+			if !applied || len(nodes) != 1 {
+				t.Fatalf("applied %v, %d nodes", applied, len(nodes))
+			}
+			e := nodes[0]
+			got := want{Worker: e.Worker, Stage: e.Stage}
+			for _, m := range e.Metrics {
+				got.Keys = append(got.Keys, m.Key)
+				if _, ok := tc.want.Values[m.Key]; ok {
+					if got.Values == nil {
+						got.Values = map[string]string{}
+					}
+					got.Values[m.Key] = m.Value
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEdgeNodeEntryStaysSmallWhateverTheReport checks the bound as a whole: a
+// report larger than a frame makes an entry of some 20 KiB.
+func TestEdgeNodeEntryStaysSmallWhateverTheReport(t *testing.T) {
+	big := map[string]string{}
+	for i := range 1000 {
+		big[fmt.Sprintf("%0300d", i)] = strings.Repeat("\u2028", 300)
+	}
+	ownerInfo, _ := json.Marshal(big)
+	info := &edgeproto.WorkerInfo{Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning, OwnerInfo: ownerInfo}
+	var nodes []sednav1.EdgeNodeStatus
+	for i, store := range []string{"s1", "s2", "s3", "s4", "s5"} {
+		nodes, _ = RecordEdgeReport(nodes, edgeproto.Source{Node: strings.Repeat("n", 253), Store: strings.Repeat(store, 32)},
+			&edgeproto.Report{ID: uint64(i + 1), Worker: strings.Repeat("w", 10000)}, info, metav1.Now())
+	}
+	entry, err := json.Marshal(nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 32 << 10
+	if len(entry) > limit {
+		t.Errorf("one node's entry is %d bytes of JSON, want at most %d", len(entry), limit)
+	}
+	t.Logf("a %d-byte report makes a %d-byte entry", len(ownerInfo), len(entry))
 }
