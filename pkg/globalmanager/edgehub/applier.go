@@ -2,6 +2,10 @@ package edgehub
 
 import (
 	"context"
+	"errors"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -29,7 +33,8 @@ type Source = edgeproto.Source
 // ApplyReport returns nil when the report is applied (or was already), an
 // error from Refuse when it can never be applied (the report is acknowledged
 // with the reason and leaves the LocalController's outbox), and any other
-// error to have it resent later.
+// error to have it resent later. The hub itself refuses a report whose
+// applier fails with an error no retry can mend (IsPermanent).
 //
 // The hub has already checked that info is valid and that from.Node has a
 // worker in the object info.Owner() names.
@@ -60,6 +65,40 @@ type ReportApplierFunc func(ctx context.Context, from Source, r *edgeproto.Repor
 // ApplyReport calls f.
 func (f ReportApplierFunc) ApplyReport(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
 	return f(ctx, from, r, info)
+}
+
+// IsPermanent says whether an applier's error is one that no retry of the
+// same report can mend, because the API server refused the write for what it
+// holds rather than for when it came: the status would be invalid (422), the
+// request too large (413), malformed (400), or the object too large for etcd.
+// Timeouts, conflicts, throttling (429) and other server errors are worth
+// trying again.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	return apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsBadRequest(err) || isEtcdRequestTooLarge(err)
+}
+
+// etcdRequestTooLarge is etcd's error (rpctypes.ErrRequestTooLarge) for a
+// request over its --max-request-bytes (1.5 MiB by default).
+const etcdRequestTooLarge = "etcdserver: request is too large"
+
+// isEtcdRequestTooLarge recognises etcd's refusal of an object too large to
+// store, as kube-apiserver passes it on. It gives it no status of its own: in
+// k8s.io/apiserver v0.35.4 the update handler (endpoints/handlers/update.go,
+// isTooLargeError in rest.go) tries once more without managedFields, then
+// returns etcd's error as is, which ErrorToAPIStatus
+// (endpoints/handlers/responsewriters/status.go) answers as a Status with
+// code 500, reason "" (StatusReasonUnknown) and etcd's text as the message
+// (kubernetes/kubernetes#74600, and #112152, open, asking for a 4xx). So the
+// message is what tells it from a 500 worth retrying; the code is not
+// checked, so that a later API server answering 413 or 400 with the same
+// text is still recognised (those codes are permanent anyway).
+func isEtcdRequestTooLarge(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && strings.Contains(status.Status().Message, etcdRequestTooLarge)
 }
 
 // RefusedError is the error of a report that can never be applied; it is

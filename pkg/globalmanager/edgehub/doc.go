@@ -24,10 +24,13 @@
 // object's kind, with its Source: the node and the identity of the
 // LocalController's store that the Hello stated, since report IDs count per
 // store (a wiped or replaced store starts again at 1). Reports applied, and
-// reports refused for good (Refuse), are acknowledged; any other error leaves
-// the report unacknowledged and closes the connection with
-// websocket.CloseTryAgainLater, so that the LocalController resends it, and
-// the ones after it, in order on its next connection.
+// reports refused for good, are acknowledged: refused by the applier
+// (Refuse), or failing with an error no retry can mend (IsPermanent: the
+// status write is invalid, or too large for the API server or etcd), so that
+// such a report never holds up the node's later ones. Any other error is
+// tried again twice, then leaves the report unacknowledged and closes the
+// connection with websocket.CloseTryAgainLater, so that the LocalController
+// resends it, and the ones after it, in order on its next connection.
 //
 // A malformed, oversized or unknown-version frame closes that connection only,
 // with the reason in the close frame (clipped to 123 bytes) and in full in the

@@ -12,8 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorilla/websocket"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -466,6 +469,92 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
 		t.Errorf("got %q, want the resent report acknowledged", got)
 	}
+}
+
+// TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext has the applier fail
+// report 1 (about fl-a) and apply report 2 (about ji-a, another object): an
+// error the API server would answer the same way every time refuses report 1
+// for good, and report 2 goes through; any other error is retried, and then
+// ends the connection, to have both sent again.
+func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
+	job := schema.GroupResource{Group: "sedna.io", Resource: "federatedlearningjobs"}
+	tests := map[string]struct {
+		err         error
+		wantRefused bool
+	}{
+		"422 invalid status": {wantRefused: true, err: apierrors.NewInvalid(schema.GroupKind{Group: "sedna.io", Kind: "FederatedLearningJob"}, "fl-a",
+			field.ErrorList{field.TooLong(field.NewPath("status", "edgeNodes").Index(0).Child("worker"), "", 253)})},
+		"413 request too large": {wantRefused: true, err: apierrors.NewRequestEntityTooLargeError("limit is 3145728")},
+		"400 bad request":       {wantRefused: true, err: fmt.Errorf("updating status: %w", apierrors.NewBadRequest("the object is not valid JSON"))},
+		"object too large for etcd, as the API server answers it (500, no reason)": {wantRefused: true,
+			err: fmt.Errorf("updating status of federatedlearningjob default/fl-a: %w", &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: "etcdserver: request is too large"}})},
+		"500 internal error":           {err: apierrors.NewInternalError(errors.New("etcdserver: leader changed"))},
+		"503 unavailable":              {err: apierrors.NewServiceUnavailable("etcd is away")},
+		"504 timeout":                  {err: apierrors.NewTimeoutError("request did not complete", 2)},
+		"429 throttled":                {err: apierrors.NewTooManyRequests("slow down", 1)},
+		"409 conflicts past the retry": {err: apierrors.NewConflict(job, "fl-a", errors.New("the object has been modified"))},
+		"not an API error":             {err: errors.New("connection refused")},
+	}
+	const (
+		flA = `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+	)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, testConfig, edgeObjects()...)
+			f.mu.Lock()
+			f.applyErr = func(r *edgeproto.Report) error {
+				if r.ID == 1 {
+					return tc.err
+				}
+				return nil
+			}
+			f.mu.Unlock()
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+			c.untilSynced()
+			c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+			c.send(&edgeproto.Report{ID: 2, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+
+			var got []string
+			if tc.wantRefused {
+				for len(got) < 2 {
+					m := c.must(5 * time.Second)
+					for _, id := range m.(*edgeproto.ReportAck).IDs {
+						got = append(got, fmt.Sprintf("%d %s", id, refusal(m.(*edgeproto.ReportAck), id)))
+					}
+				}
+				if len(got) != 2 || !strings.HasPrefix(got[0], "1 refused: the API server refuses the status write for good: ") || got[1] != "2 applied" {
+					t.Errorf("acknowledged %q, want 1 refused with the reason and 2 applied", got)
+				}
+			} else {
+				if ce := c.closed(); ce.Code != websocket.CloseTryAgainLater {
+					t.Errorf("closed with %d %q, want try again later", ce.Code, ce.Text)
+				}
+			}
+			calls := map[uint64]int{}
+			for _, r := range f.reports() {
+				calls[r.id]++
+			}
+			wantCalls := map[uint64]int{1: 1, 2: 1} // a refusal is not retried
+			if !tc.wantRefused {
+				wantCalls = map[uint64]int{1: 1 + len(applyBackoff)} // and report 2 waits for the resend
+			}
+			if diff := cmp.Diff(wantCalls, calls); diff != "" {
+				t.Errorf("applier calls by report (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// refusal says how ack settles id: "applied" or "refused: reason".
+func refusal(ack *edgeproto.ReportAck, id uint64) string {
+	for _, r := range ack.Refused {
+		if r.ID == id {
+			return "refused: " + r.Reason
+		}
+	}
+	return "applied"
 }
 
 func updateJob(t *testing.T, f *fixture, name, rv string, change func(*sednav1.FederatedLearningJob)) {

@@ -371,10 +371,14 @@ func (s *session) datasetReport(r *edgeproto.Report) (string, error) {
 var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 
 // apply calls the applier, trying again a little later on an error that is
-// not a refusal.
+// not a refusal. An error no retry can mend (IsPermanent) becomes a refusal:
+// resent forever, the report would hold up every later report of the node.
 func (s *session) apply(apply func() error, id uint64) error {
 	for i := 0; ; i++ {
 		err := apply()
+		if IsPermanent(err) {
+			return edgeproto.Refuse("the API server refuses the status write for good: %s", err.Error())
+		}
 		if _, refused := edgeproto.IsRefused(err); err == nil || refused || i == len(applyBackoff) {
 			return err
 		}
