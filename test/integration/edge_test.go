@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -159,6 +160,51 @@ func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T
 		t.Fatal(err)
 	}
 	waitForReports(t, ns, "edge-0", 5)
+}
+
+// TestWipedLocalControllerStoreHasItsNewReportsApplied wipes edge-0's store
+// (a new disk, a reinstall): the LocalController comes back with the same
+// identity, a new store and report IDs from 1 again, and its new reports
+// apply, although their IDs are ones the job's status has already counted for
+// the old store.
+func TestWipedLocalControllerStoreHasItsNewReportsApplied(t *testing.T) {
+	ns, _, lc, worker := reportingWorker(t)
+	postRounds(t, lc, ns, worker, 2, 10)
+	waitForReports(t, ns, "edge-0", 10)
+	before, err := edgeNode(t.Context(), t, ns, "edge-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lc.Stop(t)
+	if err := os.RemoveAll(lc.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The new store holds nothing until the GlobalManager sends the job again.
+	postUntilKnown(t, lc, ns, worker, 11)
+	postRounds(t, lc, ns, worker, 12, 13)
+	waitForReports(t, ns, "edge-0", 13)
+
+	after, err := edgeNode(t.Context(), t, ns, "edge-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Store == "" || after.Store == before.Store {
+		t.Errorf("store %q after the wipe, %q before; want a new identity", after.Store, before.Store)
+	}
+	if after.LastReportID >= before.LastReportID {
+		t.Errorf("last report ID %d after the wipe, %d before; want the new store's IDs to have started again", after.LastReportID, before.LastReportID)
+	}
+	wantPrevious := []sednav1.StoreReportID{{Store: before.Store, LastReportID: before.LastReportID}}
+	if diff := cmp.Diff(wantPrevious, after.PreviousStores); diff != "" {
+		t.Errorf("previous stores (-want,+got):\n%s", diff)
+	}
+	if round, ok := common.MetricValue(after.Metrics, "currentRound"); !ok || round != 13 {
+		t.Errorf("currentRound %v (%v), want the last round posted, 13", round, ok)
+	}
 }
 
 // testStore is the store identity the raw connections' Hellos state.
