@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,11 +17,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -204,6 +207,51 @@ func TestWipedLocalControllerStoreHasItsNewReportsApplied(t *testing.T) {
 	}
 	if round, ok := common.MetricValue(after.Metrics, "currentRound"); !ok || round != 13 {
 		t.Errorf("currentRound %v (%v), want the last round posted, 13", round, ok)
+	}
+}
+
+// TestStatusWritesNoRetryCanMendAreKnownToTheHub writes job statuses the real
+// API server refuses for what they are and checks that the hub's
+// classification (edgehub.IsPermanent), which makes it refuse such a report
+// for good instead of retrying it forever, recognises what the API server
+// really answers; and that it takes a write that succeeds for no refusal.
+func TestStatusWritesNoRetryCanMendAreKnownToTheHub(t *testing.T) {
+	ns := framework.Namespace(t)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	padded := func(size int) []sednav1.EdgeNodeStatus {
+		return []sednav1.EdgeNodeStatus{{Name: "edge-0", LastHeardTime: metav1.Now(), Metrics: []sednav1.Metric{{Key: "pad", Value: strings.Repeat("x", size)}}}}
+	}
+	tests := map[string]struct {
+		edgeNodes     []sednav1.EdgeNodeStatus
+		wantPermanent bool
+	}{
+		"a status that fits": {edgeNodes: padded(1 << 10)},
+		"two entries for one node (edgeNodes is a map by name)": {wantPermanent: true,
+			edgeNodes: append(padded(10), padded(10)...)},
+		"over etcd's request limit (1.5 MiB)":                    {wantPermanent: true, edgeNodes: padded(7 << 18)},
+		"over the API server's etcd client's send limit (2 MiB)": {wantPermanent: true, edgeNodes: padded(5 << 19)},
+		"over the API server's request limit (3 MiB)":            {wantPermanent: true, edgeNodes: padded(4 << 20)},
+	}
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			job, err := jobs.Get(t.Context(), flJob, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.Status.EdgeNodes = tc.edgeNodes
+			_, err = jobs.UpdateStatus(t.Context(), job, metav1.UpdateOptions{})
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				s := status.Status()
+				t.Logf("the API server answered %d, reason %q: %.200s", s.Code, s.Reason, s.Message)
+			}
+			if got := edgehub.IsPermanent(err); got != tc.wantPermanent || (err == nil) == tc.wantPermanent {
+				t.Errorf("UpdateStatus: %v; IsPermanent %v, want %v", err, got, tc.wantPermanent)
+			}
+		})
 	}
 }
 

@@ -489,6 +489,9 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 		"object too large for etcd, as the API server answers it (500, no reason)": {wantRefused: true,
 			err: fmt.Errorf("updating status of federatedlearningjob default/fl-a: %w", &apierrors.StatusError{ErrStatus: metav1.Status{
 				Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: "etcdserver: request is too large"}})},
+		"object too large for the API server's etcd client, as the API server answers it (500, no reason)": {wantRefused: true,
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+				Message: "rpc error: code = ResourceExhausted desc = trying to send message larger than max (2101417 vs. 2097152)"}}},
 		"500 internal error":           {err: apierrors.NewInternalError(errors.New("etcdserver: leader changed"))},
 		"503 unavailable":              {err: apierrors.NewServiceUnavailable("etcd is away")},
 		"504 timeout":                  {err: apierrors.NewTimeoutError("request did not complete", 2)},
