@@ -165,12 +165,12 @@ func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T
 	waitForReports(t, ns, "edge-0", 5)
 }
 
-// TestWipedLocalControllerStoreHasItsNewReportsApplied wipes edge-0's store
+// TestWipedEdgeStoreHasItsNewReportsApplied wipes edge-0's store
 // (a new disk, a reinstall): the LocalController comes back with the same
 // identity, a new store and report IDs from 1 again, and its new reports
 // apply, although their IDs are ones the job's status has already counted for
 // the old store.
-func TestWipedLocalControllerStoreHasItsNewReportsApplied(t *testing.T) {
+func TestWipedEdgeStoreHasItsNewReportsApplied(t *testing.T) {
 	ns, _, lc, worker := reportingWorker(t)
 	postRounds(t, lc, ns, worker, 2, 10)
 	waitForReports(t, ns, "edge-0", 10)
@@ -210,12 +210,12 @@ func TestWipedLocalControllerStoreHasItsNewReportsApplied(t *testing.T) {
 	}
 }
 
-// TestStatusWritesNoRetryCanMendAreKnownToTheHub writes job statuses the real
+// TestEdgeHubKnowsTheStatusWritesNoRetryCanMend writes job statuses the real
 // API server refuses for what they are and checks that the hub's
 // classification (edgehub.IsPermanent), which makes it refuse such a report
 // for good instead of retrying it forever, recognises what the API server
 // really answers; and that it takes a write that succeeds for no refusal.
-func TestStatusWritesNoRetryCanMendAreKnownToTheHub(t *testing.T) {
+func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
 	ns := framework.Namespace(t)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)

@@ -102,7 +102,7 @@ var etcdTooLarge = []string{
 // code 500, reason "" (StatusReasonUnknown) and the error's text as the
 // message; kubernetes/kubernetes#74600 shows the 500, and #112152, still open,
 // asks for a 4xx. The integration test
-// TestStatusWritesNoRetryCanMendAreKnownToTheHub sees both texts from the real
+// TestEdgeHubKnowsTheStatusWritesNoRetryCanMend sees both texts from the real
 // API server. So the message tells it from a 500 worth retrying; the code is
 // not checked, so that an API server answering 413 or 400 with the same text
 // is recognised too.
