@@ -17,6 +17,9 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
 // informer's cache, and characters HTML-escaping would change.
 const jobObject = `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"},"spec":{"note":"a<b && c>d"}}`
 
+// storeID is a LocalController store's identity.
+const storeID = "5f0c7a52-9a4e-4d0b-8a39-2c1e6b7d9f10"
+
 var jobVersion = ObjectVersion{ObjectRef: ObjectRef{"FederatedLearningJob", "ns", "fl"}, ResourceVersion: "42"}
 
 // goldenMessages is one message of every type with its frame, byte for byte:
@@ -26,14 +29,14 @@ var goldenMessages = map[string]struct {
 	frame string
 }{
 	"hello": {
-		msg: &Hello{Node: "edge-1", Inventory: []ObjectVersion{jobVersion, {ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}},
-		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","inventory":[` +
+		msg: &Hello{Node: "edge-1", Store: storeID, Inventory: []ObjectVersion{jobVersion, {ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}},
+		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","inventory":[` +
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"},` +
 			`{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}]}}`,
 	},
 	"hello with an empty store": {
-		msg:   &Hello{Node: "edge-1"},
-		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1"}}`,
+		msg:   &Hello{Node: "edge-1", Store: storeID},
+		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `"}}`,
 	},
 	"upsert": {
 		msg: &Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(jobObject)},
@@ -137,12 +140,12 @@ func TestDecodeAcceptsAndCanonicalizes(t *testing.T) {
 			want:  &Heartbeat{Time: t0},
 		},
 		"white space around and inside": {
-			frame: " \n{ \"v\" : 1 , \"payload\" : { \"node\" : \"edge-1\" } , \"type\" : \"hello\" }\n ",
-			want:  &Hello{Node: "edge-1"},
+			frame: " \n{ \"v\" : 1 , \"payload\" : { \"node\" : \"edge-1\" , \"store\" : \"s\" } , \"type\" : \"hello\" }\n ",
+			want:  &Hello{Node: "edge-1", Store: "s"},
 		},
 		"an empty inventory is nil": {
-			frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","inventory":[]}}`,
-			want:  &Hello{Node: "edge-1"},
+			frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"s","inventory":[]}}`,
+			want:  &Hello{Node: "edge-1", Store: "s"},
 		},
 		"an empty refused list is nil": {
 			frame: `{"v":1,"type":"reportAck","payload":{"ids":[3],"refused":[]}}`,
@@ -249,15 +252,17 @@ func TestDecodeRejects(t *testing.T) {
 		"payload a string":      {frame("heartbeat", `"now"`), ErrMalformed, "heartbeat: payload is not a JSON object"},
 		"field of another type": {frame("report", `{"id":"1","worker":"w","body":{},"receivedAt":`+okTime+`}`), ErrMalformed, "report: id: cannot use a JSON string here"},
 		"negative id":           {frame("report", `{"id":-1,"worker":"w","body":{},"receivedAt":`+okTime+`}`), ErrMalformed, "report: id: cannot use a JSON number -1 here"},
-		"nested field of another type": {frame("hello", `{"node":"n","inventory":[{"kind":1}]}`), ErrMalformed,
+		"nested field of another type": {frame("hello", `{"node":"n","store":"s","inventory":[{"kind":1}]}`), ErrMalformed,
 			"hello: inventory.kind: cannot use a JSON number here"},
 
 		// Hello.
-		"hello without node":         {frame("hello", `{"inventory":[]}`), ErrMalformed, "hello: node is required"},
-		"hello inventory without rv": {frame("hello", `{"node":"n","inventory":[{"kind":"Model","namespace":"ns","name":"m"}]}`), ErrMalformed, "hello: inventory[0]: resourceVersion is required"},
-		"hello inventory without kind": {frame("hello", `{"node":"n","inventory":[{"namespace":"ns","name":"m","resourceVersion":"1"}]}`), ErrMalformed,
+		"hello without node":         {frame("hello", `{"store":"s","inventory":[]}`), ErrMalformed, "hello: node is required"},
+		"hello without store":        {frame("hello", `{"node":"n","inventory":[]}`), ErrMalformed, "hello: store is required"},
+		"hello with a long store":    {frame("hello", `{"node":"n","store":"`+strings.Repeat("s", MaxStoreIdentityBytes+1)+`"}`), ErrMalformed, "hello: store is 65 bytes, the limit is 64"},
+		"hello inventory without rv": {frame("hello", `{"node":"n","store":"s","inventory":[{"kind":"Model","namespace":"ns","name":"m"}]}`), ErrMalformed, "hello: inventory[0]: resourceVersion is required"},
+		"hello inventory without kind": {frame("hello", `{"node":"n","store":"s","inventory":[{"namespace":"ns","name":"m","resourceVersion":"1"}]}`), ErrMalformed,
 			"hello: inventory[0]: kind is required"},
-		"hello inventory listing a ref twice": {frame("hello", `{"node":"n","inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"},{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"2"}]}`),
+		"hello inventory listing a ref twice": {frame("hello", `{"node":"n","store":"s","inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"},{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"2"}]}`),
 			ErrMalformed, "hello: inventory[1]: Model ns/m is listed twice"},
 
 		// Upsert.
@@ -327,7 +332,7 @@ func TestDecodeErrorsStayShort(t *testing.T) {
 		"version":             `{"v":"` + long + `","type":"synced","payload":{}}`,
 		"time":                `{"v":1,"type":"heartbeat","payload":{"time":"` + long + `"}}`,
 		"number":              `{"v":1,"type":"report","payload":{"id":-` + strings.Repeat("9", 100_000) + `}}`,
-		"duplicate inventory": `{"v":1,"type":"hello","payload":{"node":"n","inventory":[{"kind":"K","namespace":"ns","name":"` + long + `","resourceVersion":"1"},{"kind":"K","namespace":"ns","name":"` + long + `","resourceVersion":"1"}]}}`,
+		"duplicate inventory": `{"v":1,"type":"hello","payload":{"node":"n","store":"s","inventory":[{"kind":"K","namespace":"ns","name":"` + long + `","resourceVersion":"1"},{"kind":"K","namespace":"ns","name":"` + long + `","resourceVersion":"1"}]}}`,
 		"object mismatch": `{"v":1,"type":"upsert","payload":{"kind":"K","namespace":"ns","name":"n","resourceVersion":"1",` +
 			`"object":{"metadata":{"namespace":"ns","name":"` + long + `"}}}}`,
 	}
@@ -357,6 +362,7 @@ func TestEncodeRejectsWhatDecodeWouldRefuse(t *testing.T) {
 		"nil":                      {nil, ErrMalformed, "nil message"},
 		"typed nil":                {(*Hello)(nil), ErrMalformed, "nil message"},
 		"hello without node":       {&Hello{}, ErrMalformed, "hello: node is required"},
+		"hello without store":      {&Hello{Node: "n"}, ErrMalformed, "hello: store is required"},
 		"upsert with invalid JSON": {&Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(`{"metadata":`)}, ErrMalformed, "upsert: object is not a JSON object"},
 		"upsert object with invalid UTF-8": {&Upsert{ObjectVersion: jobVersion,
 			Object: json.RawMessage("{\"metadata\":{\"name\":\"fl\",\"namespace\":\"ns\",\"resourceVersion\":\"42\"},\"x\":\"\xff\"}")},

@@ -32,7 +32,8 @@
 //
 //  1. The LC's first message on every connection is Hello: the node it claims
 //     (the GM checks it against the authenticated identity and closes the
-//     connection on a mismatch) and the inventory of objects it holds.
+//     connection on a mismatch), the identity of its store, and the
+//     inventory of objects it holds.
 //  2. The GM answers with the difference: an Upsert for every object that
 //     concerns the node and that the LC lacks or holds at another
 //     resourceVersion, a Delete for every inventory entry that no longer
@@ -45,11 +46,14 @@
 // Upstream (durable):
 //
 //  4. The LC sends Reports from its on-disk outbox in ID order. The GM applies
-//     each idempotently, so that a report resent after a lost ReportAck changes
-//     nothing, and answers ReportAck with the IDs applied or definitively
-//     refused; the LC removes exactly those IDs from its outbox. A report whose
-//     body is bad is refused, never answered by closing the connection, so it
-//     cannot block the outbox.
+//     each idempotently by node, store identity and ID (a wiped or replaced
+//     store counts its IDs from 1 again, under a new identity), so that a
+//     report resent after a lost ReportAck changes nothing, and a new store's
+//     reports are not taken for old ones; it answers ReportAck with the IDs
+//     applied or definitively refused; the LC removes exactly those IDs from
+//     its outbox. A report whose body is bad, or that no retry could apply,
+//     is refused, never answered by closing the connection, so it cannot
+//     block the outbox.
 //
 // Liveness: both ends send Heartbeat periodically and keep a read deadline, so a
 // silent peer is noticed even when there is nothing else to say.

@@ -115,11 +115,22 @@ func (v ObjectVersion) check() error {
 	return nil
 }
 
+// MaxStoreIdentityBytes bounds Hello.Store, which the GM records in status.
+const MaxStoreIdentityBytes = 64
+
 // Hello is the LC's first message on every connection.
 type Hello struct {
 	// Node is the node the LC claims to run on. The GM checks it against the
 	// identity the connection authenticated with.
 	Node string `json:"node"`
+	// Store is the identity of the LC's store, the one its outbox and so its
+	// report IDs belong to: a store that is wiped or replaced starts its IDs
+	// again at 1 under a new identity. The GM applies reports idempotently by
+	// node, store and ID. An opaque string (a UUID) of at most
+	// MaxStoreIdentityBytes, required: both ends of version 1 ship together,
+	// and a GM that took IDs without their store would ignore a new store's
+	// reports as already applied.
+	Store string `json:"store"`
 	// Inventory is every object the LC holds in its store, at the version it
 	// holds, each ref at most once. The GM answers with the difference.
 	// About ten thousand entries fit in a frame.
@@ -130,8 +141,13 @@ type Hello struct {
 func (*Hello) Type() Type { return TypeHello }
 
 func (h *Hello) validate() error {
-	if h.Node == "" {
+	switch {
+	case h.Node == "":
 		return errors.New("node is required")
+	case h.Store == "":
+		return errors.New("store is required")
+	case len(h.Store) > MaxStoreIdentityBytes:
+		return fmt.Errorf("store is %d bytes, the limit is %d", len(h.Store), MaxStoreIdentityBytes)
 	}
 	seen := make(map[ObjectRef]bool, len(h.Inventory))
 	for i, v := range h.Inventory {
@@ -150,6 +166,14 @@ func (h *Hello) normalize() {
 	if len(h.Inventory) == 0 {
 		h.Inventory = nil
 	}
+}
+
+// Source is where a report comes from: the node whose LC forwarded it, as
+// its connection authenticated, and the identity of that LC's store, as its
+// Hello said (Hello.Store). A report's ID is unique within its Source.
+type Source struct {
+	Node  string
+	Store string
 }
 
 // Upsert carries the latest version of an object that concerns the LC's node.
@@ -305,8 +329,9 @@ func (a *Ack) validate() error {
 
 // Report forwards one worker report from the LC's outbox.
 //
-// The LC should Encode a Report before it persists it and refuse the worker's
-// request when that fails, so that its outbox holds nothing it cannot send. The
+// The LC makes what it persists with OutboxRecord, which fails for a report
+// that would not encode into a frame under any ID, and refuses the worker's
+// request then, so that its outbox holds nothing it cannot send. The
 // GM validates Body (ParseWorkerInfo) itself and refuses a bad one in its
 // ReportAck rather than closing the connection: a report the GM can never apply
 // must leave the outbox, not block it.

@@ -645,7 +645,7 @@ func reportData(i int, worker string, round int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: time.Now().UTC()})
+	return edgeproto.OutboxRecord(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: time.Now().UTC()})
 }
 
 // measureLocalController runs a LocalController process for node until it is

@@ -134,7 +134,7 @@ func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dialing with the LocalController's token: %v", err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 	zero := int64(0)
 	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), "localcontroller-edge-1",
 		metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -259,7 +259,7 @@ func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 	send(t, conn, &edgeproto.Report{ID: 1, Worker: onEdge0, Body: report(onEdge0, "completed"), ReceivedAt: time.Now()})
 	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
 	for {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,12 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -161,6 +165,99 @@ func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T
 	waitForReports(t, ns, "edge-0", 5)
 }
 
+// TestWipedEdgeStoreHasItsNewReportsApplied wipes edge-0's store
+// (a new disk, a reinstall): the LocalController comes back with the same
+// identity, a new store and report IDs from 1 again, and its new reports
+// apply, although their IDs are ones the job's status has already counted for
+// the old store.
+func TestWipedEdgeStoreHasItsNewReportsApplied(t *testing.T) {
+	ns, _, lc, worker := reportingWorker(t)
+	postRounds(t, lc, ns, worker, 2, 10)
+	waitForReports(t, ns, "edge-0", 10)
+	before, err := edgeNode(t.Context(), t, ns, "edge-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lc.Stop(t)
+	if err := os.RemoveAll(lc.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The new store holds nothing until the GlobalManager sends the job again.
+	postUntilKnown(t, lc, ns, worker, 11)
+	postRounds(t, lc, ns, worker, 12, 13)
+	waitForReports(t, ns, "edge-0", 13)
+
+	after, err := edgeNode(t.Context(), t, ns, "edge-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Store == "" || after.Store == before.Store {
+		t.Errorf("store %q after the wipe, %q before; want a new identity", after.Store, before.Store)
+	}
+	if after.LastReportID >= before.LastReportID {
+		t.Errorf("last report ID %d after the wipe, %d before; want the new store's IDs to have started again", after.LastReportID, before.LastReportID)
+	}
+	wantPrevious := []sednav1.StoreReportID{{Store: before.Store, LastReportID: before.LastReportID}}
+	if diff := cmp.Diff(wantPrevious, after.PreviousStores); diff != "" {
+		t.Errorf("previous stores (-want,+got):\n%s", diff)
+	}
+	if round, ok := common.MetricValue(after.Metrics, "currentRound"); !ok || round != 13 {
+		t.Errorf("currentRound %v (%v), want the last round posted, 13", round, ok)
+	}
+}
+
+// TestEdgeHubKnowsTheStatusWritesNoRetryCanMend writes job statuses the real
+// API server refuses for what they are and checks that the hub's
+// classification (edgehub.IsPermanent), which makes it refuse such a report
+// for good instead of retrying it forever, recognises what the API server
+// really answers; and that it takes a write that succeeds for no refusal.
+func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
+	ns := framework.Namespace(t)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	padded := func(size int) []sednav1.EdgeNodeStatus {
+		return []sednav1.EdgeNodeStatus{{Name: "edge-0", LastHeardTime: metav1.Now(), Metrics: []sednav1.Metric{{Key: "pad", Value: strings.Repeat("x", size)}}}}
+	}
+	tests := map[string]struct {
+		edgeNodes     []sednav1.EdgeNodeStatus
+		wantPermanent bool
+	}{
+		"a status that fits": {edgeNodes: padded(1 << 10)},
+		"two entries for one node (edgeNodes is a map by name)": {wantPermanent: true,
+			edgeNodes: append(padded(10), padded(10)...)},
+		"over etcd's request limit (1.5 MiB)":                    {wantPermanent: true, edgeNodes: padded(7 << 18)},
+		"over the API server's etcd client's send limit (2 MiB)": {wantPermanent: true, edgeNodes: padded(5 << 19)},
+		"over the API server's request limit (3 MiB)":            {wantPermanent: true, edgeNodes: padded(4 << 20)},
+	}
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			job, err := jobs.Get(t.Context(), flJob, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.Status.EdgeNodes = tc.edgeNodes
+			_, err = jobs.UpdateStatus(t.Context(), job, metav1.UpdateOptions{})
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				s := status.Status()
+				t.Logf("the API server answered %d, reason %q: %.200s", s.Code, s.Reason, s.Message)
+			}
+			if got := edgehub.IsPermanent(err); got != tc.wantPermanent || (err == nil) == tc.wantPermanent {
+				t.Errorf("UpdateStatus: %v; IsPermanent %v, want %v", err, got, tc.wantPermanent)
+			}
+		})
+	}
+}
+
+// testStore is the store identity the raw connections' Hellos state.
+const testStore = "raw-connection-store"
+
 // rawEdgeConn dials the hub as a LocalController would, without being one:
 // for the tests of what a misbehaving or lying peer gets.
 func rawEdgeConn(t *testing.T, hub *framework.EdgeHub, tokenFile string) (*websocket.Conn, error) {
@@ -224,7 +321,7 @@ func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dialing the hub with a valid token: %v", err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-0"}) // the token says edge-1
+	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: testStore}) // the token says edge-1
 	msgs, closed := readUntilClosed(conn, 5*time.Second)
 	for _, m := range msgs {
 		if m.Type() != edgeproto.TypeHeartbeat {
@@ -251,7 +348,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+			send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 			if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +375,7 @@ func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1"})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 	body, _ := json.Marshal(map[string]any{
 		"name": "intruder", "namespace": ns, "ownerName": jiName, "ownerKind": "jointinferenceservice",
 		"kind": "inference", "ownerInfo": map[string]any{"inferenceNumber": 1000, "hardExampleNumber": 999},

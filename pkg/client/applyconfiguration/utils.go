@@ -120,6 +120,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &sednav1alpha1.SamplesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StageCondition"):
 		return &sednav1alpha1.StageConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StoreReportID"):
+		return &sednav1alpha1.StoreReportIDApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Timer"):
 		return &sednav1alpha1.TimerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TrainingWorker"):

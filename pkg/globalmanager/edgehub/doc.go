@@ -30,11 +30,16 @@
 // Upstream: each Report is checked (its body parses, the object it is about
 // concerns the node, and its worker is a pod of that object bound to the node,
 // or the LocalController itself) and handed to the ReportApplier of the
-// object's kind. Reports applied, and reports refused for good (Refuse), are
-// acknowledged; any other error leaves the report unacknowledged and closes
-// the connection with websocket.CloseTryAgainLater, so that the
-// LocalController resends it, and the ones after it, in order on its next
-// connection.
+// object's kind, with its Source: the node and the identity of the
+// LocalController's store that the Hello stated, since report IDs count per
+// store (a wiped or replaced store starts again at 1). Reports applied, and
+// reports refused for good, are acknowledged: refused by the applier
+// (Refuse), or failing with an error no retry can mend (IsPermanent: the
+// status write is invalid, or too large for the API server or etcd), so that
+// such a report never holds up the node's later ones. Any other error is
+// tried again twice, then leaves the report unacknowledged and closes the
+// connection with websocket.CloseTryAgainLater, so that the LocalController
+// resends it, and the ones after it, in order on its next connection.
 //
 // A malformed, oversized or unknown-version frame closes that connection only,
 // with the reason in the close frame (clipped to 123 bytes) and in full in the
@@ -56,7 +61,10 @@
 // say so (it stopped, for instance). The annotations say:
 //
 //	nereid.io/link             connected or disconnected
-//	nereid.io/last-report-id   the ID of the last report from the node that was acknowledged
+//	nereid.io/last-report-id   the ID of the last report from the node that was acknowledged,
+//	                           an ID of the store nereid.io/report-store names
+//	nereid.io/report-store     the identity of the LocalController's store of the current (or last)
+//	                           connection; a new store's IDs start again from 1
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //
 // The hub needs permission to create TokenReviews; to get Nodes; to list and

@@ -37,6 +37,9 @@ import (
 
 const hubNS = "nereid-system"
 
+// testStore is the identity of the test LocalControllers' stores.
+const testStore = "store-1"
+
 // testConfig is quick enough for tests and slow enough not to be flaky: the
 // hub's heartbeats are skipped by the clients' recv, and the clients send
 // within ReadTimeout.
@@ -116,16 +119,18 @@ func jwtWith(name string, claims map[string]any) string {
 }
 
 // recordedReport is one call of the test applier.
-type datasetApplierFunc func(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+type datasetApplierFunc func(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
 
-func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
-	return f(ctx, node, r, d)
+func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	return f(ctx, from, r, d)
 }
 
+// recordedReport is one call of the test appliers.
 type recordedReport struct {
-	node string
-	id   uint64
-	kind string
+	node  string
+	store string
+	id    uint64
+	kind  string
 }
 
 // fixture runs a hub on loopback with fake clients.
@@ -185,10 +190,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		return true, w, nil
 	})
 
-	applier := ReportApplierFunc(func(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+	applier := ReportApplierFunc(func(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.applied = append(f.applied, recordedReport{node: node, id: r.ID, kind: info.Owner().Kind})
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: info.Owner().Kind})
 		if f.applyErr != nil {
 			return f.applyErr(r)
 		}
@@ -197,10 +202,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	appliers := Appliers{Workers: map[string]ReportApplier{
 		"FederatedLearningJob":  applier,
 		"JointInferenceService": applier,
-	}, Datasets: datasetApplierFunc(func(_ context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	}, Datasets: datasetApplierFunc(func(_ context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.applied = append(f.applied, recordedReport{node: node, id: r.ID, kind: d.Ref().Kind})
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: d.Ref().Kind})
 		return nil
 	})}
 	cfg.CAOutFile = filepath.Join(t.TempDir(), "ca.crt")

@@ -14,8 +14,11 @@ import (
 	"github.com/gorilla/websocket"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -93,7 +96,7 @@ func TestHelloGetsTheDifferenceThenSynced(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: tc.inventory})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: tc.inventory})
 			if diff := cmp.Diff(tc.want, c.untilSynced()); diff != "" {
 				t.Errorf("answer to the hello (-want,+got):\n%s", diff)
 			}
@@ -167,7 +170,7 @@ func TestATokenIsReviewedOnceWhileItsOutcomeIsFresh(t *testing.T) {
 		t.Errorf("5 connections with one forged token made %d TokenReviews, want 1", got)
 	}
 	for range 3 {
-		c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+		c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
 		c.untilSynced()
 	}
 	if got := reviews(); got != 2 {
@@ -211,7 +214,7 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	close(release)
 	<-slow
 	// The slot is free again.
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
 	c.untilSynced()
 }
 
@@ -222,7 +225,7 @@ func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 	if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
 	c.untilSynced()
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -254,7 +257,10 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	frame, _ := edgeproto.Encode(&edgeproto.Hello{Node: "edge-a"})
+	frame, err := edgeproto.Encode(&edgeproto.Hello{Node: "edge-a", Store: testStore})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +278,7 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 
 func TestHelloClaimingAnotherNodeGetsNothingAndIsClosed(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a"})
+	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a", Store: testStore})
 	ce := c.closed() // fails on any message before the close frame
 	if ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "token is bound to node edge-b") {
 		t.Errorf("closed with %d %q, want policy violation naming the token's node", ce.Code, ce.Text)
@@ -297,10 +303,10 @@ func TestFirstMessageMustBeHello(t *testing.T) {
 
 func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	first.untilSynced()
 
-	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	ce := first.closed()
 	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
 		t.Errorf("first closed with %d %q, want the replacement reason", ce.Code, ce.Text)
@@ -318,7 +324,7 @@ func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 
 func TestEditReachesTheNodeOnceAndIsResentUntilAcked(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	if got := c.untilSynced(); len(got) != 0 {
 		t.Fatalf("got %v before synced, want nothing", got)
 	}
@@ -422,11 +428,11 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 		"long reason text": {frame: []byte(`{"v":1,"type":"` + strings.Repeat("é", 200) + `","payload":{}}`), wantCode: websocket.CloseUnsupportedData, wantText: "unknown message type"},
 	}
 	f := newFixture(t, testConfig, edgeObjects()...)
-	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b"})
+	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
 	bystander.untilSynced()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 			c.untilSynced()
 			if err := c.conn.WriteMessage(websocket.TextMessage, tc.frame); err != nil {
 				t.Fatal(err)
@@ -455,7 +461,7 @@ func workers() []runtime.Object {
 
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 
 	report := func(id uint64, body string) *edgeproto.Report {
@@ -482,7 +488,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		wantApplied []recordedReport
 	}{
 		{name: "a report about the node's own job is applied", report: report(1, flA),
-			want: "reportAck [1]", wantApplied: []recordedReport{{"edge-a", 1, "FederatedLearningJob"}}},
+			want: "reportAck [1]", wantApplied: []recordedReport{{"edge-a", testStore, 1, "FederatedLearningJob"}}},
 		{name: "a report about a job without a worker on the node is refused", report: report(2, flB),
 			want: "reportAck [2] refused 2: node edge-a has no worker in FederatedLearningJob default/fl-b"},
 		{name: "an invalid body is refused, not closed", report: report(3, `{"name":"w"}`),
@@ -490,9 +496,9 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		{name: "a report about an object that does not exist is refused", report: report(4, ilX),
 			want: "reportAck [4] refused 4: node edge-a has no worker in IncrementalLearningJob default/il-x"},
 		{name: "another kind goes to its applier", report: report(5, jiA),
-			want: "reportAck [5]", wantApplied: []recordedReport{{"edge-a", 5, "JointInferenceService"}}},
+			want: "reportAck [5]", wantApplied: []recordedReport{{"edge-a", testStore, 5, "JointInferenceService"}}},
 		{name: "a count of a dataset on the node goes to the dataset applier", report: datasetReport(6, "data-a"),
-			want: "reportAck [6]", wantApplied: []recordedReport{{"edge-a", 6, "Dataset"}}},
+			want: "reportAck [6]", wantApplied: []recordedReport{{"edge-a", testStore, 6, "Dataset"}}},
 		{name: "a count of a dataset not on the node is refused", report: datasetReport(7, "data-x"),
 			want: "reportAck [7] refused 7: dataset default/data-x is not on node edge-a"},
 		{name: "a report of an unknown kind is refused", report: &edgeproto.Report{ID: 8, Kind: "model", Worker: "w", Body: []byte(`{}`), ReceivedAt: time.Now()},
@@ -528,8 +534,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 			return false, err.Error()
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
-			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationUnackedObjects]}
-		want := []string{"edge-a", "edge-a", "connected", "11", "0"}
+			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
+		want := []string{"edge-a", "edge-a", "connected", "11", testStore, "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
@@ -546,6 +552,49 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	})
 }
 
+func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
+	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
+	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	report := func(id uint64) *edgeproto.Report {
+		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
+	}
+	leaseSays := func(wantID, wantStore string) {
+		t.Helper()
+		waitFor(t, func() (bool, string) {
+			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			got := []string{lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore]}
+			want := []string{wantID, wantStore}
+			return slices.Equal(got, want), cmp.Diff(want, got)
+		})
+	}
+
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	for _, id := range []uint64{1, 2, 3} {
+		c.send(report(id))
+		c.must(5 * time.Second)
+	}
+	leaseSays("3", testStore)
+
+	// The node's store is wiped: a new identity, IDs from 1 again.
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: "store-2", Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	leaseSays("0", "store-2")
+	c.send(report(1))
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
+		t.Errorf("got %q, want the new store's report 1 acknowledged", got)
+	}
+	leaseSays("1", "store-2")
+	want := []recordedReport{{"edge-a", testStore, 1, "FederatedLearningJob"}, {"edge-a", testStore, 2, "FederatedLearningJob"},
+		{"edge-a", testStore, 3, "FederatedLearningJob"}, {"edge-a", "store-2", 1, "FederatedLearningJob"}}
+	if diff := cmp.Diff(want, f.reports(), cmp.AllowUnexported(recordedReport{})); diff != "" {
+		t.Errorf("applier calls (-want,+got):\n%s", diff)
+	}
+}
+
 func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
 	fail := true // guarded by f.mu, as applyErr runs under it
@@ -560,7 +609,7 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	body := `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"completed"}`
 	r := &edgeproto.Report{ID: 7, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
 
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(r)
 	ce := c.closed() // fails on a ReportAck
@@ -574,12 +623,101 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	f.mu.Lock()
 	fail = false
 	f.mu.Unlock()
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: f.inventory("edge-a")})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(r)
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
 		t.Errorf("got %q, want the resent report acknowledged", got)
 	}
+}
+
+// TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext has the applier fail
+// report 1 (about fl-a) and apply report 2 (about ji-a, another object): an
+// error the API server would answer the same way every time refuses report 1
+// for good, and report 2 goes through; any other error is retried, and then
+// ends the connection, to have both sent again.
+func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
+	job := schema.GroupResource{Group: "sedna.io", Resource: "federatedlearningjobs"}
+	tests := map[string]struct {
+		err         error
+		wantRefused bool
+	}{
+		"422 invalid status": {wantRefused: true, err: apierrors.NewInvalid(schema.GroupKind{Group: "sedna.io", Kind: "FederatedLearningJob"}, "fl-a",
+			field.ErrorList{field.TooLong(field.NewPath("status", "edgeNodes").Index(0).Child("worker"), "", 253)})},
+		"413 request too large": {wantRefused: true, err: apierrors.NewRequestEntityTooLargeError("limit is 3145728")},
+		"400 bad request":       {wantRefused: true, err: fmt.Errorf("updating status: %w", apierrors.NewBadRequest("the object is not valid JSON"))},
+		"object too large for etcd, as the API server answers it (500, no reason)": {wantRefused: true,
+			err: fmt.Errorf("updating status of federatedlearningjob default/fl-a: %w", &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: "etcdserver: request is too large"}})},
+		"object too large for the API server's etcd client, as the API server answers it (500, no reason)": {wantRefused: true,
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+				Message: "rpc error: code = ResourceExhausted desc = trying to send message larger than max (2101417 vs. 2097152)"}}},
+		"500 internal error":           {err: apierrors.NewInternalError(errors.New("etcdserver: leader changed"))},
+		"503 unavailable":              {err: apierrors.NewServiceUnavailable("etcd is away")},
+		"504 timeout":                  {err: apierrors.NewTimeoutError("request did not complete", 2)},
+		"429 throttled":                {err: apierrors.NewTooManyRequests("slow down", 1)},
+		"409 conflicts past the retry": {err: apierrors.NewConflict(job, "fl-a", errors.New("the object has been modified"))},
+		"not an API error":             {err: errors.New("connection refused")},
+	}
+	const (
+		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+	)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
+			f.mu.Lock()
+			f.applyErr = func(r *edgeproto.Report) error {
+				if r.ID == 1 {
+					return tc.err
+				}
+				return nil
+			}
+			f.mu.Unlock()
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+			c.untilSynced()
+			c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+			c.send(&edgeproto.Report{ID: 2, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+
+			var got []string
+			if tc.wantRefused {
+				for len(got) < 2 {
+					m := c.must(5 * time.Second)
+					for _, id := range m.(*edgeproto.ReportAck).IDs {
+						got = append(got, fmt.Sprintf("%d %s", id, refusal(m.(*edgeproto.ReportAck), id)))
+					}
+				}
+				if len(got) != 2 || !strings.HasPrefix(got[0], "1 refused: the API server refuses the status write for good: ") || got[1] != "2 applied" {
+					t.Errorf("acknowledged %q, want 1 refused with the reason and 2 applied", got)
+				}
+			} else {
+				if ce := c.closed(); ce.Code != websocket.CloseTryAgainLater {
+					t.Errorf("closed with %d %q, want try again later", ce.Code, ce.Text)
+				}
+			}
+			calls := map[uint64]int{}
+			for _, r := range f.reports() {
+				calls[r.id]++
+			}
+			wantCalls := map[uint64]int{1: 1, 2: 1} // a refusal is not retried
+			if !tc.wantRefused {
+				wantCalls = map[uint64]int{1: 1 + len(applyBackoff)} // and report 2 waits for the resend
+			}
+			if diff := cmp.Diff(wantCalls, calls); diff != "" {
+				t.Errorf("applier calls by report (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// refusal says how ack settles id: "applied" or "refused: reason".
+func refusal(ack *edgeproto.ReportAck, id uint64) string {
+	for _, r := range ack.Refused {
+		if r.ID == id {
+			return "refused: " + r.Reason
+		}
+	}
+	return "applied"
 }
 
 func updateJob(t *testing.T, f *fixture, name, rv string, change func(*sednav1.FederatedLearningJob)) {
@@ -613,7 +751,7 @@ func waitFor(t *testing.T, cond func() (bool, string)) {
 
 func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 
 	// Hold the event handlers (they need the hub's lock to reach the
@@ -641,7 +779,7 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 
 func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	c.untilSynced()
 	if got := f.metric("connected_nodes"); got != 1 {
 		t.Errorf("connected_nodes %v, want 1", got)
@@ -667,7 +805,7 @@ func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing
 	small := federatedJob("fl-small", "cloud", "edge-a")
 	small.ResourceVersion = "61"
 	f := newFixture(t, testConfig, huge, small)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a"})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
 	got := c.untilSynced()
 	if !slices.Contains(got, "upsert FederatedLearningJob default/fl-small@61 (sedna.io/v1alpha1 FederatedLearningJob)") {
 		t.Errorf("got %v, want fl-small sent", got)

@@ -21,6 +21,7 @@ const (
 	LabelEdgeNode            = "nereid.io/edge-node"
 	AnnotationLink           = "nereid.io/link"
 	AnnotationLastReportID   = "nereid.io/last-report-id"
+	AnnotationReportStore    = "nereid.io/report-store"
 	AnnotationUnackedObjects = "nereid.io/unacked-objects"
 
 	LinkConnected    = "connected"
@@ -55,7 +56,8 @@ type link struct {
 	session      *session // the current connection, when connected
 	connectedAt  time.Time
 	lastHeard    time.Time
-	lastReportID uint64
+	store        string // of the current (or last) connection's Hello
+	lastReportID uint64 // of store: report IDs count per store
 	unacked      int
 
 	urgent      bool      // a connect or disconnect not yet written
@@ -113,6 +115,11 @@ func (l *links) connected(s *session) {
 	now := l.now()
 	k.connected, k.session, k.connectedAt, k.lastHeard = true, s, now, now
 	k.unacked = 0
+	if k.store != s.hello.Store {
+		// A new store counts its reports from 1: the last ID of the old one
+		// says nothing about it.
+		k.store, k.lastReportID = s.hello.Store, 0
+	}
 	k.urgent, k.changed = true, true
 	l.wake()
 }
@@ -207,7 +214,9 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 			k.lease = nil // read it again
 		} else {
 			k.lease = lease
-			k.lastReportID = max(k.lastReportID, d.k.lastReportID)
+			if k.store == d.k.store {
+				k.lastReportID = max(k.lastReportID, d.k.lastReportID)
+			}
 		}
 		l.mu.Unlock()
 		if err != nil {
@@ -234,8 +243,10 @@ func (l *links) write(ctx context.Context, node string, k *link) (*coordinationv
 		} else if err != nil {
 			return nil, fmt.Errorf("reading lease %s/%s: %w", l.namespace, name, err)
 		}
-		// After a restart, keep saying what an earlier hub acknowledged.
-		if id, err := strconv.ParseUint(got.Annotations[AnnotationLastReportID], 10, 64); err == nil && id > k.lastReportID {
+		// After a restart, keep saying what an earlier hub acknowledged of
+		// the same store.
+		if id, err := strconv.ParseUint(got.Annotations[AnnotationLastReportID], 10, 64); err == nil && id > k.lastReportID &&
+			got.Annotations[AnnotationReportStore] == k.store {
 			k.lastReportID = id
 		}
 		lease = got
@@ -262,6 +273,7 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link) *coordin
 	}
 	lease.Annotations[AnnotationLink] = state
 	lease.Annotations[AnnotationLastReportID] = strconv.FormatUint(k.lastReportID, 10)
+	lease.Annotations[AnnotationReportStore] = k.store
 	lease.Annotations[AnnotationUnackedObjects] = strconv.Itoa(k.unacked)
 	holder := node
 	duration := int32(l.duration / time.Second)

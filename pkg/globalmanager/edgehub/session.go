@@ -168,6 +168,11 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 	return s
 }
 
+// source is where the session's reports come from.
+func (s *session) source() Source {
+	return Source{Node: s.node, Store: s.hello.Store}
+}
+
 // markDirty asks the writer to compare the node's set with what was sent.
 func (s *session) markDirty() {
 	select {
@@ -369,7 +374,7 @@ func (s *session) workerReport(r *edgeproto.Report) (string, error) {
 	if a == nil {
 		return "", edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
 	}
-	return o.String(), s.apply(func() error { return a.ApplyReport(s.ctx, s.node, r, info) }, r.ID)
+	return o.String(), s.apply(func() error { return a.ApplyReport(s.ctx, s.source(), r, info) }, r.ID)
 }
 
 // datasetReport checks a LocalController's count of a Dataset and hands it to
@@ -386,7 +391,7 @@ func (s *session) datasetReport(r *edgeproto.Report) (string, error) {
 	if s.hub.datasets == nil {
 		return "", edgeproto.Refuse("the GlobalManager applies no dataset reports")
 	}
-	return ref.String(), s.apply(func() error { return s.hub.datasets.ApplyDatasetReport(s.ctx, s.node, r, d) }, r.ID)
+	return ref.String(), s.apply(func() error { return s.hub.datasets.ApplyDatasetReport(s.ctx, s.source(), r, d) }, r.ID)
 }
 
 // applyBackoff are the waits between tries of a report whose applier fails
@@ -394,10 +399,14 @@ func (s *session) datasetReport(r *edgeproto.Report) (string, error) {
 var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 
 // apply calls the applier, trying again a little later on an error that is
-// not a refusal.
+// not a refusal. An error no retry can mend (IsPermanent) becomes a refusal:
+// resent forever, the report would hold up every later report of the node.
 func (s *session) apply(apply func() error, id uint64) error {
 	for i := 0; ; i++ {
 		err := apply()
+		if IsPermanent(err) {
+			return edgeproto.Refuse("the API server refuses the status write for good: %s", err.Error())
+		}
 		if _, refused := edgeproto.IsRefused(err); err == nil || refused || i == len(applyBackoff) {
 			return err
 		}

@@ -339,7 +339,7 @@ func workerReport(t *testing.T, worker string, n int) (stored []byte, sent edgep
 	t.Helper()
 	body := fmt.Sprintf(`{"name":%q,"namespace":"ns","ownerName":"fl","ownerKind":"federatedlearningjob","kind":"train","status":"running","n":%d}`, worker, n)
 	r := edgeproto.Report{Worker: worker, Body: json.RawMessage(body), ReceivedAt: t0.Add(time.Duration(n) * time.Second)}
-	stored, err := json.Marshal(r)
+	stored, err := edgeproto.OutboxRecord(r)
 	if err != nil {
 		t.Fatal(err)
 	}

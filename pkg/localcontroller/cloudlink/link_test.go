@@ -16,7 +16,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
-func TestLinkHelloStatesNodeAndInventory(t *testing.T) {
+func TestLinkHelloStatesNodeStoreAndInventory(t *testing.T) {
 	gm := newFakeGM(t)
 	l := newTestLink(t, gm, nil)
 	model, job := version("Model", "m", "7"), version("FederatedLearningJob", "fl", "42")
@@ -29,7 +29,7 @@ func TestLinkHelloStatesNodeAndInventory(t *testing.T) {
 
 	c := gm.accept(t)
 	hello := recvAs[*edgeproto.Hello](t, c)
-	want := &edgeproto.Hello{Node: "edge-1", Inventory: []edgeproto.ObjectVersion{job, model}} // in key order
+	want := &edgeproto.Hello{Node: "edge-1", Store: l.st.Identity(), Inventory: []edgeproto.ObjectVersion{job, model}} // in key order
 	if diff := cmp.Diff(want, hello); diff != "" {
 		t.Errorf("Hello (-want,+got):\n%s", diff)
 	}

@@ -28,19 +28,21 @@ const (
 )
 
 type metrics struct {
-	connected      prometheus.Gauge
-	synced         prometheus.Gauge
-	connects       prometheus.Counter
-	connectErrors  prometheus.Counter
-	disconnects    *prometheus.CounterVec
-	syncs          prometheus.Counter
-	objectsApplied *prometheus.CounterVec
-	reportsSent    prometheus.Counter
-	reportsAcked   prometheus.Counter
-	reportsRefused prometheus.Counter
-	reportsDropped prometheus.Counter
-	outboxReports  prometheus.GaugeFunc
-	outboxBytes    prometheus.GaugeFunc
+	connected        prometheus.Gauge
+	synced           prometheus.Gauge
+	connects         prometheus.Counter
+	connectErrors    prometheus.Counter
+	disconnects      *prometheus.CounterVec
+	syncs            prometheus.Counter
+	objectsApplied   *prometheus.CounterVec
+	reportsSent      prometheus.Counter
+	reportsAcked     prometheus.Counter
+	reportsRefused   prometheus.Counter
+	reportsDropped   prometheus.Counter
+	outboxReports    prometheus.GaugeFunc
+	outboxBytes      prometheus.GaugeFunc
+	outboxMaxReports prometheus.Gauge
+	outboxMaxBytes   prometheus.Gauge
 }
 
 func newMetrics(st *store.Store) *metrics {
@@ -84,7 +86,16 @@ func newMetrics(st *store.Store) *metrics {
 			_, size := outbox()
 			return float64(size)
 		}),
+		// The bounds are exported so that an alert compares the fill with
+		// them (outbox_reports / outbox_max_reports) before workers get 503.
+		outboxMaxReports: prometheus.NewGauge(prometheus.GaugeOpts(opts("outbox_max_reports",
+			"Most reports the outbox holds (--max-outbox-reports); past it workers get 503 and retry."))),
+		outboxMaxBytes: prometheus.NewGauge(prometheus.GaugeOpts(opts("outbox_max_bytes",
+			"Most report bytes the outbox holds (--max-outbox-bytes); past it workers get 503 and retry."))),
 	}
+	maxReports, maxBytes := st.OutboxBounds()
+	m.outboxMaxReports.Set(float64(maxReports))
+	m.outboxMaxBytes.Set(float64(maxBytes))
 	// The labelled counters start at zero for every known value, so a rate
 	// over them is defined before the first event.
 	for _, r := range []string{reasonShutdown, reasonTimeout, reasonPeerClosed, reasonRead, reasonWrite,
@@ -101,5 +112,6 @@ func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.connected, m.synced, m.connects, m.connectErrors, m.disconnects, m.syncs, m.objectsApplied,
 		m.reportsSent, m.reportsAcked, m.reportsRefused, m.reportsDropped, m.outboxReports, m.outboxBytes,
+		m.outboxMaxReports, m.outboxMaxBytes,
 	}
 }

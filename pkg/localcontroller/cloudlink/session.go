@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -168,13 +167,14 @@ func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
 	return err
 }
 
-// hello encodes the Hello: the node and every object the store holds.
+// hello encodes the Hello: the node, the store's identity (the report IDs
+// are its) and every object the store holds.
 func (l *Link) hello() ([]byte, error) {
 	inv, err := l.st.Inventory()
 	if err != nil {
 		return nil, err
 	}
-	h := &edgeproto.Hello{Node: l.cfg.Node, Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
+	h := &edgeproto.Hello{Node: l.cfg.Node, Store: l.st.Identity(), Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
 	for _, v := range inv {
 		h.Inventory = append(h.Inventory, edgeproto.ObjectVersion{
 			ObjectRef:       edgeproto.ObjectRef{Kind: v.Key.Kind, Namespace: v.Key.Namespace, Name: v.Key.Name},
@@ -373,15 +373,14 @@ func (l *Link) sendReports(ctx context.Context, conn *websocket.Conn, lastSent *
 	return len(reports) == l.cfg.ReportBatch, nil
 }
 
-// reportFrame turns a stored report (the JSON of an edgeproto.Report without
-// its ID) into the frame of that report with its outbox ID.
+// reportFrame turns a stored report (an edgeproto.OutboxRecord) into the
+// frame of that report with its outbox ID.
 func reportFrame(r store.Report) ([]byte, error) {
-	var rep edgeproto.Report
-	if err := json.Unmarshal(r.Data, &rep); err != nil {
-		return nil, fmt.Errorf("decoding stored report %d: %w", r.ID, err)
+	rep, err := edgeproto.ReportFromOutbox(r.ID, r.Data)
+	if err != nil {
+		return nil, err
 	}
-	rep.ID = r.ID
-	frame, err := edgeproto.Encode(&rep)
+	frame, err := edgeproto.Encode(rep)
 	if err != nil {
 		return nil, fmt.Errorf("encoding stored report %d: %w", r.ID, err)
 	}

@@ -328,7 +328,7 @@ func (m *Manager) appendReport(j *job, mem *jobMemory, r ownReport, state jobSta
 	if _, err := edgeproto.ParseWorkerInfo(body); err != nil {
 		return fmt.Errorf("the %s report is invalid: %w", r.stage, err)
 	}
-	report, err := json.Marshal(edgeproto.Report{Worker: edgeproto.LocalControllerWorker, Body: body, ReceivedAt: now.UTC()})
+	report, err := edgeproto.OutboxRecord(edgeproto.Report{Worker: edgeproto.LocalControllerWorker, Body: body, ReceivedAt: now.UTC()})
 	if err != nil {
 		return fmt.Errorf("encoding the %s report: %w", r.stage, err)
 	}

@@ -185,7 +185,7 @@ func (w *Watcher) check(ctx context.Context, nn types.NamespacedName, d *sednav1
 	if err != nil {
 		return fmt.Errorf("encoding the report of Dataset %s: %w", nn, err)
 	}
-	report, err := json.Marshal(edgeproto.Report{
+	report, err := edgeproto.OutboxRecord(edgeproto.Report{
 		Kind: edgeproto.ReportDataset, Worker: edgeproto.LocalControllerWorker, Body: body, ReceivedAt: now.UTC(),
 	})
 	if err != nil {

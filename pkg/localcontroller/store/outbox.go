@@ -149,3 +149,11 @@ func (s *Store) OutboxLen() (count int, size int64, err error) {
 	defer s.outboxMu.Unlock()
 	return s.outboxCount, s.outboxBytes, nil
 }
+
+// OutboxBounds returns the most reports and bytes the outbox holds
+// (Options.MaxOutboxReports and MaxOutboxBytes, with their defaults), to
+// export beside OutboxLen so that an alert can see the outbox fill before a
+// worker is refused.
+func (s *Store) OutboxBounds() (maxReports int, maxBytes int64) {
+	return s.opts.MaxOutboxReports, s.opts.MaxOutboxBytes
+}

@@ -11,6 +11,12 @@
 //
 // The store is a single bbolt file, pure Go, so an edge node needs no cgo and
 // no database server to keep serving its workers while the cloud is away.
+//
+// Each store file has an identity, a random UUID written into it when it is
+// created. Report IDs count per store, and a store that is wiped or replaced
+// starts them again at 1; the identity, which the LocalController states in
+// its Hello, is how the GlobalManager tells the new store's report 1 from the
+// old store's report 1 it has already applied.
 package store
 
 import (
@@ -21,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -81,12 +88,16 @@ var (
 	objectsBucket = []byte("objects")
 	outboxBucket  = []byte("outbox")
 	stateBucket   = []byte("state")
+	// metaBucket holds what describes the file itself: identityKey.
+	metaBucket  = []byte("meta")
+	identityKey = []byte("identity")
 )
 
 // Store is the LocalController's on-disk store. It is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	opts Options
+	db       *bolt.DB
+	opts     Options
+	identity string
 
 	// outboxMu is held across every outbox write transaction and guards the
 	// counters below, so the bound check and the counters always agree with
@@ -122,6 +133,11 @@ func Open(path string, opts Options) (*Store, error) {
 		if _, err := tx.CreateBucketIfNotExists(stateBucket); err != nil {
 			return err
 		}
+		id, err := identity(tx)
+		if err != nil {
+			return err
+		}
+		s.identity = id
 		b, err := tx.CreateBucketIfNotExists(outboxBucket)
 		if err != nil {
 			return err
@@ -136,6 +152,31 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("initializing store %s: %w", path, err), db.Close())
 	}
 	return s, nil
+}
+
+// identity reads the file's identity, creating it in a file that has none:
+// a new file, or one made before stores had identities (whose report IDs go
+// on where they were, so the GlobalManager may take it for the store it was).
+func identity(tx *bolt.Tx) (string, error) {
+	meta, err := tx.CreateBucketIfNotExists(metaBucket)
+	if err != nil {
+		return "", err
+	}
+	if id := meta.Get(identityKey); len(id) > 0 {
+		return string(id), nil
+	}
+	id := uuid.NewString()
+	if err := meta.Put(identityKey, []byte(id)); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Identity is the store file's identity, a UUID made when the file was
+// created: a wiped or replaced store has a new one. The report IDs of
+// AppendReport are unique per identity.
+func (s *Store) Identity() string {
+	return s.identity
 }
 
 // Close closes the store file, releasing its lock.

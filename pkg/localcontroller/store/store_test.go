@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestOpenOfALockedFileFailsWithinTimeout(t *testing.T) {
@@ -156,5 +158,66 @@ func runKillChild(path string) {
 		}
 		fmt.Fprintf(w, "%d %d\n", i, id)
 		_ = w.Flush()
+	}
+}
+
+func TestIdentityIsMadeWithTheFileAndKeptWithIt(t *testing.T) {
+	tests := map[string]struct {
+		// after changes the file between the first Open and the second.
+		after    func(t *testing.T, path string)
+		wantSame bool
+	}{
+		"reopened": {after: func(*testing.T, string) {}, wantSame: true},
+		"wiped": {after: func(t *testing.T, path string) {
+			if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		"replaced by a file made before stores had identities": {after: func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				_, err := tx.CreateBucket(outboxBucket)
+				return err
+			})
+			if err := errors.Join(err, db.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "data", "lc.db")
+			s, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := s.Identity()
+			if err := uuid.Validate(first); err != nil {
+				t.Errorf("identity %q: %v", first, err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tc.after(t, path)
+
+			again := openTestStore(t, path, Options{})
+			if got := again.Identity(); (got == first) != tc.wantSame || got == "" {
+				t.Errorf("identity %q after the first %q; want the same: %v", got, first, tc.wantSame)
+			}
+			// Read from the file, not made up at every Open.
+			id := again.Identity()
+			if err := again.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := openTestStore(t, path, Options{}).Identity(); got != id {
+				t.Errorf("identity %q on the next Open, want %q again", got, id)
+			}
+		})
 	}
 }

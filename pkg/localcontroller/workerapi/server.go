@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -40,13 +41,16 @@ type Owners interface {
 type Server struct {
 	outbox Outbox
 	owners Owners
-	now    func() time.Time
 	logger klog.Logger
+
+	// Test seams.
+	now          func() time.Time
+	maxBodyBytes int64 // MaxBodyBytes
 }
 
 // NewServer returns a worker API that appends to outbox and checks owners.
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
-	return &Server{outbox: outbox, owners: owners, now: time.Now, logger: logger}
+	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes}
 }
 
 // Handler routes the worker API.
@@ -58,17 +62,19 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	worker := r.PathValue("worker")
-	if worker == edgeproto.LocalControllerWorker {
+	if strings.EqualFold(worker, edgeproto.LocalControllerWorker) {
 		// The GlobalManager trusts reports under this name as the
-		// LocalController's own (a round's data ready, a model deployed).
+		// LocalController's own (a round's data ready, a model deployed);
+		// in any case, since a name differing only in case reads the same
+		// to a person and may be compared without case somewhere.
 		s.refuse(w, worker, http.StatusBadRequest, fmt.Sprintf("the worker name %q is reserved for the LocalController's own reports", worker))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.refuse(w, worker, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", MaxBodyBytes))
+			s.refuse(w, worker, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", s.maxBodyBytes))
 			return
 		}
 		s.refuse(w, worker, http.StatusBadRequest, "reading body: "+err.Error())
@@ -102,8 +108,14 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 			worker, info.OwnerKind, info.Namespace, info.OwnerName))
 		return
 	}
-	report, err := json.Marshal(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC()})
-	if err != nil {
+	// The record is what the cloud link will send, byte for byte: a report
+	// that could not go up in one frame is refused now, not dropped later.
+	report, err := edgeproto.OutboxRecord(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC()})
+	switch {
+	case errors.Is(err, edgeproto.ErrTooLarge):
+		s.refuse(w, worker, http.StatusRequestEntityTooLarge, "the report does not fit in a frame to the GlobalManager: "+err.Error())
+		return
+	case err != nil:
 		s.refuse(w, worker, http.StatusInternalServerError, "encoding the report: "+err.Error())
 		return
 	}

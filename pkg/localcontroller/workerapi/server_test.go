@@ -2,9 +2,11 @@ package workerapi
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +87,8 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 			body: strings.Replace(trainReport, `"results":[]`, `"results":[{"pad":"`+strings.Repeat("x", MaxBodyBytes)+`"}]`, 1)},
 		"the LocalController's own name": {worker: edgeproto.LocalControllerWorker, wantCode: http.StatusBadRequest, wantReason: "reserved for the LocalController",
 			body: strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"`+edgeproto.LocalControllerWorker+`"`, 1)},
+		"the LocalController's own name in another case": {worker: "Nereid-LocalController", wantCode: http.StatusBadRequest, wantReason: "reserved for the LocalController",
+			body: strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"Nereid-LocalController"`, 1)},
 		"wrong method": {worker: "job-training-0-abc", body: trainReport, method: http.MethodGet, wantCode: http.StatusMethodNotAllowed},
 	}
 	for name, tc := range cases {
@@ -122,5 +126,75 @@ func TestFullOutboxAsksTheWorkerToRetryAndLosesNothing(t *testing.T) {
 	}
 	if n, _, _ := st.OutboxLen(); n != 2 {
 		t.Errorf("outbox holds %d reports, want the 2 accepted", n)
+	}
+}
+
+// escapeHeavyReport is a valid report of about size bytes whose results are
+// text that HTML escaping would make five times longer.
+func escapeHeavyReport(size int) string {
+	const unit = `<<<>>>&&&\"` // 10 characters, 11 bytes in JSON, 56 HTML-escaped
+	text := strings.Repeat(unit, (size-len(trainReport)-32)/len(unit))
+	return strings.Replace(trainReport, `"results":[]`, `"results":[{"log":"`+text+`"}]`, 1)
+}
+
+func TestReportTakenIsAReportThatFitsAFrame(t *testing.T) {
+	s, st := newServer(t, store.Options{})
+	body := escapeHeavyReport(MaxBodyBytes - 1)
+	if len(body) >= MaxBodyBytes {
+		t.Fatalf("body of %d bytes, want under %d", len(body), MaxBodyBytes)
+	}
+	// json.Marshal, as the worker API once stored reports, would have made a
+	// record too large to send: the case is real.
+	if naive, _ := json.Marshal(edgeproto.Report{ID: 1, Worker: "job-training-0-abc", Body: json.RawMessage(body), ReceivedAt: time.Unix(1000, 0)}); len(naive) <= edgeproto.MaxFrameBytes {
+		t.Fatalf("the HTML-escaped report is %d bytes, want over a frame (%d) for this test to mean anything", len(naive), edgeproto.MaxFrameBytes)
+	}
+
+	rec := post(t, s, "job-training-0-abc", body)
+	pending, err := st.PendingReports(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch rec.Code {
+	case http.StatusOK:
+		// Taken: it must go up as it came in, whatever its ID.
+		if len(pending) != 1 {
+			t.Fatalf("answered 200 but the outbox holds %d reports", len(pending))
+		}
+		r, err := edgeproto.ReportFromOutbox(math.MaxUint64, pending[0].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame, err := edgeproto.Encode(r)
+		if err != nil {
+			t.Fatalf("answered 200 but the stored report cannot be sent: %v", err)
+		}
+		if string(r.Body) != body {
+			t.Errorf("the stored body differs from the body posted")
+		}
+		t.Logf("a %d-byte body is stored in %d bytes and sent in a %d-byte frame", len(body), len(pending[0].Data), len(frame))
+	case http.StatusRequestEntityTooLarge:
+		if len(pending) != 0 {
+			t.Errorf("answered 413 but the outbox holds %d reports", len(pending))
+		}
+	default:
+		t.Errorf("status %d, want 200 or 413: %s", rec.Code, rec.Body)
+	}
+}
+
+func TestReportThatCannotFitAFrameIsRefusedWith413(t *testing.T) {
+	s, st := newServer(t, store.Options{})
+	// Only a body limit above the frame limit lets such a report in.
+	s.maxBodyBytes = 2 * edgeproto.MaxFrameBytes
+	body := strings.Replace(trainReport, `"results":[]`, `"results":[{"log":"`+strings.Repeat("x", edgeproto.MaxFrameBytes)+`"}]`, 1)
+
+	rec := post(t, s, "job-training-0-abc", body)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413: %.300s", rec.Code, rec.Body)
+	}
+	if limit := strconv.Itoa(edgeproto.MaxFrameBytes); !strings.Contains(rec.Body.String(), limit) {
+		t.Errorf("reason %.300q does not name the limit %s", rec.Body, limit)
+	}
+	if n, _, _ := st.OutboxLen(); n != 0 {
+		t.Errorf("a refused report was buffered")
 	}
 }

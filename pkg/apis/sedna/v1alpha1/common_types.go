@@ -249,16 +249,61 @@ type RoundModel struct {
 	Metrics []Metric `json:"metrics,omitempty"`
 }
 
+// Bounds of an EdgeNodeStatus, so that each node's share of an object's
+// status stays small (about 20 KiB of JSON at worst) however much its
+// workers report.
+const (
+	// MaxPreviousStores is how many earlier stores of a node an entry
+	// remembers the last report id of.
+	MaxPreviousStores = 3
+	// MaxEdgeNodeMetrics is how many of a report's metrics an entry keeps.
+	MaxEdgeNodeMetrics = 32
+	// MaxMetricKeyBytes and MaxMetricValueBytes bound one metric's key and
+	// value; longer text is cut and ends in TruncatedSuffix.
+	MaxMetricKeyBytes   = 128
+	MaxMetricValueBytes = 256
+	// MaxWorkerNameBytes bounds the worker's name (a Pod's name is at most
+	// 253 bytes); MaxStageBytes bounds the stage and the state.
+	MaxWorkerNameBytes = 253
+	MaxStageBytes      = 32
+	// TruncatedSuffix ends text that was cut to its bound.
+	TruncatedSuffix = "…(truncated)"
+	// DroppedMetricsKey is the key of the metric that says how many metrics
+	// past MaxEdgeNodeMetrics were not kept.
+	DroppedMetricsKey = "nereid.io/dropped-metrics"
+)
+
 // EdgeNodeStatus is what the cloud last heard from one edge node about a job
 // or service: the last report its LocalController forwarded.
+//
+// Its size is bounded: at most MaxEdgeNodeMetrics (32) metrics, the first by
+// key, then one more, DroppedMetricsKey, saying how many others the report
+// had; keys of at most 128 bytes and values of at most 256, longer ones cut at
+// a character boundary and ending in "…(truncated)"; the worker's name at most
+// 253 bytes, stage and state at most 32; at most MaxPreviousStores (3)
+// previous stores.
 type EdgeNodeStatus struct {
 	// Name of the node.
 	Name string `json:"name"`
 	// When the last report from the node was applied.
 	LastHeardTime metav1.Time `json:"lastHeardTime"`
-	// The outbox id of the last report applied; reports up to it are never
-	// applied again.
+	// The identity of the LocalController store the last report came from.
+	// Report ids count per store: a store that is wiped or replaced starts
+	// again from 1, under a new identity. An entry written before stores had
+	// identities has none, and is taken to be of the first store that reports
+	// to it.
+	// +optional
+	Store string `json:"store,omitempty"`
+	// The outbox id of the last report applied from the store; the store's
+	// reports up to it are never applied again.
 	LastReportID int64 `json:"lastReportID"`
+	// The stores the node reported from before this one, most recent first,
+	// at most MaxPreviousStores (3), each with the id of its last report
+	// applied: what such a store still resends is known as applied. A store
+	// older than those would have its resent reports applied again.
+	// +optional
+	// +listType=atomic
+	PreviousStores []StoreReportID `json:"previousStores,omitempty"`
 	// How many reports from the node were applied; each report counts once,
 	// however often the LocalController had to resend it.
 	// +optional
@@ -273,7 +318,16 @@ type EdgeNodeStatus struct {
 	// +optional
 	State string `json:"state,omitempty"`
 	// The scalar fields of the worker's ownerInfo and results (round, metrics,
-	// inference counts), as reported.
+	// inference counts), as reported, sorted by key; nested objects and lists
+	// as JSON text. Bounded as the type says.
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`
+}
+
+// StoreReportID is the last report applied from one LocalController store.
+type StoreReportID struct {
+	// The store's identity.
+	Store string `json:"store"`
+	// The outbox id of its last report applied.
+	LastReportID int64 `json:"lastReportID"`
 }

@@ -2,10 +2,14 @@ package common
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,31 +17,36 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
-// RecordEdgeReport folds a worker's report, forwarded by node's
-// LocalController, into what the status says the cloud last heard from that
-// node. It returns applied false, and nodes unchanged, for a report whose id is
-// not past the last one applied for the node: the LocalController resends until
-// acknowledged, so a report can arrive twice and must count once.
-func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo, now metav1.Time) ([]sednav1.EdgeNodeStatus, bool) {
+// RecordEdgeReport folds a worker's report, forwarded by the LocalController
+// of from.Node, into what the status says the cloud last heard from that node.
+// It returns applied false, and nodes unchanged, for a report already applied:
+// the LocalController resends until acknowledged, so a report can arrive twice
+// and must count once. Report IDs count per store (from.Store), so a report is
+// known by its node, store and ID: a wiped or replaced store's reports apply
+// from ID 1, while an earlier store's resent reports are still recognised, for
+// the last sednav1.MaxPreviousStores stores of the node.
+func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo, now metav1.Time) ([]sednav1.EdgeNodeStatus, bool) {
 	i := 0
-	for i < len(nodes) && nodes[i].Name != node {
+	for i < len(nodes) && nodes[i].Name != from.Node {
 		i++
 	}
-	if i < len(nodes) && int64(r.ID) <= nodes[i].LastReportID {
-		return nodes, false
-	}
-	var applied int64
+	var last sednav1.EdgeNodeStatus
 	if i < len(nodes) {
-		applied = nodes[i].ReportsApplied
+		last = nodes[i]
+		if applied(last, from.Store, int64(r.ID)) {
+			return nodes, false
+		}
 	}
 	entry := sednav1.EdgeNodeStatus{
-		Name:           node,
+		Name:           from.Node,
 		LastHeardTime:  now,
+		Store:          from.Store,
 		LastReportID:   int64(r.ID),
-		ReportsApplied: applied + 1,
-		Worker:         r.Worker,
-		Stage:          string(info.Kind),
-		State:          string(info.Status),
+		PreviousStores: previousStores(last, from.Store),
+		ReportsApplied: last.ReportsApplied + 1,
+		Worker:         clipText(r.Worker, sednav1.MaxWorkerNameBytes),
+		Stage:          clipText(string(info.Kind), sednav1.MaxStageBytes),
+		State:          clipText(string(info.Status), sednav1.MaxStageBytes),
 		Metrics:        ReportMetrics(info),
 	}
 	out := append([]sednav1.EdgeNodeStatus(nil), nodes...)
@@ -50,9 +59,47 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, node string, r *edgeproto.
 	return out, true
 }
 
+// applied says whether the node's entry e counts the report id of store.
+func applied(e sednav1.EdgeNodeStatus, store string, id int64) bool {
+	// An entry from before stores had identities is taken to be the
+	// reporting store's: it is most likely the same file, its IDs going on,
+	// and taking it for another would apply its resent reports twice.
+	if e.Store == store || e.Store == "" {
+		return id <= e.LastReportID
+	}
+	for _, p := range e.PreviousStores {
+		if p.Store == store {
+			return id <= p.LastReportID
+		}
+	}
+	return false // a store new to the node: its IDs start afresh
+}
+
+// previousStores is the list of earlier stores once store reports to the
+// node's entry e: e's store goes first when store replaces it, and store
+// leaves the list if it was there (it is current again).
+func previousStores(e sednav1.EdgeNodeStatus, store string) []sednav1.StoreReportID {
+	var out []sednav1.StoreReportID
+	if e.Store != store && e.Store != "" {
+		out = append(out, sednav1.StoreReportID{Store: e.Store, LastReportID: e.LastReportID})
+	}
+	for _, p := range e.PreviousStores {
+		if p.Store != store && p.Store != e.Store && len(out) < sednav1.MaxPreviousStores {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // ReportMetrics flattens the scalar fields of a report's ownerInfo and of its
 // results into metrics, sorted by key; a key in several results is numbered
 // (key, key[1], …). Nested objects are kept as JSON text.
+//
+// The list is bounded as sednav1.EdgeNodeStatus documents, since it goes into
+// an object's status once per node: keys and values are cut to
+// MaxMetricKeyBytes and MaxMetricValueBytes (ending in TruncatedSuffix), and
+// of more than MaxEdgeNodeMetrics metrics the first by key are kept, followed
+// by DroppedMetricsKey with the number of the others.
 func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 	var out []sednav1.Metric
 	seen := map[string]int{}
@@ -62,20 +109,42 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 			return
 		}
 		for k, v := range fields {
-			key := k
+			suffix := ""
 			if n := seen[k]; n > 0 {
-				key = fmt.Sprintf("%s[%d]", k, n)
+				suffix = fmt.Sprintf("[%d]", n)
 			}
 			seen[k]++
-			out = append(out, sednav1.Metric{Key: key, Value: MetricText(v)})
+			key := clipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix
+			out = append(out, sednav1.Metric{Key: key, Value: clipText(MetricText(v), sednav1.MaxMetricValueBytes)})
 		}
 	}
 	add(info.OwnerInfo)
 	for _, r := range info.Results {
 		add(r)
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Key < out[b].Key })
+	// By value too, so that keys cut to the same text keep one order.
+	slices.SortFunc(out, func(a, b sednav1.Metric) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
+	})
+	if dropped := len(out) - sednav1.MaxEdgeNodeMetrics; dropped > 0 {
+		out = append(out[:sednav1.MaxEdgeNodeMetrics:sednav1.MaxEdgeNodeMetrics],
+			sednav1.Metric{Key: sednav1.DroppedMetricsKey, Value: strconv.Itoa(dropped)})
+	}
 	return out
+}
+
+// clipText returns s, or when it is longer than limit bytes, its beginning cut
+// at a character boundary and followed by TruncatedSuffix, limit bytes at most
+// in all: a status field of bounded size that shows it was cut.
+func clipText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := max(limit-len(sednav1.TruncatedSuffix), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + sednav1.TruncatedSuffix
 }
 
 // MetricText renders a JSON value as a metric value: strings without quotes,

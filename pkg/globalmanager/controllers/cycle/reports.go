@@ -18,10 +18,11 @@ import (
 // job's edgeNodes and moves the cycle on it: the train trigger fired, a stage
 // worker runs, completed or failed, the edge deployed the model. A report
 // about anything but the current round, stage and try is recorded only. It
-// is idempotent: a report the status already counts changes nothing. It
+// is idempotent: a report the status already counts (by node, store and ID)
+// changes nothing. It
 // reads the job from the API server, not the cache, so a report never
 // rewinds a status the cache has not caught up with.
-func (c *Controller[J]) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+func (c *Controller[J]) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
 	var job J
 	var events []common.Event
 	jobs := c.kind.Client(info.Namespace)
@@ -36,7 +37,7 @@ func (c *Controller[J]) ApplyReport(ctx context.Context, node string, r *edgepro
 		now := metav1.NewTime(c.Clock())
 		fields := c.kind.Fields(job)
 		st := fields.read()
-		nodes, applied := common.RecordEdgeReport(st.EdgeNodes, node, r, info, now)
+		nodes, applied := common.RecordEdgeReport(st.EdgeNodes, from, r, info, now)
 		if !applied {
 			events = nil
 			return nil

@@ -50,7 +50,7 @@ func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Ap
 // equal to the status writes nothing, so a resent report is harmless; the
 // LocalController's reports of one Dataset arrive in order, so an older count
 // never overwrites a newer one.
-func (a *Applier) ApplyDatasetReport(ctx context.Context, node string, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+func (a *Applier) ApplyDatasetReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 	datasets := a.client.SednaV1alpha1().Datasets(d.Namespace)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ds, err := datasets.Get(ctx, d.Name, metav1.GetOptions{})
@@ -71,9 +71,9 @@ func (a *Applier) ApplyDatasetReport(ctx context.Context, node string, r *edgepr
 		// Tell the user when the file becomes unreadable, or readable again.
 		switch readable := d.Error == ""; {
 		case !readable && (wasReadable || before == nil):
-			a.recorder.Eventf(updated, corev1.EventTypeWarning, ReasonUnreadable, "Node %s cannot read the index file: %s", node, d.Error)
+			a.recorder.Eventf(updated, corev1.EventTypeWarning, ReasonUnreadable, "Node %s cannot read the index file: %s", from.Node, d.Error)
 		case readable && !wasReadable && before != nil:
-			a.recorder.Eventf(updated, corev1.EventTypeNormal, ReasonCounted, "Node %s reads the index file again: %d samples", node, d.NumberOfSamples)
+			a.recorder.Eventf(updated, corev1.EventTypeNormal, ReasonCounted, "Node %s reads the index file again: %d samples", from.Node, d.NumberOfSamples)
 		}
 		return nil
 	})

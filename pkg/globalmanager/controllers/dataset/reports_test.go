@@ -52,7 +52,7 @@ func TestApplyDatasetReport(t *testing.T) {
 			recorder := record.NewFakeRecorder(10)
 			a := NewApplier(client, recorder)
 			tc.report.Namespace, tc.report.Name = "ns", "a"
-			if err := a.ApplyDatasetReport(t.Context(), "edge-0", &edgeproto.Report{ID: 1}, &tc.report); err != nil {
+			if err := a.ApplyDatasetReport(t.Context(), edgeproto.Source{Node: "edge-0", Store: "store-1"}, &edgeproto.Report{ID: 1}, &tc.report); err != nil {
 				t.Fatal(err)
 			}
 			writes := 0
@@ -77,7 +77,7 @@ func TestApplyDatasetReport(t *testing.T) {
 
 func TestApplyDatasetReportRefusesAMissingDataset(t *testing.T) {
 	a := NewApplier(fake.NewSimpleClientset(), record.NewFakeRecorder(1))
-	err := a.ApplyDatasetReport(t.Context(), "edge-0", &edgeproto.Report{ID: 1},
+	err := a.ApplyDatasetReport(t.Context(), edgeproto.Source{Node: "edge-0", Store: "store-1"}, &edgeproto.Report{ID: 1},
 		&edgeproto.DatasetReport{Namespace: "ns", Name: "gone", CountedAt: time.Now()})
 	if _, refused := edgeproto.IsRefused(err); !refused {
 		t.Fatalf("err = %v, want a refusal", err)

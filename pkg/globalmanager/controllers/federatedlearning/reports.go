@@ -14,10 +14,11 @@ import (
 
 // ApplyReport records a training or aggregation worker's report (its round
 // and metrics) in the job's status, under the node that forwarded it. It is
-// idempotent: a report the status already counts changes nothing. It reads
+// idempotent: a report the status already counts (by node, store and ID)
+// changes nothing. It reads
 // the job from the API server, not the cache, so a report never rewinds a
 // status the cache has not caught up with.
-func (c *Controller) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+func (c *Controller) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
 	jobs := c.sednaClient.SednaV1alpha1().FederatedLearningJobs(info.Namespace)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		job, err := jobs.Get(ctx, info.OwnerName, metav1.GetOptions{})
@@ -26,7 +27,7 @@ func (c *Controller) ApplyReport(ctx context.Context, node string, r *edgeproto.
 		} else if err != nil {
 			return fmt.Errorf("reading job %s/%s: %w", info.Namespace, info.OwnerName, err)
 		}
-		nodes, applied := common.RecordEdgeReport(job.Status.EdgeNodes, node, r, info, metav1.NewTime(c.now()))
+		nodes, applied := common.RecordEdgeReport(job.Status.EdgeNodes, from, r, info, metav1.NewTime(c.now()))
 		if !applied {
 			return nil
 		}

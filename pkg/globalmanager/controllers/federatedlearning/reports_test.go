@@ -9,6 +9,9 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
+// edge0 is edge-0's LocalController, with its store.
+var edge0 = edgeproto.Source{Node: "edge-0", Store: "store-1"}
+
 func TestApplyReportRecordsEachReportOnce(t *testing.T) {
 	job := exampleJob(t)
 	f := newFixture(t, append(referencedObjects(), job)...)
@@ -16,7 +19,7 @@ func TestApplyReportRecordsEachReportOnce(t *testing.T) {
 		Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning, OwnerInfo: json.RawMessage(`{"round":2}`)}
 	report := &edgeproto.Report{ID: 5, Worker: "w"}
 	for range 2 {
-		if err := f.c.ApplyReport(t.Context(), "edge-0", report, info); err != nil {
+		if err := f.c.ApplyReport(t.Context(), edge0, report, info); err != nil {
 			t.Fatalf("ApplyReport: %v", err)
 		}
 	}
@@ -38,7 +41,7 @@ func TestApplyReportRecordsEachReportOnce(t *testing.T) {
 	}
 
 	info.OwnerName = "gone"
-	if _, refused := edgeproto.IsRefused(f.c.ApplyReport(t.Context(), "edge-0", &edgeproto.Report{ID: 6}, info)); !refused {
+	if _, refused := edgeproto.IsRefused(f.c.ApplyReport(t.Context(), edge0, &edgeproto.Report{ID: 6}, info)); !refused {
 		t.Errorf("a report about a job that does not exist is not refused")
 	}
 }

@@ -24,8 +24,9 @@ const (
 
 // ApplyReport records an edge worker's inference counts in the service's
 // status: per node under edgeNodes, and summed over the nodes in metrics
-// (uploadCloudRatio = hard examples / inferences). Idempotent by report id.
-func (c *Controller) ApplyReport(ctx context.Context, node string, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
+// (uploadCloudRatio = hard examples / inferences). Idempotent by node, store
+// and report ID.
+func (c *Controller) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
 	services := c.sednaClient.SednaV1alpha1().JointInferenceServices(info.Namespace)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ji, err := services.Get(ctx, info.OwnerName, metav1.GetOptions{})
@@ -34,7 +35,7 @@ func (c *Controller) ApplyReport(ctx context.Context, node string, r *edgeproto.
 		} else if err != nil {
 			return fmt.Errorf("reading service %s/%s: %w", info.Namespace, info.OwnerName, err)
 		}
-		nodes, applied := common.RecordEdgeReport(ji.Status.EdgeNodes, node, r, info, metav1.NewTime(c.now()))
+		nodes, applied := common.RecordEdgeReport(ji.Status.EdgeNodes, from, r, info, metav1.NewTime(c.now()))
 		if !applied {
 			return nil
 		}

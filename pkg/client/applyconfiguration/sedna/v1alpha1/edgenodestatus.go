@@ -27,14 +27,32 @@ import (
 //
 // EdgeNodeStatus is what the cloud last heard from one edge node about a job
 // or service: the last report its LocalController forwarded.
+//
+// Its size is bounded: at most MaxEdgeNodeMetrics (32) metrics, the first by
+// key, then one more, DroppedMetricsKey, saying how many others the report
+// had; keys of at most 128 bytes and values of at most 256, longer ones cut at
+// a character boundary and ending in "…(truncated)"; the worker's name at most
+// 253 bytes, stage and state at most 32; at most MaxPreviousStores (3)
+// previous stores.
 type EdgeNodeStatusApplyConfiguration struct {
 	// Name of the node.
 	Name *string `json:"name,omitempty"`
 	// When the last report from the node was applied.
 	LastHeardTime *v1.Time `json:"lastHeardTime,omitempty"`
-	// The outbox id of the last report applied; reports up to it are never
-	// applied again.
+	// The identity of the LocalController store the last report came from.
+	// Report ids count per store: a store that is wiped or replaced starts
+	// again from 1, under a new identity. An entry written before stores had
+	// identities has none, and is taken to be of the first store that reports
+	// to it.
+	Store *string `json:"store,omitempty"`
+	// The outbox id of the last report applied from the store; the store's
+	// reports up to it are never applied again.
 	LastReportID *int64 `json:"lastReportID,omitempty"`
+	// The stores the node reported from before this one, most recent first,
+	// at most MaxPreviousStores (3), each with the id of its last report
+	// applied: what such a store still resends is known as applied. A store
+	// older than those would have its resent reports applied again.
+	PreviousStores []StoreReportIDApplyConfiguration `json:"previousStores,omitempty"`
 	// How many reports from the node were applied; each report counts once,
 	// however often the LocalController had to resend it.
 	ReportsApplied *int64 `json:"reportsApplied,omitempty"`
@@ -45,7 +63,8 @@ type EdgeNodeStatusApplyConfiguration struct {
 	// Its state: ready, running, completed or failed.
 	State *string `json:"state,omitempty"`
 	// The scalar fields of the worker's ownerInfo and results (round, metrics,
-	// inference counts), as reported.
+	// inference counts), as reported, sorted by key; nested objects and lists
+	// as JSON text. Bounded as the type says.
 	Metrics []MetricApplyConfiguration `json:"metrics,omitempty"`
 }
 
@@ -71,11 +90,32 @@ func (b *EdgeNodeStatusApplyConfiguration) WithLastHeardTime(value v1.Time) *Edg
 	return b
 }
 
+// WithStore sets the Store field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Store field is set to the value of the last call.
+func (b *EdgeNodeStatusApplyConfiguration) WithStore(value string) *EdgeNodeStatusApplyConfiguration {
+	b.Store = &value
+	return b
+}
+
 // WithLastReportID sets the LastReportID field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the LastReportID field is set to the value of the last call.
 func (b *EdgeNodeStatusApplyConfiguration) WithLastReportID(value int64) *EdgeNodeStatusApplyConfiguration {
 	b.LastReportID = &value
+	return b
+}
+
+// WithPreviousStores adds the given value to the PreviousStores field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the PreviousStores field.
+func (b *EdgeNodeStatusApplyConfiguration) WithPreviousStores(values ...*StoreReportIDApplyConfiguration) *EdgeNodeStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithPreviousStores")
+		}
+		b.PreviousStores = append(b.PreviousStores, *values[i])
+	}
 	return b
 }
 

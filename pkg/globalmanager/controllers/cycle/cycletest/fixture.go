@@ -145,7 +145,11 @@ func (f *Fixture[J]) Sync(t *testing.T, name string) {
 	}
 }
 
-// Report applies a report the LocalController of node forwards under id.
+// Store is the identity of the test LocalControllers' stores.
+const Store = "store-1"
+
+// Report applies a report the LocalController of node (its store Store)
+// forwards under id.
 func (f *Fixture[J]) Report(t *testing.T, node string, id uint64, info edgeproto.WorkerInfo) {
 	t.Helper()
 	if err := f.Apply(t, node, id, info); err != nil {
@@ -164,7 +168,7 @@ func (f *Fixture[J]) Apply(t *testing.T, node string, id uint64, info edgeproto.
 		t.Fatal(err)
 	}
 	r := &edgeproto.Report{ID: id, Worker: info.Name, Body: body, ReceivedAt: f.Now}
-	return f.C.ApplyReport(t.Context(), node, r, &info)
+	return f.C.ApplyReport(t.Context(), edgeproto.Source{Node: node, Store: Store}, r, &info)
 }
 
 // Pods are the pods the kube client holds, by name.
