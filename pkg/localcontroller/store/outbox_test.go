@@ -224,7 +224,7 @@ func TestAppendReportLargerThanBound(t *testing.T) {
 
 func TestOptionsDefaults(t *testing.T) {
 	got := Options{}.withDefaults()
-	want := Options{MaxOutboxReports: 10000, MaxOutboxBytes: 64 << 20, LockTimeout: DefaultLockTimeout}
+	want := Options{MaxOutboxReports: 100000, MaxOutboxBytes: 64 << 20, LockTimeout: DefaultLockTimeout}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want,+got):\n%s", diff)
 	}

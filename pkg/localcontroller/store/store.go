@@ -33,10 +33,13 @@ import (
 )
 
 // Defaults of Options. The outbox bound is what an edge node buffers while the
-// cloud is unreachable: with the default report period of 30 s, 10000 reports
-// are a few days of one joint inference worker, or hours of a busy node.
+// cloud is unreachable. Sedna's worker library posts each report once and does
+// not retry a 503, so the bound is sized for a long outage of a busy node: a
+// joint inference worker's report is about 500 bytes as stored, so 100,000
+// reports take about 50 MB (under the byte bound) and, at the default report
+// period of 30 s, last 35 days of one worker, or 3.5 days of ten on one node.
 const (
-	DefaultMaxOutboxReports       = 10000
+	DefaultMaxOutboxReports       = 100000
 	DefaultMaxOutboxBytes   int64 = 64 << 20
 	DefaultLockTimeout            = 2 * time.Second
 )
@@ -60,7 +63,7 @@ var (
 
 // Options bound the store. A zero field takes its default.
 type Options struct {
-	// MaxOutboxReports is the most reports the outbox holds (default 10000).
+	// MaxOutboxReports is the most reports the outbox holds (default 100000).
 	MaxOutboxReports int
 	// MaxOutboxBytes is the most report payload bytes the outbox holds
 	// (default 64 MiB).
