@@ -416,6 +416,30 @@ func (a *ReportAck) normalize() {
 type Heartbeat struct {
 	// Time is the sender's clock when it sent the heartbeat.
 	Time time.Time `json:"time"`
+	// Outbox is how full the LocalController's outbox is (a LocalController's
+	// heartbeats carry it; the GlobalManager's do not), so that a filling
+	// outbox shows on the node's link Lease before workers get 503.
+	Outbox *OutboxFill `json:"outbox,omitempty"`
+}
+
+// OutboxFill is what a LocalController's outbox holds, and its bounds.
+type OutboxFill struct {
+	Reports    int   `json:"reports"`
+	Bytes      int64 `json:"bytes"`
+	MaxReports int   `json:"maxReports"`
+	MaxBytes   int64 `json:"maxBytes"`
+}
+
+// Percent is how full the outbox is, by whichever bound is nearer, 0–100.
+func (f OutboxFill) Percent() int {
+	p := 0
+	if f.MaxReports > 0 {
+		p = f.Reports * 100 / f.MaxReports
+	}
+	if f.MaxBytes > 0 {
+		p = max(p, int(f.Bytes*100/f.MaxBytes))
+	}
+	return min(max(p, 0), 100)
 }
 
 // Type is TypeHeartbeat.
@@ -424,6 +448,9 @@ func (*Heartbeat) Type() Type { return TypeHeartbeat }
 func (h *Heartbeat) validate() error {
 	if h.Time.IsZero() {
 		return errors.New("time is required")
+	}
+	if o := h.Outbox; o != nil && (o.Reports < 0 || o.Bytes < 0 || o.MaxReports < 0 || o.MaxBytes < 0) {
+		return errors.New("outbox: counts and bounds must not be negative")
 	}
 	return nil
 }

@@ -66,6 +66,7 @@
 //	nereid.io/report-store     the identity of the LocalController's store of the current (or last)
 //	                           connection; a new store's IDs start again from 1
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
+//	nereid.io/outbox           how full the node's outbox is, from its LocalController's heartbeats
 //
 // The hub needs permission to create TokenReviews; to get Nodes; to list and
 // watch Pods in the namespaces of Config.ServiceAccounts; to get, create and

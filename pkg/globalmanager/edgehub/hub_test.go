@@ -827,3 +827,18 @@ func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing
 		t.Errorf("objects_unsendable_total = %v, want 1", n)
 	}
 }
+
+func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c.untilSynced()
+	c.send(&edgeproto.Heartbeat{Time: time.Now(), Outbox: &edgeproto.OutboxFill{Reports: 8500, Bytes: 4 << 20, MaxReports: 10000, MaxBytes: 64 << 20}})
+	waitFor(t, func() (bool, string) {
+		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		want := "85% (8500/10000 reports, 4194304/67108864 bytes)"
+		return lease.Annotations[AnnotationOutbox] == want, fmt.Sprintf("%s is %q, want %q", AnnotationOutbox, lease.Annotations[AnnotationOutbox], want)
+	})
+}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 // The label and annotations of the per-node Leases.
@@ -23,6 +25,10 @@ const (
 	AnnotationLastReportID   = "nereid.io/last-report-id"
 	AnnotationReportStore    = "nereid.io/report-store"
 	AnnotationUnackedObjects = "nereid.io/unacked-objects"
+	// AnnotationOutbox says how full the node's outbox is, as its
+	// LocalController's last heartbeat said: "<percent>% (<reports>/<max>
+	// reports, <bytes>/<max> bytes)", the percent by the nearer bound.
+	AnnotationOutbox = "nereid.io/outbox"
 
 	LinkConnected    = "connected"
 	LinkDisconnected = "disconnected"
@@ -59,6 +65,7 @@ type link struct {
 	store        string // of the current (or last) connection's Hello
 	lastReportID uint64 // of store: report IDs count per store
 	unacked      int
+	outbox       string // AnnotationOutbox's value, "" until heard
 
 	urgent      bool      // a connect or disconnect not yet written
 	changed     bool      // something not yet written
@@ -163,6 +170,17 @@ func (l *links) setUnacked(s *session, n int) {
 	defer l.mu.Unlock()
 	if k := l.get(s.node); k.session == s && k.unacked != n {
 		k.unacked = n
+		k.changed = true
+	}
+}
+
+// setOutbox records the outbox fill s's LocalController last said.
+func (l *links) setOutbox(s *session, fill edgeproto.OutboxFill) {
+	text := fmt.Sprintf("%d%% (%d/%d reports, %d/%d bytes)", fill.Percent(), fill.Reports, fill.MaxReports, fill.Bytes, fill.MaxBytes)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.get(s.node); k.session == s && k.outbox != text {
+		k.outbox = text
 		k.changed = true
 	}
 }
@@ -275,6 +293,9 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link) *coordin
 	lease.Annotations[AnnotationLastReportID] = strconv.FormatUint(k.lastReportID, 10)
 	lease.Annotations[AnnotationReportStore] = k.store
 	lease.Annotations[AnnotationUnackedObjects] = strconv.Itoa(k.unacked)
+	if k.outbox != "" {
+		lease.Annotations[AnnotationOutbox] = k.outbox
+	}
 	holder := node
 	duration := int32(l.duration / time.Second)
 	lease.Spec.HolderIdentity = &holder

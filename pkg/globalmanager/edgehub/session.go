@@ -277,6 +277,9 @@ func (s *session) read() error {
 		s.hub.metrics.receivedMessage(msg.Type())
 		switch m := msg.(type) {
 		case *edgeproto.Heartbeat:
+			if m.Outbox != nil {
+				s.hub.links.setOutbox(s, *m.Outbox)
+			}
 		case *edgeproto.Ack:
 			select {
 			case s.acks <- m.Objects:

@@ -326,7 +326,7 @@ func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks <-chan edge
 				return err
 			}
 		case <-heartbeat.C:
-			if err := l.send(conn, &edgeproto.Heartbeat{Time: time.Now()}); err != nil {
+			if err := l.send(conn, &edgeproto.Heartbeat{Time: time.Now(), Outbox: l.outboxFill()}); err != nil {
 				return err
 			}
 		case <-l.wake:
@@ -417,4 +417,15 @@ func clipCloseText(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// outboxFill is what the outbox holds and its bounds, for the GlobalManager
+// to show on the node's Lease.
+func (l *Link) outboxFill() *edgeproto.OutboxFill {
+	reports, bytes, err := l.st.OutboxLen()
+	if err != nil {
+		return nil
+	}
+	maxReports, maxBytes := l.st.OutboxBounds()
+	return &edgeproto.OutboxFill{Reports: reports, Bytes: bytes, MaxReports: maxReports, MaxBytes: maxBytes}
 }
