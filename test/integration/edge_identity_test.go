@@ -261,22 +261,8 @@ func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
 	}
 	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 	send(t, conn, &edgeproto.Report{ID: 1, Worker: onEdge0, Body: report(onEdge0, "completed"), ReceivedAt: time.Now()})
-	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
-	for {
-		_, frame, err := conn.ReadMessage()
-		if err != nil {
-			t.Fatalf("no ReportAck: %v", err)
-		}
-		m, err := edgeproto.Decode(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ack, ok := m.(*edgeproto.ReportAck); ok {
-			if len(ack.Refused) != 1 || !strings.Contains(ack.Refused[0].Reason, "not on node edge-1") {
-				t.Fatalf("got %+v, want report 1 refused because the pod runs on edge-0", ack)
-			}
-			break
-		}
+	if ack := readReportAck(t, conn); len(ack.Refused) != 1 || !strings.Contains(ack.Refused[0].Reason, "not on node edge-1") {
+		t.Fatalf("got %+v, want report 1 refused because the pod runs on edge-0", ack)
 	}
 
 	// Nothing of the above reached status: edge-0 counts its one real

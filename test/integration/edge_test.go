@@ -281,6 +281,25 @@ func rawEdgeConn(t *testing.T, hub *framework.EdgeHub, tokenFile string) (*webso
 	return conn, err
 }
 
+// readReportAck reads a raw connection's frames until a ReportAck.
+func readReportAck(t *testing.T, conn *websocket.Conn) *edgeproto.ReportAck {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	for {
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no ReportAck: %v", err)
+		}
+		m, err := edgeproto.Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack, ok := m.(*edgeproto.ReportAck); ok {
+			return ack
+		}
+	}
+}
+
 func send(t *testing.T, conn *websocket.Conn, m edgeproto.Message) {
 	t.Helper()
 	frame, err := edgeproto.Encode(m)
@@ -381,21 +400,7 @@ func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
 		"kind": "inference", "ownerInfo": map[string]any{"inferenceNumber": 1000, "hardExampleNumber": 999},
 	})
 	send(t, conn, &edgeproto.Report{ID: 1, Worker: "intruder", Body: body, ReceivedAt: time.Now()})
-	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
-	var ack *edgeproto.ReportAck
-	for ack == nil {
-		_, frame, err := conn.ReadMessage()
-		if err != nil {
-			t.Fatalf("no ReportAck: %v", err)
-		}
-		m, err := edgeproto.Decode(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a, ok := m.(*edgeproto.ReportAck); ok {
-			ack = a
-		}
-	}
+	ack := readReportAck(t, conn)
 	if len(ack.Refused) != 1 || ack.Refused[0].ID != 1 {
 		t.Fatalf("the report was not refused: %+v", ack)
 	}

@@ -258,35 +258,28 @@ func seededHub(t *testing.T, objs objects) *Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(kind string, o any) {
-		if err := h.byName[kind].informer.GetIndexer().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range objs.datasets {
-		add(sednav1.DatasetKind.Kind, o)
-	}
-	for _, o := range objs.models {
-		add(sednav1.ModelKind.Kind, o)
-	}
-	for _, o := range objs.federatedLearningJobs {
-		add(sednav1.FederatedLearningJobKind.Kind, o)
-	}
-	for _, o := range objs.jointInferenceServices {
-		add(sednav1.JointInferenceServiceKind.Kind, o)
-	}
-	for _, o := range objs.incrementalJobs {
-		add(sednav1.IncrementalLearningJobKind.Kind, o)
-	}
-	for _, o := range objs.lifelongJobs {
-		add(sednav1.LifelongLearningJobKind.Kind, o)
-	}
+	addAll(t, h, sednav1.DatasetKind.Kind, objs.datasets)
+	addAll(t, h, sednav1.ModelKind.Kind, objs.models)
+	addAll(t, h, sednav1.FederatedLearningJobKind.Kind, objs.federatedLearningJobs)
+	addAll(t, h, sednav1.JointInferenceServiceKind.Kind, objs.jointInferenceServices)
+	addAll(t, h, sednav1.IncrementalLearningJobKind.Kind, objs.incrementalJobs)
+	addAll(t, h, sednav1.LifelongLearningJobKind.Kind, objs.lifelongJobs)
 	for _, p := range objs.pods {
 		if err := h.pods.GetIndexer().Add(p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return h
+}
+
+// addAll puts objs into the cache of kind's informer.
+func addAll[T any](t *testing.T, h *Hub, kind string, objs []T) {
+	t.Helper()
+	for _, o := range objs {
+		if err := h.byName[kind].informer.GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // workerPod is a worker pod of the object with UID owner, bound to node.
