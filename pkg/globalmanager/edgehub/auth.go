@@ -115,6 +115,12 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedNoToken,
 			reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
 	}
+	// A ServiceAccount token is a JWT; anything else is refused without
+	// costing the API server a review.
+	if readClaims(token) == nil {
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
+			reason: "the token is not valid: not a ServiceAccount token (a JWT)"}
+	}
 	key := sha256.Sum256([]byte(token))
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
@@ -158,7 +164,7 @@ func (a *authenticator) review(ctx context.Context, token string) (*identity, *a
 	st := review.Status
 	claims := readClaims(token)
 	if !st.Authenticated {
-		if claims != nil && !slices.Contains(claims.Audience, a.audience) {
+		if claims != nil && len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience) {
 			return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 				reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
 					strings.Join(claims.Audience, ","), a.audience)}

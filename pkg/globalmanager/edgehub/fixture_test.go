@@ -346,7 +346,7 @@ func (f *fixture) connect(node string, hello *edgeproto.Hello) *client {
 // open dials as node and reads what comes.
 func (f *fixture) open(node string) *client {
 	f.t.Helper()
-	conn, resp, err := f.dial("token-" + node)
+	conn, resp, err := f.dial(jwtWith("token-"+node, nil))
 	if err != nil {
 		f.t.Fatalf("dialing as %s: %v (response %v)", node, err, resp)
 	}

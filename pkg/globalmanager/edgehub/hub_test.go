@@ -114,13 +114,14 @@ func TestOnlyALocalControllerOnAnEdgeNodeIsUpgraded(t *testing.T) {
 		wantReason string
 	}{
 		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token", wantReason: refusedNoToken},
-		"an invalid token":        {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: refusedInvalidToken},
-		"a token bound to no pod": {token: "token-unbound", wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: refusedNoNode},
-		"another ServiceAccount's pod on an edge node": {token: "token-other-edge-a", wantStatus: http.StatusForbidden,
+		"not a JWT":               {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "not a ServiceAccount token", wantReason: refusedInvalidToken},
+		"an invalid token":        {token: jwtWith("forged", nil), wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: refusedInvalidToken},
+		"a token bound to no pod": {token: jwtWith("token-unbound", nil), wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: refusedNoNode},
+		"another ServiceAccount's pod on an edge node": {token: jwtWith("token-other-edge-a", nil), wantStatus: http.StatusForbidden,
 			wantBody: "is not a LocalController", wantReason: refusedNotLocalController},
-		"a LocalController on a cloud node": {token: "token-cloud-0", wantStatus: http.StatusForbidden,
+		"a LocalController on a cloud node": {token: jwtWith("token-cloud-0", nil), wantStatus: http.StatusForbidden,
 			wantBody: "node cloud-0 is not an edge node", wantReason: refusedNotEdgeNode},
-		"a LocalController on no node": {token: "token-gone", wantStatus: http.StatusForbidden,
+		"a LocalController on no node": {token: jwtWith("token-gone", nil), wantStatus: http.StatusForbidden,
 			wantBody: "node gone does not exist", wantReason: refusedNotEdgeNode},
 		"a LocalController's token for the API server": {
 			token:      jwtWith("token-edge-a", map[string]any{"aud": []string{"https://kubernetes.default.svc.cluster.local"}}),
@@ -161,7 +162,7 @@ func TestATokenIsReviewedOnceWhileItsOutcomeIsFresh(t *testing.T) {
 		return n
 	}
 	for range 5 {
-		if conn, _, err := f.dial("forged"); err == nil {
+		if conn, _, err := f.dial(jwtWith("forged", nil)); err == nil {
 			conn.Close()
 			t.Fatal("a forged token was upgraded")
 		}
@@ -193,14 +194,14 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	})
 	slow := make(chan error, 1)
 	go func() {
-		conn, _, err := f.dial("token-slow")
+		conn, _, err := f.dial(jwtWith("token-slow", nil))
 		if err == nil {
 			conn.Close()
 		}
 		slow <- err
 	}()
 	<-entered
-	conn, resp, err := f.dial("token-edge-a")
+	conn, resp, err := f.dial(jwtWith("token-edge-a", nil))
 	if err == nil {
 		conn.Close()
 		t.Fatal("a connection beyond the bound was reviewed at once")
