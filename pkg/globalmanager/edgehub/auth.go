@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -84,9 +85,20 @@ type authenticator struct {
 	queueTimeout    time.Duration
 	now             func() time.Time
 
+	waiting atomic.Int64 // connections waiting for a slot
+
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]reviewResult
+	// deleted are the UIDs of LocalController Pods deleted lately, by when:
+	// a review in flight as its Pod goes, or a connection that had not said
+	// hello yet, must not outlive it.
+	deleted map[types.UID]time.Time
 }
+
+// deletedMemory is how long a deleted Pod's UID is remembered: well past
+// any review in flight or hello awaited; later reviews of its token fail at
+// the API server, which checks the bound Pod.
+const deletedMemory = 10 * time.Minute
 
 func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.Time) *authenticator {
 	accounts := make(map[string]bool, len(cfg.ServiceAccounts))
@@ -104,6 +116,7 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 		queueTimeout:    cfg.ReviewQueueTimeout,
 		now:             now,
 		cache:           make(map[[sha256.Size]byte]reviewResult),
+		deleted:         make(map[types.UID]time.Time),
 	}
 }
 
@@ -115,20 +128,27 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedNoToken,
 			reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
 	}
-	// A ServiceAccount token is a JWT; anything else is refused without
-	// costing the API server a review.
-	if readClaims(token) == nil {
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
-			reason: "the token is not valid: not a ServiceAccount token (a JWT)"}
+	// What the token says of itself, unverified, is enough to refuse what
+	// no review would accept without costing the API server one: anyone who
+	// reaches the hub can send tokens.
+	if refusal := a.precheck(token); refusal != nil {
+		return nil, refusal
 	}
 	key := sha256.Sum256([]byte(token))
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
 	}
 
-	// Bounded concurrency: a storm waits here, not at the API server.
+	// Bounded concurrency: a storm waits here, not at the API server, and
+	// past a bounded queue it is told at once to come back.
+	if a.waiting.Add(1) > int64(maxWaitingPerSlot*cap(a.slots)) {
+		a.waiting.Add(-1)
+		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
+			reason: "too many connections are being authenticated, try again later"}
+	}
 	wait := time.NewTimer(a.queueTimeout)
 	defer wait.Stop()
+	defer a.waiting.Add(-1)
 	select {
 	case a.slots <- struct{}{}:
 	case <-wait.C:
@@ -145,10 +165,45 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return res.id, res.refusal
 	}
 	id, refusal := a.review(ctx, token)
+	if id != nil && a.podDeleted(id.podUID) {
+		// Deleted while the review was in flight.
+		id, refusal = nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
+			reason: "the token is not valid: its Pod was deleted"}
+	}
 	if refusal == nil || refusal.cacheable() {
 		a.store(key, reviewResult{id: id, refusal: refusal})
 	}
 	return id, refusal
+}
+
+// maxTokenBytes bounds a bearer token; a ServiceAccount token is about 1 KiB.
+const maxTokenBytes = 8 << 10
+
+// maxWaitingPerSlot bounds the connections waiting for a review slot.
+const maxWaitingPerSlot = 4
+
+// precheck refuses, from the token's own unverified claims, a token that no
+// review would accept: not a JWT, too long, for another audience, or
+// expired.
+func (a *authenticator) precheck(token string) *authError {
+	invalid := func(why string) *authError {
+		return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: "the token is not valid: " + why}
+	}
+	if len(token) > maxTokenBytes {
+		return invalid(fmt.Sprintf("longer than %d bytes", maxTokenBytes))
+	}
+	claims := readClaims(token)
+	switch {
+	case claims == nil:
+		return invalid("not a ServiceAccount token (a JWT)")
+	case len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience):
+		return &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
+			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
+				strings.Join(claims.Audience, ","), a.audience)}
+	case claims.Expiry > 0 && !a.now().Before(time.Unix(claims.Expiry, 0)):
+		return invalid("expired")
+	}
+	return nil
 }
 
 // review asks the API server who token is and checks it is an accepted
@@ -257,6 +312,11 @@ func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if res.id != nil {
+		if _, gone := a.deleted[res.id.podUID]; gone {
+			return
+		}
+	}
 	if len(a.cache) >= a.maxEntries {
 		for k, v := range a.cache {
 			if !now.Before(v.until) {
@@ -274,7 +334,8 @@ func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
 }
 
 // forgetPod drops the cached identities of a Pod, once it is deleted, so its
-// token is reviewed again (and refused) at its next connection.
+// token is reviewed again (and refused) at its next connection, and
+// remembers the Pod as deleted for deletedMemory.
 func (a *authenticator) forgetPod(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -283,6 +344,23 @@ func (a *authenticator) forgetPod(uid types.UID) {
 			delete(a.cache, k)
 		}
 	}
+	now := a.now()
+	if len(a.deleted) >= a.maxEntries {
+		for u, at := range a.deleted {
+			if now.Sub(at) > deletedMemory {
+				delete(a.deleted, u)
+			}
+		}
+	}
+	a.deleted[uid] = now
+}
+
+// podDeleted reports whether the Pod uid was deleted lately.
+func (a *authenticator) podDeleted(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.deleted[uid]
+	return ok && a.now().Sub(at) <= deletedMemory
 }
 
 // claims are the fields of a ServiceAccount token's JWT payload the hub

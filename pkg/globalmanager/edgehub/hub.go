@@ -26,6 +26,7 @@ import (
 
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // shutdownTimeout bounds how long Run waits for connections to close and the
@@ -130,7 +131,8 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 	podReg, err := h.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
-			if o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod); o.Spec.NodeName != n.Spec.NodeName {
+			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+			if o.Spec.NodeName != n.Spec.NodeName || o.Labels[common.LabelOwnerUID] != n.Labels[common.LabelOwnerUID] {
 				h.markDirty(podNodes(oldObj, newObj))
 			}
 		},
@@ -187,12 +189,18 @@ func podMetadataOnly(obj any) (any, error) {
 // no longer proves anything.
 func (h *Hub) podGone(uid types.UID) {
 	h.auth.forgetPod(uid)
+	var gone []*session
 	h.mu.RLock()
-	defer h.mu.RUnlock()
 	for _, s := range h.sessions {
 		if s.id.podUID == uid {
-			s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
+			gone = append(gone, s)
 		}
+	}
+	h.mu.RUnlock()
+	// Closing writes to the connection: not under the lock the informers'
+	// handlers take.
+	for _, s := range gone {
+		s.revokePodDeleted()
 	}
 }
 
@@ -380,6 +388,11 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, c
 	h.metrics.connectedNodes.Set(float64(len(h.sessions)))
 	h.mu.Unlock()
 	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
+	if h.auth.podDeleted(id.podUID) {
+		// Deleted between the review and the hello: podGone did not see
+		// this session yet.
+		s.revokePodDeleted()
+	}
 	if prev != nil {
 		logger.Info("A new connection replaces the node's current one")
 		prev.stop(websocket.CloseNormalClosure, "replaced by a newer connection")

@@ -843,3 +843,54 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 		return lease.Annotations[AnnotationOutbox] == want, fmt.Sprintf("%s is %q, want %q", AnnotationOutbox, lease.Annotations[AnnotationOutbox], want)
 	})
 }
+
+func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lc-edge-a", Namespace: "nereid-system", UID: "uid-edge-a"},
+		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: "edge-a"}}
+	f := newFixture(t, testConfig, append(edgeObjects(), pod)...)
+	c := f.open("edge-a") // authenticated, no hello yet
+	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() (bool, string) { return f.hub.auth.podDeleted("uid-edge-a"), "the hub has not seen the deletion" })
+	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore})
+	for {
+		_, err := c.recv(5 * time.Second)
+		if err == nil {
+			continue // what went out before the close
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "was deleted") {
+			t.Fatalf("got %v, want a policy-violation close saying the Pod was deleted", err)
+		}
+		break
+	}
+	// And its token is no longer taken.
+	if conn, _, err := f.dial(jwtWith("token-edge-a", nil)); err == nil {
+		conn.Close()
+		t.Fatal("the deleted Pod's token connected again")
+	}
+}
+
+func TestTokensNoReviewWouldAcceptCostNoReview(t *testing.T) {
+	f := newFixture(t, testConfig)
+	tokens := map[string]string{
+		"too long":         jwtWith("token-edge-a", map[string]any{"pad": strings.Repeat("x", maxTokenBytes)}),
+		"expired":          jwtWith("token-edge-a", map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}),
+		"another audience": jwtWith("token-edge-a", map[string]any{"aud": "https://kubernetes.default.svc"}),
+		"not a JWT":        "x.y",
+	}
+	for name, token := range tokens {
+		if conn, resp, err := f.dial(token); err == nil {
+			conn.Close()
+			t.Errorf("%s: upgraded", name)
+		} else if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: got %v, want 401", name, resp)
+		}
+	}
+	for _, a := range f.kube.Actions() {
+		if a.Matches("create", "tokenreviews") {
+			t.Errorf("a token no review would accept was reviewed")
+		}
+	}
+}

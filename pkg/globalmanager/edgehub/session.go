@@ -202,6 +202,11 @@ func (s *session) revoke(reason, message string) {
 	s.stop(websocket.ClosePolicyViolation, message)
 }
 
+// revokePodDeleted ends a session whose LocalController Pod was deleted.
+func (s *session) revokePodDeleted() {
+	s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
+}
+
 // reportQueue is how many reports the reader hands on before it waits for the
 // reporter: enough that object acks read behind a burst of reports are not held
 // up by the reports' status writes (which would make the writer resend objects
