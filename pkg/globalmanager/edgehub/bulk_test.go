@@ -39,59 +39,73 @@ func bulkConfig() Config {
 	return cfg
 }
 
-// writer sends, from its own goroutine, what the test hands it, as a
-// LocalController's writer does: a test that wrote its Acks from the
-// goroutine that reads could itself stall a connection that the hub keeps
-// going.
-type writer chan edgeproto.Message
+// writer sends, from its own goroutine, Acks of the versions the test hands
+// it, up to 256 in one, and the other messages it is handed: a
+// LocalController's writer. Like the LocalController's before the hub had a
+// window, the test's reader waits once 1024 versions wait for the writer: the
+// hub must keep such a peer going, by reading its Acks while it sends,
+// however long the difference.
+type writer struct {
+	acks  chan edgeproto.ObjectVersion
+	other chan edgeproto.Message
+}
 
 func (c *client) startWriter() writer {
-	w := make(writer, 1<<16)
+	w := writer{acks: make(chan edgeproto.ObjectVersion, 1024), other: make(chan edgeproto.Message, 16)}
+	done := make(chan struct{})
+	c.t.Cleanup(func() { close(done) })
+	send := func(m edgeproto.Message) bool {
+		frame, err := edgeproto.Encode(m)
+		if err != nil {
+			panic(err) // a bug of the test
+		}
+		// An error ends the connection; the test sees that on its reads.
+		return c.conn.WriteMessage(websocket.TextMessage, frame) == nil
+	}
 	go func() {
-		for m := range w {
-			frame, err := edgeproto.Encode(m)
-			if err != nil {
-				panic(err) // a bug of the test
+		for {
+			var m edgeproto.Message
+			select {
+			case <-done:
+				return
+			case m = <-w.other:
+			case v := <-w.acks:
+				ack := &edgeproto.Ack{Objects: []edgeproto.ObjectVersion{v}}
+			batch:
+				for len(ack.Objects) < 256 {
+					select {
+					case v := <-w.acks:
+						ack.Objects = append(ack.Objects, v)
+					default:
+						break batch
+					}
+				}
+				m = ack
 			}
-			if c.conn.WriteMessage(websocket.TextMessage, frame) != nil {
-				return // the connection ended; the test sees that on its reads
+			if !send(m) {
+				return
 			}
 		}
 	}()
-	c.t.Cleanup(func() { close(w) })
 	return w
 }
 
-// untilSyncedAcking returns the messages up to Synced, summarized, and
-// acknowledges every Upsert and Delete as it comes, in one Ack for what has
-// come in together, as a LocalController does.
+// untilSyncedAcking returns the messages up to Synced, summarized, and has
+// w acknowledge every Upsert and Delete as it comes.
 func (c *client) untilSyncedAcking(w writer) []string {
 	c.t.Helper()
-	var (
-		got   []string
-		batch []edgeproto.ObjectVersion
-	)
-	flush := func() {
-		if len(batch) > 0 {
-			w <- &edgeproto.Ack{Objects: batch}
-			batch = nil
-		}
-	}
+	var got []string
 	for {
 		m := c.must(10 * time.Second)
 		switch m := m.(type) {
 		case *edgeproto.Upsert:
-			batch = append(batch, m.ObjectVersion)
+			w.acks <- m.ObjectVersion
 		case *edgeproto.Delete:
-			batch = append(batch, m.ObjectVersion)
+			w.acks <- m.ObjectVersion
 		case *edgeproto.Synced:
-			flush()
 			return got
 		}
 		got = append(got, summary(m))
-		if len(c.incoming) == 0 || len(batch) == 256 {
-			flush()
-		}
 	}
 }
 
@@ -162,7 +176,7 @@ func TestBulkSyncOfTwentyThousandObjectsKeepsAcksAndReportsFlowing(t *testing.T)
 	body := `{"name":"w","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
 	const reports = 5
 	for id := range uint64(reports) {
-		w <- &edgeproto.Report{ID: id + 1, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
+		w.other <- &edgeproto.Report{ID: id + 1, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
 	}
 	start := time.Now()
 	var upserts []string
