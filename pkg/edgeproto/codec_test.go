@@ -34,6 +34,20 @@ var goldenMessages = map[string]struct {
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"},` +
 			`{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}]}}`,
 	},
+	"hello with more to come": {
+		msg: &Hello{Node: "edge-1", Store: storeID, Inventory: []ObjectVersion{jobVersion}, More: true},
+		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","inventory":[` +
+			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"}],"more":true}}`,
+	},
+	"inventory": {
+		msg: &Inventory{Inventory: []ObjectVersion{{ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}, More: true},
+		frame: `{"v":1,"type":"inventory","payload":{"inventory":[` +
+			`{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}],"more":true}}`,
+	},
+	"the last inventory": {
+		msg:   &Inventory{Inventory: []ObjectVersion{{ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}},
+		frame: `{"v":1,"type":"inventory","payload":{"inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}]}}`,
+	},
 	"hello with an empty store": {
 		msg:   &Hello{Node: "edge-1", Store: storeID},
 		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `"}}`,
@@ -123,7 +137,7 @@ func TestDecodeRoundTripsEveryMessageType(t *testing.T) {
 		})
 		seen[tc.msg.Type()] = true
 	}
-	for _, typ := range []Type{TypeHello, TypeUpsert, TypeDelete, TypeSynced, TypeAck, TypeReport, TypeReportAck, TypeHeartbeat} {
+	for _, typ := range []Type{TypeHello, TypeInventory, TypeUpsert, TypeDelete, TypeSynced, TypeAck, TypeReport, TypeReportAck, TypeHeartbeat} {
 		if !seen[typ] {
 			t.Errorf("no golden message of type %s", typ)
 		}
@@ -264,6 +278,17 @@ func TestDecodeRejects(t *testing.T) {
 			"hello: inventory[0]: kind is required"},
 		"hello inventory listing a ref twice": {frame("hello", `{"node":"n","store":"s","inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"},{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"2"}]}`),
 			ErrMalformed, "hello: inventory[1]: Model ns/m is listed twice"},
+
+		// Inventory.
+		"inventory of nothing":      {frame("inventory", `{"inventory":[],"more":true}`), ErrMalformed, "inventory: inventory is required (at least one entry)"},
+		"inventory without entries": {frame("inventory", `{}`), ErrMalformed, "inventory: inventory is required"},
+		"inventory entry without name": {frame("inventory", `{"inventory":[{"kind":"Model","namespace":"ns","resourceVersion":"1"}]}`), ErrMalformed,
+			"inventory: inventory[0]: name is required"},
+		"inventory listing a ref twice": {frame("inventory", `{"inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"},{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"}]}`),
+			ErrMalformed, "inventory: inventory[1]: Model ns/m is listed twice"},
+		"inventory with more as a string": {frame("inventory", `{"inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"1"}],"more":"yes"}`),
+			ErrMalformed, "inventory: more: cannot use a JSON string here"},
+		"hello with more as a number": {frame("hello", `{"node":"n","more":1}`), ErrMalformed, "hello: more: cannot use a JSON number here"},
 
 		// Upsert.
 		"upsert without kind":            {upsert(`"namespace":"ns","name":"fl","resourceVersion":"42"`, okObject), ErrMalformed, "upsert: kind is required"},

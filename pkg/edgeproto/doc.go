@@ -33,15 +33,31 @@
 //  1. The LC's first message on every connection is Hello: the node it claims
 //     (the GM checks it against the authenticated identity and closes the
 //     connection on a mismatch), the identity of its store, and the
-//     inventory of objects it holds.
+//     inventory of objects it holds. An
+//     inventory too long for one frame goes on in Inventory messages right
+//     after the Hello, nothing in between: the Hello and every Inventory but
+//     the last have More set (EncodeHello splits, HelloStream joins). The GM
+//     answers nothing until it has the last part. An Inventory anywhere else,
+//     anything else while one is due, or an inventory of more than
+//     MaxInventory entries closes the connection with the reason.
 //  2. The GM answers with the difference: an Upsert for every object that
 //     concerns the node and that the LC lacks or holds at another
 //     resourceVersion, a Delete for every inventory entry that no longer
-//     concerns the node, then Synced. After Synced it streams an Upsert or Delete
-//     whenever the latest state of an object that concerns the node changes.
+//     concerns the node, then Synced, once the last of them is sent (not
+//     acknowledged: the LC applies frames in order, so when it reads Synced
+//     it has persisted everything before it). After Synced it streams an
+//     Upsert or Delete whenever the latest state of an object that concerns
+//     the node changes.
 //  3. The LC persists each Upsert or Delete, then acknowledges it in an Ack by
 //     its ref and resourceVersion. The GM resends what is not acknowledged; an
 //     Ack for an older resourceVersion than the latest sent does not count.
+//
+// Flow control: the GM keeps a bounded window of Upserts and Deletes sent and
+// not yet acknowledged (see the edge hub's Config.SendWindow) and sends more
+// as Acks come in, so a difference of any size goes out at the pace the LC
+// persists it. Neither end's reader waits on its own writer for long: each
+// end reads the other's Acks, ReportAcks and Heartbeats while it sends, so
+// the two can never both wait for the other to read.
 //
 // Upstream (durable):
 //
@@ -57,4 +73,20 @@
 //
 // Liveness: both ends send Heartbeat periodically and keep a read deadline, so a
 // silent peer is noticed even when there is nothing else to say.
+//
+// # Limits
+//
+// A frame is at most MaxFrameBytes (1 MiB): an object, a report or an Ack
+// larger than that cannot be sent. A Hello states at most MaxInventory
+// (200,000) objects, in as many frames as it takes: one frame holds about
+// 2,500 entries with the longest names Kubernetes allows (a 253-character
+// name in a 63-character namespace) and about ten thousand with short ones.
+//
+// Inventory is newer than Hello, and Hello.More's absence would change the
+// meaning of a Hello, yet neither took a new Version: an LC sets More only
+// for an inventory too long for one frame, which it could not send before at
+// all, and a GM without Inventory closes the connection at the first one
+// (unknown type), so it never keeps a session on a partial inventory (what
+// it may send before it reads the Inventory is right; only a Synced would be
+// early).
 package edgeproto

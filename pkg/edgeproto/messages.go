@@ -15,6 +15,7 @@ type Type string
 // The message types. The comment says who sends it.
 const (
 	TypeHello     Type = "hello"     // LC → GM, first message on a connection
+	TypeInventory Type = "inventory" // LC → GM, right after a Hello whose More is set
 	TypeUpsert    Type = "upsert"    // GM → LC
 	TypeDelete    Type = "delete"    // GM → LC
 	TypeSynced    Type = "synced"    // GM → LC
@@ -24,8 +25,8 @@ const (
 	TypeHeartbeat Type = "heartbeat" // both ways
 )
 
-// Message is one of the message types of this package: *Hello, *Upsert,
-// *Delete, *Synced, *Ack, *Report, *ReportAck or *Heartbeat. Decode returns
+// Message is one of the message types of this package: *Hello, *Inventory,
+// *Upsert, *Delete, *Synced, *Ack, *Report, *ReportAck or *Heartbeat. Decode returns
 // one of them; receivers switch on the dynamic type.
 type Message interface {
 	// Type is the wire type of the message.
@@ -40,6 +41,8 @@ func newMessage(t Type) Message {
 	switch t {
 	case TypeHello:
 		return new(Hello)
+	case TypeInventory:
+		return new(Inventory)
 	case TypeUpsert:
 		return new(Upsert)
 	case TypeDelete:
@@ -132,9 +135,14 @@ type Hello struct {
 	// reports as already applied.
 	Store string `json:"store"`
 	// Inventory is every object the LC holds in its store, at the version it
-	// holds, each ref at most once. The GM answers with the difference.
-	// About ten thousand entries fit in a frame.
+	// holds, each ref at most once; the GM answers with the difference. When
+	// it does not fit in one frame (a frame holds about 2,500 entries with
+	// the longest names, ten thousand with short ones), this is its first
+	// part and More is set: see EncodeHello.
 	Inventory []ObjectVersion `json:"inventory,omitempty"`
+	// More says that the inventory goes on in Inventory messages, which
+	// follow the Hello at once, the last of them with More unset.
+	More bool `json:"more,omitempty"`
 }
 
 // Type is TypeHello.
@@ -149,15 +157,24 @@ func (h *Hello) validate() error {
 	case len(h.Store) > MaxStoreIdentityBytes:
 		return fmt.Errorf("store is %d bytes, the limit is %d", len(h.Store), MaxStoreIdentityBytes)
 	}
-	seen := make(map[ObjectRef]bool, len(h.Inventory))
-	for i, v := range h.Inventory {
+	return checkInventory(h.Inventory, nil)
+}
+
+// checkInventory checks the entries of one part of an inventory, and that
+// none is in seen (the refs of the parts before it, nil for none). It adds
+// the entries' refs to seen when seen is not nil.
+func checkInventory(inv []ObjectVersion, seen map[ObjectRef]struct{}) error {
+	if seen == nil {
+		seen = make(map[ObjectRef]struct{}, len(inv))
+	}
+	for i, v := range inv {
 		if err := v.check(); err != nil {
 			return fmt.Errorf("inventory[%d]: %w", i, err)
 		}
-		if seen[v.ObjectRef] {
+		if _, dup := seen[v.ObjectRef]; dup {
 			return fmt.Errorf("inventory[%d]: %s is listed twice", i, clip(v.ObjectRef.String()))
 		}
-		seen[v.ObjectRef] = true
+		seen[v.ObjectRef] = struct{}{}
 	}
 	return nil
 }
@@ -174,6 +191,26 @@ func (h *Hello) normalize() {
 type Source struct {
 	Node  string
 	Store string
+}
+
+// Inventory continues the inventory of a Hello whose More is set. The
+// entries of a Hello and its Inventory messages together list each ref at
+// most once, and number at most MaxInventory.
+type Inventory struct {
+	// Inventory is the next part of the LC's inventory, at least one entry.
+	Inventory []ObjectVersion `json:"inventory"`
+	// More says that another Inventory follows; the last one has it unset.
+	More bool `json:"more,omitempty"`
+}
+
+// Type is TypeInventory.
+func (*Inventory) Type() Type { return TypeInventory }
+
+func (v *Inventory) validate() error {
+	if len(v.Inventory) == 0 {
+		return errors.New("inventory is required (at least one entry)")
+	}
+	return checkInventory(v.Inventory, nil)
 }
 
 // Upsert carries the latest version of an object that concerns the LC's node.

@@ -15,6 +15,11 @@ const (
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultResendAfter       = 5 * time.Second
 	DefaultLeaseUpdatePeriod = 10 * time.Second
+	// DefaultSendWindow is how many Upserts and Deletes the hub keeps sent
+	// and unacknowledged per node: enough to keep a LocalController busy
+	// between two Acks, few enough that a node with a slow disk works through
+	// them well within ResendAfter's worth of Acks.
+	DefaultSendWindow = 1000
 
 	// DefaultTokenAudience is the audience of the projected ServiceAccount
 	// token a LocalController presents. A token for the API server (the
@@ -77,6 +82,10 @@ type Config struct {
 	// LeaseUpdatePeriod is the most often a connected node's Lease is renewed
 	// (default 10s); connects and disconnects are written at once.
 	LeaseUpdatePeriod time.Duration
+	// SendWindow is the most Upserts and Deletes sent to a node and not yet
+	// acknowledged (default DefaultSendWindow); the rest of a difference goes
+	// out as Acks come in.
+	SendWindow int
 
 	// TokenAudience is the audience a LocalController's token must have
 	// (default DefaultTokenAudience); the TokenReview names it.
@@ -129,6 +138,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConcurrentReviews <= 0 {
 		c.MaxConcurrentReviews = DefaultMaxConcurrentReviews
+	}
+	if c.SendWindow <= 0 {
+		c.SendWindow = DefaultSendWindow
 	}
 	return c
 }

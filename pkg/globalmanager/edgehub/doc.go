@@ -20,12 +20,26 @@
 //
 // Downstream: for each connected node the hub computes which objects concern
 // it (see Hub.desired) from the informers' caches, each with the names of its
-// worker pods on the node (see kinds.go for what the hub knows of each kind), sends the difference from
-// what the LocalController says it holds in its Hello, then Synced, and after
+// worker pods on the node (see kinds.go for what the hub knows of each kind),
+// sends the difference from what the LocalController says it holds in its
+// Hello (read whole, over as many frames as it takes, before anything is
+// sent), then Synced, and after
 // that only what changes: the latest version of an object (two edits before a
-// send go out as one), or a Delete when an object leaves the node's set. What
-// is not acknowledged within Config.ResendAfter is sent again. Nothing relies
-// on an informer resync.
+// send go out as one), or a Delete when an object leaves the node's set.
+//
+// Flow control: at most Config.SendWindow (1,000) Upserts and Deletes are
+// sent and unacknowledged at a time; the rest of a difference waits in
+// order, planned afresh at every change so that it goes out at its latest
+// version, and is sent as Acks make room. Between two sends the writer takes
+// the Acks and report results ready, so the reader never waits on it for
+// more than one frame, and a difference of 100,000 objects goes out at the
+// pace the LocalController persists it. Synced follows the last Upsert or
+// Delete of the difference once it is sent, without waiting for its Ack: the
+// LocalController applies frames in order. What is not acknowledged is sent
+// again once it has waited Config.ResendAfter and the LocalController has
+// either acknowledged something sent after it or settled nothing for
+// ResendAfter; waiting behind a full window on a slow disk is not a loss.
+// Nothing relies on an informer resync.
 //
 // Upstream: each Report is checked (its body parses, the object it is about
 // concerns the node, and its worker is a pod of that object bound to the node,

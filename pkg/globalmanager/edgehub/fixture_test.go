@@ -388,6 +388,22 @@ func (c *client) send(m edgeproto.Message) {
 	}
 }
 
+// sendHello sends hello in the frames EncodeHello makes of it and returns
+// how many it took.
+func (c *client) sendHello(hello *edgeproto.Hello) int {
+	c.t.Helper()
+	frames, err := edgeproto.EncodeHello(hello)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, frame := range frames {
+		if err := c.conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+			c.t.Fatalf("sending the hello: %v", err)
+		}
+	}
+	return len(frames)
+}
+
 // recv returns the next message other than a heartbeat, the read error, or
 // errQuiet after timeout.
 func (c *client) recv(timeout time.Duration) (edgeproto.Message, error) {

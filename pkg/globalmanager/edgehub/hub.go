@@ -413,25 +413,34 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, c
 	logger.Info("Edge node disconnected")
 }
 
-// readHello reads a connection's first frame, which must be a Hello.
+// readHello reads a connection's Hello: its first frame and, when its
+// inventory goes on, the Inventory frames after it. Each frame has
+// timeout to come, so a long inventory over a slow link is read as long as
+// it makes progress.
 func readHello(conn *websocket.Conn, timeout time.Duration) (*edgeproto.Hello, *closeError) {
-	_ = conn.SetReadDeadline(time.Now().Add(timeout))
-	_, frame, err := conn.ReadMessage()
-	if err != nil {
-		var ce *closeError
-		if errors.As(readError(err, timeout), &ce) {
-			return nil, &closeError{code: ce.code, reason: "no hello: " + ce.reason, err: err}
+	var stream edgeproto.HelloStream
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(timeout))
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			var ce *closeError
+			if errors.As(readError(err, timeout), &ce) {
+				return nil, &closeError{code: ce.code, reason: "no hello: " + ce.reason, err: err}
+			}
+			return nil, &closeError{code: websocket.CloseNormalClosure, reason: "closed before hello", err: err}
 		}
-		return nil, &closeError{code: websocket.CloseNormalClosure, reason: "closed before hello", err: err}
+		msg, err := edgeproto.Decode(frame)
+		if err != nil {
+			return nil, frameError(err)
+		}
+		hello, err := stream.Add(msg)
+		switch {
+		case errors.Is(err, edgeproto.ErrUnexpected):
+			return nil, &closeError{code: websocket.ClosePolicyViolation, reason: err.Error()}
+		case err != nil:
+			return nil, frameError(err)
+		case hello != nil:
+			return hello, nil
+		}
 	}
-	msg, err := edgeproto.Decode(frame)
-	if err != nil {
-		return nil, frameError(err)
-	}
-	hello, ok := msg.(*edgeproto.Hello)
-	if !ok {
-		return nil, &closeError{code: websocket.ClosePolicyViolation,
-			reason: fmt.Sprintf("the first message must be hello, not %s", msg.Type())}
-	}
-	return hello, nil
 }

@@ -112,6 +112,16 @@ type inflight struct {
 	delete    bool
 	firstSent time.Time // of this version, for the ack latency
 	lastSent  time.Time
+	seq       uint64 // the session's count of Upserts and Deletes at its last send
+}
+
+// queued is an Upsert or Delete of the difference that waits for room in the
+// window.
+type queued struct {
+	ref     edgeproto.ObjectRef
+	desired desiredObject // the Upsert's object, unless delete
+	delete  bool
+	version objVersion // the Delete's version
 }
 
 // reportResult is a report to acknowledge: applied, or refused with a reason.
@@ -146,6 +156,15 @@ type session struct {
 	held       map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
 	inflight   map[edgeproto.ObjectRef]*inflight
 	unsendable map[edgeproto.ObjectRef]objVersion // versions too large to send, logged once
+	// queue[next:] is the rest of the difference, in the order to send it,
+	// as of the last sync; each goes out when the window has room.
+	queue []queued
+	next  int
+	// sentSeq counts the Upserts and Deletes sent; ackedSeq is the highest
+	// count of one acknowledged, and lastAcked when an Ack last settled
+	// one (or the session began). See resend.
+	sentSeq, ackedSeq uint64
+	lastAcked         time.Time
 }
 
 func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
@@ -161,6 +180,7 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		held:       make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
 		inflight:   make(map[edgeproto.ObjectRef]*inflight),
 		unsendable: make(map[edgeproto.ObjectRef]objVersion),
+		lastAcked:  h.now(),
 	}
 	for _, v := range hello.Inventory {
 		s.held[v.ObjectRef] = versionOf(v)
@@ -295,6 +315,9 @@ func (s *session) read() error {
 			case s.reports <- m:
 			case <-s.ctx.Done():
 			}
+		case *edgeproto.Inventory:
+			return &closeError{code: websocket.ClosePolicyViolation,
+				reason: "unexpected inventory message from a LocalController: its hello has ended"}
 		default:
 			return &closeError{code: websocket.ClosePolicyViolation,
 				reason: fmt.Sprintf("unexpected %s message from a LocalController", msg.Type())}
@@ -440,9 +463,16 @@ func clipRefusal(s string) string {
 	return s[:cut] + "…"
 }
 
-// write sends the difference that answers the Hello, then Synced, then
-// changes, resends, report acknowledgements and heartbeats until the session
-// stops.
+// ready is a closed channel: a select case on it is always ready.
+var ready = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// write sends the difference that answers the Hello, as the window allows,
+// then Synced, then changes, resends, report acknowledgements and heartbeats
+// until the session stops.
 func (s *session) write() error {
 	cfg := s.hub.cfg
 	heartbeat := time.NewTicker(cfg.HeartbeatPeriod)
@@ -450,15 +480,29 @@ func (s *session) write() error {
 	resend := time.NewTicker(max(cfg.ResendAfter/4, 10*time.Millisecond))
 	defer resend.Stop()
 
-	if err := s.sync(nil); err != nil {
-		return err
-	}
-	if err := s.send(&edgeproto.Synced{}); err != nil {
-		return err
-	}
-	s.logger.V(2).Info("Edge node synced", "held", len(s.held), "inflight", len(s.inflight))
+	err := s.sync(nil)
+	synced := false
 	for {
-		var err error
+		if err == nil && !synced && s.queued() == 0 {
+			// Everything of the difference is sent, if not yet acknowledged:
+			// the LC applies frames in order, so by the time it reads Synced
+			// its store holds the node's set.
+			err = s.send(&edgeproto.Synced{})
+			synced = true
+			s.logger.V(2).Info("Edge node synced", "held", len(s.held), "inflight", len(s.inflight))
+		}
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil // the connection was closed under the write
+			}
+			return err
+		}
+		s.hub.links.setUnacked(s, len(s.inflight))
+
+		var more <-chan struct{}
+		if s.queued() > 0 && len(s.inflight) < cfg.SendWindow {
+			more = ready
+		}
 		select {
 		case <-s.ctx.Done():
 			return nil
@@ -472,14 +516,9 @@ func (s *session) write() error {
 			err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
 		case <-resend.C:
 			err = s.resend()
+		case <-more:
+			err = s.fill()
 		}
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return nil // the connection was closed under the write
-			}
-			return err
-		}
-		s.hub.links.setUnacked(s, len(s.inflight))
 	}
 }
 
@@ -514,10 +553,12 @@ func (s *session) known(ref edgeproto.ObjectRef) objVersion {
 	return s.held[ref]
 }
 
-// sync sends what makes the LocalController's store the node's set: an Upsert
-// for each object it lacks or holds at another version, a Delete for each it
-// holds that left the set. force names refs to send again even when already
-// sent (resends).
+// sync plans what makes the LocalController's store the node's set: an
+// Upsert for each object it lacks or holds at another version, a Delete for
+// each it holds that left the set. What replaces an Upsert or Delete in
+// flight goes at once, since it takes no more room in the window; the rest
+// is queued, and fill sends it. force names refs to send again even when
+// already sent (resends).
 func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 	desired := s.hub.desired(s.node)
 	refs := make([]edgeproto.ObjectRef, 0, len(desired))
@@ -525,9 +566,18 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 		refs = append(refs, ref)
 	}
 	slices.SortFunc(refs, s.hub.compareRefs)
+	// The queue is planned afresh from the latest state: what an earlier
+	// plan still held is in this one, at its latest version, or is no
+	// longer due.
+	clear(s.queue)
+	s.queue, s.next = s.queue[:0], 0
 	for _, ref := range refs {
 		d := desired[ref]
 		if (s.known(ref) == d.version && !force[ref]) || s.unsendable[ref] == d.version {
+			continue
+		}
+		if s.inflight[ref] == nil {
+			s.queue = append(s.queue, queued{ref: ref, desired: d})
 			continue
 		}
 		if err := s.sendUpsert(ref, d); err != nil {
@@ -548,15 +598,65 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 	}
 	slices.SortFunc(gone, s.hub.compareRefs)
 	for _, ref := range gone {
-		version := s.held[ref]
-		if f := s.inflight[ref]; f != nil {
-			version = f.version
+		f := s.inflight[ref]
+		if f == nil {
+			s.queue = append(s.queue, queued{ref: ref, delete: true, version: s.held[ref]})
+			continue
 		}
-		if err := s.sendDelete(ref, version); err != nil {
+		if err := s.sendDelete(ref, f.version); err != nil {
+			return err
+		}
+	}
+	return s.fill()
+}
+
+// queued is how many Upserts and Deletes of the difference wait for room in
+// the window.
+func (s *session) queued() int { return len(s.queue) - s.next }
+
+// fill sends from the queue while the window has room, at most a window's
+// worth, so that the writer's loop gets its turn between two fills.
+func (s *session) fill() error {
+	window := s.hub.cfg.SendWindow
+	for n := 0; n < window && s.queued() > 0 && len(s.inflight) < window; n++ {
+		q := s.queue[s.next]
+		s.queue[s.next] = queued{} // the object is not kept alive by the queue
+		s.next++
+		var err error
+		switch {
+		case s.inflight[q.ref] != nil:
+			// Sent since the plan was made: nothing left to do.
+		case q.delete:
+			err = s.sendDelete(q.ref, q.version)
+		case s.known(q.ref) != q.desired.version && s.unsendable[q.ref] != q.desired.version:
+			err = s.sendUpsert(q.ref, q.desired)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.between(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// between takes, without waiting, the acknowledgements the reader and the
+// reporter have ready: between two sends of a long run, so that neither waits
+// on the writer for more than one frame.
+func (s *session) between() error {
+	for {
+		select {
+		case acks := <-s.acks:
+			s.ack(acks)
+		case r := <-s.results:
+			if err := s.ackReports(r); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 // compareRefs orders refs by their kinds' order (Datasets and Models before
@@ -614,13 +714,14 @@ func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
 // sent records an Upsert or Delete as waiting for its Ack.
 func (s *session) sent(ref edgeproto.ObjectRef, v objVersion, isDelete bool) {
 	now := s.hub.now()
+	s.sentSeq++
 	f := s.inflight[ref]
 	if f != nil && f.version == v && f.delete == isDelete {
 		s.hub.metrics.resends.Inc()
-		f.lastSent = now
+		f.lastSent, f.seq = now, s.sentSeq
 		return
 	}
-	s.inflight[ref] = &inflight{version: v, delete: isDelete, firstSent: now, lastSent: now}
+	s.inflight[ref] = &inflight{version: v, delete: isDelete, firstSent: now, lastSent: now, seq: s.sentSeq}
 }
 
 // ack settles what the LocalController acknowledged. An Ack of a version
@@ -633,6 +734,7 @@ func (s *session) ack(versions []edgeproto.ObjectVersion) {
 			continue
 		}
 		s.hub.metrics.ackLatency.Observe(now.Sub(f.firstSent).Seconds())
+		s.ackedSeq, s.lastAcked = max(s.ackedSeq, f.seq), now
 		if f.delete {
 			delete(s.held, v.ObjectRef)
 		} else {
@@ -642,13 +744,19 @@ func (s *session) ack(versions []edgeproto.ObjectVersion) {
 	}
 }
 
-// resend sends again what has waited ResendAfter for its Ack, at its latest
-// version.
+// resend sends again, at its latest version, what has waited ResendAfter for
+// its Ack and that the LocalController has either gone past (it acknowledged
+// something sent after it: it reads and persists in order) or may have lost
+// (it has settled nothing for ResendAfter). Waiting alone is no sign of loss:
+// behind a full window on a node with a slow disk, the last Upsert waits for
+// all those before it.
 func (s *session) resend() error {
 	now := s.hub.now()
+	after := s.hub.cfg.ResendAfter
+	silent := now.Sub(s.lastAcked) >= after
 	var force map[edgeproto.ObjectRef]bool
 	for ref, f := range s.inflight {
-		if now.Sub(f.lastSent) >= s.hub.cfg.ResendAfter {
+		if now.Sub(f.lastSent) >= after && (f.seq < s.ackedSeq || silent) {
 			if force == nil {
 				force = make(map[edgeproto.ObjectRef]bool)
 			}

@@ -1,10 +1,13 @@
 // Package cloudlink is the LocalController's end of the cloud–edge channel: a
 // websocket over TLS to the GlobalManager's edge hub, speaking edgeproto.
 //
-// On every connection the link states what the local store holds (Hello), then
-// persists each Upsert or Delete the GlobalManager sends before it acknowledges
-// it, and forwards the worker reports of the on-disk outbox in ID order,
-// removing each only once the GlobalManager has acknowledged it. A broken
+// On every connection the link states what the local store holds (Hello, in
+// as many frames as it takes), then persists each Upsert or Delete the
+// GlobalManager sends before it acknowledges it (a run of them that came in
+// together in one transaction), and forwards the worker reports of the
+// on-disk outbox in ID order, removing each only once the GlobalManager has
+// acknowledged it. Its reader never waits for its writer, so it keeps
+// reading while the GlobalManager is not. A broken
 // connection is retried with jittered exponential backoff; meanwhile the
 // worker API keeps answering from the store, which is what edge autonomy
 // means, and reports wait in the outbox.

@@ -26,9 +26,14 @@ const (
 	// maxAckBatch bounds the versions one Ack carries, well under
 	// MaxFrameBytes even with the longest names.
 	maxAckBatch = 256
-	// ackQueue is how many persisted versions may wait for the writer; past
-	// it the reader waits, which slows the GlobalManager down.
-	ackQueue = 1024
+	// applyQueue is how many messages the reader hands on before it waits
+	// for the store; past it the GlobalManager waits too, at the pace of
+	// the disk.
+	applyQueue = 1024
+	// maxApplyBatch and maxApplyBytes bound the Upserts and Deletes persisted
+	// in one store transaction.
+	maxApplyBatch = 256
+	maxApplyBytes = 8 << 20
 	// closeWait bounds the write of a close frame.
 	closeWait = time.Second
 	// maxCloseText is what a close frame holds besides its code.
@@ -133,23 +138,38 @@ var ready = func() chan struct{} {
 	return c
 }()
 
-// converse says Hello, then runs one reader and one writer (every write goes
-// through the writer) until either fails or ctx is done.
+// converse says Hello, then runs a reader, an applier and a writer (every
+// write goes through the writer) until one fails or ctx is done. The reader
+// waits only for the applier, and the applier only for the store: neither
+// ever waits for the writer, so this end keeps reading whatever the
+// GlobalManager's reader does, and the two ends cannot both wait for the
+// other to read.
 func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
 	conn.SetReadLimit(edgeproto.MaxObjectFrameBytes)
 	hello, err := l.hello()
 	if err != nil {
 		return endSession(reasonHello, websocket.CloseInternalServerErr, err)
 	}
-	if err := l.writeFrame(conn, edgeproto.TypeHello, hello); err != nil {
-		return err
+	// All of the Hello goes before anything else: the GlobalManager takes
+	// nothing but its parts until the last.
+	for i, frame := range hello {
+		t := edgeproto.TypeHello
+		if i > 0 {
+			t = edgeproto.TypeInventory
+		}
+		if err := l.writeFrame(conn, t, frame); err != nil {
+			return err
+		}
 	}
+	klog.FromContext(ctx).V(2).Info("Said hello", "frames", len(hello))
 
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	acks := make(chan edgeproto.ObjectVersion, ackQueue)
+	msgs := make(chan edgeproto.Message, applyQueue)
+	acks := newAckQueue()
 	var wg sync.WaitGroup
-	wg.Go(func() { cancel(l.read(sctx, conn, acks)) })
+	wg.Go(func() { cancel(l.read(sctx, conn, msgs)) })
+	wg.Go(func() { cancel(l.applyAll(sctx, msgs, acks)) })
 	wg.Go(func() { cancel(l.write(sctx, conn, acks)) })
 	<-sctx.Done()
 	err = context.Cause(sctx)
@@ -167,9 +187,9 @@ func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
 	return err
 }
 
-// hello encodes the Hello: the node, the store's identity (the report IDs
-// are its) and every object the store holds.
-func (l *Link) hello() ([]byte, error) {
+// hello encodes the Hello, in as many frames as it takes: the node, the
+// store's identity (the report IDs are its) and every object the store holds.
+func (l *Link) hello() ([][]byte, error) {
 	inv, err := l.st.Inventory()
 	if err != nil {
 		return nil, err
@@ -182,12 +202,12 @@ func (l *Link) hello() ([]byte, error) {
 			Workers:         edgeproto.WorkersDigest(v.Workers),
 		})
 	}
-	return edgeproto.Encode(h)
+	return edgeproto.EncodeHello(h)
 }
 
-// read applies the GlobalManager's frames one at a time, in order, so that the
-// versions of one object are stored in the order they were sent.
-func (l *Link) read(ctx context.Context, conn *websocket.Conn, acks chan<- edgeproto.ObjectVersion) error {
+// read hands the GlobalManager's messages to the applier, in order, so that
+// the versions of one object are stored in the order they were sent.
+func (l *Link) read(ctx context.Context, conn *websocket.Conn, msgs chan<- edgeproto.Message) error {
 	for {
 		if err := conn.SetReadDeadline(time.Now().Add(l.cfg.ReadTimeout)); err != nil {
 			return endSession(reasonRead, 0, err)
@@ -201,8 +221,18 @@ func (l *Link) read(ctx context.Context, conn *websocket.Conn, acks chan<- edgep
 		if err != nil {
 			return endSession(reasonBadFrame, closeCodeFor(err), fmt.Errorf("bad frame from the GlobalManager: %w", err))
 		}
-		if err := l.apply(ctx, msg, acks); err != nil {
-			return err
+		switch msg.(type) {
+		case *edgeproto.Upsert, *edgeproto.Delete, *edgeproto.Synced, *edgeproto.ReportAck:
+		case *edgeproto.Heartbeat:
+			continue // its arrival has already pushed the read deadline back
+		default:
+			return endSession(reasonUnexpected, websocket.CloseProtocolError,
+				fmt.Errorf("the GlobalManager sent a %s message, which only a LocalController sends", msg.Type()))
+		}
+		select {
+		case msgs <- msg:
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 	}
 }
@@ -235,66 +265,153 @@ func closeCodeFor(decodeErr error) int {
 	return websocket.CloseProtocolError // unknown version or type
 }
 
-// apply acts on one message from the GlobalManager. An object is persisted
-// before its acknowledgement is queued: what the GlobalManager counts as
-// delivered must survive a LocalController restart.
-func (l *Link) apply(ctx context.Context, msg edgeproto.Message, acks chan<- edgeproto.ObjectVersion) error {
-	logger := klog.FromContext(ctx)
-	switch m := msg.(type) {
-	case *edgeproto.Upsert:
-		if err := l.st.PutObject(storeKey(m.ObjectRef), m.ResourceVersion, m.WorkerNames, m.Object); err != nil {
-			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
+// applyAll applies the GlobalManager's messages in order. It persists a run
+// of Upserts and Deletes that have come in together in one store transaction
+// (one fsync, not one each), and queues their acknowledgements once it is
+// committed: what the GlobalManager counts as delivered must survive a
+// LocalController restart.
+func (l *Link) applyAll(ctx context.Context, msgs <-chan edgeproto.Message, acks *ackQueue) error {
+	var (
+		batch []edgeproto.Message
+		size  int
+	)
+	take := func(m edgeproto.Message) {
+		batch = append(batch, m)
+		if u, ok := m.(*edgeproto.Upsert); ok {
+			size += len(u.Object)
 		}
-		l.metrics.objectsApplied.WithLabelValues(opUpsert).Inc()
-		logger.V(4).Info("Stored object", "object", m.ObjectVersion.String())
-		return queueAck(ctx, acks, m.ObjectVersion)
-	case *edgeproto.Delete:
-		if err := l.st.DeleteObject(storeKey(m.ObjectRef)); err != nil {
-			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
-		}
-		l.metrics.objectsApplied.WithLabelValues(opDelete).Inc()
-		logger.V(4).Info("Deleted object", "object", m.ObjectVersion.String())
-		return queueAck(ctx, acks, m.ObjectVersion)
-	case *edgeproto.Synced:
-		l.setSynced()
-		logger.Info("Store in sync with the GlobalManager")
-	case *edgeproto.ReportAck:
-		if err := l.st.AckReports(m.IDs...); err != nil {
-			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
-		}
-		l.metrics.reportsAcked.Add(float64(len(m.IDs)))
-		l.metrics.reportsRefused.Add(float64(len(m.Refused)))
-		for _, r := range m.Refused {
-			// logr has no warning level; V(0) is never filtered out. The
-			// report is gone for good, so it must be visible.
-			logger.Info("Warning: the GlobalManager refused a worker report; removed from the outbox", "id", r.ID, "reason", r.Reason)
-		}
-		logger.V(4).Info("Reports acknowledged", "ids", m.IDs)
-	case *edgeproto.Heartbeat:
-		// Its arrival has already pushed the read deadline back.
-	default:
-		return endSession(reasonUnexpected, websocket.CloseProtocolError,
-			fmt.Errorf("the GlobalManager sent a %s message, which only a LocalController sends", msg.Type()))
 	}
-	return nil
+	for {
+		batch, size = batch[:0], 0
+		select {
+		case m := <-msgs:
+			take(m)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	more:
+		for len(batch) < maxApplyBatch && size < maxApplyBytes {
+			select {
+			case m := <-msgs:
+				take(m)
+			default:
+				break more
+			}
+		}
+		if err := l.apply(ctx, batch, acks); err != nil {
+			return err
+		}
+		clear(batch)
+	}
+}
+
+// apply acts on messages from the GlobalManager, in order.
+func (l *Link) apply(ctx context.Context, msgs []edgeproto.Message, acks *ackQueue) error {
+	logger := klog.FromContext(ctx)
+	var (
+		changes  []store.ObjectChange
+		versions []edgeproto.ObjectVersion
+		upserts  int
+	)
+	// persist commits the run of Upserts and Deletes so far.
+	persist := func() error {
+		if len(changes) == 0 {
+			return nil
+		}
+		if err := l.st.ApplyObjects(changes); err != nil {
+			return endSession(reasonStore, websocket.CloseInternalServerErr, err)
+		}
+		l.metrics.objectsApplied.WithLabelValues(opUpsert).Add(float64(upserts))
+		l.metrics.objectsApplied.WithLabelValues(opDelete).Add(float64(len(changes) - upserts))
+		if logger.V(4).Enabled() {
+			for i, v := range versions {
+				logger.V(4).Info("Stored object", "object", v.String(), "deleted", changes[i].Delete)
+			}
+		}
+		acks.add(versions...)
+		changes, versions, upserts = changes[:0], nil, 0
+		return nil
+	}
+	for _, msg := range msgs {
+		switch m := msg.(type) {
+		case *edgeproto.Upsert:
+			changes = append(changes, store.ObjectChange{Key: storeKey(m.ObjectRef), ResourceVersion: m.ResourceVersion, Workers: m.WorkerNames, Data: m.Object})
+			versions = append(versions, m.ObjectVersion)
+			upserts++
+			continue
+		case *edgeproto.Delete:
+			changes = append(changes, store.ObjectChange{Key: storeKey(m.ObjectRef), Delete: true})
+			versions = append(versions, m.ObjectVersion)
+			continue
+		}
+		// Whatever else comes applies after the objects before it.
+		if err := persist(); err != nil {
+			return err
+		}
+		switch m := msg.(type) {
+		case *edgeproto.Synced:
+			l.setSynced()
+			logger.Info("Store in sync with the GlobalManager")
+		case *edgeproto.ReportAck:
+			if err := l.st.AckReports(m.IDs...); err != nil {
+				return endSession(reasonStore, websocket.CloseInternalServerErr, err)
+			}
+			l.metrics.reportsAcked.Add(float64(len(m.IDs)))
+			l.metrics.reportsRefused.Add(float64(len(m.Refused)))
+			for _, r := range m.Refused {
+				// logr has no warning level; V(0) is never filtered out. The
+				// report is gone for good, so it must be visible.
+				logger.Info("Warning: the GlobalManager refused a worker report; removed from the outbox", "id", r.ID, "reason", r.Reason)
+			}
+			logger.V(4).Info("Reports acknowledged", "ids", m.IDs)
+		}
+	}
+	return persist()
 }
 
 func storeKey(r edgeproto.ObjectRef) store.Key {
 	return store.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
-func queueAck(ctx context.Context, acks chan<- edgeproto.ObjectVersion, v edgeproto.ObjectVersion) error {
-	select {
-	case acks <- v:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+// ackQueue holds the versions persisted and not yet acknowledged. The
+// applier adds to it without ever waiting for the writer; what it holds is
+// bounded by what the GlobalManager sends unacknowledged (its window).
+type ackQueue struct {
+	mu       sync.Mutex
+	versions []edgeproto.ObjectVersion
+	ready    chan struct{} // holds a token while versions is not empty
+}
+
+func newAckQueue() *ackQueue {
+	return &ackQueue{ready: make(chan struct{}, 1)}
+}
+
+func (q *ackQueue) add(vs ...edgeproto.ObjectVersion) {
+	if len(vs) == 0 {
+		return
 	}
+	q.mu.Lock()
+	q.versions = append(q.versions, vs...)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default: // the writer is already told
+	}
+}
+
+// take returns what is queued, in the order it was persisted, and empties
+// the queue.
+func (q *ackQueue) take() []edgeproto.ObjectVersion {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	vs := q.versions
+	q.versions = nil
+	return vs
 }
 
 // write is the session's only writer: acknowledgements, heartbeats and the
 // outbox's reports.
-func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks <-chan edgeproto.ObjectVersion) error {
+func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks *ackQueue) error {
 	heartbeat := time.NewTicker(l.cfg.HeartbeatPeriod)
 	defer heartbeat.Stop()
 	poll := time.NewTicker(l.pollPeriod)
@@ -311,19 +428,13 @@ func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks <-chan edge
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case v := <-acks:
-			ack := &edgeproto.Ack{Objects: []edgeproto.ObjectVersion{v}}
-		drain:
-			for len(ack.Objects) < maxAckBatch {
-				select {
-				case v := <-acks:
-					ack.Objects = append(ack.Objects, v)
-				default:
-					break drain
+		case <-acks.ready:
+			for vs := acks.take(); len(vs) > 0; {
+				n := min(len(vs), maxAckBatch)
+				if err := l.send(conn, &edgeproto.Ack{Objects: vs[:n]}); err != nil {
+					return err
 				}
-			}
-			if err := l.send(conn, ack); err != nil {
-				return err
+				vs = vs[n:]
 			}
 		case <-heartbeat.C:
 			if err := l.send(conn, &edgeproto.Heartbeat{Time: time.Now(), Outbox: l.outboxFill()}); err != nil {

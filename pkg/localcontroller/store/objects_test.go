@@ -137,6 +137,56 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 	}
 }
 
+func TestApplyObjectsAppliesAllInOrderOrNothing(t *testing.T) {
+	var (
+		dsA   = Key{Kind: "Dataset", Namespace: "a", Name: "d1"}
+		model = Key{Kind: "Model", Namespace: "a", Name: "m"}
+		held  = Key{Kind: "Model", Namespace: "a", Name: "held"}
+	)
+	put := func(k Key, rv string) ObjectChange {
+		return ObjectChange{Key: k, ResourceVersion: rv, Data: []byte(k.Name + "@" + rv)}
+	}
+	del := func(k Key) ObjectChange { return ObjectChange{Key: k, Delete: true} }
+	cases := map[string]struct {
+		changes []ObjectChange
+		wantErr bool
+		want    []Object
+	}{
+		"puts and deletes, in order": {
+			changes: []ObjectChange{put(dsA, "1"), put(model, "2"), del(held), del(dsA), put(dsA, "3"), put(model, "4")},
+			want: []Object{{Key: dsA, ResourceVersion: "3", Data: []byte("d1@3")},
+				{Key: model, ResourceVersion: "4", Data: []byte("m@4")}},
+		},
+		"a delete of an absent key": {
+			changes: []ObjectChange{del(dsA)},
+			want:    []Object{{Key: held, ResourceVersion: "1", Data: []byte("held")}},
+		},
+		"an invalid key, and nothing is applied": {
+			changes: []ObjectChange{put(dsA, "1"), del(held), put(Key{Kind: "Model", Namespace: "a"}, "2")},
+			wantErr: true,
+			want:    []Object{{Key: held, ResourceVersion: "1", Data: []byte("held")}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
+			if err := s.PutObject(held, "1", nil, []byte("held")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ApplyObjects(tc.changes); (err != nil) != tc.wantErr {
+				t.Errorf("ApplyObjects = %v, want an error %t", err, tc.wantErr)
+			}
+			got, err := s.ListObjects("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("objects after ApplyObjects (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestObjectsRejectInvalidKeys(t *testing.T) {
 	cases := map[string]Key{
 		"no kind":  {Namespace: "a", Name: "n"},

@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// bulkName is the name of Dataset i, as long as a name may be (253).
+func bulkName(i int) string {
+	s := fmt.Sprintf("bulk-%06d-", i)
+	return s + strings.Repeat("x", 253-len(s))
+}
+
+// forEach calls do with 0..n-1 from a few goroutines at a time, so that
+// thousands of API calls take seconds without swamping the API server, and
+// returns the first error.
+func forEach(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
+	const workers = 32
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := do(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// datasetsOf returns the Datasets of ns as lcObjects names them, with their
+// resourceVersions.
+func datasetsOf(ctx context.Context, sedna sednaclient.Interface, ns string) (map[string]string, error) {
+	out := map[string]string{}
+	opts := metav1.ListOptions{Limit: 5000}
+	for {
+		list, err := sedna.SednaV1alpha1().Datasets(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range list.Items {
+			out["Dataset "+ns+"/"+d.Name] = d.ResourceVersion
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// waitForStoreToMatch waits until lc's store holds exactly the Datasets of ns
+// at their resourceVersions, and says how the two differ when they do not.
+func waitForStoreToMatch(t *testing.T, lc *framework.LocalController, sedna sednaclient.Interface, ns string, timeout time.Duration) {
+	t.Helper()
+	var last string
+	framework.Eventually(t, timeout, "the LocalController's store to hold exactly the cluster's Datasets", func(ctx context.Context) (bool, error) {
+		want, err := datasetsOf(ctx, sedna, ns)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		got, err := lcObjects(lc)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if maps.Equal(want, got) {
+			return true, nil
+		}
+		missing, stale, extra := 0, 0, 0
+		for k, rv := range want {
+			switch g, ok := got[k]; {
+			case !ok:
+				missing++
+			case g != rv:
+				stale++
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				extra++
+			}
+		}
+		if d := fmt.Sprintf("%d Datasets, the store has %d: %d missing, %d stale, %d extra", len(want), len(got), missing, stale, extra); d != last {
+			t.Log(d)
+			last = d
+		}
+		return false, nil
+	})
+}
+
+// helloFrames is how many frames the last hello in lc's log took.
+func helloFrames(t *testing.T, lc *framework.LocalController) int {
+	t.Helper()
+	m := regexp.MustCompile(`"Said hello".* frames=(\d+)`).FindAllStringSubmatch(lc.Log(), -1)
+	if len(m) == 0 {
+		t.Fatal("the LocalController's log says no hello")
+	}
+	n, _ := strconv.Atoi(m[len(m)-1][1])
+	return n
+}
+
+// TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames sends 20,000
+// Datasets with the longest names to edge-0's LocalController in one bulk
+// sync; then, while it is stopped, edits, deletes and adds some. After it
+// restarts, its hello (more than a frame holds) is answered with the
+// difference, and its store holds exactly the cluster's Datasets, over one
+// connection that never stalled.
+func TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames(t *testing.T) {
+	const (
+		n       = 20_000
+		edited  = 1_000
+		deleted = 1_000
+		added   = 500
+	)
+	began := time.Now()
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	// The framework's clients send 100 requests a second, which would make
+	// creating the Datasets alone take minutes.
+	cfg := framework.RESTConfig()
+	cfg.QPS, cfg.Burst = 2000, 4000
+	sedna, err := sednaclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datasets := sedna.SednaV1alpha1().Datasets(ns)
+	create := func(ctx context.Context, i int) error {
+		d := &sednav1.Dataset{
+			ObjectMeta: metav1.ObjectMeta{Name: bulkName(i)},
+			Spec:       sednav1.DatasetSpec{URL: "/data/bulk.txt", Format: "txt", NodeName: "edge-0"},
+		}
+		if _, err := datasets.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Dataset %d: %w", i, err)
+		}
+		return nil
+	}
+	if err := forEach(t.Context(), n, create); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d Datasets in %s", n, time.Since(began).Round(time.Second))
+
+	// The LocalController counts the Datasets when it starts and then not
+	// within the test, and its outbox takes one report: a count of each of
+	// the 20,000 would make a status write, a new resourceVersion and an
+	// Upsert of each, which are not what this test is about.
+	phase := time.Now()
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"),
+		"--dataset-poll-period", "1h", "--max-outbox-reports", "1")
+	waitForStoreToMatch(t, lc, sedna, ns, 90*time.Second)
+	t.Logf("the first bulk sync took %s", time.Since(phase).Round(time.Second))
+
+	lc.Stop(t)
+	phase = time.Now()
+	if err := forEach(t.Context(), edited, func(ctx context.Context, i int) error {
+		d, err := datasets.Get(ctx, bulkName(i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.URL = "/data/bulk-edited.txt"
+		_, err = datasets.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := forEach(t.Context(), deleted, func(ctx context.Context, i int) error {
+		return datasets.Delete(ctx, bulkName(n-1-i), metav1.DeleteOptions{})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := forEach(t.Context(), added, func(ctx context.Context, i int) error { return create(ctx, n+i) }); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("edited %d, deleted %d and added %d Datasets in %s", edited, deleted, added, time.Since(phase).Round(time.Second))
+
+	phase = time.Now()
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForStoreToMatch(t, lc, sedna, ns, 90*time.Second)
+	t.Logf("the resync took %s; the whole test %s", time.Since(phase).Round(time.Second), time.Since(began).Round(time.Second))
+
+	frames := helloFrames(t, lc)
+	if frames < 2 {
+		t.Errorf("the hello of %d Datasets with long names took %d frame(s), want several", n, frames)
+	}
+	m, err := framework.ScrapeMetrics(t.Context(), lc.HealthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Get("nereid_cloudlink_connects_total"); got != 1 {
+		t.Errorf("the restarted LocalController connected %v times, want once: the resync must not stall the link", got)
+	}
+	gm, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the hello took %d frames; the hub resent %v objects", frames, gm.Get("nereid_edgehub_resends_total"))
+}
