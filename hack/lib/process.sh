@@ -55,6 +55,15 @@ nereid::process::start() {
   NEREID_LOCAL_CLUSTER="${NEREID_OUT_DIR}" setsid "$@" </dev/null >>"${log}" 2>&1 &
   pid=$!
   printf '%s\n' "${pid}" >"$(nereid::process::pid_file "${name}")"
+  # Until the forked shell has exec'd the command its environment lacks the marker,
+  # and a check right now would take it for gone; on a loaded machine that takes a
+  # while. Wait (at most 10 s) until it is ours or has really exited.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    nereid::process::is_ours "${pid}" && return 0
+    kill -0 "${pid}" 2>/dev/null || return 0
+    sleep 0.1
+  done
 }
 
 # nereid::process::log_tail prints the last lines of NAME's log, indented.
