@@ -175,7 +175,7 @@ func (h *Hub) workersOn(obj metav1.Object, node string) []string {
 	pods := byIndex(h.pods, podIndexOwnerNode, string(obj.GetUID())+"/"+node)
 	names := make([]string, 0, len(pods))
 	for _, p := range pods {
-		if p.GetNamespace() == obj.GetNamespace() {
+		if isWorkerOf(p, obj) {
 			names = append(names, p.GetName())
 		}
 	}
@@ -262,6 +262,19 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 	return out
 }
 
+// isWorkerOf says whether pod is one of obj's workers: in its namespace, with
+// its owner-uid label, and controlled by it, or by a ReplicaSet (a service's
+// Deployment's; the ReplicaSet's own owner is not checked, the hub caches no
+// ReplicaSets). A pod a user made with the label but no such controller is
+// no worker.
+func isWorkerOf(pod, obj metav1.Object) bool {
+	if pod.GetNamespace() != obj.GetNamespace() || pod.GetLabels()[common.LabelOwnerUID] != string(obj.GetUID()) {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && (ref.UID == obj.GetUID() || (ref.Kind == "ReplicaSet" && ref.APIVersion == "apps/v1"))
+}
+
 // checkWorker refuses a report of worker about obj from node unless worker is
 // one of obj's pods bound to node, or the LocalController itself (whose
 // reserved name the worker API refuses to workers). The LocalController has
@@ -276,7 +289,7 @@ func (h *Hub) checkWorker(node string, obj metav1.Object, worker string) error {
 	switch {
 	case err != nil || !exists || !isPod:
 		return edgeproto.Refuse("worker %s is not a pod of %s/%s", worker, obj.GetNamespace(), obj.GetName())
-	case pod.Labels[common.LabelOwnerUID] != string(obj.GetUID()):
+	case !isWorkerOf(pod, obj):
 		return edgeproto.Refuse("pod %s/%s is not a worker of %s", pod.Namespace, pod.Name, obj.GetName())
 	case pod.Spec.NodeName != node:
 		return edgeproto.Refuse("pod %s/%s runs on %q, not on node %s", pod.Namespace, pod.Name, pod.Spec.NodeName, node)

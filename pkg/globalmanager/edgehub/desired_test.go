@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -98,6 +99,7 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 			workerPod("fl-sched-train-1", "uid-fl-sched", "edge-d"),
 			workerPod("fl-sched-agg", "uid-fl-sched", "cloud"),
 			workerPod("stray", "uid-nobody", "edge-d"),
+			forgedPod("forged", "uid-fl-sched", "edge-d"),
 		},
 		models: []*sednav1.Model{
 			model("fl-a-model"), model("fl-b-model"), model("fl-pre-model"), model("fl-pre-start"),
@@ -272,6 +274,13 @@ func seededHub(t *testing.T, objs objects) *Hub {
 	return h
 }
 
+// forgedPod carries owner's label on node, but no controller reference.
+func forgedPod(name, owner, node string) *corev1.Pod {
+	p := workerPod(name, owner, node)
+	p.OwnerReferences = nil
+	return p
+}
+
 // addAll puts objs into the cache of kind's informer.
 func addAll[T any](t *testing.T, h *Hub, kind string, objs []T) {
 	t.Helper()
@@ -282,10 +291,13 @@ func addAll[T any](t *testing.T, h *Hub, kind string, objs []T) {
 	}
 }
 
-// workerPod is a worker pod of the object with UID owner, bound to node.
+// workerPod is a worker pod of the object with UID owner, bound to node: it
+// carries the owner label and a controller reference to the owner.
 func workerPod(name, owner, node string) *corev1.Pod {
+	controller := true
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{common.LabelOwnerUID: owner}},
-		Spec:       corev1.PodSpec{NodeName: node},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{common.LabelOwnerUID: owner},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "sedna.io/v1alpha1", Kind: "Owner", Name: "owner", UID: types.UID(owner), Controller: &controller}}},
+		Spec: corev1.PodSpec{NodeName: node},
 	}
 }

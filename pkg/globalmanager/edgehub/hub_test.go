@@ -455,9 +455,11 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 }
 
 // workers are worker pods of edgeObjects' jobs: w-fl of fl-a and w-ji of
-// ji-a on edge-a, w-fl-b of fl-b on edge-b.
+// ji-a on edge-a, w-fl-b of fl-b on edge-b; and w-forged on edge-a, with
+// fl-a's label but no controller.
 func workers() []runtime.Object {
-	return []runtime.Object{workerPod("w-fl", "uid-fl-a", "edge-a"), workerPod("w-ji", "uid-ji-a", "edge-a"), workerPod("w-fl-b", "uid-fl-b", "edge-b")}
+	return []runtime.Object{workerPod("w-fl", "uid-fl-a", "edge-a"), workerPod("w-ji", "uid-ji-a", "edge-a"), workerPod("w-fl-b", "uid-fl-b", "edge-b"),
+		forgedPod("w-forged", "uid-fl-a", "edge-a")}
 }
 
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
@@ -480,6 +482,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		notAPod      = `{"name":"nobody","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
 		anotherNodes = `{"name":"w-fl-b","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
 		anotherJobs  = `{"name":"w-ji","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		forged       = `{"name":"w-forged","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
 		ilX          = `{"name":"w","namespace":"default","ownerName":"il-x","ownerKind":"incrementallearningjob","kind":"train","status":"running"}`
 	)
 	tests := []struct {
@@ -510,6 +513,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 			want: "reportAck [10] refused 10: pod default/w-fl-b is not a worker of fl-a"},
 		{name: "another job's worker on the node is refused", report: report(11, anotherJobs),
 			want: "reportAck [11] refused 11: pod default/w-ji is not a worker of fl-a"},
+		{name: "a pod with the job's label but not its controller is refused", report: report(12, forged),
+			want: "reportAck [12] refused 12: pod default/w-forged is not a worker of fl-a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -524,8 +529,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		})
 	}
 
-	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 8 {
-		t.Errorf("reports applied %v, refused %v; want 3 and 8", applied, refused)
+	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 9 {
+		t.Errorf("reports applied %v, refused %v; want 3 and 9", applied, refused)
 	}
 
 	// The Lease shows the link and the last report acknowledged.
@@ -536,7 +541,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
 			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
-		want := []string{"edge-a", "edge-a", "connected", "11", testStore, "0"}
+		want := []string{"edge-a", "edge-a", "connected", "12", testStore, "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
