@@ -179,8 +179,10 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 // maxTokenBytes bounds a bearer token; a ServiceAccount token is about 1 KiB.
 const maxTokenBytes = 8 << 10
 
-// maxWaitingPerSlot bounds the connections waiting for a review slot.
-const maxWaitingPerSlot = 4
+// maxWaitingPerSlot bounds the connections waiting for a review slot: a
+// thousand nodes reconnecting at once wait their turn; ten thousand are told
+// to come back.
+const maxWaitingPerSlot = 16
 
 // precheck refuses, from the token's own unverified claims, a token that no
 // review would accept: not a JWT, too long, for another audience, or

@@ -34,7 +34,7 @@ const (
 
 	DefaultReviewCacheTTL       = 10 * time.Second
 	DefaultMaxCachedReviews     = 20000
-	DefaultMaxConcurrentReviews = 16
+	DefaultMaxConcurrentReviews = 64
 	DefaultReviewQueueTimeout   = 10 * time.Second
 )
 
@@ -102,9 +102,10 @@ type Config struct {
 	ReviewCacheTTL time.Duration
 	// MaxCachedReviews bounds the review cache (default 20000).
 	MaxCachedReviews int
-	// MaxConcurrentReviews bounds the TokenReviews in flight (default 16);
-	// further connections wait up to ReviewQueueTimeout (default 10s), then
-	// get 503 with Retry-After.
+	// MaxConcurrentReviews bounds the TokenReviews in flight (default 64);
+	// up to 16 times as many connections wait for one up to
+	// ReviewQueueTimeout (default 10s), the rest get 503 with Retry-After at
+	// once.
 	MaxConcurrentReviews int
 	ReviewQueueTimeout   time.Duration
 
