@@ -96,16 +96,13 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusInternalServerError, "reading the local store: "+err.Error())
 		return
 	}
-	if !known {
-		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: this node has no %s %s/%s (not created yet, deleted, or not on this node)",
-			info.OwnerKind, info.Namespace, info.OwnerName))
-		return
-	}
 	// Only the object's own pods on this node report for it: the
-	// GlobalManager sends their names with the object.
-	if !slices.Contains(held.Workers, worker) {
-		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: %s is not a pod of %s %s/%s on this node",
-			worker, info.OwnerKind, info.Namespace, info.OwnerName))
+	// GlobalManager sends their names with the object. One answer for an
+	// object the node does not hold and for a name that is not its pod, so
+	// that a caller cannot probe which objects the node holds.
+	if !known || !slices.Contains(held.Workers, worker) {
+		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: %s is not a pod of %s %s/%s on this node "+
+			"(or this node has not heard of it yet, or it was deleted)", worker, info.OwnerKind, info.Namespace, info.OwnerName))
 		return
 	}
 	// The record is what the cloud link will send, byte for byte: a report
