@@ -545,7 +545,7 @@ func measureStatusCeiling(ctx context.Context, sedna sednaclient.Interface, jobs
 	var done, conflicts atomic.Int64
 	start := time.Now()
 	deadline := start.Add(limit)
-	err := forEach(ctx, writes, benchWriters, func(ctx context.Context, k int) error {
+	err := framework.ForEach(ctx, writes, benchWriters, func(ctx context.Context, k int) error {
 		if time.Now().After(deadline) {
 			return nil
 		}
@@ -606,7 +606,7 @@ func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, workers []
 	base, _ := jobs.reportsApplied()
 	n := len(fl.lcs)
 	start := time.Now()
-	err := forEach(ctx, count, benchWriters, func(ctx context.Context, k int) error {
+	err := framework.ForEach(ctx, count, benchWriters, func(ctx context.Context, k int) error {
 		i := k % n
 		data, err := reportData(i, workers[i], k/n+1)
 		if err != nil {

@@ -84,7 +84,7 @@ func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sed
 	}
 	objs := &edgeObjects{tokenFiles: make([]string, n), datasets: make([]*sednav1.Dataset, n)}
 	var mu sync.Mutex
-	err := forEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
+	err := framework.ForEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
 		node := edgeNodeName(i)
 		if err := createKwokNode(ctx, kube, node); err != nil {
 			return err
@@ -165,43 +165,11 @@ func deleteEdgeObjects(ctx context.Context, kube kubernetes.Interface, n int) er
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return forEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
+	return framework.ForEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
 		err := kube.CoreV1().Nodes().Delete(ctx, edgeNodeName(i), metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return err
 	})
-}
-
-// forEach calls f for 0…n-1 from at most workers goroutines, and returns the
-// first error; after one, the indices not yet started are skipped.
-func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := range next {
-				if err := f(ctx, i); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,36 +23,10 @@ func bulkName(i int) string {
 	return s + strings.Repeat("x", 253-len(s))
 }
 
-// forEach calls do with 0..n-1 from a few goroutines at a time, so that
-// thousands of API calls take seconds without swamping the API server, and
-// returns the first error.
-func forEach(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
-	const workers = 32
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				if err := do(ctx, i); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	return context.Cause(ctx)
-}
+// bulkWorkers are the goroutines that create, edit and delete the test's
+// objects: thousands of API calls take seconds without swamping the API
+// server.
+const bulkWorkers = 32
 
 // datasetsOf returns the Datasets of ns as lcObjects names them, with their
 // resourceVersions.
@@ -161,7 +134,7 @@ func TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames(t *testing.T) {
 		}
 		return nil
 	}
-	if err := forEach(t.Context(), n, create); err != nil {
+	if err := framework.ForEach(t.Context(), n, bulkWorkers, create); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("created %d Datasets in %s", n, time.Since(began).Round(time.Second))
@@ -178,7 +151,7 @@ func TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames(t *testing.T) {
 
 	lc.Stop(t)
 	phase = time.Now()
-	if err := forEach(t.Context(), edited, func(ctx context.Context, i int) error {
+	if err := framework.ForEach(t.Context(), edited, bulkWorkers, func(ctx context.Context, i int) error {
 		d, err := datasets.Get(ctx, bulkName(i), metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -189,12 +162,12 @@ func TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := forEach(t.Context(), deleted, func(ctx context.Context, i int) error {
+	if err := framework.ForEach(t.Context(), deleted, bulkWorkers, func(ctx context.Context, i int) error {
 		return datasets.Delete(ctx, bulkName(n-1-i), metav1.DeleteOptions{})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := forEach(t.Context(), added, func(ctx context.Context, i int) error { return create(ctx, n+i) }); err != nil {
+	if err := framework.ForEach(t.Context(), added, bulkWorkers, func(ctx context.Context, i int) error { return create(ctx, n+i) }); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("edited %d, deleted %d and added %d Datasets in %s", edited, deleted, added, time.Since(phase).Round(time.Second))

@@ -3,8 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -262,22 +260,11 @@ const testStore = "raw-connection-store"
 // for the tests of what a misbehaving or lying peer gets.
 func rawEdgeConn(t *testing.T, hub *framework.EdgeHub, tokenFile string) (*websocket.Conn, error) {
 	t.Helper()
-	pem, err := os.ReadFile(hub.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
 	token, err := os.ReadFile(tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, HandshakeTimeout: 10 * time.Second}
-	conn, _, err := dialer.DialContext(t.Context(), "wss://"+hub.Address+"/edge/v1/connect",
-		http.Header{"Authorization": {"Bearer " + strings.TrimSpace(string(token))}})
-	if err == nil {
-		t.Cleanup(func() { conn.Close() })
-	}
+	conn, _, err := dialEdge(t, hub, strings.TrimSpace(string(token)))
 	return conn, err
 }
 
