@@ -131,7 +131,8 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	// What the token says of itself, unverified, is enough to refuse what
 	// no review would accept without costing the API server one: anyone who
 	// reaches the hub can send tokens.
-	if refusal := a.precheck(token); refusal != nil {
+	claims, refusal := a.precheck(token)
+	if refusal != nil {
 		return nil, refusal
 	}
 	key := sha256.Sum256([]byte(token))
@@ -164,7 +165,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
 	}
-	id, refusal := a.review(ctx, token)
+	id, refusal := a.review(ctx, token, claims)
 	if id != nil && a.podDeleted(id.podUID) {
 		// Deleted while the review was in flight.
 		id, refusal = nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
@@ -186,31 +187,31 @@ const maxWaitingPerSlot = 16
 
 // precheck refuses, from the token's own unverified claims, a token that no
 // review would accept: not a JWT, too long, for another audience, or
-// expired.
-func (a *authenticator) precheck(token string) *authError {
+// expired. Otherwise it returns the claims.
+func (a *authenticator) precheck(token string) (*claims, *authError) {
 	invalid := func(why string) *authError {
 		return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: "the token is not valid: " + why}
 	}
 	if len(token) > maxTokenBytes {
-		return invalid(fmt.Sprintf("longer than %d bytes", maxTokenBytes))
+		return nil, invalid(fmt.Sprintf("longer than %d bytes", maxTokenBytes))
 	}
 	claims := readClaims(token)
 	switch {
 	case claims == nil:
-		return invalid("not a ServiceAccount token (a JWT)")
+		return nil, invalid("not a ServiceAccount token (a JWT)")
 	case len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience):
-		return &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
 				strings.Join(claims.Audience, ","), a.audience)}
 	case claims.Expiry > 0 && !a.now().Before(time.Unix(claims.Expiry, 0)):
-		return invalid("expired")
+		return nil, invalid("expired")
 	}
-	return nil
+	return claims, nil
 }
 
 // review asks the API server who token is and checks it is an accepted
 // LocalController on an edge node.
-func (a *authenticator) review(ctx context.Context, token string) (*identity, *authError) {
+func (a *authenticator) review(ctx context.Context, token string, claims *claims) (*identity, *authError) {
 	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{a.audience}},
 	}, metav1.CreateOptions{})
@@ -219,13 +220,7 @@ func (a *authenticator) review(ctx context.Context, token string) (*identity, *a
 			reason: "the token could not be reviewed, try again later", err: fmt.Errorf("creating token review: %w", err)}
 	}
 	st := review.Status
-	claims := readClaims(token)
 	if !st.Authenticated {
-		if claims != nil && len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience) {
-			return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
-				reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
-					strings.Join(claims.Audience, ","), a.audience)}
-		}
 		reason := "the token is not valid"
 		if st.Error != "" {
 			reason += ": " + st.Error
@@ -267,9 +262,7 @@ func (a *authenticator) review(ctx context.Context, token string) (*identity, *a
 		pod:    types.NamespacedName{Namespace: saNamespace, Name: podName},
 		podUID: types.UID(podUID),
 	}
-	if claims != nil {
-		id.expires = claims.expiry()
-	}
+	id.expires = claims.expiry()
 	return id, nil
 }
 
