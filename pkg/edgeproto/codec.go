@@ -67,12 +67,7 @@ func Encode(m Message) ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, malformed(t, err)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	// The objects and worker bodies are carried as they are; escaping <, > and
-	// & only makes them longer.
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(struct {
+	frame, err := Marshal(struct {
 		V       int     `json:"v"`
 		Type    Type    `json:"type"`
 		Payload Message `json:"payload"`
@@ -80,11 +75,23 @@ func Encode(m Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", t, err)
 	}
-	frame := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if limit := maxFrame(t); len(frame) > limit {
 		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, t, len(frame), limit)
 	}
 	return frame, nil
+}
+
+// Marshal is json.Marshal without escaping <, > and &: frames carry objects
+// and worker bodies as they are, and the escapes (six bytes for one) only
+// make them longer.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Decode parses one frame. It checks, in order, the size, the encoding

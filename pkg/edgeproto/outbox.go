@@ -1,7 +1,6 @@
 package edgeproto
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -24,15 +23,13 @@ func OutboxRecord(r Report) ([]byte, error) {
 		return nil, err
 	}
 	r.ID = 0
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
 	// json.Marshal would write <, > and & in the body as \u003c and so on,
 	// six bytes for one: a record could then outgrow its frame.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	record, err := Marshal(r)
+	if err != nil {
 		return nil, fmt.Errorf("encoding report: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return record, nil
 }
 
 // ReportFromOutbox is the report an outbox record made by OutboxRecord

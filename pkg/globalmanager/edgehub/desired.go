@@ -1,7 +1,6 @@
 package edgehub
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -385,7 +384,7 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 // annotation) or, unless the LocalController reads it, status. The cached
 // object is not changed.
 func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, error) {
-	raw, err := marshal(obj)
+	raw, err := edgeproto.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -393,8 +392,8 @@ func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	top["apiVersion"], _ = marshal(k.apiVersion)
-	top["kind"], _ = marshal(k.name)
+	top["apiVersion"], _ = edgeproto.Marshal(k.apiVersion)
+	top["kind"], _ = edgeproto.Marshal(k.name)
 	if !k.sendStatus {
 		delete(top, "status")
 	}
@@ -413,23 +412,11 @@ func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, error) {
 		if len(kept) == 0 {
 			delete(meta, "annotations")
 		} else {
-			meta["annotations"], _ = marshal(kept)
+			meta["annotations"], _ = edgeproto.Marshal(kept)
 		}
 	}
-	if top["metadata"], err = marshal(meta); err != nil {
+	if top["metadata"], err = edgeproto.Marshal(meta); err != nil {
 		return nil, err
 	}
-	return marshal(top)
-}
-
-// marshal is json.Marshal without escaping <, > and &, which only makes an
-// object longer (edgeproto's frames are not HTML).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return edgeproto.Marshal(top)
 }
