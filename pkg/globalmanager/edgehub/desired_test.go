@@ -253,10 +253,11 @@ type objects struct {
 // seededHub is a hub, not running, whose informers' caches hold objs.
 func seededHub(t *testing.T, objs objects) *Hub {
 	t.Helper()
-	factory := sednainformers.NewSharedInformerFactory(sednafake.NewSimpleClientset(), 0)
+	sedna := sednafake.NewSimpleClientset()
+	factory := sednainformers.NewSharedInformerFactory(sedna, 0)
 	kube := kubefake.NewClientset()
 	pods := kubeinformers.NewSharedInformerFactory(kube, 0).Core().V1().Pods()
-	h, err := New(t.Context(), kube, factory.Sedna().V1alpha1(), pods, Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
+	h, err := New(t.Context(), kube, sedna.SednaV1alpha1(), factory.Sedna().V1alpha1(), pods, Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -52,7 +53,10 @@ type Hub struct {
 	metrics  *metrics
 	cfg      Config
 	links    *links
-	upgrader websocket.Upgrader
+	// conditions writes the EdgeSynced condition of objects that cannot be
+	// sent.
+	conditions *conditionWriter
+	upgrader   websocket.Upgrader
 
 	mu       sync.RWMutex
 	sessions map[string]*session // by node
@@ -70,9 +74,11 @@ type Hub struct {
 // which carry the owner-uid label); it adds its indexes and event handlers,
 // so it must be called before the factories start, and starts nothing.
 // Reports go to appliers (see Appliers); events about objects (one that
-// cannot be sent to a node) go to recorder. Metrics are registered with reg
+// cannot be sent to a node) go to recorder, and the EdgeSynced condition of
+// such an object is written with sednaClient. Metrics are registered with reg
 // when it is not nil.
-func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednainformers.Interface, pods coreinformers.PodInformer,
+func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sednaclient.SednaV1alpha1Interface,
+	informers sednainformers.Interface, pods coreinformers.PodInformer,
 	appliers Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -84,7 +90,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 	}
 	h := &Hub{
 		client:   kubeClient,
-		kinds:    sednaKinds(informers),
+		kinds:    sednaKinds(sednaClient, informers),
 		byName:   make(map[string]*kind),
 		pods:     pods.Informer(),
 		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
@@ -105,6 +111,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, informers sednain
 			h.appliers[kind] = a
 		}
 	}
+	h.conditions = newConditionWriter(h)
 	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
 	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
 	if err := h.addIndexers(); err != nil {
@@ -258,6 +265,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 
+	go h.conditions.run(ctx)
 	leasesCtx, stopLeases := context.WithCancel(ctx)
 	leasesDone := make(chan struct{})
 	go func() {

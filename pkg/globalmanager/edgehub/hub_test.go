@@ -832,6 +832,58 @@ func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing
 	if n := f.metric("objects_unsendable_total"); n != 1 {
 		t.Errorf("objects_unsendable_total = %v, want 1", n)
 	}
+	cond := f.untilEdgeSynced(huge.Name, corev1.ConditionFalse)
+	if cond.Reason != ReasonObjectTooLarge || !strings.Contains(cond.Message, "4 MiB") {
+		t.Errorf("condition %+v, want %s naming the limit", cond, ReasonObjectTooLarge)
+	}
+	if other := f.edgeSynced(small.Name); other != nil {
+		t.Errorf("fl-small, which was sent, has a condition %+v, want none", other)
+	}
+
+	// Cut down to size, the object is sent and its condition says so.
+	fixed, err := f.sedna.SednaV1alpha1().FederatedLearningJobs("default").Get(t.Context(), huge.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed.Spec.AggregationWorker.Template.Annotations = nil
+	fixed.ResourceVersion = "70"
+	if _, err := f.sedna.SednaV1alpha1().FederatedLearningJobs("default").Update(t.Context(), fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m := summary(c.must(5 * time.Second)); !strings.HasPrefix(m, "upsert FederatedLearningJob default/fl-huge@70") {
+		t.Errorf("got %s, want fl-huge sent", m)
+	}
+	if cond := f.untilEdgeSynced(huge.Name, corev1.ConditionTrue); cond.Reason != ReasonSent {
+		t.Errorf("condition %+v, want %s", cond, ReasonSent)
+	}
+}
+
+// edgeSynced is the EdgeSynced condition of the FederatedLearningJob name as
+// the API server holds it, or nil.
+func (f *fixture) edgeSynced(name string) *sednav1.JobCondition {
+	f.t.Helper()
+	job, err := f.sedna.SednaV1alpha1().FederatedLearningJobs("default").Get(f.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == ConditionEdgeSynced {
+			return &c
+		}
+	}
+	return nil
+}
+
+// untilEdgeSynced waits until the FederatedLearningJob name has an EdgeSynced
+// condition of status st, and returns it.
+func (f *fixture) untilEdgeSynced(name string, st corev1.ConditionStatus) sednav1.JobCondition {
+	f.t.Helper()
+	var c *sednav1.JobCondition
+	waitFor(f.t, func() (bool, string) {
+		c = f.edgeSynced(name)
+		return c != nil && c.Status == st, fmt.Sprintf("%s: EdgeSynced condition %+v, want status %s", name, c, st)
+	})
+	return *c
 }
 
 func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {

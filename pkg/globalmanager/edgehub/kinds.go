@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 )
 
@@ -32,6 +33,8 @@ type kind struct {
 	// LocalController; the hub sends each node the names of the object's pods
 	// on it, and accepts reports only from those.
 	workers bool
+	// conditions reads and writes the EdgeSynced condition of its objects.
+	conditions conditionAccess
 }
 
 // What the hub reads of an object, when its type has it.
@@ -52,18 +55,35 @@ type (
 	datasetNamer interface{ DatasetNames() []string }
 )
 
-// sednaKinds are the sedna.io/v1alpha1 kinds the hub sends.
-func sednaKinds(inf sednainformers.Interface) []*kind {
+// sednaKinds are the sedna.io/v1alpha1 kinds the hub sends; it writes their
+// status with client.
+func sednaKinds(client sednaclient.SednaV1alpha1Interface, inf sednainformers.Interface) []*kind {
 	gv := sednav1.SchemeGroupVersion.String()
 	return []*kind{
-		{name: sednav1.DatasetKind.Kind, apiVersion: gv, informer: inf.Datasets().Informer(), order: 0},
-		{name: sednav1.ModelKind.Kind, apiVersion: gv, informer: inf.Models().Informer(), order: 1},
-		{name: sednav1.FederatedLearningJobKind.Kind, apiVersion: gv, informer: inf.FederatedLearningJobs().Informer(), order: 2, workers: true},
-		{name: sednav1.JointInferenceServiceKind.Kind, apiVersion: gv, informer: inf.JointInferenceServices().Informer(), order: 2, workers: true},
+		{name: sednav1.DatasetKind.Kind, apiVersion: gv, informer: inf.Datasets().Informer(), order: 0,
+			conditions: metaConditions(func(o *sednav1.Dataset) *[]metav1.Condition { return &o.Status.Conditions },
+				func(ns string) statusUpdater[*sednav1.Dataset] { return client.Datasets(ns) })},
+		{name: sednav1.ModelKind.Kind, apiVersion: gv, informer: inf.Models().Informer(), order: 1,
+			conditions: metaConditions(func(o *sednav1.Model) *[]metav1.Condition { return &o.Status.Conditions },
+				func(ns string) statusUpdater[*sednav1.Model] { return client.Models(ns) })},
+		{name: sednav1.FederatedLearningJobKind.Kind, apiVersion: gv, informer: inf.FederatedLearningJobs().Informer(), order: 2, workers: true,
+			conditions: jobConditions(func(o *sednav1.FederatedLearningJob) *[]sednav1.JobCondition { return &o.Status.Conditions },
+				func(ns string) statusUpdater[*sednav1.FederatedLearningJob] { return client.FederatedLearningJobs(ns) })},
+		{name: sednav1.JointInferenceServiceKind.Kind, apiVersion: gv, informer: inf.JointInferenceServices().Informer(), order: 2, workers: true,
+			conditions: jobConditions(func(o *sednav1.JointInferenceService) *[]sednav1.JobCondition { return &o.Status.Conditions },
+				func(ns string) statusUpdater[*sednav1.JointInferenceService] {
+					return client.JointInferenceServices(ns)
+				})},
 		{name: sednav1.IncrementalLearningJobKind.Kind, apiVersion: gv, informer: inf.IncrementalLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: true},
+			workers: true, sendStatus: true,
+			conditions: jobConditions(func(o *sednav1.IncrementalLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
+				func(ns string) statusUpdater[*sednav1.IncrementalLearningJob] {
+					return client.IncrementalLearningJobs(ns)
+				})},
 		{name: sednav1.LifelongLearningJobKind.Kind, apiVersion: gv, informer: inf.LifelongLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: true},
+			workers: true, sendStatus: true,
+			conditions: jobConditions(func(o *sednav1.LifelongLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
+				func(ns string) statusUpdater[*sednav1.LifelongLearningJob] { return client.LifelongLearningJobs(ns) })},
 	}
 }
 

@@ -686,6 +686,7 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 		// Not something a retry mends; the next version may be sendable.
 		s.unsendable[ref] = d.version
 		s.hub.metrics.unsendable.Inc()
+		s.hub.conditions.unsendable(ref, err)
 		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.objectVersion(ref))
 		if ro, ok := d.obj.(runtime.Object); ok {
 			s.hub.recorder.Eventf(ro, corev1.EventTypeWarning, ReasonUnsendable,
@@ -697,6 +698,7 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 		return err
 	}
 	s.sent(ref, d.version, false)
+	s.hub.conditions.sent(d.kind, ref, d.obj)
 	s.logger.V(4).Info("Sent object", "object", d.objectVersion(ref))
 	return nil
 }

@@ -199,6 +199,11 @@ type CycleStatus struct {
 	// What the cloud last heard from each edge node involved.
 	// +optional
 	EdgeNodes []EdgeNodeStatus `json:"edgeNodes,omitempty"`
+	// Conditions about the job as a whole, one per type, such as EdgeSynced
+	// (whether its edge nodes could be sent it); conditions holds the stage
+	// transitions instead, as Sedna's does.
+	// +optional
+	JobConditions []JobCondition `json:"jobConditions,omitempty"`
 }
 
 // The results of a round.

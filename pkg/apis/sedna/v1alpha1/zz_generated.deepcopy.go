@@ -164,6 +164,13 @@ func (in *CycleStatus) DeepCopyInto(out *CycleStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.JobConditions != nil {
+		in, out := &in.JobConditions, &out.JobConditions
+		*out = make([]JobCondition, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	return
 }
 

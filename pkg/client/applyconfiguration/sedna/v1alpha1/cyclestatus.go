@@ -49,6 +49,10 @@ type CycleStatusApplyConfiguration struct {
 	InferenceWorker *string `json:"inferenceWorker,omitempty"`
 	// What the cloud last heard from each edge node involved.
 	EdgeNodes []EdgeNodeStatusApplyConfiguration `json:"edgeNodes,omitempty"`
+	// Conditions about the job as a whole, one per type, such as EdgeSynced
+	// (whether its edge nodes could be sent it); conditions holds the stage
+	// transitions instead, as Sedna's does.
+	JobConditions []JobConditionApplyConfiguration `json:"jobConditions,omitempty"`
 }
 
 // CycleStatusApplyConfiguration constructs a declarative configuration of the CycleStatus type for use with
@@ -135,6 +139,19 @@ func (b *CycleStatusApplyConfiguration) WithEdgeNodes(values ...*EdgeNodeStatusA
 			panic("nil value passed to WithEdgeNodes")
 		}
 		b.EdgeNodes = append(b.EdgeNodes, *values[i])
+	}
+	return b
+}
+
+// WithJobConditions adds the given value to the JobConditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the JobConditions field.
+func (b *CycleStatusApplyConfiguration) WithJobConditions(values ...*JobConditionApplyConfiguration) *CycleStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithJobConditions")
+		}
+		b.JobConditions = append(b.JobConditions, *values[i])
 	}
 	return b
 }

@@ -167,6 +167,19 @@ func (b *LifelongLearningJobStatusApplyConfiguration) WithEdgeNodes(values ...*E
 	return b
 }
 
+// WithJobConditions adds the given value to the JobConditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the JobConditions field.
+func (b *LifelongLearningJobStatusApplyConfiguration) WithJobConditions(values ...*JobConditionApplyConfiguration) *LifelongLearningJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithJobConditions")
+		}
+		b.CycleStatusApplyConfiguration.JobConditions = append(b.CycleStatusApplyConfiguration.JobConditions, *values[i])
+	}
+	return b
+}
+
 // WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.

@@ -1,0 +1,238 @@
+package edgehub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// ConditionEdgeSynced is the condition the hub sets on an object it cannot
+// send to its edge nodes (False), and sets True once a later version of it is
+// sent. An object that was always sent has none: the hub writes nothing to
+// the status of objects it sends as it should.
+const ConditionEdgeSynced = "EdgeSynced"
+
+// The reasons of ConditionEdgeSynced.
+const (
+	// ReasonObjectTooLarge: the object, even without status, managedFields
+	// and the last-applied annotation, is over the largest frame a
+	// LocalController reads.
+	ReasonObjectTooLarge = "ObjectTooLarge"
+	// ReasonNotEncodable: the object could not be encoded for the channel.
+	ReasonNotEncodable = "NotEncodable"
+	// ReasonSent: the object's current version was sent.
+	ReasonSent = "Sent"
+)
+
+// syncCondition is the EdgeSynced condition the hub wants on an object.
+type syncCondition struct {
+	ok              bool
+	reason, message string
+}
+
+// unsendableCondition is the condition for an object that cannot be sent for
+// err. Its message does not depend on the object's size or the node, so that
+// every node's session wants the same condition, and writing it (which makes a
+// new version, which is tried again) settles at once.
+func unsendableCondition(err error) syncCondition {
+	if errors.Is(err, edgeproto.ErrTooLarge) {
+		return syncCondition{reason: ReasonObjectTooLarge, message: fmt.Sprintf(
+			"cannot be sent to its edge nodes: over the %d MiB the edge channel carries, even without its status, managedFields "+
+				"and last-applied annotation; their LocalControllers keep the previous version or none (see the %s events for the nodes)",
+			edgeproto.MaxObjectFrameBytes>>20, ReasonUnsendable)}
+	}
+	return syncCondition{reason: ReasonNotEncodable, message: fmt.Sprintf(
+		"cannot be sent to its edge nodes: %v; their LocalControllers keep the previous version or none", err)}
+}
+
+var sentCondition = syncCondition{ok: true, reason: ReasonSent, message: "the current version was sent to its edge nodes"}
+
+// conditionAccess reads and writes an object's EdgeSynced condition, in the
+// condition type its kind's status keeps.
+type conditionAccess struct {
+	// status of obj's EdgeSynced condition; "" when it has none.
+	status func(obj metav1.Object) corev1.ConditionStatus
+	// set sets it on obj, saying whether that changed anything.
+	set func(obj metav1.Object, c syncCondition, now metav1.Time) bool
+	// update writes obj's status.
+	update func(ctx context.Context, obj metav1.Object) error
+}
+
+func (c syncCondition) status() corev1.ConditionStatus {
+	if c.ok {
+		return corev1.ConditionTrue
+	}
+	return corev1.ConditionFalse
+}
+
+// statusUpdater is a typed sedna client of one kind in one namespace.
+type statusUpdater[T any] interface {
+	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// updateWith writes an object's status with client.
+func updateWith[T metav1.Object](client func(namespace string) statusUpdater[T]) func(context.Context, metav1.Object) error {
+	return func(ctx context.Context, obj metav1.Object) error {
+		_, err := client(obj.GetNamespace()).UpdateStatus(ctx, obj.(T), metav1.UpdateOptions{})
+		return err
+	}
+}
+
+// metaConditions are the kinds whose status keeps metav1.Conditions.
+func metaConditions[T metav1.Object](conds func(T) *[]metav1.Condition, client func(namespace string) statusUpdater[T]) conditionAccess {
+	return conditionAccess{
+		status: func(obj metav1.Object) corev1.ConditionStatus {
+			if c := apimeta.FindStatusCondition(*conds(obj.(T)), ConditionEdgeSynced); c != nil {
+				return corev1.ConditionStatus(c.Status)
+			}
+			return ""
+		},
+		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
+			return apimeta.SetStatusCondition(conds(obj.(T)), metav1.Condition{
+				Type: ConditionEdgeSynced, Status: metav1.ConditionStatus(c.status()), Reason: c.reason, Message: c.message,
+				ObservedGeneration: obj.GetGeneration(), LastTransitionTime: now,
+			})
+		},
+		update: updateWith(client),
+	}
+}
+
+// jobConditions are the kinds whose status keeps sedna JobConditions.
+func jobConditions[T metav1.Object](conds func(T) *[]sednav1.JobCondition, client func(namespace string) statusUpdater[T]) conditionAccess {
+	return conditionAccess{
+		status: func(obj metav1.Object) corev1.ConditionStatus {
+			if c := common.FindJobCondition(*conds(obj.(T)), ConditionEdgeSynced); c != nil {
+				return c.Status
+			}
+			return ""
+		},
+		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
+			p := conds(obj.(T))
+			want := common.JobConditionFor(obj, ConditionEdgeSynced, c.ok, c.reason, c.message)
+			if common.HasJobCondition(*p, ConditionEdgeSynced, want.Status, want.Message) &&
+				common.FindJobCondition(*p, ConditionEdgeSynced).ObservedGeneration == want.ObservedGeneration {
+				return false
+			}
+			*p = common.SetJobCondition(*p, want, now)
+			return true
+		},
+		update: updateWith(client),
+	}
+}
+
+// conditionWriter writes the EdgeSynced conditions the sessions want, one
+// object at a time, off their loops.
+type conditionWriter struct {
+	hub   *Hub
+	mu    sync.Mutex
+	want  map[edgeproto.ObjectRef]syncCondition
+	queue workqueue.TypedRateLimitingInterface[edgeproto.ObjectRef]
+}
+
+func newConditionWriter(h *Hub) *conditionWriter {
+	return &conditionWriter{
+		hub:  h,
+		want: make(map[edgeproto.ObjectRef]syncCondition),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[edgeproto.ObjectRef](100*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[edgeproto.ObjectRef]{Name: "edgehub_conditions"}),
+	}
+}
+
+// unsendable records that the object ref cannot be sent for err.
+func (w *conditionWriter) unsendable(ref edgeproto.ObjectRef, err error) {
+	w.wants(ref, unsendableCondition(err))
+}
+
+// sent records that obj was sent: an object whose condition says it could
+// not be has it set True.
+func (w *conditionWriter) sent(k *kind, ref edgeproto.ObjectRef, obj metav1.Object) {
+	if k.conditions.status(obj) == corev1.ConditionFalse {
+		w.wants(ref, sentCondition)
+	}
+}
+
+func (w *conditionWriter) wants(ref edgeproto.ObjectRef, c syncCondition) {
+	w.mu.Lock()
+	w.want[ref] = c
+	w.mu.Unlock()
+	w.queue.Add(ref)
+}
+
+// run writes conditions until ctx is done.
+func (w *conditionWriter) run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		w.queue.ShutDown()
+	}()
+	for {
+		ref, quit := w.queue.Get()
+		if quit {
+			return
+		}
+		if err := w.write(ctx, ref); err != nil {
+			klog.FromContext(ctx).V(2).Info("Cannot write an object's EdgeSynced condition yet; retrying", "object", ref, "err", err)
+			w.queue.AddRateLimited(ref)
+		} else {
+			w.queue.Forget(ref)
+		}
+		w.queue.Done(ref)
+	}
+}
+
+// write sets the condition wanted for ref on the object as the cache holds
+// it. A conflict is retried once the cache has the newer version; an object
+// that is gone needs nothing.
+func (w *conditionWriter) write(ctx context.Context, ref edgeproto.ObjectRef) error {
+	w.mu.Lock()
+	c, ok := w.want[ref]
+	w.mu.Unlock()
+	k := w.hub.byName[ref.Kind]
+	if !ok || k == nil {
+		return nil
+	}
+	cached, exists, err := k.informer.GetIndexer().GetByKey(nsKey(ref.Namespace, ref.Name))
+	if err != nil || !exists {
+		w.forget(ref, c)
+		return err
+	}
+	obj := cached.(runtime.Object).DeepCopyObject().(metav1.Object)
+	if !k.conditions.set(obj, c, metav1.NewTime(w.hub.now())) {
+		w.forget(ref, c)
+		return nil
+	}
+	if err := k.conditions.update(ctx, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.forget(ref, c)
+			return nil
+		}
+		return err
+	}
+	w.forget(ref, c)
+	klog.FromContext(ctx).V(2).Info("Set the EdgeSynced condition", "object", ref, "status", c.status(), "reason", c.reason)
+	return nil
+}
+
+// forget drops what was wanted for ref, unless a session wanted something
+// else meanwhile.
+func (w *conditionWriter) forget(ref edgeproto.ObjectRef, c syncCondition) {
+	w.mu.Lock()
+	if w.want[ref] == c {
+		delete(w.want, ref)
+	}
+	w.mu.Unlock()
+}

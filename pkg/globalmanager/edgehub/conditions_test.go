@@ -1,0 +1,69 @@
+package edgehub
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
+	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// Every kind the hub sends keeps the EdgeSynced condition in its status, once,
+// and writes it with its own client.
+func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
+	objs := map[string]runtime.Object{
+		"Dataset":                dataset("ds", "edge-a"),
+		"Model":                  model("m"),
+		"FederatedLearningJob":   federatedJob("fl", "cloud", "edge-a"),
+		"JointInferenceService":  &sednav1.JointInferenceService{ObjectMeta: meta("ji")},
+		"IncrementalLearningJob": incrementalJob("il", "ds", "edge-a"),
+		"LifelongLearningJob":    &sednav1.LifelongLearningJob{ObjectMeta: meta("ll")},
+	}
+	var all []runtime.Object
+	for _, o := range objs {
+		all = append(all, o)
+	}
+	client := sednafake.NewSimpleClientset(all...)
+	kinds := sednaKinds(client.SednaV1alpha1(), sednainformers.NewSharedInformerFactory(client, 0).Sedna().V1alpha1())
+	if len(kinds) != len(objs) {
+		t.Fatalf("%d kinds, the test covers %d", len(kinds), len(objs))
+	}
+	now := metav1.NewTime(time.Unix(1000, 0))
+	failed := unsendableCondition(edgeproto.ErrTooLarge)
+	for _, k := range kinds {
+		obj := objs[k.name].DeepCopyObject().(metav1.Object)
+		if got := k.conditions.status(obj); got != "" {
+			t.Errorf("%s: status %q before any was set", k.name, got)
+		}
+		if !k.conditions.set(obj, failed, now) {
+			t.Errorf("%s: setting the condition changed nothing", k.name)
+		}
+		if k.conditions.set(obj, failed, now) {
+			t.Errorf("%s: setting the same condition again changed something", k.name)
+		}
+		if got := k.conditions.status(obj); got != corev1.ConditionFalse {
+			t.Errorf("%s: status %q, want False", k.name, got)
+		}
+		if err := k.conditions.update(t.Context(), obj); err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if !k.conditions.set(obj, sentCondition, now) || k.conditions.status(obj) != corev1.ConditionTrue {
+			t.Errorf("%s: setting it True did not take", k.name)
+		}
+	}
+	il, err := client.SednaV1alpha1().IncrementalLearningJobs("default").Get(t.Context(), "il", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A learning cycle's conditions are its stage transitions, as Sedna's;
+	// the condition goes with the job's other conditions about itself.
+	if len(il.Status.Conditions) != 0 || len(il.Status.JobConditions) != 1 || il.Status.JobConditions[0].Type != ConditionEdgeSynced {
+		t.Errorf("IncrementalLearningJob status %+v, want the condition in jobConditions alone", il.Status)
+	}
+}
