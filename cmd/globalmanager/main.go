@@ -203,7 +203,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		v1.FederatedLearningJobs(), v1.Models(), v1.Datasets(),
 		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(),
 		recorder, metrics, federatedlearning.Config{
-			LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod,
 		})
 	if err != nil {
@@ -214,13 +214,13 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		kubeFactory.Apps().V1().Deployments(), kubeFactory.Core().V1().Services(),
 		kubeFactory.Autoscaling().V2().HorizontalPodAutoscalers(),
 		recorder, metrics, jointinference.Config{
-			LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		})
 	if err != nil {
 		return fmt.Errorf("building joint inference controller: %w", err)
 	}
 	cycleConfig := cycle.Config{
-		LCServer: o.lcServer, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+		LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		StageAttempts: int32(o.stageAttempts), HistoryLimit: o.cycleHistoryLimit, ChildEventBatchPeriod: o.childBatchPeriod,
 	}
 	il, err := incrementallearning.NewController(ctx, kubeClient, sednaClient,

@@ -27,6 +27,7 @@ type options struct {
 	llWorkers int
 
 	lcServer        string
+	lcPort          int
 	workerLogLevel  string
 	dataPathPrefix  string
 	aggregationPort int
@@ -73,8 +74,11 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"IncrementalLearningJobs synced in parallel.")
 	fs.IntVar(&o.llWorkers, "lifelonglearningjob-workers", 4,
 		"LifelongLearningJobs synced in parallel.")
-	fs.StringVar(&o.lcServer, "lc-server", "http://localhost:9100",
-		"LocalController address put into every worker's LC_SERVER (the LC listens on each edge node's host network).")
+	fs.StringVar(&o.lcServer, "lc-server", "",
+		"LC_SERVER put into every worker as is. Empty: http://<the worker's node address>:--lc-port, the address from the downward API (status.hostIP), "+
+			"since the LocalController listens on its node's host network. A worker template that sets LC_SERVER itself keeps it.")
+	fs.IntVar(&o.lcPort, "lc-port", 9100,
+		"Port of the LocalControllers' worker API (their --worker-address) on every edge node, for LC_SERVER.")
 	fs.StringVar(&o.workerLogLevel, "worker-log-level", "INFO",
 		"LOG_LEVEL put into every worker.")
 	fs.StringVar(&o.dataPathPrefix, "data-path-prefix", "/home/data",
@@ -138,6 +142,9 @@ func (o *options) validate() error {
 	}
 	if o.cycleHistoryLimit < 1 {
 		errs = append(errs, fmt.Errorf("--cycle-history-limit %d must be at least 1", o.cycleHistoryLimit))
+	}
+	if o.lcPort < 1 || o.lcPort > 65535 {
+		errs = append(errs, fmt.Errorf("--lc-port %d is not a port", o.lcPort))
 	}
 	if o.aggregationPort < 1 || o.aggregationPort > 65535 {
 		errs = append(errs, fmt.Errorf("--aggregation-port %d is not a port", o.aggregationPort))

@@ -105,6 +105,32 @@ func TestMergeEnvReplacesInPlaceAndAppends(t *testing.T) {
 	}
 }
 
+// A worker finds the LocalController on its own node's address, unless its
+// template says where it is; every other variable of ours wins over the user's.
+func TestWorkerLCServerIsTheNodeAddressUnlessTheTemplateSetsIt(t *testing.T) {
+	owner := &metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: "uid-1"}
+	kind := sednav1.SchemeGroupVersion.WithKind("FederatedLearningJob")
+	env := append([]corev1.EnvVar{Env("JOB_NAME", "job")}, LCAddress{Port: 9100}.Env()...)
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "plain"},
+		{Name: "own", Env: []corev1.EnvVar{Env("LC_SERVER", "http://lc.example:9000"), Env("JOB_NAME", "mine")}},
+	}}}
+	got := NewWorkerTemplate(owner, kind, Worker{Name: "w", Template: tmpl, Env: env})
+	nodeIP := corev1.EnvVar{Name: EnvNodeIP, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}}
+	want := map[string][]corev1.EnvVar{
+		"plain": {Env("JOB_NAME", "job"), nodeIP, Env("LC_SERVER", "http://$(NEREID_NODE_IP):9100")},
+		"own":   {Env("LC_SERVER", "http://lc.example:9000"), Env("JOB_NAME", "job"), nodeIP},
+	}
+	for _, c := range got.Spec.Containers {
+		if diff := cmp.Diff(want[c.Name], c.Env); diff != "" {
+			t.Errorf("container %s env (-want,+got):\n%s", c.Name, diff)
+		}
+	}
+	if got := (LCAddress{Server: "http://lc:1", Port: 9100}).Env(); len(got) != 1 || got[0] != Env("LC_SERVER", "http://lc:1") {
+		t.Errorf("with a server: %v, want LC_SERVER alone", got)
+	}
+}
+
 func TestChildNameIsAValidDeterministicLabel(t *testing.T) {
 	long := strings.Repeat("a", 70)
 	cases := map[string]struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,8 @@ type Worker struct {
 	// Template from the user's spec.
 	Template *corev1.PodTemplateSpec
 	// Env the controller adds to every container; it replaces user entries of
-	// the same name, since workers must see what the controller resolved.
+	// the same name, since workers must see what the controller resolved,
+	// except LC_SERVER (and what it is built from), which the user may set.
 	Env []corev1.EnvVar
 	// HostPaths are model and dataset paths on the node that the worker reads
 	// or writes; they are mounted under DataPathPrefix.
@@ -62,7 +64,8 @@ func NewWorkerTemplate(owner metav1.Object, ownerKind schema.GroupVersionKind, w
 		LabelTemplateHash: w.Hash,
 	})
 	for i := range t.Spec.Containers {
-		t.Spec.Containers[i].Env = MergeEnv(t.Spec.Containers[i].Env, w.Env)
+		c := &t.Spec.Containers[i]
+		c.Env = MergeEnv(c.Env, withoutUserSet(w.Env, c.Env))
 	}
 	mountHostPaths(&t.Spec, w.HostPaths, w.DataPathPrefix)
 	return t
@@ -97,6 +100,55 @@ func MergeLabels(maps ...map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// withoutUserSet is env without the entries the user may set and user sets.
+func withoutUserSet(env, user []corev1.EnvVar) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(env))
+	for _, e := range env {
+		if userSettable[e.Name] && slices.ContainsFunc(user, func(u corev1.EnvVar) bool { return u.Name == e.Name }) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// userSettable are the worker environment variables a user's template may
+// set itself: where the worker finds its LocalController.
+var userSettable = map[string]bool{EnvLCServer: true, EnvNodeIP: true}
+
+// The environment that tells a worker where its node's LocalController is.
+const (
+	// EnvLCServer is the LocalController's worker API, as Sedna's worker
+	// library reads it.
+	EnvLCServer = "LC_SERVER"
+	// EnvNodeIP is the worker's node's address (the downward API's
+	// status.hostIP), which LC_SERVER is built from.
+	EnvNodeIP = "NEREID_NODE_IP"
+)
+
+// LCAddress is how workers reach their node's LocalController.
+type LCAddress struct {
+	// Server, when set, is put into LC_SERVER as is.
+	Server string
+	// Port of the LocalController's worker API on each node; without Server,
+	// LC_SERVER is http://<the worker's node address>:Port, the node's address
+	// coming from the downward API, so a worker finds the LocalController on
+	// its own node (which listens on the host network) on any network.
+	Port int32
+}
+
+// Env is the environment that says it: LC_SERVER, and the node address it is
+// built from.
+func (a LCAddress) Env() []corev1.EnvVar {
+	if a.Server != "" {
+		return []corev1.EnvVar{Env(EnvLCServer, a.Server)}
+	}
+	return []corev1.EnvVar{
+		{Name: EnvNodeIP, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+		Env(EnvLCServer, fmt.Sprintf("http://$(%s):%d", EnvNodeIP, a.Port)),
+	}
 }
 
 // Env is a shorthand for a literal environment variable.

@@ -23,10 +23,10 @@ func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role 
 		common.Env("NAMESPACE", job.GetNamespace()),
 		common.Env("JOB_NAME", job.GetName()),
 		common.Env("WORKER_NAME", name),
-		common.Env("LC_SERVER", c.config.LCServer),
 		common.Env("LOG_LEVEL", c.config.LogLevel),
 		common.Env("DATA_PATH_PREFIX", prefix),
 	}
+	env = append(env, c.config.LocalController.Env()...)
 	var hostPaths []string
 	var template *corev1.PodTemplateSpec
 	round := st.CurrentRound

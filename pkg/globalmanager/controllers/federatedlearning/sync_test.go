@@ -26,7 +26,7 @@ import (
 
 const ns = "default"
 
-var testConfig = Config{LCServer: "http://localhost:9100", LogLevel: "INFO", DataPathPrefix: "/home/data", AggregationPort: 7363}
+var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", AggregationPort: 7363}
 
 func exampleJob(t *testing.T) *sednav1.FederatedLearningJob {
 	t.Helper()
@@ -176,7 +176,7 @@ func TestNewJobCreatesWorkersWithSednaEnvironment(t *testing.T) {
 		t.Fatalf("missing aggregation or training-0 pod: %v", f.kubeWrites())
 	}
 	wantTrain := map[string]string{
-		"NAMESPACE": ns, "JOB_NAME": job.Name, "WORKER_NAME": train0.Name, "LC_SERVER": "http://localhost:9100",
+		"NAMESPACE": ns, "JOB_NAME": job.Name, "WORKER_NAME": train0.Name, "LC_SERVER": "http://$(NEREID_NODE_IP):9100", "NEREID_NODE_IP": "",
 		"AGG_IP": "surface-defect-detection-aggregation." + ns, "AGG_PORT": "7363", "PARTICIPANTS_COUNT": "2",
 		"TRANSMITTER": "ws", "DATASET_NAME": "edge0-surface-defect-detection-dataset",
 		"TRAIN_DATASET_URL": "/home/data/data/surface-defect/1.txt", "MODEL_URL": "/home/data/model/surface-defect",

@@ -81,13 +81,13 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 			common.Env("NAMESPACE", job.Namespace),
 			common.Env("JOB_NAME", job.Name),
 			common.Env("WORKER_NAME", workerName),
-			common.Env("LC_SERVER", c.config.LCServer),
 			common.Env("LOG_LEVEL", c.config.LogLevel),
 			common.Env("DATA_PATH_PREFIX", c.config.DataPathPrefix),
 			common.Env("MODEL_NAME", refs.model.Name),
 			common.Env("MODEL_URL", common.ContainerPath(refs.model.Spec.URL, c.config.DataPathPrefix)),
 			common.Env("PARTICIPANTS_COUNT", participants),
 		}
+		env = append(env, c.config.LocalController.Env()...)
 		env = append(env, c.transmitter(job)...)
 		if refs.pretrained != nil {
 			env = append(env, common.Env("PRETRAINED_MODEL_URL", common.ContainerPath(refs.pretrained.Spec.URL, c.config.DataPathPrefix)))

@@ -32,7 +32,7 @@ const (
 	kindName = edgeproto.OwnerIncrementalLearningJob
 )
 
-var testConfig = Config{LCServer: "http://localhost:9100", LogLevel: "INFO", DataPathPrefix: "/home/data", StageAttempts: 3, HistoryLimit: 10}
+var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", StageAttempts: 3, HistoryLimit: 10}
 
 type fixture = cycletest.Fixture[*sednav1.IncrementalLearningJob]
 
@@ -170,7 +170,7 @@ func TestNewJobStartsRoundOneWithItsInferenceWorker(t *testing.T) {
 	}
 	pod := f.Pod(t, deploy0)
 	want := map[string]string{
-		"NAMESPACE": ns, "JOB_NAME": jobName, "WORKER_NAME": deploy0, "LC_SERVER": "http://localhost:9100",
+		"NAMESPACE": ns, "JOB_NAME": jobName, "WORKER_NAME": deploy0, "LC_SERVER": "http://$(NEREID_NODE_IP):9100",
 		"LOG_LEVEL": "INFO", "DATA_PATH_PREFIX": "/home/data",
 		"MODEL_URL": "/home/data/models/deploy_model/saved_model.pb", "MODEL_NAME": "deploy-model", "MODEL_HOT_UPDATE": "true",
 		"HEM_NAME": "IBT", "HEM_PARAMETERS": `{"threshold_box":"0.9","threshold_img":"0.9"}`,
@@ -233,7 +233,7 @@ func TestRoundTrainsWhenTheTriggerFiresAndRunsItsTrainPod(t *testing.T) {
 	}
 	pod := f.Pod(t, train11)
 	want := map[string]string{
-		"NAMESPACE": ns, "JOB_NAME": jobName, "WORKER_NAME": train11, "LC_SERVER": "http://localhost:9100",
+		"NAMESPACE": ns, "JOB_NAME": jobName, "WORKER_NAME": train11, "LC_SERVER": "http://$(NEREID_NODE_IP):9100",
 		"LOG_LEVEL": "INFO", "DATA_PATH_PREFIX": "/home/data",
 		"ORIGINAL_DATASET_URL": "/home/data/data/helmet_detection/train_data/train_data.txt",
 		"TRAIN_DATASET_URL":    "/home/data/data/round-1/train.txt",

@@ -47,8 +47,9 @@ const (
 
 // Config is what the GlobalManager's flags set for every joint inference service.
 type Config struct {
-	// LCServer is the LocalController address put in workers' LC_SERVER.
-	LCServer string
+	// LocalController is how workers reach their node's LocalController
+	// (LC_SERVER).
+	LocalController common.LCAddress
 	// LogLevel is the workers' LOG_LEVEL.
 	LogLevel string
 	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).

@@ -44,7 +44,7 @@ const (
 	key       = ns + "/" + jiName
 )
 
-var testConfig = Config{LCServer: "http://localhost:9100", LogLevel: "INFO", DataPathPrefix: "/home/data"}
+var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}
 
 // exampleObjects decodes examples/jointinferenceservice: the service and its
 // two Models, in namespace ns.
@@ -316,7 +316,7 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 
 	shared := map[string]string{
 		"NAMESPACE": ns, "SERVICE_NAME": jiName, "WORKER_NAME": "from field metadata.name",
-		"LC_SERVER": "http://localhost:9100", "LOG_LEVEL": "INFO", "DATA_PATH_PREFIX": "/home/data",
+		"LC_SERVER": "http://$(NEREID_NODE_IP):9100", "NEREID_NODE_IP": "from field status.hostIP", "LOG_LEVEL": "INFO", "DATA_PATH_PREFIX": "/home/data",
 	}
 	cases := map[string]struct {
 		deployment string

@@ -78,12 +78,12 @@ func (c *Controller) baseEnv(ji *sednav1.JointInferenceService, model *sednav1.M
 		// Each replica reports to its LocalController under its own pod's name,
 		// which is unique and ties the report to the node the pod runs on.
 		{Name: "WORKER_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		common.Env("LC_SERVER", c.config.LCServer),
 		common.Env("LOG_LEVEL", c.config.LogLevel),
 		common.Env("DATA_PATH_PREFIX", c.config.DataPathPrefix),
 		common.Env("MODEL_NAME", model.Name),
 		common.Env("MODEL_URL", common.ContainerPath(model.Spec.URL, c.config.DataPathPrefix)),
 	}
+	env = append(env, c.config.LocalController.Env()...)
 	return append(env, common.CredentialEnv(model.Spec.CredentialName)...)
 }
 

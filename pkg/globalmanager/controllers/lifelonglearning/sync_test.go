@@ -19,6 +19,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle/cycletest"
 )
@@ -31,7 +32,7 @@ const (
 )
 
 var testConfig = Config{
-	Config:   cycle.Config{LCServer: "http://localhost:9100", LogLevel: "INFO", DataPathPrefix: "/home/data"},
+	Config:   cycle.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"},
 	KBServer: "http://kb.example:9020",
 }
 
