@@ -96,15 +96,23 @@ func run(ctx context.Context, o options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := common.NewMetrics(reg)
-	var ready, failed atomic.Value
+	var ready, failed, following atomic.Value
 	ready.Store("waiting for leadership")
 	failed.Store("")
+	following.Store("")
 	electionChecker := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	srv, err := serveHealth(ctx, o.healthAddress, reg, &ready, &failed, electionChecker)
+	srv, err := serveHealth(ctx, o.healthAddress, reg, health{ready: &ready, failed: &failed, following: &following, election: electionChecker})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	if o.edgeAddress != "" {
+		// A container restarted in a Pod that led must not draw edge
+		// connections while it stands by.
+		if err := edgehub.SetServing(ctx, kubeClient, o.pod(), false); err != nil {
+			logger.Error(err, "Cannot take the edge hub's serving label off this Pod; edge nodes may try this standby until it leads")
+		}
+	}
 
 	// A GlobalManager that cannot do its work (its hub cannot listen, a
 	// controller stopped) says so on /healthz, gives up the lease so that a
@@ -159,7 +167,10 @@ func run(ctx context.Context, o options) error {
 			},
 			OnNewLeader: func(identity string) {
 				if identity != id {
+					following.Store(identity)
 					logger.Info("Another replica leads", "leader", identity)
+				} else {
+					following.Store("")
 				}
 			},
 		},
@@ -252,7 +263,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			sednav1.LifelongLearningJobKind.Kind:    ll,
 		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
-			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut,
+			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(),
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
 		})
 		if err != nil {
@@ -309,28 +320,49 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	return err
 }
 
+// health is what /healthz and /readyz answer from.
+type health struct {
+	// ready is "" once the controllers act (caches synced, the edge hub
+	// listening), else why not.
+	ready *atomic.Value
+	// failed is why the GlobalManager cannot work, "" while it can.
+	failed *atomic.Value
+	// following is the identity of the replica that leads while this one
+	// stands by, "" otherwise.
+	following *atomic.Value
+	election  *leaderelection.HealthzAdaptor
+}
+
 // serveHealth serves /healthz (the process and its lease are alive, and it
-// has not failed), /readyz (caches synced, the edge hub listening) and
-// /metrics.
-func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, ready, failed *atomic.Value, election *leaderelection.HealthzAdaptor) (*http.Server, error) {
+// has not failed), /readyz and /metrics. /readyz is "ok" once the
+// controllers act (caches synced, the edge hub listening), and "ok: standby"
+// for a replica that follows a leader: a standby is ready to take over, so
+// that a PodDisruptionBudget lets either replica's node be drained; the hub's
+// Service selects the leader by its label, not by readiness.
+func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, h health) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if why := failed.Load().(string); why != "" {
+		if why := h.failed.Load().(string); why != "" {
 			http.Error(w, "the GlobalManager cannot work: "+why, http.StatusInternalServerError)
 			return
 		}
-		if err := election.Check(r); err != nil {
+		if err := h.election.Check(r); err != nil {
 			http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if why := ready.Load().(string); why != "" {
-			http.Error(w, why, http.StatusServiceUnavailable)
+		why := h.ready.Load().(string)
+		if why == "" {
+			fmt.Fprintln(w, "ok")
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		if leader := h.following.Load().(string); leader != "" && h.failed.Load().(string) == "" {
+			fmt.Fprintf(w, "ok: standby, %s leads\n", leader)
+			return
+		}
+		http.Error(w, why, http.StatusServiceUnavailable)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	ln, err := net.Listen("tcp", addr)

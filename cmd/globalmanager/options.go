@@ -51,6 +51,8 @@ type options struct {
 	edgeNamespace      string
 	edgeHostnames      string
 	edgeCAOut          string
+	podName            string
+	podNamespace       string
 	edgeAudience       string
 	edgeSAs            string
 	edgeNodeSelector   string
@@ -117,6 +119,11 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Comma-separated DNS names and IPs LocalControllers use to reach the hub, put in a generated certificate (127.0.0.1 and localhost are always in).")
 	fs.StringVar(&o.edgeCAOut, "edge-ca-out", "",
 		"Also write the edge hub's CA (PEM) to this file, for LocalControllers started beside the GlobalManager.")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"),
+		"The GlobalManager's own Pod (default $POD_NAME, from the downward API). While its edge hub listens, the Pod carries the label "+
+			edgehub.LabelServing+"="+edgehub.ServingValue+", which the hub's Service selects, so edge nodes reach the leader and never a standby. Empty labels nothing.")
+	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"),
+		"Namespace of --pod-name (default $POD_NAMESPACE).")
 	fs.StringVar(&o.edgeAudience, "edge-token-audience", edgehub.DefaultTokenAudience,
 		"Audience a LocalController's token must have: the LocalController presents a projected ServiceAccount token with this audience, and the hub's TokenReview names it. A Pod's default token (for the API server) is refused.")
 	fs.StringVar(&o.edgeSAs, "edge-service-accounts", edgehub.DefaultServiceAccount,
@@ -142,6 +149,9 @@ func (o *options) validate() error {
 	}
 	if o.cycleHistoryLimit < 1 {
 		errs = append(errs, fmt.Errorf("--cycle-history-limit %d must be at least 1", o.cycleHistoryLimit))
+	}
+	if o.podName != "" && o.podNamespace == "" {
+		errs = append(errs, errors.New("--pod-name needs --pod-namespace (or $POD_NAMESPACE)"))
 	}
 	if o.lcPort < 1 || o.lcPort > 65535 {
 		errs = append(errs, fmt.Errorf("--lc-port %d is not a port", o.lcPort))
@@ -173,6 +183,11 @@ func (o *options) validate() error {
 }
 
 // edgeServiceAccounts is --edge-service-accounts as a list.
+// pod is the GlobalManager's own Pod, when it runs in one.
+func (o *options) pod() edgehub.PodRef {
+	return edgehub.PodRef{Namespace: o.podNamespace, Name: o.podName}
+}
+
 func (o *options) edgeServiceAccounts() []string {
 	return splitList(o.edgeSAs)
 }

@@ -197,8 +197,8 @@ func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
 		if addr == "" {
 			return false, nil
 		}
-		code, _, err := get(addr, "/readyz")
-		return err == nil && code == http.StatusOK, nil
+		code, body, err := get(addr, "/readyz")
+		return err == nil && code == http.StatusOK && body == "ok\n", nil
 	})
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("the standby took %s to lead", took)

@@ -2,14 +2,18 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -42,12 +46,27 @@ func TestOnlyTheLeaderActsAndAStandbyTakesOver(t *testing.T) {
 	ns := framework.Namespace(t)
 	election := []string{"--leader-elect=true", "--leader-elect-namespace=" + ns,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
-	a := framework.StartGlobalManager(t, ns, election...)
+	// Each runs an edge hub as if in a Pod of its own: the one that leads
+	// labels its Pod for the hub's Service.
+	inPod := func(pod string) []string {
+		createPod(t, ns, pod)
+		return append([]string{"--edge-address=127.0.0.1:" + strconv.Itoa(framework.FreePort(t)), "--edge-namespace=" + ns,
+			"--pod-name=" + pod, "--pod-namespace=" + ns}, election...)
+	}
+	a := framework.StartGlobalManager(t, ns, inPod("gm-a")...)
 	framework.Eventually(t, 20*time.Second, "the first GlobalManager to lead", func(context.Context) (bool, error) {
 		return strings.Contains(a.Log(), "Successfully acquired lease"), nil
 	})
-	b := framework.StartGlobalManager(t, ns, election...)
+	b := framework.StartGlobalManager(t, ns, inPod("gm-b")...)
 	job := applyFederatedExample(t, ns)
+	waitServing(t, ns, "gm-a", true)
+	// A standby is ready (to take over), so that a PodDisruptionBudget can
+	// let either go, but says it stands by; its Pod draws no edge node.
+	framework.Eventually(t, 20*time.Second, "the standby to be ready as a standby", func(context.Context) (bool, error) {
+		code, body, err := get(healthAddress(t, b), "/readyz")
+		return err == nil && code == http.StatusOK && strings.HasPrefix(body, "ok: standby"), nil
+	})
+	waitServing(t, ns, "gm-b", false)
 
 	lease, err := framework.KubeClient(t).CoordinationV1().Leases(ns).Get(t.Context(), "nereid-globalmanager", metav1.GetOptions{})
 	if err != nil {
@@ -88,4 +107,37 @@ func TestOnlyTheLeaderActsAndAStandbyTakesOver(t *testing.T) {
 	if !strings.Contains(b.Log(), "Successfully acquired lease") {
 		t.Errorf("the pod came back but the standby never took the lease")
 	}
+	waitServing(t, ns, "gm-b", true)
+	// Killed, a kept its label; started again (as its container would be),
+	// it takes it off before it stands by.
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, ns, "gm-a", false)
+}
+
+// createPod makes a Pod that kwok runs on cloud-0, standing for a
+// GlobalManager's own Pod.
+func createPod(t *testing.T, ns, name string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: "cloud-0", Containers: []corev1.Container{{Name: "globalmanager", Image: "nereid/globalmanager"}}},
+	}
+	if _, err := framework.KubeClient(t).CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitServing waits until the Pod name carries the edge hub's serving label
+// (serving) or does not.
+func waitServing(t *testing.T, ns, name string, serving bool) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, fmt.Sprintf("Pod %s serving=%t", name, serving), func(ctx context.Context) (bool, error) {
+		pod, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return (pod.Labels[edgehub.LabelServing] == edgehub.ServingValue) == serving, nil
+	})
 }

@@ -69,6 +69,9 @@ type Config struct {
 	// CAOutFile, when set, is where the hub also writes the CA's PEM (for a
 	// local run, where LocalControllers read it from a file).
 	CAOutFile string
+	// Pod is the GlobalManager's own Pod, labelled LabelServing while the
+	// hub listens (see SetServing); zero outside a Pod.
+	Pod PodRef
 
 	// HeartbeatPeriod is how often the hub sends a Heartbeat (default 10s).
 	HeartbeatPeriod time.Duration

@@ -276,11 +276,19 @@ func (h *Hub) Run(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
 	logger.Info("Serving edge connections", "address", h.addr.String(), "path", ConnectPath)
-	select {
-	case <-ctx.Done():
-		err = nil
-	case err = <-served:
-		err = fmt.Errorf("edge hub serving: %w", err)
+	// Only now may the hub's Service send edge nodes here.
+	labeled := make(chan error, 1)
+	go func() { labeled <- SetServing(ctx, h.client, h.cfg.Pod, true) }()
+	isLabeled := false
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			err, waiting = nil, false
+		case err = <-served:
+			err, waiting = fmt.Errorf("edge hub serving: %w", err), false
+		case err = <-labeled:
+			labeled, isLabeled, waiting = nil, err == nil, err == nil
+		}
 	}
 
 	// Shut down: no new connections, close the live ones, write their
@@ -302,6 +310,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	_ = srv.Shutdown(shutdownCtx) // hijacked connections are not its
 	h.conns.Wait()
 	h.links.writeDue(shutdownCtx, true)
+	if isLabeled {
+		if uerr := SetServing(shutdownCtx, h.client, h.cfg.Pod, false); uerr != nil {
+			logger.Error(uerr, "Cannot take the serving label off the GlobalManager's Pod; it is taken off when it starts again")
+		}
+	}
 	logger.Info("Edge hub stopped")
 	return err
 }
