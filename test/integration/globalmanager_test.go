@@ -122,7 +122,7 @@ func createPod(t *testing.T, ns, name string) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: "cloud-0", Containers: []corev1.Container{{Name: "globalmanager", Image: "nereid/globalmanager"}}},
+		Spec:       corev1.PodSpec{NodeName: "cloud-0", Containers: []corev1.Container{{Name: "globalmanager", Image: "nereid/globalmanager"}}},
 	}
 	if _, err := framework.KubeClient(t).CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
