@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -106,6 +108,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Close()
+	owner, err := edgehub.OwnerOf(ctx, kubeClient, o.edgeNamespace, o.ownerDeployment)
+	if err != nil {
+		return err
+	}
 	if o.edgeAddress != "" {
 		// A container restarted in a Pod that led must not draw edge
 		// connections while it stands by.
@@ -119,7 +125,7 @@ func run(ctx context.Context, o options) error {
 	// standby takes over, and exits non-zero with the reason.
 	var runErr error
 	runControllers := func(ctx context.Context) error {
-		err := startControllers(ctx, o, kubeClient, sednaClient, metrics, reg, &ready)
+		err := startControllers(ctx, o, kubeClient, sednaClient, owner, metrics, reg, &ready)
 		if err != nil && ctx.Err() == nil {
 			failed.Store(err.Error())
 		}
@@ -127,6 +133,11 @@ func run(ctx context.Context, o options) error {
 	}
 	if !o.leaderElect {
 		return runControllers(ctx)
+	}
+	if o.leaseNamespace == o.edgeNamespace {
+		if err := ownLeaderLease(ctx, kubeClient, o.leaseNamespace, o.leaseName, owner); err != nil {
+			return err
+		}
 	}
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
@@ -194,7 +205,8 @@ func run(ctx context.Context, o options) error {
 
 // startControllers builds the informers and controllers and runs them until
 // ctx is done.
-func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
+func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface,
+	owner *metav1.OwnerReference, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
 	// One part failing (the hub's port taken, say) stops the others, the
 	// informers included: a GlobalManager half running would hold the lease
 	// and do half the job.
@@ -263,7 +275,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			sednav1.LifelongLearningJobKind.Kind:    ll,
 		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
-			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(),
+			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
 		})
 		if err != nil {
@@ -377,4 +389,30 @@ func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, h h
 	}()
 	klog.FromContext(ctx).Info("Serving health and metrics", "address", ln.Addr().String())
 	return srv, nil
+}
+
+// ownLeaderLease creates the leader election Lease owned by owner, or adds
+// owner to it: leader election keeps the metadata of the Lease it updates.
+func ownLeaderLease(ctx context.Context, client kubernetes.Interface, namespace, name string, owner *metav1.OwnerReference) error {
+	if owner == nil {
+		return nil
+	}
+	leases := client.CoordinationV1().Leases(namespace)
+	for range 5 {
+		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+			edgehub.OwnedBy(&lease.ObjectMeta, owner)
+			_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		} else if err == nil && edgehub.OwnedBy(&lease.ObjectMeta, owner) {
+			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		}
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("owning the leader election Lease %s/%s: %w", namespace, name, err)
+		}
+	}
+	return fmt.Errorf("the leader election Lease %s/%s keeps changing", namespace, name)
 }

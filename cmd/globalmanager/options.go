@@ -52,6 +52,7 @@ type options struct {
 	edgeHostnames      string
 	edgeCAOut          string
 	podName            string
+	ownerDeployment    string
 	podNamespace       string
 	edgeAudience       string
 	edgeSAs            string
@@ -122,6 +123,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"),
 		"The GlobalManager's own Pod (default $POD_NAME, from the downward API). While its edge hub listens, the Pod carries the label "+
 			edgehub.LabelServing+"="+edgehub.ServingValue+", which the hub's Service selects, so edge nodes reach the leader and never a standby. Empty labels nothing.")
+	fs.StringVar(&o.ownerDeployment, "owner-deployment", "",
+		"The GlobalManager's Deployment in --edge-namespace. What the GlobalManager creates there (one Lease per edge node, the hub's Secret and CA ConfigMap, "+
+			"and the leader election Lease when --leader-elect-namespace is the same) is owned by it, so deleting it (helm uninstall) deletes them too. Empty: no owner.")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace of --pod-name (default $POD_NAMESPACE).")
 	fs.StringVar(&o.edgeAudience, "edge-token-audience", edgehub.DefaultTokenAudience,

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
@@ -140,4 +142,70 @@ func waitServing(t *testing.T, ns, name string, serving bool) {
 		}
 		return (pod.Labels[edgehub.LabelServing] == edgehub.ServingValue) == serving, nil
 	})
+}
+
+// TestWhatTheGlobalManagerCreatesGoesWithItsDeployment runs a GlobalManager
+// as its Deployment's (--owner-deployment): what it creates in its namespace
+// (the leader election Lease, the hub's Secret and CA ConfigMap, an edge
+// node's Lease) is owned by the Deployment, so that deleting it (as helm
+// uninstall does) has the garbage collector delete them all.
+func TestWhatTheGlobalManagerCreatesGoesWithItsDeployment(t *testing.T) {
+	ns := framework.Namespace(t)
+	kube := framework.KubeClient(t)
+	replicas := int32(0)
+	labels := map[string]string{"app": "gm"}
+	d, err := kube.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "nereid-globalmanager", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "globalmanager", Image: "nereid/globalmanager"}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns, "--owner-deployment="+d.Name,
+		"--leader-elect=true", "--leader-elect-namespace="+ns)
+	framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+
+	owned := map[string]func(ctx context.Context) (metav1.Object, error){
+		"leader election Lease": func(ctx context.Context) (metav1.Object, error) {
+			return kube.CoordinationV1().Leases(ns).Get(ctx, "nereid-globalmanager", metav1.GetOptions{})
+		},
+		"edge-0's Lease": func(ctx context.Context) (metav1.Object, error) {
+			return kube.CoordinationV1().Leases(ns).Get(ctx, edgehub.LeaseName("edge-0"), metav1.GetOptions{})
+		},
+		"hub's Secret": func(ctx context.Context) (metav1.Object, error) {
+			return kube.CoreV1().Secrets(ns).Get(ctx, edgehub.TLSSecretName, metav1.GetOptions{})
+		},
+		"hub's CA ConfigMap": func(ctx context.Context) (metav1.Object, error) {
+			return kube.CoreV1().ConfigMaps(ns).Get(ctx, edgehub.CAConfigMapName, metav1.GetOptions{})
+		},
+	}
+	for what, get := range owned {
+		framework.Eventually(t, 30*time.Second, "the "+what+" owned by the Deployment", func(ctx context.Context) (bool, error) {
+			obj, err := get(ctx)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			} else if err != nil {
+				return false, err
+			}
+			for _, r := range obj.GetOwnerReferences() {
+				if r.UID == d.UID {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+
+	hub.Process.Stop(t)
+	if err := kube.AppsV1().Deployments(ns).Delete(t.Context(), d.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for what, get := range owned {
+		framework.Eventually(t, 60*time.Second, "the garbage collector to delete the "+what, func(ctx context.Context) (bool, error) {
+			_, err := get(ctx)
+			return apierrors.IsNotFound(err), nil
+		})
+	}
 }

@@ -3,6 +3,7 @@ package edgehub
 import (
 	"errors"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 	"time"
 
@@ -69,6 +70,9 @@ type Config struct {
 	// CAOutFile, when set, is where the hub also writes the CA's PEM (for a
 	// local run, where LocalControllers read it from a file).
 	CAOutFile string
+	// Owner, when set, owns the Leases, Secret and ConfigMap the hub
+	// creates in Namespace (see OwnerOf).
+	Owner *metav1.OwnerReference
 	// Pod is the GlobalManager's own Pod, labelled LabelServing while the
 	// hub listens (see SetServing); zero outside a Pod.
 	Pod PodRef

@@ -77,6 +77,7 @@ type link struct {
 type links struct {
 	client    kubernetes.Interface
 	namespace string
+	owner     *metav1.OwnerReference // of the Leases, if set
 	period    time.Duration
 	duration  time.Duration // the Lease's leaseDurationSeconds
 	now       func() time.Time
@@ -90,6 +91,7 @@ func newLinks(client kubernetes.Interface, cfg Config, now func() time.Time) *li
 	return &links{
 		client:    client,
 		namespace: cfg.Namespace,
+		owner:     cfg.Owner,
 		period:    cfg.LeaseUpdatePeriod,
 		duration:  cfg.LeaseUpdatePeriod + cfg.ReadTimeout,
 		now:       now,
@@ -282,6 +284,7 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link) *coordin
 		lease.Labels = map[string]string{}
 	}
 	lease.Labels[LabelEdgeNode] = labelValue(node)
+	OwnedBy(&lease.ObjectMeta, l.owner)
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
 	}

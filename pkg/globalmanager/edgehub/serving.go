@@ -64,3 +64,34 @@ func SetServing(ctx context.Context, client kubernetes.Interface, pod PodRef, se
 	}
 	return nil
 }
+
+// OwnerOf is the owner reference the GlobalManager puts on what it creates in
+// its namespace (the edge Leases, the hub's Secret and CA ConfigMap, the
+// leader election Lease): its Deployment, read from the API server, so that
+// deleting the Deployment (helm uninstall) has the garbage collector delete
+// them too. An empty name is no owner.
+func OwnerOf(ctx context.Context, client kubernetes.Interface, namespace, deployment string) (*metav1.OwnerReference, error) {
+	if deployment == "" {
+		return nil, nil
+	}
+	d, err := client.AppsV1().Deployments(namespace).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the GlobalManager's Deployment %s/%s, the owner of what it creates there: %w", namespace, deployment, err)
+	}
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID}, nil
+}
+
+// OwnedBy adds owner (when not nil) to m's owner references unless it is
+// there, saying whether it added it.
+func OwnedBy(m *metav1.ObjectMeta, owner *metav1.OwnerReference) bool {
+	if owner == nil {
+		return false
+	}
+	for _, r := range m.OwnerReferences {
+		if r.UID == owner.UID {
+			return false
+		}
+	}
+	m.OwnerReferences = append(m.OwnerReferences, *owner)
+	return true
+}

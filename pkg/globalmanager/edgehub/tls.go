@@ -86,11 +86,13 @@ func (h *Hub) ensureTLSSecret(ctx context.Context) (*corev1.Secret, error) {
 			if err != nil {
 				return nil, err
 			}
-			created, err := secrets.Create(ctx, &corev1.Secret{
+			s := &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: TLSSecretName, Namespace: h.cfg.Namespace},
 				Type:       corev1.SecretTypeTLS,
 				Data:       data,
-			}, metav1.CreateOptions{})
+			}
+			OwnedBy(&s.ObjectMeta, h.cfg.Owner)
+			created, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue // another replica made it first: use that one
 			} else if err != nil {
@@ -102,23 +104,32 @@ func (h *Hub) ensureTLSSecret(ctx context.Context) (*corev1.Secret, error) {
 			return nil, fmt.Errorf("reading secret %s/%s: %w", h.cfg.Namespace, TLSSecretName, err)
 		}
 		why := servingCertProblem(secret.Data, names, now)
-		if why == "" {
+		renewed := secret.DeepCopy()
+		owned := OwnedBy(&renewed.ObjectMeta, h.cfg.Owner)
+		if why == "" && !owned {
 			return secret, nil
 		}
-		ca, caKey := usableCA(secret.Data, now)
-		data, err := generateTLSData(ca, caKey, names, now)
-		if err != nil {
-			return nil, err
+		var ca *x509.Certificate
+		if why != "" {
+			var caKey *ecdsa.PrivateKey
+			ca, caKey = usableCA(secret.Data, now)
+			data, err := generateTLSData(ca, caKey, names, now)
+			if err != nil {
+				return nil, err
+			}
+			renewed.Data = data
 		}
-		renewed := secret.DeepCopy()
-		renewed.Data = data
 		updated, err := secrets.Update(ctx, renewed, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("renewing secret %s/%s: %w", h.cfg.Namespace, TLSSecretName, err)
 		}
-		logger.Info("Renewed the edge hub's serving certificate", "secret", klog.KObj(updated), "why", why, "newCA", ca == nil)
+		if why == "" {
+			logger.Info("Set the owner of the edge hub's Secret", "secret", klog.KObj(updated), "owner", h.cfg.Owner.Name)
+		} else {
+			logger.Info("Renewed the edge hub's serving certificate", "secret", klog.KObj(updated), "why", why, "newCA", ca == nil)
+		}
 		return updated, nil
 	}
 	return nil, fmt.Errorf("secret %s/%s keeps changing under the edge hub", h.cfg.Namespace, TLSSecretName)
@@ -266,10 +277,12 @@ func (h *Hub) publishCA(ctx context.Context, caPEM []byte) error {
 	for range 5 {
 		cm, err := cms.Get(ctx, CAConfigMapName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = cms.Create(ctx, &corev1.ConfigMap{
+			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: CAConfigMapName, Namespace: h.cfg.Namespace},
 				Data:       map[string]string{CAKey: string(caPEM)},
-			}, metav1.CreateOptions{})
+			}
+			OwnedBy(&cm.ObjectMeta, h.cfg.Owner)
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			} else if err != nil {
@@ -279,10 +292,10 @@ func (h *Hub) publishCA(ctx context.Context, caPEM []byte) error {
 		} else if err != nil {
 			return fmt.Errorf("reading configmap %s/%s: %w", h.cfg.Namespace, CAConfigMapName, err)
 		}
-		if cm.Data[CAKey] == string(caPEM) {
+		cm = cm.DeepCopy()
+		if owned := OwnedBy(&cm.ObjectMeta, h.cfg.Owner); cm.Data[CAKey] == string(caPEM) && !owned {
 			return nil
 		}
-		cm = cm.DeepCopy()
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
