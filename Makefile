@@ -18,19 +18,23 @@ build: ## Build the globalmanager and localcontroller binaries into _output/bin.
 	$(GO) build -o $(BIN_DIR)/ ./cmd/...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations and CRDs.
+generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations, CRDs and build/deploy/nereid.yaml.
 	bash hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## Fail if generated code is stale, code is not gofmt'ed, go.mod is untidy or go vet complains.
+verify: ## Fail if generated code or manifests are stale, code is not gofmt'ed, go.mod is untidy or go vet complains.
 	bash hack/verify-codegen.sh
-	@out="$$(gofmt -l cmd pkg test hack 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
+	@out="$$(gofmt -l cmd pkg test hack build 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and helm.
 	bash hack/build-tools.sh
+
+.PHONY: images
+images: ## Build the globalmanager and localcontroller images (docker or podman) under the chart's image names; fails if no engine works.
+	bash hack/images.sh
 
 .PHONY: local-up
 local-up: ## Bring up the local control plane (builds the tools the first time: minutes).
@@ -41,8 +45,9 @@ local-down: ## Stop every process of the local control plane (PURGE=1 also delet
 	bash hack/local-down.sh $(if $(PURGE),--purge)
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no cluster).
-	$(GO) test -count=1 ./cmd/... ./pkg/...
+test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders included.
+	bash hack/build-tools.sh helm
+	$(GO) test -count=1 ./cmd/... ./pkg/... ./hack/... ./build/...
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real local control plane.

@@ -6,6 +6,7 @@
 #   kube-apiserver, kube-controller-manager,
 #   kube-scheduler, kubectl                hack/tools/kube  (k8s.io/kubernetes)
 #   kwok                                   hack/tools/kwok  (sigs.k8s.io/kwok)
+#   helm                                   hack/tools/helm  (helm.sh/helm/v3)
 #
 # A binary is reused when present and its stamp matches: the stamp is a sha256 of the
 # tool module's go.mod, go.sum and Go files plus the build recipe and the Go version, so
@@ -30,6 +31,7 @@ readonly TOOLS=(
   "kube-scheduler|kube|k8s.io/kubernetes/cmd/kube-scheduler|k8s.io/kubernetes"
   "kubectl|kube|k8s.io/kubernetes/cmd/kubectl|k8s.io/kubernetes"
   "kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|sigs.k8s.io/kwok"
+  "helm|helm|helm.sh/helm/v3/cmd/helm|helm.sh/helm/v3"
 )
 
 STAMP_DIR="${NEREID_BIN_DIR}/.stamps"
@@ -70,11 +72,37 @@ kube_ldflags() { # kube_ldflags VERSION
   printf '%s ' "${out[@]}"
 }
 
-recipe() { # recipe MODDIR VERSION: the build flags, part of the stamp
+# ldflags that give helm its release version (`helm version`) and the Kubernetes version
+# of its client-go as the default of .Capabilities.KubeVersion, as Helm's own Makefile
+# does; without them it says v3.22 and renders and lints for Kubernetes v1.20.
+helm_ldflags() { # helm_ldflags VERSION
+  local v="$1" kver major minor pkg out=()
+  kver="$(module_version helm k8s.io/client-go)" # v0.MINOR.PATCH
+  major=1
+  minor="${kver#v0.}"
+  minor="${minor%%.*}"
+  out+=("-X helm.sh/helm/v3/internal/version.version=${v}")
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    out+=("-X ${pkg}.k8sVersionMajor=${major}" "-X ${pkg}.k8sVersionMinor=${minor}")
+  done
+  printf '%s ' "${out[@]}"
+}
+
+ldflags() { # ldflags MODDIR VERSION: the -ldflags of a tool module, empty for none
   case "$1" in
-    kube) printf 'go build -buildvcs=false -ldflags=%s' "$(kube_ldflags "$2")" ;;
-    *) printf 'go build -buildvcs=false' ;;
+    kube) kube_ldflags "$2" ;;
+    helm) helm_ldflags "$2" ;;
   esac
+}
+
+recipe() { # recipe MODDIR VERSION: the build flags, part of the stamp
+  local flags
+  flags="$(ldflags "$1" "$2")"
+  if [[ -n "${flags}" ]]; then
+    printf 'go build -buildvcs=false -ldflags=%s' "${flags}"
+  else
+    printf 'go build -buildvcs=false'
+  fi
 }
 
 stamp() { # stamp MODDIR VERSION
@@ -102,9 +130,10 @@ build_module() {
   tmp="$(mktemp -d "${NEREID_BIN_DIR}/.build.XXXXXX")"
   BUILD_TMP="${tmp}"
   start=${SECONDS}
-  local args=(build -buildvcs=false)
-  if [[ "${moddir}" == kube ]]; then
-    args+=(-ldflags "$(kube_ldflags "${version}")")
+  local args=(build -buildvcs=false) flags
+  flags="$(ldflags "${moddir}" "${version}")"
+  if [[ -n "${flags}" ]]; then
+    args+=(-ldflags "${flags}")
   fi
   if [[ "${pkgs[*]}" == "." ]]; then
     args+=(-o "${tmp}/$1" .)

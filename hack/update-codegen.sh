@@ -3,7 +3,9 @@
 #   deepcopy                              k8s.io/code-generator (kube_codegen.sh gen_helpers)
 #   clientset, listers, informers,
 #   apply configurations                  k8s.io/code-generator (kube_codegen.sh gen_client)
-#   CRD YAML in build/crds/               controller-gen (sigs.k8s.io/controller-tools)
+#   CRD YAML in build/charts/nereid/crds/ controller-gen (sigs.k8s.io/controller-tools),
+#     copied to build/crds/ for `kubectl apply -f build/crds/`
+#   build/deploy/nereid.yaml              helm template of the chart (hack/update-manifests.sh)
 # The generator versions are pinned in hack/tools/codegen/go.mod; their binaries are
 # cached under ${NEREID_CACHE_DIR:-.cache}/bin/codegen.
 set -euo pipefail
@@ -47,8 +49,15 @@ kube::codegen::gen_client \
 # as 0.8. maxDescLen=0: CRDs that embed pod templates with descriptions exceed the
 # 256 KiB annotation of client-side apply (see DESIGN.md). generateEmbeddedObjectMeta:
 # without it the labels and annotations of worker templates are pruned.
-rm -rf "${ROOT}/build/crds"
+CHART_CRDS="build/charts/nereid/crds"
+rm -rf "${ROOT:?}/${CHART_CRDS}" "${ROOT}/build/crds"
 controller-gen \
   crd:allowDangerousTypes=true,maxDescLen=0,generateEmbeddedObjectMeta=true \
   paths="./pkg/apis/..." \
-  output:crd:artifacts:config=build/crds
+  output:crd:artifacts:config="${CHART_CRDS}"
+# The chart installs the CRDs from its crds/; users who apply them by hand find
+# the same files where they always were.
+mkdir -p "${ROOT}/build/crds"
+cp "${ROOT}/${CHART_CRDS}"/*.yaml "${ROOT}/build/crds/"
+
+bash "${ROOT}/hack/update-manifests.sh"

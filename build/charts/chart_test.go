@@ -1,0 +1,401 @@
+// Package charts_test checks Nereid's Helm chart (build/charts/nereid) with the
+// pinned helm, without a cluster: it lints, renders with the default values and
+// with others, and refuses wrong values naming them. test/integration's
+// chart_test.go validates the rendered objects against a real API server.
+package charts_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+func TestChartLints(t *testing.T) {
+	out, err := framework.Helm(t, "lint", "--strict", framework.ChartDir())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// release is a rendered chart, its objects by kind and name.
+type release map[string]*unstructured.Unstructured
+
+func render(t *testing.T, namespace string, args ...string) release {
+	t.Helper()
+	r := release{}
+	for _, obj := range framework.ReadManifests(t, framework.RenderChart(t, namespace, args...)) {
+		key := obj.GetKind() + "/" + obj.GetName()
+		if _, dup := r[key]; dup {
+			t.Fatalf("two objects %s", key)
+		}
+		if obj.GetKind() != "CustomResourceDefinition" && obj.GetKind() != "ClusterRole" && obj.GetKind() != "ClusterRoleBinding" &&
+			obj.GetNamespace() != namespace {
+			t.Errorf("%s is in namespace %q, not the release's %q", key, obj.GetNamespace(), namespace)
+		}
+		r[key] = obj
+	}
+	return r
+}
+
+// get decodes the object kind/name into into.
+func (r release) get(t *testing.T, kindName string, into any) {
+	t.Helper()
+	obj, ok := r[kindName]
+	if !ok {
+		t.Fatalf("no %s among %v", kindName, r.keys())
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, into, true); err != nil {
+		t.Fatalf("decoding %s: %v", kindName, err)
+	}
+}
+
+func (r release) keys() []string {
+	var keys []string
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// flags returns a container's --name=value arguments by name.
+func flags(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, a := range c.Args {
+		name, value, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		m[name] = value
+	}
+	return m
+}
+
+func envFrom(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			m[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	return m
+}
+
+func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T) {
+	const ns = "nereid-system"
+	r := render(t, ns)
+
+	wantKeys := []string{
+		"ClusterRole/nereid-globalmanager", "ClusterRoleBinding/nereid-globalmanager",
+		"CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
+		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
+		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
+		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",
+		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
+		"Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
+		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
+	}
+	if diff := cmp.Diff(wantKeys, r.keys()); diff != "" {
+		t.Errorf("objects (-want,+got):\n%s", diff)
+	}
+
+	var gm appsv1.Deployment
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	if gm.Spec.Replicas == nil || *gm.Spec.Replicas != 2 {
+		t.Errorf("GlobalManager replicas %v, want 2", gm.Spec.Replicas)
+	}
+	pod := gm.Spec.Template.Spec
+	c := pod.Containers[0]
+	wantFlags := map[string]string{
+		"leader-elect": "true", "leader-elect-namespace": ns, "leader-elect-name": "nereid-globalmanager",
+		"health-address": "0.0.0.0:10350", "edge-address": "0.0.0.0:10351", "edge-namespace": ns,
+		"edge-hostnames":        "nereid-edgehub,nereid-edgehub.nereid-system,nereid-edgehub.nereid-system.svc,nereid-edgehub.nereid-system.svc.cluster.local",
+		"edge-token-audience":   "nereid-edgehub",
+		"edge-service-accounts": "nereid-system/nereid-localcontroller",
+		"edge-node-selector":    "node-role.kubernetes.io/edge",
+		"lc-server":             "http://localhost:9100",
+		"v":                     "0",
+	}
+	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
+		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}, envFrom(c)); diff != "" {
+		t.Errorf("GlobalManager downward API env (-want,+got):\n%s", diff)
+	}
+	if c.Image != "ghcr.io/nereid-ml/nereid-globalmanager:"+appVersion(t) {
+		t.Errorf("GlobalManager image %q, want the chart's appVersion as tag", c.Image)
+	}
+	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "health" {
+		t.Errorf("GlobalManager liveness probe %+v, want /healthz on the health port", p)
+	}
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
+		t.Errorf("GlobalManager readiness probe %+v, want /healthz (a standby must be Ready)", p)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("GlobalManager resources %+v, want requests and limits", c.Resources)
+	}
+	checkRestricted(t, "GlobalManager", pod)
+	if got := nodeAffinityExpressions(pod); !slices.Contains(got, "node-role.kubernetes.io/edge DoesNotExist") {
+		t.Errorf("GlobalManager node affinity %v keeps it on edge nodes", got)
+	}
+
+	var pdb policyv1.PodDisruptionBudget
+	r.get(t, "PodDisruptionBudget/nereid-globalmanager", &pdb)
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PodDisruptionBudget maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
+	}
+	if diff := cmp.Diff(gm.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("PodDisruptionBudget selects other Pods than the Deployment (-deployment,+pdb):\n%s", diff)
+	}
+
+	var hub corev1.Service
+	r.get(t, "Service/nereid-edgehub", &hub)
+	wantSelector := map[string]string{"nereid.io/edgehub": "serving"}
+	for k, v := range gm.Spec.Selector.MatchLabels {
+		wantSelector[k] = v
+	}
+	if diff := cmp.Diff(wantSelector, hub.Spec.Selector); diff != "" {
+		t.Errorf("edge hub Service selector (-want,+got):\n%s", diff)
+	}
+	if hub.Spec.Type != corev1.ServiceTypeClusterIP || hub.Spec.Ports[0].Port != 10351 || hub.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("edge hub Service %s port %+v, want ClusterIP on 10351", hub.Spec.Type, hub.Spec.Ports[0])
+	}
+	var metrics corev1.Service
+	r.get(t, "Service/nereid-globalmanager-metrics", &metrics)
+	if diff := cmp.Diff(gm.Spec.Selector.MatchLabels, metrics.Spec.Selector); diff != "" || metrics.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("metrics Service %s selects (-deployment,+service):\n%s", metrics.Spec.Type, diff)
+	}
+
+	var lc appsv1.DaemonSet
+	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
+	lp := lc.Spec.Template.Spec
+	lcc := lp.Containers[0]
+	if !lp.HostNetwork || lp.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("LocalController hostNetwork %v dnsPolicy %s, want true and ClusterFirstWithHostNet", lp.HostNetwork, lp.DNSPolicy)
+	}
+	if lp.AutomountServiceAccountToken == nil || *lp.AutomountServiceAccountToken || lp.ServiceAccountName != "nereid-localcontroller" {
+		t.Errorf("LocalController Pod automounts an API token (%v) or runs as %q", lp.AutomountServiceAccountToken, lp.ServiceAccountName)
+	}
+	if diff := cmp.Diff(map[string]string{"node-role.kubernetes.io/edge": ""}, lp.NodeSelector); diff != "" {
+		t.Errorf("LocalController nodeSelector (-want,+got):\n%s", diff)
+	}
+	if !slices.ContainsFunc(lp.Tolerations, func(tol corev1.Toleration) bool {
+		return tol.Key == "node-role.kubernetes.io/edge" && tol.Effect == corev1.TaintEffectNoSchedule
+	}) {
+		t.Errorf("LocalController tolerations %+v do not tolerate the edge taint", lp.Tolerations)
+	}
+	wantLCFlags := map[string]string{
+		"node-name": "$(NODE_NAME)", "gm-address": "nereid-edgehub.nereid-system.svc:10351",
+		"ca-file": "/etc/nereid/edgehub-ca/ca.crt", "token-file": "/var/run/secrets/nereid.io/edgehub/token",
+		"data-dir": "/var/lib/nereid", "node-root": "/host", "worker-address": ":9100",
+		"health-address": "127.0.0.1:9101", "v": "0",
+	}
+	if diff := cmp.Diff(wantLCFlags, flags(lcc)); diff != "" {
+		t.Errorf("LocalController flags (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"NODE_NAME": "spec.nodeName"}, envFrom(lcc)); diff != "" {
+		t.Errorf("LocalController downward API env (-want,+got):\n%s", diff)
+	}
+	if lcc.Image != "ghcr.io/nereid-ml/nereid-localcontroller:"+appVersion(t) {
+		t.Errorf("LocalController image %q, want the chart's appVersion as tag", lcc.Image)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range lcc.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range lp.Volumes {
+		volumes[v.Name] = v
+	}
+	tok := volumes[mounts["edgehub-token"].Name]
+	if m := mounts["edgehub-token"]; m.MountPath != "/var/run/secrets/nereid.io/edgehub" || tok.Projected == nil ||
+		tok.Projected.Sources[0].ServiceAccountToken == nil || tok.Projected.Sources[0].ServiceAccountToken.Path != "token" {
+		t.Fatalf("LocalController token mount %+v volume %+v, want a projected token at /var/run/secrets/nereid.io/edgehub/token", m, tok)
+	}
+	if aud := tok.Projected.Sources[0].ServiceAccountToken.Audience; aud != flags(c)["edge-token-audience"] {
+		t.Errorf("LocalController token audience %q, the hub's --edge-token-audience %q", aud, flags(c)["edge-token-audience"])
+	}
+	if ca := volumes["edgehub-ca"]; ca.ConfigMap == nil || ca.ConfigMap.Name != "nereid-edgehub-ca" || mounts["edgehub-ca"].MountPath+"/ca.crt" != wantLCFlags["ca-file"] {
+		t.Errorf("LocalController CA volume %+v mounted at %q, want ConfigMap nereid-edgehub-ca holding --ca-file", ca, mounts["edgehub-ca"].MountPath)
+	}
+	if d := volumes["data"]; d.HostPath == nil || d.HostPath.Path != "/var/lib/nereid" || mounts["data"].MountPath != wantLCFlags["data-dir"] {
+		t.Errorf("LocalController store volume %+v, want hostPath /var/lib/nereid at --data-dir", d)
+	}
+	if root := volumes["node-root"]; root.HostPath == nil || root.HostPath.Path != "/" || mounts["node-root"].MountPath != wantLCFlags["node-root"] {
+		t.Errorf("LocalController node root volume %+v, want hostPath / at --node-root", root)
+	}
+	if p := lcc.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Host != "127.0.0.1" || p.HTTPGet.Port.IntValue() != 9101 {
+		t.Errorf("LocalController liveness probe %+v, want /healthz on 127.0.0.1:9101", p)
+	}
+
+	var lcSA corev1.ServiceAccount
+	r.get(t, "ServiceAccount/nereid-localcontroller", &lcSA)
+	if lcSA.AutomountServiceAccountToken == nil || *lcSA.AutomountServiceAccountToken {
+		t.Errorf("LocalController ServiceAccount automountServiceAccountToken %v, want false", lcSA.AutomountServiceAccountToken)
+	}
+	for key, obj := range r {
+		if obj.GetKind() != "RoleBinding" && obj.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		var b rbacv1.RoleBinding // a ClusterRoleBinding decodes alike
+		r.get(t, key, &b)
+		for _, s := range b.Subjects {
+			if s.Name != "nereid-globalmanager" {
+				t.Errorf("%s grants %s %s, want only the GlobalManager's ServiceAccount", key, s.Kind, s.Name)
+			}
+		}
+	}
+}
+
+// checkRestricted fails unless the Pod meets the restricted Pod Security
+// Standard at Pod and container level.
+func checkRestricted(t *testing.T, what string, pod corev1.PodSpec) {
+	t.Helper()
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s Pod securityContext %+v, want runAsNonRoot and seccomp RuntimeDefault", what, psc)
+	}
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s container %s securityContext %+v is not restricted", what, c.Name, sc)
+		}
+	}
+}
+
+func nodeAffinityExpressions(pod corev1.PodSpec) []string {
+	var out []string
+	if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil || pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	for _, term := range pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range term.MatchExpressions {
+			out = append(out, e.Key+" "+string(e.Operator))
+		}
+	}
+	return out
+}
+
+func appVersion(t *testing.T) string {
+	t.Helper()
+	out, err := framework.Helm(t, "show", "chart", framework.ChartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &c); err != nil || c.AppVersion == "" {
+		t.Fatalf("reading appVersion from helm show chart: %v\n%s", err, out)
+	}
+	return c.AppVersion
+}
+
+func TestChartValuesReachTheObjects(t *testing.T) {
+	const ns = "ml-edge"
+	r := render(t, ns,
+		"--set", "globalManager.replicas=3",
+		"--set", "globalManager.edgeHub.service.type=NodePort",
+		"--set", "globalManager.edgeHub.service.nodePort=31443",
+		"--set", "globalManager.edgeHub.hostnames={hub.example.com,203.0.113.7}",
+		"--set", "globalManager.edgeHub.tokenAudience=my-hub",
+		"--set", "globalManager.image.registry=registry.example.com:5000",
+		"--set", "globalManager.image.tag=dev-1",
+		"--set", "localController.image.repository=team/lc",
+		"--set", "localController.gmAddress=203.0.113.7:31443",
+		"--set", "localController.workerPort=9200",
+		"--set", "localController.tolerations[0].operator=Exists",
+		"--set", "localController.nodeSelector.kubeedge=yes",
+	)
+	var gm appsv1.Deployment
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	c := gm.Spec.Template.Spec.Containers[0]
+	if *gm.Spec.Replicas != 3 {
+		t.Errorf("replicas %d, want 3", *gm.Spec.Replicas)
+	}
+	if c.Image != "registry.example.com:5000/nereid-ml/nereid-globalmanager:dev-1" {
+		t.Errorf("GlobalManager image %q", c.Image)
+	}
+	f := flags(c)
+	want := map[string]string{
+		"edge-namespace": ns, "leader-elect-namespace": ns, "edge-service-accounts": ns + "/nereid-localcontroller",
+		"edge-hostnames":      "nereid-edgehub,nereid-edgehub.ml-edge,nereid-edgehub.ml-edge.svc,nereid-edgehub.ml-edge.svc.cluster.local,hub.example.com,203.0.113.7",
+		"edge-token-audience": "my-hub", "lc-server": "http://localhost:9200",
+	}
+	for k, v := range want {
+		if f[k] != v {
+			t.Errorf("GlobalManager --%s=%q, want %q", k, f[k], v)
+		}
+	}
+	var hub corev1.Service
+	r.get(t, "Service/nereid-edgehub", &hub)
+	if hub.Spec.Type != corev1.ServiceTypeNodePort || hub.Spec.Ports[0].NodePort != 31443 {
+		t.Errorf("edge hub Service %s nodePort %d, want NodePort 31443", hub.Spec.Type, hub.Spec.Ports[0].NodePort)
+	}
+	var lc appsv1.DaemonSet
+	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
+	lp := lc.Spec.Template.Spec
+	lf := flags(lp.Containers[0])
+	if lf["gm-address"] != "203.0.113.7:31443" || lf["worker-address"] != ":9200" {
+		t.Errorf("LocalController --gm-address=%s --worker-address=%s", lf["gm-address"], lf["worker-address"])
+	}
+	if img := lp.Containers[0].Image; img != "ghcr.io/team/lc:"+appVersion(t) {
+		t.Errorf("LocalController image %q", img)
+	}
+	// A list given replaces the default one: this one tolerates every taint.
+	if diff := cmp.Diff([]corev1.Toleration{{Operator: corev1.TolerationOpExists}}, lp.Tolerations); diff != "" {
+		t.Errorf("LocalController tolerations (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"node-role.kubernetes.io/edge": "", "kubeedge": "yes"}, lp.NodeSelector); diff != "" {
+		t.Errorf("LocalController nodeSelector (-want,+got):\n%s", diff)
+	}
+	if aud := lp.Volumes[0].Projected.Sources[0].ServiceAccountToken.Audience; aud != "my-hub" {
+		t.Errorf("LocalController token audience %q, want the hub's my-hub", aud)
+	}
+}
+
+func TestChartRefusesWrongValuesNamingThem(t *testing.T) {
+	for name, tc := range map[string]struct {
+		set      string
+		wantName string // what helm must say: the key at fault
+	}{
+		"service type not a type":      {set: "globalManager.edgeHub.service.type=External", wantName: "at '/globalManager/edgeHub/service/type'"},
+		"no replicas":                  {set: "globalManager.replicas=0", wantName: "at '/globalManager/replicas'"},
+		"replicas not a number":        {set: "globalManager.replicas=two", wantName: "at '/globalManager/replicas'"},
+		"misspelt key":                 {set: "globalManager.replica=3", wantName: "at '/globalManager': additional properties 'replica' not allowed"},
+		"nodePort out of range":        {set: "globalManager.edgeHub.service.nodePort=80", wantName: "at '/globalManager/edgeHub/service/nodePort'"},
+		"pull policy not a policy":     {set: "localController.image.pullPolicy=Sometimes", wantName: "at '/localController/image/pullPolicy'"},
+		"worker port not a port":       {set: "localController.workerPort=70000", wantName: "at '/localController/workerPort'"},
+		"gm address without a port":    {set: "localController.gmAddress=hub.example.com", wantName: "at '/localController/gmAddress'"},
+		"extra argument not a flag":    {set: "globalManager.extraArgs={verbose}", wantName: "at '/globalManager/extraArgs/0'"},
+		"data dir not absolute":        {set: "localController.dataDir=var/lib/nereid", wantName: "at '/localController/dataDir'"},
+		"unknown top-level key":        {set: "globalmanager.replicas=3", wantName: "additional properties 'globalmanager' not allowed"},
+		"empty token audience":         {set: "globalManager.edgeHub.tokenAudience=", wantName: "at '/globalManager/edgeHub/tokenAudience'"},
+		"hostname holding two names":   {set: "globalManager.edgeHub.hostnames={a.example.com\\,b.example.com}", wantName: "at '/globalManager/edgeHub/hostnames/0'"},
+		"node root read-only as text":  {set: "localController.nodeRootReadOnly=maybe", wantName: "at '/localController/nodeRootReadOnly'"},
+		"disruption budget of nothing": {set: "globalManager.podDisruptionBudget.maxUnavailable=0", wantName: "at '/globalManager/podDisruptionBudget/maxUnavailable'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := framework.Helm(t, "template", "nereid", framework.ChartDir(), "--set", tc.set)
+			if err == nil {
+				t.Fatalf("helm template --set %s succeeded; want it refused", tc.set)
+			}
+			// What helm said, without the command line that the error repeats.
+			_, said, _ := strings.Cut(err.Error(), "stderr:\n")
+			if !strings.Contains(said, "values don't meet the specifications of the schema") || !strings.Contains(said, tc.wantName) {
+				t.Errorf("helm template --set %s: want the schema's refusal saying %q; helm said:\n%s", tc.set, tc.wantName, said)
+			}
+		})
+	}
+}

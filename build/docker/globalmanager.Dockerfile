@@ -1,0 +1,19 @@
+# The image of Nereid's globalmanager: a static Go binary on distroless, as user nonroot.
+# `make images` builds it under the name the chart's values.yaml gives it:
+#   docker build -f build/docker/globalmanager.Dockerfile -t <image> .
+ARG GO_VERSION=1.26
+
+FROM golang:${GO_VERSION} AS build
+WORKDIR /src
+# Modules first, so that a code change reuses the downloaded modules' layer.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd/ cmd/
+COPY internal/ internal/
+COPY pkg/ pkg/
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/globalmanager ./cmd/globalmanager
+
+FROM gcr.io/distroless/static:nonroot
+COPY --from=build /out/globalmanager /globalmanager
+USER nonroot:nonroot
+ENTRYPOINT ["/globalmanager"]

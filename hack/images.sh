@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the container images of the GlobalManager and the LocalController from
+# build/docker/<binary>.Dockerfile, named as the Helm chart names them (values.yaml's
+# registry and repository, the tag defaulting to Chart.yaml's appVersion; read by
+# hack/imagerefs, so the names live in the chart alone).
+#
+# It needs a working container engine: docker, or podman when docker does not answer
+# (NEREID_CONTAINER_ENGINE picks one). A docker client whose daemon does not answer is
+# no engine. Without one it says so and exits 1: `make images` did not make the
+# images, and a script that goes on to push or load them must not think it did.
+#
+# Usage: hack/images.sh
+# Env:   NEREID_CONTAINER_ENGINE   docker or podman (default: the first that works)
+set -euo pipefail
+
+# shellcheck source=hack/lib/init.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+
+nereid::require_cmd go
+
+# engine prints the first container engine whose `info` succeeds; it fails with the
+# reason of each candidate when none does.
+engine() {
+  local candidates=(docker podman) c out reasons=()
+  if [[ -n "${NEREID_CONTAINER_ENGINE:-}" ]]; then
+    candidates=("${NEREID_CONTAINER_ENGINE}")
+  fi
+  for c in "${candidates[@]}"; do
+    if ! command -v "${c}" >/dev/null 2>&1; then
+      reasons+=("${c}: not installed")
+      continue
+    fi
+    if out="$("${c}" info 2>&1 >/dev/null)"; then
+      printf '%s\n' "${c}"
+      return 0
+    fi
+    reasons+=("${c}: '${c} info' failed: $(printf '%s' "${out}" | tail -n 1)")
+  done
+  printf '%s\n' "${reasons[@]}" >&2
+  return 1
+}
+
+main() {
+  cd "${NEREID_ROOT}"
+  local eng refs go_version binary ref
+  refs="$(go run ./hack/imagerefs -chart build/charts/nereid)" || nereid::fatal "cannot read the image names from build/charts/nereid"
+  if ! eng="$(engine)"; then
+    nereid::fatal "no container engine works here, so no image was built (the images would be: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')). Run make images where docker or podman runs."
+  fi
+  go_version="$(go list -m -f '{{.GoVersion}}')"
+  while read -r binary ref; do
+    nereid::log "building ${ref} with ${eng} from build/docker/${binary}.Dockerfile"
+    "${eng}" build -f "build/docker/${binary}.Dockerfile" --build-arg "GO_VERSION=${go_version}" -t "${ref}" . ||
+      nereid::fatal "${eng} build of ${ref} failed (its output is above)"
+  done <<<"${refs}"
+  nereid::log "built: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')"
+}
+
+main "$@"

@@ -1,0 +1,72 @@
+package framework
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ChartDir is the path of Nereid's Helm chart.
+func ChartDir() string {
+	return filepath.Join(RepoRoot(), "build", "charts", "nereid")
+}
+
+// helmPath is the helm that hack/build-tools.sh builds from hack/tools/helm: the
+// tests use that one, never whatever helm is on PATH, so they check the chart with
+// the pinned version.
+func helmPath(t testing.TB) string {
+	t.Helper()
+	cache := os.Getenv("NEREID_CACHE_DIR")
+	if cache == "" {
+		cache = filepath.Join(RepoRoot(), ".cache")
+	}
+	p := filepath.Join(cache, "bin", "helm")
+	if !isExecutable(p) {
+		t.Fatalf("no helm at %s: build it with `bash hack/build-tools.sh helm` (make tools)", p)
+	}
+	return p
+}
+
+// Helm runs the pinned helm and returns its standard output. When helm fails, the
+// error holds its exit status and standard error, which a test can check for what a
+// user would read.
+func Helm(t testing.TB, args ...string) (stdout string, err error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), helmPath(t), args...)
+	// No user's helm settings or repositories: the chart alone decides.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return out.String(), fmt.Errorf("helm %s: %w; stderr:\n%s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String(), fmt.Errorf("running helm %s: %w", strings.Join(args, " "), err)
+	}
+	return out.String(), nil
+}
+
+// RenderChart renders the chart as release "nereid" in namespace with the CRDs and
+// the given extra helm arguments (--set ..., -f values.yaml), writes the result to a
+// file of the test's temporary directory and returns its path, for ReadManifests or
+// kubectl apply -f.
+func RenderChart(t testing.TB, namespace string, args ...string) string {
+	t.Helper()
+	out, err := Helm(t, append([]string{"template", "nereid", ChartDir(), "--namespace", namespace, "--include-crds"}, args...)...)
+	if err != nil {
+		t.Fatalf("rendering the chart: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "rendered.yaml")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

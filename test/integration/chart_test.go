@@ -1,0 +1,244 @@
+package integration
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// updateRBAC rewrites test/rbac/ from what the API server says instead of
+// comparing with it: go test ./test/integration -run TestChartRBAC -update-rbac
+var updateRBAC = flag.Bool("update-rbac", false, "rewrite test/rbac/*.txt from the API server's answers")
+
+// nonDefaultValues is a release unlike the default one in every value that
+// changes which objects or fields are rendered.
+var nonDefaultValues = []string{
+	"--set", "globalManager.replicas=3",
+	"--set", "globalManager.edgeHub.service.type=NodePort",
+	"--set", "globalManager.edgeHub.service.nodePort=31443",
+	"--set", "globalManager.edgeHub.hostnames={hub.example.com,203.0.113.7}",
+	"--set", "globalManager.podDisruptionBudget.maxUnavailable=2",
+	"--set", "globalManager.image.registry=registry.example.com:5000",
+	"--set", "globalManager.image.tag=dev-1",
+	"--set", "localController.image.repository=team/localcontroller",
+	"--set", "localController.gmAddress=203.0.113.7:31443",
+	"--set", "localController.tolerations[0].operator=Exists",
+	"--set", "localController.nodeRootReadOnly=true",
+	"--set", "imagePullSecrets={regcred}",
+}
+
+// TestChartObjectsAreValidForTheAPIServer sends every object the chart renders,
+// with the default values and with others, and every object of the plain
+// manifests build/deploy/nereid.yaml, to the API server as a server-side dry
+// run: its validation and admission (schemas, Pod specs, RBAC rules) accept
+// them all. The CRDs are applied first, for real, from the chart's crds/.
+func TestChartObjectsAreValidForTheAPIServer(t *testing.T) {
+	crds := filepath.Join(framework.ChartDir(), "crds")
+	if _, err := framework.Kubectl(t, "apply", "-f", crds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := framework.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := framework.Namespace(t)
+	for name, args := range map[string][]string{"default values": nil, "other values": nonDefaultValues} {
+		t.Run(name, func(t *testing.T) {
+			dryRun(t, framework.RenderChart(t, ns, args...))
+		})
+	}
+	t.Run("plain manifests", func(t *testing.T) {
+		manifests := filepath.Join(framework.RepoRoot(), "build", "deploy", "nereid.yaml")
+		// A dry run creates no namespace, so the objects in nereid-system need
+		// it to exist already.
+		ensureNamespace(t, "nereid-system")
+		dryRun(t, manifests)
+	})
+}
+
+// dryRun applies the objects of path as a server-side dry run and fails unless
+// the API server accepts every one.
+func dryRun(t *testing.T, path string) {
+	t.Helper()
+	objs := framework.ReadManifests(t, path)
+	out, err := framework.Kubectl(t, "apply", "--dry-run=server", "-f", path)
+	if err != nil {
+		t.Fatalf("the API server refuses objects of %s: %v", path, err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(objs) {
+		t.Errorf("kubectl answered for %d objects of %d:\n%s", len(lines), len(objs), out)
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, "(server dry run)") {
+			t.Errorf("not a server dry run: %s", l)
+		}
+	}
+}
+
+// ensureNamespace creates namespace name unless it exists, and deletes it
+// after the test only if it made it.
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	client := framework.KubeClient(t)
+	_, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return
+	case err != nil:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Namespaces().Delete(t.Context(), name, metav1.DeleteOptions{})
+	})
+}
+
+// TestChartRBAC installs the chart's ServiceAccounts and RBAC objects on the
+// API server and compares what `kubectl auth can-i --list` says each
+// ServiceAccount may do in the release namespace with test/rbac/<name>.txt, so
+// that a permission added to the chart shows in review. The LocalController
+// may do nothing beyond what every ServiceAccount may: exactly what the
+// namespace's default ServiceAccount, bound to nothing, may do.
+func TestChartRBAC(t *testing.T) {
+	ns := framework.Namespace(t)
+	rendered := framework.ReadManifests(t, framework.RenderChart(t, ns))
+	var rbac []any
+	for _, obj := range rendered {
+		switch obj.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			rbac = append(rbac, obj.Object)
+		}
+	}
+	if len(rbac) != 6 {
+		t.Fatalf("the chart renders %d ServiceAccounts and RBAC objects, want 6 (2 ServiceAccounts, the GlobalManager's ClusterRole, Role and their bindings)", len(rbac))
+	}
+	path := filepath.Join(t.TempDir(), "rbac.yaml")
+	writeList(t, path, rbac)
+	if _, err := framework.Kubectl(t, "apply", "-f", path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The namespace takes its own objects; the cluster-wide ones go here.
+		_, _ = framework.Kubectl(t, "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", "nereid-globalmanager")
+	})
+
+	canI := func(sa string) string {
+		t.Helper()
+		out, err := framework.Kubectl(t, "auth", "can-i", "--list", "-n", ns, "--as=system:serviceaccount:"+ns+":"+sa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The rules come in the order the authorizer met the bindings, which
+		// is not stable: sort the verbs of each line, then the lines below the
+		// header.
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		for i, l := range lines {
+			if open := strings.LastIndex(l, "["); open >= 0 && strings.HasSuffix(l, "]") {
+				verbs := strings.Fields(l[open+1 : len(l)-1])
+				slices.Sort(verbs)
+				lines[i] = l[:open+1] + strings.Join(verbs, " ") + "]"
+			}
+		}
+		slices.Sort(lines[1:])
+		return strings.Join(lines, "\n") + "\n"
+	}
+	for _, sa := range []string{"nereid-globalmanager", "nereid-localcontroller"} {
+		got := canI(sa)
+		golden := filepath.Join(framework.RepoRoot(), "test", "rbac", sa+".txt")
+		if *updateRBAC {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (write it with -update-rbac)", err)
+		}
+		if diff := cmp.Diff(string(want), got); diff != "" {
+			t.Errorf("what %s may do differs from %s; if the change is meant, run go test ./test/integration -run TestChartRBAC -update-rbac and review the diff (-want,+got):\n%s", sa, golden, diff)
+		}
+	}
+	if diff := cmp.Diff(canI("default"), canI("nereid-localcontroller")); diff != "" {
+		t.Errorf("the LocalController may do more than a ServiceAccount bound to nothing (-unbound,+localcontroller):\n%s", diff)
+	}
+}
+
+// TestGlobalManagerPodMeetsTheRestrictedPodSecurityStandard creates a Pod from
+// the GlobalManager Deployment's template, as a dry run, in a namespace whose
+// Pod Security admission enforces the restricted standard: the API server
+// accepts it.
+func TestGlobalManagerPodMeetsTheRestrictedPodSecurityStandard(t *testing.T) {
+	ns := framework.Namespace(t)
+	client := framework.KubeClient(t)
+	nsObj, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := client.CoreV1().Namespaces().Update(t.Context(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var gm appsv1.Deployment
+	var lc appsv1.DaemonSet
+	for _, obj := range framework.ReadManifests(t, framework.RenderChart(t, ns)) {
+		var into any
+		switch obj.GetKind() {
+		case "Deployment":
+			into = &gm
+		case "DaemonSet":
+			into = &lc
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gm.Name == "" || lc.Name == "" {
+		t.Fatal("no GlobalManager Deployment or LocalController DaemonSet in the chart")
+	}
+	// The ServiceAccount admission plugin wants the Pod's ServiceAccount to exist.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: gm.Spec.Template.Spec.ServiceAccountName}}
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "globalmanager", Labels: gm.Spec.Template.Labels}, Spec: gm.Spec.Template.Spec}
+	if _, err := client.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("a GlobalManager Pod is refused where the restricted standard is enforced: %v", err)
+	}
+	// The check can fail: the LocalController's Pod (host network and paths,
+	// root) is refused there.
+	lcPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "localcontroller"}, Spec: lc.Spec.Template.Spec}
+	lcPod.Spec.ServiceAccountName = sa.Name
+	_, err = client.CoreV1().Pods(ns).Create(t.Context(), lcPod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+		t.Errorf("a LocalController Pod where the restricted standard is enforced: %v; want it refused by PodSecurity", err)
+	}
+}
+
+// writeList writes objects as a YAML List that kubectl reads.
+func writeList(t *testing.T, path string, items []any) {
+	t.Helper()
+	b, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
