@@ -61,11 +61,13 @@ type Process struct {
 
 // StartGlobalManager runs a real GlobalManager process against the test
 // cluster, managing only namespace, without leader election (each test runs
-// its own). extra flags are appended.
+// its own). extra flags are appended. It runs as the chart's ServiceAccount,
+// with the chart's permissions (GlobalManagerKubeconfig), namespace standing
+// for its own namespace.
 func StartGlobalManager(t testing.TB, namespace string, extra ...string) *Process {
 	t.Helper()
 	args := append([]string{
-		"--kubeconfig", KubeconfigPath(),
+		"--kubeconfig", GlobalManagerKubeconfig(t, namespace),
 		"--namespace", namespace,
 		"--leader-elect=false",
 		"--health-address", "127.0.0.1:0",

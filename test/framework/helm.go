@@ -60,7 +60,16 @@ func Helm(t testing.TB, args ...string) (stdout string, err error) {
 // kubectl apply -f.
 func RenderChart(t testing.TB, namespace string, args ...string) string {
 	t.Helper()
-	out, err := Helm(t, append([]string{"template", "nereid", ChartDir(), "--namespace", namespace, "--include-crds"}, args...)...)
+	return RenderRelease(t, "nereid", namespace, args...)
+}
+
+// RenderRelease is RenderChart for a release of another name, whose
+// cluster-wide objects (the GlobalManager's ClusterRole and its binding) are
+// named after it and so do not replace those of the default release, which
+// the GlobalManagers of the tests run with.
+func RenderRelease(t testing.TB, release, namespace string, args ...string) string {
+	t.Helper()
+	out, err := Helm(t, append([]string{"template", release, ChartDir(), "--namespace", namespace, "--include-crds"}, args...)...)
 	if err != nil {
 		t.Fatalf("rendering the chart: %v", err)
 	}

@@ -114,7 +114,10 @@ func ensureNamespace(t *testing.T, name string) {
 // namespace's default ServiceAccount, bound to nothing, may do.
 func TestChartRBAC(t *testing.T) {
 	ns := framework.Namespace(t)
-	rendered := framework.ReadManifests(t, framework.RenderChart(t, ns))
+	// A release of its own name: the default release's ClusterRole is what
+	// the tests' GlobalManagers run with.
+	const release = "rbac-test"
+	rendered := framework.ReadManifests(t, framework.RenderRelease(t, release, ns))
 	var rbac []any
 	for _, obj := range rendered {
 		switch obj.GetKind() {
@@ -132,7 +135,7 @@ func TestChartRBAC(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// The namespace takes its own objects; the cluster-wide ones go here.
-		_, _ = framework.Kubectl(t, "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", "nereid-globalmanager")
+		_, _ = framework.Kubectl(t, "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", release+"-nereid-globalmanager")
 	})
 
 	canI := func(sa string) string {
@@ -155,9 +158,9 @@ func TestChartRBAC(t *testing.T) {
 		slices.Sort(lines[1:])
 		return strings.Join(lines, "\n") + "\n"
 	}
-	for _, sa := range []string{"nereid-globalmanager", "nereid-localcontroller"} {
-		got := canI(sa)
-		golden := filepath.Join(framework.RepoRoot(), "test", "rbac", sa+".txt")
+	for _, name := range []string{"nereid-globalmanager", "nereid-localcontroller"} {
+		got := canI(release + "-" + name)
+		golden := filepath.Join(framework.RepoRoot(), "test", "rbac", name+".txt")
 		if *updateRBAC {
 			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 				t.Fatal(err)
@@ -169,10 +172,10 @@ func TestChartRBAC(t *testing.T) {
 			t.Fatalf("%v (write it with -update-rbac)", err)
 		}
 		if diff := cmp.Diff(string(want), got); diff != "" {
-			t.Errorf("what %s may do differs from %s; if the change is meant, run go test ./test/integration -run TestChartRBAC -update-rbac and review the diff (-want,+got):\n%s", sa, golden, diff)
+			t.Errorf("what %s may do differs from %s; if the change is meant, run go test ./test/integration -run TestChartRBAC -update-rbac and review the diff (-want,+got):\n%s", name, golden, diff)
 		}
 	}
-	if diff := cmp.Diff(canI("default"), canI("nereid-localcontroller")); diff != "" {
+	if diff := cmp.Diff(canI("default"), canI(release+"-nereid-localcontroller")); diff != "" {
 		t.Errorf("the LocalController may do more than a ServiceAccount bound to nothing (-unbound,+localcontroller):\n%s", diff)
 	}
 }

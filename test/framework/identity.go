@@ -1,0 +1,134 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+)
+
+// The chart's names, as build/deploy/nereid.yaml (the chart rendered with its
+// defaults) has them.
+const (
+	// SystemNamespace is the namespace the plain manifests install into.
+	SystemNamespace = "nereid-system"
+	// GlobalManagerServiceAccount is the GlobalManager's ServiceAccount, in
+	// SystemNamespace.
+	GlobalManagerServiceAccount = "nereid-globalmanager"
+)
+
+// PlainManifests is the chart rendered with its default values.
+func PlainManifests() string {
+	return filepath.Join(RepoRoot(), "build", "deploy", "nereid.yaml")
+}
+
+// rbacKinds are the objects of the plain manifests that make the
+// GlobalManager's identity and permissions.
+var rbacKinds = map[string]bool{
+	"Namespace": true, "ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
+}
+
+var globalManagerIdentity struct {
+	once       sync.Once
+	kubeconfig string
+	err        error
+}
+
+// GlobalManagerKubeconfig is a kubeconfig of the chart's GlobalManager
+// ServiceAccount, with the chart's permissions: its ServiceAccount, ClusterRole
+// and Role with their bindings, applied from the plain manifests once per run,
+// and a token minted for the ServiceAccount. The Role (what the GlobalManager
+// may do in its own namespace) is also applied, with its binding, in
+// namespace, which tests use as the GlobalManager's --edge-namespace. A
+// permission the chart lacks makes the GlobalManager fail as it would on a
+// cluster.
+func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
+	t.Helper()
+	id := &globalManagerIdentity
+	var ownNamespace []*unstructured.Unstructured
+	var all []*unstructured.Unstructured
+	for _, obj := range ReadManifests(t, PlainManifests()) {
+		if !rbacKinds[obj.GetKind()] {
+			continue
+		}
+		all = append(all, obj)
+		if (obj.GetKind() == "Role" || obj.GetKind() == "RoleBinding") && obj.GetNamespace() == SystemNamespace {
+			copied := obj.DeepCopy()
+			copied.SetNamespace(namespace)
+			ownNamespace = append(ownNamespace, copied)
+		}
+	}
+	id.once.Do(func() {
+		id.kubeconfig, id.err = mintGlobalManagerKubeconfig(t, all)
+	})
+	if id.err != nil {
+		t.Fatal(id.err)
+	}
+	if namespace != SystemNamespace && len(ownNamespace) > 0 {
+		if err := applyObjects(t, ownNamespace); err != nil {
+			t.Fatalf("applying the GlobalManager's Role in %s: %v", namespace, err)
+		}
+	}
+	return id.kubeconfig
+}
+
+func mintGlobalManagerKubeconfig(t testing.TB, objs []*unstructured.Unstructured) (string, error) {
+	if err := applyObjects(t, objs); err != nil {
+		return "", fmt.Errorf("applying the chart's RBAC from %s: %w", PlainManifests(), err)
+	}
+	expiry := int64(4 * 3600)
+	tr, err := KubeClient(t).CoreV1().ServiceAccounts(SystemNamespace).CreateToken(t.Context(), GlobalManagerServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("minting a token of %s/%s: %w", SystemNamespace, GlobalManagerServiceAccount, err)
+	}
+	return writeTokenKubeconfig(GlobalManagerServiceAccount, tr.Status.Token)
+}
+
+// writeTokenKubeconfig writes a kubeconfig of the test cluster that
+// authenticates with token, under the control plane's state dir (or a
+// temporary one).
+func writeTokenKubeconfig(name, token string) (string, error) {
+	cfg := RESTConfig()
+	dir := OutDir()
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, "kubeconfig-"+name)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile,
+		CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: name}
+	kc.CurrentContext = "default"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// applyObjects applies objs with kubectl, server-side, as their owner would.
+func applyObjects(t testing.TB, objs []*unstructured.Unstructured) error {
+	var doc []byte
+	for _, obj := range objs {
+		y, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		doc = append(append(doc, "---\n"...), y...)
+	}
+	f := filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(f, doc, 0o600); err != nil {
+		return err
+	}
+	_, err := Kubectl(t, "apply", "--server-side", "--force-conflicts", "--field-manager=nereid-test", "-f", f)
+	return err
+}
