@@ -133,17 +133,23 @@ func NewPodToken(ctx context.Context, kube kubernetes.Interface, namespace, serv
 	if err != nil {
 		return "", fmt.Errorf("creating Pod %s on %s: %w", pod, node, err)
 	}
+	return NewBoundToken(ctx, kube, created, audience)
+}
+
+// NewBoundToken returns a token of pod's ServiceAccount bound to pod, as the
+// kubelet would project into it, with audience ("" for the API server's own).
+func NewBoundToken(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod, audience string) (string, error) {
 	expiry := int64(3600)
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: &expiry,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: created.Name, UID: created.UID},
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	}}
 	if audience != "" {
 		req.Spec.Audiences = []string{audience}
 	}
-	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	tr, err := kube.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, req, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("creating a token bound to %s: %w", created.Name, err)
+		return "", fmt.Errorf("creating a token bound to %s: %w", pod.Name, err)
 	}
 	return tr.Status.Token, nil
 }

@@ -42,6 +42,9 @@ func Helm(t testing.TB, args ...string) (stdout string, err error) {
 	home := t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	if kubeconfigPath != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfigPath) // the test cluster, as admin
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

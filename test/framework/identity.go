@@ -90,13 +90,13 @@ func mintGlobalManagerKubeconfig(t testing.TB, objs []*unstructured.Unstructured
 	if err != nil {
 		return "", fmt.Errorf("minting a token of %s/%s: %w", SystemNamespace, GlobalManagerServiceAccount, err)
 	}
-	return writeTokenKubeconfig(GlobalManagerServiceAccount, tr.Status.Token)
+	return WriteTokenKubeconfig(GlobalManagerServiceAccount, tr.Status.Token)
 }
 
-// writeTokenKubeconfig writes a kubeconfig of the test cluster that
+// WriteTokenKubeconfig writes a kubeconfig of the test cluster that
 // authenticates with token, under the control plane's state dir (or a
 // temporary one).
-func writeTokenKubeconfig(name, token string) (string, error) {
+func WriteTokenKubeconfig(name, token string) (string, error) {
 	cfg := RESTConfig()
 	dir := OutDir()
 	if dir == "" {
