@@ -254,7 +254,10 @@ func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, er
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + installRelease}
 	name := installRelease + "-nereid-globalmanager"
 	checks := map[string]func() (int, error){
-		"Pods": func() (int, error) { l, err := kube.CoreV1().Pods(ns).List(ctx, sel); return lenOr(l, err, func() int { return len(l.Items) }) },
+		"Pods": func() (int, error) {
+			l, err := kube.CoreV1().Pods(ns).List(ctx, sel)
+			return lenOr(l, err, func() int { return len(l.Items) })
+		},
 		"Deployments": func() (int, error) {
 			l, err := kube.AppsV1().Deployments(ns).List(ctx, sel)
 			return lenOr(l, err, func() int { return len(l.Items) })
@@ -291,7 +294,9 @@ func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, er
 		"ClusterRoleBinding": func() (int, error) {
 			return found(kube.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}))
 		},
-		"the hub's Secret": func() (int, error) { return found(kube.CoreV1().Secrets(ns).Get(ctx, edgehub.TLSSecretName, metav1.GetOptions{})) },
+		"the hub's Secret": func() (int, error) {
+			return found(kube.CoreV1().Secrets(ns).Get(ctx, edgehub.TLSSecretName, metav1.GetOptions{}))
+		},
 		"the hub's CA ConfigMap": func() (int, error) {
 			return found(kube.CoreV1().ConfigMaps(ns).Get(ctx, edgehub.CAConfigMapName, metav1.GetOptions{}))
 		},
