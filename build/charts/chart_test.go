@@ -121,7 +121,8 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"edge-token-audience":   "nereid-edgehub",
 		"edge-service-accounts": "nereid-system/nereid-localcontroller",
 		"edge-node-selector":    "node-role.kubernetes.io/edge",
-		"lc-server":             "http://localhost:9100",
+		"lc-port":               "9100",
+		"owner-deployment":      "nereid-globalmanager",
 		"v":                     "0",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
@@ -136,8 +137,8 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "health" {
 		t.Errorf("GlobalManager liveness probe %+v, want /healthz on the health port", p)
 	}
-	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
-		t.Errorf("GlobalManager readiness probe %+v, want /healthz (a standby must be Ready)", p)
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
+		t.Errorf("GlobalManager readiness probe %+v, want /readyz (ok on a standby too)", p)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("GlobalManager resources %+v, want requests and limits", c.Resources)
@@ -331,7 +332,7 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 	want := map[string]string{
 		"edge-namespace": ns, "leader-elect-namespace": ns, "edge-service-accounts": ns + "/nereid-localcontroller",
 		"edge-hostnames":      "nereid-edgehub,nereid-edgehub.ml-edge,nereid-edgehub.ml-edge.svc,nereid-edgehub.ml-edge.svc.cluster.local,hub.example.com,203.0.113.7",
-		"edge-token-audience": "my-hub", "lc-server": "http://localhost:9200",
+		"edge-token-audience": "my-hub", "lc-port": "9200",
 	}
 	for k, v := range want {
 		if f[k] != v {
