@@ -24,6 +24,8 @@
 #   NEREID_SKIP_BUILD=1            use the binaries in the cache as they are
 #   NEREID_GLOBALMANAGER=0         do not start Nereid's GlobalManager and LocalControllers
 #                                  (the integration tests start their own)
+#   NEREID_INSTALL_CRDS=0          do not install Nereid's CRDs (a cluster that starts
+#                                  with Sedna's, as test/integration/sednaswitch needs)
 #
 # It is idempotent: when everything recorded for the out dir is running and healthy it
 # says so, re-applies the CRDs and nodes, and exits 0. When only some components run, it
@@ -318,6 +320,10 @@ check_port_base() {
 
 install_crds() {
   local dir="${NEREID_ROOT}/build/crds"
+  if [[ "${NEREID_INSTALL_CRDS:-1}" == "0" ]]; then
+    nereid::log "NEREID_INSTALL_CRDS=0: not installing Nereid's CRDs"
+    return
+  fi
   if ! compgen -G "${dir}/*.yaml" >/dev/null; then
     nereid::log "no CRDs in build/crds/ yet; skipping their installation"
     return

@@ -20,11 +20,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/internal/command"
@@ -281,6 +283,23 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		if err != nil {
 			return fmt.Errorf("building the edge hub: %w", err)
 		}
+	}
+
+	// The children a Sedna GlobalManager left get Nereid's labels before the
+	// caches fill, so the controllers see them and replace them rather than
+	// make a second set of workers beside them.
+	err = retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error {
+		n, err := common.AdoptSednaChildren(ctx, kubeClient, o.namespace, []schema.GroupVersionKind{
+			sednav1.FederatedLearningJobKind, sednav1.JointInferenceServiceKind,
+			sednav1.IncrementalLearningJobKind, sednav1.LifelongLearningJobKind,
+		})
+		if n > 0 {
+			klog.FromContext(ctx).Info("Adopted the children of Sedna's GlobalManager; the controllers replace them", "count", n)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("adopting the children of Sedna's GlobalManager: %w", err)
 	}
 
 	kubeFactory.Start(ctx.Done())

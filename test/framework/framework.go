@@ -109,15 +109,19 @@ func declaresModule(goMod []byte, path string) bool {
 // <state dir>/logs and their last lines printed, so CI output shows what the control
 // plane said. If the test binary dies without reaching teardown (a panic, the -timeout
 // of go test, a signal), a watchdog process stops the control plane.
-func Run(m *testing.M) int {
+func Run(m *testing.M, opts ...Option) int {
 	root, err := findRepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "framework:", err)
 		return 1
 	}
 	repoRootOnce.Do(func() { repoRoot = root })
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 
-	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" {
+	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" && !o.withoutNereidCRDs {
 		err := useCluster(kc)
 		if err == nil {
 			err = noClusterWideGlobalManager()
@@ -129,7 +133,10 @@ func Run(m *testing.M) int {
 		return m.Run()
 	}
 
-	dir, err := startControlPlane(root)
+	if o.withoutNereidCRDs && os.Getenv("NEREID_TEST_KUBECONFIG") != "" {
+		fmt.Fprintln(os.Stderr, "framework: these tests install CRDs of their own and need a control plane of their own; NEREID_TEST_KUBECONFIG is not used")
+	}
+	dir, err := startControlPlane(root, o.env()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "framework:", err)
 		return 1
@@ -163,10 +170,32 @@ func Run(m *testing.M) int {
 	return code
 }
 
+// Option changes the control plane that Run starts.
+type Option func(*runOptions)
+
+type runOptions struct {
+	withoutNereidCRDs bool
+}
+
+func (o runOptions) env() []string {
+	if o.withoutNereidCRDs {
+		return []string{"NEREID_INSTALL_CRDS=0"}
+	}
+	return nil
+}
+
+// WithoutNereidCRDs starts a control plane without Nereid's CRDs, for tests
+// that install other CRDs of the sedna.io group first (Sedna's own, to switch
+// from them). Such tests change cluster-wide objects, so they always get a
+// control plane of their own, even when NEREID_TEST_KUBECONFIG is set.
+func WithoutNereidCRDs() Option {
+	return func(o *runOptions) { o.withoutNereidCRDs = true }
+}
+
 // startControlPlane runs hack/local-up.sh with a fresh state dir under _output and
 // returns that dir. The port block follows from the dir's path; in the rare case that
 // it clashes with something else on the machine, it tries again with another dir.
-func startControlPlane(root string) (string, error) {
+func startControlPlane(root string, env ...string) (string, error) {
 	parent := filepath.Join(root, "_output")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", parent, err)
@@ -182,7 +211,7 @@ func startControlPlane(root string) (string, error) {
 		var stderr bytes.Buffer
 		cmd := exec.Command("bash", filepath.Join(root, "hack", "local-up.sh"))
 		// Tests start their own GlobalManagers, one per test namespace.
-		cmd.Env = append(os.Environ(), "NEREID_OUT_DIR="+dir, "NEREID_GLOBALMANAGER=0")
+		cmd.Env = append(append(os.Environ(), "NEREID_OUT_DIR="+dir, "NEREID_GLOBALMANAGER=0"), env...)
 		cmd.Stdout = os.Stderr
 		cmd.Stderr = &teeWriter{w: os.Stderr, also: &stderr}
 		start := time.Now()

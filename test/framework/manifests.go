@@ -101,3 +101,34 @@ func SednaResource(kind string) (schema.GroupVersionResource, error) {
 	}
 	return schema.GroupVersionResource{}, fmt.Errorf("%q is not a sedna.io kind", kind)
 }
+
+// SednaCompatDir returns the folder of KubeEdge Sedna's own CRDs and sample
+// manifests (crds/, samples/), kept beside the repository in
+// ../shared/sedna-compat (NEREID_SEDNA_COMPAT_DIR overrides it), or an error
+// saying why there is none.
+func SednaCompatDir() (string, error) {
+	dir := os.Getenv("NEREID_SEDNA_COMPAT_DIR")
+	if dir == "" {
+		root, err := findRepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(filepath.Dir(root), "shared", "sedna-compat")
+	}
+	for _, sub := range []string{"crds", "samples"} {
+		if info, err := os.Stat(filepath.Join(dir, sub)); err != nil || !info.IsDir() {
+			return "", fmt.Errorf("no Sedna compatibility fixtures in %s (want its crds/ and samples/ folders; set NEREID_SEDNA_COMPAT_DIR)", dir)
+		}
+	}
+	return dir, nil
+}
+
+// SednaCompat is SednaCompatDir for a test, which it skips when there is none.
+func SednaCompat(t testing.TB) string {
+	t.Helper()
+	dir, err := SednaCompatDir()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	return dir
+}

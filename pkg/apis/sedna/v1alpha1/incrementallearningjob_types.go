@@ -86,6 +86,13 @@ type DeployModel struct {
 	// Update the running inference worker in place instead of recreating it.
 	// +optional
 	HotUpdateEnabled bool `json:"hotUpdateEnabled,omitempty"`
+	// How often, in seconds, a hot-updating inference worker looks for a new
+	// model. Sedna's field, kept (with Sedna's default) so that a job made
+	// under Sedna's CRD loses nothing when Nereid's replaces it.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	PollPeriodSeconds int64 `json:"pollPeriodSeconds,omitempty"`
 }
 
 // IncrementalLearningJobStatus is the observed state of the job.

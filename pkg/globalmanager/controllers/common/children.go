@@ -194,7 +194,7 @@ func (c *Children) UpdateHPA(ctx context.Context, owner Owner, hpa *autoscalingv
 
 // DeleteHPA deletes an autoscaler of owner, only if it is still the one with that UID.
 func (c *Children) DeleteHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler, why string) error {
-	return deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why)
+	return deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why, nil)
 }
 
 // typedClient is the part of a generated typed client (ServiceInterface,
@@ -245,10 +245,11 @@ func updateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner,
 	return nil
 }
 
-// deleteChild deletes one child, only if it is still the object with obj's UID.
-func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T, why string) error {
+// deleteChild deletes one child, only if it is still the object with obj's
+// UID, with the resource's default propagation unless one is given.
+func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T, why string, propagation *metav1.DeletionPropagation) error {
 	uid := obj.GetUID()
-	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: propagation})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone already, or a different object by now
 	}

@@ -41,6 +41,8 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 		return fmt.Errorf("listing pods of %s: %w", key, err)
 	}
 	pods = common.Claim(job, pods)
+	var adopted common.Adopted
+	pods, adopted.Pods = common.SplitAdopted(pods)
 
 	fields := c.kind.Fields(job)
 	st := fields.read()
@@ -49,11 +51,19 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 		m.start()
 	}
 	var errs []error
-	if !st.Finished() {
-		errs = append(errs, c.manageWorkers(ctx, key, job, m, pods, satisfied))
-	}
-	if satisfied {
-		errs = append(errs, c.deleteStale(ctx, key, job, &st, pods))
+	switch {
+	case adopted.Len() > 0:
+		// The pods Sedna's GlobalManager left go before any of ours come.
+		if satisfied {
+			errs = append(errs, c.children.RemoveAdopted(ctx, key, job, adopted))
+		}
+	default:
+		if !st.Finished() {
+			errs = append(errs, c.manageWorkers(ctx, key, job, m, pods, satisfied))
+		}
+		if satisfied {
+			errs = append(errs, c.deleteStale(ctx, key, job, &st, pods))
+		}
 	}
 	st.Active, st.Succeeded, st.Failed = countPods(pods)
 	st.ObservedGeneration = job.GetGeneration()

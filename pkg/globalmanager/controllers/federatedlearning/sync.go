@@ -55,6 +55,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("listing services of %s: %w", key, err)
 	}
 	services = common.Claim(job, services)
+	// Children Sedna's GlobalManager left are replaced before any of ours come.
+	var adopted common.Adopted
+	pods, adopted.Pods = common.SplitAdopted(pods)
+	services, adopted.Services = common.SplitAdopted(services)
 
 	now := metav1.NewTime(c.now())
 	status := job.Status.DeepCopy()
@@ -68,7 +72,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var current []*corev1.Pod // pods of the current spec
 	if finished {
 		if satisfied {
-			actErr = c.cleanPods(ctx, key, job, pods)
+			actErr = c.cleanPods(ctx, key, job, append(pods, adopted.Pods...))
 		}
 		current = pods
 	} else {
@@ -87,7 +91,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 				return fmt.Errorf("building workers of %s: %w", key, err)
 			}
 			var missingWorkers int
-			current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, services, satisfied)
+			if adopted.Len() > 0 {
+				missingWorkers = len(workers)
+				if satisfied {
+					actErr = c.children.RemoveAdopted(ctx, key, job, adopted)
+				}
+			} else {
+				current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, services, satisfied)
+			}
 			c.setWorkersCreated(job, status, len(workers), missingWorkers, actErr, now)
 			events = append(events, c.setPhase(job, status, workers, current, missingWorkers, now)...)
 		}

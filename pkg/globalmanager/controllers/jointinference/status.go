@@ -35,6 +35,17 @@ func workersCreated(ji *sednav1.JointInferenceService, actErr error) sednav1.Job
 		"the edge and cloud Deployments, the cloud Service and the autoscalers asked for exist and match the spec")
 }
 
+// replacingAdopted is WorkersCreated while the children Sedna's GlobalManager
+// left are being deleted; the service's own come once they are all gone.
+func replacingAdopted(ji *sednav1.JointInferenceService, a common.Adopted, actErr error) sednav1.JobCondition {
+	msg := fmt.Sprintf("waiting for %d Deployments, %d Services and %d autoscalers left by Sedna's GlobalManager to be deleted before creating the workers of the spec",
+		len(a.Deployments), len(a.Services), len(a.HPAs))
+	if actErr != nil {
+		msg += fmt.Sprintf("; retrying with backoff: %v", actErr)
+	}
+	return common.JobConditionFor(ji, condWorkersCreated, false, "ReplacingSednaWorkers", msg)
+}
+
 // setStatusFromDeployments derives the counts and the Ready and Failed
 // conditions from the Deployments' status, which the deployment controller
 // keeps; the worker pods themselves are the Deployments' business. The

@@ -16,11 +16,13 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
-// children are a service's claimed children in the cache, by name.
+// children are a service's claimed children in the cache, by name, and
+// apart those that Sedna's GlobalManager left.
 type children struct {
 	deployments map[string]*appsv1.Deployment
 	services    map[string]*corev1.Service
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
+	adopted     common.Adopted
 }
 
 // sync reconciles one service: lister read, deep copy, claim, act, one status
@@ -63,11 +65,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return fmt.Errorf("building workers of %s: %w", key, err)
 		}
-		actErr = c.manageChildren(ctx, ji, []workerSpec{
-			{worker: cloud, hpa: ji.Spec.CloudWorker.HPA},
-			{worker: edge, hpa: ji.Spec.EdgeWorker.HPA},
-		}, kids)
-		status.Conditions = common.SetJobCondition(status.Conditions, workersCreated(ji, actErr), now)
+		if kids.adopted.Len() > 0 {
+			// Sedna's workers go before ours come: never two sets.
+			actErr = c.children.RemoveAdopted(ctx, key, ji, kids.adopted)
+			status.Conditions = common.SetJobCondition(status.Conditions, replacingAdopted(ji, kids.adopted, actErr), now)
+		} else {
+			actErr = c.manageChildren(ctx, ji, []workerSpec{
+				{worker: cloud, hpa: ji.Spec.CloudWorker.HPA},
+				{worker: edge, hpa: ji.Spec.EdgeWorker.HPA},
+			}, kids)
+			status.Conditions = common.SetJobCondition(status.Conditions, workersCreated(ji, actErr), now)
+		}
 	}
 	events = append(events, c.setStatusFromDeployments(ji, status, kids.deployments, now)...)
 	status.ObservedGeneration = ji.Generation
@@ -99,11 +107,12 @@ func (c *Controller) claimChildren(ji *sednav1.JointInferenceService) (children,
 	if err != nil {
 		return children{}, fmt.Errorf("listing autoscalers: %w", err)
 	}
-	return children{
-		deployments: byName(common.Claim(ji, deployments)),
-		services:    byName(common.Claim(ji, services)),
-		hpas:        byName(common.Claim(ji, hpas)),
-	}, nil
+	var kids children
+	deployments, kids.adopted.Deployments = common.SplitAdopted(common.Claim(ji, deployments))
+	services, kids.adopted.Services = common.SplitAdopted(common.Claim(ji, services))
+	hpas, kids.adopted.HPAs = common.SplitAdopted(common.Claim(ji, hpas))
+	kids.deployments, kids.services, kids.hpas = byName(deployments), byName(services), byName(hpas)
+	return kids, nil
 }
 
 func byName[T metav1.Object](objs []T) map[string]T {

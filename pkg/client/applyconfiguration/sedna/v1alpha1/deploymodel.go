@@ -26,6 +26,10 @@ type DeployModelApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// Update the running inference worker in place instead of recreating it.
 	HotUpdateEnabled *bool `json:"hotUpdateEnabled,omitempty"`
+	// How often, in seconds, a hot-updating inference worker looks for a new
+	// model. Sedna's field, kept (with Sedna's default) so that a job made
+	// under Sedna's CRD loses nothing when Nereid's replaces it.
+	PollPeriodSeconds *int64 `json:"pollPeriodSeconds,omitempty"`
 }
 
 // DeployModelApplyConfiguration constructs a declarative configuration of the DeployModel type for use with
@@ -47,5 +51,13 @@ func (b *DeployModelApplyConfiguration) WithName(value string) *DeployModelApply
 // If called multiple times, the HotUpdateEnabled field is set to the value of the last call.
 func (b *DeployModelApplyConfiguration) WithHotUpdateEnabled(value bool) *DeployModelApplyConfiguration {
 	b.HotUpdateEnabled = &value
+	return b
+}
+
+// WithPollPeriodSeconds sets the PollPeriodSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PollPeriodSeconds field is set to the value of the last call.
+func (b *DeployModelApplyConfiguration) WithPollPeriodSeconds(value int64) *DeployModelApplyConfiguration {
+	b.PollPeriodSeconds = &value
 	return b
 }
