@@ -30,7 +30,7 @@ engine() {
       reasons+=("${c}: not installed")
       continue
     fi
-    if out="$("${c}" info 2>&1 >/dev/null)"; then
+    if out="$("${c}" info 2>&1)"; then
       printf '%s\n' "${c}"
       return 0
     fi

@@ -15,5 +15,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/globalmanager ./cm
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/globalmanager /globalmanager
-USER nonroot:nonroot
+# distroless's nonroot user, by number: the kubelet can only check runAsNonRoot
+# against a numeric user.
+USER 65532:65532
 ENTRYPOINT ["/globalmanager"]

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -101,8 +102,11 @@ func ensureNamespace(t *testing.T, name string) {
 	case err != nil:
 		t.Fatal(err)
 	}
+	cleanupCtx := context.WithoutCancel(t.Context())
 	t.Cleanup(func() {
-		_ = client.CoreV1().Namespaces().Delete(t.Context(), name, metav1.DeleteOptions{})
+		if err := client.CoreV1().Namespaces().Delete(cleanupCtx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
 	})
 }
 
@@ -133,9 +137,17 @@ func TestChartRBAC(t *testing.T) {
 	if _, err := framework.Kubectl(t, "apply", "-f", path); err != nil {
 		t.Fatal(err)
 	}
+	// The namespace takes its own objects; the cluster-wide ones go here.
+	// t.Context() is canceled before cleanups run; the deletions must still go out.
+	cleanupCtx := context.WithoutCancel(t.Context())
+	rbacClient := framework.KubeClient(t).RbacV1()
 	t.Cleanup(func() {
-		// The namespace takes its own objects; the cluster-wide ones go here.
-		_, _ = framework.Kubectl(t, "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", release+"-nereid-globalmanager")
+		if err := rbacClient.ClusterRoleBindings().Delete(cleanupCtx, release+"-nereid-globalmanager", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the ClusterRoleBinding: %v", err)
+		}
+		if err := rbacClient.ClusterRoles().Delete(cleanupCtx, release+"-nereid-globalmanager", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the ClusterRole: %v", err)
+		}
 	})
 
 	canI := func(sa string) string {
