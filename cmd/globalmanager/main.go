@@ -285,21 +285,23 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		}
 	}
 
-	// The children a Sedna GlobalManager left get Nereid's labels before the
-	// caches fill, so the controllers see them and replace them rather than
-	// make a second set of workers beside them.
-	err = retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error {
-		n, err := common.AdoptSednaChildren(ctx, kubeClient, o.namespace, []schema.GroupVersionKind{
-			sednav1.FederatedLearningJobKind, sednav1.JointInferenceServiceKind,
-			sednav1.IncrementalLearningJobKind, sednav1.LifelongLearningJobKind,
+	// With --adopt-sedna-workers, the children a Sedna GlobalManager left get
+	// Nereid's labels before the caches fill, so the controllers see them and
+	// replace them rather than make a second set of workers beside them.
+	if o.adoptSednaWorkers {
+		err = retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error {
+			n, failed, err := common.AdoptSednaChildren(ctx, kubeClient, o.namespace, []schema.GroupVersionKind{
+				sednav1.FederatedLearningJobKind, sednav1.JointInferenceServiceKind,
+				sednav1.IncrementalLearningJobKind, sednav1.LifelongLearningJobKind,
+			})
+			if n > 0 || failed > 0 {
+				klog.FromContext(ctx).Info("Adopted the children of Sedna's GlobalManager; the controllers replace them", "count", n, "failed", failed)
+			}
+			return err
 		})
-		if n > 0 {
-			klog.FromContext(ctx).Info("Adopted the children of Sedna's GlobalManager; the controllers replace them", "count", n)
+		if err != nil {
+			return fmt.Errorf("adopting the children of Sedna's GlobalManager: %w", err)
 		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("adopting the children of Sedna's GlobalManager: %w", err)
 	}
 
 	kubeFactory.Start(ctx.Done())

@@ -52,6 +52,7 @@ type options struct {
 	edgeHostnames      string
 	edgeCAOut          string
 	podName            string
+	adoptSednaWorkers  bool
 	ownerDeployment    string
 	podNamespace       string
 	edgeAudience       string
@@ -123,6 +124,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"),
 		"The GlobalManager's own Pod (default $POD_NAME, from the downward API). While its edge hub listens, the Pod carries the label "+
 			edgehub.LabelServing+"="+edgehub.ServingValue+", which the hub's Service selects, so edge nodes reach the leader and never a standby. Empty labels nothing.")
+	fs.BoolVar(&o.adoptSednaWorkers, "adopt-sedna-workers", false,
+		"At start, adopt and then replace the worker pods, Services, Deployments and autoscalers that Sedna's GlobalManager left for its jobs "+
+			"(a switch from Sedna in place), so no job has two sets of workers. Needs patch on those kinds and delete on Services and Deployments; "+
+			"leave it off once the switch is done.")
 	fs.StringVar(&o.ownerDeployment, "owner-deployment", "",
 		"The GlobalManager's Deployment in --edge-namespace. What the GlobalManager creates there (one Lease per edge node, the hub's Secret and CA ConfigMap, "+
 			"and the leader election Lease when --leader-elect-namespace is the same) is owned by it, so deleting it (helm uninstall) deletes them too. Empty: no owner.")

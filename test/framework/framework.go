@@ -177,6 +177,16 @@ type runOptions struct {
 	withoutNereidCRDs bool
 }
 
+// WithChartValues runs the tests' GlobalManagers with the permissions of the
+// chart rendered with these helm arguments (--set ...) instead of its
+// defaults (see GlobalManagerKubeconfig).
+func WithChartValues(args ...string) Option {
+	return func(*runOptions) { chartValues = args }
+}
+
+// chartValues are WithChartValues's arguments.
+var chartValues []string
+
 func (o runOptions) env() []string {
 	if o.withoutNereidCRDs {
 		return []string{"NEREID_INSTALL_CRDS=0"}

@@ -44,7 +44,8 @@ var globalManagerIdentity struct {
 
 // GlobalManagerKubeconfig is a kubeconfig of the chart's GlobalManager
 // ServiceAccount, with the chart's permissions: its ServiceAccount, ClusterRole
-// and Role with their bindings, applied from the plain manifests once per run,
+// and Role with their bindings, applied from the plain manifests (or the chart
+// rendered with WithChartValues) once per run,
 // and a token minted for the ServiceAccount. The Role (what the GlobalManager
 // may do in its own namespace) is also applied, with its binding, in
 // namespace, which tests use as the GlobalManager's --edge-namespace. A
@@ -55,7 +56,11 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 	id := &globalManagerIdentity
 	var ownNamespace []*unstructured.Unstructured
 	var all []*unstructured.Unstructured
-	for _, obj := range ReadManifests(t, PlainManifests()) {
+	source := PlainManifests()
+	if len(chartValues) > 0 {
+		source = RenderChart(t, SystemNamespace, chartValues...)
+	}
+	for _, obj := range ReadManifests(t, source) {
 		if !rbacKinds[obj.GetKind()] {
 			continue
 		}

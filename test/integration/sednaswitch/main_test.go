@@ -21,7 +21,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "sednaswitch: %v; its tests skip\n", err)
 		os.Exit(m.Run())
 	}
-	os.Exit(framework.Run(m, framework.WithoutNereidCRDs()))
+	// The switch runs the GlobalManager as the chart does with
+	// sednaSwitch.adoptWorkers: adopting (--adopt-sedna-workers) with the
+	// permissions that needs.
+	os.Exit(framework.Run(m, framework.WithoutNereidCRDs(), framework.WithChartValues("--set", "sednaSwitch.adoptWorkers=true")))
 }
 
 var (

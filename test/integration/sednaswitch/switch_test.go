@@ -423,7 +423,7 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 
 	// Reconciled, Sedna's workers replaced, never doubled.
 	counter := watchPods(t, ns)
-	framework.StartGlobalManager(t, ns)
+	framework.StartGlobalManager(t, ns, "--adopt-sedna-workers")
 
 	framework.Eventually(t, waitLong, "the federated learning job to run on Nereid's workers alone", func(ctx context.Context) (bool, error) {
 		job, err := sc.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, fl.GetName(), metav1.GetOptions{})

@@ -194,34 +194,33 @@ func objects[T any, PT interface {
 // UID of its <kind>.sedna.io/uid label; a Sedna release that wrote the
 // controller's name as the kind (JointInference) gets the owner's kind in
 // its reference too, so the garbage collector and the controllers find the
-// owner. The patch is conditional on the resourceVersion listed; a conflict
-// or a list error is returned for the caller to retry. It returns how many
-// children it adopted.
-func AdoptSednaChildren(ctx context.Context, client kubernetes.Interface, namespace string, ownerKinds []schema.GroupVersionKind) (int, error) {
+// owner. The patch is conditional on the resourceVersion listed. A child
+// that cannot be adopted (it keeps changing, an admission policy refuses the
+// patch) is logged and counted in failed and the others are adopted: one
+// object, which its namespace's users may own, never stops the GlobalManager.
+// A list error is returned for the caller to retry.
+func AdoptSednaChildren(ctx context.Context, client kubernetes.Interface, namespace string, ownerKinds []schema.GroupVersionKind) (adopted, failed int, err error) {
 	logger := klog.FromContext(ctx)
-	adopted := 0
 	for _, ownerKind := range ownerKinds {
 		uidLabel := SednaLabel(ownerKind, "uid")
 		opts := metav1.ListOptions{LabelSelector: uidLabel + ",!" + LabelOwnerUID}
 		for _, res := range adoptables(client) {
 			objs, err := res.list(ctx, namespace, opts)
 			if err != nil {
-				return adopted, fmt.Errorf("listing %ss of %ss made by Sedna: %w", strings.ToLower(res.kind), ownerKind.Kind, err)
+				return adopted, failed, fmt.Errorf("listing %ss of %ss made by Sedna: %w", strings.ToLower(res.kind), ownerKind.Kind, err)
 			}
 			for _, obj := range objs {
 				patch, ok, err := adoptionPatch(obj, ownerKind, uidLabel)
-				if err != nil {
-					return adopted, err
+				if err == nil && ok {
+					err = res.patch(ctx, obj.GetNamespace(), obj.GetName(), patch)
 				}
-				if !ok {
+				if apierrors.IsNotFound(err) || (err == nil && !ok) {
+					continue // gone meanwhile, or not one to adopt
+				}
+				if err != nil {
+					failed++
+					logger.Error(err, "Cannot adopt a child of Sedna's GlobalManager; it stays as it is", "kind", res.kind, "object", klog.KObj(obj))
 					continue
-				}
-				err = res.patch(ctx, obj.GetNamespace(), obj.GetName(), patch)
-				if apierrors.IsNotFound(err) {
-					continue // gone meanwhile: nothing to adopt
-				}
-				if err != nil {
-					return adopted, fmt.Errorf("adopting %s %s/%s: %w", strings.ToLower(res.kind), obj.GetNamespace(), obj.GetName(), err)
 				}
 				adopted++
 				logger.Info("Adopted a child of Sedna's GlobalManager", "kind", res.kind, "object", klog.KObj(obj),
@@ -229,7 +228,7 @@ func AdoptSednaChildren(ctx context.Context, client kubernetes.Interface, namesp
 			}
 		}
 	}
-	return adopted, nil
+	return adopted, failed, nil
 }
 
 // adoptionPatch is the merge patch that makes obj a child Nereid's
