@@ -24,6 +24,11 @@ import (
 // be sent to an edge node that needs it.
 const ReasonUnsendable = "EdgeSyncFailed"
 
+// workerNamesReserve is the room an Upsert keeps for its worker names (and
+// its envelope): an object larger than MaxObjectFrameBytes less this cannot
+// be sent to any node.
+const workerNamesReserve = 64 << 10
+
 // closeGrace is how long a closing connection waits for the peer to answer
 // its close frame before the TCP connection is cut.
 const closeGrace = time.Second
@@ -674,6 +679,15 @@ func (h *Hub) compareRefs(a, b edgeproto.ObjectRef) int {
 
 func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 	obj, err := encodeObject(d.kind, d.obj)
+	// Whether the object can be sent at all is decided on the object alone,
+	// the same for every node, so that the sessions of two nodes never want
+	// opposite conditions on it; a node whose worker list does not fit beside
+	// it is told by its event alone.
+	objectFails := err == nil && len(obj) > edgeproto.MaxObjectFrameBytes-workerNamesReserve
+	if objectFails {
+		err = fmt.Errorf("%w: %s %s is %d bytes, over the %d a frame carries beside its worker names", edgeproto.ErrTooLarge,
+			ref.Kind, nsKey(ref.Namespace, ref.Name), len(obj), edgeproto.MaxObjectFrameBytes-workerNamesReserve)
+	}
 	var frame []byte
 	if err == nil {
 		frame, err = edgeproto.Encode(&edgeproto.Upsert{
@@ -681,12 +695,16 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 			Object:        obj,
 			WorkerNames:   d.workers,
 		})
+	} else {
+		objectFails = true
 	}
 	if err != nil {
 		// Not something a retry mends; the next version may be sendable.
 		s.unsendable[ref] = d.version
 		s.hub.metrics.unsendable.Inc()
-		s.hub.conditions.unsendable(ref, err)
+		if objectFails {
+			s.hub.conditions.unsendable(ref, err)
+		}
 		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.objectVersion(ref))
 		if ro, ok := d.obj.(runtime.Object); ok {
 			s.hub.recorder.Eventf(ro, corev1.EventTypeWarning, ReasonUnsendable,
