@@ -196,13 +196,13 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	wantLCFlags := map[string]string{
 		"node-name": "$(NODE_NAME)", "gm-address": "nereid-edgehub.nereid-system.svc:10351",
 		"ca-file": "/etc/nereid/edgehub-ca/ca.crt", "token-file": "/var/run/secrets/nereid.io/edgehub/token",
-		"data-dir": "/var/lib/nereid", "node-root": "/host", "worker-address": ":9100",
+		"data-dir": "/var/lib/nereid", "node-root": "/host", "worker-address": "$(HOST_IP):9100",
 		"health-address": "127.0.0.1:9101", "v": "0",
 	}
 	if diff := cmp.Diff(wantLCFlags, flags(lcc)); diff != "" {
 		t.Errorf("LocalController flags (-want,+got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"NODE_NAME": "spec.nodeName"}, envFrom(lcc)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"NODE_NAME": "spec.nodeName", "HOST_IP": "status.hostIP"}, envFrom(lcc)); diff != "" {
 		t.Errorf("LocalController downward API env (-want,+got):\n%s", diff)
 	}
 	if lcc.Image != "ghcr.io/nereid-ml/nereid-localcontroller:"+appVersion(t) {
@@ -348,7 +348,7 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
 	lp := lc.Spec.Template.Spec
 	lf := flags(lp.Containers[0])
-	if lf["gm-address"] != "203.0.113.7:31443" || lf["worker-address"] != ":9200" {
+	if lf["gm-address"] != "203.0.113.7:31443" || lf["worker-address"] != "$(HOST_IP):9200" {
 		t.Errorf("LocalController --gm-address=%s --worker-address=%s", lf["gm-address"], lf["worker-address"])
 	}
 	if img := lp.Containers[0].Image; img != "ghcr.io/team/lc:"+appVersion(t) {
