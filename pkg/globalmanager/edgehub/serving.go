@@ -69,12 +69,18 @@ func SetServing(ctx context.Context, client kubernetes.Interface, pod PodRef, se
 // its namespace (the edge Leases, the hub's Secret and CA ConfigMap, the
 // leader election Lease): its Deployment, read from the API server, so that
 // deleting the Deployment (helm uninstall) has the garbage collector delete
-// them too. An empty name is no owner.
+// them too. An empty name, or a Deployment that is not there, is no owner.
 func OwnerOf(ctx context.Context, client kubernetes.Interface, namespace, deployment string) (*metav1.OwnerReference, error) {
 	if deployment == "" {
 		return nil, nil
 	}
 	d, err := client.AppsV1().Deployments(namespace).Get(ctx, deployment, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// Going (an uninstall) or orphaned: what is made now has no owner,
+		// rather than one the garbage collector would take away at once.
+		klog.FromContext(ctx).Error(err, "The GlobalManager's Deployment is not there; what it creates gets no owner", "deployment", klog.KRef(namespace, deployment))
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the GlobalManager's Deployment %s/%s, the owner of what it creates there: %w", namespace, deployment, err)
 	}
