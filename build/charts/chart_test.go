@@ -400,3 +400,24 @@ func TestChartRefusesWrongValuesNamingThem(t *testing.T) {
 		})
 	}
 }
+
+// A value is a value: a string with a newline and YAML after it stays one
+// scalar of the object, never more fields of it.
+func TestChartValuesCannotAddFields(t *testing.T) {
+	const injected = "x\n      hostPID: true"
+	r := render(t, "nereid-system",
+		"--set", "globalManager.priorityClassName="+injected,
+		"--set", "localController.priorityClassName="+injected,
+		"--set", "localController.dataDir=/var/lib/nereid\n          - name: sock",
+	)
+	var gm appsv1.Deployment
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	if gm.Spec.Template.Spec.HostPID || gm.Spec.Template.Spec.PriorityClassName != injected {
+		t.Errorf("GlobalManager hostPID %t, priorityClassName %q: a value added a field", gm.Spec.Template.Spec.HostPID, gm.Spec.Template.Spec.PriorityClassName)
+	}
+	var lc appsv1.DaemonSet
+	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
+	if lc.Spec.Template.Spec.HostPID || len(lc.Spec.Template.Spec.Volumes) != 4 {
+		t.Errorf("LocalController hostPID %t, %d volumes: a value added a field", lc.Spec.Template.Spec.HostPID, len(lc.Spec.Template.Spec.Volumes))
+	}
+}
