@@ -5,6 +5,7 @@
 package charts_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -197,7 +198,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"node-name": "$(NODE_NAME)", "gm-address": "nereid-edgehub.nereid-system.svc:10351",
 		"ca-file": "/etc/nereid/edgehub-ca/ca.crt", "token-file": "/var/run/secrets/nereid.io/edgehub/token",
 		"data-dir": "/var/lib/nereid", "node-root": "/host", "worker-address": "$(HOST_IP):9100",
-		"health-address": "127.0.0.1:9101", "v": "0",
+		"health-address": "127.0.0.1:9101", "v": "0", "allowed-paths": "/data,/model,/models,/output",
 	}
 	if diff := cmp.Diff(wantLCFlags, flags(lcc)); diff != "" {
 		t.Errorf("LocalController flags (-want,+got):\n%s", diff)
@@ -230,8 +231,16 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	if d := volumes["data"]; d.HostPath == nil || d.HostPath.Path != "/var/lib/nereid" || mounts["data"].MountPath != wantLCFlags["data-dir"] {
 		t.Errorf("LocalController store volume %+v, want hostPath /var/lib/nereid at --data-dir", d)
 	}
-	if root := volumes["node-root"]; root.HostPath == nil || root.HostPath.Path != "/" || mounts["node-root"].MountPath != wantLCFlags["node-root"] {
-		t.Errorf("LocalController node root volume %+v, want hostPath / at --node-root", root)
+	// Only the allowed paths of the node are mounted, each at its place
+	// under --node-root; not the node's whole /.
+	if _, ok := volumes["node-root"]; ok {
+		t.Errorf("the node's whole / is mounted into the LocalController, with allowedPaths set")
+	}
+	for i, p := range strings.Split(wantLCFlags["allowed-paths"], ",") {
+		name := fmt.Sprintf("node-path-%d", i)
+		if v := volumes[name]; v.HostPath == nil || v.HostPath.Path != p || mounts[name].MountPath != wantLCFlags["node-root"]+p {
+			t.Errorf("LocalController volume %s %+v mounted at %q, want hostPath %s at %s%s", name, v, mounts[name].MountPath, p, wantLCFlags["node-root"], p)
+		}
 	}
 	if p := lcc.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Host != "127.0.0.1" || p.HTTPGet.Port.IntValue() != 9101 {
 		t.Errorf("LocalController liveness probe %+v, want /healthz on 127.0.0.1:9101", p)
@@ -417,7 +426,7 @@ func TestChartValuesCannotAddFields(t *testing.T) {
 	}
 	var lc appsv1.DaemonSet
 	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
-	if lc.Spec.Template.Spec.HostPID || len(lc.Spec.Template.Spec.Volumes) != 4 {
+	if lc.Spec.Template.Spec.HostPID || len(lc.Spec.Template.Spec.Volumes) != 7 {
 		t.Errorf("LocalController hostPID %t, %d volumes: a value added a field", lc.Spec.Template.Spec.HostPID, len(lc.Spec.Template.Spec.Volumes))
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cycle"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/dataset"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/nodefs"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
 )
@@ -42,6 +43,7 @@ type options struct {
 	maxOutboxReports  int
 	maxOutboxBytes    int64
 	nodeRoot          string
+	allowedPaths      string
 	datasetPollPeriod time.Duration
 	clockFile         string
 }
@@ -68,6 +70,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Bytes of reports buffered at most while the cloud is unreachable (same behaviour past it).")
 	fs.StringVar(&o.nodeRoot, "node-root", "/",
 		"The node's root filesystem as mounted into the LocalController; Dataset and Model URLs and outputDir are resolved under it.")
+	fs.StringVar(&o.allowedPaths, "allowed-paths", "",
+		"Comma-separated node paths (e.g. /data,/models,/output) under which Dataset and Model URLs and outputDirs may be: the LocalController "+
+			"reads, splits and copies files only there, also refusing a symbolic link that leads elsewhere. Empty allows every path, as Sedna does, "+
+			"which lets a job's author read and write any file of the node the LocalController can.")
 	fs.DurationVar(&o.datasetPollPeriod, "dataset-poll-period", dataset.DefaultPeriod,
 		"How often the samples of the Datasets on this node are counted; a changed count is reported to the GlobalManager.")
 	fs.StringVar(&o.clockFile, "clock-file", "",
@@ -85,6 +91,11 @@ func (o *options) validate() error {
 	}
 	if o.nodeRoot == "" {
 		errs = append(errs, errors.New(`--node-root is required ("/" on a real node)`))
+	}
+	for _, p := range splitPaths(o.allowedPaths) {
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Errorf("--allowed-paths: %q is not a node path (starting with /)", p))
+		}
 	}
 	if o.datasetPollPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--dataset-poll-period must be positive, not %s", o.datasetPollPeriod))
@@ -210,10 +221,11 @@ func run(ctx context.Context, o options) error {
 	// outbox as the workers. They stop before the store closes (deferred
 	// calls run last in, first out); a report they appended after the link
 	// stopped is on disk and goes up at the next start.
-	root, err := filepath.Abs(o.nodeRoot)
+	rootDir, err := filepath.Abs(o.nodeRoot)
 	if err != nil {
 		return fmt.Errorf("--node-root: %w", err)
 	}
+	root := nodefs.Root{Dir: rootDir, Allowed: splitPaths(o.allowedPaths)}
 	watcher := dataset.NewWatcher(st, outbox, dataset.Config{Node: o.nodeName, Root: root, Period: o.datasetPollPeriod})
 	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root})
 	if o.clockFile != "" {
@@ -296,4 +308,15 @@ func readClockFile(path string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("clock file %s: %w", path, err)
 	}
 	return t, nil
+}
+
+// splitPaths is the comma-separated list s without empty elements.
+func splitPaths(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -101,16 +101,16 @@ func (m *Manager) copyModel(j *job) (*sednav1.Model, error) {
 	if err := json.Unmarshal(obj.Data, &model); err != nil {
 		return nil, fmt.Errorf("decoding the deploy Model %s: %w", j.deployModel, err)
 	}
-	src, err := nodefs.Resolve(m.cfg.Root, srcURL)
+	src, err := m.cfg.Root.Resolve(srcURL)
 	if err != nil {
 		return nil, fmt.Errorf("trained model: %w", err)
 	}
-	dst, err := nodefs.Resolve(m.cfg.Root, model.Spec.URL)
+	dst, err := m.cfg.Root.Resolve(model.Spec.URL)
 	if err != nil {
 		return nil, fmt.Errorf("deploy Model %s: %w", j.deployModel, err)
 	}
 	if err := copyTree(dst, src); err != nil {
-		return nil, fmt.Errorf("copying %s to %s: %w", srcURL, model.Spec.URL, describe(m.cfg.Root, err))
+		return nil, fmt.Errorf("copying %s to %s: %w", srcURL, model.Spec.URL, describe(m.cfg.Root.Dir, err))
 	}
 	return &model, nil
 }

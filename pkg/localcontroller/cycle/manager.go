@@ -27,6 +27,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/nodefs"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 )
 
@@ -54,9 +55,10 @@ type Config struct {
 	// Node is this LocalController's node: a job is handled here when its
 	// Dataset's spec.nodeName is this node.
 	Node string
-	// Root is where the node's filesystem is mounted ("/" on a real node);
-	// Dataset and Model URLs and outputDir are resolved under it.
-	Root string
+	// Root is the node's filesystem (its Dir "/" on a real node); Dataset
+	// and Model URLs and outputDir are resolved under it, within its allowed
+	// paths.
+	Root nodefs.Root
 	// Tick is how often the jobs are looked at (DefaultTick if 0).
 	Tick time.Duration
 }

@@ -16,6 +16,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/nodefs"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 )
 
@@ -61,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) manager() *Manager {
-	m := NewManager(f.st, f.outbox, Config{Node: "edge-0", Root: f.root})
+	m := NewManager(f.st, f.outbox, Config{Node: "edge-0", Root: nodefs.Root{Dir: f.root}})
 	m.Now = func() time.Time { return f.wall }
 	m.monotonic = func() time.Time { return f.mono }
 	return m

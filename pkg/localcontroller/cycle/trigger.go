@@ -80,7 +80,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 		return nil
 	}
 
-	index, err := nodefs.Resolve(m.cfg.Root, ds.Spec.URL)
+	index, err := m.cfg.Root.Resolve(ds.Spec.URL)
 	if err != nil {
 		mem.warnOnce(logger, "The train trigger cannot read the Dataset", "dataset", ds.Name, "err", err)
 		return nil
@@ -88,7 +88,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 	header, samples, err := dataset.Samples(index, ds.Spec.Format)
 	if err != nil {
 		logger.V(2).Info("The train trigger cannot read the Dataset; not firing", "dataset", ds.Name, "url", ds.Spec.URL,
-			"err", describe(m.cfg.Root, err))
+			"err", describe(m.cfg.Root.Dir, err))
 		return nil
 	}
 	count := int32(len(samples))
@@ -134,12 +134,12 @@ func (m *Manager) prepare(ctx context.Context, j *job, mem *jobMemory, p prepara
 		url   string
 		lines []string
 	}{{info.TrainDatasetURL, train}, {info.TestDatasetURL, test}} {
-		file, err := nodefs.Resolve(m.cfg.Root, f.url)
+		file, err := m.cfg.Root.Resolve(f.url)
 		if err != nil {
 			return fmt.Errorf("outputDir: %w", err)
 		}
 		if err := nodefs.WriteFile(file, indexFile(p.format, p.header, f.lines)); err != nil {
-			return fmt.Errorf("writing round %d's data: %w", p.round, describe(m.cfg.Root, err))
+			return fmt.Errorf("writing round %d's data: %w", p.round, describe(m.cfg.Root.Dir, err))
 		}
 	}
 	state := mem.state

@@ -38,9 +38,9 @@ type Config struct {
 	// Node is this LocalController's node: only Datasets whose spec.nodeName
 	// it is are counted.
 	Node string
-	// Root is where the node's filesystem is mounted ("/" on a real node);
-	// a Dataset's spec.url is resolved under it.
-	Root string
+	// Root is the node's filesystem (its Dir "/" on a real node); a
+	// Dataset's spec.url is resolved under it, within its allowed paths.
+	Root nodefs.Root
 	// Period is how often every Dataset is counted (DefaultPeriod if 0).
 	Period time.Duration
 }
@@ -208,7 +208,7 @@ func (w *Watcher) check(ctx context.Context, nn types.NamespacedName, d *sednav1
 // count counts a Dataset's index file. Its error names the file by its URL,
 // as the user wrote it, not where the LocalController sees it.
 func (w *Watcher) count(d *sednav1.Dataset) (int32, error) {
-	path, err := nodefs.Resolve(w.cfg.Root, d.Spec.URL)
+	path, err := w.cfg.Root.Resolve(d.Spec.URL)
 	if err != nil {
 		return 0, fmt.Errorf("index file: %w", err)
 	}

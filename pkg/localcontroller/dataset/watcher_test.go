@@ -15,6 +15,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/nodefs"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 )
 
@@ -75,7 +76,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) watcher() *Watcher {
-	w := NewWatcher(f.st, f.outbox, Config{Node: "edge-0", Root: f.root})
+	w := NewWatcher(f.st, f.outbox, Config{Node: "edge-0", Root: nodefs.Root{Dir: f.root}})
 	w.Now = func() time.Time { return t0 }
 	return w
 }

@@ -12,14 +12,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
 
-// Resolve returns where the node path url is under root. It refuses a URL
-// that is not a node path (s3://bucket/x, a relative path) and one whose ".."
-// elements climb above the node's "/", which would leave root.
-func Resolve(root, url string) (string, error) {
+// Root is the edge node's filesystem as the LocalController sees it.
+type Root struct {
+	// Dir is where the node's "/" is: "/" (or "") on the node itself, the
+	// node's folder in the local control plane, the host mount in a Pod.
+	Dir string
+	// Allowed are the node paths under which Dataset, Model and outputDir
+	// URLs may be (the LocalController's --allowed-paths). Empty allows every
+	// path, as Sedna does: a job's author then reads and writes any file of
+	// the node the LocalController can.
+	Allowed []string
+}
+
+// Resolve returns where the node path url is under r.Dir. It refuses a URL
+// that is not a node path (s3://bucket/x, a relative path), one whose ".."
+// elements climb above the node's "/", and, with r.Allowed set, one outside
+// every allowed path, whether by its name or through a symbolic link on the
+// node (the deepest part of the path that exists must lie under an allowed
+// path too, once its links are followed).
+func (r Root) Resolve(url string) (string, error) {
 	if !strings.HasPrefix(url, "/") {
 		return "", fmt.Errorf("URL %q is not a node path: the LocalController reads only paths on its node, starting with /", url)
 	}
@@ -36,11 +52,65 @@ func Resolve(root, url string) (string, error) {
 			depth++
 		}
 	}
-	if root == "" {
-		root = "/"
+	dir := r.Dir
+	if dir == "" {
+		dir = "/"
 	}
-	return filepath.Join(root, filepath.FromSlash(url)), nil
+	resolved := filepath.Join(dir, filepath.FromSlash(url))
+	if len(r.Allowed) == 0 {
+		return resolved, nil
+	}
+	if !r.allows(path.Clean(url)) {
+		return "", fmt.Errorf("URL %q is outside the node paths this LocalController may use (--allowed-paths %s)", url, strings.Join(r.Allowed, ","))
+	}
+	// Follow the links of what exists of the path: a link under an allowed
+	// path must not lead out of it.
+	existing := resolved
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", fmt.Errorf("URL %q: %w", url, err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("the node root %s: %w", dir, err)
+	}
+	rel, err := filepath.Rel(realDir, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("URL %q leads out of the node's filesystem through a link", url)
+	}
+	// Where a link took the path elsewhere, it must be to an allowed path; a
+	// path without links is the URL's own (an ancestor of it, where the rest
+	// does not exist yet), which is allowed.
+	if target := NodePath(realDir, real); target != NodePath(dir, existing) && !r.allows(target) {
+		return "", fmt.Errorf("URL %q leads through a link to %s, outside the node paths this LocalController may use (--allowed-paths %s)",
+			url, target, strings.Join(r.Allowed, ","))
+	}
+	return resolved, nil
 }
+
+// allows says whether the clean node path p is one of r.Allowed or under one.
+func (r Root) allows(p string) bool {
+	for _, a := range r.Allowed {
+		a = path.Clean(a)
+		if a == "/" || p == a || strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// NodePath is where path, a file under r.Dir, is on the node.
+func (r Root) NodePath(p string) string { return NodePath(r.Dir, p) }
 
 // WriteFile writes data to path, creating its directory, through a temporary
 // file renamed into place: a reader sees the old file or the new one, whole.

@@ -26,7 +26,7 @@ func TestResolve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := Resolve(tc.root, tc.url)
+			got, err := Root{Dir: tc.root}.Resolve(tc.url)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Resolve(%q, %q) = %q, %v; want an error containing %q", tc.root, tc.url, got, err, tc.wantErr)
@@ -86,10 +86,61 @@ func TestCopyFileKeepsContentAndMode(t *testing.T) {
 	}
 }
 
+// With allowed paths, a URL elsewhere is refused, by its name or through a
+// link that leads out of them; a path not created yet under an allowed one
+// is fine.
+func TestResolveKeepsToTheAllowedPaths(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"data", "etc", "output"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc", "shadow"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A user's links inside an allowed path: to elsewhere, and to another
+	// allowed path.
+	if err := os.Symlink(filepath.Join(dir, "etc"), filepath.Join(dir, "data", "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../etc/shadow", filepath.Join(dir, "data", "shadow")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "output"), filepath.Join(dir, "data", "out")); err != nil {
+		t.Fatal(err)
+	}
+	r := Root{Dir: dir, Allowed: []string{"/data", "/output/"}}
+	cases := map[string]string{ // url: the error wanted, "" for none
+		"/data/x.txt":                "",
+		"/data":                      "",
+		"/output/round-1/train.txt":  "", // not created yet
+		"/data/new/deeper/file":      "",
+		"/data/out/round-2/x":        "", // a link to another allowed path
+		"/etc/shadow":                "outside the node paths",
+		"/database/x":                "outside the node paths",
+		"/":                          "outside the node paths",
+		"/data/../etc/shadow":        "outside the node paths",
+		"/data/escape/shadow":        "through a link",
+		"/data/shadow":               "through a link",
+		"/data/escape/new/file.txt":  "through a link",
+		"/data/escape/../data/x.txt": "", // lexically /data/x.txt
+	}
+	for url, wantErr := range cases {
+		_, err := r.Resolve(url)
+		switch {
+		case wantErr == "" && err != nil:
+			t.Errorf("Resolve(%q): %v, want it allowed", url, err)
+		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+			t.Errorf("Resolve(%q): %v, want an error containing %q", url, err, wantErr)
+		}
+	}
+}
+
 func TestNodePathUndoesResolve(t *testing.T) {
 	for _, root := range []string{"/", "", "/tmp/nodes/edge-0"} {
 		for _, url := range []string{"/", "/data/x.txt", "/output/round-1/data", "/.hidden/x"} {
-			p, err := Resolve(root, url)
+			p, err := Root{Dir: root}.Resolve(url)
 			if err != nil {
 				t.Fatal(err)
 			}
