@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
@@ -72,7 +74,7 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 		}
 	}
 	id.once.Do(func() {
-		id.kubeconfig, id.err = mintGlobalManagerKubeconfig(t, all)
+		id.kubeconfig, id.err = mintGlobalManagerKubeconfig(t, source, all)
 	})
 	if id.err != nil {
 		t.Fatal(id.err)
@@ -85,9 +87,14 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 	return id.kubeconfig
 }
 
-func mintGlobalManagerKubeconfig(t testing.TB, objs []*unstructured.Unstructured) (string, error) {
+func mintGlobalManagerKubeconfig(t testing.TB, source string, objs []*unstructured.Unstructured) (string, error) {
+	// The plain manifests make their namespace; helm template does not.
+	_, err := KubeClient(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating namespace %s: %w", SystemNamespace, err)
+	}
 	if err := applyObjects(t, objs); err != nil {
-		return "", fmt.Errorf("applying the chart's RBAC from %s: %w", PlainManifests(), err)
+		return "", fmt.Errorf("applying the chart's RBAC from %s: %w", source, err)
 	}
 	expiry := int64(4 * 3600)
 	tr, err := KubeClient(t).CoreV1().ServiceAccounts(SystemNamespace).CreateToken(t.Context(), GlobalManagerServiceAccount,
