@@ -552,7 +552,9 @@ main() {
   delete_delay_ms >/dev/null # validate before doing anything
 
   if [[ -z "${NEREID_SKIP_BUILD:-}" ]]; then
-    "${NEREID_ROOT}/hack/build-tools.sh"
+    # Only what the control plane runs: helm, for the chart's tests, is
+    # built by make test (make tools).
+    "${NEREID_ROOT}/hack/build-tools.sh" "${NEREID_COMPONENTS[@]}" kubectl
   fi
   local c
   for c in "${NEREID_COMPONENTS[@]}" kubectl; do

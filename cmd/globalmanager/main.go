@@ -277,7 +277,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			sednav1.LifelongLearningJobKind.Kind:    ll,
 		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
-			Namespace: o.edgeNamespace, Hostnames: splitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
+			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
 		})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
@@ -198,18 +199,7 @@ func (o *options) pod() edgehub.PodRef {
 }
 
 func (o *options) edgeServiceAccounts() []string {
-	return splitList(o.edgeSAs)
-}
-
-// splitList splits a comma-separated flag value, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
+	return command.SplitList(o.edgeSAs)
 }
 
 // applyConfigFile sets flags from a YAML file of flag names and values; flags

@@ -92,7 +92,7 @@ func (o *options) validate() error {
 	if o.nodeRoot == "" {
 		errs = append(errs, errors.New(`--node-root is required ("/" on a real node)`))
 	}
-	for _, p := range splitPaths(o.allowedPaths) {
+	for _, p := range command.SplitList(o.allowedPaths) {
 		if !strings.HasPrefix(p, "/") {
 			errs = append(errs, fmt.Errorf("--allowed-paths: %q is not a node path (starting with /)", p))
 		}
@@ -225,7 +225,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("--node-root: %w", err)
 	}
-	root := nodefs.Root{Dir: rootDir, Allowed: splitPaths(o.allowedPaths)}
+	root := nodefs.Root{Dir: rootDir, Allowed: command.SplitList(o.allowedPaths)}
 	watcher := dataset.NewWatcher(st, outbox, dataset.Config{Node: o.nodeName, Root: root, Period: o.datasetPollPeriod})
 	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root})
 	if o.clockFile != "" {
@@ -308,15 +308,4 @@ func readClockFile(path string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("clock file %s: %w", path, err)
 	}
 	return t, nil
-}
-
-// splitPaths is the comma-separated list s without empty elements.
-func splitPaths(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

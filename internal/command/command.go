@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -30,4 +31,16 @@ func Run(what string, run func(ctx context.Context) error) {
 		os.Exit(1)
 	}
 	klog.Flush()
+}
+
+// SplitList splits a comma-separated flag value, trimming spaces and dropping
+// empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -489,16 +489,21 @@ func isExecutable(path string) bool {
 //	out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", path)
 func Kubectl(t testing.TB, args ...string) (stdout string, err error) {
 	t.Helper()
-	full := append([]string{"--kubeconfig", KubeconfigPath()}, args...)
-	cmd := exec.CommandContext(t.Context(), kubectlPath(), full...)
+	cmd := exec.CommandContext(t.Context(), kubectlPath(), append([]string{"--kubeconfig", KubeconfigPath()}, args...)...)
+	return runTool(cmd, "kubectl", args)
+}
+
+// runTool runs cmd, a tool named name given args, and returns its standard
+// output; when it fails, the error holds its exit status and standard error.
+func runTool(cmd *exec.Cmd, name string, args []string) (string, error) {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {
-			return out.String(), fmt.Errorf("kubectl %s: %w; stderr:\n%s", strings.Join(args, " "), err, errOut.String())
+			return out.String(), fmt.Errorf("%s %s: %w; stderr:\n%s", name, strings.Join(args, " "), err, errOut.String())
 		}
-		return out.String(), fmt.Errorf("running kubectl %s: %w", strings.Join(args, " "), err)
+		return out.String(), fmt.Errorf("running %s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return out.String(), nil
 }

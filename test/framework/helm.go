@@ -1,13 +1,9 @@
 package framework
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -45,16 +41,7 @@ func Helm(t testing.TB, args ...string) (stdout string, err error) {
 	if kubeconfigPath != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfigPath) // the test cluster, as admin
 	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			return out.String(), fmt.Errorf("helm %s: %w; stderr:\n%s", strings.Join(args, " "), err, errOut.String())
-		}
-		return out.String(), fmt.Errorf("running helm %s: %w", strings.Join(args, " "), err)
-	}
-	return out.String(), nil
+	return runTool(cmd, "helm", args)
 }
 
 // RenderChart renders the chart as release "nereid" in namespace with the CRDs and
