@@ -96,7 +96,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 
 	wantKeys := []string{
 		"ClusterRole/nereid-globalmanager", "ClusterRoleBinding/nereid-globalmanager",
-		"CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
+		"CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
 		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
 		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",

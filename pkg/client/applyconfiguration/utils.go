@@ -19,7 +19,9 @@ limitations under the License.
 package applyconfiguration
 
 import (
+	v2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	v1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/diengine/v2alpha1"
 	internal "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/internal"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/sedna/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +33,19 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=sedna.io, Version=v1alpha1
+	// Group=diengine.opendilab.org, Version=v2alpha1
+	case v2alpha1.SchemeGroupVersion.WithKind("DIJob"):
+		return &dienginev2alpha1.DIJobApplyConfiguration{}
+	case v2alpha1.SchemeGroupVersion.WithKind("DIJobSpec"):
+		return &dienginev2alpha1.DIJobSpecApplyConfiguration{}
+	case v2alpha1.SchemeGroupVersion.WithKind("DIJobStatus"):
+		return &dienginev2alpha1.DIJobStatusApplyConfiguration{}
+	case v2alpha1.SchemeGroupVersion.WithKind("JobCondition"):
+		return &dienginev2alpha1.JobConditionApplyConfiguration{}
+	case v2alpha1.SchemeGroupVersion.WithKind("Task"):
+		return &dienginev2alpha1.TaskApplyConfiguration{}
+
+		// Group=sedna.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("AggregationWorker"):
 		return &sednav1alpha1.AggregationWorkerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AIClasses"):

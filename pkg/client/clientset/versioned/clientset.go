@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v2alpha1"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -30,13 +31,20 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
+	DiengineV2alpha1() dienginev2alpha1.DiengineV2alpha1Interface
 	SednaV1alpha1() sednav1alpha1.SednaV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	sednaV1alpha1 *sednav1alpha1.SednaV1alpha1Client
+	diengineV2alpha1 *dienginev2alpha1.DiengineV2alpha1Client
+	sednaV1alpha1    *sednav1alpha1.SednaV1alpha1Client
+}
+
+// DiengineV2alpha1 retrieves the DiengineV2alpha1Client
+func (c *Clientset) DiengineV2alpha1() dienginev2alpha1.DiengineV2alpha1Interface {
+	return c.diengineV2alpha1
 }
 
 // SednaV1alpha1 retrieves the SednaV1alpha1Client
@@ -88,6 +96,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.diengineV2alpha1, err = dienginev2alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.sednaV1alpha1, err = sednav1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -113,6 +125,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.diengineV2alpha1 = dienginev2alpha1.New(c)
 	cs.sednaV1alpha1 = sednav1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -24,6 +24,7 @@ import (
 	time "time"
 
 	versioned "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	diengine "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine"
 	internalinterfaces "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/internalinterfaces"
 	sedna "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,7 +256,12 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Diengine() diengine.Interface
 	Sedna() sedna.Interface
+}
+
+func (f *sharedInformerFactory) Diengine() diengine.Interface {
+	return diengine.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Sedna() sedna.Interface {

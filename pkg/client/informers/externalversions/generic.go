@@ -21,6 +21,7 @@ package externalversions
 import (
 	fmt "fmt"
 
+	v2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	v1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -52,7 +53,11 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=sedna.io, Version=v1alpha1
+	// Group=diengine.opendilab.org, Version=v2alpha1
+	case v2alpha1.SchemeGroupVersion.WithResource("dijobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Diengine().V2alpha1().DIJobs().Informer()}, nil
+
+		// Group=sedna.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("datasets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().Datasets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("federatedlearningjobs"):

@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/nereid-ml/nereid/pkg/client/applyconfiguration"
 	clientset "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v2alpha1"
+	fakedienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v2alpha1/fake"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
 	fakesednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +137,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// DiengineV2alpha1 retrieves the DiengineV2alpha1Client
+func (c *Clientset) DiengineV2alpha1() dienginev2alpha1.DiengineV2alpha1Interface {
+	return &fakedienginev2alpha1.FakeDiengineV2alpha1{Fake: &c.Fake}
+}
 
 // SednaV1alpha1 retrieves the SednaV1alpha1Client
 func (c *Clientset) SednaV1alpha1() sednav1alpha1.SednaV1alpha1Interface {

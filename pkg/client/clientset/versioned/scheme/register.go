@@ -19,6 +19,7 @@ limitations under the License.
 package scheme
 
 import (
+	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,7 @@ var Scheme = runtime.NewScheme()
 var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
+	dienginev2alpha1.AddToScheme,
 	sednav1alpha1.AddToScheme,
 }
 

@@ -1,0 +1,213 @@
+package v2alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:shortName=dijob,categories=nereid
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="ReadyReplicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
+// +kubebuilder:printcolumn:name="Reschedules",type=integer,JSONPath=`.status.reschedules`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// DIJob is a distributed reinforcement-learning job of DI-engine: tasks
+// (learners, collectors, evaluators, others), each a set of pod replicas that
+// find one another by DNS.
+type DIJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec DIJobSpec `json:"spec"`
+	// +optional
+	Status DIJobStatus `json:"status,omitempty"`
+}
+
+// DIJobSpec is what a DIJob runs.
+type DIJobSpec struct {
+	// Reserved by DI-engine's manifests; kept as written.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// The job's priority.
+	// +kubebuilder:default=normal
+	// +optional
+	Priority Priority `json:"priority,omitempty"`
+	// What happens to the job's pods when it finishes: Running deletes those
+	// still running, All deletes every one, None keeps them.
+	// +kubebuilder:default=Running
+	// +optional
+	CleanPodPolicy CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
+	// Whether the allocator may move the job's replicas once placed.
+	// +kubebuilder:default=false
+	// +optional
+	Preemptible bool `json:"preemptible,omitempty"`
+	// How many times the job may restart (all its pods recreated) after a
+	// pod fails, before it fails.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+	// Volumes added to every pod of the job.
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// The job's tasks: at most one each of type learner, collector and
+	// evaluator, any number of type none; names unique within the job (a
+	// task without a name takes its type as its name).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, t.type == 'learner').size() <= 1",message="at most one task of type learner"
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, t.type == 'collector').size() <= 1",message="at most one task of type collector"
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, t.type == 'evaluator').size() <= 1",message="at most one task of type evaluator"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, self.filter(u, (has(u.name) && u.name != '' ? u.name : u.type) == (has(t.name) && t.name != '' ? t.name : t.type)).size() == 1)",message="task names must be unique within the job (a task without a name takes its type as its name)"
+	Tasks []Task `json:"tasks"`
+}
+
+// Task is one kind of worker of a job, with its replicas.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'none' || (has(self.name) && self.name != ”)",message="a task of type none needs a name"
+type Task struct {
+	// Pod replicas of the task.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// The task's role.
+	Type TaskType `json:"type"`
+	// The task's name, part of its pods' names (<job>-<name>-<rank>); its
+	// type when empty.
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// The pod template of the task's replicas.
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// TaskType is a task's role in DI-engine.
+// +kubebuilder:validation:Enum=learner;collector;evaluator;none
+type TaskType string
+
+// The task types.
+const (
+	TaskTypeLearner   TaskType = "learner"
+	TaskTypeCollector TaskType = "collector"
+	TaskTypeEvaluator TaskType = "evaluator"
+	TaskTypeNone      TaskType = "none"
+)
+
+// Priority is a job's priority.
+// +kubebuilder:validation:Enum=normal;high
+type Priority string
+
+// The priorities.
+const (
+	PriorityNormal Priority = "normal"
+	PriorityHigh   Priority = "high"
+)
+
+// CleanPodPolicy says which pods go when a job finishes.
+// +kubebuilder:validation:Enum=Running;All;None
+type CleanPodPolicy string
+
+// The clean-pod policies.
+const (
+	CleanPodPolicyRunning CleanPodPolicy = "Running"
+	CleanPodPolicyAll     CleanPodPolicy = "All"
+	CleanPodPolicyNone    CleanPodPolicy = "None"
+)
+
+// DIJobStatus is what the GlobalManager observed of a DIJob.
+type DIJobStatus struct {
+	// Where the job is.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// Pod replicas the job asks for.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// Replicas running.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Times the job restarted after a pod failed.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// Times the allocator moved the job's replicas.
+	// +optional
+	Reschedules int32 `json:"reschedules,omitempty"`
+	// Per task name, how many of its pods are in each pod phase.
+	// +optional
+	TaskStatus map[string]TaskStatus `json:"taskStatus,omitempty"`
+	// The node of each replica, in rank order.
+	// +optional
+	Allocation []string `json:"allocation,omitempty"`
+	// What the job last reported of its own performance
+	// (POST .../profilings), bounded in size.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Profilings *runtime.RawExtension `json:"profilings,omitempty"`
+	// When the job finished.
+	// +optional
+	CompletionTimestamp *metav1.Time `json:"completionTimestamp,omitempty"`
+	// Conditions, one per type (a phase).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []JobCondition `json:"conditions,omitempty"`
+	// The metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Phase is where a DIJob is.
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown
+type Phase string
+
+// The phases.
+const (
+	JobPending      Phase = "Pending"
+	JobStarting     Phase = "Starting"
+	JobRunning      Phase = "Running"
+	JobRestarting   Phase = "Restarting"
+	JobRescheduling Phase = "Rescheduling"
+	JobSucceeded    Phase = "Succeeded"
+	JobFailed       Phase = "Failed"
+	JobUnknown      Phase = "Unknown"
+)
+
+// TaskStatus counts a task's pods by pod phase.
+type TaskStatus map[corev1.PodPhase]int32
+
+// JobCondition is one observation of a DIJob; its type is a phase.
+type JobCondition struct {
+	// The phase this condition is about.
+	Type Phase `json:"type"`
+	// True, False or Unknown.
+	Status corev1.ConditionStatus `json:"status"`
+	// One-word reason for the last transition.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Human-readable detail.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// When the condition was last updated.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+	// When the condition last changed status.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// DIJobList is a list of DIJobs.
+type DIJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DIJob `json:"items"`
+}
