@@ -10,9 +10,11 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
@@ -22,6 +24,9 @@ import (
 func TestExamplesDecodeStrictlyIntoTheTypes(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := sednav1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := div2.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	files, err := filepath.Glob("../../../../examples/*/*.yaml")
@@ -42,11 +47,11 @@ func TestExamplesDecodeStrictlyIntoTheTypes(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			var meta struct{ Kind string }
+			var meta struct{ APIVersion, Kind string }
 			if err := yaml.Unmarshal(doc, &meta); err != nil || meta.Kind == "" {
 				continue
 			}
-			obj, err := scheme.New(sednav1.SchemeGroupVersion.WithKind(meta.Kind))
+			obj, err := scheme.New(schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind))
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
@@ -56,7 +61,7 @@ func TestExamplesDecodeStrictlyIntoTheTypes(t *testing.T) {
 			kinds[meta.Kind]++
 		}
 	}
-	for _, gvk := range []string{"Dataset", "Model", "JointInferenceService", "FederatedLearningJob", "IncrementalLearningJob", "LifelongLearningJob"} {
+	for _, gvk := range []string{"Dataset", "Model", "JointInferenceService", "FederatedLearningJob", "IncrementalLearningJob", "LifelongLearningJob", "DIJob"} {
 		if kinds[gvk] == 0 {
 			t.Errorf("no example of %s", gvk)
 		}

@@ -1,6 +1,7 @@
 package common
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -227,5 +229,34 @@ func TestCreatePodsReleasesExpectationForAPodThatAlreadyExists(t *testing.T) {
 	}
 	if !exp.Satisfied("ns/job") {
 		t.Errorf("expectations wait for an add event that will never come")
+	}
+}
+
+// Every kind writes status by one rule: a conflict while the sync went well
+// waits for the newer object's event; anything else is retried.
+func TestWriteStatusWaitsOnAConflictAlone(t *testing.T) {
+	conflict := apierrors.NewConflict(sednav1.Resource("jointinferenceservices"), "ji", errors.New("the object has been modified"))
+	other := apierrors.NewInternalError(errors.New("etcd down"))
+	actErr := errors.New("creating a pod failed")
+	cases := map[string]struct {
+		writeErr, actErr error
+		wantWrote        bool
+		wantErr          bool
+	}{
+		"written":                       {wantWrote: true},
+		"a conflict alone":              {writeErr: conflict},
+		"a conflict after a failed act": {writeErr: conflict, actErr: actErr, wantErr: true},
+		"another error":                 {writeErr: other, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wrote, err := WriteStatus(t.Context(), "ns/ji", tc.actErr, func(context.Context) error { return tc.writeErr })
+			if wrote != tc.wantWrote || (err != nil) != tc.wantErr {
+				t.Errorf("WriteStatus = %t, %v; want %t, error %t", wrote, err, tc.wantWrote, tc.wantErr)
+			}
+			if tc.actErr != nil && !errors.Is(err, tc.actErr) {
+				t.Errorf("the sync's own error is lost: %v", err)
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -71,14 +70,12 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 	actErr := errors.Join(errs...)
 
 	if !equality.Semantic.DeepEqual(shared, job) {
-		if _, err := c.kind.Client(job.GetNamespace()).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) && actErr == nil {
-				// Our cache is behind the job (a report moved it); its update
-				// event is on the way and syncs it again, sooner than a backoff.
-				logger.V(4).Info("Status write conflicted; waiting for the newer job", "err", err)
-				return nil
-			}
-			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
+		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
+			_, err := c.kind.Client(job.GetNamespace()).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+			return err
+		})
+		if !wrote {
+			return err
 		}
 		logger.V(2).Info("Updated status", "round", st.Round, "stage", st.Stage, "state", st.State, "attempt", st.Attempt)
 	}
@@ -94,9 +91,12 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 	if err != nil {
 		return fmt.Errorf("resolving references of %s: %w", key, err)
 	}
+	// Said once, when something goes missing, as the other kinds say it: a
+	// condition in status.jobConditions, and a warning event at the change.
+	var events []common.Event
+	m.st.JobConditions, events = common.SetReferencesResolved(job, m.st.JobConditions, missing, m.now)
+	m.events = append(m.events, events...)
 	if len(missing) > 0 {
-		m.event(corev1.EventTypeWarning, ReasonMissingReference, "Waiting for %s: not found in namespace %s; no worker is created until it exists",
-			strings.Join(missing, ", "), job.GetNamespace())
 		return nil
 	}
 	st := m.st

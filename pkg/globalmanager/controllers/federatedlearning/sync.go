@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -113,14 +112,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	inFlight := !c.exp.Satisfied(key) && actErr == nil && len(events) == 0
 	if !inFlight && !equality.Semantic.DeepEqual(job.Status, *status) {
 		job.Status = *status
-		if _, err := c.sednaClient.SednaV1alpha1().FederatedLearningJobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) && actErr == nil {
-				// Our cache is behind the job; its update event is on the way
-				// and syncs it again, sooner than a backoff would.
-				logger.V(4).Info("Status write conflicted; waiting for the newer job", "err", err)
-				return nil
-			}
-			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
+		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
+			_, err := c.sednaClient.SednaV1alpha1().FederatedLearningJobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+			return err
+		})
+		if !wrote {
+			return err
 		}
 		logger.V(2).Info("Updated status", "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
 	}

@@ -640,11 +640,23 @@ func TestMissingReferenceCreatesNothingAndSaysWhich(t *testing.T) {
 	if w := f.Writes(); len(w) != 0 {
 		t.Errorf("writes while a model is missing: %v", w)
 	}
-	if ev := f.Events(); !containsPrefix(ev, "Warning MissingReference Waiting for Model initial-model") {
+	if ev := f.Events(); !containsPrefix(ev, "Warning MissingReference waiting for Model initial-model") {
 		t.Errorf("events %q", ev)
 	}
-	if got := stateOf(jobOf(t, f)); got != "Train/Waiting/1/0" {
+	job := jobOf(t, f)
+	if got := stateOf(job); got != "Train/Waiting/1/0" {
 		t.Errorf("state %s: the cycle starts regardless", got)
+	}
+	// Said in status, as the other kinds say it, and told once: a later sync
+	// that finds it still missing records no second warning.
+	if c := common.FindJobCondition(job.Status.JobConditions, common.ConditionReferencesResolved); c == nil || c.Status != corev1.ConditionFalse ||
+		!strings.Contains(c.Message, "Model initial-model") {
+		t.Errorf("jobConditions %+v, want ReferencesResolved False naming the Model", job.Status.JobConditions)
+	}
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	if ev := f.Events(); containsPrefix(ev, "Warning MissingReference") {
+		t.Errorf("the warning again at the next sync: %q", ev)
 	}
 }
 

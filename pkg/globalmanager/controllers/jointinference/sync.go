@@ -82,8 +82,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	if !equality.Semantic.DeepEqual(ji.Status, *status) {
 		ji.Status = *status
-		if _, err := c.sednaClient.SednaV1alpha1().JointInferenceServices(ns).UpdateStatus(ctx, ji, metav1.UpdateOptions{}); err != nil {
-			return errors.Join(actErr, fmt.Errorf("updating status of %s: %w", key, err))
+		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
+			_, err := c.sednaClient.SednaV1alpha1().JointInferenceServices(ns).UpdateStatus(ctx, ji, metav1.UpdateOptions{})
+			return err
+		})
+		if !wrote {
+			return err
 		}
 		logger.V(2).Info("Updated status", "active", status.Active, "failed", status.Failed)
 	}
