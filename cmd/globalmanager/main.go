@@ -34,13 +34,13 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dataset"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/lifelonglearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/datasetstatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
@@ -244,7 +244,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	if err != nil {
 		return fmt.Errorf("building joint inference controller: %w", err)
 	}
-	cycleConfig := cycle.Config{
+	cycleConfig := learningcycle.Config{
 		LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		StageAttempts: int32(o.stageAttempts), HistoryLimit: o.cycleHistoryLimit, ChildEventBatchPeriod: o.childBatchPeriod,
 	}
@@ -275,7 +275,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			sednav1.JointInferenceServiceKind.Kind:  ji,
 			sednav1.IncrementalLearningJobKind.Kind: il,
 			sednav1.LifelongLearningJobKind.Kind:    ll,
-		}, Datasets: dataset.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
+		}, Datasets: datasetstatus.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,

@@ -1,5 +1,5 @@
 // Package incrementallearning is the IncrementalLearningJob controller: the
-// learning cycle of package cycle, with this kind's decisions. Training starts
+// learning cycle of package learningcycle, with this kind's decisions. Training starts
 // from the initial model, then from the deployed one; the eval stage compares
 // the new model with the deployed one; the deploy trigger decides; the
 // LocalController of the dataset's node copies the new model over the deploy
@@ -17,17 +17,17 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
 const Name = "incrementallearningjob"
 
 // Config is what the GlobalManager's flags set for every incremental job.
-type Config = cycle.Config
+type Config = learningcycle.Config
 
 // Controller reconciles IncrementalLearningJobs.
-type Controller = cycle.Controller[*sednav1.IncrementalLearningJob]
+type Controller = learningcycle.Controller[*sednav1.IncrementalLearningJob]
 
 // NewController wires the controller to its informers; it starts nothing.
 func NewController(
@@ -43,32 +43,32 @@ func NewController(
 	config Config,
 ) (*Controller, error) {
 	k := &kind{client: sednaClient, dataPathPrefix: config.DataPathPrefix}
-	return cycle.New(Name, sednav1.IncrementalLearningJobKind, k, kubeClient, cycle.Informers{
+	return learningcycle.New(Name, sednav1.IncrementalLearningJobKind, k, kubeClient, learningcycle.Informers{
 		Jobs: jobInformer.Informer(), Models: modelInformer, Datasets: datasetInformer, Pods: podInformer,
 	}, recorder, metrics, config)
 }
 
-// kind is the incremental job's part of the learning cycle.
+// kind is the incremental job's part of the learning learningcycle.
 type kind struct {
 	client         sednaclient.Interface
 	dataPathPrefix string
 }
 
-func (k *kind) Client(namespace string) cycle.Client[*sednav1.IncrementalLearningJob] {
+func (k *kind) Client(namespace string) learningcycle.Client[*sednav1.IncrementalLearningJob] {
 	return k.client.SednaV1alpha1().IncrementalLearningJobs(namespace)
 }
 
-func (k *kind) Fields(job *sednav1.IncrementalLearningJob) cycle.Fields {
+func (k *kind) Fields(job *sednav1.IncrementalLearningJob) learningcycle.Fields {
 	s := &job.Status
-	return cycle.Fields{
+	return learningcycle.Fields{
 		Cycle: &s.CycleStatus, Conditions: &s.Conditions, StartTime: &s.StartTime, CompletionTime: &s.CompletionTime,
 		ObservedGeneration: &s.ObservedGeneration, Active: &s.Active, Succeeded: &s.Succeeded, Failed: &s.Failed,
 	}
 }
 
-func (k *kind) Spec(job *sednav1.IncrementalLearningJob) cycle.Spec {
+func (k *kind) Spec(job *sednav1.IncrementalLearningJob) learningcycle.Spec {
 	s := &job.Spec
-	return cycle.Spec{
+	return learningcycle.Spec{
 		Dataset: s.Dataset.Name, Models: job.ModelNames(), OutputDir: s.OutputDir, CredentialName: s.CredentialName,
 		Train: &s.TrainSpec.Template, Eval: &s.EvalSpec.Template, Inference: &s.DeploySpec.Template,
 	}

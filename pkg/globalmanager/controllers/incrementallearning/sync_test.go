@@ -21,8 +21,8 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle/cycletest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle/cycletest"
 )
 
 const (
@@ -247,7 +247,7 @@ func TestRoundTrainsWhenTheTriggerFiresAndRunsItsTrainPod(t *testing.T) {
 	if diff := cmp.Diff(want, cycletest.Env(pod)); diff != "" {
 		t.Errorf("train worker env (-want,+got):\n%s", diff)
 	}
-	if pod.Spec.NodeName != node || pod.Labels[common.LabelWorkerRole] != "train" || pod.Labels[cycle.LabelRound] != "1" {
+	if pod.Spec.NodeName != node || pod.Labels[common.LabelWorkerRole] != "train" || pod.Labels[learningcycle.LabelRound] != "1" {
 		t.Errorf("train pod on node %q with labels %v", pod.Spec.NodeName, pod.Labels)
 	}
 	var mounts []string

@@ -7,30 +7,30 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // Env gives each worker its models. Until a round is deployed, training
 // starts from the initial model and evaluation compares with the initial
 // eval model (the initial model when unset); afterwards both use the deploy
 // Model, which then holds the last deployed round's model.
-func (k *kind) Env(job *sednav1.IncrementalLearningJob, st *cycle.Status, role cycle.Role, refs cycle.Refs) ([]corev1.EnvVar, []string) {
+func (k *kind) Env(job *sednav1.IncrementalLearningJob, st *learningcycle.Status, role learningcycle.Role, refs learningcycle.Refs) ([]corev1.EnvVar, []string) {
 	local := func(url string) string { return common.ContainerPath(url, k.dataPathPrefix) }
 	spec := &job.Spec
 	deploy := refs.Models[spec.DeploySpec.Model.Name]
 	switch role {
-	case cycle.RoleTrain:
+	case learningcycle.RoleTrain:
 		base := deploy
 		if st.DeployedRound == 0 {
 			base = refs.Models[spec.InitialModel.Name]
 		}
-		out := cycle.RoundDir(spec.OutputDir, st.Round, cycle.RoleTrain)
+		out := learningcycle.RoundDir(spec.OutputDir, st.Round, learningcycle.RoleTrain)
 		return []corev1.EnvVar{
 			common.Env("BASE_MODEL_URL", local(base.Spec.URL)),
 			common.Env("MODEL_URL", local(out)),
 			common.Env("MODEL_NAME", deploy.Name),
 		}, []string{base.Spec.URL}
-	case cycle.RoleEval:
+	case learningcycle.RoleEval:
 		current := deploy
 		if st.DeployedRound == 0 {
 			current = refs.Models[spec.InitialModel.Name]

@@ -1,5 +1,5 @@
 // Package lifelonglearning is the LifelongLearningJob controller: the learning
-// cycle of package cycle, with this kind's decisions. Each round's train
+// cycle of package learningcycle, with this kind's decisions. Each round's train
 // worker adds to a knowledge base (an index under the round's output); every
 // evaluated round is deployed by starting an inference worker on that round's
 // knowledge base; the status summarises the knowledge base's models, classes
@@ -18,7 +18,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -26,14 +26,14 @@ const Name = "lifelonglearningjob"
 
 // Config is what the GlobalManager's flags set for every lifelong job.
 type Config struct {
-	cycle.Config
+	learningcycle.Config
 	// KBServer is the knowledge base server put in workers' KB_SERVER; empty
 	// leaves it unset.
 	KBServer string
 }
 
 // Controller reconciles LifelongLearningJobs.
-type Controller = cycle.Controller[*sednav1.LifelongLearningJob]
+type Controller = learningcycle.Controller[*sednav1.LifelongLearningJob]
 
 // NewController wires the controller to its informers; it starts nothing.
 func NewController(
@@ -49,33 +49,33 @@ func NewController(
 	config Config,
 ) (*Controller, error) {
 	k := &kind{client: sednaClient, dataPathPrefix: config.DataPathPrefix, kbServer: config.KBServer}
-	return cycle.New(Name, sednav1.LifelongLearningJobKind, k, kubeClient, cycle.Informers{
+	return learningcycle.New(Name, sednav1.LifelongLearningJobKind, k, kubeClient, learningcycle.Informers{
 		Jobs: jobInformer.Informer(), Models: modelInformer, Datasets: datasetInformer, Pods: podInformer,
 	}, recorder, metrics, config.Config)
 }
 
-// kind is the lifelong job's part of the learning cycle.
+// kind is the lifelong job's part of the learning learningcycle.
 type kind struct {
 	client         sednaclient.Interface
 	dataPathPrefix string
 	kbServer       string
 }
 
-func (k *kind) Client(namespace string) cycle.Client[*sednav1.LifelongLearningJob] {
+func (k *kind) Client(namespace string) learningcycle.Client[*sednav1.LifelongLearningJob] {
 	return k.client.SednaV1alpha1().LifelongLearningJobs(namespace)
 }
 
-func (k *kind) Fields(job *sednav1.LifelongLearningJob) cycle.Fields {
+func (k *kind) Fields(job *sednav1.LifelongLearningJob) learningcycle.Fields {
 	s := &job.Status
-	return cycle.Fields{
+	return learningcycle.Fields{
 		Cycle: &s.CycleStatus, Conditions: &s.Conditions, StartTime: &s.StartTime, CompletionTime: &s.CompletionTime,
 		ObservedGeneration: &s.ObservedGeneration,
 	}
 }
 
-func (k *kind) Spec(job *sednav1.LifelongLearningJob) cycle.Spec {
+func (k *kind) Spec(job *sednav1.LifelongLearningJob) learningcycle.Spec {
 	s := &job.Spec
-	return cycle.Spec{
+	return learningcycle.Spec{
 		Dataset: s.Dataset.Name, OutputDir: s.OutputDir, CredentialName: s.CredentialName,
 		Train: &s.TrainSpec.Template, Eval: &s.EvalSpec.Template, Inference: &s.DeploySpec.Template,
 	}
@@ -90,6 +90,6 @@ func (k *kind) Decide(*sednav1.LifelongLearningJob, []json.RawMessage) (bool, st
 
 // Deployment: the controller deploys by starting an inference worker on the
 // round's knowledge base.
-func (k *kind) Deployment(*sednav1.LifelongLearningJob) cycle.Deployment {
-	return cycle.DeployByController
+func (k *kind) Deployment(*sednav1.LifelongLearningJob) learningcycle.Deployment {
+	return learningcycle.DeployByController
 }

@@ -10,7 +10,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // MaxKnowledgeBaseModels bounds the models the status lists: the newest are kept.
@@ -18,15 +18,15 @@ const MaxKnowledgeBaseModels = 100
 
 // Applied keeps the knowledge base summary: the unseen samples any report
 // counts, and the models and classes a completed train stage added.
-func (k *kind) Applied(_ context.Context, job *sednav1.LifelongLearningJob, info *edgeproto.WorkerInfo, o cycle.Outcome) ([]common.Event, error) {
+func (k *kind) Applied(_ context.Context, job *sednav1.LifelongLearningJob, info *edgeproto.WorkerInfo, o learningcycle.Outcome) ([]common.Event, error) {
 	kb := &job.Status.KnowledgeBase
-	if n, ok := cycle.OwnerInfoInt(info.OwnerInfo, "numberOfUnseenSample"); ok {
+	if n, ok := learningcycle.OwnerInfoInt(info.OwnerInfo, "numberOfUnseenSample"); ok {
 		kb.Samples.NumberOfUnseenSample = n
 	}
-	if n, ok := cycle.OwnerInfoInt(info.OwnerInfo, "numberOfLabeledUnseenSample"); ok {
+	if n, ok := learningcycle.OwnerInfoInt(info.OwnerInfo, "numberOfLabeledUnseenSample"); ok {
 		kb.Samples.NumberOfLabeledUnseenSample = n
 	}
-	if o.Move == cycle.MoveTrainCompleted {
+	if o.Move == learningcycle.MoveTrainCompleted {
 		learn(kb, info.Results, o.Round.NumberOfSamples)
 	}
 	return nil, nil
@@ -39,7 +39,7 @@ func learn(kb *sednav1.KnowledgeBase, results []json.RawMessage, samples int32) 
 	models := kb.AIModels.ListOfAIModels
 	classes := sets.New(kb.AIClasses.ListOfAIClasses...)
 	for _, raw := range results {
-		r, ok := cycle.ParseResult(raw)
+		r, ok := learningcycle.ParseResult(raw)
 		if !ok {
 			continue
 		}
@@ -51,7 +51,7 @@ func learn(kb *sednav1.KnowledgeBase, results []json.RawMessage, samples int32) 
 		if m.ModelID == "" {
 			m.ModelID = path.Base(r.URL)
 		}
-		if p, ok := cycle.Number(r.Metrics["precision"]); ok {
+		if p, ok := learningcycle.Number(r.Metrics["precision"]); ok {
 			m.AveragePrecision = p
 		}
 		kept := models[:0:0]

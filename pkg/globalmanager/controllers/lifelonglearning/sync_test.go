@@ -20,8 +20,8 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle/cycletest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle/cycletest"
 )
 
 const (
@@ -32,7 +32,7 @@ const (
 )
 
 var testConfig = Config{
-	Config:   cycle.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"},
+	Config:   learningcycle.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"},
 	KBServer: "http://kb.example:9020",
 }
 

@@ -7,27 +7,27 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // KBIndex is the knowledge base index the train worker of round writes.
 func KBIndex(outputDir string, round int32) string {
-	return cycle.RoundDir(outputDir, round, cycle.RoleTrain) + "/index.pkl"
+	return learningcycle.RoundDir(outputDir, round, learningcycle.RoleTrain) + "/index.pkl"
 }
 
 // Env gives each worker the knowledge base: the eval worker that of the
 // round it evaluates, the inference worker that of the deployed round (none
 // before the first deploy).
-func (k *kind) Env(job *sednav1.LifelongLearningJob, st *cycle.Status, role cycle.Role, _ cycle.Refs) ([]corev1.EnvVar, []string) {
+func (k *kind) Env(job *sednav1.LifelongLearningJob, st *learningcycle.Status, role learningcycle.Role, _ learningcycle.Refs) ([]corev1.EnvVar, []string) {
 	env := []corev1.EnvVar{common.Env("HAS_COMPLETED_INITIAL_TRAINING", strconv.FormatBool(st.DeployedRound > 0))}
 	if k.kbServer != "" {
 		env = append(env, common.Env("KB_SERVER", k.kbServer))
 	}
 	var kbRound int32
 	switch role {
-	case cycle.RoleEval:
+	case learningcycle.RoleEval:
 		kbRound = st.Round
-	case cycle.RoleInference:
+	case learningcycle.RoleInference:
 		kbRound = st.DeployedRound
 	}
 	if kbRound == 0 {

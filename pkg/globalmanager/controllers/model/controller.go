@@ -9,7 +9,7 @@
 // keep working meanwhile: their workers still get the Model's URL.
 //
 // A Model's status metrics and updateTime are written by the learning-cycle
-// controllers when a round deploys a new model into it (see package cycle).
+// controllers when a round deploys a new model into it (see package learningcycle).
 package model
 
 import (

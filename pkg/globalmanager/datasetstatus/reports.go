@@ -1,9 +1,9 @@
-// Package dataset applies the LocalControllers' counts of Datasets to their
+// Package datasetstatus applies the LocalControllers' counts of Datasets to their
 // status. The GlobalManager runs no controller for Datasets: the count is the
 // edge's business (the LocalController of spec.nodeName reads the index file
 // under the node's root, counts samples per format and reports when the count
 // or the file's readability changes); the cloud records it.
-package dataset
+package datasetstatus
 
 import (
 	"context"

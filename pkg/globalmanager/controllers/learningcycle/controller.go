@@ -1,4 +1,4 @@
-package cycle
+package learningcycle
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package cycle is the learning cycle that IncrementalLearningJobs and
+// Package learningcycle is the learning cycle that IncrementalLearningJobs and
 // LifelongLearningJobs share: rounds of train, eval and deploy, one after the
 // other, for as long as the job exists. The controller of each kind is this
 // package's Controller with the kind's decisions (Kind): which models and
@@ -110,4 +110,4 @@
 // their models (incremental: BASE_MODEL_URL, MODEL_URL, MODEL_URLS,
 // MODEL_NAME, MODEL_HOT_UPDATE, HEM_NAME, HEM_PARAMETERS) or knowledge base
 // (lifelong: CLOUD_KB_INDEX, HAS_COMPLETED_INITIAL_TRAINING, KB_SERVER).
-package cycle
+package learningcycle

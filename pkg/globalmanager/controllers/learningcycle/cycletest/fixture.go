@@ -22,7 +22,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/cycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // Namespace of the objects of the tests.
@@ -30,14 +30,14 @@ const Namespace = "default"
 
 // Build makes the controller under test from the fixture's clients and
 // informer factories.
-type Build[J cycle.Job[J]] func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
-	si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*cycle.Controller[J], error)
+type Build[J learningcycle.Job[J]] func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
+	si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*learningcycle.Controller[J], error)
 
 // Fixture is one controller over fake clients whose informers' indexers hold
 // what the clients held when it was made: a GlobalManager whose caches have
 // just synced. Next makes the next one, after the clients changed.
-type Fixture[J cycle.Job[J]] struct {
-	C        *cycle.Controller[J]
+type Fixture[J learningcycle.Job[J]] struct {
+	C        *learningcycle.Controller[J]
 	Kube     *kubefake.Clientset
 	Sedna    *sednafake.Clientset
 	Recorder *record.FakeRecorder
@@ -46,7 +46,7 @@ type Fixture[J cycle.Job[J]] struct {
 }
 
 // New seeds fake clients with objs and makes the first fixture.
-func New[J cycle.Job[J]](t *testing.T, build Build[J], objs ...runtime.Object) *Fixture[J] {
+func New[J learningcycle.Job[J]](t *testing.T, build Build[J], objs ...runtime.Object) *Fixture[J] {
 	t.Helper()
 	var kubeObjs, sednaObjs []runtime.Object
 	for _, o := range objs {
