@@ -64,13 +64,14 @@ type DIJobSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.filter(t, t.type == 'learner').size() <= 1",message="at most one task of type learner"
 	// +kubebuilder:validation:XValidation:rule="self.filter(t, t.type == 'collector').size() <= 1",message="at most one task of type collector"
 	// +kubebuilder:validation:XValidation:rule="self.filter(t, t.type == 'evaluator').size() <= 1",message="at most one task of type evaluator"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, self.filter(u, (has(u.name) && u.name != '' ? u.name : u.type) == (has(t.name) && t.name != '' ? t.name : t.type)).size() == 1)",message="task names must be unique within the job (a task without a name takes its type as its name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, self.filter(u, (has(u.name) && size(u.name) > 0 ? u.name : u.type) == (has(t.name) && size(t.name) > 0 ? t.name : t.type)).size() == 1)",message="task names must be unique within the job (a task without a name takes its type as its name)"
 	Tasks []Task `json:"tasks"`
 }
 
-// Task is one kind of worker of a job, with its replicas.
-//
-// +kubebuilder:validation:XValidation:rule="self.type != 'none' || (has(self.name) && self.name != ”)",message="a task of type none needs a name"
+// +kubebuilder:validation:XValidation:rule="self.type != 'none' || (has(self.name) && size(self.name) > 0)",message="a task of type none needs a name"
+
+// Task is one kind of worker of a job, with its replicas. The rules on it are
+// in CEL, above, out of this comment, which gofmt reformats.
 type Task struct {
 	// Pod replicas of the task.
 	// +kubebuilder:default=1

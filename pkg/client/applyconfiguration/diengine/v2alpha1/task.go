@@ -26,7 +26,8 @@ import (
 // TaskApplyConfiguration represents a declarative configuration of the Task type for use
 // with apply.
 //
-// Task is one kind of worker of a job, with its replicas.
+// Task is one kind of worker of a job, with its replicas. The rules on it are
+// in CEL, above, out of this comment, which gofmt reformats.
 type TaskApplyConfiguration struct {
 	// Pod replicas of the task.
 	Replicas *int32 `json:"replicas,omitempty"`
