@@ -121,14 +121,7 @@ func jobConditions[T metav1.Object](conds func(T) *[]sednav1.JobCondition, clien
 			return ""
 		},
 		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
-			p := conds(obj.(T))
-			want := common.JobConditionFor(obj, ConditionEdgeSynced, c.ok, c.reason, c.message)
-			if common.HasJobCondition(*p, ConditionEdgeSynced, want.Status, want.Message) &&
-				common.FindJobCondition(*p, ConditionEdgeSynced).ObservedGeneration == want.ObservedGeneration {
-				return false
-			}
-			*p = common.SetJobCondition(*p, want, now)
-			return true
+			return common.SetJobConditionIn(conds(obj.(T)), common.JobConditionFor(obj, ConditionEdgeSynced, c.ok, c.reason, c.message), now)
 		},
 		update: updateWith(client),
 	}

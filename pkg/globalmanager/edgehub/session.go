@@ -683,11 +683,11 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 	// the same for every node, so that the sessions of two nodes never want
 	// opposite conditions on it; a node whose worker list does not fit beside
 	// it is told by its event alone.
-	objectFails := err == nil && len(obj) > edgeproto.MaxObjectFrameBytes-workerNamesReserve
-	if objectFails {
+	if limit := edgeproto.MaxObjectFrameBytes - workerNamesReserve; err == nil && len(obj) > limit {
 		err = fmt.Errorf("%w: %s %s is %d bytes, over the %d a frame carries beside its worker names", edgeproto.ErrTooLarge,
-			ref.Kind, nsKey(ref.Namespace, ref.Name), len(obj), edgeproto.MaxObjectFrameBytes-workerNamesReserve)
+			ref.Kind, nsKey(ref.Namespace, ref.Name), len(obj), limit)
 	}
+	objectFails := err != nil
 	var frame []byte
 	if err == nil {
 		frame, err = edgeproto.Encode(&edgeproto.Upsert{
@@ -695,8 +695,6 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 			Object:        obj,
 			WorkerNames:   d.workers,
 		})
-	} else {
-		objectFails = true
 	}
 	if err != nil {
 		// Not something a retry mends; the next version may be sendable.

@@ -109,9 +109,6 @@ func (r Root) allows(p string) bool {
 	return false
 }
 
-// NodePath is where path, a file under r.Dir, is on the node.
-func (r Root) NodePath(p string) string { return NodePath(r.Dir, p) }
-
 // WriteFile writes data to path, creating its directory, through a temporary
 // file renamed into place: a reader sees the old file or the new one, whole.
 func WriteFile(path string, data []byte) error {

@@ -14,13 +14,26 @@ import (
 // Times move only when something about the condition changed, so a sync that
 // changes nothing writes nothing.
 func SetJobCondition(conds []sednav1.JobCondition, c sednav1.JobCondition, now metav1.Time) []sednav1.JobCondition {
+	out, _ := setJobCondition(conds, c, now)
+	return out
+}
+
+// SetJobConditionIn is SetJobCondition on *conds, saying whether anything
+// changed.
+func SetJobConditionIn(conds *[]sednav1.JobCondition, c sednav1.JobCondition, now metav1.Time) bool {
+	var changed bool
+	*conds, changed = setJobCondition(*conds, c, now)
+	return changed
+}
+
+func setJobCondition(conds []sednav1.JobCondition, c sednav1.JobCondition, now metav1.Time) ([]sednav1.JobCondition, bool) {
 	for i := range conds {
 		old := &conds[i]
 		if old.Type != c.Type {
 			continue
 		}
 		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
-			return conds
+			return conds, false
 		}
 		c.LastHeartbeatTime = now
 		c.LastTransitionTime = old.LastTransitionTime
@@ -29,10 +42,10 @@ func SetJobCondition(conds []sednav1.JobCondition, c sednav1.JobCondition, now m
 		}
 		out := append([]sednav1.JobCondition(nil), conds...)
 		out[i] = c
-		return out
+		return out, true
 	}
 	c.LastHeartbeatTime, c.LastTransitionTime = now, now
-	return append(append([]sednav1.JobCondition(nil), conds...), c)
+	return append(append([]sednav1.JobCondition(nil), conds...), c), true
 }
 
 // FindJobCondition returns the condition of a type, or nil.
