@@ -41,7 +41,10 @@ var rbacKinds = map[string]bool{
 var globalManagerIdentity struct {
 	once       sync.Once
 	kubeconfig string
-	err        error
+	// ownRole are the chart's Role and RoleBinding in SystemNamespace, to
+	// copy into each test namespace.
+	ownRole []*unstructured.Unstructured
+	err     error
 }
 
 // GlobalManagerKubeconfig is a kubeconfig of the chart's GlobalManager
@@ -56,31 +59,36 @@ var globalManagerIdentity struct {
 func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 	t.Helper()
 	id := &globalManagerIdentity
-	var ownNamespace []*unstructured.Unstructured
-	var all []*unstructured.Unstructured
-	source := PlainManifests()
-	if len(chartValues) > 0 {
-		source = RenderChart(t, SystemNamespace, chartValues...)
-	}
-	for _, obj := range ReadManifests(t, source) {
-		if !rbacKinds[obj.GetKind()] {
-			continue
-		}
-		all = append(all, obj)
-		if (obj.GetKind() == "Role" || obj.GetKind() == "RoleBinding") && obj.GetNamespace() == SystemNamespace {
-			copied := obj.DeepCopy()
-			copied.SetNamespace(namespace)
-			ownNamespace = append(ownNamespace, copied)
-		}
-	}
 	id.once.Do(func() {
+		source := PlainManifests()
+		if len(chartValues) > 0 {
+			source = RenderChart(t, SystemNamespace, chartValues...)
+		}
+		var all []*unstructured.Unstructured
+		for _, obj := range ReadManifests(t, source) {
+			if !rbacKinds[obj.GetKind()] {
+				continue
+			}
+			all = append(all, obj)
+			if (obj.GetKind() == "Role" || obj.GetKind() == "RoleBinding") && obj.GetNamespace() == SystemNamespace {
+				id.ownRole = append(id.ownRole, obj)
+			}
+		}
 		id.kubeconfig, id.err = mintGlobalManagerKubeconfig(t, source, all)
 	})
 	if id.err != nil {
 		t.Fatal(id.err)
 	}
-	if namespace != SystemNamespace && len(ownNamespace) > 0 {
-		if err := applyObjects(t, ownNamespace); err != nil {
+	if id.kubeconfig == "" {
+		t.Fatal("the GlobalManager's identity could not be made; the first test that asked for it says why")
+	}
+	if namespace != SystemNamespace && len(id.ownRole) > 0 {
+		copies := make([]*unstructured.Unstructured, len(id.ownRole))
+		for i, obj := range id.ownRole {
+			copies[i] = obj.DeepCopy()
+			copies[i].SetNamespace(namespace)
+		}
+		if err := applyObjects(t, copies); err != nil {
 			t.Fatalf("applying the GlobalManager's Role in %s: %v", namespace, err)
 		}
 	}

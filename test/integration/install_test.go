@@ -11,10 +11,16 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -165,7 +171,10 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 	}
 
 	// helm uninstall, and the Pods' processes end: nothing of Nereid stays but
-	// the CRDs and the user's objects.
+	// the CRDs and the user's objects. (Before, the check finds what it looks for.)
+	if before, err := nereidLeftovers(t.Context(), t, ns); err != nil || len(before) < 12 {
+		t.Fatalf("before the uninstall the check finds only %v (%v): it would not see leftovers", before, err)
+	}
 	if out, err := framework.Helm(t, "uninstall", installRelease, "--namespace", ns, "--wait", "--timeout=2m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
@@ -249,85 +258,46 @@ func listChartPods(ctx context.Context, t *testing.T, ns, component string) ([]*
 // release's objects, and what the GlobalManager made (its Leases, the hub's
 // Secret and CA ConfigMap).
 func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, error) {
-	kube := framework.KubeClient(t)
-	var left []string
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + installRelease}
-	name := installRelease + "-nereid-globalmanager"
-	checks := map[string]func() (int, error){
-		"Pods": func() (int, error) {
-			l, err := kube.CoreV1().Pods(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"Deployments": func() (int, error) {
-			l, err := kube.AppsV1().Deployments(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"DaemonSets": func() (int, error) {
-			l, err := kube.AppsV1().DaemonSets(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"Services": func() (int, error) {
-			l, err := kube.CoreV1().Services(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"ServiceAccounts": func() (int, error) {
-			l, err := kube.CoreV1().ServiceAccounts(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"PodDisruptionBudgets": func() (int, error) {
-			l, err := kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"Roles": func() (int, error) {
-			l, err := kube.RbacV1().Roles(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"RoleBindings": func() (int, error) {
-			l, err := kube.RbacV1().RoleBindings(ns).List(ctx, sel)
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"Leases": func() (int, error) {
-			l, err := kube.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
-			return lenOr(l, err, func() int { return len(l.Items) })
-		},
-		"ClusterRole": func() (int, error) { return found(kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})) },
-		"ClusterRoleBinding": func() (int, error) {
-			return found(kube.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}))
-		},
-		"the hub's Secret": func() (int, error) {
-			return found(kube.CoreV1().Secrets(ns).Get(ctx, edgehub.TLSSecretName, metav1.GetOptions{}))
-		},
-		"the hub's CA ConfigMap": func() (int, error) {
-			return found(kube.CoreV1().ConfigMaps(ns).Get(ctx, edgehub.CAConfigMapName, metav1.GetOptions{}))
-		},
+	release := "app.kubernetes.io/instance=" + installRelease
+	gmName := installRelease + "-nereid-globalmanager"
+	checks := []struct {
+		gvr             schema.GroupVersionResource
+		namespaced      bool
+		selector, named string // what is looked for: by label, by name, or all
+	}{
+		{gvr: corev1.SchemeGroupVersion.WithResource("pods"), namespaced: true, selector: release},
+		{gvr: corev1.SchemeGroupVersion.WithResource("services"), namespaced: true, selector: release},
+		{gvr: corev1.SchemeGroupVersion.WithResource("serviceaccounts"), namespaced: true, selector: release},
+		{gvr: appsv1.SchemeGroupVersion.WithResource("deployments"), namespaced: true, selector: release},
+		{gvr: appsv1.SchemeGroupVersion.WithResource("daemonsets"), namespaced: true, selector: release},
+		{gvr: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), namespaced: true, selector: release},
+		{gvr: rbacv1.SchemeGroupVersion.WithResource("roles"), namespaced: true, selector: release},
+		{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespaced: true, selector: release},
+		{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), namespaced: true},
+		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: edgehub.TLSSecretName},
+		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespaced: true, named: edgehub.CAConfigMapName},
+		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), named: gmName},
+		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), named: gmName},
 	}
-	for what, count := range checks {
-		n, err := count()
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", what, err)
+	client := dynamicClient(t)
+	var left []string
+	for _, c := range checks {
+		var res dynamic.ResourceInterface = client.Resource(c.gvr)
+		if c.namespaced {
+			res = client.Resource(c.gvr).Namespace(ns)
 		}
-		if n > 0 {
-			left = append(left, fmt.Sprintf("%d %s", n, what))
+		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: c.selector})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", c.gvr.Resource, err)
+		}
+		for _, obj := range list.Items {
+			if c.named == "" || obj.GetName() == c.named {
+				left = append(left, c.gvr.Resource+"/"+obj.GetName())
+			}
 		}
 	}
 	slices.Sort(left)
 	return left, nil
-}
-
-func lenOr[L any](_ L, err error, n func() int) (int, error) {
-	if err != nil {
-		return 0, err
-	}
-	return n(), nil
-}
-
-func found[O any](_ O, err error) (int, error) {
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	} else if err != nil {
-		return 0, err
-	}
-	return 1, nil
 }
 
 // withArgs is args with the flags in set given those values, as --flag=value.
