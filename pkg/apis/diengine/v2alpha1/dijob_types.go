@@ -10,6 +10,7 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:resource:shortName=dijob,categories=nereid
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="ReadyReplicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
@@ -29,7 +30,10 @@ type DIJob struct {
 	Status DIJobStatus `json:"status,omitempty"`
 }
 
-// DIJobSpec is what a DIJob runs.
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.tasks.size() == 1",message="spec.replicas (the scale subresource) is for a job of one task; scale a task of this job by its spec.tasks[i].replicas",fieldPath=".replicas"
+
+// DIJobSpec is what a DIJob runs. Its rules are in CEL, above, out of this
+// comment, which gofmt reformats.
 type DIJobSpec struct {
 	// Reserved by DI-engine's manifests; kept as written.
 	// +optional
@@ -53,6 +57,13 @@ type DIJobSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+	// For a job of one task, that task's replicas, set by the scale
+	// subresource (kubectl scale dijob/<name> --replicas=n); it wins over
+	// tasks[0].replicas. A job of several tasks scales each task by its
+	// tasks[i].replicas, or through the replicas HTTP API.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 	// Volumes added to every pod of the job.
 	// +optional
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
@@ -131,9 +142,12 @@ type DIJobStatus struct {
 	// Pod replicas the job asks for.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
-	// Replicas running.
+	// Replicas running and ready.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// The label selector of the job's pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
 	// Times the job restarted after a pod failed.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`

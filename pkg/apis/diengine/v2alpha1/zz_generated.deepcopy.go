@@ -95,6 +95,11 @@ func (in *DIJobSpec) DeepCopyInto(out *DIJobSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Replicas != nil {
+		in, out := &in.Replicas, &out.Replicas
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Volumes != nil {
 		in, out := &in.Volumes, &out.Volumes
 		*out = make([]v1.Volume, len(*in))

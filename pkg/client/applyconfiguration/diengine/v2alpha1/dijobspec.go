@@ -26,7 +26,8 @@ import (
 // DIJobSpecApplyConfiguration represents a declarative configuration of the DIJobSpec type for use
 // with apply.
 //
-// DIJobSpec is what a DIJob runs.
+// DIJobSpec is what a DIJob runs. Its rules are in CEL, above, out of this
+// comment, which gofmt reformats.
 type DIJobSpecApplyConfiguration struct {
 	// Reserved by DI-engine's manifests; kept as written.
 	Group *string `json:"group,omitempty"`
@@ -40,6 +41,11 @@ type DIJobSpecApplyConfiguration struct {
 	// How many times the job may restart (all its pods recreated) after a
 	// pod fails, before it fails.
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+	// For a job of one task, that task's replicas, set by the scale
+	// subresource (kubectl scale dijob/<name> --replicas=n); it wins over
+	// tasks[0].replicas. A job of several tasks scales each task by its
+	// tasks[i].replicas, or through the replicas HTTP API.
+	Replicas *int32 `json:"replicas,omitempty"`
 	// Volumes added to every pod of the job.
 	Volumes []v1.Volume `json:"volumes,omitempty"`
 	// The job's tasks: at most one each of type learner, collector and
@@ -91,6 +97,14 @@ func (b *DIJobSpecApplyConfiguration) WithPreemptible(value bool) *DIJobSpecAppl
 // If called multiple times, the BackoffLimit field is set to the value of the last call.
 func (b *DIJobSpecApplyConfiguration) WithBackoffLimit(value int32) *DIJobSpecApplyConfiguration {
 	b.BackoffLimit = &value
+	return b
+}
+
+// WithReplicas sets the Replicas field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replicas field is set to the value of the last call.
+func (b *DIJobSpecApplyConfiguration) WithReplicas(value int32) *DIJobSpecApplyConfiguration {
+	b.Replicas = &value
 	return b
 }
 

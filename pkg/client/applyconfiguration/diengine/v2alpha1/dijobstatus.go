@@ -33,8 +33,10 @@ type DIJobStatusApplyConfiguration struct {
 	Phase *dienginev2alpha1.Phase `json:"phase,omitempty"`
 	// Pod replicas the job asks for.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Replicas running.
+	// Replicas running and ready.
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+	// The label selector of the job's pods, for the scale subresource.
+	Selector *string `json:"selector,omitempty"`
 	// Times the job restarted after a pod failed.
 	Restarts *int32 `json:"restarts,omitempty"`
 	// Times the allocator moved the job's replicas.
@@ -81,6 +83,14 @@ func (b *DIJobStatusApplyConfiguration) WithReplicas(value int32) *DIJobStatusAp
 // If called multiple times, the ReadyReplicas field is set to the value of the last call.
 func (b *DIJobStatusApplyConfiguration) WithReadyReplicas(value int32) *DIJobStatusApplyConfiguration {
 	b.ReadyReplicas = &value
+	return b
+}
+
+// WithSelector sets the Selector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Selector field is set to the value of the last call.
+func (b *DIJobStatusApplyConfiguration) WithSelector(value string) *DIJobStatusApplyConfiguration {
+	b.Selector = &value
 	return b
 }
 
