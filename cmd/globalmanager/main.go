@@ -1,5 +1,6 @@
 // Command globalmanager is Nereid's cloud GlobalManager: one controller per
-// sedna.io kind, run against a Kubernetes API server, leader-elected.
+// sedna.io kind and one for DI-engine's DIJobs, run against a Kubernetes API
+// server, leader-elected.
 package main
 
 import (
@@ -34,6 +35,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
@@ -49,8 +51,8 @@ func main() {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: globalmanager [flags]
 
-The Nereid GlobalManager watches the sedna.io/v1alpha1 resources and runs one
-controller per kind: it creates the worker pods, Services, Deployments and
+The Nereid GlobalManager watches the sedna.io/v1alpha1 resources and DI-engine's
+DIJobs (diengine.opendilab.org/v2alpha1) and runs one controller per kind: it creates the worker pods, Services, Deployments and
 autoscalers each job or service needs, heals them, replaces them when the spec
 changes, and reports progress in status and events. Of several replicas, the
 one holding the leader election Lease acts.
@@ -261,6 +263,14 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		return fmt.Errorf("building lifelong learning controller: %w", err)
 	}
 
+	di, err := dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
+		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
+			ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
+		})
+	if err != nil {
+		return fmt.Errorf("building DIJob controller: %w", err)
+	}
+
 	models, err := model.NewController(ctx, sednaClient, v1.Models(), v1.FederatedLearningJobs(),
 		v1.JointInferenceServices(), v1.IncrementalLearningJobs(), recorder, metrics)
 	if err != nil {
@@ -329,6 +339,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		func() error { return ji.Run(ctx, o.jiWorkers) },
 		func() error { return il.Run(ctx, o.ilWorkers) },
 		func() error { return ll.Run(ctx, o.llWorkers) },
+		func() error { return di.Run(ctx, o.diWorkers) },
 		func() error { return models.Run(ctx, 2) },
 	}
 	if hub != nil {

@@ -26,6 +26,7 @@ type options struct {
 	jiWorkers int
 	ilWorkers int
 	llWorkers int
+	diWorkers int
 
 	lcServer        string
 	lcPort          int
@@ -36,6 +37,8 @@ type options struct {
 	stageAttempts     int
 	cycleHistoryLimit int
 	kbServer          string
+	diServerURL       string
+	clusterDomain     string
 
 	leaderElect      bool
 	leaseNamespace   string
@@ -79,6 +82,12 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"IncrementalLearningJobs synced in parallel.")
 	fs.IntVar(&o.llWorkers, "lifelonglearningjob-workers", 4,
 		"LifelongLearningJobs synced in parallel.")
+	fs.IntVar(&o.diWorkers, "dijob-workers", 8,
+		"DIJobs synced in parallel.")
+	fs.StringVar(&o.diServerURL, "di-server-url", "",
+		"DI_SERVER_URL put into every DIJob pod: where its workers reach the replicas HTTP API (the Service in front of --di-server-address). Empty leaves it unset.")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local",
+		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
 	fs.StringVar(&o.lcServer, "lc-server", "",
 		"LC_SERVER put into every worker as is. Empty: http://<the worker's node address>:--lc-port, the address from the downward API (status.hostIP), "+
 			"since the LocalController listens on its node's host network. A worker template that sets LC_SERVER itself keeps it.")
@@ -151,8 +160,8 @@ func (o *options) validate() error {
 	if o.qps <= 0 || o.burst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
-	if o.flWorkers < 1 || o.jiWorkers < 1 || o.ilWorkers < 1 || o.llWorkers < 1 {
-		errs = append(errs, errors.New("--federatedlearningjob-workers, --jointinferenceservice-workers, --incrementallearningjob-workers and --lifelonglearningjob-workers must be at least 1"))
+	if o.flWorkers < 1 || o.jiWorkers < 1 || o.ilWorkers < 1 || o.llWorkers < 1 || o.diWorkers < 1 {
+		errs = append(errs, errors.New("--federatedlearningjob-workers, --jointinferenceservice-workers, --incrementallearningjob-workers, --lifelonglearningjob-workers and --dijob-workers must be at least 1"))
 	}
 	if o.stageAttempts < 1 {
 		errs = append(errs, fmt.Errorf("--stage-attempts %d must be at least 1", o.stageAttempts))

@@ -237,3 +237,26 @@ func mountHostPaths(spec *corev1.PodSpec, paths []string, prefix string) {
 		}
 	}
 }
+
+// PodsToClean are the pods a finished job's clean-pod policy deletes: "All"
+// every pod, "None" none, and "Running" (the default, Sedna's and
+// DI-engine's) those that have not run to an end. Pods already on their way
+// out are left alone.
+func PodsToClean(pods []*corev1.Pod, policy string) []*corev1.Pod {
+	var doomed []*corev1.Pod
+	for _, p := range pods {
+		if PodTerminating(p) {
+			continue
+		}
+		switch policy {
+		case "None":
+		case "All":
+			doomed = append(doomed, p)
+		default:
+			if !PodFinished(p) {
+				doomed = append(doomed, p)
+			}
+		}
+	}
+	return doomed
+}

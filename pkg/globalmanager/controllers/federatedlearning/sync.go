@@ -168,22 +168,7 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 
 // cleanPods applies the clean-pod policy to a finished job.
 func (c *Controller) cleanPods(ctx context.Context, key string, job *sednav1.FederatedLearningJob, pods []*corev1.Pod) error {
-	var doomed []*corev1.Pod
-	for _, p := range pods {
-		if common.PodTerminating(p) {
-			continue
-		}
-		switch job.Spec.CleanPodPolicy {
-		case sednav1.CleanPodPolicyNone:
-		case sednav1.CleanPodPolicyAll:
-			doomed = append(doomed, p)
-		default: // Running
-			if !common.PodFinished(p) {
-				doomed = append(doomed, p)
-			}
-		}
-	}
-	return c.children.DeletePods(ctx, key, job, doomed, "the job finished")
+	return c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 }
 
 func (c *Controller) setWorkersCreated(job *sednav1.FederatedLearningJob, status *sednav1.FederatedLearningJobStatus, want, missing int, actErr error, now metav1.Time) {

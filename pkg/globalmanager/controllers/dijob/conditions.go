@@ -1,0 +1,55 @@
+package dijob
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// setPhase sets the job's phase and, as DI-orchestrator does, its
+// conditions: one per phase, the current one True and every other False.
+// Times move only when something changed, so a sync that changes nothing
+// writes nothing. It returns the event to record when the phase changed.
+func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string, now metav1.Time, eventType string) []common.Event {
+	old := status.Phase
+	status.Phase = phase
+	found := false
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		if c.Type == phase {
+			found = true
+			if c.Status != corev1.ConditionTrue {
+				c.LastTransitionTime = now
+			}
+			if c.Status != corev1.ConditionTrue || c.Reason != reason || c.Message != message {
+				c.Status, c.Reason, c.Message, c.LastUpdateTime = corev1.ConditionTrue, reason, message, now
+			}
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			c.Status, c.LastTransitionTime, c.LastUpdateTime = corev1.ConditionFalse, now, now
+		}
+	}
+	if !found {
+		status.Conditions = append(status.Conditions, div2.JobCondition{
+			Type: phase, Status: corev1.ConditionTrue, Reason: reason, Message: message,
+			LastUpdateTime: now, LastTransitionTime: now,
+		})
+	}
+	if old == phase {
+		return nil
+	}
+	return []common.Event{{Type: eventType, Reason: string(phase), Message: message}}
+}
+
+// conditionMessage is the message of the condition of a phase, "" without one.
+func conditionMessage(status *div2.DIJobStatus, phase div2.Phase) string {
+	for _, c := range status.Conditions {
+		if c.Type == phase {
+			return c.Message
+		}
+	}
+	return ""
+}

@@ -1,0 +1,106 @@
+// Package dijob is the DIJob controller: DI-engine's distributed
+// reinforcement-learning jobs, each task a set of pod replicas that find one
+// another by DNS through the job's headless Service; phases from their pods,
+// restarts after a failed pod up to the job's backoff limit, and scaling that
+// adds or removes exactly the replicas asked for.
+package dijob
+
+import (
+	"context"
+	"time"
+
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	diclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine/v2alpha1"
+	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "dijob"
+
+// jobKind is the kind of the jobs this controller owns children for.
+var jobKind = div2.DIJobKind
+
+// Config is what the GlobalManager's flags set for every DIJob.
+type Config struct {
+	// ServerURL is the replicas HTTP API, as workers reach it (DI_SERVER_URL).
+	ServerURL string
+	// ClusterDomain is the cluster's DNS domain, the tail of every replica's
+	// name in DI_NODES.
+	ClusterDomain string
+	// ChildEventBatchPeriod is how long pod and Service events of a job are
+	// gathered into one sync.
+	ChildEventBatchPeriod time.Duration
+}
+
+// Controller reconciles DIJobs.
+type Controller struct {
+	client   diclient.Interface
+	jobs     dilisters.DIJobLister
+	pods     corelisters.PodLister
+	services corelisters.ServiceLister
+	synced   []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	metrics  *common.Metrics
+	config   Config
+
+	// Test seams.
+	children *common.Children
+	exp      *common.Expectations
+	now      func() time.Time
+}
+
+// NewController wires the controller to its informers; it starts nothing.
+func NewController(
+	kubeClient kubernetes.Interface,
+	client diclient.Interface,
+	jobInformer diinformers.DIJobInformer,
+	podInformer coreinformers.PodInformer,
+	serviceInformer coreinformers.ServiceInformer,
+	recorder record.EventRecorder,
+	metrics *common.Metrics,
+	config Config,
+) (*Controller, error) {
+	if config.ClusterDomain == "" {
+		config.ClusterDomain = "cluster.local"
+	}
+	exp := common.NewExpectations()
+	c := &Controller{
+		client:   client,
+		jobs:     jobInformer.Lister(),
+		pods:     podInformer.Lister(),
+		services: serviceInformer.Lister(),
+		queue:    common.NewQueue(Name),
+		recorder: recorder,
+		metrics:  metrics,
+		config:   config,
+		exp:      exp,
+		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
+		now:      time.Now,
+	}
+	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
+	var err error
+	if c.synced, err = common.AddHandlers(
+		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
+		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},
+		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(jobKind, batched)},
+	); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run processes jobs with workers goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
+}

@@ -1,0 +1,338 @@
+package dijob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// sync reconciles one job: lister read, deep copy, expectations, claim, act,
+// one status write when it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	shared, ok, err := common.ReadOwner(key, func(ns, name string) (*div2.DIJob, error) {
+		return c.jobs.DIJobs(ns).Get(name)
+	})
+	if !ok || err != nil {
+		if err == nil {
+			c.exp.Forget(key)
+		}
+		return err
+	}
+	job := shared.DeepCopy()
+	logger := klog.FromContext(ctx).WithValues("dijob", klog.KObj(job))
+	ctx = klog.NewContext(ctx, logger)
+
+	// Read the expectations before the cache: a child whose event arrives
+	// between the two reads is then in the cache we act on.
+	satisfied := c.exp.Satisfied(key)
+	pods, err := c.pods.Pods(job.Namespace).List(common.OwnerSelector(job))
+	if err != nil {
+		return fmt.Errorf("listing pods of %s: %w", key, err)
+	}
+	pods = common.Claim(job, pods)
+	services, err := c.services.Services(job.Namespace).List(common.OwnerSelector(job))
+	if err != nil {
+		return fmt.Errorf("listing services of %s: %w", key, err)
+	}
+	services = common.Claim(job, services)
+
+	now := metav1.NewTime(c.now())
+	status := job.Status.DeepCopy()
+	var events []common.Event
+	var actErr error
+	if finished(status.Phase) {
+		if satisfied {
+			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
+		}
+	} else {
+		events, actErr = c.reconcile(ctx, key, job, status, pods, len(services) > 0, satisfied, now)
+	}
+	c.count(job, status, pods)
+
+	// While our own creates and deletes are in flight their events will sync
+	// the job again; writing now would only be overwritten.
+	inFlight := !c.exp.Satisfied(key) && actErr == nil && len(events) == 0
+	if !inFlight && !equality.Semantic.DeepEqual(job.Status, *status) {
+		job.Status = *status
+		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
+			_, err := c.client.DiengineV2alpha1().DIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+			return err
+		})
+		if !wrote {
+			return err
+		}
+		logger.V(2).Info("Updated status", "phase", status.Phase, "replicas", status.Replicas, "ready", status.ReadyReplicas, "restarts", status.Restarts)
+	}
+	common.RecordEvents(c.recorder, job, events)
+	return actErr
+}
+
+func finished(p div2.Phase) bool {
+	return p == div2.JobSucceeded || p == div2.JobFailed
+}
+
+// reconcile acts on an unfinished job and moves its phase. It returns the
+// events to record once the status is written.
+func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, pods []*corev1.Pod, haveService, satisfied bool, now metav1.Time) ([]common.Event, error) {
+	hashes, err := taskHashes(job)
+	if err != nil {
+		return nil, fmt.Errorf("building pods of %s: %w", key, err)
+	}
+	var live []*corev1.Pod
+	var failed *corev1.Pod
+	for _, p := range pods {
+		if common.PodTerminating(p) {
+			continue
+		}
+		live = append(live, p)
+		if p.Status.Phase == corev1.PodFailed && failed == nil {
+			failed = p
+		}
+	}
+
+	wanted := replicasOf(job)
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	var toCreate, stale []*corev1.Pod
+	var current []*corev1.Pod
+	want := map[string]bool{}
+	for _, r := range wanted {
+		want[r.name] = true
+		hash := hashes[r.taskName]
+		p, ok := byName[r.name]
+		switch {
+		case !ok:
+			toCreate = append(toCreate, c.newPod(job, r, wanted, hash))
+		case common.PodTerminating(p):
+			// Made again once it is gone; its delete event syncs the job.
+		case p.Labels[common.LabelTemplateHash] != hash:
+			stale = append(stale, p)
+		default:
+			current = append(current, p)
+		}
+	}
+	// A failed pod restarts the whole job: DI-engine's workers form one mesh
+	// that does not take a member back. A job whose deciding tasks are done
+	// has succeeded, whatever its other pods do meanwhile.
+	if failed != nil && !c.done(job, wanted, current) {
+		return c.restart(ctx, key, job, status, live, failed, satisfied, now)
+	}
+	// Pods no replica wants any more (scaled down, task removed) go, and
+	// the highest ranks are the ones scaling down removes.
+	var extra []*corev1.Pod
+	for _, p := range live {
+		if !want[p.Name] {
+			extra = append(extra, p)
+		}
+	}
+	var actErr error
+	if satisfied {
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		if !haveService {
+			wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, headlessService(job)) })
+		}
+		wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, extra, "the job has fewer replicas") })
+		wg.Go(func() { errs[2] = c.children.DeletePods(ctx, key, job, stale, "the task's template changed") })
+		wg.Go(func() { errs[3] = c.children.CreatePods(ctx, key, job, toCreate) })
+		wg.Wait()
+		actErr = errors.Join(errs...)
+	}
+	missing := len(wanted) - len(current)
+	return c.setPhase(job, status, wanted, current, missing, actErr, now), actErr
+}
+
+// restart deletes every pod of the job after one failed, counting it in
+// status.restarts, or fails the job when its backoff limit is spent.
+func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, failed *corev1.Pod, satisfied bool, now metav1.Time) ([]common.Event, error) {
+	why := fmt.Sprintf("pod %s failed", failed.Name)
+	if m := podFailure(failed); m != "" {
+		why += ": " + m
+	}
+	limit := backoffLimit(job)
+	if status.Restarts >= limit {
+		msg := fmt.Sprintf("%s; the job restarted %d times, its backoffLimit", why, status.Restarts)
+		status.CompletionTimestamp = &now
+		var err error
+		if satisfied {
+			err = c.children.DeletePods(ctx, key, job, common.PodsToClean(live, string(job.Spec.CleanPodPolicy)), "the job failed")
+		}
+		return setPhase(status, div2.JobFailed, "BackoffLimitExceeded", msg, now, corev1.EventTypeWarning), err
+	}
+	if !satisfied {
+		// An earlier restart's deletions are not all seen yet.
+		return nil, nil
+	}
+	if err := c.children.DeletePods(ctx, key, job, live, "restarting the job: "+why); err != nil {
+		return nil, err
+	}
+	status.Restarts++
+	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, status.Restarts, limit)
+	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
+}
+
+func backoffLimit(job *div2.DIJob) int32 {
+	if job.Spec.BackoffLimit == nil {
+		return 3
+	}
+	return *job.Spec.BackoffLimit
+}
+
+// podFailure is what a failed pod says of its failure: its message or
+// reason, else its first container's termination.
+func podFailure(p *corev1.Pod) string {
+	if p.Status.Message != "" {
+		return p.Status.Message
+	}
+	if p.Status.Reason != "" {
+		return p.Status.Reason
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return fmt.Sprintf("container %s exited with %d (%s)", cs.Name, t.ExitCode, t.Reason)
+		}
+	}
+	return ""
+}
+
+// setPhase moves the phase of a job whose pods are current: Succeeded when
+// its deciding tasks are done (done); Pending while pods are missing
+// (Restarting, after a restart); Starting while some are not running;
+// Running.
+func (c *Controller) setPhase(job *div2.DIJob, status *div2.DIJobStatus, wanted []replica, current []*corev1.Pod, missing int, actErr error, now metav1.Time) []common.Event {
+	up := 0
+	for _, p := range current {
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded {
+			up++
+		}
+	}
+	switch {
+	case c.done(job, wanted, current):
+		status.CompletionTimestamp = &now
+		return setPhase(status, div2.JobSucceeded, "Succeeded", fmt.Sprintf("every pod of %s succeeded", deciders(job)), now, corev1.EventTypeNormal)
+	case missing > 0 && status.Phase == div2.JobRestarting:
+		return setPhase(status, div2.JobRestarting, "PodFailed", conditionMessage(status, div2.JobRestarting), now, corev1.EventTypeWarning)
+	case missing > 0:
+		msg := fmt.Sprintf("%d of %d pods are not made yet", missing, len(wanted))
+		if actErr != nil {
+			msg += fmt.Sprintf("; retrying with backoff: %v", actErr)
+		}
+		return setPhase(status, div2.JobPending, "CreatingPods", msg, now, corev1.EventTypeNormal)
+	case up < len(wanted):
+		return setPhase(status, div2.JobStarting, "PodsStarting", fmt.Sprintf("%d of %d pods are running", up, len(wanted)), now, corev1.EventTypeNormal)
+	default:
+		return setPhase(status, div2.JobRunning, "AllPodsRunning", fmt.Sprintf("all %d pods are running", len(wanted)), now, corev1.EventTypeNormal)
+	}
+}
+
+// decidingTasks are the tasks whose end is the job's: its learners and
+// evaluators (collectors produce data for as long as the learner trains and
+// are stopped, not finished), or every task of a job that has neither.
+func decidingTasks(job *div2.DIJob) map[string]bool {
+	deciding := map[string]bool{}
+	for i := range job.Spec.Tasks {
+		t := &job.Spec.Tasks[i]
+		if t.Type == div2.TaskTypeLearner || t.Type == div2.TaskTypeEvaluator {
+			deciding[t.TaskName()] = true
+		}
+	}
+	if len(deciding) == 0 {
+		for i := range job.Spec.Tasks {
+			deciding[job.Spec.Tasks[i].TaskName()] = true
+		}
+	}
+	return deciding
+}
+
+// done says whether every replica of the deciding tasks has a pod that succeeded.
+func (c *Controller) done(job *div2.DIJob, wanted []replica, current []*corev1.Pod) bool {
+	deciding := decidingTasks(job)
+	succeeded := map[string]bool{}
+	for _, p := range current {
+		if p.Status.Phase == corev1.PodSucceeded {
+			succeeded[p.Name] = true
+		}
+	}
+	for _, r := range wanted {
+		if deciding[r.taskName] && !succeeded[r.name] {
+			return false
+		}
+	}
+	return true
+}
+
+// deciders names the tasks that decide completion, for a message.
+func deciders(job *div2.DIJob) string {
+	var names []string
+	for n := range decidingTasks(job) {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 1 {
+		return "task " + names[0]
+	}
+	return fmt.Sprintf("tasks %v", names)
+}
+
+// count fills what status counts of the job's pods: replicas, ready
+// replicas, pods per task and phase, the node of each replica, the
+// selector of the scale subresource, and the generation observed.
+func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*corev1.Pod) {
+	wanted := replicasOf(job)
+	status.Replicas = int32(len(wanted))
+	status.ReadyReplicas = 0
+	status.TaskStatus = nil
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		if common.PodTerminating(p) {
+			continue
+		}
+		byName[p.Name] = p
+		if p.Status.Phase == corev1.PodRunning && podReady(p) {
+			status.ReadyReplicas++
+		}
+		task := p.Labels[LabelTaskName]
+		if status.TaskStatus == nil {
+			status.TaskStatus = map[string]div2.TaskStatus{}
+		}
+		if status.TaskStatus[task] == nil {
+			status.TaskStatus[task] = div2.TaskStatus{}
+		}
+		phase := p.Status.Phase
+		if phase == "" {
+			phase = corev1.PodPending
+		}
+		status.TaskStatus[task][phase]++
+	}
+	status.Allocation = nil
+	for _, r := range wanted {
+		node := ""
+		if p := byName[r.name]; p != nil {
+			node = p.Spec.NodeName
+		}
+		status.Allocation = append(status.Allocation, node)
+	}
+	status.Selector = common.OwnerSelector(job).String()
+	status.ObservedGeneration = job.Generation
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,338 @@
+package dijob
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	difake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
+	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+)
+
+const ns = "rl"
+
+// exampleJob is examples/dijob/dijob.yaml: a learner, two collectors, an evaluator.
+func exampleJob(t *testing.T) *div2.DIJob {
+	t.Helper()
+	data, err := os.ReadFile("../../../../examples/dijob/dijob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &div2.DIJob{}
+	if err := yaml.UnmarshalStrict(data, job); err != nil {
+		t.Fatal(err)
+	}
+	job.Namespace, job.UID, job.Generation = ns, "job-uid", 1
+	return job
+}
+
+type fixture struct {
+	c    *Controller
+	kube *kubefake.Clientset
+	di   *difake.Clientset
+	pods []*corev1.Pod
+}
+
+func newFixture(t *testing.T, job *div2.DIJob, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	var kubeObjs []runtime.Object
+	for _, p := range pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), di: difake.NewClientset(job)}
+	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	di := diinformers.NewSharedInformerFactory(f.di, 0)
+	c, err := NewController(f.kube, f.di, di.Diengine().V2alpha1().DIJobs(), ki.Core().V1().Pods(), ki.Core().V1().Services(),
+		record.NewFakeRecorder(100), nil, Config{ServerURL: "http://di-server:8081"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return time.Unix(1000, 0) }
+	if err := di.Diengine().V2alpha1().DIJobs().Informer().GetIndexer().Add(job); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if err := ki.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.c = c
+	return f
+}
+
+// sync syncs the job and returns the pods created and the names deleted.
+func (f *fixture) sync(t *testing.T, job *div2.DIJob) (created []*corev1.Pod, deleted []string) {
+	t.Helper()
+	f.kube.ClearActions()
+	if err := f.c.sync(t.Context(), ns+"/"+job.Name); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	for _, a := range f.kube.Actions() {
+		switch a := a.(type) {
+		case clienttesting.CreateAction:
+			if p, ok := a.GetObject().(*corev1.Pod); ok {
+				created = append(created, p)
+			}
+		case clienttesting.DeleteAction:
+			if a.GetResource().Resource == "pods" {
+				deleted = append(deleted, a.GetName())
+			}
+		}
+	}
+	// Pods are created in parallel; rank order is what the tests read.
+	slices.SortFunc(created, func(a, b *corev1.Pod) int {
+		ra, _ := strconv.Atoi(a.Annotations[AnnotationRank])
+		rb, _ := strconv.Atoi(b.Annotations[AnnotationRank])
+		return ra - rb
+	})
+	slices.Sort(deleted)
+	return created, deleted
+}
+
+func (f *fixture) status(t *testing.T, job *div2.DIJob) div2.DIJobStatus {
+	t.Helper()
+	got, err := f.di.DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func env(p *corev1.Pod, name string) string {
+	for _, e := range p.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// withPhase returns copies of pods in a phase, as the kubelet reports them.
+func withPhase(pods []*corev1.Pod, phase corev1.PodPhase) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		p = p.DeepCopy()
+		p.UID = types.UID("uid-" + p.Name)
+		p.Status.Phase = phase
+		p.Spec.NodeName = "node-" + p.Labels[LabelTaskName]
+		if phase == corev1.PodRunning {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestPodsCarryWhatDIEngineReads(t *testing.T) {
+	job := exampleJob(t)
+	f := newFixture(t, job)
+	created, _ := f.sync(t, job)
+	want := []string{"cartpole-dqn-learner-0", "cartpole-dqn-collector-0", "cartpole-dqn-collector-1", "cartpole-dqn-evaluator-0"}
+	if got := names(created); !slices.Equal(got, want) {
+		t.Fatalf("created %v, want %v", got, want)
+	}
+	fqdn := func(pod string) string { return pod + ".di-cartpole-dqn.rl.svc.cluster.local" }
+	var all []string
+	for _, n := range want {
+		all = append(all, fqdn(n))
+	}
+	for rank, p := range created {
+		if p.Spec.Hostname != p.Name || p.Spec.Subdomain != "di-cartpole-dqn" {
+			t.Errorf("%s: hostname %q subdomain %q, want the pod name and di-cartpole-dqn", p.Name, p.Spec.Hostname, p.Spec.Subdomain)
+		}
+		if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("%s: restartPolicy %s, want Never", p.Name, p.Spec.RestartPolicy)
+		}
+		checks := map[string]string{
+			"DI_JOB_ID": "rl/cartpole-dqn", "DI_RANK": strconv.Itoa(rank),
+			"DI_NODES": strings.Join(all, ","), "DI_LEARNER_NODES": fqdn(want[0]),
+			"DI_COLLECTOR_NODES": fqdn(want[1]) + "," + fqdn(want[2]), "DI_EVALUATOR_NODES": fqdn(want[3]),
+			"DI_SERVER_URL": "http://di-server:8081",
+		}
+		for k, v := range checks {
+			if got := env(p, k); got != v {
+				t.Errorf("%s: %s = %q, want %q", p.Name, k, got, v)
+			}
+		}
+		if p.Labels[LabelJob] != "cartpole-dqn" || p.Labels[LabelPod] != p.Name || p.Labels[LabelTaskType] == "" {
+			t.Errorf("%s: labels %v", p.Name, p.Labels)
+		}
+		if p.Annotations[AnnotationRank] != checks["DI_RANK"] || p.Annotations[AnnotationReplicas] != "4" {
+			t.Errorf("%s: annotations %v", p.Name, p.Annotations)
+		}
+		if !hasVolume(p.Spec.Volumes, "cache-volume") {
+			t.Errorf("%s: the job's volume is not added", p.Name)
+		}
+	}
+	if got := created[2].Annotations[AnnotationTaskRank]; got != "1" {
+		t.Errorf("collector-1's task rank = %q, want 1", got)
+	}
+	svc, err := f.kube.CoreV1().Services(ns).Get(t.Context(), "di-cartpole-dqn", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("headless Service: %v", err)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 22270 || svc.Spec.Ports[0].Name != "di-port" {
+		t.Errorf("Service spec %+v, want headless on di-port 22270", svc.Spec)
+	}
+	if st := f.status(t, job); st.Phase != div2.JobPending || st.Replicas != 4 {
+		t.Errorf("status phase %s replicas %d, want Pending 4 (pods made, not seen yet)", st.Phase, st.Replicas)
+	}
+}
+
+func TestPhasesRestartsAndBackoff(t *testing.T) {
+	job := exampleJob(t)
+	made, _ := newFixture(t, job).sync(t, job)
+
+	// All running: Running.
+	running := withPhase(made, corev1.PodRunning)
+	f := newFixture(t, job, running...)
+	if created, deleted := f.sync(t, job); len(created)+len(deleted) != 0 {
+		t.Fatalf("a running job: created %v, deleted %v", names(created), deleted)
+	}
+	st := f.status(t, job)
+	if st.Phase != div2.JobRunning || st.ReadyReplicas != 4 || st.TaskStatus["collector"][corev1.PodRunning] != 2 {
+		t.Fatalf("status %+v, want Running, 4 ready, 2 collectors running", st)
+	}
+	if want := []string{"node-learner", "node-collector", "node-collector", "node-evaluator"}; !slices.Equal(st.Allocation, want) {
+		t.Errorf("allocation %v, want %v", st.Allocation, want)
+	}
+
+	// A collector fails: every pod goes, restarts counts it.
+	failed := append([]*corev1.Pod(nil), running...)
+	failed[1] = withPhase(made[1:2], corev1.PodFailed)[0]
+	failed[1].Status.Message = "OOMKilled"
+	job.Status = st
+	f = newFixture(t, job, failed...)
+	_, deleted := f.sync(t, job)
+	if want := []string{"cartpole-dqn-collector-0", "cartpole-dqn-collector-1", "cartpole-dqn-evaluator-0", "cartpole-dqn-learner-0"}; !slices.Equal(deleted, want) {
+		t.Fatalf("after a failed pod deleted %v, want every pod %v", deleted, want)
+	}
+	st = f.status(t, job)
+	if st.Phase != div2.JobRestarting || st.Restarts != 1 {
+		t.Fatalf("status phase %s restarts %d, want Restarting 1", st.Phase, st.Restarts)
+	}
+	if msg := conditionMessage(&st, div2.JobRestarting); !strings.Contains(msg, "cartpole-dqn-collector-0 failed: OOMKilled") {
+		t.Errorf("Restarting condition says %q, want the pod and its failure", msg)
+	}
+
+	// The backoff limit spent: Failed, the running pods cleaned.
+	job.Status = st
+	job.Status.Restarts = 3
+	f = newFixture(t, job, failed...)
+	_, deleted = f.sync(t, job)
+	st = f.status(t, job)
+	if st.Phase != div2.JobFailed || st.CompletionTimestamp == nil {
+		t.Fatalf("status phase %s, want Failed with a completion time", st.Phase)
+	}
+	if msg := conditionMessage(&st, div2.JobFailed); !strings.Contains(msg, "backoffLimit") {
+		t.Errorf("Failed condition says %q, want the backoff limit named", msg)
+	}
+	if slices.Contains(deleted, "cartpole-dqn-collector-0") || len(deleted) != 3 {
+		t.Errorf("cleanPodPolicy Running deleted %v, want the 3 running pods, not the failed one", deleted)
+	}
+	for _, c := range st.Conditions {
+		if c.Type != div2.JobFailed && c.Status == corev1.ConditionTrue {
+			t.Errorf("condition %s still True beside Failed", c.Type)
+		}
+	}
+
+	// A finished job never resurrects.
+	job.Status = st
+	f = newFixture(t, job)
+	if created, _ := f.sync(t, job); len(created) != 0 {
+		t.Errorf("a failed job made pods %v", names(created))
+	}
+}
+
+func TestLearnerAndEvaluatorDecideSuccess(t *testing.T) {
+	job := exampleJob(t)
+	made, _ := newFixture(t, job).sync(t, job)
+	pods := withPhase(made, corev1.PodRunning)
+	pods[0] = withPhase(made[0:1], corev1.PodSucceeded)[0]
+	f := newFixture(t, job, pods...)
+	f.sync(t, job)
+	if st := f.status(t, job); st.Phase != div2.JobRunning {
+		t.Fatalf("learner done, evaluator running: phase %s, want Running", st.Phase)
+	}
+	pods[3] = withPhase(made[3:4], corev1.PodSucceeded)[0]
+	// A collector stopped with an error after the learner ended does not
+	// turn a success into a restart.
+	pods[1] = withPhase(made[1:2], corev1.PodFailed)[0]
+	f = newFixture(t, job, pods...)
+	_, deleted := f.sync(t, job)
+	st := f.status(t, job)
+	if st.Phase != div2.JobSucceeded || st.Restarts != 0 {
+		t.Fatalf("learner and evaluator done: phase %s restarts %d, want Succeeded 0", st.Phase, st.Restarts)
+	}
+	job.Status = st
+	f = newFixture(t, job, pods...)
+	_, deleted = f.sync(t, job)
+	if want := []string{"cartpole-dqn-collector-1"}; !slices.Equal(deleted, want) {
+		t.Errorf("cleanPodPolicy Running on success deleted %v, want %v", deleted, want)
+	}
+}
+
+func TestScalingAddsAndRemovesExactlyThoseReplicas(t *testing.T) {
+	job := exampleJob(t)
+	made, _ := newFixture(t, job).sync(t, job)
+	running := withPhase(made, corev1.PodRunning)
+
+	job.Spec.Tasks[1].Replicas = 4
+	job.Generation = 2
+	f := newFixture(t, job, running...)
+	created, deleted := f.sync(t, job)
+	if want := []string{"cartpole-dqn-collector-2", "cartpole-dqn-collector-3"}; !slices.Equal(names(created), want) || len(deleted) != 0 {
+		t.Fatalf("scaled collectors 2→4: created %v deleted %v, want %v and none", names(created), deleted, want)
+	}
+	if got := env(created[1], "DI_COLLECTOR_NODES"); strings.Count(got, ",") != 3 {
+		t.Errorf("a new collector's DI_COLLECTOR_NODES = %q, want the 4 collectors", got)
+	}
+	if st := f.status(t, job); st.Replicas != 6 || st.ObservedGeneration != 2 {
+		t.Errorf("status replicas %d observedGeneration %d, want 6 and 2", st.Replicas, st.ObservedGeneration)
+	}
+
+	job.Spec.Tasks[1].Replicas = 1
+	job.Generation = 3
+	f = newFixture(t, job, running...)
+	created, deleted = f.sync(t, job)
+	if want := []string{"cartpole-dqn-collector-1"}; !slices.Equal(deleted, want) || len(created) != 0 {
+		t.Fatalf("scaled collectors 2→1: deleted %v created %v, want the highest rank %v only", deleted, names(created), want)
+	}
+}
+
+func TestScaleSubresourceSetsTheOnlyTask(t *testing.T) {
+	job := exampleJob(t)
+	job.Spec.Tasks = job.Spec.Tasks[:1]
+	job.Spec.Replicas = ptr.To[int32](3)
+	f := newFixture(t, job)
+	created, _ := f.sync(t, job)
+	if want := []string{"cartpole-dqn-learner-0", "cartpole-dqn-learner-1", "cartpole-dqn-learner-2"}; !slices.Equal(names(created), want) {
+		t.Fatalf("spec.replicas 3 on a one-task job made %v, want %v", names(created), want)
+	}
+	if st := f.status(t, job); st.Selector != "nereid.io/owner-uid=job-uid" {
+		t.Errorf("status.selector %q, want the owner-uid selector", st.Selector)
+	}
+}

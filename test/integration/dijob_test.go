@@ -1,0 +1,346 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+const diExample = "cartpole-dqn"
+
+// waitForDIJob waits until the job has a status for its current generation
+// that satisfies cond, and returns it.
+func waitForDIJob(t *testing.T, ns, name, what string, cond func(*div2.DIJob) bool) *div2.DIJob {
+	t.Helper()
+	var job *div2.DIJob
+	framework.Eventually(t, 60*time.Second, fmt.Sprintf("DIJob %s: %s", name, what), func(ctx context.Context) (bool, error) {
+		var err error
+		job, err = sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return job.Status.ObservedGeneration == job.Generation && cond(job), nil
+	})
+	return job
+}
+
+func diPhaseIs(phase div2.Phase) func(*div2.DIJob) bool {
+	return func(j *div2.DIJob) bool { return j.Status.Phase == phase }
+}
+
+// setPodPhase reports a pod's end as its kubelet would.
+func setPodPhase(t *testing.T, ns, name string, phase corev1.PodPhase, message string) {
+	t.Helper()
+	kube := framework.KubeClient(t)
+	pod, err := kube.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase, pod.Status.Message = phase, message
+	if _, err := kube.CoreV1().Pods(ns).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("setting pod %s %s: %v", name, phase, err)
+	}
+}
+
+// diPods are the job's live pods, by name.
+func diPods(ctx context.Context, t *testing.T, ns string, job *div2.DIJob) (map[string]*corev1.Pod, error) {
+	return livePods(ctx, t, ns, job)
+}
+
+func TestDIJobRunsItsTasksThroughSucceeded(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns, "--di-server-url", "http://nereid-di-server.nereid-system:8081")
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	if job.Status.Replicas != 4 || job.Status.ReadyReplicas != 4 || job.Status.TaskStatus["collector"][corev1.PodRunning] != 2 {
+		t.Errorf("status replicas %d ready %d tasks %v, want 4, 4 and 2 collectors running", job.Status.Replicas, job.Status.ReadyReplicas, job.Status.TaskStatus)
+	}
+	if len(job.Status.Allocation) != 4 || slices.Contains(job.Status.Allocation, "") {
+		t.Errorf("status.allocation %v, want the node of each of the 4 replicas", job.Status.Allocation)
+	}
+	pods, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"cartpole-dqn-learner-0", "cartpole-dqn-collector-0", "cartpole-dqn-collector-1", "cartpole-dqn-evaluator-0"}
+	var fqdns []string
+	for _, n := range names {
+		fqdns = append(fqdns, n+".di-cartpole-dqn."+ns+".svc.cluster.local")
+	}
+	for rank, n := range names {
+		p := pods[n]
+		if p == nil {
+			t.Fatalf("no pod %s; pods %v", n, keys(pods))
+		}
+		env := map[string]string{}
+		for _, e := range p.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		want := map[string]string{
+			"DI_JOB_ID": ns + "/cartpole-dqn", "DI_RANK": fmt.Sprint(rank), "DI_NODES": strings.Join(fqdns, ","),
+			"DI_LEARNER_NODES": fqdns[0], "DI_COLLECTOR_NODES": fqdns[1] + "," + fqdns[2], "DI_EVALUATOR_NODES": fqdns[3],
+			"DI_SERVER_URL": "http://nereid-di-server.nereid-system:8081",
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("%s: %s=%q, want %q", n, k, env[k], v)
+			}
+		}
+		if p.Spec.Hostname != n || p.Spec.Subdomain != "di-cartpole-dqn" || p.Labels[dijob.LabelJob] != "cartpole-dqn" ||
+			p.Annotations[dijob.AnnotationRank] != fmt.Sprint(rank) {
+			t.Errorf("%s: hostname %q subdomain %q labels %v annotations %v", n, p.Spec.Hostname, p.Spec.Subdomain, p.Labels, p.Annotations)
+		}
+	}
+	svc, err := framework.KubeClient(t).CoreV1().Services(ns).Get(t.Context(), "di-cartpole-dqn", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the headless Service: %v", err)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != dijob.Port {
+		t.Errorf("Service %s: clusterIP %q port %d, want headless on %d", svc.Name, svc.Spec.ClusterIP, svc.Spec.Ports[0].Port, dijob.Port)
+	}
+	if out, err := framework.Kubectl(t, "get", "dijob", "-n", ns, diExample); err != nil || !strings.Contains(out, "Running") {
+		t.Errorf("kubectl get dijob: %v\n%s", err, out)
+	}
+
+	// The learner and the evaluator decide: once both succeeded the job has,
+	// and cleanPodPolicy Running deletes the collectors still running.
+	setPodPhase(t, ns, "cartpole-dqn-learner-0", corev1.PodSucceeded, "")
+	job = waitForDIJob(t, ns, diExample, "still Running with the evaluator at work", func(j *div2.DIJob) bool {
+		return j.Status.TaskStatus["learner"][corev1.PodSucceeded] == 1
+	})
+	if job.Status.Phase != div2.JobRunning {
+		t.Fatalf("with the evaluator running the job is %s, want Running", job.Status.Phase)
+	}
+	setPodPhase(t, ns, "cartpole-dqn-evaluator-0", corev1.PodSucceeded, "")
+	job = waitForDIJob(t, ns, diExample, "Succeeded", diPhaseIs(div2.JobSucceeded))
+	if job.Status.CompletionTimestamp == nil {
+		t.Error("a Succeeded job has no completionTimestamp")
+	}
+	framework.Eventually(t, 30*time.Second, "the collectors deleted, the finished pods kept", func(ctx context.Context) (bool, error) {
+		pods, err := diPods(ctx, t, ns, job)
+		return err == nil && len(pods) == 2 && pods["cartpole-dqn-learner-0"] != nil && pods["cartpole-dqn-evaluator-0"] != nil, err
+	})
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// oneLearner is a job of one learner task, with a backoff limit.
+func oneLearner(name string, backoffLimit int) map[string]any {
+	m := dijobManifest(name, map[string]any{"type": "learner", "template": podTemplate()})
+	m.Object["spec"].(map[string]any)["backoffLimit"] = int64(backoffLimit)
+	return m.Object
+}
+
+func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	if _, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, diExample, "--type=merge", "-p", `{"spec":{"backoffLimit":1}}`); err != nil {
+		t.Fatal(err)
+	}
+	job = waitForDIJob(t, ns, diExample, "the new backoffLimit seen", diPhaseIs(div2.JobRunning))
+	before, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPodPhase(t, ns, "cartpole-dqn-collector-1", corev1.PodFailed, "the environment crashed")
+	job = waitForDIJob(t, ns, diExample, "restarted once", func(j *div2.DIJob) bool { return j.Status.Restarts == 1 })
+	framework.Eventually(t, 60*time.Second, "every pod made again and running", func(ctx context.Context) (bool, error) {
+		after, err := diPods(ctx, t, ns, job)
+		if err != nil || len(after) != 4 {
+			return false, err
+		}
+		for n, p := range after {
+			if p.UID == before[n].UID || p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	job = waitForDIJob(t, ns, diExample, "Running again", diPhaseIs(div2.JobRunning))
+	if job.Status.Restarts != 1 {
+		t.Errorf("restarts %d after one failure, want 1", job.Status.Restarts)
+	}
+	var sawRestarting bool
+	for _, c := range job.Status.Conditions {
+		if c.Type == div2.JobRestarting && strings.Contains(c.Message, "cartpole-dqn-collector-1 failed: the environment crashed") {
+			sawRestarting = true
+		}
+	}
+	if !sawRestarting {
+		t.Errorf("no Restarting condition naming the failed pod: %+v", job.Status.Conditions)
+	}
+
+	// The limit spent: the next failure fails the job, and it stays failed.
+	setPodPhase(t, ns, "cartpole-dqn-learner-0", corev1.PodFailed, "diverged")
+	job = waitForDIJob(t, ns, diExample, "Failed", diPhaseIs(div2.JobFailed))
+	var failed *div2.JobCondition
+	for i := range job.Status.Conditions {
+		if job.Status.Conditions[i].Type == div2.JobFailed {
+			failed = &job.Status.Conditions[i]
+		}
+	}
+	if failed == nil || failed.Reason != "BackoffLimitExceeded" || !strings.Contains(failed.Message, "learner-0 failed: diverged") {
+		t.Errorf("Failed condition %+v, want BackoffLimitExceeded naming the pod", failed)
+	}
+	if out, err := framework.Kubectl(t, "describe", "dijob", "-n", ns, diExample); err != nil || !strings.Contains(out, "BackoffLimitExceeded") && !strings.Contains(out, "backoffLimit") {
+		t.Errorf("kubectl describe does not tell why the job failed: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 30*time.Second, "the running pods cleaned, none made", func(ctx context.Context) (bool, error) {
+		pods, err := diPods(ctx, t, ns, job)
+		return err == nil && len(pods) == 1 && pods["cartpole-dqn-learner-0"] != nil, err
+	})
+}
+
+func TestDIJobRecreatesAPodDeletedByHandOnce(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	before, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := before["cartpole-dqn-collector-0"]
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, "the deleted collector back, running, the others untouched", func(ctx context.Context) (bool, error) {
+		after, err := diPods(ctx, t, ns, job)
+		if err != nil || len(after) != 4 {
+			return false, err
+		}
+		for n, p := range after {
+			if (n == victim.Name) == (p.UID == before[n].UID) {
+				return false, nil
+			}
+		}
+		return after[victim.Name].Status.Phase == corev1.PodRunning, nil
+	})
+	job = waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	if job.Status.Restarts != 0 {
+		t.Errorf("a pod deleted by hand counted as a restart: restarts %d", job.Status.Restarts)
+	}
+	created := countEvents(t, ns, job.UID, "SuccessfulCreate", victim.Name)
+	if created != 2 {
+		t.Errorf("%d events created pod %s, want 2 (the first pod and its one replacement)", created, victim.Name)
+	}
+}
+
+// countEvents counts the events of an object with a reason whose message names name.
+func countEvents(t *testing.T, ns string, uid types.UID, reason, name string) int {
+	t.Helper()
+	events, err := framework.KubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events.Items {
+		if e.Reason == reason && strings.Contains(e.Message, name) {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+func TestDIJobScalesByEditAndByKubectlScale(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	before, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(names ...string) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			pods, err := diPods(ctx, t, ns, job)
+			return err == nil && slices.Equal(keys(pods), names), err
+		}
+	}
+	// Collectors 2 → 4 by a patch of the task, as kubectl edit writes it.
+	if out, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, diExample, "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/tasks/1/replicas","value":4}]`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	framework.Eventually(t, 60*time.Second, "collectors 2 and 3 added", want("cartpole-dqn-collector-0", "cartpole-dqn-collector-1",
+		"cartpole-dqn-collector-2", "cartpole-dqn-collector-3", "cartpole-dqn-evaluator-0", "cartpole-dqn-learner-0"))
+	job = waitForDIJob(t, ns, diExample, "Running with 6 replicas", func(j *div2.DIJob) bool {
+		return j.Status.Phase == div2.JobRunning && j.Status.Replicas == 6
+	})
+	after, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, p := range before {
+		if after[n].UID != p.UID {
+			t.Errorf("scaling up replaced pod %s", n)
+		}
+	}
+	// Down to 1: the highest ranks go.
+	if out, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, diExample, "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/tasks/1/replicas","value":1}]`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	framework.Eventually(t, 60*time.Second, "collectors 1, 2 and 3 removed", want("cartpole-dqn-collector-0", "cartpole-dqn-evaluator-0", "cartpole-dqn-learner-0"))
+
+	// kubectl scale, through the scale subresource, on a job of one task;
+	// refused on a job of several, naming the field.
+	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, oneLearner("solo", 3)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	solo := waitForDIJob(t, ns, "solo", "Running", diPhaseIs(div2.JobRunning))
+	if out, err := framework.Kubectl(t, "scale", "-n", ns, "dijob/solo", "--replicas=3"); err != nil {
+		t.Fatalf("kubectl scale: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 60*time.Second, "three learners", func(ctx context.Context) (bool, error) {
+		pods, err := diPods(ctx, t, ns, solo)
+		return err == nil && slices.Equal(keys(pods), []string{"solo-learner-0", "solo-learner-1", "solo-learner-2"}), err
+	})
+	waitForDIJob(t, ns, "solo", "3 replicas", func(j *div2.DIJob) bool { return j.Status.Replicas == 3 })
+	if out, err := framework.Kubectl(t, "get", "--subresource=scale", "-n", ns, "dijob/solo", "-o", "jsonpath={.spec.replicas}/{.status.replicas}"); err != nil || out != "3/3" {
+		t.Errorf("the scale subresource reads %q (%v), want 3/3", out, err)
+	}
+	out, err := framework.Kubectl(t, "scale", "-n", ns, "dijob/"+diExample, "--replicas=3")
+	if err == nil || !strings.Contains(out+err.Error(), "spec.replicas") {
+		t.Errorf("kubectl scale on a job of three tasks: %v\n%s; want a refusal naming spec.replicas", err, out)
+	}
+}
+
+func toDIJob(t *testing.T, obj map[string]any) *div2.DIJob {
+	t.Helper()
+	job := &div2.DIJob{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, job); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
