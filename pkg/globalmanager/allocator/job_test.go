@@ -1,0 +1,170 @@
+package allocator
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+)
+
+func TestJobOfListsReplicasInRankOrder(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	learnerTask := task(learner, 2, nil)
+	learnerTask.Template.Spec.Containers = []corev1.Container{
+		{Name: "a", Resources: corev1.ResourceRequirements{Requests: resources("cpu", "1", "memory", "1Gi")}},
+		{Name: "b", Resources: corev1.ResourceRequirements{Requests: resources("cpu", "500m")}},
+	}
+	// An init container that needs more cpu than the containers together.
+	learnerTask.Template.Spec.InitContainers = []corev1.Container{
+		{Name: "fetch", Resources: corev1.ResourceRequirements{Requests: resources("cpu", "2", "memory", "512Mi")}},
+	}
+	actor := task(collector, 0, resources("cpu", "1"), named("actor"), selecting(EdgeNodeLabel, ""),
+		tolerating(EdgeNodeLabel, corev1.TolerationOpExists, "", corev1.TaintEffectNoSchedule))
+	// A sidecar (a restartable init container) runs beside the containers.
+	actor.Template.Spec.InitContainers = []corev1.Container{
+		{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: resources("cpu", "100m")}},
+	}
+	replay := task(none, 1, nil, named("replay"))
+	job := dijob("pong", learnerTask, actor, replay)
+	job.Spec.Preemptible = true
+
+	got := JobOf(job)
+
+	learnerRequests := resources("cpu", "2", "memory", "1Gi")
+	actorRequests := resources("cpu", "1100m")
+	want := Job{Key: "ns/pong", Preemptible: true, Priority: v2alpha1.PriorityNormal, Created: created, Replicas: []Replica{
+		{Task: "learner", Type: learner, Rank: 0, TaskRank: 0, Requests: learnerRequests},
+		{Task: "learner", Type: learner, Rank: 1, TaskRank: 1, Requests: learnerRequests},
+		{Task: "actor", Type: collector, Rank: 2, TaskRank: 0, Requests: actorRequests,
+			NodeSelector: actor.Template.Spec.NodeSelector, Tolerations: actor.Template.Spec.Tolerations},
+		{Task: "replay", Type: none, Rank: 3, TaskRank: 0, Requests: corev1.ResourceList{}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}
+
+func TestNodesCountsThePodsThatHoldRoom(t *testing.T) {
+	ready := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	k8sNode := func(name string, conditions []corev1.NodeCondition, unschedulable bool) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: pairs("kubernetes.io/hostname", name)},
+			Spec:       corev1.NodeSpec{Unschedulable: unschedulable},
+			Status:     corev1.NodeStatus{Allocatable: resources("cpu", "4", "pods", "110"), Conditions: conditions},
+		}
+	}
+	nodes := []*corev1.Node{
+		k8sNode("n4", nil, false),
+		k8sNode("n1", ready, false),
+		k8sNode("n3", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}, false),
+		k8sNode("n2", ready, true),
+	}
+	pod := func(name, nodeName string, phase corev1.PodPhase, cpu string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{
+				{Name: "c", Resources: corev1.ResourceRequirements{Requests: resources("cpu", cpu)}}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+	}
+	pinned := pod("pinned", "", corev1.PodPending, "500m")
+	pinned.Spec.Affinity = Pin(nil, "n1")
+	unbound := pod("unbound", "", corev1.PodPending, "8")
+	excluded := pod("excluded", "n1", corev1.PodRunning, "3")
+	excluded.Labels = pairs("job", "b")
+	// A container resized from 1 cpu to 2 counts at the larger size, as
+	// the scheduler counts it.
+	resized := pod("resized", "n2", corev1.PodRunning, "1")
+	resized.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Resources: &corev1.ResourceRequirements{Requests: resources("cpu", "2")}}}
+	pods := []*corev1.Pod{
+		resized,
+		pod("running", "n1", corev1.PodRunning, "1"),
+		pinned,
+		pod("succeeded", "n1", corev1.PodSucceeded, "8"),
+		pod("failed", "n1", corev1.PodFailed, "8"),
+		unbound,
+		excluded,
+		pod("elsewhere", "gone", corev1.PodRunning, "8"),
+		pod("cordoned", "n2", corev1.PodRunning, "1"),
+	}
+
+	got := Nodes(nodes, pods, func(p *corev1.Pod) bool { return p.Labels["job"] == "b" })
+
+	view := func(name string, used corev1.ResourceList, schedulable bool) Node {
+		return Node{Name: name, Labels: pairs("kubernetes.io/hostname", name), Allocatable: resources("cpu", "4", "pods", "110"),
+			Used: used, Schedulable: schedulable}
+	}
+	want := []Node{
+		view("n1", resources("cpu", "1500m", "pods", "2"), true),
+		view("n2", resources("cpu", "3", "pods", "2"), false),
+		view("n3", corev1.ResourceList{}, false),
+		view("n4", corev1.ResourceList{}, false),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}
+
+func TestPinnedPodsGoOnlyToTheirNode(t *testing.T) {
+	own := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{
+			expression("zone", corev1.NodeSelectorOpIn, "a"),
+			expression("zone", corev1.NodeSelectorOpIn, "b"),
+		}}}}
+	before := own.DeepCopy()
+	pinned := Pin(own, "n2")
+	if diff := cmp.Diff(before, own); diff != "" {
+		t.Errorf("Pin changed the affinity it was given (-before,+after):\n%s", diff)
+	}
+	tests := map[string]struct {
+		pod  corev1.PodSpec
+		want string
+	}{
+		"pinned without an affinity of its own": {pod: corev1.PodSpec{Affinity: Pin(nil, "n1")}, want: "n1"},
+		"pinned with terms of its own":          {pod: corev1.PodSpec{Affinity: pinned}, want: "n2"},
+		"bound":                                 {pod: corev1.PodSpec{NodeName: "n3", Affinity: pinned}, want: "n3"},
+		"no affinity":                           {want: ""},
+		"terms naming two nodes":                {pod: corev1.PodSpec{Affinity: withTerm(Pin(nil, "n1"), Pin(nil, "n2"))}, want: ""},
+		"a term naming no node":                 {pod: corev1.PodSpec{Affinity: withTerm(Pin(nil, "n1"), before)}, want: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := PinnedNode(&corev1.Pod{Spec: tc.pod}); got != tc.want {
+				t.Errorf("PinnedNode = %q, want %q", got, tc.want)
+			}
+		})
+	}
+
+	// What the scheduler makes of the pinned affinity: its node, and the
+	// template's own terms still hold.
+	job := jobOf(task(learner, 1, nil, requiring(own.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms...)))
+	job.Replicas[0].Affinity = pinned
+	placement, err := PackAndSpread{}.Allocate(job, []Node{
+		cloudNode("n1", "4", withLabels("zone", "a")),
+		cloudNode("n2", "4", withLabels("zone", "c")),
+		cloudNode("n3", "4", withLabels("zone", "b")),
+	})
+	var notFit *NotFitError
+	if placement != nil || !errors.As(err, &notFit) || notFit.Nodes != 0 {
+		t.Errorf("Allocate of a pod pinned to n2, which its zone terms rule out = %v, %v; want no node", placement, err)
+	}
+	placement, err = PackAndSpread{}.Allocate(job, []Node{
+		cloudNode("n1", "4", withLabels("zone", "a")),
+		cloudNode("n2", "4", withLabels("zone", "b")),
+	})
+	if err != nil || !slices.Equal(placement, Placement{"n2"}) {
+		t.Errorf("Allocate of a pod pinned to n2 = %v, %v; want n2", placement, err)
+	}
+}
+
+// withTerm returns a with the required terms of b added.
+func withTerm(a, b *corev1.Affinity) *corev1.Affinity {
+	required := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	required.NodeSelectorTerms = append(required.NodeSelectorTerms, b.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms...)
+	return a
+}
