@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -34,6 +35,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
@@ -263,9 +265,22 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		return fmt.Errorf("building lifelong learning controller: %w", err)
 	}
 
+	// The allocator must see every pod and node of the cluster, not only
+	// Nereid's children: a cache of its own, of slimmed pods.
+	var usageFactory kubeinformers.SharedInformerFactory
+	var allocation *dijob.Allocation
+	if o.allocatorPolicy != "none" {
+		usageFactory = kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(allocator.SlimPod))
+		nodes, pods := usageFactory.Core().V1().Nodes(), usageFactory.Core().V1().Pods()
+		allocation = &dijob.Allocation{
+			Policy: allocator.PackAndSpread{}, Nodes: nodes.Lister(), Pods: pods.Lister(), Period: o.allocatorPeriod,
+			Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
+		}
+	}
 	di, err := dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
 		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
 			ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
+			Allocation: allocation,
 		})
 	if err != nil {
 		return fmt.Errorf("building DIJob controller: %w", err)
@@ -316,6 +331,10 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 
 	kubeFactory.Start(ctx.Done())
 	sednaFactory.Start(ctx.Done())
+	if usageFactory != nil {
+		usageFactory.Start(ctx.Done())
+		defer usageFactory.Shutdown()
+	}
 	defer kubeFactory.Shutdown()
 	defer sednaFactory.Shutdown()
 	go func() {

@@ -38,6 +38,8 @@ type options struct {
 	cycleHistoryLimit int
 	kbServer          string
 	diServerURL       string
+	allocatorPolicy   string
+	allocatorPeriod   time.Duration
 	clusterDomain     string
 
 	leaderElect      bool
@@ -86,6 +88,12 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"DIJobs synced in parallel.")
 	fs.StringVar(&o.diServerURL, "di-server-url", "",
 		"DI_SERVER_URL put into every DIJob pod: where its workers reach the replicas HTTP API (the Service in front of --di-server-address). Empty leaves it unset.")
+	fs.StringVar(&o.allocatorPolicy, "allocator", "pack-and-spread",
+		"How DIJob replicas are placed: pack-and-spread (the GlobalManager places each new job whole or not at all, packing learners, evaluators and tasks of type none, "+
+			"spreading collectors, edge nodes a pool of their own; it caches every Node and every Pod of the cluster, slimmed, to know what is free) "+
+			"or none (the Kubernetes scheduler places each pod on its own).")
+	fs.DurationVar(&o.allocatorPeriod, "allocator-period", time.Minute,
+		"How often the allocator considers again the preemptible DIJobs (spec.preemptible) and moves those it can place strictly better.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local",
 		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
 	fs.StringVar(&o.lcServer, "lc-server", "",
@@ -159,6 +167,12 @@ func (o *options) validate() error {
 	var errs []error
 	if o.qps <= 0 || o.burst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if o.allocatorPolicy != "pack-and-spread" && o.allocatorPolicy != "none" {
+		errs = append(errs, fmt.Errorf("--allocator %q: want pack-and-spread or none", o.allocatorPolicy))
+	}
+	if o.allocatorPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", o.allocatorPeriod))
 	}
 	if o.flWorkers < 1 || o.jiWorkers < 1 || o.ilWorkers < 1 || o.llWorkers < 1 || o.diWorkers < 1 {
 		errs = append(errs, errors.New("--federatedlearningjob-workers, --jointinferenceservice-workers, --incrementallearningjob-workers, --lifelonglearningjob-workers and --dijob-workers must be at least 1"))

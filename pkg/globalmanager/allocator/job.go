@@ -62,17 +62,10 @@ func JobOf(job *v2alpha1.DIJob) Job {
 		Priority:    priority,
 		Created:     job.CreationTimestamp.Time,
 	}
-	for _, task := range job.Spec.Tasks {
-		name := task.Name
-		if name == "" {
-			name = string(task.Type)
-		}
-		// The API defaults replicas to 1; an object that skipped defaulting
-		// (built in code) means the same.
-		replicas := int(task.Replicas)
-		if replicas == 0 {
-			replicas = 1
-		}
+	for t := range job.Spec.Tasks {
+		task := &job.Spec.Tasks[t]
+		name := task.TaskName()
+		replicas := int(job.TaskReplicas(t))
 		spec := &task.Template.Spec
 		requests := PodRequests(spec)
 		for i := range replicas {

@@ -23,7 +23,7 @@ func TestJobOfListsReplicasInRankOrder(t *testing.T) {
 	learnerTask.Template.Spec.InitContainers = []corev1.Container{
 		{Name: "fetch", Resources: corev1.ResourceRequirements{Requests: resources("cpu", "2", "memory", "512Mi")}},
 	}
-	actor := task(collector, 0, resources("cpu", "1"), named("actor"), selecting(EdgeNodeLabel, ""),
+	actor := task(collector, 1, resources("cpu", "1"), named("actor"), selecting(EdgeNodeLabel, ""),
 		tolerating(EdgeNodeLabel, corev1.TolerationOpExists, "", corev1.TaintEffectNoSchedule))
 	// A sidecar (a restartable init container) runs beside the containers.
 	actor.Template.Spec.InitContainers = []corev1.Container{

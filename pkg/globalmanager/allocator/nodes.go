@@ -144,3 +144,37 @@ func termNode(term corev1.NodeSelectorTerm) string {
 	}
 	return ""
 }
+
+// SlimPod is an informer transform for a cache of every pod of the cluster
+// that only Nodes reads: it keeps what Nodes counts (phase, node, pinning
+// affinity, the containers' requests, overhead and resize status) and drops
+// the rest (environment, volumes, managed fields…), so the cache costs a
+// fraction of full pods.
+func SlimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{}
+	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = pod.Name, pod.Namespace, pod.UID, pod.ResourceVersion
+	slim.DeletionTimestamp = pod.DeletionTimestamp
+	slim.Spec.NodeName, slim.Spec.Affinity, slim.Spec.Overhead, slim.Spec.Resources = pod.Spec.NodeName, pod.Spec.Affinity, pod.Spec.Overhead, pod.Spec.Resources
+	slim.Spec.Containers = slimContainers(pod.Spec.Containers)
+	slim.Spec.InitContainers = slimContainers(pod.Spec.InitContainers)
+	slim.Status.Phase = pod.Status.Phase
+	for _, cs := range pod.Status.ContainerStatuses {
+		slim.Status.ContainerStatuses = append(slim.Status.ContainerStatuses, corev1.ContainerStatus{Name: cs.Name, Resources: cs.Resources})
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		slim.Status.InitContainerStatuses = append(slim.Status.InitContainerStatuses, corev1.ContainerStatus{Name: cs.Name, Resources: cs.Resources})
+	}
+	return slim, nil
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	out := make([]corev1.Container, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy})
+	}
+	return out
+}

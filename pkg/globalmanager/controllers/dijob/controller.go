@@ -39,6 +39,9 @@ type Config struct {
 	// ChildEventBatchPeriod is how long pod and Service events of a job are
 	// gathered into one sync.
 	ChildEventBatchPeriod time.Duration
+	// Allocation places replicas with an allocator policy; nil leaves them
+	// to the Kubernetes scheduler.
+	Allocation *Allocation
 }
 
 // Controller reconciles DIJobs.
@@ -58,6 +61,7 @@ type Controller struct {
 	children *common.Children
 	exp      *common.Expectations
 	now      func() time.Time
+	placer   *placer
 }
 
 // NewController wires the controller to its informers; it starts nothing.
@@ -88,6 +92,7 @@ func NewController(
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:      time.Now,
 	}
+	c.placer = newPlacer(config.Allocation, func() time.Time { return c.now() })
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
 	var err error
 	if c.synced, err = common.AddHandlers(
@@ -97,10 +102,20 @@ func NewController(
 	); err != nil {
 		return nil, err
 	}
+	if config.Allocation != nil {
+		c.synced = append(c.synced, config.Allocation.Synced...)
+	}
 	return c, nil
 }
 
 // Run processes jobs with workers goroutines until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
+	if c.placer != nil && c.placer.Period > 0 {
+		go func() {
+			if cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+				c.optimizeLoop(ctx)
+			}
+		}()
+	}
 	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -77,6 +79,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return actErr
 }
 
+// allocationRetry is how soon a job that found no room is placed again.
+const allocationRetry = 5 * time.Second
+
 func finished(p div2.Phase) bool {
 	return p == div2.JobSucceeded || p == div2.JobFailed
 }
@@ -100,6 +105,15 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 	}
 
+	// The allocator found a better placement for this preemptible job: every
+	// pod is made again there.
+	if satisfied && c.placer.startMove(key) {
+		if err := c.children.DeletePods(ctx, key, job, live, "the allocator moves the job to a better placement"); err != nil {
+			return nil, err
+		}
+		status.Reschedules++
+		return setPhase(status, div2.JobRescheduling, "Moved", fmt.Sprintf("the allocator moves the job to a better placement (move %d); every pod is made again", status.Reschedules), now, corev1.EventTypeNormal), nil
+	}
 	wanted := replicasOf(job)
 	byName := map[string]*corev1.Pod{}
 	for _, p := range pods {
@@ -137,6 +151,18 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 			extra = append(extra, p)
 		}
 	}
+	// Placed by the allocator, all of the missing replicas or none; a job
+	// that finds no room tries again after allocationRetry.
+	var noRoom string
+	if satisfied && len(toCreate) > 0 && c.placer != nil {
+		if err := c.placer.place(job, toCreate); err != nil {
+			if noRoom = notFit(err); noRoom == "" {
+				return nil, fmt.Errorf("placing the replicas of %s: %w", key, err)
+			}
+			toCreate = nil
+			c.queue.AddAfter(key, allocationRetry)
+		}
+	}
 	var actErr error
 	if satisfied {
 		errs := make([]error, 4)
@@ -151,6 +177,14 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		actErr = errors.Join(errs...)
 	}
 	missing := len(wanted) - len(current)
+	if noRoom != "" {
+		msg := fmt.Sprintf("%d of %d pods wait for room: %s", missing, len(wanted), noRoom)
+		events := setPhase(status, div2.JobPending, "InsufficientResources", msg, now, corev1.EventTypeWarning)
+		if len(events) == 0 && conditionMessage(&job.Status, div2.JobPending) != msg {
+			events = []common.Event{{Type: corev1.EventTypeWarning, Reason: "InsufficientResources", Message: msg}}
+		}
+		return events, actErr
+	}
 	return c.setPhase(job, status, wanted, current, missing, actErr, now), actErr
 }
 
@@ -224,6 +258,8 @@ func (c *Controller) setPhase(job *div2.DIJob, status *div2.DIJobStatus, wanted 
 		return setPhase(status, div2.JobSucceeded, "Succeeded", fmt.Sprintf("every pod of %s succeeded", deciders(job)), now, corev1.EventTypeNormal)
 	case missing > 0 && status.Phase == div2.JobRestarting:
 		return setPhase(status, div2.JobRestarting, "PodFailed", conditionMessage(status, div2.JobRestarting), now, corev1.EventTypeWarning)
+	case missing > 0 && status.Phase == div2.JobRescheduling:
+		return setPhase(status, div2.JobRescheduling, "Moved", conditionMessage(status, div2.JobRescheduling), now, corev1.EventTypeNormal)
 	case missing > 0:
 		msg := fmt.Sprintf("%d of %d pods are not made yet", missing, len(wanted))
 		if actErr != nil {
@@ -320,7 +356,7 @@ func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*co
 	for _, r := range wanted {
 		node := ""
 		if p := byName[r.name]; p != nil {
-			node = p.Spec.NodeName
+			node = allocator.PinnedNode(p)
 		}
 		status.Allocation = append(status.Allocation, node)
 	}

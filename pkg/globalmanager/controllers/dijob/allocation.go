@@ -1,0 +1,270 @@
+package dijob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Allocation is what the controller needs to place replicas itself: the
+// policy, and every node and every pod of the cluster (what is in use). Nil
+// leaves placement to the Kubernetes scheduler.
+type Allocation struct {
+	Policy allocator.Policy
+	Nodes  corelisters.NodeLister
+	// Pods lists every pod of the cluster, not only Nereid's children.
+	Pods   corelisters.PodLister
+	Synced []cache.InformerSynced
+	// Period is how often preemptible jobs are considered again (Optimize).
+	Period time.Duration
+}
+
+// reservationTTL is how long a placement made holds its room before the pods
+// it created must be in the cache of every pod (then they count instead).
+const reservationTTL = time.Minute
+
+// placer places jobs one at a time: two jobs synced together must not be
+// given the same room before either's pods are in the cache, so the room a
+// placement takes is reserved until its pods are seen.
+type placer struct {
+	Allocation
+	mu       sync.Mutex
+	reserved map[string]reservation // by pod namespace/name
+	// moves are the placements optimize chose, by job key, until the job's
+	// sync has recreated its pods.
+	moves map[string]allocator.Placement
+	// planned are the placements of jobs being moved whose pods are not all
+	// made again yet.
+	planned map[string]allocator.Placement
+	now     func() time.Time
+}
+
+type reservation struct {
+	pod     *corev1.Pod
+	expires time.Time
+}
+
+func newPlacer(a *Allocation, now func() time.Time) *placer {
+	if a == nil {
+		return nil
+	}
+	return &placer{Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{}, planned: map[string]allocator.Placement{}, now: now}
+}
+
+// place pins each of pods (replicas of job that have no pod yet) to a node,
+// all or none: on success each pod carries the node in a required node
+// affinity and in its diengine/node annotation; a *allocator.NotFitError
+// says what is missing.
+func (p *placer) place(job *div2.DIJob, pods []*corev1.Pod) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	nodes, err := p.Nodes.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	all, err := p.Pods.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	all = p.withReservations(all)
+
+	// The replicas to place, in rank order, as the allocator sees them.
+	want := map[string]bool{}
+	for _, pod := range pods {
+		want[pod.Name] = true
+	}
+	whole := allocator.JobOf(job)
+	part := whole
+	part.Replicas = nil
+	byRank := map[int]*corev1.Pod{}
+	for _, r := range replicasOf(job) {
+		if want[r.name] {
+			part.Replicas = append(part.Replicas, whole.Replicas[r.rank])
+			for _, pod := range pods {
+				if pod.Name == r.name {
+					byRank[r.rank] = pod
+				}
+			}
+		}
+	}
+	key := whole.Key
+	var placement allocator.Placement
+	if planned := p.planned[key]; len(planned) == len(whole.Replicas) {
+		// A job being moved goes where optimize chose.
+		for _, r := range part.Replicas {
+			placement = append(placement, planned[r.Rank])
+		}
+		if len(part.Replicas) == len(whole.Replicas) {
+			delete(p.planned, key)
+		}
+	} else {
+		delete(p.planned, key)
+		if placement, err = p.Policy.Allocate(part, allocator.Nodes(nodes, all, nil)); err != nil {
+			return err
+		}
+	}
+	for i, r := range part.Replicas {
+		pod := byRank[r.Rank]
+		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, placement[i])
+		pod.Annotations[AnnotationNode] = placement[i]
+		p.reserved[pod.Namespace+"/"+pod.Name] = reservation{pod: pod, expires: p.now().Add(reservationTTL)}
+	}
+	return nil
+}
+
+// release drops the reservations of pods whose creation failed.
+func (p *placer) release(pods []*corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pod := range pods {
+		delete(p.reserved, pod.Namespace+"/"+pod.Name)
+	}
+}
+
+// withReservations is all with the pods placed but not yet in it; the
+// reservations of pods it has (or that expired) are dropped.
+func (p *placer) withReservations(all []*corev1.Pod) []*corev1.Pod {
+	seen := make(map[string]bool, len(all))
+	for _, pod := range all {
+		seen[pod.Namespace+"/"+pod.Name] = true
+	}
+	now := p.now()
+	for key, r := range p.reserved {
+		if seen[key] || now.After(r.expires) {
+			delete(p.reserved, key)
+			continue
+		}
+		all = append(all, r.pod)
+	}
+	return all
+}
+
+// notFit is the message of a placement that found no room, "" for any
+// other outcome.
+func notFit(err error) string {
+	var nf *allocator.NotFitError
+	if errors.As(err, &nf) {
+		return nf.Error()
+	}
+	return ""
+}
+
+// optimizeLoop considers the preemptible jobs again every period until ctx
+// is done.
+func (c *Controller) optimizeLoop(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := c.optimize(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Considering the preemptible DIJobs again failed; next period tries again")
+		}
+	}, c.placer.Period)
+}
+
+// optimize asks the policy whether running preemptible jobs should move; a
+// job that should is given its new placement, which its next sync carries
+// out (every pod made again on its new node, phase Rescheduling).
+func (c *Controller) optimize(ctx context.Context) error {
+	p := c.placer
+	jobs, err := c.jobs.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var candidates []allocator.Job
+	previous := map[string]allocator.Placement{}
+	uids := map[types.UID]bool{}
+	for _, job := range jobs {
+		if !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil {
+			continue
+		}
+		placement, ok := c.placementOf(job)
+		if !ok {
+			continue // not placed whole yet
+		}
+		a := allocator.JobOf(job)
+		candidates = append(candidates, a)
+		previous[a.Key] = placement
+		uids[job.UID] = true
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	nodes, err := p.Nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	all, err := p.Pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	all = p.withReservations(all)
+	owned := func(pod *corev1.Pod) bool {
+		ref := metav1.GetControllerOfNoCopy(pod)
+		return ref != nil && uids[ref.UID]
+	}
+	moves, err := p.Policy.Optimize(candidates, allocator.Nodes(nodes, all, owned), previous)
+	if err != nil {
+		return err
+	}
+	for key, placement := range moves {
+		klog.FromContext(ctx).Info("Moving a preemptible DIJob to a better placement", "dijob", key, "from", previous[key], "to", placement)
+		p.moves[key] = placement
+		c.queue.Add(key)
+	}
+	return nil
+}
+
+// placementOf is the node of each replica of job, from its pods; ok is
+// false while some replica has no pinned pod.
+func (c *Controller) placementOf(job *div2.DIJob) (allocator.Placement, bool) {
+	pods, err := c.pods.Pods(job.Namespace).List(common.OwnerSelector(job))
+	if err != nil {
+		return nil, false
+	}
+	byName := map[string]string{}
+	for _, pod := range common.Claim(job, pods) {
+		if !common.PodTerminating(pod) {
+			byName[pod.Name] = allocator.PinnedNode(pod)
+		}
+	}
+	var placement allocator.Placement
+	for _, r := range replicasOf(job) {
+		node := byName[r.name]
+		if node == "" {
+			return nil, false
+		}
+		placement = append(placement, node)
+	}
+	return placement, true
+}
+
+// startMove says whether optimize chose a new placement for key; if so the
+// placement becomes the one the job's pods are made again with.
+func (p *placer) startMove(key string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.moves[key]
+	if ok {
+		p.planned[key] = m
+		delete(p.moves, key)
+	}
+	return ok
+}
