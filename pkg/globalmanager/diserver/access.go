@@ -1,0 +1,179 @@
+package diserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+)
+
+// The keys of user.extra that a TokenReview of a ServiceAccount token bound
+// to a pod returns.
+const (
+	PodNameExtra = "authentication.kubernetes.io/pod-name"
+	PodUIDExtra  = "authentication.kubernetes.io/pod-uid"
+)
+
+// serviceAccountPrefix starts the username of every ServiceAccount token:
+// system:serviceaccount:<namespace>:<name>.
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// maxTokenBytes bounds a bearer token; a ServiceAccount token is about 1 KiB.
+const maxTokenBytes = 8 << 10
+
+// bearerRealm is told with every 401.
+const bearerRealm = `Bearer realm="nereid-diserver"`
+
+// authenticate returns who sent r: 401 without a valid bearer token, 503
+// when the token could not be reviewed.
+func (s *Server) authenticate(ctx context.Context, r *http.Request) (*authenticationv1.UserInfo, *reply) {
+	unauthorized := func(message string) *reply {
+		rep := fail(http.StatusUnauthorized, "%s", message)
+		rep.header = map[string]string{"WWW-Authenticate": bearerRealm}
+		return rep
+	}
+	const required = "a bearer token is required (Authorization: Bearer <token>)"
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return nil, unauthorized(required)
+	}
+	scheme, token, _ := strings.Cut(values[0], " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, unauthorized(required)
+	}
+	if len(token) > maxTokenBytes || strings.ContainsAny(token, " \t") {
+		return nil, unauthorized(ErrInvalidToken.Error())
+	}
+	user, err := s.authn.Authenticate(ctx, token)
+	switch {
+	case errors.Is(err, ErrInvalidToken):
+		return nil, unauthorized(err.Error())
+	case errors.Is(err, ErrBusy):
+		return nil, unavailable(err, ErrBusy.Error())
+	case err != nil:
+		return nil, unavailable(err, "the token could not be reviewed, try again later")
+	case user == nil || user.Username == "":
+		return nil, unauthorized(ErrInvalidToken.Error())
+	}
+	return user, nil
+}
+
+// authorize decides whether user may do act on the DIJob key and returns the
+// job (from the lister): 403 when not allowed, then 404 when there is no such
+// job, in that order, so that who may not see a job does not learn whether
+// it exists.
+func (s *Server) authorize(ctx context.Context, user *authenticationv1.UserInfo, act action, key types.NamespacedName) (*div2alpha1.DIJob, *reply) {
+	job, err := s.cfg.Jobs.DIJobs(key.Namespace).Get(key.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, internal(fmt.Errorf("reading DIJob %s from the cache: %w", key, err), "the DIJob could not be read")
+	}
+	if err != nil {
+		job = nil
+	}
+	isWorker, notWorker := s.isWorkerOf(ctx, user, key, job)
+	if isWorker {
+		return job, nil
+	}
+
+	verb := "update"
+	if !act.writes() {
+		verb = "get"
+	}
+	attrs := authorizationv1.ResourceAttributes{
+		Namespace: key.Namespace,
+		Verb:      verb,
+		Group:     div2alpha1.GroupName,
+		Version:   div2alpha1.SchemeGroupVersion.Version,
+		Resource:  "dijobs",
+		Name:      key.Name,
+	}
+	dec, err := s.authz.Authorize(ctx, user, attrs)
+	switch {
+	case errors.Is(err, ErrBusy):
+		return nil, unavailable(err, ErrBusy.Error())
+	case err != nil:
+		return nil, unavailable(err, "the request could not be authorized, try again later")
+	}
+	if !dec.Allowed {
+		msg := fmt.Sprintf("user %q may not %s dijobs.%s %q in namespace %q", user.Username, verb, div2alpha1.GroupName, key.Name, key.Namespace)
+		if dec.Reason != "" {
+			msg += ": " + dec.Reason
+		}
+		if notWorker != "" {
+			msg += "; and " + notWorker
+		}
+		return nil, fail(http.StatusForbidden, "%s", msg)
+	}
+	if job == nil {
+		return nil, fail(http.StatusNotFound, "DIJob %s not found", key)
+	}
+	return job, nil
+}
+
+// isWorkerOf reports whether user is a worker of the job key: a
+// ServiceAccount token bound to a live pod that the DIJob controls. When the
+// token is bound to a pod that is not one, it says why, the same whether or
+// not job (nil when there is none) exists.
+func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo, key types.NamespacedName, job *div2alpha1.DIJob) (bool, string) {
+	podName, podUID := oneExtra(user, PodNameExtra), oneExtra(user, PodUIDExtra)
+	account, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
+	if !isSA || podName == "" || podUID == "" {
+		return false, ""
+	}
+	namespace, _, _ := strings.Cut(account, ":")
+	notWorker := fmt.Sprintf("the token's pod %s/%s is not a worker of DIJob %s", namespace, podName, key)
+	if namespace != key.Namespace {
+		return false, notWorker
+	}
+	pod, err := s.pod(ctx, namespace, podName)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Cannot read the pod of a token; deciding as if it were not a worker", "pod", klog.KRef(namespace, podName))
+		}
+		return false, notWorker
+	}
+	switch {
+	case string(pod.UID) != podUID:
+		return false, fmt.Sprintf("the token's pod %s/%s is gone (another pod has its name)", namespace, podName)
+	case pod.DeletionTimestamp != nil:
+		return false, fmt.Sprintf("the token's pod %s/%s is being deleted", namespace, podName)
+	}
+	if job == nil {
+		return false, notWorker
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.UID != job.UID {
+		return false, notWorker
+	}
+	return true, ""
+}
+
+// pod reads a pod from the lister or, when the lister does not have it yet
+// (a worker that calls as soon as it starts), from the API server.
+func (s *Server) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	pod, err := s.cfg.Pods.Pods(namespace).Get(name)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return pod, err
+	}
+	return s.cfg.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// oneExtra is the single value of user.extra[key], or "".
+func oneExtra(user *authenticationv1.UserInfo, key string) string {
+	if v := user.Extra[key]; len(v) == 1 {
+		return v[0]
+	}
+	return ""
+}

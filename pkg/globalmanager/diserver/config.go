@@ -1,0 +1,148 @@
+package diserver
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
+)
+
+// Defaults of Config.
+const (
+	// DefaultPort is the port DI-engine workers listen on (DI's DefaultPort).
+	DefaultPort int32 = 22270
+	// DefaultMaxBodyBytes bounds a request body: a replicas request is a few
+	// dozen bytes, a job's profilings a few KiB.
+	DefaultMaxBodyBytes int64 = 64 << 10
+	// DefaultMaxReplicasPerTask is the most replicas a task may be scaled to
+	// through this API.
+	DefaultMaxReplicasPerTask int32 = 1024
+	// DefaultServiceDomain ends the DNS names of pods without an IP.
+	DefaultServiceDomain = "svc"
+
+	DefaultReviewCacheTTL       = 10 * time.Second
+	DefaultMaxCachedReviews     = 4096
+	DefaultMaxConcurrentReviews = 32
+	DefaultRequestTimeout       = 30 * time.Second
+
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 15 * time.Second
+	DefaultWriteTimeout      = 45 * time.Second
+	DefaultIdleTimeout       = 90 * time.Second
+	DefaultMaxHeaderBytes    = 32 << 10
+	DefaultMaxConnections    = 1024
+)
+
+// Config is what the server needs. Kube, DI, Jobs and Pods are required; a
+// zero value of any other field takes its default.
+type Config struct {
+	// Kube creates TokenReviews and SubjectAccessReviews, and reads a
+	// worker's pod that Pods does not have yet.
+	Kube kubernetes.Interface
+	// DI updates DIJobs (spec and status).
+	DI versioned.Interface
+	// Jobs and Pods are the informers' listers of DIJobs and pods.
+	Jobs dilisters.DIJobLister
+	Pods corelisters.PodLister
+
+	// Port is the port of a replica whose pod names none "di-port" (22270).
+	Port int32
+	// ServiceDomain ends the DNS name given for a pod without an IP,
+	// <pod>.di-<job>.<namespace>.<ServiceDomain> ("svc"; "svc.cluster.local"
+	// for a fully qualified name).
+	ServiceDomain string
+	// Audiences, when set, are the audiences a token must be valid for; the
+	// TokenReview names them. When empty, tokens for the API server are taken.
+	Audiences []string
+	// MaxBodyBytes bounds a request body (64 KiB); larger ones get 413.
+	MaxBodyBytes int64
+	// MaxReplicasPerTask bounds a task's replicas (1024).
+	MaxReplicasPerTask int32
+
+	// ReviewCacheTTL is how long the outcome of a TokenReview is reused for
+	// the same token (10s); negative turns the cache off.
+	ReviewCacheTTL time.Duration
+	// MaxCachedReviews bounds the cache of TokenReviews (4096 tokens).
+	MaxCachedReviews int
+	// MaxConcurrentReviews bounds the TokenReviews and SubjectAccessReviews
+	// in flight (32).
+	MaxConcurrentReviews int
+	// RequestTimeout bounds the work on one request, API calls included (30s).
+	RequestTimeout time.Duration
+
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout and
+	// MaxHeaderBytes are the http.Server's (5s, 15s, 45s, 90s, 32 KiB).
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	// MaxConnections bounds the connections open at a time (1024); past it,
+	// new ones wait to be accepted.
+	MaxConnections int
+
+	// Registerer, when set, gets the server's request counter.
+	Registerer prometheus.Registerer
+
+	// Authenticator and Authorizer replace the TokenReview and
+	// SubjectAccessReview made through Kube (for tests).
+	Authenticator Authenticator
+	Authorizer    Authorizer
+
+	// now is the clock of the review cache (tests).
+	now func() time.Time
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	if cfg.ServiceDomain == "" {
+		cfg.ServiceDomain = DefaultServiceDomain
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxReplicasPerTask <= 0 {
+		cfg.MaxReplicasPerTask = DefaultMaxReplicasPerTask
+	}
+	if cfg.ReviewCacheTTL == 0 {
+		cfg.ReviewCacheTTL = DefaultReviewCacheTTL
+	}
+	if cfg.MaxCachedReviews <= 0 {
+		cfg.MaxCachedReviews = DefaultMaxCachedReviews
+	}
+	if cfg.MaxConcurrentReviews <= 0 {
+		cfg.MaxConcurrentReviews = DefaultMaxConcurrentReviews
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	return cfg
+}

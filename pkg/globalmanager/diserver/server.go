@@ -1,0 +1,109 @@
+package diserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// shutdownTimeout bounds how long Serve waits for requests in flight when
+// its context ends.
+const shutdownTimeout = 10 * time.Second
+
+// Server is the replicas API of DIJobs. See the package documentation.
+type Server struct {
+	cfg     Config
+	authn   Authenticator
+	authz   Authorizer
+	metrics *metrics
+}
+
+// New returns a server of cfg. Kube, DI, Jobs and Pods must be set.
+func New(cfg Config) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, authn: cfg.Authenticator, authz: cfg.Authorizer, metrics: newMetrics(cfg.Registerer)}
+	slots := make(reviewSlots, cfg.MaxConcurrentReviews)
+	if s.authn == nil {
+		s.authn = &tokenReviewer{
+			client:     cfg.Kube,
+			audiences:  cfg.Audiences,
+			ttl:        cfg.ReviewCacheTTL,
+			maxEntries: cfg.MaxCachedReviews,
+			slots:      slots,
+			now:        cfg.now,
+			cache:      make(map[[sha256.Size]byte]reviewOutcome),
+		}
+	}
+	if s.authz == nil {
+		s.authz = &accessReviewer{client: cfg.Kube, slots: slots}
+	}
+	return s
+}
+
+// Handler returns the server's routes, for a caller that serves them itself.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(s.serveHTTP)
+}
+
+// Serve answers requests on l until ctx ends, over TLS (1.2 at least) when
+// tlsConfig is not nil (it must hold a certificate), at most
+// Config.MaxConnections connections at a time, each cut off by the
+// Config's timeouts; then it shuts down gracefully: no new requests, those in
+// flight get shutdownTimeout to finish. It returns nil once shut down, or why
+// serving stopped before.
+func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config) error {
+	logger := klog.FromContext(ctx)
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		ErrorLog:          klog.NewStandardLogger("WARNING"),
+		// Requests keep ctx's logger but not its end: Shutdown lets them
+		// finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig.Clone()
+		if srv.TLSConfig.MinVersion < tls.VersionTLS12 {
+			srv.TLSConfig.MinVersion = tls.VersionTLS12
+		}
+	}
+
+	limited := newLimitListener(l, s.cfg.MaxConnections)
+	served := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			served <- srv.ServeTLS(limited, "", "")
+		} else {
+			served <- srv.Serve(limited)
+		}
+	}()
+	logger.Info("Serving the DIJob replicas API", "address", l.Addr().String(), "tls", tlsConfig != nil)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving the DIJob replicas API: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down the DIJob replicas API: %w", err)
+	}
+	logger.Info("DIJob replicas API stopped")
+	return nil
+}
