@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +46,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/lifelonglearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/datasetstatus"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/diserver"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
 
@@ -286,6 +288,14 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		return fmt.Errorf("building DIJob controller: %w", err)
 	}
 
+	var replicasAPI *diserver.Server
+	if o.diServerAddress != "" {
+		replicasAPI = diserver.New(diserver.Config{
+			Kube: kubeClient, DI: sednaClient, Jobs: sednaFactory.Diengine().V2alpha1().DIJobs().Lister(),
+			Pods: kubeFactory.Core().V1().Pods().Lister(), Audiences: command.SplitList(o.diServerAudiences), Registerer: reg,
+		})
+	}
+
 	models, err := model.NewController(ctx, sednaClient, v1.Models(), v1.FederatedLearningJobs(),
 		v1.JointInferenceServices(), v1.IncrementalLearningJobs(), recorder, metrics)
 	if err != nil {
@@ -363,6 +373,9 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	}
 	if hub != nil {
 		runs = append(runs, func() error { return hub.Run(ctx) })
+	}
+	if replicasAPI != nil {
+		runs = append(runs, func() error { return serveReplicasAPI(ctx, o, replicasAPI) })
 	}
 	errs := make(chan error, len(runs))
 	for _, r := range runs {
@@ -466,4 +479,23 @@ func ownLeaderLease(ctx context.Context, client kubernetes.Interface, namespace,
 		}
 	}
 	return fmt.Errorf("the leader election Lease %s/%s keeps changing", namespace, name)
+}
+
+// serveReplicasAPI serves the DIJob replicas HTTP API on --di-server-address
+// until ctx is done, over HTTPS when a certificate is given.
+func serveReplicasAPI(ctx context.Context, o options, api *diserver.Server) error {
+	var tlsConfig *tls.Config
+	if o.diServerCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.diServerCert, o.diServerKey)
+		if err != nil {
+			return fmt.Errorf("loading --di-server-cert-file: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", o.diServerAddress)
+	if err != nil {
+		return fmt.Errorf("listening on --di-server-address %s: %w", o.diServerAddress, err)
+	}
+	klog.FromContext(ctx).Info("Serving the DIJob replicas API", "address", ln.Addr().String(), "tls", tlsConfig != nil)
+	return api.Serve(ctx, ln, tlsConfig)
 }

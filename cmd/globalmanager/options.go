@@ -39,6 +39,10 @@ type options struct {
 	kbServer          string
 	diServerURL       string
 	allocatorPolicy   string
+	diServerAddress   string
+	diServerCert      string
+	diServerKey       string
+	diServerAudiences string
 	allocatorPeriod   time.Duration
 	clusterDomain     string
 
@@ -88,6 +92,15 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"DIJobs synced in parallel.")
 	fs.StringVar(&o.diServerURL, "di-server-url", "",
 		"DI_SERVER_URL put into every DIJob pod: where its workers reach the replicas HTTP API (the Service in front of --di-server-address). Empty leaves it unset.")
+	fs.StringVar(&o.diServerAddress, "di-server-address", "",
+		"Address of the DIJob replicas HTTP API (DI-orchestrator's routes: GET/POST/DELETE /v2alpha1/job/<namespace>.<name>/replicas, POST .../profilings). "+
+			"Callers present a ServiceAccount token: allowed when they may update the DIJob, or when the token is bound to a pod of the job. Empty serves no API.")
+	fs.StringVar(&o.diServerCert, "di-server-cert-file", "",
+		"Serving certificate (PEM) of the replicas API; with --di-server-key-file it serves HTTPS. Empty serves plain HTTP: put it behind a network that carries tokens safely.")
+	fs.StringVar(&o.diServerKey, "di-server-key-file", "",
+		"Private key of --di-server-cert-file (PEM).")
+	fs.StringVar(&o.diServerAudiences, "di-server-token-audiences", "",
+		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience.")
 	fs.StringVar(&o.allocatorPolicy, "allocator", "pack-and-spread",
 		"How DIJob replicas are placed: pack-and-spread (the GlobalManager places each new job whole or not at all, packing learners, evaluators and tasks of type none, "+
 			"spreading collectors, edge nodes a pool of their own; it caches every Node and every Pod of the cluster, slimmed, to know what is free) "+
@@ -170,6 +183,9 @@ func (o *options) validate() error {
 	}
 	if o.allocatorPolicy != "pack-and-spread" && o.allocatorPolicy != "none" {
 		errs = append(errs, fmt.Errorf("--allocator %q: want pack-and-spread or none", o.allocatorPolicy))
+	}
+	if (o.diServerCert == "") != (o.diServerKey == "") {
+		errs = append(errs, errors.New("--di-server-cert-file and --di-server-key-file go together"))
 	}
 	if o.allocatorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", o.allocatorPeriod))

@@ -344,3 +344,69 @@ func toDIJob(t *testing.T, obj map[string]any) *div2.DIJob {
 	}
 	return job
 }
+
+// edgeCollectors is the example with its collectors on edge nodes.
+func edgeCollectors(t *testing.T, ns string) *div2.DIJob {
+	t.Helper()
+	job := &div2.DIJob{}
+	obj := framework.ReadManifest(t, filepath.Join(example("dijob"), "dijob.yaml"), "DIJob")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, job); err != nil {
+		t.Fatal(err)
+	}
+	job.Namespace = ns
+	job.Spec.Tasks[1].Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/edge": ""}
+	return job
+}
+
+func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	// Learner and evaluator packed in the cloud pool (cloud-0, the only
+	// cloud node), the two collectors spread over the two edge nodes.
+	alloc := job.Status.Allocation
+	if len(alloc) != 4 || alloc[0] != "cloud-0" || alloc[3] != "cloud-0" || !strings.HasPrefix(alloc[1], "edge-") || !strings.HasPrefix(alloc[2], "edge-") || alloc[1] == alloc[2] {
+		t.Errorf("status.allocation %v, want [cloud-0 edge-x edge-y cloud-0] with the collectors on different edge nodes", alloc)
+	}
+	pods, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		rank := p.Annotations[dijob.AnnotationRank]
+		if p.Spec.NodeName != p.Annotations[dijob.AnnotationNode] {
+			t.Errorf("pod %s (rank %s) runs on %q, allocated %q", p.Name, rank, p.Spec.NodeName, p.Annotations[dijob.AnnotationNode])
+		}
+	}
+
+	// A job asking more cpu than any node has stays Pending, saying so, and
+	// makes no pod.
+	big := oneLearner("too-big", 3)
+	big["spec"].(map[string]any)["tasks"].([]any)[0].(map[string]any)["template"] = map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+		"name": "di-container", "image": "opendilab/ding:nightly", "resources": map[string]any{"requests": map[string]any{"cpu": "100000"}},
+	}}}}
+	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, big), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tooBig := waitForDIJob(t, ns, "too-big", "Pending for want of cpu", func(j *div2.DIJob) bool {
+		return j.Status.Phase == div2.JobPending && strings.Contains(conditionOf(j, div2.JobPending), "needs cpu 100k")
+	})
+	if pods, err := diPods(t.Context(), t, ns, tooBig); err != nil || len(pods) != 0 {
+		t.Errorf("a job that does not fit has pods %v (%v)", keys(pods), err)
+	}
+	if n := countEvents(t, ns, tooBig.UID, "Pending", "needs cpu"); n < 1 {
+		t.Errorf("no event says why the job waits")
+	}
+}
+
+func conditionOf(j *div2.DIJob, phase div2.Phase) string {
+	for _, c := range j.Status.Conditions {
+		if c.Type == phase {
+			return c.Message
+		}
+	}
+	return ""
+}

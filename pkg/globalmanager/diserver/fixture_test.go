@@ -256,7 +256,7 @@ func newPod(job *div2alpha1.DIJob, task string, taskRank, rank int, ip string) *
 			Namespace: job.Namespace, Name: name, UID: types.UID("uid-" + name),
 			Labels: map[string]string{labelJob: job.Name, "diengine/task-name": task, "diengine/pod": name},
 			Annotations: map[string]string{
-				annotationRank: fmt.Sprint(rank), "diengine/task-rank": fmt.Sprint(taskRank),
+				"diengine/rank": fmt.Sprint(rank), "diengine/task-rank": fmt.Sprint(taskRank),
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, div2alpha1.DIJobKind)},
 		},

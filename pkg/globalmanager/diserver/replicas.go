@@ -18,12 +18,12 @@ import (
 	"k8s.io/klog/v2"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 )
 
 // What the DIJob controller puts on its pods, as DI-orchestrator does.
 const (
-	labelJob       = "diengine/job"
-	annotationRank = "diengine/rank"
+	labelJob = dijob.LabelJob
 	// portName names the container port a replica listens on (DI's
 	// DefaultPortName); without one, Config.Port.
 	portName = "di-port"
@@ -42,16 +42,31 @@ func (s *Server) getReplicas(ctx context.Context, job *div2alpha1.DIJob) *reply 
 	if err != nil {
 		return internal(fmt.Errorf("listing the pods of DIJob %s: %w", klog.KObj(job), err), "the DIJob's pods could not be listed")
 	}
+	// The rank of a replica is its place in the current spec (tasks in
+	// order, each task's replicas by rank within the task): a pod's
+	// diengine/rank is the rank it had when made, which a scaled task before
+	// it has shifted since.
+	offset := map[string]int{}
+	sizes := map[string]int{}
+	total := 0
+	for i := range job.Spec.Tasks {
+		name := job.Spec.Tasks[i].TaskName()
+		offset[name], sizes[name] = total, int(job.TaskReplicas(i))
+		total += sizes[name]
+	}
 	replicas := make([]replica, 0, len(pods))
 	for _, pod := range pods {
 		if !isLiveReplicaOf(pod, job) {
 			continue
 		}
-		rank, err := strconv.Atoi(pod.Annotations[annotationRank])
-		if err != nil || rank < 0 {
-			klog.FromContext(ctx).V(4).Info("Pod of a DIJob without a rank; not a replica", "pod", klog.KObj(pod), "annotation", annotationRank)
+		task := pod.Labels[dijob.LabelTaskName]
+		taskRank, err := strconv.Atoi(pod.Annotations[dijob.AnnotationTaskRank])
+		start, known := offset[task]
+		if err != nil || !known || taskRank < 0 || taskRank >= sizes[task] {
+			klog.FromContext(ctx).V(4).Info("Pod of a DIJob that is no replica of its spec", "pod", klog.KObj(pod))
 			continue
 		}
+		rank := start + taskRank
 		replicas = append(replicas, replica{rank: rank, pod: pod})
 	}
 	// One entry per rank: should two pods claim one (they should not), the
@@ -162,7 +177,7 @@ func (s *Server) scale(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return nil
 		}
 		task := taskName(cur.Spec.Tasks[i])
-		have := int64(max(cur.Spec.Tasks[i].Replicas, 1)) // 0 is the API's default, 1
+		have := int64(max(cur.TaskReplicas(i), 1)) // 0 is the API's default, 1
 		want := have + delta
 		switch {
 		case want < 1:
@@ -175,7 +190,12 @@ func (s *Server) scale(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return nil
 		}
 		update := cur.DeepCopy()
-		update.Spec.Tasks[i].Replicas = int32(want)
+		if len(update.Spec.Tasks) == 1 && update.Spec.Replicas != nil {
+			// The scale subresource's field wins on a job of one task.
+			*update.Spec.Replicas = int32(want)
+		} else {
+			update.Spec.Tasks[i].Replicas = int32(want)
+		}
 		if _, err := s.cfg.DI.DiengineV2alpha1().DIJobs(cur.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
@@ -240,14 +260,14 @@ func collectorOrNamed(job *div2alpha1.DIJob, name string) (int, *reply) {
 
 // taskName is a task's name, or its type when it has none.
 func taskName(t div2alpha1.Task) string {
-	return cmp.Or(t.Name, string(t.Type))
+	return t.TaskName()
 }
 
 // podNames are the names of a task's replicas: <job>-<task>-<rank in task>.
 func podNames(job, task string, replicas int) []string {
 	names := make([]string, replicas)
 	for i := range names {
-		names[i] = fmt.Sprintf("%s-%s-%d", job, task, i)
+		names[i] = dijob.PodName(job, task, i)
 	}
 	return names
 }

@@ -19,7 +19,9 @@ import (
 )
 
 func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
-	job := newJob(testJob)
+	// Ranks are places in the current spec: 4 collectors, so collector-4
+	// onwards (failed, deleting, or past the spec) are no replicas.
+	job := newJob(testJob, newTask(div2alpha1.TaskTypeLearner, "", 1), newTask(div2alpha1.TaskTypeCollector, "", 4))
 	other := newJob("other")
 	learner := newPod(job, "learner", 0, 0, "10.0.0.1")
 	collector0 := newPod(job, "collector", 0, 1, "10.0.0.2")
@@ -36,7 +38,7 @@ func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
 	impostor := newPod(other, "collector", 9, 7, "10.0.0.8")
 	impostor.Labels[labelJob] = job.Name
 	noRank := newPod(job, "collector", 7, 0, "10.0.0.9")
-	delete(noRank.Annotations, annotationRank)
+	delete(noRank.Annotations, "diengine/task-rank")
 
 	// Seeded out of order: the answer is ordered by rank, not by cache.
 	f := newFixture(t, Config{}, job, other, ipv6, collector2, failed, collector1, impostor, learner, deleting, noRank, collector0)
