@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/internal/command"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -267,11 +268,21 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		return fmt.Errorf("building lifelong learning controller: %w", err)
 	}
 
+	// DIJobs are run only where their CRD is installed: a cluster switched
+	// from Sedna in place may have only sedna.io's.
+	diServed, err := servesDIJobs(kubeClient)
+	if err != nil {
+		return err
+	}
+	if !diServed {
+		logger := klog.FromContext(ctx)
+		logger.Info("The API server does not serve DIJobs (diengine.opendilab.org/v2alpha1): no DIJob controller and no replicas API; install the CRD and restart to run them")
+	}
 	// The allocator must see every pod and node of the cluster, not only
 	// Nereid's children: a cache of its own, of slimmed pods.
 	var usageFactory kubeinformers.SharedInformerFactory
 	var allocation *dijob.Allocation
-	if o.allocatorPolicy != "none" {
+	if diServed && o.allocatorPolicy != "none" {
 		usageFactory = kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(allocator.SlimPod))
 		nodes, pods := usageFactory.Core().V1().Nodes(), usageFactory.Core().V1().Pods()
 		allocation = &dijob.Allocation{
@@ -279,17 +290,20 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
 		}
 	}
-	di, err := dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
-		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
-			ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
-			Allocation: allocation,
-		})
-	if err != nil {
-		return fmt.Errorf("building DIJob controller: %w", err)
+	var di *dijob.Controller
+	if diServed {
+		di, err = dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
+			kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
+				ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
+				Allocation: allocation,
+			})
+		if err != nil {
+			return fmt.Errorf("building DIJob controller: %w", err)
+		}
 	}
 
 	var replicasAPI *diserver.Server
-	if o.diServerAddress != "" {
+	if diServed && o.diServerAddress != "" {
 		replicasAPI = diserver.New(diserver.Config{
 			Kube: kubeClient, DI: sednaClient, Jobs: sednaFactory.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: kubeFactory.Core().V1().Pods().Lister(), Audiences: command.SplitList(o.diServerAudiences), Registerer: reg,
@@ -368,11 +382,13 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		func() error { return ji.Run(ctx, o.jiWorkers) },
 		func() error { return il.Run(ctx, o.ilWorkers) },
 		func() error { return ll.Run(ctx, o.llWorkers) },
-		func() error { return di.Run(ctx, o.diWorkers) },
 		func() error { return models.Run(ctx, 2) },
 	}
 	if hub != nil {
 		runs = append(runs, func() error { return hub.Run(ctx) })
+	}
+	if di != nil {
+		runs = append(runs, func() error { return di.Run(ctx, o.diWorkers) })
 	}
 	if replicasAPI != nil {
 		runs = append(runs, func() error { return serveReplicasAPI(ctx, o, replicasAPI) })
@@ -498,4 +514,20 @@ func serveReplicasAPI(ctx context.Context, o options, api *diserver.Server) erro
 	}
 	klog.FromContext(ctx).Info("Serving the DIJob replicas API", "address", ln.Addr().String(), "tls", tlsConfig != nil)
 	return api.Serve(ctx, ln, tlsConfig)
+}
+
+// servesDIJobs says whether the API server serves the DIJob resource.
+func servesDIJobs(client kubernetes.Interface) (bool, error) {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(div2.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", div2.SchemeGroupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "dijobs" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
