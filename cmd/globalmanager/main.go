@@ -295,7 +295,8 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		di, err = dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
 			kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
 				ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
-				Allocation: allocation,
+				Allocation: allocation, EdgeLinkGrace: o.edgeLinkGrace,
+				Links: edgehub.Links{Client: kubeClient, Namespace: o.edgeNamespace},
 			})
 		if err != nil {
 			return fmt.Errorf("building DIJob controller: %w", err)

@@ -39,6 +39,7 @@ type options struct {
 	kbServer          string
 	diServerURL       string
 	allocatorPolicy   string
+	edgeLinkGrace     time.Duration
 	diServerAddress   string
 	diServerCert      string
 	diServerKey       string
@@ -101,6 +102,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Private key of --di-server-cert-file (PEM).")
 	fs.StringVar(&o.diServerAudiences, "di-server-token-audiences", "",
 		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience.")
+	fs.DurationVar(&o.edgeLinkGrace, "edge-link-grace", 10*time.Minute,
+		"How long a DIJob replica on an edge node whose link is down (its Lease in --edge-namespace says so) is counted as running: a failed or unknown phase "+
+			"seen meanwhile neither restarts the job nor counts it lost, and its pod tolerates the node's unreachable and not-ready taints that long before eviction.")
 	fs.StringVar(&o.allocatorPolicy, "allocator", "pack-and-spread",
 		"How DIJob replicas are placed: pack-and-spread (the GlobalManager places each new job whole or not at all, packing learners, evaluators and tasks of type none, "+
 			"spreading collectors, edge nodes a pool of their own; it caches every Node and every Pod of the cluster, slimmed, to know what is free) "+
@@ -186,6 +190,9 @@ func (o *options) validate() error {
 	}
 	if (o.diServerCert == "") != (o.diServerKey == "") {
 		errs = append(errs, errors.New("--di-server-cert-file and --di-server-key-file go together"))
+	}
+	if o.edgeLinkGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--edge-link-grace %s: want a positive duration", o.edgeLinkGrace))
 	}
 	if o.allocatorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", o.allocatorPeriod))

@@ -52,6 +52,8 @@ type placer struct {
 	// made again yet.
 	planned map[string]allocator.Placement
 	now     func() time.Time
+	// linkGrace is how long pods on edge nodes tolerate a lost link.
+	linkGrace time.Duration
 }
 
 type reservation struct {
@@ -59,11 +61,11 @@ type reservation struct {
 	expires time.Time
 }
 
-func newPlacer(a *Allocation, now func() time.Time) *placer {
+func newPlacer(a *Allocation, linkGrace time.Duration, now func() time.Time) *placer {
 	if a == nil {
 		return nil
 	}
-	return &placer{Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{}, planned: map[string]allocator.Placement{}, now: now}
+	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{}, planned: map[string]allocator.Placement{}, now: now}
 }
 
 // place pins each of pods (replicas of job that have no pod yet) to a node,
@@ -118,8 +120,17 @@ func (p *placer) place(job *div2.DIJob, pods []*corev1.Pod) error {
 			return err
 		}
 	}
+	edge := map[string]bool{}
+	for _, n := range nodes {
+		if _, ok := n.Labels[allocator.EdgeNodeLabel]; ok {
+			edge[n.Name] = true
+		}
+	}
 	for i, r := range part.Replicas {
 		pod := byRank[r.Rank]
+		if edge[placement[i]] {
+			tolerateLinkLoss(&pod.Spec, p.linkGrace)
+		}
 		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, placement[i])
 		pod.Annotations[AnnotationNode] = placement[i]
 		p.reserved[pod.Namespace+"/"+pod.Name] = reservation{pod: pod, expires: p.now().Add(reservationTTL)}

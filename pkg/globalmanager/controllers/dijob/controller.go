@@ -42,6 +42,12 @@ type Config struct {
 	// Allocation places replicas with an allocator policy; nil leaves them
 	// to the Kubernetes scheduler.
 	Allocation *Allocation
+	// Links says whether an edge node's link is down; nil holds no pod.
+	Links LinkChecker
+	// EdgeLinkGrace is how long a replica on an edge node whose link is
+	// down is held as running, and how long its pod tolerates the node's
+	// unreachable and not-ready taints before eviction.
+	EdgeLinkGrace time.Duration
 }
 
 // Controller reconciles DIJobs.
@@ -78,6 +84,9 @@ func NewController(
 	if config.ClusterDomain == "" {
 		config.ClusterDomain = "cluster.local"
 	}
+	if config.EdgeLinkGrace <= 0 {
+		config.EdgeLinkGrace = DefaultEdgeLinkGrace
+	}
 	exp := common.NewExpectations()
 	c := &Controller{
 		client:   client,
@@ -92,7 +101,7 @@ func NewController(
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:      time.Now,
 	}
-	c.placer = newPlacer(config.Allocation, func() time.Time { return c.now() })
+	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, func() time.Time { return c.now() })
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
 	var err error
 	if c.synced, err = common.AddHandlers(

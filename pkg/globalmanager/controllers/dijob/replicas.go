@@ -137,6 +137,9 @@ func (c *Controller) newPod(job *div2.DIJob, r replica, all []replica, hash stri
 		AnnotationRank:     strconv.Itoa(r.rank),
 		AnnotationTaskRank: strconv.Itoa(r.taskRank),
 	})
+	if selectsEdge(&pod.Spec) {
+		tolerateLinkLoss(&pod.Spec, c.config.EdgeLinkGrace)
+	}
 	pod.Spec.Hostname = r.name
 	pod.Spec.Subdomain = ServiceName(job.Name)
 	// DI-engine's workers do not resume; the controller restarts the job.

@@ -95,11 +95,23 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	}
 	var live []*corev1.Pod
 	var failed *corev1.Pod
+	var holding []held
+	isHeld := map[string]bool{}
 	for _, p := range pods {
 		if common.PodTerminating(p) {
 			continue
 		}
 		live = append(live, p)
+		// A running pod that is not ready counts as running anyway; only a
+		// failed or unknown one may be an edge link's doing.
+		if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodUnknown {
+			continue
+		}
+		if h, ok := c.heldByLink(ctx, key, p, now.Time); ok {
+			holding = append(holding, h)
+			isHeld[p.Name] = true
+			continue
+		}
 		if p.Status.Phase == corev1.PodFailed && failed == nil {
 			failed = p
 		}
@@ -185,7 +197,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 		return events, actErr
 	}
-	return c.setPhase(job, status, wanted, current, missing, actErr, now), actErr
+	return c.setPhase(job, status, wanted, current, missing, isHeld, holding, actErr, now), actErr
 }
 
 // restart deletes every pod of the job after one failed, counting it in
@@ -245,12 +257,16 @@ func podFailure(p *corev1.Pod) string {
 // its deciding tasks are done (done); Pending while pods are missing
 // (Restarting, after a restart); Starting while some are not running;
 // Running.
-func (c *Controller) setPhase(job *div2.DIJob, status *div2.DIJobStatus, wanted []replica, current []*corev1.Pod, missing int, actErr error, now metav1.Time) []common.Event {
+func (c *Controller) setPhase(job *div2.DIJob, status *div2.DIJobStatus, wanted []replica, current []*corev1.Pod, missing int, isHeld map[string]bool, holding []held, actErr error, now metav1.Time) []common.Event {
 	up := 0
 	for _, p := range current {
-		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded {
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || isHeld[p.Name] {
 			up++
 		}
+	}
+	linkNote := ""
+	if len(holding) > 0 {
+		linkNote = "; counted as running while their edge link is down: " + heldList(holding)
 	}
 	switch {
 	case c.done(job, wanted, current):
@@ -267,9 +283,9 @@ func (c *Controller) setPhase(job *div2.DIJob, status *div2.DIJobStatus, wanted 
 		}
 		return setPhase(status, div2.JobPending, "CreatingPods", msg, now, corev1.EventTypeNormal)
 	case up < len(wanted):
-		return setPhase(status, div2.JobStarting, "PodsStarting", fmt.Sprintf("%d of %d pods are running", up, len(wanted)), now, corev1.EventTypeNormal)
+		return setPhase(status, div2.JobStarting, "PodsStarting", fmt.Sprintf("%d of %d pods are running%s", up, len(wanted), linkNote), now, corev1.EventTypeNormal)
 	default:
-		return setPhase(status, div2.JobRunning, "AllPodsRunning", fmt.Sprintf("all %d pods are running", len(wanted)), now, corev1.EventTypeNormal)
+		return setPhase(status, div2.JobRunning, "AllPodsRunning", fmt.Sprintf("all %d pods are running%s", len(wanted), linkNote), now, corev1.EventTypeNormal)
 	}
 }
 

@@ -1,6 +1,7 @@
 package dijob
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strconv"
@@ -334,5 +335,58 @@ func TestScaleSubresourceSetsTheOnlyTask(t *testing.T) {
 	}
 	if st := f.status(t, job); st.Selector != "nereid.io/owner-uid=job-uid" {
 		t.Errorf("status.selector %q, want the owner-uid selector", st.Selector)
+	}
+}
+
+// links is a LinkChecker whose down nodes went down at the given times.
+type links map[string]time.Time
+
+func (l links) LinkDown(_ context.Context, node string, _ time.Time) (bool, time.Time, error) {
+	since, ok := l[node]
+	return ok, since, nil
+}
+
+func TestACollectorBehindADownEdgeLinkIsHeldForTheGrace(t *testing.T) {
+	job := exampleJob(t)
+	job.Spec.Tasks[1].Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/edge": ""}
+	made, _ := newFixture(t, job).sync(t, job)
+	var tolerates int64
+	for _, tol := range made[1].Spec.Tolerations {
+		if tol.Key == corev1.TaintNodeUnreachable && tol.Effect == corev1.TaintEffectNoExecute && tol.TolerationSeconds != nil {
+			tolerates = *tol.TolerationSeconds
+		}
+	}
+	if tolerates != int64(DefaultEdgeLinkGrace/time.Second) {
+		t.Errorf("an edge collector tolerates the unreachable taint for %d s, want the grace %v", tolerates, DefaultEdgeLinkGrace)
+	}
+	if len(made[0].Spec.Tolerations) != 0 {
+		t.Errorf("a cloud learner got tolerations %v", made[0].Spec.Tolerations)
+	}
+
+	pods := withPhase(made, corev1.PodRunning)
+	pods[1] = withPhase(made[1:2], corev1.PodFailed)[0] // on node-collector
+	pods[1].Status.Reason = "NodeLost"
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name      string
+		downSince time.Time
+		restarts  int32
+		phase     div2.Phase
+	}{
+		{"link down a minute ago: held", now.Add(-time.Minute), 0, div2.JobRunning},
+		{"link down past the grace: a failure", now.Add(-DefaultEdgeLinkGrace - time.Second), 1, div2.JobRestarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, job, pods...)
+			f.c.config.Links = links{"node-collector": tc.downSince}
+			_, deleted := f.sync(t, job)
+			st := f.status(t, job)
+			if st.Phase != tc.phase || st.Restarts != tc.restarts {
+				t.Fatalf("phase %s restarts %d (deleted %v), want %s %d", st.Phase, st.Restarts, deleted, tc.phase, tc.restarts)
+			}
+			if tc.phase == div2.JobRunning && !strings.Contains(conditionMessage(&st, div2.JobRunning), "cartpole-dqn-collector-0 on node-collector (held until") {
+				t.Errorf("Running says %q, want the held pod named", conditionMessage(&st, div2.JobRunning))
+			}
+		})
 	}
 }

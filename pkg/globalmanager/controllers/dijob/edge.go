@@ -1,0 +1,110 @@
+package dijob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
+)
+
+// LinkChecker says whether an edge node's link to the cloud is down, and
+// since when (edgehub.Links reads it from the node's Lease).
+type LinkChecker interface {
+	LinkDown(ctx context.Context, node string, now time.Time) (down bool, since time.Time, err error)
+}
+
+// DefaultEdgeLinkGrace is how long a replica on an edge node whose link is
+// down is held as running by default.
+const DefaultEdgeLinkGrace = 10 * time.Minute
+
+// held is a pod on an edge node whose link is down: what the cloud sees of
+// it (not ready, a failed or unknown phase the node controller gave it) is
+// not trusted until the grace ends, so it neither restarts the job nor
+// counts as lost.
+type held struct {
+	pod   string
+	node  string
+	until time.Time
+}
+
+func (h held) String() string {
+	return fmt.Sprintf("%s on %s (held until %s)", h.pod, h.node, h.until.UTC().Format(time.RFC3339))
+}
+
+// heldByLink says whether p is on an edge node whose link went down less than
+// the grace ago; a pod it holds is re-synced when the grace ends.
+func (c *Controller) heldByLink(ctx context.Context, key string, p *corev1.Pod, now time.Time) (held, bool) {
+	if c.config.Links == nil || p.Spec.NodeName == "" {
+		return held{}, false
+	}
+	down, since, err := c.config.Links.LinkDown(ctx, p.Spec.NodeName, now)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot tell whether the pod's edge link is down; taking its phase as it is", "pod", klog.KObj(p))
+		return held{}, false
+	}
+	if !down || since.IsZero() {
+		return held{}, false
+	}
+	until := since.Add(c.config.EdgeLinkGrace)
+	if !now.Before(until) {
+		return held{}, false
+	}
+	c.queue.AddAfter(key, until.Sub(now)+time.Second)
+	return held{pod: p.Name, node: p.Spec.NodeName, until: until}, true
+}
+
+// heldList names held pods for a condition message.
+func heldList(hs []held) string {
+	parts := make([]string, 0, len(hs))
+	for _, h := range hs {
+		parts = append(parts, h.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Taints the node lifecycle controller puts on a node it lost contact with.
+var linkLossTaints = []string{corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady}
+
+// tolerateLinkLoss lets a pod of an edge node stay through a link outage of
+// grace before the taint manager evicts it (Kubernetes' default is 300 s),
+// unless the template says otherwise for those taints.
+func tolerateLinkLoss(spec *corev1.PodSpec, grace time.Duration) {
+	seconds := int64(grace / time.Second)
+	for _, key := range linkLossTaints {
+		mine := false
+		for _, t := range spec.Tolerations {
+			if t.Key == key || (t.Key == "" && t.Operator == corev1.TolerationOpExists) {
+				mine = true
+			}
+		}
+		if !mine {
+			spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds,
+			})
+		}
+	}
+}
+
+// selectsEdge says whether a pod template asks for edge nodes.
+func selectsEdge(spec *corev1.PodSpec) bool {
+	if _, ok := spec.NodeSelector[allocator.EdgeNodeLabel]; ok {
+		return true
+	}
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, r := range term.MatchExpressions {
+			if r.Key == allocator.EdgeNodeLabel && r.Operator != corev1.NodeSelectorOpNotIn && r.Operator != corev1.NodeSelectorOpDoesNotExist {
+				return true
+			}
+		}
+	}
+	return false
+}
