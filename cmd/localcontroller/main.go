@@ -228,6 +228,7 @@ func run(ctx context.Context, o options) error {
 	root := nodefs.Root{Dir: rootDir, Allowed: command.SplitList(o.allowedPaths)}
 	watcher := dataset.NewWatcher(st, outbox, dataset.Config{Node: o.nodeName, Root: root, Period: o.datasetPollPeriod})
 	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root})
+	reg.MustRegister(cycles.Collector())
 	if o.clockFile != "" {
 		cycles.Now = fileClock(logger, o.clockFile)
 		logger.Info("The learning-cycle triggers read the wall clock from a file", "clockFile", o.clockFile)

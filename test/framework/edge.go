@@ -209,3 +209,30 @@ func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, ex
 	})
 	return lc
 }
+
+// Metrics reads the LocalController's /metrics page.
+func (lc *LocalController) Metrics(t testing.TB) Metrics {
+	t.Helper()
+	m, err := ScrapeMetrics(t.Context(), lc.HealthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// WaitForReportsAcknowledged waits until lc's outbox is empty: the
+// GlobalManager has acknowledged every report lc took before the call (from
+// its workers, its dataset counting and its learning cycles), which it does
+// only once a report is applied to its object's status, or refused for good.
+// Nothing lc holds is then sent, or applied, again.
+func WaitForReportsAcknowledged(t testing.TB, lc *LocalController) {
+	t.Helper()
+	Eventually(t, 60*time.Second, lc.Name+"'s outbox to be acknowledged", func(ctx context.Context) (bool, error) {
+		m, err := ScrapeMetrics(ctx, lc.HealthURL)
+		if err != nil {
+			return false, nil // restarting
+		}
+		n, ok := m["nereid_cloudlink_outbox_reports"]
+		return ok && n == 0, nil
+	})
+}

@@ -57,6 +57,9 @@ type Process struct {
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
+	// starts counts the starts, so a reading of the metrics knows which
+	// process it was of.
+	starts int
 }
 
 // StartGlobalManager runs a real GlobalManager process against the test
@@ -111,6 +114,7 @@ func (p *Process) Start() error {
 		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
+	p.starts++
 	go func() {
 		_ = cmd.Wait()
 		log.Close()

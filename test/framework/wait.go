@@ -17,20 +17,3 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
 	}
 }
-
-// Consistently checks cond every 100ms for the whole duration, failing the test
-// at the first time it does not hold.
-func Consistently(t testing.TB, duration time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(duration)
-	for time.Now().Before(deadline) {
-		ok, err := cond(t.Context())
-		if err != nil {
-			t.Fatalf("checking %s: %v", what, err)
-		}
-		if !ok {
-			t.Fatalf("%s stopped holding", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

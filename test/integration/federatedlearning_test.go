@@ -15,6 +15,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -104,7 +105,7 @@ func TestFederatedLearningJobDeleteRemovesEverythingItOwns(t *testing.T) {
 
 func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
 	before, err := livePods(t.Context(), t, ns, job)
 	if err != nil || len(before) != 3 {
@@ -117,6 +118,7 @@ func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 			break
 		}
 	}
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
 	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,24 +127,29 @@ func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 		p, ok := pods[victim.Name]
 		return ok && p.UID != victim.UID, err
 	})
-	// Exactly once: the same three names, one pod each, for a while.
-	framework.Consistently(t, 3*time.Second, "three pods, one per worker", func(ctx context.Context) (bool, error) {
-		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
-		if err != nil {
-			return false, err
+	// Exactly once: with the deletion and the new pod's events handled, the
+	// same three names, one pod each.
+	after := framework.WaitForSyncAfter(t, synced)
+	pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if _, ok := before[p.Name]; !ok {
+			t.Errorf("unexpected pod %s", p.Name)
 		}
-		for _, p := range pods.Items {
-			if _, ok := before[p.Name]; !ok {
-				return false, fmt.Errorf("unexpected pod %s", p.Name)
-			}
-		}
-		return len(pods.Items) == 3, nil
-	})
+	}
+	if len(pods.Items) != 3 {
+		t.Errorf("%d pods, want 3", len(pods.Items))
+	}
+	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 1 {
+		t.Errorf("%v pods created for one deleted worker, want 1", created)
+	}
 }
 
 func TestFinishedFederatedLearningJobDoesNotResurrectPods(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
 	pods, err := livePods(t.Context(), t, ns, job)
 	if err != nil {
@@ -170,18 +177,23 @@ func TestFinishedFederatedLearningJobDoesNotResurrectPods(t *testing.T) {
 		_, kept := left[aggregator.Name]
 		return len(left) == 1 && kept, err
 	})
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
 	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), aggregator.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Consistently(t, 3*time.Second, "no pod comes back for a finished job", func(ctx context.Context) (bool, error) {
-		left, err := livePods(ctx, t, ns, job)
-		return len(left) == 0, err
-	})
+	after := framework.WaitForSyncAfter(t, synced)
+	if left, err := livePods(t.Context(), t, ns, job); err != nil || len(left) != 0 {
+		t.Errorf("pods of the finished job after its last pod was deleted: %v (%v), want none", podUIDs(left), err)
+	}
+	// Not even one that was cleaned up again.
+	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 0 {
+		t.Errorf("%v pods created for the finished job, want none", created)
+	}
 }
 
 func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	before, err := livePods(t.Context(), t, ns, job)
@@ -190,14 +202,15 @@ func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 	}
 
 	// A status-only write creates and deletes nothing.
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
 	job.Status.Conditions = append(job.Status.Conditions, sednav1.JobCondition{Type: "Probe", Status: corev1.ConditionTrue})
 	if _, err := jobs.UpdateStatus(t.Context(), job, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Consistently(t, 2*time.Second, "the same pods after a status write", func(ctx context.Context) (bool, error) {
-		now, err := livePods(ctx, t, ns, job)
-		return sameUIDs(podUIDs(before), podUIDs(now)), err
-	})
+	framework.WaitForSyncAfter(t, synced)
+	if now, err := livePods(t.Context(), t, ns, job); err != nil || !sameUIDs(podUIDs(before), podUIDs(now)) {
+		t.Fatalf("pods after a status write: %v (%v), want the same as before it: %v", podUIDs(now), err, podUIDs(before))
+	}
 
 	// A spec edit of training worker 0 replaces that worker, and only it.
 	job, err = jobs.Get(t.Context(), flJob, metav1.GetOptions{})
@@ -339,6 +352,8 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 		pods, err := livePods(ctx, t, ns, job)
 		return len(pods) >= 15, err
 	})
+	// Taken before the kill: everything the restarted process does is after it.
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
 	gm.Kill(t)
 	pods, err := livePods(t.Context(), t, ns, job)
 	if err != nil {
@@ -352,33 +367,34 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForPhase(t, ns, "large", sednav1.FLJobRunning)
-	framework.Consistently(t, 2*time.Second, "exactly one pod per worker", func(ctx context.Context) (bool, error) {
-		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
-		if err != nil {
-			return false, err
+	framework.WaitForSyncAfter(t, synced)
+	list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perWorker := map[string]int{}
+	for _, p := range list.Items {
+		// One pod per role and index, whatever the hash.
+		perWorker[strings.Join(strings.Split(p.Name, "-")[:len(strings.Split(p.Name, "-"))-1], "-")]++
+	}
+	var dup []string
+	for w, n := range perWorker {
+		if n > 1 {
+			dup = append(dup, w)
 		}
-		perWorker := map[string]int{}
-		for _, p := range list.Items {
-			// One pod per role and index, whatever the hash.
-			perWorker[strings.Join(strings.Split(p.Name, "-")[:len(strings.Split(p.Name, "-"))-1], "-")]++
-		}
-		var dup []string
-		for w, n := range perWorker {
-			if n > 1 {
-				dup = append(dup, w)
-			}
-		}
-		sort.Strings(dup)
-		if len(dup) > 0 {
-			return false, fmt.Errorf("workers with more than one pod: %v", dup)
-		}
-		return len(list.Items) == workers+1, nil
-	})
+	}
+	sort.Strings(dup)
+	if len(dup) > 0 {
+		t.Errorf("workers with more than one pod: %v", dup)
+	}
+	if len(list.Items) != workers+1 {
+		t.Errorf("%d pods, want %d", len(list.Items), workers+1)
+	}
 }
 
 func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	a, err := jobs.Create(t.Context(), bigJob("a", 2), metav1.CreateOptions{})
@@ -413,13 +429,18 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 		}
 		return len(pods) == 3 && images == 2, err
 	})
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
 	if err := jobs.Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Consistently(t, 2*time.Second, "job b's pods untouched", func(ctx context.Context) (bool, error) {
-		now, err := livePods(ctx, t, ns, b)
-		return sameUIDs(podUIDs(bPods), podUIDs(now)), err
+	framework.Eventually(t, 60*time.Second, "the garbage collector to remove job a's pods", func(ctx context.Context) (bool, error) {
+		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(a).String()})
+		return err == nil && len(list.Items) == 0, err
 	})
+	framework.WaitForSyncAfter(t, synced)
+	if now, err := livePods(t.Context(), t, ns, b); err != nil || !sameUIDs(podUIDs(bPods), podUIDs(now)) {
+		t.Errorf("job b's pods after job a's deletion: %v (%v), want them untouched: %v", podUIDs(now), err, podUIDs(bPods))
+	}
 }
 
 // TestSpecEditWithSlowTerminationNeverBringsOldPodsBack edits a job whose pods
@@ -427,7 +448,7 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 // pods terminate, every live pod is of the new spec.
 func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	job := bigJob("slow", 2)
@@ -446,49 +467,45 @@ func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t
 	for i := range job.Spec.TrainingWorkers {
 		job.Spec.TrainingWorkers[i].Template.Spec.Containers[0].Image = "train:v2"
 	}
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
 	if _, err := jobs.Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sawTerminating := false
-	framework.Consistently(t, 6*time.Second, "no old-spec pod created after the edit", func(ctx context.Context) (bool, error) {
-		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range list.Items {
-			if p.DeletionTimestamp != nil {
-				sawTerminating = true
-				continue
-			}
-			if p.Labels[common.LabelWorkerRole] != "training" || p.Spec.Containers[0].Image == "train:v2" {
-				continue
-			}
-			// A live old-spec pod may only be one of the originals, not yet deleted.
-			if old, ok := before[p.Name]; !ok || old.UID != p.UID {
-				return false, fmt.Errorf("old-spec pod %s (%s) was created after the edit", p.Name, p.UID)
-			}
-		}
-		return true, nil
-	})
-	if !sawTerminating {
-		t.Errorf("never saw an old pod terminating: the kwok delay did not apply, so the test proves nothing")
-	}
-	framework.Eventually(t, 30*time.Second, "only new-spec training pods", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 30*time.Second, "only new-spec training pods, the old ones gone", func(ctx context.Context) (bool, error) {
 		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
 		if err != nil {
 			return false, err
 		}
 		n := 0
 		for _, p := range list.Items {
-			if p.Labels[common.LabelWorkerRole] == "training" {
-				if p.Spec.Containers[0].Image != "train:v2" {
-					return false, nil
-				}
-				n++
+			if p.Labels[common.LabelWorkerRole] != "training" {
+				continue
 			}
+			if p.DeletionTimestamp != nil {
+				sawTerminating = true
+			} else if p.Spec.Containers[0].Image != "train:v2" {
+				// A live old-spec pod may only be one of the originals, not yet deleted.
+				if old, ok := before[p.Name]; !ok || old.UID != p.UID {
+					return false, fmt.Errorf("old-spec pod %s (%s) was created after the edit", p.Name, p.UID)
+				}
+			}
+			if p.Spec.Containers[0].Image != "train:v2" {
+				return false, nil
+			}
+			n++
 		}
 		return n == 2, nil
 	})
+	if !sawTerminating {
+		t.Errorf("never saw an old pod terminating: the kwok delay did not apply, so the test proves nothing")
+	}
+	// An old-spec pod created and deleted again between two looks is in the
+	// count: the edit replaced two workers, so exactly two pods were made.
+	after := framework.WaitForSyncAfter(t, synced)
+	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 2 {
+		t.Errorf("%v pods created after the edit of two workers, want 2", created)
+	}
 }
 
 func resourceQuantity(s string) *resource.Quantity {

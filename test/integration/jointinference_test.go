@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -93,13 +93,14 @@ func TestJointInferenceServiceDeleteRemovesEverythingItOwns(t *testing.T) {
 
 func TestJointInferenceServiceRecreatesDeletedDeploymentOnce(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
 	before, err := deployments(t.Context(), t, ns, ji)
 	if err != nil || len(before) != 2 {
 		t.Fatalf("deployments: %v, %d, want 2", err, len(before))
 	}
 	edge := before["edge"]
+	synced := framework.ReadController(t, gm, jointinference.Name)
 	if err := framework.KubeClient(t).AppsV1().Deployments(ns).Delete(t.Context(), edge.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,24 +109,28 @@ func TestJointInferenceServiceRecreatesDeletedDeploymentOnce(t *testing.T) {
 		d, ok := now["edge"]
 		return ok && d.UID != edge.UID, err
 	})
-	framework.Consistently(t, 2*time.Second, "two Deployments, the cloud one untouched", func(ctx context.Context) (bool, error) {
-		list, err := framework.KubeClient(t).AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(ji).String()})
-		if err != nil {
-			return false, err
+	after := framework.WaitForSyncAfter(t, synced)
+	list, err := framework.KubeClient(t).AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{LabelSelector: common.OwnerSelector(ji).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range list.Items {
+		if d.Labels[common.LabelWorkerRole] == "cloud" && d.UID != before["cloud"].UID {
+			t.Errorf("the cloud Deployment was replaced")
 		}
-		for _, d := range list.Items {
-			if d.Labels[common.LabelWorkerRole] == "cloud" && d.UID != before["cloud"].UID {
-				return false, fmt.Errorf("the cloud Deployment was replaced")
-			}
-		}
-		return len(list.Items) == 2, nil
-	})
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("%d Deployments, want 2", len(list.Items))
+	}
+	if created := after.ChildrenCreated("Deployment") - synced.ChildrenCreated("Deployment"); created != 1 {
+		t.Errorf("%v Deployments created for one deleted, want 1", created)
+	}
 	waitForReadyService(t, ns)
 }
 
 func TestJointInferenceServiceSpecEditUpdatesOnlyTheEditedWorker(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
 	services := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns)
 	before, err := deployments(t.Context(), t, ns, ji)
@@ -134,22 +139,21 @@ func TestJointInferenceServiceSpecEditUpdatesOnlyTheEditedWorker(t *testing.T) {
 	}
 
 	// A status-only write changes no Deployment.
+	synced := framework.ReadController(t, gm, jointinference.Name)
 	ji.Status.Metrics = []sednav1.Metric{{Key: "probe", Value: "1"}}
 	if _, err := services.UpdateStatus(t.Context(), ji, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Consistently(t, 2*time.Second, "Deployments unchanged after a status write", func(ctx context.Context) (bool, error) {
-		now, err := deployments(ctx, t, ns, ji)
-		if err != nil {
-			return false, err
+	framework.WaitForSyncAfter(t, synced)
+	now, err := deployments(t.Context(), t, ns, ji)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, d := range before {
+		if now[role] == nil || now[role].UID != d.UID || now[role].Generation != d.Generation {
+			t.Errorf("the %s Deployment changed after a status write", role)
 		}
-		for role, d := range before {
-			if now[role] == nil || now[role].Generation != d.Generation {
-				return false, fmt.Errorf("the %s Deployment changed", role)
-			}
-		}
-		return true, nil
-	})
+	}
 
 	ji, err = services.Get(t.Context(), jiName, metav1.GetOptions{})
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
+	edgecycle "github.com/nereid-ml/nereid/pkg/localcontroller/cycle"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -304,6 +306,36 @@ func (c *cycle) waitForRoundEnd(round int) sednav1.RoundStatus {
 	return sednav1.RoundStatus{}
 }
 
+// triggerChecks is how often edge-0's LocalController has checked a train
+// trigger with result (edgecycle.CheckFired, edgecycle.CheckNotMet, …) since it
+// started.
+func (c *cycle) triggerChecks(result string) float64 {
+	c.t.Helper()
+	return c.lc.Metrics(c.t).Get(fmt.Sprintf(`nereid_cycle_train_trigger_checks_total{result=%q}`, result))
+}
+
+// waitForTriggerCheck waits until edge-0's LocalController checks the train
+// trigger once more and holds it, for result (not met, outside the window):
+// it held the job waiting for a round and evaluated the trigger on the node's
+// files and clock as they are now. The trigger firing instead fails the test.
+func (c *cycle) waitForTriggerCheck(result string) {
+	c.t.Helper()
+	before, fired := c.triggerChecks(result), c.triggerChecks(edgecycle.CheckFired)
+	framework.Eventually(c.t, 30*time.Second, "a train trigger check with result "+result, func(context.Context) (bool, error) {
+		if n := c.triggerChecks(edgecycle.CheckFired); n > fired {
+			return false, fmt.Errorf("the train trigger fired (%v times)", n-fired)
+		}
+		return c.triggerChecks(result) > before, nil
+	})
+}
+
+// ilSynced reads the GlobalManager's incremental learning controller, for
+// framework.WaitForSyncAfter.
+func (c *cycle) ilSynced() framework.ControllerReading {
+	c.t.Helper()
+	return framework.ReadController(c.t, c.hub.Process, incrementallearning.Name)
+}
+
 func readNodeFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -344,25 +376,37 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 			missing != nil && missing.Status == metav1.ConditionFalse && strings.Contains(missing.Message, "/data/missing/index.txt"), nil
 	})
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageWaiting)
-	framework.Consistently(t, 2500*time.Millisecond, "no round under the threshold", func(ctx context.Context) (bool, error) {
-		s, err := c.status(ctx)
-		return s.State == sednav1.StageWaiting, err
-	})
+	// No round under the threshold: edge-0 evaluated the trigger on its 3
+	// samples and held it.
+	c.waitForTriggerCheck(edgecycle.CheckNotMet)
+	if s, err := c.status(t.Context()); err != nil || s.Round != 1 || s.State != sednav1.StageWaiting {
+		t.Fatalf("after a check under the threshold: %s (%v), want round 1 waiting", describe(s), err)
+	}
+	if fired := c.triggerChecks(edgecycle.CheckFired); fired != 0 {
+		t.Fatalf("the trigger fired %v times under the threshold", fired)
+	}
 
 	c.addSamples(4) // 7 > 5
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
-	c.addSamples(20) // more data while the round runs starts nothing new
-	framework.Consistently(t, 3*time.Second, "one round, one train pod", func(ctx context.Context) (bool, error) {
-		s, err := c.status(ctx)
-		if err != nil {
-			return false, err
-		}
-		pods, err := c.stagePods(ctx, "train")
-		return s.Round == 1 && s.Stage == sednav1.StageTrain && len(pods) == 1, err
+	// More data while the round runs starts nothing new: once the cloud has
+	// the new count and the controller has synced the job on it, still one
+	// round and one train pod.
+	synced := c.ilSynced()
+	c.addSamples(20)
+	framework.Eventually(t, 30*time.Second, "the Dataset's count of 27 samples in its status", func(ctx context.Context) (bool, error) {
+		d, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
+		return err == nil && d.Status.NumberOfSamples == 27, err
 	})
+	framework.WaitForSyncAfter(t, synced)
 	s, err := c.status(t.Context())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pods, err := c.stagePods(t.Context(), "train"); err != nil || s.Round != 1 || s.Stage != sednav1.StageTrain || len(pods) != 1 {
+		t.Fatalf("after more data during round 1: %s, %d train pods (%v); want round 1 training, one train pod", describe(s), len(pods), err)
+	}
+	if fired := c.triggerChecks(edgecycle.CheckFired); fired != 1 {
+		t.Errorf("the trigger fired %v times, want once", fired)
 	}
 	if s.CurrentRound == nil || s.CurrentRound.NumberOfSamples != 7 {
 		t.Fatalf("current round %+v, want one prepared from the 7 samples", s.CurrentRound)
@@ -387,6 +431,7 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	}
 
 	// A stage pod deleted by hand comes back, once.
+	synced = c.ilSynced()
 	if err := framework.KubeClient(t).CoreV1().Pods(c.ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -397,10 +442,13 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 		}
 		return err == nil && p.UID != pod.UID && p.DeletionTimestamp == nil, err
 	})
-	framework.Consistently(t, 2*time.Second, "exactly one train pod", func(ctx context.Context) (bool, error) {
-		pods, err := c.stagePods(ctx, "train")
-		return len(pods) == 1, err
-	})
+	after := framework.WaitForSyncAfter(t, synced)
+	if pods, err := c.stagePods(t.Context(), "train"); err != nil || len(pods) != 1 {
+		t.Errorf("%d train pods after one was deleted (%v), want 1", len(pods), err)
+	}
+	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 1 {
+		t.Errorf("%v pods created for one deleted train pod, want 1", created)
+	}
 
 	// Deleting the job deletes its pods (garbage collection by owner reference).
 	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Delete(t.Context(), cycleJob, metav1.DeleteOptions{}); err != nil {
@@ -458,19 +506,25 @@ func TestIncrementalLearningThreeRoundsDeployOnlyBetterModels(t *testing.T) {
 	c.addSamples(6)
 	c.waitFor(2, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
 	trainPod := c.stagePod("train", 2, 1)
+	var edited *sednav1.IncrementalLearningJob
 	framework.Eventually(t, 30*time.Second, "the eval template edited", func(ctx context.Context) (bool, error) {
 		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		j.Spec.EvalSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "EDITED", Value: "yes"}}
-		_, err = sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Update(ctx, j, metav1.UpdateOptions{})
+		edited, err = sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Update(ctx, j, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
-	framework.Consistently(t, 2*time.Second, "the running train pod kept", func(ctx context.Context) (bool, error) {
-		p, err := framework.KubeClient(t).CoreV1().Pods(c.ns).Get(ctx, trainPod.Name, metav1.GetOptions{})
-		return err == nil && p.UID == trainPod.UID && p.DeletionTimestamp == nil, err
+	// The sync that took the edit in says so in observedGeneration; it would
+	// have replaced the train pod before writing it.
+	framework.Eventually(t, 30*time.Second, "the edit observed", func(ctx context.Context) (bool, error) {
+		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		return err == nil && j.Status.ObservedGeneration >= edited.Generation, err
 	})
+	if p, err := framework.KubeClient(t).CoreV1().Pods(c.ns).Get(t.Context(), trainPod.Name, metav1.GetOptions{}); err != nil || p.UID != trainPod.UID || p.DeletionTimestamp != nil {
+		t.Fatalf("the running train pod after the edit: %v; want it kept", err)
+	}
 	c.playTrain(2, nil)
 	c.waitFor(2, sednav1.StageEval, sednav1.StageStarting, sednav1.StageRunning)
 	evalPod := c.stagePod("eval", 2, 1)
@@ -533,10 +587,15 @@ func TestTimerWindowHoldsTheRoundUntilItOpens(t *testing.T) {
 	c.createIncremental(5, &sednav1.Timer{Start: "02:00", End: "20:00"})
 	c.addSamples(10)
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageWaiting)
-	framework.Consistently(t, 3*time.Second, "no round at 01:00", func(ctx context.Context) (bool, error) {
-		s, err := c.status(ctx)
-		return s.Round == 1 && s.State == sednav1.StageWaiting, err
-	})
+	// No round at 01:00: edge-0 evaluated the trigger, with its 10 samples,
+	// and held it for the window.
+	c.waitForTriggerCheck(edgecycle.CheckOutsideWindow)
+	if s, err := c.status(t.Context()); err != nil || s.Round != 1 || s.State != sednav1.StageWaiting {
+		t.Fatalf("after a check at 01:00: %s (%v), want round 1 waiting", describe(s), err)
+	}
+	if fired := c.triggerChecks(edgecycle.CheckFired); fired != 0 {
+		t.Fatalf("the trigger fired %v times outside its window", fired)
+	}
 	setClock(3)
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageReady, sednav1.StageStarting, sednav1.StageRunning)
 }
@@ -556,6 +615,8 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 		return objs["IncrementalLearningJob "+c.ns+"/"+cycleJob] == job.ResourceVersion, err
 	})
 
+	// Taken before the kill: everything the restarted GlobalManager does is after it.
+	synced := c.ilSynced()
 	c.hub.Kill(t)
 	c.addSamples(8)
 	// Edge autonomy: the LocalController fires the trigger and prepares the
@@ -570,14 +631,22 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
-	framework.Consistently(t, 3*time.Second, "round 1 started once", func(ctx context.Context) (bool, error) {
-		s, err := c.status(ctx)
-		if err != nil {
-			return false, err
-		}
-		pods, err := c.stagePods(ctx, "train")
-		return s.Round == 1 && s.CurrentRound != nil && s.CurrentRound.NumberOfSamples == 8 && len(pods) == 1, err
-	})
+	// Round 1 started once: edge-0's reports all applied, and the
+	// controller synced on them, one round of 8 samples and one train pod.
+	framework.WaitForReportsAcknowledged(t, c.lc)
+	framework.WaitForSyncAfter(t, synced)
+	s, err := c.status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.stagePods(t.Context(), "train")
+	if err != nil || s.Round != 1 || s.CurrentRound == nil || s.CurrentRound.NumberOfSamples != 8 || len(pods) != 1 {
+		t.Errorf("after the cloud's return: %s, current round %+v, %d train pods (%v); want round 1 of 8 samples, one train pod",
+			describe(s), s.CurrentRound, len(pods), err)
+	}
+	if fired := c.triggerChecks(edgecycle.CheckFired); fired != 1 {
+		t.Errorf("the trigger fired %v times, want once", fired)
+	}
 	if _, err := os.Stat(c.nodeFile(cycleOutput + "/round-2")); !os.IsNotExist(err) {
 		t.Errorf("round 2 prepared too (%v)", err)
 	}
@@ -597,22 +666,31 @@ func TestLocalControllerRestartedMidRoundContinuesTheSameRound(t *testing.T) {
 	if err := c.lc.Start(); err != nil {
 		t.Fatal(err)
 	}
+	synced := c.ilSynced()
 	c.playTrain(1, nil)
 	c.waitFor(1, sednav1.StageEval, sednav1.StageReady, sednav1.StageStarting, sednav1.StageRunning)
-	framework.Consistently(t, 3*time.Second, "still round 1, no second train pod", func(ctx context.Context) (bool, error) {
-		s, err := c.status(ctx)
-		if err != nil {
-			return false, err
-		}
-		pods, err := c.stagePods(ctx, "train")
-		return s.Round == 1 && s.Stage == sednav1.StageEval && len(pods) <= 1, err
-	})
+	// Still round 1, with no second train pod, once the restarted
+	// LocalController's reports are all applied and the controller synced
+	// on them; the restarted LocalController prepared nothing again.
+	framework.WaitForReportsAcknowledged(t, c.lc)
+	framework.WaitForSyncAfter(t, synced)
+	s, err := c.status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods, err := c.stagePods(t.Context(), "train"); err != nil || s.Round != 1 || s.Stage != sednav1.StageEval || len(pods) > 1 {
+		t.Errorf("after the restart: %s, %d train pods (%v); want round 1 evaluating, at most the one train pod", describe(s), len(pods), err)
+	}
+	if fired := c.triggerChecks(edgecycle.CheckFired); fired != 0 {
+		t.Errorf("the restarted LocalController fired the trigger %v times for a round it had prepared", fired)
+	}
 }
 
 func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
 	c := startCycle(t, "incrementallearningjob", []string{"--stage-attempts", "2"})
 	c.createIncremental(5, nil)
 	c.addSamples(6)
+	synced := c.ilSynced()
 	for attempt := 1; attempt <= 2; attempt++ {
 		pod := c.stagePod("train", 1, attempt)
 		c.post(pod.Name, "train", "failed", []map[string]any{{"reason": "out of memory"}})
@@ -622,15 +700,19 @@ func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
 	if len(s.History) != 1 || s.History[0].Result != sednav1.RoundFailed {
 		t.Errorf("history %+v, want round 1 Failed", s.History)
 	}
-	framework.Consistently(t, 2*time.Second, "no third try", func(ctx context.Context) (bool, error) {
-		pods, err := c.stagePods(ctx, "train")
-		for name := range pods {
-			if strings.HasSuffix(name, "-3") {
-				return false, fmt.Errorf("pod %s of a third try", name)
-			}
+	// No third try, once the failure reports are applied and the controller
+	// synced on them and on the pods.
+	framework.WaitForReportsAcknowledged(t, c.lc)
+	framework.WaitForSyncAfter(t, synced)
+	pods, err := c.stagePods(t.Context(), "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range pods {
+		if strings.HasSuffix(name, "-3") {
+			t.Errorf("pod %s of a third try", name)
 		}
-		return err == nil, err
-	})
+	}
 }
 
 func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {

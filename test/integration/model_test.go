@@ -16,7 +16,7 @@ import (
 
 func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 	ns := framework.Namespace(t)
-	framework.StartGlobalManager(t, ns)
+	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "incrementallearningjob", "models.yaml", "dataset.yaml", "incrementallearningjob.yaml")
 	models := sednaClient(t).SednaV1alpha1().Models(ns)
 	framework.Eventually(t, 30*time.Second, "the deploy model protected", func(ctx context.Context) (bool, error) {
@@ -24,6 +24,7 @@ func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 		return err == nil && slices.Contains(m.Finalizers, model.Finalizer), err
 	})
 
+	synced := framework.ReadController(t, gm, model.Name)
 	if err := models.Delete(t.Context(), "deploy-model", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -31,10 +32,13 @@ func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
 		return err == nil && m.DeletionTimestamp != nil && apimeta.IsStatusConditionTrue(m.Status.Conditions, model.ConditionDeletionBlocked), err
 	})
-	framework.Consistently(t, 2*time.Second, "the model still there while the job names it", func(ctx context.Context) (bool, error) {
-		_, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
-		return err == nil, err
-	})
+	// Its condition written, the controller has synced the model again on
+	// that write's event, and kept the finalizer.
+	framework.WaitForSyncAfter(t, synced)
+	m, err := models.Get(t.Context(), "deploy-model", metav1.GetOptions{})
+	if err != nil || !slices.Contains(m.Finalizers, model.Finalizer) {
+		t.Fatalf("the model while the job names it: %v, finalizers %v; want it there, protected", err, m.GetFinalizers())
+	}
 
 	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Delete(t.Context(), "helmet-detection-demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

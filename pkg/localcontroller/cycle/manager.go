@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -77,6 +78,8 @@ type Manager struct {
 	monotonic func() time.Time
 
 	jobs map[jobKey]*jobMemory
+	// checks counts the train triggers' checks by result.
+	checks *prometheus.CounterVec
 }
 
 // NewManager returns a Manager reading jobs from st and appending its reports
@@ -85,9 +88,21 @@ func NewManager(st Store, outbox Outbox, cfg Config) *Manager {
 	if cfg.Tick <= 0 {
 		cfg.Tick = DefaultTick
 	}
+	checks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "nereid", Subsystem: "cycle", Name: "train_trigger_checks_total",
+		Help: "Checks of the train triggers of the learning-cycle jobs on this node, by result: fired, not_met, outside_window or unevaluable.",
+	}, []string{"result"})
+	for _, r := range []string{CheckFired, CheckNotMet, CheckOutsideWindow, CheckUnevaluable} {
+		checks.WithLabelValues(r)
+	}
 	return &Manager{cfg: cfg, store: st, outbox: outbox, Now: time.Now, monotonic: time.Now,
-		jobs: make(map[jobKey]*jobMemory)}
+		jobs: make(map[jobKey]*jobMemory), checks: checks}
 }
+
+// Collector is the Manager's metric, for the LocalController's registry: the
+// checks of the train triggers by result, which show that a trigger was
+// evaluated, and why it did not fire.
+func (m *Manager) Collector() prometheus.Collector { return m.checks }
 
 // Run looks at the jobs at once and then every tick until ctx is done.
 func (m *Manager) Run(ctx context.Context) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -256,11 +257,28 @@ func TestTriggerHonoursItsCheckPeriod(t *testing.T) {
 	if got := f.take(t); len(got) != 0 {
 		t.Fatalf("fired before the check period passed: %v", got)
 	}
+	if diff := cmp.Diff(map[string]float64{CheckNotMet: 1}, checks(m)); diff != "" {
+		t.Errorf("checks within the period (-want,+got):\n%s", diff)
+	}
 	f.mono = f.mono.Add(time.Second)
 	tick(t, m)
 	if diff := cmp.Diff([]any{trainReady(t, 1, 8, 8, "txt")}, f.take(t)); diff != "" {
 		t.Errorf("after the period (-want,+got):\n%s", diff)
 	}
+	if diff := cmp.Diff(map[string]float64{CheckNotMet: 1, CheckFired: 1}, checks(m)); diff != "" {
+		t.Errorf("checks after the period (-want,+got):\n%s", diff)
+	}
+}
+
+// checks are the Manager's trigger checks by result, those that happened.
+func checks(m *Manager) map[string]float64 {
+	out := map[string]float64{}
+	for _, r := range []string{CheckFired, CheckNotMet, CheckOutsideWindow, CheckUnevaluable} {
+		if n := testutil.ToFloat64(m.checks.WithLabelValues(r)); n > 0 {
+			out[r] = n
+		}
+	}
+	return out
 }
 
 func TestTriggerDefaultsToAMinute(t *testing.T) {
@@ -403,6 +421,9 @@ func TestTriggerFiresOnlyInItsTimerWindow(t *testing.T) {
 	if got := f.take(t); len(got) != 0 {
 		t.Fatalf("fired at noon: %v", got)
 	}
+	if diff := cmp.Diff(map[string]float64{CheckOutsideWindow: 1}, checks(m)); diff != "" {
+		t.Errorf("checks at noon (-want,+got):\n%s", diff)
+	}
 	f.wall = time.Date(2025, 3, 1, 23, 0, 0, 0, time.Local)
 	f.mono = f.mono.Add(time.Minute)
 	tick(t, m)
@@ -434,9 +455,13 @@ func TestTriggerNeverFiresOnWhatItCannotEvaluate(t *testing.T) {
 			f.putDataset(t, tc.url, "txt", "edge-0")
 			f.writeLines(t, "/data/index.txt", "", 10)
 			f.putIL(t, tc.trigger, waiting(1))
-			tick(t, f.manager())
+			m := f.manager()
+			tick(t, m)
 			if got := f.take(t); len(got) != 0 {
 				t.Errorf("fired: %v", got)
+			}
+			if diff := cmp.Diff(map[string]float64{CheckUnevaluable: 1}, checks(m)); diff != "" {
+				t.Errorf("checks (-want,+got):\n%s", diff)
 			}
 		})
 	}

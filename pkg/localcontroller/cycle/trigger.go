@@ -26,6 +26,15 @@ const DefaultCheckPeriod = 60 * time.Second
 // how many samples the Dataset gained since the last round was prepared.
 const MetricNumOfSamples = "num_of_samples"
 
+// Results of a train trigger check, the label of
+// nereid_cycle_train_trigger_checks_total.
+const (
+	CheckFired         = "fired"          // the round's data was prepared and reported ready
+	CheckNotMet        = "not_met"        // the condition does not hold for the new samples
+	CheckOutsideWindow = "outside_window" // the wall clock is outside the daily timer window
+	CheckUnevaluable   = "unevaluable"    // the trigger or the Dataset cannot be evaluated, or preparing failed
+)
+
 // trainInfo is the ownerInfo of the "train ready" report.
 type trainInfo struct {
 	Round int32 `json:"round"`
@@ -58,6 +67,8 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 		return nil
 	}
 	mem.nextCheck = now.Add(checkPeriod(j.trigger))
+	result := CheckUnevaluable
+	defer func() { m.checks.WithLabelValues(result).Inc() }()
 
 	cond := j.trigger.Condition
 	if cond.Metric != MetricNumOfSamples {
@@ -76,6 +87,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 		return nil
 	}
 	if !in {
+		result = CheckOutsideWindow
 		logger.V(4).Info("Train trigger outside its timer window", "now", wall, "start", j.trigger.Timer.Start, "end", j.trigger.Timer.End)
 		return nil
 	}
@@ -100,11 +112,16 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 	logger.V(4).Info("Train trigger checked", "round", round, "newSamples", len(fresh), "operator", cond.Operator,
 		"threshold", cond.Threshold, "fire", fire)
 	if !fire {
+		result = CheckNotMet
 		return nil
 	}
-	return m.prepare(ctx, j, mem, preparation{
+	err = m.prepare(ctx, j, mem, preparation{
 		round: round, format: ds.Spec.Format, header: header, fresh: fresh, count: count, at: wall,
 	})
+	if err == nil {
+		result = CheckFired
+	}
+	return err
 }
 
 // preparation is a round the trigger fired for.
