@@ -75,6 +75,15 @@ func Claim[T metav1.Object](owner metav1.Object, objs []T) []T {
 	return mine
 }
 
+// ByName maps objects by name, as a sync finds the children it wants.
+func ByName[T metav1.Object](objs []T) map[string]T {
+	m := make(map[string]T, len(objs))
+	for _, o := range objs {
+		m[o.GetName()] = o
+	}
+	return m
+}
+
 // LowerKind is the lower-case kind, as Sedna's ownerKind and Nereid's owner-kind label.
 func LowerKind(gvk schema.GroupVersionKind) string {
 	return strings.ToLower(gvk.Kind)

@@ -1,7 +1,6 @@
 package common
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
-
-	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
 // Worker describes one worker pod a controller wants.
@@ -117,71 +114,6 @@ func withoutUserSet(env, user []corev1.EnvVar) []corev1.EnvVar {
 // userSettable are the worker environment variables a user's template may
 // set itself: where the worker finds its LocalController.
 var userSettable = map[string]bool{EnvLCServer: true, EnvNodeIP: true}
-
-// The environment that tells a worker where its node's LocalController is.
-const (
-	// EnvLCServer is the LocalController's worker API, as Sedna's worker
-	// library reads it.
-	EnvLCServer = "LC_SERVER"
-	// EnvNodeIP is the worker's node's address (the downward API's
-	// status.hostIP), which LC_SERVER is built from.
-	EnvNodeIP = "NEREID_NODE_IP"
-)
-
-// LCAddress is how workers reach their node's LocalController.
-type LCAddress struct {
-	// Server, when set, is put into LC_SERVER as is.
-	Server string
-	// Port of the LocalController's worker API on each node; without Server,
-	// LC_SERVER is http://<the worker's node address>:Port, the node's address
-	// coming from the downward API, so a worker finds the LocalController on
-	// its own node (which listens on the host network) on any network.
-	Port int32
-}
-
-// Env is the environment that says it: LC_SERVER, and the node address it is
-// built from.
-func (a LCAddress) Env() []corev1.EnvVar {
-	if a.Server != "" {
-		return []corev1.EnvVar{Env(EnvLCServer, a.Server)}
-	}
-	return []corev1.EnvVar{
-		{Name: EnvNodeIP, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
-		Env(EnvLCServer, fmt.Sprintf("http://$(%s):%d", EnvNodeIP, a.Port)),
-	}
-}
-
-// Env is a shorthand for a literal environment variable.
-func Env(name, value string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, Value: value}
-}
-
-// CredentialEnv reads the S3 credentials of Sedna's credential Secret into the
-// environment by reference, never as literal values in the pod spec.
-func CredentialEnv(secretName string) []corev1.EnvVar {
-	if secretName == "" {
-		return nil
-	}
-	ref := func(key string) corev1.EnvVar {
-		return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: key,
-		}}}
-	}
-	return []corev1.EnvVar{ref("ACCESS_KEY_ID"), ref("SECRET_ACCESS_KEY")}
-}
-
-// HEMParameters is HEM_PARAMETERS as Sedna writes it: a JSON object of the
-// hard example mining parameters' keys and values, keys sorted; {} when there
-// are none.
-func HEMParameters(params []sednav1.ParaSpec) string {
-	m := make(map[string]string, len(params))
-	for _, p := range params {
-		m[p.Key] = p.Value
-	}
-	// A map of strings always encodes.
-	b, _ := json.Marshal(m)
-	return string(b)
-}
 
 // PodFinished says whether the pod has run to an end.
 func PodFinished(p *corev1.Pod) bool {
