@@ -11,15 +11,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // ConditionReadable says whether the Dataset's LocalController could read its
@@ -34,48 +33,46 @@ const (
 
 // Applier writes dataset counts to Dataset status.
 type Applier struct {
-	client   sednaclient.Interface
-	recorder record.EventRecorder
-	now      func() time.Time
+	reports *common.EdgeReports[*sednav1.Dataset]
+	now     func() time.Time
 }
 
 // NewApplier returns an Applier writing with client and telling the user
 // through recorder when the index file becomes unreadable or readable again.
 func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Applier {
-	return &Applier{client: client, recorder: recorder, now: time.Now}
+	a := &Applier{now: time.Now}
+	a.reports = &common.EdgeReports[*sednav1.Dataset]{
+		Kind: "dataset",
+		Client: func(ns string) common.StatusClient[*sednav1.Dataset] {
+			return client.SednaV1alpha1().Datasets(ns)
+		},
+		Recorder: recorder,
+	}
+	return a
 }
 
 // ApplyDatasetReport records a count in the Dataset's status: numberOfSamples
 // and updateTime when the count changed, and the Readable condition. A count
 // equal to the status writes nothing, so a resent report is harmless; the
 // LocalController's reports of one Dataset arrive in order, so an older count
-// never overwrites a newer one.
+// never overwrites a newer one. It follows common.EdgeReports' rule.
 func (a *Applier) ApplyDatasetReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
-	datasets := a.client.SednaV1alpha1().Datasets(d.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := datasets.Get(ctx, d.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return edgeproto.Refuse("dataset %s/%s does not exist", d.Namespace, d.Name)
-		} else if err != nil {
-			return fmt.Errorf("reading dataset %s/%s: %w", d.Namespace, d.Name, err)
-		}
+	return a.reports.Apply(ctx, d.Namespace, d.Name, func(ds *sednav1.Dataset) (bool, []common.Event, error) {
 		before := apimeta.FindStatusCondition(ds.Status.Conditions, ConditionReadable)
 		wasReadable := before != nil && before.Status == metav1.ConditionTrue
 		if !Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.now())) {
-			return nil
-		}
-		updated, err := datasets.UpdateStatus(ctx, ds, metav1.UpdateOptions{})
-		if err != nil {
-			return err
+			return false, nil, nil
 		}
 		// Tell the user when the file becomes unreadable, or readable again.
 		switch readable := d.Error == ""; {
 		case !readable && (wasReadable || before == nil):
-			a.recorder.Eventf(updated, corev1.EventTypeWarning, ReasonUnreadable, "Node %s cannot read the index file: %s", from.Node, d.Error)
+			return true, []common.Event{{Type: corev1.EventTypeWarning, Reason: ReasonUnreadable,
+				Message: fmt.Sprintf("Node %s cannot read the index file: %s", from.Node, d.Error)}}, nil
 		case readable && !wasReadable && before != nil:
-			a.recorder.Eventf(updated, corev1.EventTypeNormal, ReasonCounted, "Node %s reads the index file again: %d samples", from.Node, d.NumberOfSamples)
+			return true, []common.Event{{Type: corev1.EventTypeNormal, Reason: ReasonCounted,
+				Message: fmt.Sprintf("Node %s reads the index file again: %d samples", from.Node, d.NumberOfSamples)}}, nil
 		}
-		return nil
+		return true, nil, nil
 	})
 }
 

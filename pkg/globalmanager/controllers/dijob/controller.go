@@ -57,6 +57,7 @@ type Controller struct {
 	pods     corelisters.PodLister
 	services corelisters.ServiceLister
 	synced   []cache.InformerSynced
+	syncer   *common.Syncer[*div2.DIJob]
 
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
@@ -100,6 +101,20 @@ func NewController(
 		exp:      exp,
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:      time.Now,
+	}
+	c.syncer = &common.Syncer[*div2.DIJob]{
+		LogName: "dijob",
+		Get: func(ns, name string) (*div2.DIJob, error) {
+			return c.jobs.DIJobs(ns).Get(name)
+		},
+		Client: func(ns string) common.StatusClient[*div2.DIJob] {
+			return c.client.DiengineV2alpha1().DIJobs(ns)
+		},
+		Status:       func(job *div2.DIJob) any { return &job.Status },
+		Recorder:     recorder,
+		Expectations: exp,
+		Pods:         c.pods,
+		Services:     c.services,
 	}
 	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, func() time.Time { return c.now() })
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
@@ -21,32 +19,11 @@ import (
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	shared, ok, err := common.ReadOwner(key, func(ns, name string) (*div2.DIJob, error) {
-		return c.jobs.DIJobs(ns).Get(name)
-	})
-	if !ok || err != nil {
-		if err == nil {
-			c.exp.Forget(key)
-		}
+	ctx, s, err := c.syncer.Begin(ctx, key)
+	if s == nil || err != nil {
 		return err
 	}
-	job := shared.DeepCopy()
-	logger := klog.FromContext(ctx).WithValues("dijob", klog.KObj(job))
-	ctx = klog.NewContext(ctx, logger)
-
-	// Read the expectations before the cache: a child whose event arrives
-	// between the two reads is then in the cache we act on.
-	satisfied := c.exp.Satisfied(key)
-	pods, err := c.pods.Pods(job.Namespace).List(common.OwnerSelector(job))
-	if err != nil {
-		return fmt.Errorf("listing pods of %s: %w", key, err)
-	}
-	pods = common.Claim(job, pods)
-	services, err := c.services.Services(job.Namespace).List(common.OwnerSelector(job))
-	if err != nil {
-		return fmt.Errorf("listing services of %s: %w", key, err)
-	}
-	services = common.Claim(job, services)
+	job, satisfied, pods := s.Owner, s.Satisfied, s.Pods
 
 	now := metav1.NewTime(c.now())
 	status := job.Status.DeepCopy()
@@ -57,26 +34,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 		}
 	} else {
-		events, actErr = c.reconcile(ctx, key, job, status, pods, len(services) > 0, satisfied, now)
+		events, actErr = c.reconcile(ctx, key, job, status, pods, len(s.Services) > 0, satisfied, now)
 	}
 	c.count(job, status, pods)
-
-	// While our own creates and deletes are in flight their events will sync
-	// the job again; writing now would only be overwritten.
-	inFlight := !c.exp.Satisfied(key) && actErr == nil && len(events) == 0
-	if !inFlight && !equality.Semantic.DeepEqual(job.Status, *status) {
-		job.Status = *status
-		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
-			_, err := c.client.DiengineV2alpha1().DIJobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
-			return err
-		})
-		if !wrote {
-			return err
-		}
-		logger.V(2).Info("Updated status", "phase", status.Phase, "replicas", status.Replicas, "ready", status.ReadyReplicas, "restarts", status.Restarts)
-	}
-	common.RecordEvents(c.recorder, job, events)
-	return actErr
+	job.Status = *status
+	return s.End(ctx, actErr, events, "phase", status.Phase, "replicas", status.Replicas, "ready", status.ReadyReplicas, "restarts", status.Restarts)
 }
 
 // allocationRetry is how soon a job that found no room is placed again.
@@ -127,10 +89,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		return setPhase(status, div2.JobRescheduling, "Moved", fmt.Sprintf("the allocator moves the job to a better placement (move %d); every pod is made again", status.Reschedules), now, corev1.EventTypeNormal), nil
 	}
 	wanted := replicasOf(job)
-	byName := map[string]*corev1.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
+	byName := common.ByName(pods)
 	var toCreate, stale []*corev1.Pod
 	var current []*corev1.Pod
 	want := map[string]bool{}

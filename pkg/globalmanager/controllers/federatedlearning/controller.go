@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -54,19 +53,16 @@ type Config struct {
 
 // Controller reconciles FederatedLearningJobs.
 type Controller struct {
-	sednaClient sednaclient.Interface
-	jobs        sednalisters.FederatedLearningJobLister
-	jobIndexer  cache.Indexer
-	models      sednalisters.ModelLister
-	datasets    sednalisters.DatasetLister
-	pods        corelisters.PodLister
-	services    corelisters.ServiceLister
-	synced      []cache.InformerSynced
+	jobIndexer cache.Indexer
+	models     sednalisters.ModelLister
+	datasets   sednalisters.DatasetLister
+	synced     []cache.InformerSynced
+	syncer     *common.Syncer[*sednav1.FederatedLearningJob]
+	reports    *common.EdgeReports[*sednav1.FederatedLearningJob]
 
-	queue    workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	metrics  *common.Metrics
-	config   Config
+	queue   workqueue.TypedRateLimitingInterface[string]
+	metrics *common.Metrics
+	config  Config
 
 	// Test seams.
 	children *common.Children
@@ -90,21 +86,34 @@ func NewController(
 ) (*Controller, error) {
 	exp := common.NewExpectations()
 	c := &Controller{
-		sednaClient: sednaClient,
-		jobs:        jobInformer.Lister(),
-		jobIndexer:  jobInformer.Informer().GetIndexer(),
-		models:      modelInformer.Lister(),
-		datasets:    datasetInformer.Lister(),
-		pods:        podInformer.Lister(),
-		services:    serviceInformer.Lister(),
-		queue:       common.NewQueue(Name),
-		recorder:    recorder,
-		metrics:     metrics,
-		config:      config,
-		exp:         exp,
-		children:    &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
-		now:         time.Now,
+		jobIndexer: jobInformer.Informer().GetIndexer(),
+		models:     modelInformer.Lister(),
+		datasets:   datasetInformer.Lister(),
+		queue:      common.NewQueue(Name),
+		metrics:    metrics,
+		config:     config,
+		exp:        exp,
+		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
+		now:        time.Now,
 	}
+	jobs := jobInformer.Lister()
+	c.syncer = &common.Syncer[*sednav1.FederatedLearningJob]{
+		LogName: "job",
+		Get: func(ns, name string) (*sednav1.FederatedLearningJob, error) {
+			return jobs.FederatedLearningJobs(ns).Get(name)
+		},
+		Client: func(ns string) common.StatusClient[*sednav1.FederatedLearningJob] {
+			return sednaClient.SednaV1alpha1().FederatedLearningJobs(ns)
+		},
+		Status:       func(j *sednav1.FederatedLearningJob) any { return &j.Status },
+		Recorder:     recorder,
+		Expectations: exp,
+		Pods:         podInformer.Lister(),
+		Services:     serviceInformer.Lister(),
+	}
+	c.reports = c.syncer.EdgeReports(Name,
+		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
+		func() time.Time { return c.now() })
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{
 		byModel:   indexReferences((*sednav1.FederatedLearningJob).ModelNames),
 		byDataset: indexReferences(datasetsOf),

@@ -7,9 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -27,40 +25,16 @@ const (
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	shared, ok, err := common.ReadOwner(key, func(ns, name string) (*sednav1.FederatedLearningJob, error) {
-		return c.jobs.FederatedLearningJobs(ns).Get(name)
-	})
-	if !ok || err != nil {
-		if err == nil {
-			c.exp.Forget(key)
-		}
+	ctx, s, err := c.syncer.Begin(ctx, key)
+	if s == nil || err != nil {
 		return err
 	}
-	job := shared.DeepCopy()
-	ns := job.Namespace
-	logger := klog.FromContext(ctx).WithValues("job", klog.KObj(job))
-	ctx = klog.NewContext(ctx, logger)
-
-	// Read the expectations before the cache: a child whose event arrives
-	// between the two reads is then in the cache we act on.
-	satisfied := c.exp.Satisfied(key)
-	pods, err := c.pods.Pods(ns).List(common.OwnerSelector(job))
-	if err != nil {
-		return fmt.Errorf("listing pods of %s: %w", key, err)
-	}
-	pods = common.Claim(job, pods)
-	services, err := c.services.Services(ns).List(common.OwnerSelector(job))
-	if err != nil {
-		return fmt.Errorf("listing services of %s: %w", key, err)
-	}
-	services = common.Claim(job, services)
+	job, satisfied := s.Owner, s.Satisfied
 	// Children Sedna's GlobalManager left are replaced before any of ours come.
-	var adopted common.Adopted
-	pods, adopted.Pods = common.SplitAdopted(pods)
-	services, adopted.Services = common.SplitAdopted(services)
+	pods, adopted := s.Pods, s.Adopted
 
 	now := metav1.NewTime(c.now())
-	status := job.Status.DeepCopy()
+	status := &job.Status
 	if status.StartTime == nil {
 		status.StartTime = &now
 	}
@@ -96,7 +70,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					actErr = c.children.RemoveAdopted(ctx, key, job, adopted)
 				}
 			} else {
-				current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, services, satisfied)
+				current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, s.Services, satisfied)
 			}
 			c.setWorkersCreated(job, status, len(workers), missingWorkers, actErr, now)
 			events = append(events, c.setPhase(job, status, workers, current, missingWorkers, now)...)
@@ -107,32 +81,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status.Failed = podPhaseIs(current, corev1.PodFailed)
 	status.ObservedGeneration = job.Generation
 
-	// While our own creates and deletes are in flight their events will sync
-	// the job again; writing now would only be overwritten.
-	inFlight := !c.exp.Satisfied(key) && actErr == nil && len(events) == 0
-	if !inFlight && !equality.Semantic.DeepEqual(job.Status, *status) {
-		job.Status = *status
-		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
-			_, err := c.sednaClient.SednaV1alpha1().FederatedLearningJobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{})
-			return err
-		})
-		if !wrote {
-			return err
-		}
-		logger.V(2).Info("Updated status", "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
-	}
-	common.RecordEvents(c.recorder, job, events)
-	return actErr
+	return s.End(ctx, actErr, events, "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
 }
 
 // manageWorkers makes the pods match the workers: old-spec pods are deleted,
 // missing ones created. It returns the pods of the current spec and how many
 // workers have no pod yet.
 func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, satisfied bool) ([]*corev1.Pod, int, error) {
-	byName := map[string]*corev1.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
+	byName := common.ByName(pods)
 	var current, stale []*corev1.Pod
 	var toCreate []*corev1.Pod
 	wanted := map[string]bool{}

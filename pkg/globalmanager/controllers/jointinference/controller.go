@@ -13,9 +13,6 @@ import (
 	autoscalinginformers "k8s.io/client-go/informers/autoscaling/v2"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -64,19 +61,15 @@ type Config struct {
 
 // Controller reconciles JointInferenceServices.
 type Controller struct {
-	sednaClient sednaclient.Interface
-	jis         sednalisters.JointInferenceServiceLister
-	jiIndexer   cache.Indexer
-	models      sednalisters.ModelLister
-	deployments appslisters.DeploymentLister
-	services    corelisters.ServiceLister
-	hpas        autoscalinglisters.HorizontalPodAutoscalerLister
-	synced      []cache.InformerSynced
+	jiIndexer cache.Indexer
+	models    sednalisters.ModelLister
+	synced    []cache.InformerSynced
+	syncer    *common.Syncer[*sednav1.JointInferenceService]
+	reports   *common.EdgeReports[*sednav1.JointInferenceService]
 
-	queue    workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	metrics  *common.Metrics
-	config   Config
+	queue   workqueue.TypedRateLimitingInterface[string]
+	metrics *common.Metrics
+	config  Config
 
 	// Test seams.
 	children *common.Children
@@ -110,22 +103,34 @@ func NewController(
 		return nil, fmt.Errorf("report period %ds is negative", config.LCPeriod)
 	}
 	c := &Controller{
-		sednaClient: sednaClient,
-		jis:         jiInformer.Lister(),
-		jiIndexer:   jiInformer.Informer().GetIndexer(),
-		models:      modelInformer.Lister(),
-		deployments: deploymentInformer.Lister(),
-		services:    serviceInformer.Lister(),
-		hpas:        hpaInformer.Lister(),
-		queue:       common.NewQueue(Name),
-		recorder:    recorder,
-		metrics:     metrics,
-		config:      config,
+		jiIndexer: jiInformer.Informer().GetIndexer(),
+		models:    modelInformer.Lister(),
+		queue:     common.NewQueue(Name),
+		metrics:   metrics,
+		config:    config,
 		// Deployments, Services and autoscalers have deterministic names, so
 		// they need no expectations: a repeated create meets AlreadyExists.
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Metrics: metrics, Controller: Name},
 		now:      time.Now,
 	}
+	jis := jiInformer.Lister()
+	c.syncer = &common.Syncer[*sednav1.JointInferenceService]{
+		LogName: "jointinferenceservice",
+		Get: func(ns, name string) (*sednav1.JointInferenceService, error) {
+			return jis.JointInferenceServices(ns).Get(name)
+		},
+		Client: func(ns string) common.StatusClient[*sednav1.JointInferenceService] {
+			return sednaClient.SednaV1alpha1().JointInferenceServices(ns)
+		},
+		Status:      func(ji *sednav1.JointInferenceService) any { return &ji.Status },
+		Recorder:    recorder,
+		Services:    serviceInformer.Lister(),
+		Deployments: deploymentInformer.Lister(),
+		HPAs:        hpaInformer.Lister(),
+	}
+	c.reports = c.syncer.EdgeReports(Name,
+		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
+		func() time.Time { return c.now() })
 	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
 		return nil, fmt.Errorf("adding service indexers: %w", err)
 	}

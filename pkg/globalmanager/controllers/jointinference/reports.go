@@ -2,12 +2,9 @@ package jointinference
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -27,22 +24,9 @@ const (
 // (uploadCloudRatio = hard examples / inferences). Idempotent by node, store
 // and report ID.
 func (c *Controller) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-	services := c.sednaClient.SednaV1alpha1().JointInferenceServices(info.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ji, err := services.Get(ctx, info.OwnerName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return edgeproto.Refuse("jointinferenceservice %s/%s does not exist", info.Namespace, info.OwnerName)
-		} else if err != nil {
-			return fmt.Errorf("reading service %s/%s: %w", info.Namespace, info.OwnerName, err)
-		}
-		nodes, applied := common.RecordEdgeReport(ji.Status.EdgeNodes, from, r, info, metav1.NewTime(c.now()))
-		if !applied {
-			return nil
-		}
-		ji.Status.EdgeNodes = nodes
-		ji.Status.Metrics = inferenceMetrics(nodes)
-		_, err = services.UpdateStatus(ctx, ji, metav1.UpdateOptions{})
-		return err
+	return c.reports.ApplyWorker(ctx, from, r, info, func(ji *sednav1.JointInferenceService, _ metav1.Time) ([]common.Event, error) {
+		ji.Status.Metrics = inferenceMetrics(ji.Status.EdgeNodes)
+		return nil, nil
 	})
 }
 

@@ -8,9 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -28,24 +26,18 @@ type children struct {
 // sync reconciles one service: lister read, deep copy, claim, act, one status
 // write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	shared, ok, err := common.ReadOwner(key, func(ns, name string) (*sednav1.JointInferenceService, error) {
-		return c.jis.JointInferenceServices(ns).Get(name)
-	})
-	if !ok || err != nil {
+	ctx, s, err := c.syncer.Begin(ctx, key)
+	if s == nil || err != nil {
 		return err
 	}
-	ji := shared.DeepCopy()
-	ns := ji.Namespace
-	logger := klog.FromContext(ctx).WithValues("jointinferenceservice", klog.KObj(ji))
-	ctx = klog.NewContext(ctx, logger)
-
-	kids, err := c.claimChildren(ji)
-	if err != nil {
-		return fmt.Errorf("listing children of %s: %w", key, err)
+	ji := s.Owner
+	kids := children{
+		deployments: common.ByName(s.Deployments), services: common.ByName(s.Services), hpas: common.ByName(s.HPAs),
+		adopted: s.Adopted,
 	}
 
 	now := metav1.NewTime(c.now())
-	status := ji.Status.DeepCopy()
+	status := &ji.Status
 	if status.StartTime == nil {
 		status.StartTime = &now
 	}
@@ -79,52 +71,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	events = append(events, c.setStatusFromDeployments(ji, status, kids.deployments, now)...)
 	status.ObservedGeneration = ji.Generation
-
-	if !equality.Semantic.DeepEqual(ji.Status, *status) {
-		ji.Status = *status
-		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
-			_, err := c.sednaClient.SednaV1alpha1().JointInferenceServices(ns).UpdateStatus(ctx, ji, metav1.UpdateOptions{})
-			return err
-		})
-		if !wrote {
-			return err
-		}
-		logger.V(2).Info("Updated status", "active", status.Active, "failed", status.Failed)
-	}
-	common.RecordEvents(c.recorder, ji, events)
-	return actErr
-}
-
-// claimChildren lists the service's children by the owner-uid label and keeps
-// those whose controllerRef has its UID.
-func (c *Controller) claimChildren(ji *sednav1.JointInferenceService) (children, error) {
-	sel := common.OwnerSelector(ji)
-	deployments, err := c.deployments.Deployments(ji.Namespace).List(sel)
-	if err != nil {
-		return children{}, fmt.Errorf("listing deployments: %w", err)
-	}
-	services, err := c.services.Services(ji.Namespace).List(sel)
-	if err != nil {
-		return children{}, fmt.Errorf("listing services: %w", err)
-	}
-	hpas, err := c.hpas.HorizontalPodAutoscalers(ji.Namespace).List(sel)
-	if err != nil {
-		return children{}, fmt.Errorf("listing autoscalers: %w", err)
-	}
-	var kids children
-	deployments, kids.adopted.Deployments = common.SplitAdopted(common.Claim(ji, deployments))
-	services, kids.adopted.Services = common.SplitAdopted(common.Claim(ji, services))
-	hpas, kids.adopted.HPAs = common.SplitAdopted(common.Claim(ji, hpas))
-	kids.deployments, kids.services, kids.hpas = byName(deployments), byName(services), byName(hpas)
-	return kids, nil
-}
-
-func byName[T metav1.Object](objs []T) map[string]T {
-	m := make(map[string]T, len(objs))
-	for _, o := range objs {
-		m[o.GetName()] = o
-	}
-	return m
+	return s.End(ctx, actErr, events, "active", status.Active, "failed", status.Failed)
 }
 
 // workerSpec is a worker and the autoscaler its spec asks for, if any.

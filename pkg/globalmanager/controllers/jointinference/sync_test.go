@@ -217,7 +217,7 @@ func (f *fixture) storedService(t *testing.T) *sednav1.JointInferenceService {
 
 func (f *fixture) cachedService(t *testing.T) *sednav1.JointInferenceService {
 	t.Helper()
-	ji, err := f.c.jis.JointInferenceServices(ns).Get(jiName)
+	ji, err := f.c.syncer.Get(ns, jiName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 		},
 		"a Deployment deleted by hand is recreated": {
 			change: func(t *testing.T, f *fixture) {
-				d, err := f.c.deployments.Deployments(ns).Get(edgeName)
+				d, err := f.c.syncer.Deployments.Deployments(ns).Get(edgeName)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -503,7 +503,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 		},
 		"a Deployment scaled by hand without an autoscaler goes back to one replica": {
 			change: func(t *testing.T, f *fixture) {
-				d, err := f.c.deployments.Deployments(ns).Get(edgeName)
+				d, err := f.c.syncer.Deployments.Deployments(ns).Get(edgeName)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -515,7 +515,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 		},
 		"a Deployment scaled by its autoscaler keeps its replicas": {
 			change: func(t *testing.T, f *fixture) {
-				d, err := f.c.deployments.Deployments(ns).Get(cloudName)
+				d, err := f.c.syncer.Deployments.Deployments(ns).Get(cloudName)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -756,7 +756,7 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 			f := newFixture(t, append(models, ji)...)
 			f.settle(t)
 			for d, st := range map[string]appsv1.DeploymentStatus{edgeName: tc.edge, cloudName: tc.cloud} {
-				dep, err := f.c.deployments.Deployments(ns).Get(d)
+				dep, err := f.c.syncer.Deployments.Deployments(ns).Get(d)
 				if err != nil {
 					t.Fatal(err)
 				}

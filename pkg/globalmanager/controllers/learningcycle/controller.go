@@ -7,11 +7,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -66,16 +64,15 @@ type Controller[J Job[J]] struct {
 	jobIndexer cache.Indexer
 	models     sednalisters.ModelLister
 	datasets   sednalisters.DatasetLister
-	pods       corelisters.PodLister
 	synced     []cache.InformerSynced
+	syncer     *common.Syncer[J]
+	reports    *common.EdgeReports[J]
 
-	queue    workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	metrics  *common.Metrics
-	config   Config
+	queue   workqueue.TypedRateLimitingInterface[string]
+	metrics *common.Metrics
+	config  Config
 
 	children *common.Children
-	exp      *common.Expectations
 	// Clock is the controller's time; tests replace it.
 	Clock func() time.Time
 }
@@ -108,15 +105,25 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		jobIndexer: informers.Jobs.GetIndexer(),
 		models:     informers.Models.Lister(),
 		datasets:   informers.Datasets.Lister(),
-		pods:       informers.Pods.Lister(),
 		queue:      common.NewQueue(name),
-		recorder:   recorder,
 		metrics:    metrics,
 		config:     config,
-		exp:        exp,
 		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: name},
 		Clock:      time.Now,
 	}
+	c.syncer = &common.Syncer[J]{
+		LogName: "job",
+		Get:     c.get,
+		Client:  kind.Client,
+		// What a sync changes are the fields the cycle drives.
+		Status:       func(job J) any { return kind.Fields(job) },
+		Recorder:     recorder,
+		Expectations: exp,
+		Pods:         informers.Pods.Lister(),
+	}
+	c.reports = c.syncer.EdgeReports(name,
+		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
+		func() time.Time { return c.Clock() })
 	index := func(names func(Spec) []string) cache.IndexFunc {
 		return func(obj any) ([]string, error) {
 			job, ok := obj.(J)

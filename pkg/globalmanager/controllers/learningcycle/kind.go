@@ -46,10 +46,7 @@ type Kind[J Job[J]] interface {
 }
 
 // Client is the part of a kind's generated client the cycle uses.
-type Client[J any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (J, error)
-	UpdateStatus(ctx context.Context, job J, opts metav1.UpdateOptions) (J, error)
-}
+type Client[J any] = common.StatusClient[J]
 
 // Fields points at the status fields of a job that the cycle drives.
 type Fields struct {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -18,34 +16,16 @@ import (
 // job's edgeNodes and moves the cycle on it: the train trigger fired, a stage
 // worker runs, completed or failed, the edge deployed the model. A report
 // about anything but the current round, stage and try is recorded only. It
-// is idempotent: a report the status already counts (by node, store and ID)
-// changes nothing. It
-// reads the job from the API server, not the cache, so a report never
-// rewinds a status the cache has not caught up with.
+// follows common.EdgeReports' rule: idempotent by node, store and report ID,
+// read from the API server, written with conflict retries, events after the
+// write.
 func (c *Controller[J]) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-	var job J
-	var events []common.Event
-	jobs := c.kind.Client(info.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		job, err = jobs.Get(ctx, info.OwnerName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return edgeproto.Refuse("%s %s/%s does not exist", c.name, info.Namespace, info.OwnerName)
-		} else if err != nil {
-			return fmt.Errorf("reading %s %s/%s: %w", c.name, info.Namespace, info.OwnerName, err)
-		}
-		now := metav1.NewTime(c.Clock())
+	return c.reports.ApplyWorker(ctx, from, r, info, func(job J, now metav1.Time) ([]common.Event, error) {
 		fields := c.kind.Fields(job)
 		st := fields.read()
-		nodes, applied := common.RecordEdgeReport(st.EdgeNodes, from, r, info, now)
-		if !applied {
-			events = nil
-			return nil
-		}
 		if why := notCurrentWorker(job.GetName(), &st, info); why != "" {
-			return edgeproto.Refuse("%s", why)
+			return nil, edgeproto.Refuse("%s", why)
 		}
-		st.EdgeNodes = nodes
 		m := &machine{job: job.GetName(), st: &st, now: now, config: &c.config}
 		o := Outcome{Now: now}
 		if job.GetDeletionTimestamp() == nil {
@@ -54,19 +34,10 @@ func (c *Controller[J]) ApplyReport(ctx context.Context, from edgeproto.Source, 
 		fields.write(st)
 		kindEvents, err := c.kind.Applied(ctx, job, info, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		events = append(m.events, kindEvents...)
-		if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating status of %s %s/%s: %w", c.name, info.Namespace, info.OwnerName, err)
-		}
-		return nil
+		return append(m.events, kindEvents...), nil
 	})
-	if err != nil {
-		return err
-	}
-	common.RecordEvents(c.recorder, job, events)
-	return nil
 }
 
 // notCurrentWorker says why a worker's report is refused for good: it is not

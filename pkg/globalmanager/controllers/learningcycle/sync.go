@@ -8,10 +8,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -21,27 +19,11 @@ import (
 // the cycle on the pods' phases, create and delete pods, one status write
 // when it changed. Run's workers call it with a queue key.
 func (c *Controller[J]) Sync(ctx context.Context, key string) error {
-	shared, ok, err := common.ReadOwner(key, c.get)
-	if !ok || err != nil {
-		if err == nil {
-			c.exp.Forget(key)
-		}
+	ctx, s, err := c.syncer.Begin(ctx, key)
+	if s == nil || err != nil {
 		return err
 	}
-	job := shared.DeepCopy()
-	logger := klog.FromContext(ctx).WithValues("job", klog.KObj(job))
-	ctx = klog.NewContext(ctx, logger)
-
-	// Read the expectations before the cache: a pod whose event arrives
-	// between the two reads is then in the cache we act on.
-	satisfied := c.exp.Satisfied(key)
-	pods, err := c.pods.Pods(job.GetNamespace()).List(common.OwnerSelector(job))
-	if err != nil {
-		return fmt.Errorf("listing pods of %s: %w", key, err)
-	}
-	pods = common.Claim(job, pods)
-	var adopted common.Adopted
-	pods, adopted.Pods = common.SplitAdopted(pods)
+	job, satisfied, pods := s.Owner, s.Satisfied, s.Pods
 
 	fields := c.kind.Fields(job)
 	st := fields.read()
@@ -51,10 +33,10 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 	}
 	var errs []error
 	switch {
-	case adopted.Len() > 0:
+	case s.Adopted.Len() > 0:
 		// The pods Sedna's GlobalManager left go before any of ours come.
 		if satisfied {
-			errs = append(errs, c.children.RemoveAdopted(ctx, key, job, adopted))
+			errs = append(errs, c.children.RemoveAdopted(ctx, key, job, s.Adopted))
 		}
 	default:
 		if !st.Finished() {
@@ -67,20 +49,7 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 	st.Active, st.Succeeded, st.Failed = countPods(pods)
 	st.ObservedGeneration = job.GetGeneration()
 	fields.write(st)
-	actErr := errors.Join(errs...)
-
-	if !equality.Semantic.DeepEqual(shared, job) {
-		wrote, err := common.WriteStatus(ctx, key, actErr, func(ctx context.Context) error {
-			_, err := c.kind.Client(job.GetNamespace()).UpdateStatus(ctx, job, metav1.UpdateOptions{})
-			return err
-		})
-		if !wrote {
-			return err
-		}
-		logger.V(2).Info("Updated status", "round", st.Round, "stage", st.Stage, "state", st.State, "attempt", st.Attempt)
-	}
-	common.RecordEvents(c.recorder, job, m.events)
-	return actErr
+	return s.End(ctx, errors.Join(errs...), m.events, "round", st.Round, "stage", st.Stage, "state", st.State, "attempt", st.Attempt)
 }
 
 // manageWorkers runs the cycle's workers for a job that is not finished: the
