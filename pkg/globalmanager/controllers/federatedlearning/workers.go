@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -27,33 +26,15 @@ type references struct {
 
 // resolve reads what the job references; missing lists what does not exist.
 func (c *Controller) resolve(job *sednav1.FederatedLearningJob) (refs references, missing []string, err error) {
-	getModel := func(name string) (*sednav1.Model, error) {
-		m, err := c.models.Models(job.Namespace).Get(name)
-		if apierrors.IsNotFound(err) {
-			missing = append(missing, "Model "+name)
-			return nil, nil
-		}
-		return m, err
-	}
-	if refs.model, err = getModel(job.Spec.AggregationWorker.Model.Name); err != nil {
-		return refs, nil, err
-	}
+	r := common.NewReferences(job.Namespace, c.models, c.datasets)
+	refs.model = r.Model(job.Spec.AggregationWorker.Model.Name)
 	if job.Spec.PretrainedModel != nil {
-		if refs.pretrained, err = getModel(job.Spec.PretrainedModel.Name); err != nil {
-			return refs, nil, err
-		}
+		refs.pretrained = r.Model(job.Spec.PretrainedModel.Name)
 	}
 	for _, w := range job.Spec.TrainingWorkers {
-		d, err := c.datasets.Datasets(job.Namespace).Get(w.Dataset.Name)
-		if apierrors.IsNotFound(err) {
-			missing = append(missing, "Dataset "+w.Dataset.Name)
-			continue
-		} else if err != nil {
-			return refs, nil, err
-		}
-		refs.datasets = append(refs.datasets, d)
+		refs.datasets = append(refs.datasets, r.Dataset(w.Dataset.Name))
 	}
-	return refs, missing, nil
+	return refs, r.Missing(), r.Err()
 }
 
 // serviceName is the aggregation worker's Service, which training workers dial.
@@ -77,17 +58,11 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 	participants := strconv.Itoa(len(spec.TrainingWorkers))
 	port := strconv.Itoa(int(c.config.AggregationPort))
 	base := func(workerName string) []corev1.EnvVar {
-		env := []corev1.EnvVar{
-			common.Env("NAMESPACE", job.Namespace),
-			common.Env("JOB_NAME", job.Name),
-			common.Env("WORKER_NAME", workerName),
-			common.Env("LOG_LEVEL", c.config.LogLevel),
-			common.Env("DATA_PATH_PREFIX", c.config.DataPathPrefix),
-			common.Env("MODEL_NAME", refs.model.Name),
-			common.Env("MODEL_URL", common.ContainerPath(refs.model.Spec.URL, c.config.DataPathPrefix)),
-			common.Env("PARTICIPANTS_COUNT", participants),
-		}
-		env = append(env, c.config.LocalController.Env()...)
+		env := common.BaseEnv{
+			Owner: job, Worker: workerName, Model: refs.model,
+			LogLevel: c.config.LogLevel, DataPathPrefix: c.config.DataPathPrefix, LocalController: c.config.LocalController,
+		}.Env()
+		env = append(env, common.Env("PARTICIPANTS_COUNT", participants))
 		env = append(env, c.transmitter(job)...)
 		if refs.pretrained != nil {
 			env = append(env, common.Env("PRETRAINED_MODEL_URL", common.ContainerPath(refs.pretrained.Spec.URL, c.config.DataPathPrefix)))

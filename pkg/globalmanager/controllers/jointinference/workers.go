@@ -6,7 +6,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -27,21 +26,10 @@ type references struct {
 
 // resolve reads what the service references; missing lists what does not exist.
 func (c *Controller) resolve(ji *sednav1.JointInferenceService) (refs references, missing []string, err error) {
-	getModel := func(name string) (*sednav1.Model, error) {
-		m, err := c.models.Models(ji.Namespace).Get(name)
-		if apierrors.IsNotFound(err) {
-			missing = append(missing, "Model "+name)
-			return nil, nil
-		}
-		return m, err
-	}
-	if refs.edgeModel, err = getModel(ji.Spec.EdgeWorker.Model.Name); err != nil {
-		return refs, nil, err
-	}
-	if refs.cloudModel, err = getModel(ji.Spec.CloudWorker.Model.Name); err != nil {
-		return refs, nil, err
-	}
-	return refs, missing, nil
+	r := common.NewReferences(ji.Namespace, c.models, nil)
+	refs.edgeModel = r.Model(ji.Spec.EdgeWorker.Model.Name)
+	refs.cloudModel = r.Model(ji.Spec.CloudWorker.Model.Name)
+	return refs, r.Missing(), r.Err()
 }
 
 // workerName names a worker's Deployment and autoscaler; the cloud worker's
@@ -70,20 +58,14 @@ func (c *Controller) desiredWorkers(ji *sednav1.JointInferenceService, refs refe
 	return edge, cloud, err
 }
 
-// baseEnv is the environment of every worker of the service.
+// baseEnv is the environment of every worker of the service. Each replica
+// reports to its LocalController under its own pod's name (WORKER_NAME from
+// the downward API), which is unique and ties the report to its node.
 func (c *Controller) baseEnv(ji *sednav1.JointInferenceService, model *sednav1.Model) []corev1.EnvVar {
-	env := []corev1.EnvVar{
-		common.Env("NAMESPACE", ji.Namespace),
-		common.Env("SERVICE_NAME", ji.Name),
-		// Each replica reports to its LocalController under its own pod's name,
-		// which is unique and ties the report to the node the pod runs on.
-		{Name: "WORKER_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		common.Env("LOG_LEVEL", c.config.LogLevel),
-		common.Env("DATA_PATH_PREFIX", c.config.DataPathPrefix),
-		common.Env("MODEL_NAME", model.Name),
-		common.Env("MODEL_URL", common.ContainerPath(model.Spec.URL, c.config.DataPathPrefix)),
-	}
-	env = append(env, c.config.LocalController.Env()...)
+	env := common.BaseEnv{
+		Owner: ji, Service: true, Model: model,
+		LogLevel: c.config.LogLevel, DataPathPrefix: c.config.DataPathPrefix, LocalController: c.config.LocalController,
+	}.Env()
 	return append(env, common.CredentialEnv(model.Spec.CredentialName)...)
 }
 

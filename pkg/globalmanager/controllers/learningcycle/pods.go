@@ -19,14 +19,10 @@ const LabelRound = "nereid.io/round"
 func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role Role, name string) (*corev1.Pod, error) {
 	prefix := c.config.DataPathPrefix
 	local := func(url string) string { return common.ContainerPath(url, prefix) }
-	env := []corev1.EnvVar{
-		common.Env("NAMESPACE", job.GetNamespace()),
-		common.Env("JOB_NAME", job.GetName()),
-		common.Env("WORKER_NAME", name),
-		common.Env("LOG_LEVEL", c.config.LogLevel),
-		common.Env("DATA_PATH_PREFIX", prefix),
-	}
-	env = append(env, c.config.LocalController.Env()...)
+	env := common.BaseEnv{
+		Owner: job, Worker: name,
+		LogLevel: c.config.LogLevel, DataPathPrefix: prefix, LocalController: c.config.LocalController,
+	}.Env()
 	var hostPaths []string
 	var template *corev1.PodTemplateSpec
 	round := st.CurrentRound

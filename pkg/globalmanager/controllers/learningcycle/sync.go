@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -191,29 +190,13 @@ func (c *Controller[J]) deleteStale(ctx context.Context, key string, job J, st *
 // resolve reads the Dataset and Models job names; missing lists those that
 // do not exist.
 func (c *Controller[J]) resolve(job J, spec Spec) (refs Refs, missing []string, err error) {
-	ns := job.GetNamespace()
-	refs.Dataset, err = c.datasets.Datasets(ns).Get(spec.Dataset)
-	if apierrors.IsNotFound(err) {
-		missing = append(missing, "Dataset "+spec.Dataset)
-	} else if err != nil {
-		return refs, nil, err
-	}
+	r := common.NewReferences(job.GetNamespace(), c.models, c.datasets)
+	refs.Dataset = r.Dataset(spec.Dataset)
 	refs.Models = map[string]*sednav1.Model{}
 	for _, name := range spec.Models {
-		if _, seen := refs.Models[name]; seen {
-			continue
-		}
-		m, err := c.models.Models(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			missing = append(missing, "Model "+name)
-			refs.Models[name] = nil
-			continue
-		} else if err != nil {
-			return refs, nil, err
-		}
-		refs.Models[name] = m
+		refs.Models[name] = r.Model(name)
 	}
-	return refs, missing, nil
+	return refs, r.Missing(), r.Err()
 }
 
 func findPod(pods []*corev1.Pod, name string) *corev1.Pod {
