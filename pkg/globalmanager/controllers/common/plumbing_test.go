@@ -182,6 +182,8 @@ func TestBeginHasNothingToDoForAnOwnerGoneOrGoing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			exp := NewExpectations()
 			syncer := testSyncer(newCaches(t, tc.objs...), newStatusServer(testJob()), exp)
+			var forgotten []string
+			syncer.Forget = func(key string) { forgotten = append(forgotten, key) }
 			exp.ExpectCreations(tc.key, 1)
 			_, s, err := syncer.Begin(t.Context(), tc.key)
 			if s != nil || err != nil {
@@ -189,6 +191,9 @@ func TestBeginHasNothingToDoForAnOwnerGoneOrGoing(t *testing.T) {
 			}
 			if !exp.Satisfied(tc.key) {
 				t.Errorf("the expectations of an owner with nothing to do are kept")
+			}
+			if diff := cmp.Diff([]string{tc.key}, forgotten); diff != "" {
+				t.Errorf("forgotten keys (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -50,6 +50,9 @@ type Syncer[T Object[T]] struct {
 	Recorder record.EventRecorder
 	// Expectations of the owners' pods; nil for a kind that makes no pods.
 	Expectations *Expectations
+	// Forget, when set, drops what else the kind keeps of an owner that is
+	// gone or being deleted, as its expectations are dropped.
+	Forget func(key string)
 
 	// The caches of the owners' children, of the kinds the owner has; a nil
 	// one is not listed.
@@ -86,12 +89,15 @@ type Sync[T Object[T]] struct {
 // it, puts a logger naming it into ctx, reads the expectations and then
 // lists and claims the children. It returns a nil Sync when there is
 // nothing to do: the owner is gone or being deleted (its expectations are
-// forgotten), or the key is malformed.
+// forgotten, and Forget called), or the key is malformed.
 func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sync[T], error) {
 	cached, ok, err := ReadOwner(key, p.Get)
 	if !ok || err != nil {
 		if err == nil && p.Expectations != nil {
 			p.Expectations.Forget(key)
+		}
+		if err == nil && p.Forget != nil {
+			p.Forget(key)
 		}
 		return ctx, nil, err
 	}
