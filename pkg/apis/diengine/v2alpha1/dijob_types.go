@@ -141,19 +141,19 @@ type DIJobStatus struct {
 	Phase Phase `json:"phase,omitempty"`
 	// Pod replicas the job asks for.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas"`
 	// Replicas running and ready.
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 	// The label selector of the job's pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
 	// Times the job restarted after a pod failed.
 	// +optional
-	Restarts int32 `json:"restarts,omitempty"`
+	Restarts int32 `json:"restarts"`
 	// Times the allocator moved the job's replicas.
 	// +optional
-	Reschedules int32 `json:"reschedules,omitempty"`
+	Reschedules int32 `json:"reschedules"`
 	// Per task name, how many of its pods are in each pod phase.
 	// +optional
 	TaskStatus map[string]TaskStatus `json:"taskStatus,omitempty"`

@@ -368,13 +368,17 @@ func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*co
 		}
 		status.TaskStatus[task][phase]++
 	}
-	status.Allocation = nil
-	for _, r := range wanted {
-		node := ""
-		if p := byName[r.name]; p != nil {
-			node = allocator.PinnedNode(p)
+	// A finished job keeps the placement it ran on; cleanPodPolicy would
+	// otherwise leave holes where its deleted pods were.
+	if !finished(status.Phase) || status.Allocation == nil {
+		status.Allocation = nil
+		for _, r := range wanted {
+			node := ""
+			if p := byName[r.name]; p != nil {
+				node = allocator.PinnedNode(p)
+			}
+			status.Allocation = append(status.Allocation, node)
 		}
-		status.Allocation = append(status.Allocation, node)
 	}
 	status.Selector = common.OwnerSelector(job).String()
 	status.ObservedGeneration = job.Generation

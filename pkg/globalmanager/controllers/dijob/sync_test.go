@@ -294,6 +294,13 @@ func TestLearnerAndEvaluatorDecideSuccess(t *testing.T) {
 	if want := []string{"cartpole-dqn-collector-1"}; !slices.Equal(deleted, want) {
 		t.Errorf("cleanPodPolicy Running on success deleted %v, want %v", deleted, want)
 	}
+	// Once the collectors are gone the job still says where it ran.
+	job.Status = f.status(t, job)
+	f = newFixture(t, job, pods[0], pods[3])
+	f.sync(t, job)
+	if got := f.status(t, job).Allocation; len(got) != 4 || slices.Contains(got, "") {
+		t.Errorf("a finished job's allocation %v, want the 4 nodes it ran on", got)
+	}
 }
 
 func TestScalingAddsAndRemovesExactlyThoseReplicas(t *testing.T) {
