@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
 )
@@ -20,7 +21,7 @@ const (
 	DefaultMaxBodyBytes int64 = 64 << 10
 	// DefaultMaxReplicasPerTask is the most replicas a task may be scaled to
 	// through this API.
-	DefaultMaxReplicasPerTask int32 = 1024
+	DefaultMaxReplicasPerTask int32 = div2alpha1.MaxTaskReplicas
 	// DefaultServiceDomain ends the DNS names of pods without an IP.
 	DefaultServiceDomain = "svc"
 

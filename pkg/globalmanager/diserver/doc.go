@@ -55,7 +55,8 @@
 // the DIJob, retrying on conflicts, and the DIJob controller does the rest. A
 // task never goes below 1 replica nor above Config.MaxReplicasPerTask (1024):
 // a change past either bound is refused whole with 409, the message naming
-// the bound and the current count. So is a change to a job that is finished,
+// the bound and the current count; so is one that would take the job past
+// 1024 replicas in all (v2alpha1.MaxJobReplicas, the CRD's bound). So is a change to a job that is finished,
 // being deleted, or preemptible (the allocator owns a preemptible job's
 // replicas; DI silently did nothing for one). data is the task's replica set
 // after the change, its pod names "<job>-<task>-<rank>" in rank order; the
