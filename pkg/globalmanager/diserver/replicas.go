@@ -153,6 +153,9 @@ func (s *Server) scale(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	case req.Task != "" && len(validation.IsDNS1123Label(req.Task)) > 0:
 		return fail(http.StatusBadRequest, `"task" must be the name of one of the job's tasks`)
 	}
+	if rep := s.writeTurn(ctx); rep != nil {
+		return rep
+	}
 	delta := *req.Replicas
 	message, failure := "successfully add replicas", "the replicas could not be added"
 	if act == actionDeleteReplicas {
