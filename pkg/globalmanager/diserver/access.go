@@ -82,7 +82,10 @@ func (s *Server) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 	if err != nil {
 		job = nil
 	}
-	isWorker, notWorker := s.isWorkerOf(ctx, user, key, job)
+	isWorker, notWorker, err := s.isWorkerOf(ctx, user, key, job)
+	if err != nil {
+		return nil, unavailable(err, ErrBusy.Error())
+	}
 	if isWorker {
 		return job, nil
 	}
@@ -125,39 +128,43 @@ func (s *Server) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 // isWorkerOf reports whether user is a worker of the job key: a
 // ServiceAccount token bound to a live pod that the DIJob controls. When the
 // token is bound to a pod that is not one, it says why, the same whether or
-// not job (nil when there is none) exists.
-func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo, key types.NamespacedName, job *div2alpha1.DIJob) (bool, string) {
+// not job (nil when there is none) exists. The error is ErrBusy when the
+// pod could not be read for want of a turn.
+func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo, key types.NamespacedName, job *div2alpha1.DIJob) (bool, string, error) {
 	podName, podUID := oneExtra(user, PodNameExtra), oneExtra(user, PodUIDExtra)
 	account, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
 	if !isSA || podName == "" || podUID == "" {
-		return false, ""
+		return false, "", nil
 	}
 	namespace, _, _ := strings.Cut(account, ":")
 	notWorker := fmt.Sprintf("the token's pod %s/%s is not a worker of DIJob %s", namespace, podName, key)
 	if namespace != key.Namespace {
-		return false, notWorker
+		return false, notWorker, nil
 	}
 	pod, err := s.pod(ctx, namespace, podName)
+	if errors.Is(err, ErrBusy) {
+		return false, "", err
+	}
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			klog.FromContext(ctx).Error(err, "Cannot read the pod of a token; deciding as if it were not a worker", "pod", klog.KRef(namespace, podName))
 		}
-		return false, notWorker
+		return false, notWorker, nil
 	}
 	switch {
 	case string(pod.UID) != podUID:
-		return false, fmt.Sprintf("the token's pod %s/%s is gone (another pod has its name)", namespace, podName)
+		return false, fmt.Sprintf("the token's pod %s/%s is gone (another pod has its name)", namespace, podName), nil
 	case pod.DeletionTimestamp != nil:
-		return false, fmt.Sprintf("the token's pod %s/%s is being deleted", namespace, podName)
+		return false, fmt.Sprintf("the token's pod %s/%s is being deleted", namespace, podName), nil
 	}
 	if job == nil {
-		return false, notWorker
+		return false, notWorker, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.UID != job.UID {
-		return false, notWorker
+		return false, notWorker, nil
 	}
-	return true, ""
+	return true, "", nil
 }
 
 // pod reads a pod from the lister or, when the lister does not have it yet
@@ -167,6 +174,12 @@ func (s *Server) pod(ctx context.Context, namespace, name string) (*corev1.Pod, 
 	if err == nil || !apierrors.IsNotFound(err) {
 		return pod, err
 	}
+	// Any pod's token leads here (the lister has only Nereid's): a read made
+	// for a caller not yet authorized takes a turn like a review.
+	if err := s.turns.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.turns.release()
 	return s.cfg.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 

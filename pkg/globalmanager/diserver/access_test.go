@@ -319,7 +319,7 @@ func TestTokenReviewCacheCanBeTurnedOff(t *testing.T) {
 
 func TestReviewsWaitForATurn(t *testing.T) {
 	f := newFixture(t, Config{MaxConcurrentReviews: 1}, newJob(testJob))
-	slots := f.server.authn.(*tokenReviewer).slots
+	slots := f.server.authn.(*tokenReviewer).turns.slots
 	// The one turn is taken: a request waits for it and, when its own time
 	// ends first, is told to come back.
 	slots <- struct{}{}

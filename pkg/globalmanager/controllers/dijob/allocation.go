@@ -200,7 +200,7 @@ func (c *Controller) optimize(ctx context.Context) error {
 	previous := map[string]allocator.Placement{}
 	uids := map[types.UID]bool{}
 	for _, job := range jobs {
-		if !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil {
+		if !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil || job.CheckReplicas() != nil {
 			continue
 		}
 		placement, ok := c.placementOf(job)

@@ -52,11 +52,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status := job.Status.DeepCopy()
 	var events []common.Event
 	var actErr error
-	if finished(status.Phase) {
+	tooLarge := job.CheckReplicas()
+	switch {
+	case finished(status.Phase):
 		if satisfied {
 			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 		}
-	} else {
+	case tooLarge != nil:
+		// The CRD refuses such a job; under another CRD (DI-orchestrator's
+		// has no bounds) building its replicas would exhaust the
+		// GlobalManager's memory. It waits for a spec edit.
+		events = setPhase(status, div2.JobPending, "TooManyReplicas", tooLarge.Error(), now, corev1.EventTypeWarning)
+	default:
 		events, actErr = c.reconcile(ctx, key, job, status, pods, len(services) > 0, satisfied, now)
 	}
 	c.count(job, status, pods)
@@ -342,7 +349,10 @@ func deciders(job *div2.DIJob) string {
 // replicas, pods per task and phase, the node of each replica, the
 // selector of the scale subresource, and the generation observed.
 func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*corev1.Pod) {
-	wanted := replicasOf(job)
+	var wanted []replica
+	if job.CheckReplicas() == nil {
+		wanted = replicasOf(job)
+	}
 	status.Replicas = int32(len(wanted))
 	status.ReadyReplicas = 0
 	status.TaskStatus = nil
