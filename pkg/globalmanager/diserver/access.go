@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // The keys of user.extra that a TokenReview of a ServiceAccount token bound
@@ -161,26 +162,18 @@ func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo
 		return false, notWorker, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.UID != job.UID {
+	if ref == nil || ref.UID != job.UID || pod.Labels[common.LabelOwnerUID] != string(job.UID) {
 		return false, notWorker, nil
 	}
 	return true, "", nil
 }
 
-// pod reads a pod from the lister or, when the lister does not have it yet
-// (a worker that calls as soon as it starts), from the API server.
-func (s *Server) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	pod, err := s.cfg.Pods.Pods(namespace).Get(name)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return pod, err
-	}
-	// Any pod's token leads here (the lister has only Nereid's): a read made
-	// for a caller not yet authorized takes a turn like a review.
-	if err := s.turns.acquire(ctx); err != nil {
-		return nil, err
-	}
-	defer s.turns.release()
-	return s.cfg.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+// pod reads a pod from the lister of Nereid's children only, never from
+// the API server: a pod someone else created with an ownerReference to the
+// job (anyone who may create pods in the namespace could) is then no worker,
+// and a worker's pod is in the cache long before its containers start.
+func (s *Server) pod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	return s.cfg.Pods.Pods(namespace).Get(name)
 }
 
 // oneExtra is the single value of user.extra[key], or "".

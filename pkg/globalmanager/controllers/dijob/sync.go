@@ -27,6 +27,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !ok || err != nil {
 		if err == nil {
 			c.exp.Forget(key)
+			c.placer.forget(key)
 		}
 		return err
 	}
@@ -104,6 +105,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	var failed *corev1.Pod
 	var holding []held
 	isHeld := map[string]bool{}
+	links := map[string]linkState{} // each node's link read once per sync
 	for _, p := range pods {
 		if common.PodTerminating(p) {
 			continue
@@ -114,7 +116,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodUnknown {
 			continue
 		}
-		if h, ok := c.heldByLink(ctx, key, p, now.Time); ok {
+		if h, ok := c.heldByLink(ctx, key, p, now.Time, links); ok {
 			holding = append(holding, h)
 			isHeld[p.Name] = true
 			continue
@@ -191,7 +193,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 		wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, extra, "the job has fewer replicas") })
 		wg.Go(func() { errs[2] = c.children.DeletePods(ctx, key, job, stale, "the task's template changed") })
-		wg.Go(func() { errs[3] = c.children.CreatePods(ctx, key, job, toCreate) })
+		wg.Go(func() {
+			if errs[3] = c.children.CreatePods(ctx, key, job, toCreate); errs[3] != nil {
+				// The room of pods that were not made is free again (those
+				// that were are counted from the cache soon).
+				c.placer.release(toCreate)
+			}
+		})
 		wg.Wait()
 		actErr = errors.Join(errs...)
 	}
@@ -228,12 +236,45 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 		// An earlier restart's deletions are not all seen yet.
 		return nil, nil
 	}
+	// Restarts after the first wait, doubling, as the Job controller's do:
+	// a job that fails at once must not recreate its pods back to back.
+	if wait := restartDelay(status.Restarts) - now.Sub(lastRestart(status)); status.Restarts > 0 && wait > 0 {
+		c.queue.AddAfter(key, wait)
+		msg := fmt.Sprintf("%s; restarting in %s (backoff after %d restarts)", why, wait.Round(time.Second), status.Restarts)
+		return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
+	}
 	if err := c.children.DeletePods(ctx, key, job, live, "restarting the job: "+why); err != nil {
 		return nil, err
 	}
 	status.Restarts++
 	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, status.Restarts, limit)
 	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
+}
+
+// The delay before restart n+1 after restart n: 10 s, doubling, at most 6 min.
+const (
+	restartBackoffBase = 10 * time.Second
+	restartBackoffMax  = 6 * time.Minute
+)
+
+func restartDelay(restarts int32) time.Duration {
+	d := restartBackoffBase
+	for i := int32(1); i < restarts && d < restartBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, restartBackoffMax)
+}
+
+// lastRestart is when the job's Restarting condition last changed: when it
+// came back from its last restart (False), or when this failure was first
+// seen (True, set by the wait itself, which then counts from there).
+func lastRestart(status *div2.DIJobStatus) time.Time {
+	for _, c := range status.Conditions {
+		if c.Type == div2.JobRestarting {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func backoffLimit(job *div2.DIJob) int32 {

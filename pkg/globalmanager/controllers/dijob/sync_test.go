@@ -397,3 +397,41 @@ func TestACollectorBehindADownEdgeLinkIsHeldForTheGrace(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartsAfterTheFirstBackOff(t *testing.T) {
+	job := exampleJob(t)
+	made, _ := newFixture(t, job).sync(t, job)
+	pods := withPhase(made, corev1.PodRunning)
+	pods[1] = withPhase(made[1:2], corev1.PodFailed)[0]
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name           string
+		recovered      time.Time
+		wantDeletes    bool
+		wantRestarts   int32
+		wantMessageHas string
+	}{
+		{"back from restart 1 a second ago: waits", now.Add(-time.Second), false, 1, "restarting in 9s"},
+		{"back from restart 1 a minute ago: restarts", now.Add(-time.Minute), true, 2, "restart 2 of 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := job.DeepCopy()
+			job.Status = div2.DIJobStatus{Phase: div2.JobRunning, Restarts: 1, Conditions: []div2.JobCondition{
+				{Type: div2.JobRestarting, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(tc.recovered)},
+				{Type: div2.JobRunning, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(tc.recovered)},
+			}}
+			f := newFixture(t, job, pods...)
+			_, deleted := f.sync(t, job)
+			st := f.status(t, job)
+			if (len(deleted) > 0) != tc.wantDeletes || st.Restarts != tc.wantRestarts {
+				t.Fatalf("deleted %v restarts %d, want deletes %v and %d restarts", deleted, st.Restarts, tc.wantDeletes, tc.wantRestarts)
+			}
+			if msg := conditionMessage(&st, div2.JobRestarting); !strings.Contains(msg, tc.wantMessageHas) {
+				t.Errorf("Restarting says %q, want %q in it", msg, tc.wantMessageHas)
+			}
+		})
+	}
+	if d := restartDelay(20); d != restartBackoffMax {
+		t.Errorf("the delay after 20 restarts is %v, want the cap %v", d, restartBackoffMax)
+	}
+}
