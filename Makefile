@@ -65,6 +65,10 @@ demo-incremental: ## Run the incremental learning example: grow its dataset on e
 demo-lifelong: ## Run the lifelong learning example: grow its dataset on edge-0 and play 3 rounds (make local-up first; watch kubectl get ll -w).
 	$(GO) run ./hack/demo -example lifelonglearningjob $(DEMO_ARGS)
 
+.PHONY: demo-dijob
+demo-dijob: ## Run the DIJob example: show its replicas' pods, DI_RANK/DI_NODES and Service, then play the learner and evaluator to the end (make local-up first; watch kubectl get dijob -w).
+	$(GO) run ./hack/demo -example dijob $(DEMO_ARGS)
+
 .PHONY: bench
 bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').
 	$(GO) run ./test/bench $(BENCH_ARGS)

@@ -101,7 +101,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
 		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",
 		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
-		"Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
+		"Service/nereid-di-server", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
 		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
 	}
 	if diff := cmp.Diff(wantKeys, r.keys()); diff != "" {
@@ -125,6 +125,11 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"lc-port":               "9100",
 		"owner-deployment":      "nereid-globalmanager",
 		"v":                     "0",
+		"allocator":             "pack-and-spread",
+		"allocator-period":      "1m",
+		"edge-link-grace":       "10m",
+		"di-server-address":     "0.0.0.0:8081",
+		"di-server-url":         "http://nereid-di-server.nereid-system.svc:8081",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
 		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)
@@ -312,6 +317,21 @@ func appVersion(t *testing.T) string {
 	return c.AppVersion
 }
 
+// TestChartWithoutTheReplicasAPI: dijob.server.enabled=false serves no API:
+// no flag, no port, no Service.
+func TestChartWithoutTheReplicasAPI(t *testing.T) {
+	r := render(t, "nereid-system", "--set", "globalManager.dijob.server.enabled=false", "--set", "globalManager.dijob.allocator=none")
+	if _, ok := r["Service/nereid-di-server"]; ok {
+		t.Error("the replicas API's Service is rendered with the API off")
+	}
+	var gm appsv1.Deployment
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	f := flags(gm.Spec.Template.Spec.Containers[0])
+	if _, ok := f["di-server-address"]; ok || f["allocator"] != "none" {
+		t.Errorf("flags with the API off and no allocator: %v", f)
+	}
+}
+
 func TestChartValuesReachTheObjects(t *testing.T) {
 	const ns = "ml-edge"
 	r := render(t, ns,
@@ -382,6 +402,8 @@ func TestChartRefusesWrongValuesNamingThem(t *testing.T) {
 	}{
 		"service type not a type":      {set: "globalManager.edgeHub.service.type=External", wantName: "at '/globalManager/edgeHub/service/type'"},
 		"no replicas":                  {set: "globalManager.replicas=0", wantName: "at '/globalManager/replicas'"},
+		"allocator not a policy":       {set: "globalManager.dijob.allocator=random", wantName: "at '/globalManager/dijob/allocator'"},
+		"grace not a duration":         {set: "globalManager.dijob.edgeLinkGrace=ten minutes", wantName: "at '/globalManager/dijob/edgeLinkGrace'"},
 		"replicas not a number":        {set: "globalManager.replicas=two", wantName: "at '/globalManager/replicas'"},
 		"misspelt key":                 {set: "globalManager.replica=3", wantName: "at '/globalManager': additional properties 'replica' not allowed"},
 		"nodePort out of range":        {set: "globalManager.edgeHub.service.nodePort=80", wantName: "at '/globalManager/edgeHub/service/nodePort'"},

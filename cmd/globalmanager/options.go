@@ -89,7 +89,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"IncrementalLearningJobs synced in parallel.")
 	fs.IntVar(&o.llWorkers, "lifelonglearningjob-workers", 4,
 		"LifelongLearningJobs synced in parallel.")
-	fs.IntVar(&o.diWorkers, "dijob-workers", 8,
+	fs.IntVar(&o.diWorkers, "dijob-workers", 16,
 		"DIJobs synced in parallel.")
 	fs.StringVar(&o.diServerURL, "di-server-url", "",
 		"DI_SERVER_URL put into every DIJob pod: where its workers reach the replicas HTTP API (the Service in front of --di-server-address). Empty leaves it unset.")

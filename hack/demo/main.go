@@ -13,6 +13,12 @@
 // plays the train and eval workers of each round, so that `kubectl get il -w`
 // shows the stages go by, round after round.
 //
+// With -example dijob (make demo-dijob) it applies examples/dijob/dijob.yaml,
+// shows what DI-engine's workers find once the job runs (their pods, DI_RANK,
+// DI_NODES, the headless Service), then plays the learner and the evaluator
+// to their end, so that the job goes Succeeded and its cleanPodPolicy deletes
+// the collectors.
+//
 // It needs `make local-up` first.
 package main
 
@@ -46,9 +52,9 @@ func main() {
 	outDir := flag.String("out-dir", "_output/local", "State dir of the local run (make local-up).")
 	namespace := flag.String("namespace", "demo", "Namespace to run the example in.")
 	example := flag.String("example", "federatedlearningjob",
-		"Example to run: federatedlearningjob, incrementallearningjob or lifelonglearningjob.")
+		"Example to run: federatedlearningjob, incrementallearningjob, lifelonglearningjob or dijob.")
 	rounds := flag.Int("rounds", 3, "Training rounds each worker reports (federated), or learning-cycle rounds to play.")
-	pause := flag.Duration("pause", 2*time.Second, "Pause between rounds, so there is time to watch.")
+	pause := flag.Duration("pause", 2*time.Second, "Pause between rounds (dijob: before each worker ends), so there is time to watch.")
 	flag.Parse()
 	var err error
 	switch *example {
@@ -56,8 +62,10 @@ func main() {
 		err = run(*outDir, *namespace, *rounds, *pause)
 	case "incrementallearningjob", "lifelonglearningjob":
 		err = runCycle(*outDir, *namespace, *example, *rounds, *pause)
+	case "dijob":
+		err = runDIJob(*outDir, *namespace, *pause)
 	default:
-		err = fmt.Errorf("-example %q is not one of federatedlearningjob, incrementallearningjob, lifelonglearningjob", *example)
+		err = fmt.Errorf("-example %q is not one of federatedlearningjob, incrementallearningjob, lifelonglearningjob, dijob", *example)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -89,17 +97,19 @@ func localRun(outDir string) (kubeconfig string, lcServer map[string]string, err
 
 // demoRun is the local run the demo talks to.
 type demoRun struct {
-	kube  kubernetes.Interface
-	sedna sednaclient.Interface
+	kube       kubernetes.Interface
+	sedna      sednaclient.Interface
+	kubeconfig string
 	// lcURL is each edge node's LC_SERVER.
 	lcURL map[string]string
 	// outDir is local-up's state folder.
 	outDir string
 }
 
-// start connects to the local run, creates ns if needed and applies the
-// example's folder in it; before runs first (it prepares the node's files).
-func start(ctx context.Context, outDir, ns, example string, before func(*demoRun) error) (*demoRun, error) {
+// start connects to the local run, creates ns if needed and applies
+// manifests (a file or folder of examples/) in it; before runs first (it
+// prepares the node's files, or removes an earlier run's job).
+func start(ctx context.Context, outDir, ns, manifests string, before func(*demoRun) error) (*demoRun, error) {
 	kubeconfig, lcURL, err := localRun(outDir)
 	if err != nil {
 		return nil, err
@@ -108,7 +118,7 @@ func start(ctx context.Context, outDir, ns, example string, before func(*demoRun
 	if err != nil {
 		return nil, err
 	}
-	d := &demoRun{kube: kubernetes.NewForConfigOrDie(cfg), sedna: sednaclient.NewForConfigOrDie(cfg), lcURL: lcURL, outDir: outDir}
+	d := &demoRun{kube: kubernetes.NewForConfigOrDie(cfg), sedna: sednaclient.NewForConfigOrDie(cfg), kubeconfig: kubeconfig, lcURL: lcURL, outDir: outDir}
 	if before != nil {
 		if err := before(d); err != nil {
 			return nil, err
@@ -119,8 +129,8 @@ func start(ctx context.Context, outDir, ns, example string, before func(*demoRun
 			return nil, err
 		}
 	}
-	say("applying examples/%s in namespace %s", example, ns)
-	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "examples/"+example+"/")
+	say("applying %s in namespace %s", manifests, ns)
+	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", manifests)
 	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
 	if err := apply.Run(); err != nil {
 		return nil, fmt.Errorf("kubectl apply: %w", err)
@@ -131,7 +141,7 @@ func start(ctx context.Context, outDir, ns, example string, before func(*demoRun
 func run(outDir, ns string, rounds int, pause time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	d, err := start(ctx, outDir, ns, "federatedlearningjob", nil)
+	d, err := start(ctx, outDir, ns, "examples/federatedlearningjob/", nil)
 	if err != nil {
 		return err
 	}

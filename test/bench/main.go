@@ -9,18 +9,23 @@
 //   - respec: 100 jobs edited one at a time; edit → all new-spec workers created;
 //   - the GlobalManager's resident memory at the end.
 //
+// Then the DIJob section (dijob.go) creates 200 DIJobs of 1 learner + 4
+// collectors + 1 evaluator at once, with the allocator on as by default, and
+// compares their create rate against the same ceiling, measured once per run.
+//
 // Then, on the same control plane, the edge section (edge.go) measures the
 // cloud–edge channel: a GlobalManager with its edge hub and many simulated
 // LocalControllers (see runEdge).
 //
 // Each section prints its table and writes its results as JSON under
-// _output/bench/. Run it with `make bench`; `-only edge` or `-only
-// globalmanager` runs one section.
+// _output/bench/. Run it with `make bench`; `-only globalmanager`, `-only
+// dijob` or `-only edge` runs one section.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -54,6 +59,7 @@ type options struct {
 	heal       int
 	respec     int
 	out        string
+	dijob      dijobOptions
 	edge       edgeOptions
 }
 
@@ -73,14 +79,15 @@ func main() {
 	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
 	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
 	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
-	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager or edge (default both).")
+	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob or edge (default all three, in that order).")
+	o.dijob.addFlags(flag.CommandLine)
 	o.edge.addFlags(flag.CommandLine)
 	flag.Parse()
-	if o.only != "" && o.only != "globalmanager" && o.only != "edge" {
-		fmt.Fprintf(os.Stderr, "bench: -only %q: want globalmanager or edge\n", o.only)
+	if o.only != "" && o.only != "globalmanager" && o.only != "dijob" && o.only != "edge" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: want globalmanager, dijob or edge\n", o.only)
 		os.Exit(2)
 	}
-	if err := o.edge.validate(); err != nil {
+	if err := errors.Join(o.dijob.validate(), o.edge.validate()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
@@ -111,8 +118,18 @@ func run(o options) error {
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	sedna := sednaclient.NewForConfigOrDie(cfg)
 
-	if o.only != "edge" {
-		results, err := benchGlobalManager(ctx, o, kube, sedna)
+	runs := func(section string) bool { return o.only == "" || o.only == section }
+	// One ceiling per run, for every section that creates pods through the
+	// GlobalManager, so that their ratios compare with one another.
+	var c ceiling
+	if runs("globalmanager") || runs("dijob") {
+		var err error
+		if c, err = measureCeiling(ctx, kube, o.jobs); err != nil {
+			return fmt.Errorf("measuring the ceiling: %w", err)
+		}
+	}
+	if runs("globalmanager") {
+		results, err := benchGlobalManager(ctx, o, kube, sedna, c)
 		if err != nil {
 			return err
 		}
@@ -121,7 +138,17 @@ func run(o options) error {
 			return err
 		}
 	}
-	if o.only != "globalmanager" {
+	if runs("dijob") {
+		results, err := benchDIJob(ctx, o.dijob, o.kubeconfig, kube, sedna, c)
+		if err != nil {
+			return fmt.Errorf("dijob: %w", err)
+		}
+		printTable(results)
+		if err := writeJSON(o.dijob.out, "dijob", results); err != nil {
+			return err
+		}
+	}
+	if runs("edge") {
 		results, err := runEdge(ctx, o.edge, o.kubeconfig, external, kube, sedna)
 		if err != nil {
 			return fmt.Errorf("edge: %w", err)
@@ -137,25 +164,8 @@ func run(o options) error {
 // benchGlobalManager measures the GlobalManager's create, self-heal and
 // respec against the ceiling; its GlobalManager is stopped when it returns,
 // so that it acts on nothing of a later section.
-func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
-	var results []result
-	progress("ceiling: a plain client-go program creates %d pods and %d services (16 goroutines, no client rate limit)", 3*o.jobs, o.jobs)
-	writes0, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	ceiling, err := measureCeiling(ctx, kube, o.jobs)
-	if err != nil {
-		return nil, fmt.Errorf("measuring the ceiling: %w", err)
-	}
-	writes1, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	ceilingRate := float64(4*o.jobs) / ceiling.Seconds()
-	results = append(results, result{Name: "ceiling: pods+services created", Value: round(ceilingRate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, ceiling.Round(time.Millisecond), describeWrites(writes0, writes1, ceiling))})
-
+func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling) ([]result, error) {
+	results := []result{c.row}
 	bin, err := framework.BuildBinary("globalmanager")
 	if err != nil {
 		return nil, err
@@ -201,12 +211,12 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	progress("GlobalManager during create: %s", queueStats(ctx, gm))
+	progress("GlobalManager during create: %s", queueStats(ctx, gm, "federatedlearningjob"))
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
 			Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took))},
-		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / ceilingRate), Unit: "ratio", Goal: ">= 0.8"},
+		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager CPU during create", Value: round(cpu1 - cpu0), Unit: "CPU-s",
 			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1-cpu0)/took.Seconds(), took.Round(time.Millisecond))})
 
@@ -248,9 +258,37 @@ func workerPod(ns, name, node, image string) *corev1.Pod {
 	}
 }
 
-// measureCeiling creates, in a namespace of its own, the pods and services of
-// n jobs as fast as the API server allows, then removes them.
-func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (time.Duration, error) {
+// ceiling is the rate at which a plain client-go program creates pods and
+// services on this control plane, measured once per run.
+type ceiling struct {
+	rate float64 // objects/s
+	row  result
+}
+
+// measureCeiling measures the ceiling with the objects of n
+// FederatedLearningJobs (3 pods and 1 Service each).
+func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceiling, error) {
+	progress("ceiling: a plain client-go program creates %d pods and %d services (16 goroutines, no client rate limit)", 3*n, n)
+	writes0, err := apiWrites(ctx, kube)
+	if err != nil {
+		return ceiling{}, err
+	}
+	took, err := createCeilingObjects(ctx, kube, n)
+	if err != nil {
+		return ceiling{}, err
+	}
+	writes1, err := apiWrites(ctx, kube)
+	if err != nil {
+		return ceiling{}, err
+	}
+	rate := float64(4*n) / took.Seconds()
+	return ceiling{rate: rate, row: result{Name: "ceiling: pods+services created", Value: round(rate), Unit: "objects/s",
+		Note: fmt.Sprintf("%d objects in %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}}, nil
+}
+
+// createCeilingObjects creates, in a namespace of its own, the pods and
+// services of n jobs as fast as the API server allows, then removes them.
+func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int) (time.Duration, error) {
 	const ns = "bench-ceiling"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return 0, err
@@ -299,15 +337,19 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (time
 	default:
 	}
 	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
+	return took, deleteNamespace(ctx, kube, ns)
+}
+
+// deleteNamespace deletes ns and waits until it is gone, so that its
+// teardown does not load what the bench measures next.
+func deleteNamespace(ctx context.Context, kube kubernetes.Interface, ns string) error {
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-		return 0, err
+		return fmt.Errorf("deleting namespace %s: %w", ns, err)
 	}
-	// Wait until it is gone, so its teardown does not load the GlobalManager's run.
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err != nil, nil
 	})
-	return took, err
 }
 
 func waitForServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
@@ -440,14 +482,29 @@ func (w *podWatcher) waitFor(ctx context.Context, timeout time.Duration, cond fu
 }
 
 func createJobs(ctx context.Context, sedna sednaclient.Interface, w *podWatcher, ns string, n int) (time.Duration, error) {
+	start := time.Now()
+	err := createAtOnce(ctx, n, func(ctx context.Context, name string) error {
+		_, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, benchJob(name), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	progress("the %d jobs were created in %s", n, time.Since(start).Round(time.Millisecond))
+	err = w.waitFor(ctx, 15*time.Minute, func() bool { return len(w.pods) >= 3*n && w.services >= n })
+	return time.Since(start), err
+}
+
+// createAtOnce calls create for the jobs job-0 … job-<n-1> from 16
+// goroutines and returns the first error.
+func createAtOnce(ctx context.Context, n int, create func(ctx context.Context, name string) error) error {
 	names := make(chan string)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for range 16 {
 		wg.Go(func() {
 			for name := range names {
-				if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, benchJob(name), metav1.CreateOptions{}); err != nil {
+				if err := create(ctx, name); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -463,12 +520,10 @@ func createJobs(ctx context.Context, sedna sednaclient.Interface, w *podWatcher,
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return 0, err
+		return err
 	default:
+		return nil
 	}
-	progress("the %d jobs were created in %s", n, time.Since(start).Round(time.Millisecond))
-	err := w.waitFor(ctx, 15*time.Minute, func() bool { return len(w.pods) >= 3*n && w.services >= n })
-	return time.Since(start), err
 }
 
 func measureHeal(ctx context.Context, kube kubernetes.Interface, w *podWatcher, ns string, n int) ([]time.Duration, error) {
@@ -546,9 +601,9 @@ func measureRespec(ctx context.Context, sedna sednaclient.Interface, w *podWatch
 	return lat, nil
 }
 
-// queueStats summarises the GlobalManager's work queue metrics, read from its
-// /metrics at the address its log names.
-func queueStats(ctx context.Context, gm *framework.Process) string {
+// queueStats summarises the work queue metrics of one of the GlobalManager's
+// controllers, read from its /metrics at the address its log names.
+func queueStats(ctx context.Context, gm *framework.Process, controller string) string {
 	addr := gm.HealthAddress()
 	if addr == "" {
 		return "no metrics address in its log"
@@ -557,7 +612,7 @@ func queueStats(ctx context.Context, gm *framework.Process) string {
 	if err != nil {
 		return err.Error()
 	}
-	series := func(name string) float64 { return m.Get(name + `{name="federatedlearningjob"}`) }
+	series := func(name string) float64 { return m.Get(name + `{name="` + controller + `"}`) }
 	syncs := series("nereid_workqueue_work_duration_seconds_count")
 	if syncs == 0 {
 		return "no syncs"

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -64,17 +65,26 @@ func TestDIJobTaskRulesAreCheckedAtApply(t *testing.T) {
 		}
 		return t
 	}
+	// Bounds on replicas: every pod carries every replica's name (DI_NODES).
+	replicas := func(task map[string]any, n int) map[string]any {
+		task["replicas"] = n
+		return task
+	}
 	cases := map[string]struct {
 		tasks     []any
 		wantField string
 		wantMsg   string
 	}{
-		"two learners":                {[]any{task("learner", ""), task("learner", "second")}, "spec.tasks", "at most one task of type learner"},
-		"two collectors":              {[]any{task("collector", "a"), task("collector", "b")}, "spec.tasks", "at most one task of type collector"},
-		"a none task without name":    {[]any{task("learner", ""), task("none", "")}, "spec.tasks[1]", "a task of type none needs a name"},
-		"names not unique":            {[]any{task("learner", ""), task("none", "learner")}, "spec.tasks", "task names must be unique"},
-		"a name that is no DNS label": {[]any{task("none", "Bad_Name")}, "spec.tasks[0].name", "should match"},
-		"no task":                     {[]any{}, "spec.tasks", "should have at least 1 items"},
+		"a task over 1024 replicas":        {[]any{replicas(task("collector", ""), 1025)}, "spec.tasks[0].replicas", "less than or equal to 1024"},
+		"a job over 1024 replicas in all":  {[]any{replicas(task("learner", ""), 2), replicas(task("collector", ""), 1023)}, "spec.tasks", "a job runs at most 1024 replicas"},
+		"32 tasks of 1024 replicas (2^15)": {thirtyTwoTasks(replicas, task), "spec.tasks", "a job runs at most 1024 replicas"},
+		"the largest replicas of an int32": {[]any{replicas(task("collector", ""), 2147483647)}, "spec.tasks[0].replicas", "less than or equal to 1024"},
+		"two learners":                     {[]any{task("learner", ""), task("learner", "second")}, "spec.tasks", "at most one task of type learner"},
+		"two collectors":                   {[]any{task("collector", "a"), task("collector", "b")}, "spec.tasks", "at most one task of type collector"},
+		"a none task without name":         {[]any{task("learner", ""), task("none", "")}, "spec.tasks[1]", "a task of type none needs a name"},
+		"names not unique":                 {[]any{task("learner", ""), task("none", "learner")}, "spec.tasks", "task names must be unique"},
+		"a name that is no DNS label":      {[]any{task("none", "Bad_Name")}, "spec.tasks[0].name", "should match"},
+		"no task":                          {[]any{}, "spec.tasks", "should have at least 1 items"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,6 +98,21 @@ func TestDIJobTaskRulesAreCheckedAtApply(t *testing.T) {
 			}
 		})
 	}
+	// At the bounds, a job is taken.
+	largest := dijobManifest("largest", replicas(task("learner", ""), 1), replicas(task("collector", ""), 1023))
+	if _, err := dynamicClient(t).Resource(dijobs).Namespace(ns).Create(t.Context(), largest, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a job of 1024 replicas in all was refused: %v", err)
+	}
+}
+
+// thirtyTwoTasks is the most tasks a job may have, each at the most
+// replicas a task may have.
+func thirtyTwoTasks(replicas func(map[string]any, int) map[string]any, task func(string, string) map[string]any) []any {
+	var tasks []any
+	for i := range 32 {
+		tasks = append(tasks, replicas(task("none", fmt.Sprintf("t%d", i)), 1024))
+	}
+	return tasks
 }
 
 func dijobManifest(name string, tasks ...any) *unstructured.Unstructured {

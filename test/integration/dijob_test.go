@@ -10,9 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
@@ -217,7 +219,7 @@ func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
 	})
 }
 
-func TestDIJobRecreatesAPodDeletedByHandOnce(t *testing.T) {
+func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
@@ -229,7 +231,10 @@ func TestDIJobRecreatesAPodDeletedByHandOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := before["cartpole-dqn-collector-0"]
-	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{}); err != nil {
+	// At once (grace 0): kwok finishes a graceful delete by name, without
+	// the kubelet's UID precondition, and may then take the replacement of
+	// the same name with it, which a real kubelet never does.
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 60*time.Second, "the deleted collector back, running, the others untouched", func(ctx context.Context) (bool, error) {
@@ -252,6 +257,20 @@ func TestDIJobRecreatesAPodDeletedByHandOnce(t *testing.T) {
 	if created != 2 {
 		t.Errorf("%d events created pod %s, want 2 (the first pod and its one replacement)", created, victim.Name)
 	}
+
+	// Deleting the job deletes what it owns.
+	if out, err := framework.Kubectl(t, "delete", "-n", ns, "dijob", diExample, "--wait=false"); err != nil {
+		t.Fatalf("kubectl delete: %v\n%s", err, out)
+	}
+	kube := framework.KubeClient(t)
+	framework.Eventually(t, 60*time.Second, "the garbage collector to remove the pods and the Service", func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "diengine/job=" + diExample})
+		if err != nil {
+			return false, err
+		}
+		_, err = kube.CoreV1().Services(ns).Get(ctx, "di-"+diExample, metav1.GetOptions{})
+		return len(pods.Items) == 0 && apierrors.IsNotFound(err), nil
+	})
 }
 
 // countEvents counts the events of an object with a reason whose message names name.

@@ -87,8 +87,9 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 	}
 	edgeAddr := "127.0.0.1:" + strconv.Itoa(framework.FreePort(t))
 	args := withArgs(deploy.Spec.Template.Spec.Containers[0].Args, map[string]string{
-		"--health-address": "127.0.0.1:0",
-		"--edge-address":   edgeAddr,
+		"--health-address":    "127.0.0.1:0",
+		"--edge-address":      edgeAddr,
+		"--di-server-address": "127.0.0.1:0",
 	})
 	args = append(args, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--pod-name="+gmPod.Name, "--pod-namespace="+ns, "-v=2")
 	gm := framework.NewProcess("globalmanager", framework.Binary(t, "globalmanager"), filepath.Join(t.TempDir(), "globalmanager.log"), args...)

@@ -334,3 +334,34 @@ func TestAllocateIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocateIsNotFooledByQuantitiesPastAnInt64: whoever may create a pod
+// chooses its requests, and a quantity's MilliValue wraps past 2^63
+// thousandths. A node that such a pod fills is full, and a replica that asks
+// for that much fits nowhere.
+func TestAllocateIsNotFooledByQuantitiesPastAnInt64(t *testing.T) {
+	for _, huge := range []string{"9223372036854776", "1e16", "100Ei", "1e30"} {
+		t.Run(huge, func(t *testing.T) {
+			// n1's one pod requests huge cpu: nothing else fits there.
+			nodes := []Node{cloudNode("n1", "4", withUsed("cpu", huge, "pods", "1")), cloudNode("n2", "4", withUsed("cpu", "3", "pods", "1"))}
+			placement, err := PackAndSpread{}.Allocate(jobOf(task(collector, 1, resources("cpu", "2"))), nodes)
+			var notFit *NotFitError
+			if !errors.As(err, &notFit) {
+				t.Errorf("a replica of 2 cpu beside a pod of %s cpu: placed %v (%v); want it refused", huge, placement, err)
+			}
+			// A replica that asks for huge cpu does not fit a node of 4.
+			placement, err = PackAndSpread{}.Allocate(jobOf(task(learner, 1, resources("cpu", huge))), []Node{cloudNode("n3", "4")})
+			if !errors.As(err, &notFit) || notFit.Resource != corev1.ResourceCPU {
+				t.Errorf("a replica of %s cpu on a node of 4: placed %v (%v); want it refused for cpu", huge, placement, err)
+			}
+			// Optimize gives back and takes what such pods hold without
+			// wrapping: a job of huge cpu placed on n3 stays there.
+			job := jobOf(task(learner, 1, resources("cpu", huge)))
+			job.Preemptible = true
+			moves, err := PackAndSpread{}.Optimize([]Job{job}, []Node{cloudNode("n3", "4"), cloudNode("n4", "4")}, map[string]Placement{job.Key: {"n3"}})
+			if err != nil || len(moves) != 0 {
+				t.Errorf("Optimize moved a job of %s cpu: %v, %v", huge, moves, err)
+			}
+		})
+	}
+}

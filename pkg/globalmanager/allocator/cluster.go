@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -18,9 +19,33 @@ import (
 // MilliValue), so that fitting is integer arithmetic.
 type amounts map[corev1.ResourceName]int64
 
+// maxAmount bounds one quantity in thousandths (2^60: a million million
+// cores, an exbibyte) and maxSum a sum of them, so that no arithmetic on
+// amounts overflows: anyone who may create a pod chooses its requests, and
+// MilliValue wraps past 2^63 thousandths (cpu "1e16" is 0 to it, cpu
+// "9223372036854776" far below zero), which would make a node that a pod
+// fills look empty, or a replica that asks for everything ask for nothing.
+const (
+	maxAmount int64 = 1 << 60
+	maxSum    int64 = 1 << 61
+)
+
+// milliOf is q in thousandths, within [0, maxAmount].
+func milliOf(q resource.Quantity) int64 {
+	switch {
+	case q.Sign() <= 0:
+		return 0
+	case q.Cmp(*resource.NewMilliQuantity(maxAmount, resource.DecimalSI)) >= 0:
+		return maxAmount
+	}
+	return q.MilliValue()
+}
+
+// add adds b to a (sign 1) or takes it away (sign -1), each sum held within
+// [-maxSum, maxSum].
 func (a amounts) add(b amounts, sign int64) {
 	for name, v := range b {
-		a[name] += sign * v
+		a[name] = min(max(a[name]+sign*v, -maxSum), maxSum)
 	}
 }
 
@@ -78,7 +103,7 @@ func newCluster(views []Node) *cluster {
 func milli(list corev1.ResourceList) amounts {
 	a := make(amounts, len(list))
 	for name, q := range list {
-		a[name] = q.MilliValue()
+		a[name] = milliOf(q)
 	}
 	return a
 }
@@ -107,7 +132,7 @@ func candidates(job Job) []*candidate {
 	for i, r := range job.Replicas {
 		c := &candidate{Replica: r, index: i, spread: r.Type == v2alpha1.TaskTypeCollector, edge: asksForEdge(r), needs: amounts{}}
 		for name, q := range r.Requests {
-			if v := q.MilliValue(); v > 0 && name != corev1.ResourcePods {
+			if v := milliOf(q); v > 0 && name != corev1.ResourcePods {
 				c.needs[name] = v
 			}
 		}

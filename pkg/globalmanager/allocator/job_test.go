@@ -168,3 +168,28 @@ func withTerm(a, b *corev1.Affinity) *corev1.Affinity {
 	required.NodeSelectorTerms = append(required.NodeSelectorTerms, b.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms...)
 	return a
 }
+
+// SlimPod keeps what Nodes counts and whose pod it is, and nothing else.
+func TestSlimPodKeepsWhatTheAllocatorReads(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: pairs("a", "b"),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "DIJob", Name: "j", UID: "u", Controller: ptrTo(true)}}},
+		Spec: corev1.PodSpec{NodeName: "n", Affinity: Pin(nil, "n"), Containers: []corev1.Container{{Name: "c", Image: "i",
+			Env: []corev1.EnvVar{{Name: "X", Value: "y"}}, Resources: corev1.ResourceRequirements{Requests: resources("cpu", "1")}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
+	}
+	obj, err := SlimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := obj.(*corev1.Pod)
+	if slim.Spec.NodeName != "n" || PinnedNode(slim) != "n" || slim.Status.Phase != corev1.PodRunning ||
+		!cmp.Equal(PodRequests(&slim.Spec), PodRequests(&pod.Spec)) || metav1.GetControllerOf(slim) == nil {
+		t.Errorf("SlimPod dropped what the allocator reads: %+v", slim)
+	}
+	if slim.Labels != nil || slim.Spec.Containers[0].Image != "" || slim.Spec.Containers[0].Env != nil || slim.Status.PodIP != "" {
+		t.Errorf("SlimPod kept what the allocator does not read: %+v", slim)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -147,7 +147,8 @@ func termNode(term corev1.NodeSelectorTerm) string {
 
 // SlimPod is an informer transform for a cache of every pod of the cluster
 // that only Nodes reads: it keeps what Nodes counts (phase, node, pinning
-// affinity, the containers' requests, overhead and resize status) and drops
+// affinity, the containers' requests, overhead and resize status) and the
+// owner references (whose pod it is), and drops
 // the rest (environment, volumes, managed fields…), so the cache costs a
 // fraction of full pods.
 func SlimPod(obj any) (any, error) {
@@ -158,6 +159,8 @@ func SlimPod(obj any) (any, error) {
 	slim := &corev1.Pod{}
 	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = pod.Name, pod.Namespace, pod.UID, pod.ResourceVersion
 	slim.DeletionTimestamp = pod.DeletionTimestamp
+	// Whose pod it is: Optimize leaves the pods of the jobs it moves out.
+	slim.OwnerReferences = pod.OwnerReferences
 	slim.Spec.NodeName, slim.Spec.Affinity, slim.Spec.Overhead, slim.Spec.Resources = pod.Spec.NodeName, pod.Spec.Affinity, pod.Spec.Overhead, pod.Spec.Resources
 	slim.Spec.Containers = slimContainers(pod.Spec.Containers)
 	slim.Spec.InitContainers = slimContainers(pod.Spec.InitContainers)

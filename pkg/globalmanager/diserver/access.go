@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // The keys of user.extra that a TokenReview of a ServiceAccount token bound
@@ -82,7 +83,10 @@ func (s *Server) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 	if err != nil {
 		job = nil
 	}
-	isWorker, notWorker := s.isWorkerOf(ctx, user, key, job)
+	isWorker, notWorker, err := s.isWorkerOf(ctx, user, key, job)
+	if err != nil {
+		return nil, unavailable(err, ErrBusy.Error())
+	}
 	if isWorker {
 		return job, nil
 	}
@@ -125,49 +129,51 @@ func (s *Server) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 // isWorkerOf reports whether user is a worker of the job key: a
 // ServiceAccount token bound to a live pod that the DIJob controls. When the
 // token is bound to a pod that is not one, it says why, the same whether or
-// not job (nil when there is none) exists.
-func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo, key types.NamespacedName, job *div2alpha1.DIJob) (bool, string) {
+// not job (nil when there is none) exists. The error is ErrBusy when the
+// pod could not be read for want of a turn.
+func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo, key types.NamespacedName, job *div2alpha1.DIJob) (bool, string, error) {
 	podName, podUID := oneExtra(user, PodNameExtra), oneExtra(user, PodUIDExtra)
 	account, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
 	if !isSA || podName == "" || podUID == "" {
-		return false, ""
+		return false, "", nil
 	}
 	namespace, _, _ := strings.Cut(account, ":")
 	notWorker := fmt.Sprintf("the token's pod %s/%s is not a worker of DIJob %s", namespace, podName, key)
 	if namespace != key.Namespace {
-		return false, notWorker
+		return false, notWorker, nil
 	}
 	pod, err := s.pod(ctx, namespace, podName)
+	if errors.Is(err, ErrBusy) {
+		return false, "", err
+	}
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			klog.FromContext(ctx).Error(err, "Cannot read the pod of a token; deciding as if it were not a worker", "pod", klog.KRef(namespace, podName))
 		}
-		return false, notWorker
+		return false, notWorker, nil
 	}
 	switch {
 	case string(pod.UID) != podUID:
-		return false, fmt.Sprintf("the token's pod %s/%s is gone (another pod has its name)", namespace, podName)
+		return false, fmt.Sprintf("the token's pod %s/%s is gone (another pod has its name)", namespace, podName), nil
 	case pod.DeletionTimestamp != nil:
-		return false, fmt.Sprintf("the token's pod %s/%s is being deleted", namespace, podName)
+		return false, fmt.Sprintf("the token's pod %s/%s is being deleted", namespace, podName), nil
 	}
 	if job == nil {
-		return false, notWorker
+		return false, notWorker, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.UID != job.UID {
-		return false, notWorker
+	if ref == nil || ref.UID != job.UID || pod.Labels[common.LabelOwnerUID] != string(job.UID) {
+		return false, notWorker, nil
 	}
-	return true, ""
+	return true, "", nil
 }
 
-// pod reads a pod from the lister or, when the lister does not have it yet
-// (a worker that calls as soon as it starts), from the API server.
-func (s *Server) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	pod, err := s.cfg.Pods.Pods(namespace).Get(name)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return pod, err
-	}
-	return s.cfg.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+// pod reads a pod from the lister of Nereid's children only, never from
+// the API server: a pod someone else created with an ownerReference to the
+// job (anyone who may create pods in the namespace could) is then no worker,
+// and a worker's pod is in the cache long before its containers start.
+func (s *Server) pod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	return s.cfg.Pods.Pods(namespace).Get(name)
 }
 
 // oneExtra is the single value of user.extra[key], or "".

@@ -194,9 +194,12 @@ func TestAuthorization(t *testing.T) {
 			token: podToken(worker), method: http.MethodPost, path: profilingsPath(testJob), body: `{"data": {"fps": 1}}`,
 			wantStatus: http.StatusOK,
 		},
-		"a worker not yet in the cache": {
+		// Only pods in the cache of Nereid's children are workers: one read
+		// from the API server could be anyone's, with a forged ownerReference.
+		"a pod not in the cache is no worker": {
 			token: podToken(fresh), method: http.MethodPost, path: replicasPath(testJob), body: `{"replicas": 1}`,
-			wantStatus: http.StatusOK,
+			wantStatus: http.StatusForbidden, wantMessage: "is not a worker of DIJob rl/cartpole",
+			wantSAR: wantAttrs("update", testJob),
 		},
 		"a worker of another job": {
 			token: podToken(otherWorker), method: http.MethodPost, path: replicasPath(testJob), body: `{"replicas": 1}`,
@@ -319,7 +322,7 @@ func TestTokenReviewCacheCanBeTurnedOff(t *testing.T) {
 
 func TestReviewsWaitForATurn(t *testing.T) {
 	f := newFixture(t, Config{MaxConcurrentReviews: 1}, newJob(testJob))
-	slots := f.server.authn.(*tokenReviewer).slots
+	slots := f.server.authn.(*tokenReviewer).turns.slots
 	// The one turn is taken: a request waits for it and, when its own time
 	// ends first, is told to come back.
 	slots <- struct{}{}

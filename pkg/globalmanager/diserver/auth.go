@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,21 +55,58 @@ const reviewQueueTimeout = 5 * time.Second
 // reviewSlots bounds the reviews in flight at the API server.
 type reviewSlots chan struct{}
 
-// acquire waits for a turn; release gives it back.
-func (s reviewSlots) acquire(ctx context.Context) error {
-	wait := time.NewTimer(reviewQueueTimeout)
-	defer wait.Stop()
-	select {
-	case s <- struct{}{}:
-		return nil
-	case <-wait.C:
-		return ErrBusy
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for a turn to review: %w", ctx.Err())
-	}
+// reviewTurns bounds the API calls made for callers before they are
+// authorized (TokenReviews, SubjectAccessReviews, reads of a token's pod): at
+// most cap(slots) at a time, and at most limit's rate. The calls go through
+// the GlobalManager's client, whose rate limit every controller shares: a
+// flood of made-up tokens must not take it all.
+type reviewTurns struct {
+	slots reviewSlots
+	limit *rate.Limiter
 }
 
-func (s reviewSlots) release() { <-s }
+func newReviewTurns(concurrent int, perSecond float64) *reviewTurns {
+	return &reviewTurns{slots: make(reviewSlots, concurrent), limit: rate.NewLimiter(rate.Limit(perSecond), burstOf(perSecond))}
+}
+
+// burstOf is the burst of a rate: two seconds' worth, at least 1.
+func burstOf(perSecond float64) int {
+	return max(1, int(2*perSecond))
+}
+
+// acquire waits for a turn, at most reviewQueueTimeout; release gives it
+// back.
+func (t *reviewTurns) acquire(ctx context.Context) error {
+	waitCtx, cancel := context.WithTimeout(ctx, reviewQueueTimeout)
+	defer cancel()
+	select {
+	case t.slots <- struct{}{}:
+	case <-waitCtx.Done():
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for a turn to review: %w", ctx.Err())
+		}
+		return ErrBusy
+	}
+	if err := waitRate(ctx, waitCtx, t.limit); err != nil {
+		<-t.slots
+		return err
+	}
+	return nil
+}
+
+func (t *reviewTurns) release() { <-t.slots }
+
+// waitRate waits for a token of limit while waitCtx lasts: ErrBusy when
+// none comes in time, ctx's error when the request ended.
+func waitRate(ctx, waitCtx context.Context, limit *rate.Limiter) error {
+	if err := limit.Wait(waitCtx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for a turn: %w", ctx.Err())
+		}
+		return ErrBusy
+	}
+	return nil
+}
 
 // tokenReviewer authenticates tokens with TokenReviews, caching outcomes by
 // the token's hash for a short time.
@@ -77,7 +115,7 @@ type tokenReviewer struct {
 	audiences  []string
 	ttl        time.Duration
 	maxEntries int
-	slots      reviewSlots
+	turns      *reviewTurns
 	now        func() time.Time
 
 	mu    sync.Mutex
@@ -97,10 +135,10 @@ func (a *tokenReviewer) Authenticate(ctx context.Context, token string) (*authen
 	if o, ok := a.cached(key); ok {
 		return o.user, o.invalid
 	}
-	if err := a.slots.acquire(ctx); err != nil {
+	if err := a.turns.acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer a.slots.release()
+	defer a.turns.release()
 	// Another request with the same token may have been reviewed meanwhile.
 	if o, ok := a.cached(key); ok {
 		return o.user, o.invalid
@@ -173,15 +211,15 @@ func (a *tokenReviewer) store(key [sha256.Size]byte, o reviewOutcome) {
 // accessReviewer authorizes with SubjectAccessReviews, never cached.
 type accessReviewer struct {
 	client kubernetes.Interface
-	slots  reviewSlots
+	turns  *reviewTurns
 }
 
 // Authorize implements Authorizer.
 func (a *accessReviewer) Authorize(ctx context.Context, user *authenticationv1.UserInfo, attrs authorizationv1.ResourceAttributes) (Decision, error) {
-	if err := a.slots.acquire(ctx); err != nil {
+	if err := a.turns.acquire(ctx); err != nil {
 		return Decision{}, err
 	}
-	defer a.slots.release()
+	defer a.turns.release()
 	var extra map[string]authorizationv1.ExtraValue
 	if len(user.Extra) > 0 {
 		extra = make(map[string]authorizationv1.ExtraValue, len(user.Extra))

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
 )
@@ -20,13 +21,16 @@ const (
 	DefaultMaxBodyBytes int64 = 64 << 10
 	// DefaultMaxReplicasPerTask is the most replicas a task may be scaled to
 	// through this API.
-	DefaultMaxReplicasPerTask int32 = 1024
+	DefaultMaxReplicasPerTask int32 = div2alpha1.MaxTaskReplicas
 	// DefaultServiceDomain ends the DNS names of pods without an IP.
 	DefaultServiceDomain = "svc"
 
 	DefaultReviewCacheTTL       = 10 * time.Second
 	DefaultMaxCachedReviews     = 4096
 	DefaultMaxConcurrentReviews = 32
+	DefaultMaxReviewsPerSecond  = 200
+	DefaultMaxWritesPerSecond   = 20
+	DefaultMaxRequestsInFlight  = 1024
 	DefaultRequestTimeout       = 30 * time.Second
 
 	DefaultReadHeaderTimeout = 5 * time.Second
@@ -71,6 +75,16 @@ type Config struct {
 	// MaxConcurrentReviews bounds the TokenReviews and SubjectAccessReviews
 	// in flight (32).
 	MaxConcurrentReviews int
+	// MaxReviewsPerSecond bounds the rate of the API calls made for callers
+	// before they are authorized: TokenReviews, SubjectAccessReviews and
+	// reads of a token's pod (200, bursts of twice that).
+	MaxReviewsPerSecond float64
+	// MaxWritesPerSecond bounds the rate of requests that write a DIJob
+	// (scaling, profilings), every job's together (20, bursts of twice that).
+	MaxWritesPerSecond float64
+	// MaxRequestsInFlight bounds the requests handled at a time (1024);
+	// past it, a request is answered 503 at once.
+	MaxRequestsInFlight int
 	// RequestTimeout bounds the work on one request, API calls included (30s).
 	RequestTimeout time.Duration
 
@@ -119,6 +133,15 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxConcurrentReviews <= 0 {
 		cfg.MaxConcurrentReviews = DefaultMaxConcurrentReviews
+	}
+	if cfg.MaxReviewsPerSecond <= 0 {
+		cfg.MaxReviewsPerSecond = DefaultMaxReviewsPerSecond
+	}
+	if cfg.MaxWritesPerSecond <= 0 {
+		cfg.MaxWritesPerSecond = DefaultMaxWritesPerSecond
+	}
+	if cfg.MaxRequestsInFlight <= 0 {
+		cfg.MaxRequestsInFlight = DefaultMaxRequestsInFlight
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout

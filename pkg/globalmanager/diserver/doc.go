@@ -55,7 +55,8 @@
 // the DIJob, retrying on conflicts, and the DIJob controller does the rest. A
 // task never goes below 1 replica nor above Config.MaxReplicasPerTask (1024):
 // a change past either bound is refused whole with 409, the message naming
-// the bound and the current count. So is a change to a job that is finished,
+// the bound and the current count; so is one that would take the job past
+// 1024 replicas in all (v2alpha1.MaxJobReplicas, the CRD's bound). So is a change to a job that is finished,
 // being deleted, or preemptible (the allocator owns a preemptible job's
 // replicas; DI silently did nothing for one). data is the task's replica set
 // after the change, its pod names "<job>-<task>-<rank>" in rank order; the
@@ -96,15 +97,26 @@
 // entries), so a token revoked by the API server is let in for at most that
 // long; a worker's pod is read afresh at every request, so a deleted worker is
 // refused as soon as the pod lister sees it go. SubjectAccessReviews are not
-// cached. Reviews run at most Config.MaxConcurrentReviews at a time; a request
-// that cannot get a turn within a few seconds is answered 503.
+// cached. The API calls made for a caller not yet authorized (TokenReviews,
+// SubjectAccessReviews, and reads from the API server of a token's pod that
+// the lister does not have) run at most Config.MaxConcurrentReviews at a time
+// and at most Config.MaxReviewsPerSecond (200): they go through the
+// GlobalManager's client, whose rate limit every controller shares, and anyone
+// who reaches the server can send made-up tokens. Requests that write a DIJob
+// (scaling, profilings) are bounded by Config.MaxWritesPerSecond (20), every
+// job's together: each is a write to etcd made as the GlobalManager. A
+// request that cannot get a turn within a few seconds is answered 503 with
+// Retry-After (logged at V(2), not as an error: a flood must not flood the
+// log).
 //
 // # Serving
 //
 // Serve sets read-header, read, write and idle timeouts and a header size
 // bound (slow clients are cut off), accepts at most Config.MaxConnections
-// connections at a time (1024), serves TLS 1.2 or later when given a
-// tls.Config, and shuts down gracefully when its context ends. Each request's
+// connections at a time (1024), handles at most Config.MaxRequestsInFlight
+// requests at a time (1024; past it 503 at once: over TLS, HTTP/2 carries up
+// to 8 requests at once on each connection), serves TLS 1.2 or later when
+// given a tls.Config, and shuts down gracefully when its context ends. Each request's
 // work, API calls included, is bounded by Config.RequestTimeout. Each request
 // is logged with its method, path, user, status and duration (changes and
 // refusals at V(2), successful reads at V(4), failures of this server at

@@ -254,7 +254,7 @@ func newPod(job *div2alpha1.DIJob, task string, taskRank, rank int, ip string) *
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: job.Namespace, Name: name, UID: types.UID("uid-" + name),
-			Labels: map[string]string{labelJob: job.Name, "diengine/task-name": task, "diengine/pod": name},
+			Labels: map[string]string{labelJob: job.Name, "diengine/task-name": task, "diengine/pod": name, "nereid.io/owner-uid": string(job.UID)},
 			Annotations: map[string]string{
 				"diengine/rank": fmt.Sprint(rank), "diengine/task-rank": fmt.Sprint(taskRank),
 			},

@@ -97,7 +97,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	logger := klog.FromContext(ctx)
 	kv := []any{"method", r.Method, "path", truncate(r.URL.Path), "user", ex.user, "code", rep.status, "took", time.Since(start)}
 	switch {
-	case rep.status >= http.StatusInternalServerError:
+	case rep.status >= http.StatusInternalServerError && !errors.Is(rep.err, ErrBusy):
 		logger.Error(rep.err, "DIJob API request failed", append(kv, "message", rep.message)...)
 	case rep.status == http.StatusOK && !ex.act.writes():
 		logger.V(4).Info("DIJob API request", kv...)
@@ -119,6 +119,12 @@ func truncate(path string) string {
 
 // handle routes, authenticates and authorizes a request, then acts on it.
 func (s *Server) handle(ctx context.Context, w http.ResponseWriter, r *http.Request, ex *exchange) *reply {
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	default:
+		return unavailable(ErrBusy, "too many requests are being handled, try again later")
+	}
 	act, key, rep := parseRoute(r)
 	ex.act = act
 	if rep != nil {
@@ -247,6 +253,17 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) *reply 
 	default:
 		return fail(http.StatusBadRequest, "the request body is not valid: %v", err)
 	}
+}
+
+// writeTurn waits, at most reviewQueueTimeout, for the rate of writes to
+// let one more through: nil, or 503.
+func (s *Server) writeTurn(ctx context.Context) *reply {
+	waitCtx, cancel := context.WithTimeout(ctx, reviewQueueTimeout)
+	defer cancel()
+	if err := waitRate(ctx, waitCtx, s.writes); err != nil {
+		return unavailable(err, "too many DIJob changes are being made, try again later")
+	}
+	return nil
 }
 
 // writeFailure is the reply to a failed write of job: 404 when it is gone,

@@ -35,6 +35,9 @@ func (s *Server) postProfilings(ctx context.Context, w http.ResponseWriter, r *h
 		return fail(http.StatusBadRequest, `"data" is not valid JSON: %v`, err)
 	}
 	raw := compact.Bytes()
+	if rep := s.writeTurn(ctx); rep != nil {
+		return rep
+	}
 
 	var refusal *reply
 	attempt := 0

@@ -153,6 +153,9 @@ func (s *Server) scale(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	case req.Task != "" && len(validation.IsDNS1123Label(req.Task)) > 0:
 		return fail(http.StatusBadRequest, `"task" must be the name of one of the job's tasks`)
 	}
+	if rep := s.writeTurn(ctx); rep != nil {
+		return rep
+	}
 	delta := *req.Replicas
 	message, failure := "successfully add replicas", "the replicas could not be added"
 	if act == actionDeleteReplicas {
@@ -195,6 +198,12 @@ func (s *Server) scale(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			*update.Spec.Replicas = int32(want)
 		} else {
 			update.Spec.Tasks[i].Replicas = int32(want)
+		}
+		if err := update.CheckReplicas(); err != nil && delta > 0 {
+			// The CRD would refuse it (400); the job's state does (409).
+			refusal = fail(http.StatusConflict, "task %q of DIJob %s has %d replicas: adding %d would be too many: %v",
+				task, klog.KObj(cur), have, delta, err)
+			return nil
 		}
 		if _, err := s.cfg.DI.DiengineV2alpha1().DIJobs(cur.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
 			return err

@@ -136,6 +136,12 @@ func TestScaleReplicas(t *testing.T) {
 			wantStatus:   http.StatusOK,
 			wantReplicas: map[string]int32{"collector": 1024},
 		},
+		"POST past the job's cap, every task's together, is refused": {
+			tasks:  []div2alpha1.Task{newTask(div2alpha1.TaskTypeLearner, "", 1), newTask(div2alpha1.TaskTypeCollector, "", 1000)},
+			method: http.MethodPost, body: `{"replicas": 24}`,
+			wantStatus: http.StatusConflict, wantMessage: "more than the 1024 a job may run",
+			wantReplicas: map[string]int32{"learner": 1, "collector": 1000},
+		},
 		"no collector and no task named": {
 			tasks:  []div2alpha1.Task{newTask(div2alpha1.TaskTypeLearner, "", 1)},
 			method: http.MethodPost, body: `{"replicas": 1}`,

@@ -10,8 +10,13 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
 )
+
+// maxStreamsPerConnection bounds the HTTP/2 requests open at a time on one
+// connection; a worker makes one request at a time.
+const maxStreamsPerConnection = 8
 
 // shutdownTimeout bounds how long Serve waits for requests in flight when
 // its context ends.
@@ -23,26 +28,34 @@ type Server struct {
 	authn   Authenticator
 	authz   Authorizer
 	metrics *metrics
+	// turns bound the API calls made before a caller is authorized, writes
+	// those made for one, and inFlight the requests handled at a time.
+	turns    *reviewTurns
+	writes   *rate.Limiter
+	inFlight chan struct{}
 }
 
 // New returns a server of cfg. Kube, DI, Jobs and Pods must be set.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, authn: cfg.Authenticator, authz: cfg.Authorizer, metrics: newMetrics(cfg.Registerer)}
-	slots := make(reviewSlots, cfg.MaxConcurrentReviews)
+	s := &Server{cfg: cfg, authn: cfg.Authenticator, authz: cfg.Authorizer, metrics: newMetrics(cfg.Registerer),
+		turns:    newReviewTurns(cfg.MaxConcurrentReviews, cfg.MaxReviewsPerSecond),
+		writes:   rate.NewLimiter(rate.Limit(cfg.MaxWritesPerSecond), burstOf(cfg.MaxWritesPerSecond)),
+		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight),
+	}
 	if s.authn == nil {
 		s.authn = &tokenReviewer{
 			client:     cfg.Kube,
 			audiences:  cfg.Audiences,
 			ttl:        cfg.ReviewCacheTTL,
 			maxEntries: cfg.MaxCachedReviews,
-			slots:      slots,
+			turns:      s.turns,
 			now:        cfg.now,
 			cache:      make(map[[sha256.Size]byte]reviewOutcome),
 		}
 	}
 	if s.authz == nil {
-		s.authz = &accessReviewer{client: cfg.Kube, slots: slots}
+		s.authz = &accessReviewer{client: cfg.Kube, turns: s.turns}
 	}
 	return s
 }
@@ -68,6 +81,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          klog.NewStandardLogger("WARNING"),
+		// Over TLS, HTTP/2 multiplexes requests on a connection (250 by
+		// default): MaxConnections would not bound them.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreamsPerConnection},
 		// Requests keep ctx's logger but not its end: Shutdown lets them
 		// finish.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },

@@ -62,6 +62,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/* nereid.edgeHub.serviceName is the Service LocalControllers dial. */}}
+{{- define "nereid.diServer.serviceName" -}}
+{{- printf "%s-di-server" (include "nereid.fullname" .) -}}
+{{- end -}}
+
 {{- define "nereid.edgeHub.serviceName" -}}
 {{- printf "%s-edgehub" (include "nereid.fullname" .) -}}
 {{- end -}}

@@ -31,9 +31,13 @@ type DIJob struct {
 }
 
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.tasks.size() == 1",message="spec.replicas (the scale subresource) is for a job of one task; scale a task of this job by its spec.tasks[i].replicas",fieldPath=".replicas"
+// +kubebuilder:validation:XValidation:rule="self.tasks.map(t, has(t.replicas) ? t.replicas : 1).sum() <= 1024",message="a job runs at most 1024 replicas, every task's together",fieldPath=".tasks"
 
 // DIJobSpec is what a DIJob runs. Its rules are in CEL, above, out of this
-// comment, which gofmt reformats.
+// comment, which gofmt reformats. The bounds on replicas are MaxTaskReplicas
+// and MaxJobReplicas: every pod carries the DNS name of every replica
+// (DI_NODES), so a pod grows, and a job's pods grow as the square, with the
+// job's replicas.
 type DIJobSpec struct {
 	// Reserved by DI-engine's manifests; kept as written.
 	// +optional
@@ -62,6 +66,7 @@ type DIJobSpec struct {
 	// tasks[0].replicas. A job of several tasks scales each task by its
 	// tasks[i].replicas, or through the replicas HTTP API.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Volumes added to every pod of the job.
@@ -84,9 +89,10 @@ type DIJobSpec struct {
 // Task is one kind of worker of a job, with its replicas. The rules on it are
 // in CEL, above, out of this comment, which gofmt reformats.
 type Task struct {
-	// Pod replicas of the task.
+	// Pod replicas of the task, at most 1024, and at most 1024 in the job.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 	// The task's role.
@@ -141,19 +147,19 @@ type DIJobStatus struct {
 	Phase Phase `json:"phase,omitempty"`
 	// Pod replicas the job asks for.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas"`
 	// Replicas running and ready.
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 	// The label selector of the job's pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
 	// Times the job restarted after a pod failed.
 	// +optional
-	Restarts int32 `json:"restarts,omitempty"`
+	Restarts int32 `json:"restarts"`
 	// Times the allocator moved the job's replicas.
 	// +optional
-	Reschedules int32 `json:"reschedules,omitempty"`
+	Reschedules int32 `json:"reschedules"`
 	// Per task name, how many of its pods are in each pod phase.
 	// +optional
 	TaskStatus map[string]TaskStatus `json:"taskStatus,omitempty"`

@@ -1,5 +1,7 @@
 package v2alpha1
 
+import "fmt"
+
 // TaskName is the task's name: its name, or its type when it has none.
 func (t *Task) TaskName() string {
 	if t.Name != "" {
@@ -24,4 +26,31 @@ func (j *DIJob) TotalReplicas() int32 {
 		n += j.TaskReplicas(i)
 	}
 	return n
+}
+
+// The bounds on replicas, which the CRD enforces (its markers repeat them):
+// a task runs at most MaxTaskReplicas, a job at most MaxJobReplicas, every
+// task's together.
+const (
+	MaxTaskReplicas = 1024
+	MaxJobReplicas  = 1024
+)
+
+// CheckReplicas says why the job asks for more replicas than it may, or
+// nil. The CRD refuses such a job; one written under another CRD of this
+// group (DI-orchestrator's has no bounds) is refused here, before anything
+// is built for each of its replicas.
+func (j *DIJob) CheckReplicas() error {
+	var total int64
+	for i := range j.Spec.Tasks {
+		n := int64(j.TaskReplicas(i))
+		if n > MaxTaskReplicas {
+			return fmt.Errorf("task %s asks for %d replicas, more than the %d a task may run", j.Spec.Tasks[i].TaskName(), n, MaxTaskReplicas)
+		}
+		total += n
+	}
+	if total > MaxJobReplicas {
+		return fmt.Errorf("the job asks for %d replicas, more than the %d a job may run", total, MaxJobReplicas)
+	}
+	return nil
 }

@@ -140,6 +140,9 @@ func (p *placer) place(job *div2.DIJob, pods []*corev1.Pod) error {
 
 // release drops the reservations of pods whose creation failed.
 func (p *placer) release(pods []*corev1.Pod) {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pod := range pods {
@@ -200,7 +203,7 @@ func (c *Controller) optimize(ctx context.Context) error {
 	previous := map[string]allocator.Placement{}
 	uids := map[types.UID]bool{}
 	for _, job := range jobs {
-		if !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil {
+		if !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil || job.CheckReplicas() != nil {
 			continue
 		}
 		placement, ok := c.placementOf(job)
@@ -278,4 +281,16 @@ func (p *placer) startMove(key string) bool {
 		delete(p.moves, key)
 	}
 	return ok
+}
+
+// forget drops what the placer keeps for a job that is gone: a move chosen
+// for it must not apply to a new job of the same name.
+func (p *placer) forget(key string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.moves, key)
+	delete(p.planned, key)
 }

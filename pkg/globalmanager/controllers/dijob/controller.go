@@ -113,6 +113,7 @@ func NewController(
 		Status:       func(job *div2.DIJob) any { return &job.Status },
 		Recorder:     recorder,
 		Expectations: exp,
+		Forget:       func(key string) { c.placer.forget(key) },
 		Pods:         c.pods,
 		Services:     c.services,
 	}

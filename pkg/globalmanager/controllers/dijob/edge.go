@@ -36,21 +36,33 @@ func (h held) String() string {
 	return fmt.Sprintf("%s on %s (held until %s)", h.pod, h.node, h.until.UTC().Format(time.RFC3339))
 }
 
+// linkState is what a sync read of a node's link.
+type linkState struct {
+	down  bool
+	since time.Time
+	err   error
+}
+
 // heldByLink says whether p is on an edge node whose link went down less than
-// the grace ago; a pod it holds is re-synced when the grace ends.
-func (c *Controller) heldByLink(ctx context.Context, key string, p *corev1.Pod, now time.Time) (held, bool) {
+// the grace ago; a pod it holds is re-synced when the grace ends. links
+// keeps what this sync read, so each node's Lease is read once.
+func (c *Controller) heldByLink(ctx context.Context, key string, p *corev1.Pod, now time.Time, links map[string]linkState) (held, bool) {
 	if c.config.Links == nil || p.Spec.NodeName == "" {
 		return held{}, false
 	}
-	down, since, err := c.config.Links.LinkDown(ctx, p.Spec.NodeName, now)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot tell whether the pod's edge link is down; taking its phase as it is", "pod", klog.KObj(p))
+	st, ok := links[p.Spec.NodeName]
+	if !ok {
+		st.down, st.since, st.err = c.config.Links.LinkDown(ctx, p.Spec.NodeName, now)
+		links[p.Spec.NodeName] = st
+	}
+	if st.err != nil {
+		klog.FromContext(ctx).Error(st.err, "Cannot tell whether the pod's edge link is down; taking its phase as it is", "pod", klog.KObj(p))
 		return held{}, false
 	}
-	if !down || since.IsZero() {
+	if !st.down || st.since.IsZero() {
 		return held{}, false
 	}
-	until := since.Add(c.config.EdgeLinkGrace)
+	until := st.since.Add(c.config.EdgeLinkGrace)
 	if !now.Before(until) {
 		return held{}, false
 	}

@@ -29,11 +29,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status := job.Status.DeepCopy()
 	var events []common.Event
 	var actErr error
-	if finished(status.Phase) {
+	tooLarge := job.CheckReplicas()
+	switch {
+	case finished(status.Phase):
 		if satisfied {
 			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 		}
-	} else {
+	case tooLarge != nil:
+		// The CRD refuses such a job; under another CRD (DI-orchestrator's
+		// has no bounds) building its replicas would exhaust the
+		// GlobalManager's memory. It waits for a spec edit.
+		events = setPhase(status, div2.JobPending, "TooManyReplicas", tooLarge.Error(), now, corev1.EventTypeWarning)
+	default:
 		events, actErr = c.reconcile(ctx, key, job, status, pods, len(s.Services) > 0, satisfied, now)
 	}
 	c.count(job, status, pods)
@@ -59,6 +66,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	var failed *corev1.Pod
 	var holding []held
 	isHeld := map[string]bool{}
+	links := map[string]linkState{} // each node's link read once per sync
 	for _, p := range pods {
 		if common.PodTerminating(p) {
 			continue
@@ -69,7 +77,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodUnknown {
 			continue
 		}
-		if h, ok := c.heldByLink(ctx, key, p, now.Time); ok {
+		if h, ok := c.heldByLink(ctx, key, p, now.Time, links); ok {
 			holding = append(holding, h)
 			isHeld[p.Name] = true
 			continue
@@ -143,7 +151,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 		wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, extra, "the job has fewer replicas") })
 		wg.Go(func() { errs[2] = c.children.DeletePods(ctx, key, job, stale, "the task's template changed") })
-		wg.Go(func() { errs[3] = c.children.CreatePods(ctx, key, job, toCreate) })
+		wg.Go(func() {
+			if errs[3] = c.children.CreatePods(ctx, key, job, toCreate); errs[3] != nil {
+				// The room of pods that were not made is free again (those
+				// that were are counted from the cache soon).
+				c.placer.release(toCreate)
+			}
+		})
 		wg.Wait()
 		actErr = errors.Join(errs...)
 	}
@@ -180,12 +194,45 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 		// An earlier restart's deletions are not all seen yet.
 		return nil, nil
 	}
+	// Restarts after the first wait, doubling, as the Job controller's do:
+	// a job that fails at once must not recreate its pods back to back.
+	if wait := restartDelay(status.Restarts) - now.Sub(lastRestart(status)); status.Restarts > 0 && wait > 0 {
+		c.queue.AddAfter(key, wait)
+		msg := fmt.Sprintf("%s; restarting in %s (backoff after %d restarts)", why, wait.Round(time.Second), status.Restarts)
+		return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
+	}
 	if err := c.children.DeletePods(ctx, key, job, live, "restarting the job: "+why); err != nil {
 		return nil, err
 	}
 	status.Restarts++
 	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, status.Restarts, limit)
 	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
+}
+
+// The delay before restart n+1 after restart n: 10 s, doubling, at most 6 min.
+const (
+	restartBackoffBase = 10 * time.Second
+	restartBackoffMax  = 6 * time.Minute
+)
+
+func restartDelay(restarts int32) time.Duration {
+	d := restartBackoffBase
+	for i := int32(1); i < restarts && d < restartBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, restartBackoffMax)
+}
+
+// lastRestart is when the job's Restarting condition last changed: when it
+// came back from its last restart (False), or when this failure was first
+// seen (True, set by the wait itself, which then counts from there).
+func lastRestart(status *div2.DIJobStatus) time.Time {
+	for _, c := range status.Conditions {
+		if c.Type == div2.JobRestarting {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func backoffLimit(job *div2.DIJob) int32 {
@@ -301,7 +348,10 @@ func deciders(job *div2.DIJob) string {
 // replicas, pods per task and phase, the node of each replica, the
 // selector of the scale subresource, and the generation observed.
 func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*corev1.Pod) {
-	wanted := replicasOf(job)
+	var wanted []replica
+	if job.CheckReplicas() == nil {
+		wanted = replicasOf(job)
+	}
 	status.Replicas = int32(len(wanted))
 	status.ReadyReplicas = 0
 	status.TaskStatus = nil
@@ -327,13 +377,17 @@ func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*co
 		}
 		status.TaskStatus[task][phase]++
 	}
-	status.Allocation = nil
-	for _, r := range wanted {
-		node := ""
-		if p := byName[r.name]; p != nil {
-			node = allocator.PinnedNode(p)
+	// A finished job keeps the placement it ran on; cleanPodPolicy would
+	// otherwise leave holes where its deleted pods were.
+	if !finished(status.Phase) || status.Allocation == nil {
+		status.Allocation = nil
+		for _, r := range wanted {
+			node := ""
+			if p := byName[r.name]; p != nil {
+				node = allocator.PinnedNode(p)
+			}
+			status.Allocation = append(status.Allocation, node)
 		}
-		status.Allocation = append(status.Allocation, node)
 	}
 	status.Selector = common.OwnerSelector(job).String()
 	status.ObservedGeneration = job.Generation

@@ -294,6 +294,13 @@ func TestLearnerAndEvaluatorDecideSuccess(t *testing.T) {
 	if want := []string{"cartpole-dqn-collector-1"}; !slices.Equal(deleted, want) {
 		t.Errorf("cleanPodPolicy Running on success deleted %v, want %v", deleted, want)
 	}
+	// Once the collectors are gone the job still says where it ran.
+	job.Status = f.status(t, job)
+	f = newFixture(t, job, pods[0], pods[3])
+	f.sync(t, job)
+	if got := f.status(t, job).Allocation; len(got) != 4 || slices.Contains(got, "") {
+		t.Errorf("a finished job's allocation %v, want the 4 nodes it ran on", got)
+	}
 }
 
 func TestScalingAddsAndRemovesExactlyThoseReplicas(t *testing.T) {
@@ -388,5 +395,43 @@ func TestACollectorBehindADownEdgeLinkIsHeldForTheGrace(t *testing.T) {
 				t.Errorf("Running says %q, want the held pod named", conditionMessage(&st, div2.JobRunning))
 			}
 		})
+	}
+}
+
+func TestRestartsAfterTheFirstBackOff(t *testing.T) {
+	job := exampleJob(t)
+	made, _ := newFixture(t, job).sync(t, job)
+	pods := withPhase(made, corev1.PodRunning)
+	pods[1] = withPhase(made[1:2], corev1.PodFailed)[0]
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name           string
+		recovered      time.Time
+		wantDeletes    bool
+		wantRestarts   int32
+		wantMessageHas string
+	}{
+		{"back from restart 1 a second ago: waits", now.Add(-time.Second), false, 1, "restarting in 9s"},
+		{"back from restart 1 a minute ago: restarts", now.Add(-time.Minute), true, 2, "restart 2 of 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := job.DeepCopy()
+			job.Status = div2.DIJobStatus{Phase: div2.JobRunning, Restarts: 1, Conditions: []div2.JobCondition{
+				{Type: div2.JobRestarting, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(tc.recovered)},
+				{Type: div2.JobRunning, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(tc.recovered)},
+			}}
+			f := newFixture(t, job, pods...)
+			_, deleted := f.sync(t, job)
+			st := f.status(t, job)
+			if (len(deleted) > 0) != tc.wantDeletes || st.Restarts != tc.wantRestarts {
+				t.Fatalf("deleted %v restarts %d, want deletes %v and %d restarts", deleted, st.Restarts, tc.wantDeletes, tc.wantRestarts)
+			}
+			if msg := conditionMessage(&st, div2.JobRestarting); !strings.Contains(msg, tc.wantMessageHas) {
+				t.Errorf("Restarting says %q, want %q in it", msg, tc.wantMessageHas)
+			}
+		})
+	}
+	if d := restartDelay(20); d != restartBackoffMax {
+		t.Errorf("the delay after 20 restarts is %v, want the cap %v", d, restartBackoffMax)
 	}
 }

@@ -27,7 +27,10 @@ import (
 // with apply.
 //
 // DIJobSpec is what a DIJob runs. Its rules are in CEL, above, out of this
-// comment, which gofmt reformats.
+// comment, which gofmt reformats. The bounds on replicas are MaxTaskReplicas
+// and MaxJobReplicas: every pod carries the DNS name of every replica
+// (DI_NODES), so a pod grows, and a job's pods grow as the square, with the
+// job's replicas.
 type DIJobSpecApplyConfiguration struct {
 	// Reserved by DI-engine's manifests; kept as written.
 	Group *string `json:"group,omitempty"`

@@ -29,7 +29,7 @@ import (
 // Task is one kind of worker of a job, with its replicas. The rules on it are
 // in CEL, above, out of this comment, which gofmt reformats.
 type TaskApplyConfiguration struct {
-	// Pod replicas of the task.
+	// Pod replicas of the task, at most 1024, and at most 1024 in the job.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// The task's role.
 	Type *dienginev2alpha1.TaskType `json:"type,omitempty"`
