@@ -59,14 +59,12 @@ type Controller struct {
 	synced   []cache.InformerSynced
 	syncer   *common.Syncer[*div2.DIJob]
 
-	queue    workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	metrics  *common.Metrics
-	config   Config
+	queue   workqueue.TypedRateLimitingInterface[string]
+	metrics *common.Metrics
+	config  Config
 
 	// Test seams.
 	children *common.Children
-	exp      *common.Expectations
 	now      func() time.Time
 	placer   *placer
 }
@@ -95,10 +93,8 @@ func NewController(
 		pods:     podInformer.Lister(),
 		services: serviceInformer.Lister(),
 		queue:    common.NewQueue(Name),
-		recorder: recorder,
 		metrics:  metrics,
 		config:   config,
-		exp:      exp,
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:      time.Now,
 	}
