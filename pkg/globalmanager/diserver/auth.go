@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/internal/boundedmap"
 )
 
 // Authenticator says who holds a bearer token.
@@ -192,19 +194,7 @@ func (a *tokenReviewer) store(key [sha256.Size]byte, o reviewOutcome) {
 	o.until = now.Add(a.ttl)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.cache) >= a.maxEntries {
-		for k, v := range a.cache {
-			if !now.Before(v.until) {
-				delete(a.cache, k)
-			}
-		}
-		for k := range a.cache {
-			if len(a.cache) < a.maxEntries {
-				break
-			}
-			delete(a.cache, k)
-		}
-	}
+	boundedmap.MakeRoom(a.cache, a.maxEntries, func(v reviewOutcome) bool { return !now.Before(v.until) })
 	a.cache[key] = o
 }
 

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nereid-ml/nereid/internal/boundedmap"
 )
 
 // The keys of user.extra that a TokenReview of a ServiceAccount token bound
@@ -312,19 +314,7 @@ func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
 			return
 		}
 	}
-	if len(a.cache) >= a.maxEntries {
-		for k, v := range a.cache {
-			if !now.Before(v.until) {
-				delete(a.cache, k)
-			}
-		}
-		for k := range a.cache {
-			if len(a.cache) < a.maxEntries {
-				break
-			}
-			delete(a.cache, k)
-		}
-	}
+	boundedmap.MakeRoom(a.cache, a.maxEntries, func(v reviewResult) bool { return !now.Before(v.until) })
 	a.cache[key] = res
 }
 
