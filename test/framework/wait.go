@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -15,5 +16,18 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, cond)
 	if err != nil {
 		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
+	}
+}
+
+// DeletePodByHand deletes a pod as a user would who wants it gone now
+// (grace period 0), so the API server removes it at once. A graceful delete
+// would leave the end to kwok, which finishes it by name, without the
+// kubelet's UID precondition, and can then take the controller's replacement
+// of the same name with it: a second recreation no real cluster makes.
+func DeletePodByHand(t testing.TB, namespace, name string) {
+	t.Helper()
+	zero := int64(0)
+	if err := KubeClient(t).CoreV1().Pods(namespace).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatalf("deleting pod %s/%s: %v", namespace, name, err)
 	}
 }

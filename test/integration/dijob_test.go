@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
@@ -231,12 +230,7 @@ func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T)
 		t.Fatal(err)
 	}
 	victim := before["cartpole-dqn-collector-0"]
-	// At once (grace 0): kwok finishes a graceful delete by name, without
-	// the kubelet's UID precondition, and may then take the replacement of
-	// the same name with it, which a real kubelet never does.
-	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-		t.Fatal(err)
-	}
+	framework.DeletePodByHand(t, ns, victim.Name)
 	framework.Eventually(t, 60*time.Second, "the deleted collector back, running, the others untouched", func(ctx context.Context) (bool, error) {
 		after, err := diPods(ctx, t, ns, job)
 		if err != nil || len(after) != 4 {

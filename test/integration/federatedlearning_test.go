@@ -119,9 +119,7 @@ func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 		}
 	}
 	synced := framework.ReadController(t, gm, federatedlearning.Name)
-	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), victim.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.DeletePodByHand(t, ns, victim.Name)
 	framework.Eventually(t, 30*time.Second, "the deleted worker to come back", func(ctx context.Context) (bool, error) {
 		pods, err := livePods(ctx, t, ns, job)
 		p, ok := pods[victim.Name]

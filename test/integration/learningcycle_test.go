@@ -432,9 +432,7 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 
 	// A stage pod deleted by hand comes back, once.
 	synced = c.ilSynced()
-	if err := framework.KubeClient(t).CoreV1().Pods(c.ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.DeletePodByHand(t, c.ns, pod.Name)
 	framework.Eventually(t, 30*time.Second, "the train pod back", func(ctx context.Context) (bool, error) {
 		p, err := framework.KubeClient(t).CoreV1().Pods(c.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
