@@ -36,8 +36,9 @@
 // before anything else is read; a "/" in an id, even escaped as %2F, leaves
 // no route (404).
 //
-// GET: data is the job's replicas as "ip:port" in global rank order (the
-// diengine/rank annotation), one entry per live pod of the job (controlled by
+// GET: data is the job's replicas as "ip:port" in global rank order (each
+// pod's place in the current spec, dijob.Ranks), one entry per live pod of
+// the job (controlled by
 // it, by UID, not being deleted, not Failed or Succeeded); the port is the
 // container port named "di-port" (DI's DefaultPortName) or Config.Port
 // (22270). A pod that has no IP yet is given as its DNS name behind the job's

@@ -42,31 +42,18 @@ func (s *Server) getReplicas(ctx context.Context, job *div2alpha1.DIJob) *reply 
 	if err != nil {
 		return internal(fmt.Errorf("listing the pods of DIJob %s: %w", klog.KObj(job), err), "the DIJob's pods could not be listed")
 	}
-	// The rank of a replica is its place in the current spec (tasks in
-	// order, each task's replicas by rank within the task): a pod's
-	// diengine/rank is the rank it had when made, which a scaled task before
-	// it has shifted since.
-	offset := map[string]int{}
-	sizes := map[string]int{}
-	total := 0
-	for i := range job.Spec.Tasks {
-		name := job.Spec.Tasks[i].TaskName()
-		offset[name], sizes[name] = total, int(job.TaskReplicas(i))
-		total += sizes[name]
-	}
+	// The rank of a replica is its place in the current spec.
+	ranks := dijob.Ranks(job)
 	replicas := make([]replica, 0, len(pods))
 	for _, pod := range pods {
 		if !isLiveReplicaOf(pod, job) {
 			continue
 		}
-		task := pod.Labels[dijob.LabelTaskName]
-		taskRank, err := strconv.Atoi(pod.Annotations[dijob.AnnotationTaskRank])
-		start, known := offset[task]
-		if err != nil || !known || taskRank < 0 || taskRank >= sizes[task] {
+		rank, ok := ranks[pod.Name]
+		if !ok {
 			klog.FromContext(ctx).V(4).Info("Pod of a DIJob that is no replica of its spec", "pod", klog.KObj(pod))
 			continue
 		}
-		rank := start + taskRank
 		replicas = append(replicas, replica{rank: rank, pod: pod})
 	}
 	// One entry per rank: should two pods claim one (they should not), the
@@ -179,7 +166,7 @@ func (s *Server) scale(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			refusal = rep
 			return nil
 		}
-		task := taskName(cur.Spec.Tasks[i])
+		task := cur.Spec.Tasks[i].TaskName()
 		have := int64(max(cur.TaskReplicas(i), 1)) // 0 is the API's default, 1
 		want := have + delta
 		switch {
@@ -256,20 +243,15 @@ func collectorOrNamed(job *div2alpha1.DIJob, name string) (int, *reply) {
 		}
 		return i, nil
 	}
-	i := slices.IndexFunc(job.Spec.Tasks, func(t div2alpha1.Task) bool { return taskName(t) == name })
+	i := slices.IndexFunc(job.Spec.Tasks, func(t div2alpha1.Task) bool { return t.TaskName() == name })
 	if i < 0 {
 		names := make([]string, len(job.Spec.Tasks))
 		for j, t := range job.Spec.Tasks {
-			names[j] = taskName(t)
+			names[j] = t.TaskName()
 		}
 		return -1, fail(http.StatusBadRequest, "DIJob %s has no task %q; its tasks are %s", klog.KObj(job), name, strings.Join(names, ", "))
 	}
 	return i, nil
-}
-
-// taskName is a task's name, or its type when it has none.
-func taskName(t div2alpha1.Task) string {
-	return t.TaskName()
 }
 
 // podNames are the names of a task's replicas: <job>-<task>-<rank in task>.

@@ -253,7 +253,7 @@ func TestScaleReplicas(t *testing.T) {
 			if tc.wantReplicas != nil {
 				got := map[string]int32{}
 				for _, task := range f.job(testJob).Spec.Tasks {
-					got[taskName(task)] = task.Replicas
+					got[task.TaskName()] = task.Replicas
 				}
 				if diff := cmp.Diff(tc.wantReplicas, got); diff != "" {
 					t.Errorf("replicas after the request (-want,+got):\n%s", diff)

@@ -68,11 +68,11 @@ func newPlacer(a *Allocation, linkGrace time.Duration, now func() time.Time) *pl
 	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{}, planned: map[string]allocator.Placement{}, now: now}
 }
 
-// place pins each of pods (replicas of job that have no pod yet) to a node,
-// all or none: on success each pod carries the node in a required node
-// affinity and in its diengine/node annotation; a *allocator.NotFitError
-// says what is missing.
-func (p *placer) place(job *div2.DIJob, pods []*corev1.Pod) error {
+// place pins each of pods (replicas of job that have no pod yet; wanted is
+// every replica of job) to a node, all or none: on success each pod carries
+// the node in a required node affinity and in its diengine/node annotation;
+// a *allocator.NotFitError says what is missing.
+func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	nodes, err := p.Nodes.List(labels.Everything())
@@ -86,22 +86,15 @@ func (p *placer) place(job *div2.DIJob, pods []*corev1.Pod) error {
 	all = p.withReservations(all)
 
 	// The replicas to place, in rank order, as the allocator sees them.
-	want := map[string]bool{}
-	for _, pod := range pods {
-		want[pod.Name] = true
-	}
+	byName := common.ByName(pods)
 	whole := allocator.JobOf(job)
 	part := whole
 	part.Replicas = nil
 	byRank := map[int]*corev1.Pod{}
-	for _, r := range replicasOf(job) {
-		if want[r.name] {
+	for _, r := range wanted {
+		if pod, ok := byName[r.name]; ok {
 			part.Replicas = append(part.Replicas, whole.Replicas[r.rank])
-			for _, pod := range pods {
-				if pod.Name == r.name {
-					byRank[r.rank] = pod
-				}
-			}
+			byRank[r.rank] = pod
 		}
 	}
 	key := whole.Key

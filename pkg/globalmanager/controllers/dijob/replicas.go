@@ -56,6 +56,22 @@ func replicasOf(job *div2.DIJob) []replica {
 	return out
 }
 
+// Ranks is the rank of each replica of job's current spec, by pod name: its
+// place in DI_NODES for a pod made now (a pod's diengine/rank is the rank
+// it had when made, which a scaled task before it may have shifted since).
+// Nil for a job past the replica bounds.
+func Ranks(job *div2.DIJob) map[string]int {
+	if job.CheckReplicas() != nil {
+		return nil
+	}
+	all := replicasOf(job)
+	ranks := make(map[string]int, len(all))
+	for _, r := range all {
+		ranks[r.name] = r.rank
+	}
+	return ranks
+}
+
 // PodName is the name of a task's replica: <job>-<task>-<rank>, also its
 // hostname, so at most a DNS label long (a long job name is cut and made
 // unique with a digest).
@@ -101,8 +117,10 @@ func taskHashes(job *div2.DIJob) (map[string]string, error) {
 	return out, nil
 }
 
-// newPod builds the pod of replica r, all being every replica of the job.
-func (c *Controller) newPod(job *div2.DIJob, r replica, all []replica, hash string) *corev1.Pod {
+// nodesEnv is the environment every pod of the job shares after its rank:
+// DI_NODES and each task's DI_<TASK>_NODES (every replica of the job, all),
+// and DI_SERVER_URL. It is built once per sync that makes pods.
+func (c *Controller) nodesEnv(job *div2.DIJob, all []replica) []corev1.EnvVar {
 	var nodes []string
 	byTask := map[string][]string{}
 	var order []string
@@ -114,17 +132,23 @@ func (c *Controller) newPod(job *div2.DIJob, r replica, all []replica, hash stri
 		}
 		byTask[o.taskName] = append(byTask[o.taskName], f)
 	}
-	env := []corev1.EnvVar{
-		common.Env("DI_JOB_ID", job.Namespace+"/"+job.Name),
-		common.Env("DI_RANK", strconv.Itoa(r.rank)),
-		common.Env("DI_NODES", strings.Join(nodes, ",")),
-	}
+	env := []corev1.EnvVar{common.Env("DI_NODES", strings.Join(nodes, ","))}
 	for _, t := range order {
 		env = append(env, common.Env(envName(t), strings.Join(byTask[t], ",")))
 	}
 	if c.config.ServerURL != "" {
 		env = append(env, common.Env("DI_SERVER_URL", c.config.ServerURL))
 	}
+	return env
+}
+
+// newPod builds the pod of replica r of a job of total replicas, shared
+// being the job's nodesEnv.
+func (c *Controller) newPod(job *div2.DIJob, r replica, total int, shared []corev1.EnvVar, hash string) *corev1.Pod {
+	env := append([]corev1.EnvVar{
+		common.Env("DI_JOB_ID", job.Namespace+"/"+job.Name),
+		common.Env("DI_RANK", strconv.Itoa(r.rank)),
+	}, shared...)
 	pod := common.NewWorkerPod(job, jobKind, common.Worker{
 		Name: r.name, Role: string(r.task.Type), Hash: hash, Template: &r.task.Template, Env: env,
 	})
@@ -133,7 +157,7 @@ func (c *Controller) newPod(job *div2.DIJob, r replica, all []replica, hash stri
 		LabelTaskName: r.taskName,
 	}, jobLabel(job), podLabel(r.name))
 	pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{
-		AnnotationReplicas: strconv.Itoa(len(all)),
+		AnnotationReplicas: strconv.Itoa(total),
 		AnnotationRank:     strconv.Itoa(r.rank),
 		AnnotationTaskRank: strconv.Itoa(r.taskRank),
 	})

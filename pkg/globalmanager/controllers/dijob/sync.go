@@ -29,7 +29,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status := job.Status.DeepCopy()
 	var events []common.Event
 	var actErr error
+	// The replicas of the current spec, listed once per sync; none for a
+	// job past the bounds.
 	tooLarge := job.CheckReplicas()
+	var wanted []replica
+	if tooLarge == nil {
+		wanted = replicasOf(job)
+	}
 	switch {
 	case finished(status.Phase):
 		if satisfied {
@@ -41,9 +47,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// GlobalManager's memory. It waits for a spec edit.
 		events = setPhase(status, div2.JobPending, "TooManyReplicas", tooLarge.Error(), now, corev1.EventTypeWarning)
 	default:
-		events, actErr = c.reconcile(ctx, key, job, status, pods, len(s.Services) > 0, satisfied, now)
+		events, actErr = c.reconcile(ctx, key, job, wanted, status, pods, len(s.Services) > 0, satisfied, now)
 	}
-	c.count(job, status, pods)
+	c.count(job, wanted, status, pods)
 	job.Status = *status
 	return s.End(ctx, actErr, events, "phase", status.Phase, "replicas", status.Replicas, "ready", status.ReadyReplicas, "restarts", status.Restarts)
 }
@@ -57,7 +63,7 @@ func finished(p div2.Phase) bool {
 
 // reconcile acts on an unfinished job and moves its phase. It returns the
 // events to record once the status is written.
-func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, pods []*corev1.Pod, haveService, satisfied bool, now metav1.Time) ([]common.Event, error) {
+func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob, wanted []replica, status *div2.DIJobStatus, pods []*corev1.Pod, haveService, satisfied bool, now metav1.Time) ([]common.Event, error) {
 	hashes, err := taskHashes(job)
 	if err != nil {
 		return nil, fmt.Errorf("building pods of %s: %w", key, err)
@@ -96,21 +102,19 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		status.Reschedules++
 		return setPhase(status, div2.JobRescheduling, "Moved", fmt.Sprintf("the allocator moves the job to a better placement (move %d); every pod is made again", status.Reschedules), now, corev1.EventTypeNormal), nil
 	}
-	wanted := replicasOf(job)
 	byName := common.ByName(pods)
-	var toCreate, stale []*corev1.Pod
-	var current []*corev1.Pod
+	var missingReplicas []replica
+	var stale, current []*corev1.Pod
 	want := map[string]bool{}
 	for _, r := range wanted {
 		want[r.name] = true
-		hash := hashes[r.taskName]
 		p, ok := byName[r.name]
 		switch {
 		case !ok:
-			toCreate = append(toCreate, c.newPod(job, r, wanted, hash))
+			missingReplicas = append(missingReplicas, r)
 		case common.PodTerminating(p):
 			// Made again once it is gone; its delete event syncs the job.
-		case p.Labels[common.LabelTemplateHash] != hash:
+		case p.Labels[common.LabelTemplateHash] != hashes[r.taskName]:
 			stale = append(stale, p)
 		default:
 			current = append(current, p)
@@ -121,6 +125,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	// has succeeded, whatever its other pods do meanwhile.
 	if failed != nil && !c.done(job, wanted, current) {
 		return c.restart(ctx, key, job, status, live, failed, satisfied, now)
+	}
+	var toCreate []*corev1.Pod
+	if len(missingReplicas) > 0 {
+		shared := c.nodesEnv(job, wanted)
+		for _, r := range missingReplicas {
+			toCreate = append(toCreate, c.newPod(job, r, len(wanted), shared, hashes[r.taskName]))
+		}
 	}
 	// Pods no replica wants any more (scaled down, task removed) go, and
 	// the highest ranks are the ones scaling down removes.
@@ -134,7 +145,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	// that finds no room tries again after allocationRetry.
 	var noRoom string
 	if satisfied && len(toCreate) > 0 && c.placer != nil {
-		if err := c.placer.place(job, toCreate); err != nil {
+		if err := c.placer.place(job, wanted, toCreate); err != nil {
 			if noRoom = notFit(err); noRoom == "" {
 				return nil, fmt.Errorf("placing the replicas of %s: %w", key, err)
 			}
@@ -170,7 +181,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 		return events, actErr
 	}
-	return c.setPhase(job, status, wanted, current, missing, isHeld, holding, actErr, now), actErr
+	return c.advance(job, status, wanted, current, missing, isHeld, holding, actErr, now), actErr
 }
 
 // restart deletes every pod of the job after one failed, counting it in
@@ -259,11 +270,11 @@ func podFailure(p *corev1.Pod) string {
 	return ""
 }
 
-// setPhase moves the phase of a job whose pods are current: Succeeded when
+// advance moves the phase of a job whose pods are current: Succeeded when
 // its deciding tasks are done (done); Pending while pods are missing
 // (Restarting, after a restart); Starting while some are not running;
 // Running.
-func (c *Controller) setPhase(job *div2.DIJob, status *div2.DIJobStatus, wanted []replica, current []*corev1.Pod, missing int, isHeld map[string]bool, holding []held, actErr error, now metav1.Time) []common.Event {
+func (c *Controller) advance(job *div2.DIJob, status *div2.DIJobStatus, wanted []replica, current []*corev1.Pod, missing int, isHeld map[string]bool, holding []held, actErr error, now metav1.Time) []common.Event {
 	up := 0
 	for _, p := range current {
 		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || isHeld[p.Name] {
@@ -347,11 +358,7 @@ func deciders(job *div2.DIJob) string {
 // count fills what status counts of the job's pods: replicas, ready
 // replicas, pods per task and phase, the node of each replica, the
 // selector of the scale subresource, and the generation observed.
-func (c *Controller) count(job *div2.DIJob, status *div2.DIJobStatus, pods []*corev1.Pod) {
-	var wanted []replica
-	if job.CheckReplicas() == nil {
-		wanted = replicasOf(job)
-	}
+func (c *Controller) count(job *div2.DIJob, wanted []replica, status *div2.DIJobStatus, pods []*corev1.Pod) {
 	status.Replicas = int32(len(wanted))
 	status.ReadyReplicas = 0
 	status.TaskStatus = nil
