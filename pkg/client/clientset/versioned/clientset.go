@@ -30,7 +30,7 @@ import (
 )
 
 type Interface interface {
-	Discovery() discovery.DiscoveryInterface
+	Discovery() discovery.DiscoveryInterfaces
 	DiengineV2alpha1() dienginev2alpha1.DiengineV2alpha1Interface
 	SednaV1alpha1() sednav1alpha1.SednaV1alpha1Interface
 }
@@ -53,7 +53,7 @@ func (c *Clientset) SednaV1alpha1() sednav1alpha1.SednaV1alpha1Interface {
 }
 
 // Discovery retrieves the DiscoveryClient
-func (c *Clientset) Discovery() discovery.DiscoveryInterface {
+func (c *Clientset) Discovery() discovery.DiscoveryInterfaces {
 	if c == nil {
 		return nil
 	}

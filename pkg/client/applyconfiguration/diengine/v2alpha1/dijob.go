@@ -31,7 +31,7 @@ import (
 // (learners, collectors, evaluators, others), each a set of pod replicas that
 // find one another by DNS.
 type DIJobApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *DIJobSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *DIJobStatusApplyConfiguration `json:"status,omitempty"`

@@ -30,7 +30,7 @@ import (
 // Dataset is a set of samples that lives on one node; its LocalController
 // counts the samples.
 type DatasetApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *DatasetSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *DatasetStatusApplyConfiguration `json:"status,omitempty"`

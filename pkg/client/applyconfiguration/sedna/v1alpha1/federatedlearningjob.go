@@ -30,7 +30,7 @@ import (
 // FederatedLearningJob trains one model from data that stays on the edge: a
 // training worker per edge dataset and one aggregation worker in the cloud.
 type FederatedLearningJobApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *FederatedLearningJobSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *FederatedLearningJobStatusApplyConfiguration `json:"status,omitempty"`

@@ -30,7 +30,7 @@ import (
 // IncrementalLearningJob retrains a model as its edge dataset grows: train,
 // evaluate, deploy, and again.
 type IncrementalLearningJobApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *IncrementalLearningJobSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *IncrementalLearningJobStatusApplyConfiguration `json:"status,omitempty"`

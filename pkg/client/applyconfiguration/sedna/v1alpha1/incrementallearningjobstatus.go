@@ -41,7 +41,7 @@ type IncrementalLearningJobStatusApplyConfiguration struct {
 	Succeeded *int32 `json:"succeeded,omitempty"`
 	// Worker pods failed.
 	Failed                        *int32 `json:"failed,omitempty"`
-	CycleStatusApplyConfiguration `json:",inline"`
+	CycleStatusApplyConfiguration `json:""`
 	// The metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }

@@ -30,7 +30,7 @@ import (
 // JointInferenceService runs a small model on an edge node and sends the hard
 // examples to a big model in the cloud.
 type JointInferenceServiceApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *JointInferenceServiceSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *JointInferenceServiceStatusApplyConfiguration `json:"status,omitempty"`

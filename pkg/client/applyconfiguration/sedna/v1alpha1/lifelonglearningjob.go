@@ -30,7 +30,7 @@ import (
 // LifelongLearningJob learns new tasks from an edge dataset round after round,
 // keeping what it learned in a knowledge base.
 type LifelongLearningJobApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *LifelongLearningJobSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *LifelongLearningJobStatusApplyConfiguration `json:"status,omitempty"`

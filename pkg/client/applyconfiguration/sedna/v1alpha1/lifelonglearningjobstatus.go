@@ -37,7 +37,7 @@ type LifelongLearningJobStatusApplyConfiguration struct {
 	StartTime *v1.Time `json:"startTime,omitempty"`
 	// When the job finished.
 	CompletionTime                *v1.Time `json:"completionTime,omitempty"`
-	CycleStatusApplyConfiguration `json:",inline"`
+	CycleStatusApplyConfiguration `json:""`
 	// The metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }

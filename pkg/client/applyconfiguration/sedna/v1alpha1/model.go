@@ -29,7 +29,7 @@ import (
 //
 // Model is a trained model that workers load or produce.
 type ModelApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *ModelSpecApplyConfiguration   `json:"spec,omitempty"`
 	Status                           *ModelStatusApplyConfiguration `json:"status,omitempty"`

@@ -28,16 +28,45 @@ import (
 	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // DIJobInformer provides access to a shared informer and lister for
-// DIJobs.
+// DIJobs. Prefer using the type-safe variant (see [TypedDIJobInformer]).
 type DIJobInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() dienginev2alpha1.DIJobLister
 }
+
+// TypedDIJobInformer provides access to a shared informer and lister for
+// DIJobs, including the type-safe TypedInformer variant.
+// It is a superset of DIJobInformer.
+type TypedDIJobInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() DIJobIndexInformer
+	Lister() dienginev2alpha1.DIJobLister
+}
+
+// DIJobIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type DIJobIndexInformer cache.TypedSharedIndexInformer[*apisdienginev2alpha1.DIJob]
+
+// DIJobHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for DIJob.
+type DIJobHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apisdienginev2alpha1.DIJob]
+
+// DIJobDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for DIJob.
+type DIJobDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apisdienginev2alpha1.DIJob]
+
+// DIJobFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for DIJob.
+type DIJobFilteringHandler = cache.TypedFilteringResourceEventHandler[*apisdienginev2alpha1.DIJob]
+
+// DIJobIndexers is a specialization of [cache.TypedIndexers] for DIJob.
+type DIJobIndexers = cache.TypedIndexers[*apisdienginev2alpha1.DIJob]
+
+// DeletedDIJob is a specialization of [cache.DeletedObject] for DIJob.
+type DeletedDIJob = cache.DeletedObject[*apisdienginev2alpha1.DIJob]
 
 type dIJobInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type dIJobInformer struct {
 // NewDIJobInformer constructs a new informer for DIJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedDIJobInformer]).
 func NewDIJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredDIJobInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewDIJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedDIJobInformer constructs a new informer for DIJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedDIJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers DIJobIndexers) DIJobIndexInformer {
+	return NewTypedDIJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredDIJobInformer constructs a new informer for DIJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredDIJobInformer]).
 func NewFilteredDIJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedDIJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredDIJobInformer constructs a new informer for DIJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredDIJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers DIJobIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) DIJobIndexInformer {
+	return NewTypedDIJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewDIJobInformerWithOptions constructs a new informer for DIJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedDIJobInformerWithOptions]).
+func NewDIJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedDIJobInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedDIJobInformerWithOptions constructs a new informer for DIJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedDIJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) DIJobIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "diengine.opendilab.org", Version: "v2alpha1", Resource: "dijobs"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apisdienginev2alpha1.DIJob](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.DiengineV2alpha1().DIJobs(namespace).List(context.Background(), options)
+				return client.DiengineV2alpha1().DIJobs(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.DiengineV2alpha1().DIJobs(namespace).Watch(context.Background(), options)
+				return client.DiengineV2alpha1().DIJobs(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.DiengineV2alpha1().DIJobs(namespace).List(ctx, options)
+				return client.DiengineV2alpha1().DIJobs(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.DiengineV2alpha1().DIJobs(namespace).Watch(ctx, options)
+				return client.DiengineV2alpha1().DIJobs(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apisdienginev2alpha1.DIJob{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *dIJobInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredDIJobInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedDIJobInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *dIJobInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apisdienginev2alpha1.DIJob{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *dIJobInformer) TypedInformer() DIJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apisdienginev2alpha1.DIJob](f.factory.InformerFor(&apisdienginev2alpha1.DIJob{}, f.defaultInformer))
 }
 
 func (f *dIJobInformer) Lister() dienginev2alpha1.DIJobLister {
 	return dienginev2alpha1.NewDIJobLister(f.Informer().GetIndexer())
+}
+
+// ToTypedDIJobInformer converts an untyped informer into a TypedDIJobInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *DIJob. If that is not the case, calling type-safe methods of the returned
+// TypedDIJobInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedDIJobInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedDIJobInformer(informer DIJobInformer) TypedDIJobInformer {
+	if informer, ok := informer.(TypedDIJobInformer); ok {
+		return informer
+	}
+	return &dIJobTypedInformerAdapter{informer}
+}
+
+type dIJobTypedInformerAdapter struct {
+	DIJobInformer
+}
+
+func (a *dIJobTypedInformerAdapter) TypedInformer() DIJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apisdienginev2alpha1.DIJob](a.Informer())
+}
+
+// ToDIJobIndexInformer converts an untyped informer into a DIJobIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *DIJob. If that is not the case, calling type-safe methods of the returned
+// DIJobIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a DIJobIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToDIJobIndexInformer(informer cache.SharedIndexInformer) DIJobIndexInformer {
+	if informer, ok := informer.(DIJobIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apisdienginev2alpha1.DIJob](informer)
 }

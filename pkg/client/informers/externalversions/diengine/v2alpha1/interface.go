@@ -25,7 +25,7 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// DIJobs returns a DIJobInformer.
-	DIJobs() DIJobInformer
+	DIJobs() TypedDIJobInformer
 }
 
 type version struct {
@@ -39,7 +39,7 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// DIJobs returns a DIJobInformer.
-func (v *version) DIJobs() DIJobInformer {
+// DIJobs returns a TypedDIJobInformer.
+func (v *version) DIJobs() TypedDIJobInformer {
 	return &dIJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

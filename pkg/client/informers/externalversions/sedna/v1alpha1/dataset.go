@@ -28,16 +28,45 @@ import (
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // DatasetInformer provides access to a shared informer and lister for
-// Datasets.
+// Datasets. Prefer using the type-safe variant (see [TypedDatasetInformer]).
 type DatasetInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() sednav1alpha1.DatasetLister
 }
+
+// TypedDatasetInformer provides access to a shared informer and lister for
+// Datasets, including the type-safe TypedInformer variant.
+// It is a superset of DatasetInformer.
+type TypedDatasetInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() DatasetIndexInformer
+	Lister() sednav1alpha1.DatasetLister
+}
+
+// DatasetIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type DatasetIndexInformer cache.TypedSharedIndexInformer[*apissednav1alpha1.Dataset]
+
+// DatasetHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for Dataset.
+type DatasetHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apissednav1alpha1.Dataset]
+
+// DatasetDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for Dataset.
+type DatasetDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apissednav1alpha1.Dataset]
+
+// DatasetFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for Dataset.
+type DatasetFilteringHandler = cache.TypedFilteringResourceEventHandler[*apissednav1alpha1.Dataset]
+
+// DatasetIndexers is a specialization of [cache.TypedIndexers] for Dataset.
+type DatasetIndexers = cache.TypedIndexers[*apissednav1alpha1.Dataset]
+
+// DeletedDataset is a specialization of [cache.DeletedObject] for Dataset.
+type DeletedDataset = cache.DeletedObject[*apissednav1alpha1.Dataset]
 
 type datasetInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type datasetInformer struct {
 // NewDatasetInformer constructs a new informer for Dataset type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedDatasetInformer]).
 func NewDatasetInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredDatasetInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewDatasetInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedDatasetInformer constructs a new informer for Dataset type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedDatasetInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers DatasetIndexers) DatasetIndexInformer {
+	return NewTypedDatasetInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredDatasetInformer constructs a new informer for Dataset type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredDatasetInformer]).
 func NewFilteredDatasetInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedDatasetInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredDatasetInformer constructs a new informer for Dataset type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredDatasetInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers DatasetIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) DatasetIndexInformer {
+	return NewTypedDatasetInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewDatasetInformerWithOptions constructs a new informer for Dataset type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedDatasetInformerWithOptions]).
+func NewDatasetInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedDatasetInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedDatasetInformerWithOptions constructs a new informer for Dataset type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedDatasetInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) DatasetIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "sedna.io", Version: "v1alpha1", Resource: "datasets"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Dataset](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Datasets(namespace).List(context.Background(), options)
+				return client.SednaV1alpha1().Datasets(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Datasets(namespace).Watch(context.Background(), options)
+				return client.SednaV1alpha1().Datasets(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Datasets(namespace).List(ctx, options)
+				return client.SednaV1alpha1().Datasets(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Datasets(namespace).Watch(ctx, options)
+				return client.SednaV1alpha1().Datasets(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apissednav1alpha1.Dataset{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *datasetInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredDatasetInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedDatasetInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *datasetInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apissednav1alpha1.Dataset{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *datasetInformer) TypedInformer() DatasetIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Dataset](f.factory.InformerFor(&apissednav1alpha1.Dataset{}, f.defaultInformer))
 }
 
 func (f *datasetInformer) Lister() sednav1alpha1.DatasetLister {
 	return sednav1alpha1.NewDatasetLister(f.Informer().GetIndexer())
+}
+
+// ToTypedDatasetInformer converts an untyped informer into a TypedDatasetInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *Dataset. If that is not the case, calling type-safe methods of the returned
+// TypedDatasetInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedDatasetInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedDatasetInformer(informer DatasetInformer) TypedDatasetInformer {
+	if informer, ok := informer.(TypedDatasetInformer); ok {
+		return informer
+	}
+	return &datasetTypedInformerAdapter{informer}
+}
+
+type datasetTypedInformerAdapter struct {
+	DatasetInformer
+}
+
+func (a *datasetTypedInformerAdapter) TypedInformer() DatasetIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Dataset](a.Informer())
+}
+
+// ToDatasetIndexInformer converts an untyped informer into a DatasetIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *Dataset. If that is not the case, calling type-safe methods of the returned
+// DatasetIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a DatasetIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToDatasetIndexInformer(informer cache.SharedIndexInformer) DatasetIndexInformer {
+	if informer, ok := informer.(DatasetIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Dataset](informer)
 }

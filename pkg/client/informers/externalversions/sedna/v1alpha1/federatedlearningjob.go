@@ -28,16 +28,45 @@ import (
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // FederatedLearningJobInformer provides access to a shared informer and lister for
-// FederatedLearningJobs.
+// FederatedLearningJobs. Prefer using the type-safe variant (see [TypedFederatedLearningJobInformer]).
 type FederatedLearningJobInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() sednav1alpha1.FederatedLearningJobLister
 }
+
+// TypedFederatedLearningJobInformer provides access to a shared informer and lister for
+// FederatedLearningJobs, including the type-safe TypedInformer variant.
+// It is a superset of FederatedLearningJobInformer.
+type TypedFederatedLearningJobInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() FederatedLearningJobIndexInformer
+	Lister() sednav1alpha1.FederatedLearningJobLister
+}
+
+// FederatedLearningJobIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type FederatedLearningJobIndexInformer cache.TypedSharedIndexInformer[*apissednav1alpha1.FederatedLearningJob]
+
+// FederatedLearningJobHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for FederatedLearningJob.
+type FederatedLearningJobHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apissednav1alpha1.FederatedLearningJob]
+
+// FederatedLearningJobDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for FederatedLearningJob.
+type FederatedLearningJobDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apissednav1alpha1.FederatedLearningJob]
+
+// FederatedLearningJobFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for FederatedLearningJob.
+type FederatedLearningJobFilteringHandler = cache.TypedFilteringResourceEventHandler[*apissednav1alpha1.FederatedLearningJob]
+
+// FederatedLearningJobIndexers is a specialization of [cache.TypedIndexers] for FederatedLearningJob.
+type FederatedLearningJobIndexers = cache.TypedIndexers[*apissednav1alpha1.FederatedLearningJob]
+
+// DeletedFederatedLearningJob is a specialization of [cache.DeletedObject] for FederatedLearningJob.
+type DeletedFederatedLearningJob = cache.DeletedObject[*apissednav1alpha1.FederatedLearningJob]
 
 type federatedLearningJobInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type federatedLearningJobInformer struct {
 // NewFederatedLearningJobInformer constructs a new informer for FederatedLearningJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFederatedLearningJobInformer]).
 func NewFederatedLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredFederatedLearningJobInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewFederatedLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedFederatedLearningJobInformer constructs a new informer for FederatedLearningJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFederatedLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FederatedLearningJobIndexers) FederatedLearningJobIndexInformer {
+	return NewTypedFederatedLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredFederatedLearningJobInformer constructs a new informer for FederatedLearningJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredFederatedLearningJobInformer]).
 func NewFilteredFederatedLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedFederatedLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredFederatedLearningJobInformer constructs a new informer for FederatedLearningJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredFederatedLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FederatedLearningJobIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FederatedLearningJobIndexInformer {
+	return NewTypedFederatedLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewFederatedLearningJobInformerWithOptions constructs a new informer for FederatedLearningJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFederatedLearningJobInformerWithOptions]).
+func NewFederatedLearningJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedFederatedLearningJobInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedFederatedLearningJobInformerWithOptions constructs a new informer for FederatedLearningJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFederatedLearningJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) FederatedLearningJobIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "sedna.io", Version: "v1alpha1", Resource: "federatedlearningjobs"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.FederatedLearningJob](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().FederatedLearningJobs(namespace).List(context.Background(), options)
+				return client.SednaV1alpha1().FederatedLearningJobs(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().FederatedLearningJobs(namespace).Watch(context.Background(), options)
+				return client.SednaV1alpha1().FederatedLearningJobs(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().FederatedLearningJobs(namespace).List(ctx, options)
+				return client.SednaV1alpha1().FederatedLearningJobs(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().FederatedLearningJobs(namespace).Watch(ctx, options)
+				return client.SednaV1alpha1().FederatedLearningJobs(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apissednav1alpha1.FederatedLearningJob{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *federatedLearningJobInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredFederatedLearningJobInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedFederatedLearningJobInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *federatedLearningJobInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apissednav1alpha1.FederatedLearningJob{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *federatedLearningJobInformer) TypedInformer() FederatedLearningJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.FederatedLearningJob](f.factory.InformerFor(&apissednav1alpha1.FederatedLearningJob{}, f.defaultInformer))
 }
 
 func (f *federatedLearningJobInformer) Lister() sednav1alpha1.FederatedLearningJobLister {
 	return sednav1alpha1.NewFederatedLearningJobLister(f.Informer().GetIndexer())
+}
+
+// ToTypedFederatedLearningJobInformer converts an untyped informer into a TypedFederatedLearningJobInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *FederatedLearningJob. If that is not the case, calling type-safe methods of the returned
+// TypedFederatedLearningJobInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedFederatedLearningJobInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedFederatedLearningJobInformer(informer FederatedLearningJobInformer) TypedFederatedLearningJobInformer {
+	if informer, ok := informer.(TypedFederatedLearningJobInformer); ok {
+		return informer
+	}
+	return &federatedLearningJobTypedInformerAdapter{informer}
+}
+
+type federatedLearningJobTypedInformerAdapter struct {
+	FederatedLearningJobInformer
+}
+
+func (a *federatedLearningJobTypedInformerAdapter) TypedInformer() FederatedLearningJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.FederatedLearningJob](a.Informer())
+}
+
+// ToFederatedLearningJobIndexInformer converts an untyped informer into a FederatedLearningJobIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *FederatedLearningJob. If that is not the case, calling type-safe methods of the returned
+// FederatedLearningJobIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a FederatedLearningJobIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToFederatedLearningJobIndexInformer(informer cache.SharedIndexInformer) FederatedLearningJobIndexInformer {
+	if informer, ok := informer.(FederatedLearningJobIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.FederatedLearningJob](informer)
 }

@@ -28,16 +28,45 @@ import (
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // IncrementalLearningJobInformer provides access to a shared informer and lister for
-// IncrementalLearningJobs.
+// IncrementalLearningJobs. Prefer using the type-safe variant (see [TypedIncrementalLearningJobInformer]).
 type IncrementalLearningJobInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() sednav1alpha1.IncrementalLearningJobLister
 }
+
+// TypedIncrementalLearningJobInformer provides access to a shared informer and lister for
+// IncrementalLearningJobs, including the type-safe TypedInformer variant.
+// It is a superset of IncrementalLearningJobInformer.
+type TypedIncrementalLearningJobInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() IncrementalLearningJobIndexInformer
+	Lister() sednav1alpha1.IncrementalLearningJobLister
+}
+
+// IncrementalLearningJobIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type IncrementalLearningJobIndexInformer cache.TypedSharedIndexInformer[*apissednav1alpha1.IncrementalLearningJob]
+
+// IncrementalLearningJobHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for IncrementalLearningJob.
+type IncrementalLearningJobHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apissednav1alpha1.IncrementalLearningJob]
+
+// IncrementalLearningJobDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for IncrementalLearningJob.
+type IncrementalLearningJobDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apissednav1alpha1.IncrementalLearningJob]
+
+// IncrementalLearningJobFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for IncrementalLearningJob.
+type IncrementalLearningJobFilteringHandler = cache.TypedFilteringResourceEventHandler[*apissednav1alpha1.IncrementalLearningJob]
+
+// IncrementalLearningJobIndexers is a specialization of [cache.TypedIndexers] for IncrementalLearningJob.
+type IncrementalLearningJobIndexers = cache.TypedIndexers[*apissednav1alpha1.IncrementalLearningJob]
+
+// DeletedIncrementalLearningJob is a specialization of [cache.DeletedObject] for IncrementalLearningJob.
+type DeletedIncrementalLearningJob = cache.DeletedObject[*apissednav1alpha1.IncrementalLearningJob]
 
 type incrementalLearningJobInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type incrementalLearningJobInformer struct {
 // NewIncrementalLearningJobInformer constructs a new informer for IncrementalLearningJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedIncrementalLearningJobInformer]).
 func NewIncrementalLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredIncrementalLearningJobInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewIncrementalLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedIncrementalLearningJobInformer constructs a new informer for IncrementalLearningJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedIncrementalLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers IncrementalLearningJobIndexers) IncrementalLearningJobIndexInformer {
+	return NewTypedIncrementalLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredIncrementalLearningJobInformer constructs a new informer for IncrementalLearningJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredIncrementalLearningJobInformer]).
 func NewFilteredIncrementalLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedIncrementalLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredIncrementalLearningJobInformer constructs a new informer for IncrementalLearningJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredIncrementalLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers IncrementalLearningJobIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) IncrementalLearningJobIndexInformer {
+	return NewTypedIncrementalLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewIncrementalLearningJobInformerWithOptions constructs a new informer for IncrementalLearningJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedIncrementalLearningJobInformerWithOptions]).
+func NewIncrementalLearningJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedIncrementalLearningJobInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedIncrementalLearningJobInformerWithOptions constructs a new informer for IncrementalLearningJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedIncrementalLearningJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) IncrementalLearningJobIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "sedna.io", Version: "v1alpha1", Resource: "incrementallearningjobs"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.IncrementalLearningJob](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).List(context.Background(), options)
+				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).Watch(context.Background(), options)
+				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).List(ctx, options)
+				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).Watch(ctx, options)
+				return client.SednaV1alpha1().IncrementalLearningJobs(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apissednav1alpha1.IncrementalLearningJob{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *incrementalLearningJobInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredIncrementalLearningJobInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedIncrementalLearningJobInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *incrementalLearningJobInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apissednav1alpha1.IncrementalLearningJob{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *incrementalLearningJobInformer) TypedInformer() IncrementalLearningJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.IncrementalLearningJob](f.factory.InformerFor(&apissednav1alpha1.IncrementalLearningJob{}, f.defaultInformer))
 }
 
 func (f *incrementalLearningJobInformer) Lister() sednav1alpha1.IncrementalLearningJobLister {
 	return sednav1alpha1.NewIncrementalLearningJobLister(f.Informer().GetIndexer())
+}
+
+// ToTypedIncrementalLearningJobInformer converts an untyped informer into a TypedIncrementalLearningJobInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *IncrementalLearningJob. If that is not the case, calling type-safe methods of the returned
+// TypedIncrementalLearningJobInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedIncrementalLearningJobInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedIncrementalLearningJobInformer(informer IncrementalLearningJobInformer) TypedIncrementalLearningJobInformer {
+	if informer, ok := informer.(TypedIncrementalLearningJobInformer); ok {
+		return informer
+	}
+	return &incrementalLearningJobTypedInformerAdapter{informer}
+}
+
+type incrementalLearningJobTypedInformerAdapter struct {
+	IncrementalLearningJobInformer
+}
+
+func (a *incrementalLearningJobTypedInformerAdapter) TypedInformer() IncrementalLearningJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.IncrementalLearningJob](a.Informer())
+}
+
+// ToIncrementalLearningJobIndexInformer converts an untyped informer into a IncrementalLearningJobIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *IncrementalLearningJob. If that is not the case, calling type-safe methods of the returned
+// IncrementalLearningJobIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a IncrementalLearningJobIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToIncrementalLearningJobIndexInformer(informer cache.SharedIndexInformer) IncrementalLearningJobIndexInformer {
+	if informer, ok := informer.(IncrementalLearningJobIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.IncrementalLearningJob](informer)
 }

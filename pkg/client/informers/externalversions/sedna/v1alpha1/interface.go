@@ -25,17 +25,17 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// Datasets returns a DatasetInformer.
-	Datasets() DatasetInformer
+	Datasets() TypedDatasetInformer
 	// FederatedLearningJobs returns a FederatedLearningJobInformer.
-	FederatedLearningJobs() FederatedLearningJobInformer
+	FederatedLearningJobs() TypedFederatedLearningJobInformer
 	// IncrementalLearningJobs returns a IncrementalLearningJobInformer.
-	IncrementalLearningJobs() IncrementalLearningJobInformer
+	IncrementalLearningJobs() TypedIncrementalLearningJobInformer
 	// JointInferenceServices returns a JointInferenceServiceInformer.
-	JointInferenceServices() JointInferenceServiceInformer
+	JointInferenceServices() TypedJointInferenceServiceInformer
 	// LifelongLearningJobs returns a LifelongLearningJobInformer.
-	LifelongLearningJobs() LifelongLearningJobInformer
+	LifelongLearningJobs() TypedLifelongLearningJobInformer
 	// Models returns a ModelInformer.
-	Models() ModelInformer
+	Models() TypedModelInformer
 }
 
 type version struct {
@@ -49,32 +49,32 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// Datasets returns a DatasetInformer.
-func (v *version) Datasets() DatasetInformer {
+// Datasets returns a TypedDatasetInformer.
+func (v *version) Datasets() TypedDatasetInformer {
 	return &datasetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// FederatedLearningJobs returns a FederatedLearningJobInformer.
-func (v *version) FederatedLearningJobs() FederatedLearningJobInformer {
+// FederatedLearningJobs returns a TypedFederatedLearningJobInformer.
+func (v *version) FederatedLearningJobs() TypedFederatedLearningJobInformer {
 	return &federatedLearningJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// IncrementalLearningJobs returns a IncrementalLearningJobInformer.
-func (v *version) IncrementalLearningJobs() IncrementalLearningJobInformer {
+// IncrementalLearningJobs returns a TypedIncrementalLearningJobInformer.
+func (v *version) IncrementalLearningJobs() TypedIncrementalLearningJobInformer {
 	return &incrementalLearningJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// JointInferenceServices returns a JointInferenceServiceInformer.
-func (v *version) JointInferenceServices() JointInferenceServiceInformer {
+// JointInferenceServices returns a TypedJointInferenceServiceInformer.
+func (v *version) JointInferenceServices() TypedJointInferenceServiceInformer {
 	return &jointInferenceServiceInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// LifelongLearningJobs returns a LifelongLearningJobInformer.
-func (v *version) LifelongLearningJobs() LifelongLearningJobInformer {
+// LifelongLearningJobs returns a TypedLifelongLearningJobInformer.
+func (v *version) LifelongLearningJobs() TypedLifelongLearningJobInformer {
 	return &lifelongLearningJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// Models returns a ModelInformer.
-func (v *version) Models() ModelInformer {
+// Models returns a TypedModelInformer.
+func (v *version) Models() TypedModelInformer {
 	return &modelInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -28,16 +28,45 @@ import (
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // JointInferenceServiceInformer provides access to a shared informer and lister for
-// JointInferenceServices.
+// JointInferenceServices. Prefer using the type-safe variant (see [TypedJointInferenceServiceInformer]).
 type JointInferenceServiceInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() sednav1alpha1.JointInferenceServiceLister
 }
+
+// TypedJointInferenceServiceInformer provides access to a shared informer and lister for
+// JointInferenceServices, including the type-safe TypedInformer variant.
+// It is a superset of JointInferenceServiceInformer.
+type TypedJointInferenceServiceInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() JointInferenceServiceIndexInformer
+	Lister() sednav1alpha1.JointInferenceServiceLister
+}
+
+// JointInferenceServiceIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type JointInferenceServiceIndexInformer cache.TypedSharedIndexInformer[*apissednav1alpha1.JointInferenceService]
+
+// JointInferenceServiceHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for JointInferenceService.
+type JointInferenceServiceHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apissednav1alpha1.JointInferenceService]
+
+// JointInferenceServiceDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for JointInferenceService.
+type JointInferenceServiceDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apissednav1alpha1.JointInferenceService]
+
+// JointInferenceServiceFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for JointInferenceService.
+type JointInferenceServiceFilteringHandler = cache.TypedFilteringResourceEventHandler[*apissednav1alpha1.JointInferenceService]
+
+// JointInferenceServiceIndexers is a specialization of [cache.TypedIndexers] for JointInferenceService.
+type JointInferenceServiceIndexers = cache.TypedIndexers[*apissednav1alpha1.JointInferenceService]
+
+// DeletedJointInferenceService is a specialization of [cache.DeletedObject] for JointInferenceService.
+type DeletedJointInferenceService = cache.DeletedObject[*apissednav1alpha1.JointInferenceService]
 
 type jointInferenceServiceInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type jointInferenceServiceInformer struct {
 // NewJointInferenceServiceInformer constructs a new informer for JointInferenceService type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedJointInferenceServiceInformer]).
 func NewJointInferenceServiceInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredJointInferenceServiceInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewJointInferenceServiceInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedJointInferenceServiceInformer constructs a new informer for JointInferenceService type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedJointInferenceServiceInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers JointInferenceServiceIndexers) JointInferenceServiceIndexInformer {
+	return NewTypedJointInferenceServiceInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredJointInferenceServiceInformer constructs a new informer for JointInferenceService type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredJointInferenceServiceInformer]).
 func NewFilteredJointInferenceServiceInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedJointInferenceServiceInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredJointInferenceServiceInformer constructs a new informer for JointInferenceService type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredJointInferenceServiceInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers JointInferenceServiceIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) JointInferenceServiceIndexInformer {
+	return NewTypedJointInferenceServiceInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewJointInferenceServiceInformerWithOptions constructs a new informer for JointInferenceService type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedJointInferenceServiceInformerWithOptions]).
+func NewJointInferenceServiceInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedJointInferenceServiceInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedJointInferenceServiceInformerWithOptions constructs a new informer for JointInferenceService type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedJointInferenceServiceInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) JointInferenceServiceIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "sedna.io", Version: "v1alpha1", Resource: "jointinferenceservices"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.JointInferenceService](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().JointInferenceServices(namespace).List(context.Background(), options)
+				return client.SednaV1alpha1().JointInferenceServices(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().JointInferenceServices(namespace).Watch(context.Background(), options)
+				return client.SednaV1alpha1().JointInferenceServices(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().JointInferenceServices(namespace).List(ctx, options)
+				return client.SednaV1alpha1().JointInferenceServices(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().JointInferenceServices(namespace).Watch(ctx, options)
+				return client.SednaV1alpha1().JointInferenceServices(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apissednav1alpha1.JointInferenceService{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *jointInferenceServiceInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredJointInferenceServiceInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedJointInferenceServiceInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *jointInferenceServiceInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apissednav1alpha1.JointInferenceService{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *jointInferenceServiceInformer) TypedInformer() JointInferenceServiceIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.JointInferenceService](f.factory.InformerFor(&apissednav1alpha1.JointInferenceService{}, f.defaultInformer))
 }
 
 func (f *jointInferenceServiceInformer) Lister() sednav1alpha1.JointInferenceServiceLister {
 	return sednav1alpha1.NewJointInferenceServiceLister(f.Informer().GetIndexer())
+}
+
+// ToTypedJointInferenceServiceInformer converts an untyped informer into a TypedJointInferenceServiceInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *JointInferenceService. If that is not the case, calling type-safe methods of the returned
+// TypedJointInferenceServiceInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedJointInferenceServiceInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedJointInferenceServiceInformer(informer JointInferenceServiceInformer) TypedJointInferenceServiceInformer {
+	if informer, ok := informer.(TypedJointInferenceServiceInformer); ok {
+		return informer
+	}
+	return &jointInferenceServiceTypedInformerAdapter{informer}
+}
+
+type jointInferenceServiceTypedInformerAdapter struct {
+	JointInferenceServiceInformer
+}
+
+func (a *jointInferenceServiceTypedInformerAdapter) TypedInformer() JointInferenceServiceIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.JointInferenceService](a.Informer())
+}
+
+// ToJointInferenceServiceIndexInformer converts an untyped informer into a JointInferenceServiceIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *JointInferenceService. If that is not the case, calling type-safe methods of the returned
+// JointInferenceServiceIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a JointInferenceServiceIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToJointInferenceServiceIndexInformer(informer cache.SharedIndexInformer) JointInferenceServiceIndexInformer {
+	if informer, ok := informer.(JointInferenceServiceIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.JointInferenceService](informer)
 }

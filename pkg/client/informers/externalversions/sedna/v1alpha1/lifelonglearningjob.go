@@ -28,16 +28,45 @@ import (
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // LifelongLearningJobInformer provides access to a shared informer and lister for
-// LifelongLearningJobs.
+// LifelongLearningJobs. Prefer using the type-safe variant (see [TypedLifelongLearningJobInformer]).
 type LifelongLearningJobInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() sednav1alpha1.LifelongLearningJobLister
 }
+
+// TypedLifelongLearningJobInformer provides access to a shared informer and lister for
+// LifelongLearningJobs, including the type-safe TypedInformer variant.
+// It is a superset of LifelongLearningJobInformer.
+type TypedLifelongLearningJobInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() LifelongLearningJobIndexInformer
+	Lister() sednav1alpha1.LifelongLearningJobLister
+}
+
+// LifelongLearningJobIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type LifelongLearningJobIndexInformer cache.TypedSharedIndexInformer[*apissednav1alpha1.LifelongLearningJob]
+
+// LifelongLearningJobHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for LifelongLearningJob.
+type LifelongLearningJobHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apissednav1alpha1.LifelongLearningJob]
+
+// LifelongLearningJobDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for LifelongLearningJob.
+type LifelongLearningJobDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apissednav1alpha1.LifelongLearningJob]
+
+// LifelongLearningJobFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for LifelongLearningJob.
+type LifelongLearningJobFilteringHandler = cache.TypedFilteringResourceEventHandler[*apissednav1alpha1.LifelongLearningJob]
+
+// LifelongLearningJobIndexers is a specialization of [cache.TypedIndexers] for LifelongLearningJob.
+type LifelongLearningJobIndexers = cache.TypedIndexers[*apissednav1alpha1.LifelongLearningJob]
+
+// DeletedLifelongLearningJob is a specialization of [cache.DeletedObject] for LifelongLearningJob.
+type DeletedLifelongLearningJob = cache.DeletedObject[*apissednav1alpha1.LifelongLearningJob]
 
 type lifelongLearningJobInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type lifelongLearningJobInformer struct {
 // NewLifelongLearningJobInformer constructs a new informer for LifelongLearningJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedLifelongLearningJobInformer]).
 func NewLifelongLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredLifelongLearningJobInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewLifelongLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedLifelongLearningJobInformer constructs a new informer for LifelongLearningJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedLifelongLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers LifelongLearningJobIndexers) LifelongLearningJobIndexInformer {
+	return NewTypedLifelongLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredLifelongLearningJobInformer constructs a new informer for LifelongLearningJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredLifelongLearningJobInformer]).
 func NewFilteredLifelongLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedLifelongLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredLifelongLearningJobInformer constructs a new informer for LifelongLearningJob type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredLifelongLearningJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers LifelongLearningJobIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) LifelongLearningJobIndexInformer {
+	return NewTypedLifelongLearningJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewLifelongLearningJobInformerWithOptions constructs a new informer for LifelongLearningJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedLifelongLearningJobInformerWithOptions]).
+func NewLifelongLearningJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedLifelongLearningJobInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedLifelongLearningJobInformerWithOptions constructs a new informer for LifelongLearningJob type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedLifelongLearningJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) LifelongLearningJobIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "sedna.io", Version: "v1alpha1", Resource: "lifelonglearningjobs"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.LifelongLearningJob](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().LifelongLearningJobs(namespace).List(context.Background(), options)
+				return client.SednaV1alpha1().LifelongLearningJobs(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().LifelongLearningJobs(namespace).Watch(context.Background(), options)
+				return client.SednaV1alpha1().LifelongLearningJobs(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().LifelongLearningJobs(namespace).List(ctx, options)
+				return client.SednaV1alpha1().LifelongLearningJobs(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().LifelongLearningJobs(namespace).Watch(ctx, options)
+				return client.SednaV1alpha1().LifelongLearningJobs(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apissednav1alpha1.LifelongLearningJob{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *lifelongLearningJobInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredLifelongLearningJobInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedLifelongLearningJobInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *lifelongLearningJobInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apissednav1alpha1.LifelongLearningJob{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *lifelongLearningJobInformer) TypedInformer() LifelongLearningJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.LifelongLearningJob](f.factory.InformerFor(&apissednav1alpha1.LifelongLearningJob{}, f.defaultInformer))
 }
 
 func (f *lifelongLearningJobInformer) Lister() sednav1alpha1.LifelongLearningJobLister {
 	return sednav1alpha1.NewLifelongLearningJobLister(f.Informer().GetIndexer())
+}
+
+// ToTypedLifelongLearningJobInformer converts an untyped informer into a TypedLifelongLearningJobInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *LifelongLearningJob. If that is not the case, calling type-safe methods of the returned
+// TypedLifelongLearningJobInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedLifelongLearningJobInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedLifelongLearningJobInformer(informer LifelongLearningJobInformer) TypedLifelongLearningJobInformer {
+	if informer, ok := informer.(TypedLifelongLearningJobInformer); ok {
+		return informer
+	}
+	return &lifelongLearningJobTypedInformerAdapter{informer}
+}
+
+type lifelongLearningJobTypedInformerAdapter struct {
+	LifelongLearningJobInformer
+}
+
+func (a *lifelongLearningJobTypedInformerAdapter) TypedInformer() LifelongLearningJobIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.LifelongLearningJob](a.Informer())
+}
+
+// ToLifelongLearningJobIndexInformer converts an untyped informer into a LifelongLearningJobIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *LifelongLearningJob. If that is not the case, calling type-safe methods of the returned
+// LifelongLearningJobIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a LifelongLearningJobIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToLifelongLearningJobIndexInformer(informer cache.SharedIndexInformer) LifelongLearningJobIndexInformer {
+	if informer, ok := informer.(LifelongLearningJobIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.LifelongLearningJob](informer)
 }

@@ -28,16 +28,45 @@ import (
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // ModelInformer provides access to a shared informer and lister for
-// Models.
+// Models. Prefer using the type-safe variant (see [TypedModelInformer]).
 type ModelInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() sednav1alpha1.ModelLister
 }
+
+// TypedModelInformer provides access to a shared informer and lister for
+// Models, including the type-safe TypedInformer variant.
+// It is a superset of ModelInformer.
+type TypedModelInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() ModelIndexInformer
+	Lister() sednav1alpha1.ModelLister
+}
+
+// ModelIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type ModelIndexInformer cache.TypedSharedIndexInformer[*apissednav1alpha1.Model]
+
+// ModelHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for Model.
+type ModelHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apissednav1alpha1.Model]
+
+// ModelDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for Model.
+type ModelDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apissednav1alpha1.Model]
+
+// ModelFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for Model.
+type ModelFilteringHandler = cache.TypedFilteringResourceEventHandler[*apissednav1alpha1.Model]
+
+// ModelIndexers is a specialization of [cache.TypedIndexers] for Model.
+type ModelIndexers = cache.TypedIndexers[*apissednav1alpha1.Model]
+
+// DeletedModel is a specialization of [cache.DeletedObject] for Model.
+type DeletedModel = cache.DeletedObject[*apissednav1alpha1.Model]
 
 type modelInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,55 +77,132 @@ type modelInformer struct {
 // NewModelInformer constructs a new informer for Model type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedModelInformer]).
 func NewModelInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredModelInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewModelInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedModelInformer constructs a new informer for Model type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedModelInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers ModelIndexers) ModelIndexInformer {
+	return NewTypedModelInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredModelInformer constructs a new informer for Model type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredModelInformer]).
 func NewFilteredModelInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
+	return NewTypedModelInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredModelInformer constructs a new informer for Model type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredModelInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers ModelIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) ModelIndexInformer {
+	return NewTypedModelInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewModelInformerWithOptions constructs a new informer for Model type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedModelInformerWithOptions]).
+func NewModelInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedModelInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedModelInformerWithOptions constructs a new informer for Model type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedModelInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) ModelIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "sedna.io", Version: "v1alpha1", Resource: "models"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Model](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Models(namespace).List(context.Background(), options)
+				return client.SednaV1alpha1().Models(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Models(namespace).Watch(context.Background(), options)
+				return client.SednaV1alpha1().Models(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Models(namespace).List(ctx, options)
+				return client.SednaV1alpha1().Models(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.SednaV1alpha1().Models(namespace).Watch(ctx, options)
+				return client.SednaV1alpha1().Models(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apissednav1alpha1.Model{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *modelInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredModelInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedModelInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *modelInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apissednav1alpha1.Model{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *modelInformer) TypedInformer() ModelIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Model](f.factory.InformerFor(&apissednav1alpha1.Model{}, f.defaultInformer))
 }
 
 func (f *modelInformer) Lister() sednav1alpha1.ModelLister {
 	return sednav1alpha1.NewModelLister(f.Informer().GetIndexer())
+}
+
+// ToTypedModelInformer converts an untyped informer into a TypedModelInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *Model. If that is not the case, calling type-safe methods of the returned
+// TypedModelInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedModelInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedModelInformer(informer ModelInformer) TypedModelInformer {
+	if informer, ok := informer.(TypedModelInformer); ok {
+		return informer
+	}
+	return &modelTypedInformerAdapter{informer}
+}
+
+type modelTypedInformerAdapter struct {
+	ModelInformer
+}
+
+func (a *modelTypedInformerAdapter) TypedInformer() ModelIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Model](a.Informer())
+}
+
+// ToModelIndexInformer converts an untyped informer into a ModelIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *Model. If that is not the case, calling type-safe methods of the returned
+// ModelIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a ModelIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToModelIndexInformer(informer cache.SharedIndexInformer) ModelIndexInformer {
+	if informer, ok := informer.(ModelIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apissednav1alpha1.Model](informer)
 }
