@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -49,6 +50,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/datasetstatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/diserver"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 func main() {
@@ -103,6 +105,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("building sedna client: %w", err)
 	}
+	dynamicClient, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building dynamic client: %w", err)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -134,7 +140,7 @@ func run(ctx context.Context, o options) error {
 	// standby takes over, and exits non-zero with the reason.
 	var runErr error
 	runControllers := func(ctx context.Context) error {
-		err := startControllers(ctx, o, kubeClient, sednaClient, owner, metrics, reg, &ready)
+		err := startControllers(ctx, o, kubeClient, sednaClient, dynamicClient, owner, metrics, reg, &ready)
 		if err != nil && ctx.Err() == nil {
 			failed.Store(err.Error())
 		}
@@ -214,7 +220,7 @@ func run(ctx context.Context, o options) error {
 
 // startControllers builds the informers and controllers and runs them until
 // ctx is done.
-func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface,
+func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, dynamicClient dynamic.Interface,
 	owner *metav1.OwnerReference, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
 	// One part failing (the hub's port taken, say) stops the others, the
 	// informers included: a GlobalManager half running would hold the lease
@@ -231,12 +237,21 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	recorder := common.NewEventRecorder(ctx, kubeClient)
 	v1 := sednaFactory.Sedna().V1alpha1()
 
+	// Multi-pod jobs go to the gang scheduler the cluster serves.
+	gangMode, _ := gang.ParseMode(o.gangScheduler)
+	gangs, err := gang.NewManager(ctx, gang.Config{
+		Mode: gangMode, Kube: kubeClient, Dynamic: dynamicClient, Discovery: kubeClient.Discovery(), Namespace: o.namespace,
+	})
+	if err != nil {
+		return err
+	}
+
 	fl, err := federatedlearning.NewController(ctx, kubeClient, sednaClient,
 		v1.FederatedLearningJobs(), v1.Models(), v1.Datasets(),
 		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(),
 		recorder, metrics, federatedlearning.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
-			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod,
+			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod, Gangs: gangs,
 		})
 	if err != nil {
 		return fmt.Errorf("building federated learning controller: %w", err)
@@ -295,7 +310,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		di, err = dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
 			kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
 				ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
-				Allocation: allocation, EdgeLinkGrace: o.edgeLinkGrace,
+				Allocation: allocation, EdgeLinkGrace: o.edgeLinkGrace, Gangs: gangs,
 				Links: edgehub.Links{Client: kubeClient, Namespace: o.edgeNamespace},
 			})
 		if err != nil {
@@ -356,6 +371,8 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 
 	kubeFactory.Start(ctx.Done())
 	sednaFactory.Start(ctx.Done())
+	gangs.Start(ctx)
+	defer gangs.Shutdown()
 	if usageFactory != nil {
 		usageFactory.Start(ctx.Done())
 		defer usageFactory.Shutdown()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // options are the GlobalManager's settings, from flags and an optional config file.
@@ -46,6 +48,7 @@ type options struct {
 	diServerAudiences string
 	allocatorPeriod   time.Duration
 	clusterDomain     string
+	gangScheduler     string
 
 	leaderElect      bool
 	leaseNamespace   string
@@ -111,6 +114,13 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"or none (the Kubernetes scheduler places each pod on its own).")
 	fs.DurationVar(&o.allocatorPeriod, "allocator-period", time.Minute,
 		"How often the allocator considers again the preemptible DIJobs (spec.preemptible) and moves those it can place strictly better.")
+	fs.StringVar(&o.gangScheduler, "gang-scheduler", string(gang.Auto),
+		"Where multi-pod jobs (federated learning jobs, DIJobs) go to be placed all together or not at all: "+
+			"kubernetes (a Workload and a PodGroup of scheduling.k8s.io/v1beta1: Kubernetes 1.37 with the GenericWorkload gate), "+
+			"volcano (a PodGroup of scheduling.volcano.sh/v1beta1, pods for the scheduler named volcano), "+
+			"coscheduling (a PodGroup of scheduling.x-k8s.io/v1alpha1, for the scheduler-plugins coscheduling plugin), "+
+			"none (pods are placed one by one), or auto: the first of kubernetes, volcano, coscheduling the API server serves, else none. "+
+			"A job's annotation "+gang.AnnotationScheduler+" overrides it. A mode named here that the API server does not serve stops the GlobalManager.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local",
 		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
 	fs.StringVar(&o.lcServer, "lc-server", "",
@@ -193,6 +203,9 @@ func (o *options) validate() error {
 	}
 	if o.edgeLinkGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--edge-link-grace %s: want a positive duration", o.edgeLinkGrace))
+	}
+	if _, err := gang.ParseMode(o.gangScheduler); err != nil {
+		errs = append(errs, fmt.Errorf("--gang-scheduler: %w", err))
 	}
 	if o.allocatorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", o.allocatorPeriod))

@@ -108,7 +108,7 @@ func TestDIJobAllocatorMovesAPreemptibleJobWhenAnotherFinishes(t *testing.T) {
 	}
 	var sawRescheduling bool
 	for _, c := range b.Status.Conditions {
-		sawRescheduling = sawRescheduling || c.Type == div2.JobRescheduling
+		sawRescheduling = sawRescheduling || c.Type == div2.ConditionType(div2.JobRescheduling)
 	}
 	if !sawRescheduling {
 		t.Errorf("no Rescheduling condition on the moved job: %+v", b.Status.Conditions)

@@ -189,7 +189,7 @@ func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
 	}
 	var sawRestarting bool
 	for _, c := range job.Status.Conditions {
-		if c.Type == div2.JobRestarting && strings.Contains(c.Message, "cartpole-dqn-collector-1 failed: the environment crashed") {
+		if c.Type == div2.ConditionType(div2.JobRestarting) && strings.Contains(c.Message, "cartpole-dqn-collector-1 failed: the environment crashed") {
 			sawRestarting = true
 		}
 	}
@@ -202,7 +202,7 @@ func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
 	job = waitForDIJob(t, ns, diExample, "Failed", diPhaseIs(div2.JobFailed))
 	var failed *div2.JobCondition
 	for i := range job.Status.Conditions {
-		if job.Status.Conditions[i].Type == div2.JobFailed {
+		if job.Status.Conditions[i].Type == div2.ConditionType(div2.JobFailed) {
 			failed = &job.Status.Conditions[i]
 		}
 	}
@@ -417,7 +417,7 @@ func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *test
 
 func conditionOf(j *div2.DIJob, phase div2.Phase) string {
 	for _, c := range j.Status.Conditions {
-		if c.Type == phase {
+		if c.Type == div2.ConditionType(phase) {
 			return c.Message
 		}
 	}

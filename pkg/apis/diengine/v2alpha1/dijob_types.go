@@ -204,10 +204,20 @@ const (
 // TaskStatus counts a task's pods by pod phase.
 type TaskStatus map[corev1.PodPhase]int32
 
-// JobCondition is one observation of a DIJob; its type is a phase.
+// ConditionType is the type of a DIJob's condition: one per phase, as
+// DI-orchestrator's, and Scheduled, whether its pods are placed (False with
+// reason WaitingForGang while its gang waits).
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled
+type ConditionType string
+
+// ConditionScheduled says whether a job's pods are placed.
+const ConditionScheduled ConditionType = "Scheduled"
+
+// JobCondition is one observation of a DIJob; its type is a phase, or
+// Scheduled.
 type JobCondition struct {
-	// The phase this condition is about.
-	Type Phase `json:"type"`
+	// The phase this condition is about, or Scheduled.
+	Type ConditionType `json:"type"`
 	// True, False or Unknown.
 	Status corev1.ConditionStatus `json:"status"`
 	// One-word reason for the last transition.

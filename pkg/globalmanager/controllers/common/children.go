@@ -167,29 +167,29 @@ func (c *Children) DeletePods(ctx context.Context, key string, owner Owner, pods
 
 // CreateService creates a Service of owner; one that exists and is owner's is fine.
 func (c *Children) CreateService(ctx context.Context, owner Owner, svc *corev1.Service) error {
-	return createChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc)
+	return CreateChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc)
 }
 
 // CreateDeployment creates a Deployment of owner; one that exists and is owner's is fine.
 func (c *Children) CreateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment) error {
-	return createChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d)
+	return CreateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d)
 }
 
 // UpdateDeployment writes d, a changed deep copy of a Deployment of owner read
 // from the cache; a stale copy fails with a conflict, for the caller to retry.
 func (c *Children) UpdateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment, why string) error {
-	return updateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why)
+	return UpdateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why)
 }
 
 // CreateHPA creates a HorizontalPodAutoscaler of owner; one that exists and is owner's is fine.
 func (c *Children) CreateHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
-	return createChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa)
+	return CreateChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa)
 }
 
 // UpdateHPA writes hpa, a changed deep copy of an autoscaler of owner read
 // from the cache; a stale copy fails with a conflict, for the caller to retry.
 func (c *Children) UpdateHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler, why string) error {
-	return updateChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why)
+	return UpdateChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why)
 }
 
 // DeleteHPA deletes an autoscaler of owner, only if it is still the one with that UID.
@@ -197,19 +197,19 @@ func (c *Children) DeleteHPA(ctx context.Context, owner Owner, hpa *autoscalingv
 	return deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why, nil)
 }
 
-// typedClient is the part of a generated typed client (ServiceInterface,
+// TypedClient is the part of a generated typed client (ServiceInterface,
 // DeploymentInterface, …) that the child helpers use.
-type typedClient[T metav1.Object] interface {
+type TypedClient[T metav1.Object] interface {
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// createChild creates one child of a kind other than Pod. It needs no
+// CreateChild creates one child of a kind other than Pod. It needs no
 // expectations: the name is deterministic, so a repeated create fails with
 // AlreadyExists, which confirmOurs then accepts.
-func createChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T) error {
+func CreateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T) error {
 	_, err := client.Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return c.confirmOurs(ctx, owner, kind, obj.GetName(), func(ctx context.Context) (metav1.Object, error) {
@@ -227,10 +227,10 @@ func createChild[T metav1.Object](ctx context.Context, c *Children, owner Owner,
 	return nil
 }
 
-// updateChild writes one changed child. A conflict (the cache was stale) or
+// UpdateChild writes one changed child. A conflict (the cache was stale) or
 // NotFound (deleted meanwhile) is returned without an event: the retry reads
 // the newer state and settles it.
-func updateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T, why string) error {
+func UpdateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T, why string) error {
 	_, err := client.Update(ctx, obj, metav1.UpdateOptions{})
 	noun := strings.ToLower(kind)
 	if err != nil {
@@ -247,7 +247,7 @@ func updateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner,
 
 // deleteChild deletes one child, only if it is still the object with obj's
 // UID, with the resource's default propagation unless one is given.
-func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client typedClient[T], obj T, why string, propagation *metav1.DeletionPropagation) error {
+func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T, why string, propagation *metav1.DeletionPropagation) error {
 	uid := obj.GetUID()
 	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: propagation})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

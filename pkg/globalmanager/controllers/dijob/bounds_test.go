@@ -25,7 +25,7 @@ func TestAJobOverTheReplicaBoundsBuildsNothing(t *testing.T) {
 	}
 	var reason, message string
 	for _, c := range st.Conditions {
-		if c.Type == div2.JobPending {
+		if c.Type == div2.ConditionType(div2.JobPending) {
 			reason, message = c.Reason, c.Message
 		}
 	}

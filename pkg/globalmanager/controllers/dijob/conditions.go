@@ -6,6 +6,7 @@ import (
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // setPhase sets the job's phase and, as DI-orchestrator does, its
@@ -18,7 +19,10 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 	found := false
 	for i := range status.Conditions {
 		c := &status.Conditions[i]
-		if c.Type == phase {
+		if c.Type == div2.ConditionScheduled {
+			continue // not a phase
+		}
+		if c.Type == div2.ConditionType(phase) {
 			found = true
 			if c.Status != corev1.ConditionTrue {
 				c.LastTransitionTime = now
@@ -34,7 +38,7 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 	}
 	if !found {
 		status.Conditions = append(status.Conditions, div2.JobCondition{
-			Type: phase, Status: corev1.ConditionTrue, Reason: reason, Message: message,
+			Type: div2.ConditionType(phase), Status: corev1.ConditionTrue, Reason: reason, Message: message,
 			LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
@@ -47,9 +51,36 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 // conditionMessage is the message of the condition of a phase, "" without one.
 func conditionMessage(status *div2.DIJobStatus, phase div2.Phase) string {
 	for _, c := range status.Conditions {
-		if c.Type == phase {
+		if c.Type == div2.ConditionType(phase) {
 			return c.Message
 		}
 	}
 	return ""
+}
+
+// setScheduled sets the job's Scheduled condition to what its gang says,
+// and returns the events its change calls for.
+func setScheduled(status *div2.DIJobStatus, st gang.Status, now metav1.Time) []common.Event {
+	cond := div2.JobCondition{Type: div2.ConditionScheduled, Status: corev1.ConditionFalse, Reason: st.Reason, Message: st.Message,
+		LastUpdateTime: now, LastTransitionTime: now}
+	if st.Scheduled {
+		cond.Status = corev1.ConditionTrue
+	}
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		if c.Type != div2.ConditionScheduled {
+			continue
+		}
+		events := gang.Events(true, c.Status == corev1.ConditionTrue, c.Reason, st)
+		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+			return events
+		}
+		if c.Status == cond.Status {
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+		*c = cond
+		return events
+	}
+	status.Conditions = append(status.Conditions, cond)
+	return gang.Events(false, false, "", st)
 }

@@ -21,6 +21,7 @@ import (
 	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine/v2alpha1"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -48,6 +49,9 @@ type Config struct {
 	// down is held as running, and how long its pod tolerates the node's
 	// unreachable and not-ready taints before eviction.
 	EdgeLinkGrace time.Duration
+	// Gangs hands each job's replicas to the cluster's gang scheduler; nil
+	// places them one by one.
+	Gangs *gang.Manager
 }
 
 // Controller reconciles DIJobs.
@@ -126,6 +130,7 @@ func NewController(
 	if config.Allocation != nil {
 		c.synced = append(c.synced, config.Allocation.Synced...)
 	}
+	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched))
 	return c, nil
 }
 

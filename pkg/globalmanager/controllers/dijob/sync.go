@@ -14,6 +14,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
@@ -47,7 +48,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// GlobalManager's memory. It waits for a spec edit.
 		events = setPhase(status, div2.JobPending, "TooManyReplicas", tooLarge.Error(), now, corev1.EventTypeWarning)
 	default:
-		events, actErr = c.reconcile(ctx, key, job, wanted, status, pods, len(s.Services) > 0, satisfied, now)
+		// Every replica of every task is one gang, unless the job's
+		// annotation asks for fewer.
+		plan := c.config.Gangs.Plan(job, jobKind, true)
+		events, actErr = c.reconcile(ctx, key, job, wanted, status, pods, plan, len(s.Services) > 0, satisfied, now)
+		if !finished(status.Phase) {
+			events = append(events, setScheduled(status, plan.Status(wantedPods(wanted, pods), len(wanted)), now)...)
+		}
 	}
 	c.count(job, wanted, status, pods)
 	job.Status = *status
@@ -63,7 +70,7 @@ func finished(p div2.Phase) bool {
 
 // reconcile acts on an unfinished job and moves its phase. It returns the
 // events to record once the status is written.
-func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob, wanted []replica, status *div2.DIJobStatus, pods []*corev1.Pod, haveService, satisfied bool, now metav1.Time) ([]common.Event, error) {
+func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob, wanted []replica, status *div2.DIJobStatus, pods []*corev1.Pod, plan *gang.Plan, haveService, satisfied bool, now metav1.Time) ([]common.Event, error) {
 	hashes, err := taskHashes(job)
 	if err != nil {
 		return nil, fmt.Errorf("building pods of %s: %w", key, err)
@@ -153,9 +160,24 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 			c.queue.AddAfter(key, allocationRetry)
 		}
 	}
+	// The gang's objects are in step with the replicas before a pod of it
+	// is made; a job whose annotations ask for what cannot be makes none.
+	var gangErr error
+	if satisfied {
+		members := membersOf(job)
+		gangErr = plan.Ensure(ctx, c.children, members, current)
+		if (gangErr != nil || plan.Problem != nil) && len(toCreate) > 0 {
+			c.placer.release(toCreate)
+			toCreate = nil
+		}
+		for _, p := range toCreate {
+			plan.Decorate(p, members)
+		}
+	}
 	var actErr error
 	if satisfied {
-		errs := make([]error, 4)
+		errs := make([]error, 5)
+		errs[4] = gangErr
 		var wg sync.WaitGroup
 		if !haveService {
 			wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, headlessService(job)) })
@@ -239,7 +261,7 @@ func restartDelay(restarts int32) time.Duration {
 // seen (True, set by the wait itself, which then counts from there).
 func lastRestart(status *div2.DIJobStatus) time.Time {
 	for _, c := range status.Conditions {
-		if c.Type == div2.JobRestarting {
+		if c.Type == div2.ConditionType(div2.JobRestarting) {
 			return c.LastTransitionTime.Time
 		}
 	}
@@ -407,4 +429,28 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// membersOf is what the pods of the job's spec add up to, for its gang.
+func membersOf(job *div2.DIJob) gang.Members {
+	var m gang.Members
+	for i := range job.Spec.Tasks {
+		m.Add(&job.Spec.Tasks[i].Template.Spec, job.TaskReplicas(i))
+	}
+	return m
+}
+
+// wantedPods are the live pods of the replicas the spec wants.
+func wantedPods(wanted []replica, pods []*corev1.Pod) []*corev1.Pod {
+	want := make(map[string]bool, len(wanted))
+	for _, r := range wanted {
+		want[r.name] = true
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if want[p.Name] && !common.PodTerminating(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

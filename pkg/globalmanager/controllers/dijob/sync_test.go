@@ -255,7 +255,7 @@ func TestPhasesRestartsAndBackoff(t *testing.T) {
 		t.Errorf("cleanPodPolicy Running deleted %v, want the 3 running pods, not the failed one", deleted)
 	}
 	for _, c := range st.Conditions {
-		if c.Type != div2.JobFailed && c.Status == corev1.ConditionTrue {
+		if c.Type != div2.ConditionType(div2.JobFailed) && c.Type != div2.ConditionScheduled && c.Status == corev1.ConditionTrue {
 			t.Errorf("condition %s still True beside Failed", c.Type)
 		}
 	}
@@ -417,8 +417,8 @@ func TestRestartsAfterTheFirstBackOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := job.DeepCopy()
 			job.Status = div2.DIJobStatus{Phase: div2.JobRunning, Restarts: 1, Conditions: []div2.JobCondition{
-				{Type: div2.JobRestarting, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(tc.recovered)},
-				{Type: div2.JobRunning, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(tc.recovered)},
+				{Type: div2.ConditionType(div2.JobRestarting), Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(tc.recovered)},
+				{Type: div2.ConditionType(div2.JobRunning), Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(tc.recovered)},
 			}}
 			f := newFixture(t, job, pods...)
 			_, deleted := f.sync(t, job)

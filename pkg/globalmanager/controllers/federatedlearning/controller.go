@@ -20,6 +20,7 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -49,6 +50,9 @@ type Config struct {
 	// ChildEventBatchPeriod is how long pod and Service events of a job are
 	// gathered into one sync.
 	ChildEventBatchPeriod time.Duration
+	// Gangs hands each job's workers to the cluster's gang scheduler; nil
+	// places them one by one.
+	Gangs *gang.Manager
 }
 
 // Controller reconciles FederatedLearningJobs.
@@ -131,6 +135,7 @@ func NewController(
 	); err != nil {
 		return nil, err
 	}
+	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched))
 	return c, nil
 }
 

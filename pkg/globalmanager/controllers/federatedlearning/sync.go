@@ -11,6 +11,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // Condition types of a FederatedLearningJob. Training, Complete and Failed are
@@ -63,6 +64,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if err != nil {
 				return fmt.Errorf("building workers of %s: %w", key, err)
 			}
+			// A federated round needs every participant: the gang is all
+			// of the workers.
+			plan := c.config.Gangs.Plan(job, jobKind, false)
 			var missingWorkers int
 			if adopted.Len() > 0 {
 				missingWorkers = len(workers)
@@ -70,9 +74,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					actErr = c.children.RemoveAdopted(ctx, key, job, adopted)
 				}
 			} else {
-				current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, s.Services, satisfied)
+				current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, s.Services, plan, satisfied)
 			}
 			c.setWorkersCreated(job, status, len(workers), missingWorkers, actErr, now)
+			var gangEvents []common.Event
+			status.Conditions, gangEvents = gang.SetJobCondition(job, status.Conditions, plan.Status(current, len(workers)), now)
+			events = append(events, gangEvents...)
 			events = append(events, c.setPhase(job, status, workers, current, missingWorkers, now)...)
 		}
 	}
@@ -87,7 +94,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // manageWorkers makes the pods match the workers: old-spec pods are deleted,
 // missing ones created. It returns the pods of the current spec and how many
 // workers have no pod yet.
-func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, satisfied bool) ([]*corev1.Pod, int, error) {
+func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, plan *gang.Plan, satisfied bool) ([]*corev1.Pod, int, error) {
 	byName := common.ByName(pods)
 	var current, stale []*corev1.Pod
 	var toCreate []*corev1.Pod
@@ -110,8 +117,23 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 		// could do them twice. Their events requeue the job.
 		return current, len(toCreate), nil
 	}
+	var members gang.Members
+	for _, w := range workers {
+		members.Add(&w.Template.Spec, 1)
+	}
+	// The gang's objects are in step with the workers before a pod of it is
+	// made; a job whose annotations ask for what cannot be makes none.
+	missing := len(toCreate)
+	gangErr := plan.Ensure(ctx, c.children, members, current)
+	if gangErr != nil || plan.Problem != nil {
+		toCreate = nil
+	}
+	for _, p := range toCreate {
+		plan.Decorate(p, members)
+	}
 	// The Service, the deletions and the creations do not depend on each other.
-	errs := make([]error, 3)
+	errs := make([]error, 4)
+	errs[3] = gangErr
 	var wg sync.WaitGroup
 	if len(services) == 0 {
 		wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, c.aggregationService(job)) })
@@ -119,7 +141,7 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 	wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, stale, "the job's spec changed") })
 	wg.Go(func() { errs[2] = c.children.CreatePods(ctx, key, job, toCreate) })
 	wg.Wait()
-	return current, len(toCreate), errors.Join(errs...)
+	return current, missing, errors.Join(errs...)
 }
 
 // cleanPods applies the clean-pod policy to a finished job.

@@ -27,10 +27,11 @@ import (
 // JobConditionApplyConfiguration represents a declarative configuration of the JobCondition type for use
 // with apply.
 //
-// JobCondition is one observation of a DIJob; its type is a phase.
+// JobCondition is one observation of a DIJob; its type is a phase, or
+// Scheduled.
 type JobConditionApplyConfiguration struct {
-	// The phase this condition is about.
-	Type *dienginev2alpha1.Phase `json:"type,omitempty"`
+	// The phase this condition is about, or Scheduled.
+	Type *dienginev2alpha1.ConditionType `json:"type,omitempty"`
 	// True, False or Unknown.
 	Status *v1.ConditionStatus `json:"status,omitempty"`
 	// One-word reason for the last transition.
@@ -52,7 +53,7 @@ func JobCondition() *JobConditionApplyConfiguration {
 // WithType sets the Type field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Type field is set to the value of the last call.
-func (b *JobConditionApplyConfiguration) WithType(value dienginev2alpha1.Phase) *JobConditionApplyConfiguration {
+func (b *JobConditionApplyConfiguration) WithType(value dienginev2alpha1.ConditionType) *JobConditionApplyConfiguration {
 	b.Type = &value
 	return b
 }

@@ -1,0 +1,47 @@
+package gang
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// ConditionScheduled is the type of a job's condition that says whether its
+// pods are placed: False while its gang waits (reason WaitingForGang), True
+// once placed.
+const ConditionScheduled = "Scheduled"
+
+// Events are what to record when a job's Scheduled condition goes from
+// (was, wasReason; had says it existed) to st: a warning when it starts
+// waiting for its gang or its annotations stop it, a normal event when
+// its gang is placed. A job without a gang hears nothing: its condition
+// says so once.
+func Events(had, was bool, wasReason string, st Status) []common.Event {
+	if had && was == st.Scheduled && wasReason == st.Reason {
+		return nil
+	}
+	switch st.Reason {
+	case ReasonWaitingForGang, ReasonInvalidGangAnnotation, ReasonGangSchedulerUnavailable:
+		return []common.Event{{Type: corev1.EventTypeWarning, Reason: st.Reason, Message: st.Message}}
+	case ReasonGangScheduled:
+		if !had || !was {
+			return []common.Event{{Type: corev1.EventTypeNormal, Reason: st.Reason, Message: st.Message}}
+		}
+	}
+	return nil
+}
+
+// SetJobCondition sets the Scheduled condition of a sedna.io job to st and
+// returns the events its change calls for.
+func SetJobCondition(owner metav1.Object, conds []sednav1.JobCondition, st Status, now metav1.Time) ([]sednav1.JobCondition, []common.Event) {
+	old := common.FindJobCondition(conds, ConditionScheduled)
+	var events []common.Event
+	if old == nil {
+		events = Events(false, false, "", st)
+	} else {
+		events = Events(true, old.Status == corev1.ConditionTrue, old.Reason, st)
+	}
+	return common.SetJobCondition(conds, common.JobConditionFor(owner, ConditionScheduled, st.Scheduled, st.Reason, st.Message), now), events
+}
