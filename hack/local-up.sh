@@ -20,6 +20,10 @@
 #                                  removes it: 0 (default), 1500ms, 5s, 2m. Per pod, the
 #                                  annotation nereid.io/kwok-delete-delay overrides it
 #                                  (hack/kwok/pod-stages.yaml). Read when kwok starts.
+#   NEREID_GANG_API=0              a cluster without Kubernetes' gang scheduling API, as
+#                                  before 1.37 (default 1: the GenericWorkload gate on the
+#                                  API server, scheduler and controller-manager, and
+#                                  scheduling.k8s.io/v1beta1 served: Workloads, PodGroups)
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
 #   NEREID_SKIP_BUILD=1            use the binaries in the cache as they are
 #   NEREID_GLOBALMANAGER=0         do not start Nereid's GlobalManager and LocalControllers
@@ -93,6 +97,15 @@ CLOUD_NODES="${NEREID_CLOUD_NODES-cloud-0}"
 EDGE_NODES="${NEREID_EDGE_NODES-edge-0 edge-1}"
 READY_TIMEOUT="${NEREID_READY_TIMEOUT:-120}"
 
+# Kubernetes' own gang scheduling (Workload and PodGroup, scheduling.k8s.io/v1beta1) is
+# beta in 1.37 and off by default: its feature gate on every component that knows it, and
+# the beta API served. The scheduler's default profile then has the GangScheduling plugin.
+GANG_GATES=()
+GANG_API=()
+if [[ "${NEREID_GANG_API:-1}" != 0 ]]; then
+  GANG_GATES=(--feature-gates=GenericWorkload=true)
+  GANG_API=(--runtime-config=scheduling.k8s.io/v1beta1=true)
+fi
 BIN="${NEREID_BIN_DIR}"
 CERTS="${NEREID_OUT_DIR}/certs"
 KUBECONFIG_ADMIN="${NEREID_OUT_DIR}/kubeconfig"
@@ -201,6 +214,7 @@ start_kube_apiserver() {
     --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" \
     --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
     --allow-privileged=true \
+    "${GANG_GATES[@]}" "${GANG_API[@]}" \
     --profiling=false
 }
 
@@ -227,6 +241,7 @@ start_kube_controller_manager() {
     --cluster-signing-cert-file="${CERTS}/ca.crt" \
     --cluster-signing-key-file="${CERTS}/ca.key" \
     --use-service-account-credentials=true \
+    "${GANG_GATES[@]}" \
     --profiling=false
 }
 
@@ -240,6 +255,7 @@ start_kube_scheduler() {
     --bind-address=127.0.0.1 \
     --secure-port="${NEREID_SCHEDULER_PORT}" \
     --leader-elect=false \
+    "${GANG_GATES[@]}" \
     --profiling=false
 }
 
@@ -247,6 +263,7 @@ start_kwok() {
   mkdir -p "${NEREID_OUT_DIR}/kwok"
   sed "s/NEREID_POD_DELETE_DELAY_MS/$(delete_delay_ms)/" \
     "${NEREID_ROOT}/hack/kwok/pod-stages.yaml" >"${NEREID_OUT_DIR}/kwok/stages.yaml"
+  { printf -- '---\n'; cat "${NEREID_ROOT}/hack/kwok/node-stages.yaml"; } >>"${NEREID_OUT_DIR}/kwok/stages.yaml"
   # KWOK_WORKDIR keeps kwok from reading the user's ~/.kwok/kwok.yaml.
   # --server-address/--node-port: the simulated kubelets' endpoint (and /healthz) on our
   # loopback port instead of kwok's default 0.0.0.0:10247.

@@ -12,19 +12,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-// allocPool adds kwok nodes of 4 cpu for one test, labelled and tainted
-// so that only that test's pods use them, and removes them after it.
-func allocPool(t *testing.T, pool string, names ...string) (selector map[string]string, tolerations []corev1.Toleration) {
+// allocPool adds kwok nodes of 4 cpu for one test, labelled (with extra
+// labels too) and tainted so that only that test's pods use them, and
+// removes them after it.
+func allocPool(t *testing.T, pool string, extra map[string]string, names ...string) (selector map[string]string, tolerations []corev1.Toleration) {
 	t.Helper()
 	kube := framework.KubeClient(t)
 	for _, name := range names {
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name,
 				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels:      map[string]string{"kubernetes.io/hostname": name, "type": "kwok", "nereid.io/test-pool": pool}},
+				Labels:      common.MergeLabels(extra, map[string]string{"kubernetes.io/hostname": name, "type": "kwok", "nereid.io/test-pool": pool})},
 			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nereid.io/test-pool", Value: pool, Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
@@ -72,7 +74,7 @@ func poolTask(typ div2.TaskType, name, cpu string, selector map[string]string, t
 func TestDIJobAllocatorMovesAPreemptibleJobWhenAnotherFinishes(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "alloc-" + ns[len(ns)-5:]
-	selector, tolerations := allocPool(t, pool, pool+"-1", pool+"-2")
+	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")
 	framework.StartGlobalManager(t, ns, "--allocator-period", "2s")
 	jobs := sednaClient(t).DiengineV2alpha1().DIJobs(ns)
 	a := &div2.DIJob{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: div2.DIJobSpec{Tasks: []div2.Task{
