@@ -466,7 +466,9 @@ func installGangCRDs(t *testing.T) {
 	if out, err := framework.Kubectl(t, "apply", "-f", "testdata/gang-podgroup-crds.yaml"); err != nil {
 		t.Fatalf("installing the PodGroup CRDs: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "--wait=false", "-f", "testdata/gang-podgroup-crds.yaml") })
+	t.Cleanup(func() {
+		_, _ = framework.Kubectl(t, "delete", "--wait=false", "-f", "testdata/gang-podgroup-crds.yaml")
+	})
 	if out, err := framework.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "-f", "testdata/gang-podgroup-crds.yaml"); err != nil {
 		t.Fatalf("waiting for the PodGroup CRDs: %v\n%s", err, out)
 	}
