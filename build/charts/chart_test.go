@@ -130,6 +130,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"edge-link-grace":       "10m",
 		"di-server-address":     "0.0.0.0:8081",
 		"di-server-url":         "http://nereid-di-server.nereid-system.svc:8081",
+		"gang-scheduler":        "auto",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
 		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)
@@ -342,6 +343,7 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 		"--set", "globalManager.edgeHub.tokenAudience=my-hub",
 		"--set", "globalManager.image.registry=registry.example.com:5000",
 		"--set", "globalManager.image.tag=dev-1",
+		"--set", "globalManager.gangScheduler=volcano",
 		"--set", "localController.image.repository=team/lc",
 		"--set", "localController.gmAddress=203.0.113.7:31443",
 		"--set", "localController.workerPort=9200",
@@ -361,7 +363,7 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 	want := map[string]string{
 		"edge-namespace": ns, "leader-elect-namespace": ns, "edge-service-accounts": ns + "/nereid-localcontroller",
 		"edge-hostnames":      "nereid-edgehub,nereid-edgehub.ml-edge,nereid-edgehub.ml-edge.svc,nereid-edgehub.ml-edge.svc.cluster.local,hub.example.com,203.0.113.7",
-		"edge-token-audience": "my-hub", "lc-port": "9200",
+		"edge-token-audience": "my-hub", "lc-port": "9200", "gang-scheduler": "volcano",
 	}
 	for k, v := range want {
 		if f[k] != v {
@@ -416,6 +418,7 @@ func TestChartRefusesWrongValuesNamingThem(t *testing.T) {
 		"empty token audience":         {set: "globalManager.edgeHub.tokenAudience=", wantName: "at '/globalManager/edgeHub/tokenAudience'"},
 		"hostname holding two names":   {set: "globalManager.edgeHub.hostnames={a.example.com\\,b.example.com}", wantName: "at '/globalManager/edgeHub/hostnames/0'"},
 		"node root read-only as text":  {set: "localController.nodeRootReadOnly=maybe", wantName: "at '/localController/nodeRootReadOnly'"},
+		"gang scheduler not a mode":    {set: "globalManager.gangScheduler=yunikorn", wantName: "at '/globalManager/gangScheduler'"},
 		"disruption budget of nothing": {set: "globalManager.podDisruptionBudget.maxUnavailable=0", wantName: "at '/globalManager/podDisruptionBudget/maxUnavailable'"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -121,7 +121,7 @@ func Run(m *testing.M, opts ...Option) int {
 		opt(&o)
 	}
 
-	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" && !o.withoutNereidCRDs {
+	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" && !o.ownCluster() {
 		err := useCluster(kc)
 		if err == nil {
 			err = noClusterWideGlobalManager()
@@ -133,8 +133,8 @@ func Run(m *testing.M, opts ...Option) int {
 		return m.Run()
 	}
 
-	if o.withoutNereidCRDs && os.Getenv("NEREID_TEST_KUBECONFIG") != "" {
-		fmt.Fprintln(os.Stderr, "framework: these tests install CRDs of their own and need a control plane of their own; NEREID_TEST_KUBECONFIG is not used")
+	if o.ownCluster() && os.Getenv("NEREID_TEST_KUBECONFIG") != "" {
+		fmt.Fprintln(os.Stderr, "framework: these tests change the cluster's APIs and need a control plane of their own; NEREID_TEST_KUBECONFIG is not used")
 	}
 	dir, err := startControlPlane(root, o.env()...)
 	if err != nil {
@@ -175,7 +175,13 @@ type Option func(*runOptions)
 
 type runOptions struct {
 	withoutNereidCRDs bool
+	withoutGangAPI    bool
 }
+
+// ownCluster says whether the options change cluster-wide things, so that the
+// tests need a control plane of their own even when NEREID_TEST_KUBECONFIG is
+// set.
+func (o runOptions) ownCluster() bool { return o.withoutNereidCRDs || o.withoutGangAPI }
 
 // WithChartValues runs the tests' GlobalManagers with the permissions of the
 // chart rendered with these helm arguments (--set ...) instead of its
@@ -188,10 +194,14 @@ func WithChartValues(args ...string) Option {
 var chartValues []string
 
 func (o runOptions) env() []string {
+	var env []string
 	if o.withoutNereidCRDs {
-		return []string{"NEREID_INSTALL_CRDS=0"}
+		env = append(env, "NEREID_INSTALL_CRDS=0")
 	}
-	return nil
+	if o.withoutGangAPI {
+		env = append(env, "NEREID_GANG_API=0")
+	}
+	return env
 }
 
 // WithoutNereidCRDs starts a control plane without Nereid's CRDs, for tests
@@ -200,6 +210,14 @@ func (o runOptions) env() []string {
 // control plane of their own, even when NEREID_TEST_KUBECONFIG is set.
 func WithoutNereidCRDs() Option {
 	return func(o *runOptions) { o.withoutNereidCRDs = true }
+}
+
+// WithoutGangAPI starts a control plane as clusters before Kubernetes 1.37 (or
+// with the beta off) are: no scheduling.k8s.io/v1beta1 Workload and PodGroup,
+// no GangScheduling plugin in the scheduler. Like WithoutNereidCRDs, it always
+// gets a control plane of its own.
+func WithoutGangAPI() Option {
+	return func(o *runOptions) { o.withoutGangAPI = true }
 }
 
 // startControlPlane runs hack/local-up.sh with a fresh state dir under _output and

@@ -234,7 +234,7 @@ func (m *Manager) serves(mode Mode) bool {
 func (m *Manager) Plan(owner common.Owner, ownerKind schema.GroupVersionKind, minOK bool) *Plan {
 	if m == nil {
 		// A controller built without gangs (unit tests).
-		return &Plan{Mode: None, Name: GroupName(owner, ownerKind), owner: owner, ownerKind: ownerKind, why: "gang scheduling is not set up"}
+		return &Plan{Mode: None, Name: GroupName(owner, ownerKind), owner: owner, ownerKind: ownerKind, why: "gang scheduling is not set up", noneReason: ReasonGangSchedulingOff}
 	}
 	p := &Plan{m: m, owner: owner, ownerKind: ownerKind, Name: GroupName(owner, ownerKind), Mode: m.def}
 	ann := owner.GetAnnotations()
@@ -260,13 +260,13 @@ func (m *Manager) Plan(owner common.Owner, ownerKind schema.GroupVersionKind, mi
 		}
 		p.Mode = mode
 		if mode == None {
-			p.why = fmt.Sprintf("annotation %s=none: pods are placed one by one", AnnotationScheduler)
+			p.why, p.noneReason = fmt.Sprintf("annotation %s=none: pods are placed one by one", AnnotationScheduler), ReasonGangSchedulingOff
 		}
 	} else if p.Mode == None {
 		if m.flag == None {
-			p.why = "--gang-scheduler=none: pods are placed one by one"
+			p.why, p.noneReason = "--gang-scheduler=none: pods are placed one by one", ReasonGangSchedulingOff
 		} else {
-			p.why = "the cluster serves no gang scheduling API (" + API(Kubernetes) + ", Volcano's or coscheduling's PodGroups): pods are placed one by one"
+			p.why, p.noneReason = "the cluster serves no gang scheduling API ("+API(Kubernetes)+", Volcano's or coscheduling's PodGroups): pods are placed one by one", ReasonNoGangScheduler
 		}
 	}
 	if s, set := ann[AnnotationMinMember]; set && minOK {

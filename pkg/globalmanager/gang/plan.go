@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -53,9 +52,9 @@ type Plan struct {
 	ownerKind schema.GroupVersionKind
 	// min is the annotation's minimum, 0 for all pods.
 	min int32
-	// why says why Mode is None.
-	why   string
-	queue string
+	// why says why Mode is None, noneReason with which reason.
+	why, noneReason string
+	queue           string
 }
 
 // Status is what a job's Scheduled condition says.
@@ -283,7 +282,7 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 		}
 	}
 	if p.Mode == None {
-		return Status{Scheduled: placed >= count && count > 0, Reason: p.noneReason(), Message: p.why}
+		return Status{Scheduled: placed >= count && count > 0, Reason: p.noneReason, Message: p.why}
 	}
 	minimum := int32(count)
 	if p.min > 0 {
@@ -304,13 +303,6 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 		msg += fmt.Sprintf("; %d of its pods are made", inGroup)
 	}
 	return Status{Reason: ReasonWaitingForGang, Message: msg}
-}
-
-func (p *Plan) noneReason() string {
-	if strings.HasPrefix(p.why, "the cluster serves no") {
-		return ReasonNoGangScheduler
-	}
-	return ReasonGangSchedulingOff
 }
 
 // schedulerSays is what the scheduler last said of the gang: the group's

@@ -23,8 +23,10 @@ func TestMain(m *testing.M) {
 	}
 	// The switch runs the GlobalManager as the chart does with
 	// sednaSwitch.adoptWorkers: adopting (--adopt-sedna-workers) with the
-	// permissions that needs.
-	os.Exit(framework.Run(m, framework.WithoutNereidCRDs(), framework.WithChartValues("--set", "sednaSwitch.adoptWorkers=true")))
+	// permissions that needs. Clusters that ran Sedna are often older than
+	// Kubernetes' gang API: this one serves none, so the GlobalManager's
+	// --gang-scheduler=auto finds no gang scheduler and runs jobs as before.
+	os.Exit(framework.Run(m, framework.WithoutNereidCRDs(), framework.WithoutGangAPI(), framework.WithChartValues("--set", "sednaSwitch.adoptWorkers=true")))
 }
 
 var (

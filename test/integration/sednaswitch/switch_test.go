@@ -24,6 +24,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -440,6 +441,22 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		}
 		return job.Status.Phase == sednav1.FLJobRunning && job.Status.ObservedGeneration == job.Generation && len(ours.Items) == 3, nil
 	})
+	// A cluster without a gang scheduler: the job's pods were placed one by
+	// one, and its condition says so, without an event.
+	job, err := sc.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, fl.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := common.FindJobCondition(job.Status.Conditions, gang.ConditionScheduled); c == nil || c.Reason != gang.ReasonNoGangScheduler || !strings.Contains(c.Message, "serves no gang scheduling API") {
+		t.Errorf("the federated learning job's %s condition on a cluster without a gang API: %+v; want reason %s", gang.ConditionScheduled, c, gang.ReasonNoGangScheduler)
+	}
+	if events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + fl.GetName()}); err == nil {
+		for _, e := range events.Items {
+			if strings.Contains(e.Reason, "Gang") {
+				t.Errorf("event %s %q on a job without a gang scheduler; the condition alone says so", e.Reason, e.Message)
+			}
+		}
+	}
 	svc, err := kube.CoreV1().Services(ns).Get(ctx, fl.GetName()+"-aggregation", metav1.GetOptions{})
 	if err != nil || svc.Spec.Selector[common.LabelOwnerUID] != string(fl.GetUID()) {
 		t.Errorf("the aggregator's Service after the switch: selector %v, err %v; want Nereid's selector", svc.Spec.Selector, err)
