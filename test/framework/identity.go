@@ -1,17 +1,20 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -95,11 +98,32 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 	return id.kubeconfig
 }
 
+// EnsureSystemNamespace makes SystemNamespace exist, waiting first for one
+// being deleted to go. It is made once and stays for the whole run: the
+// tests' GlobalManager identity lives in it, so no test deletes it.
+func EnsureSystemNamespace(t testing.TB) error {
+	client := KubeClient(t).CoreV1().Namespaces()
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ns, err := client.Get(ctx, SystemNamespace, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return ns.DeletionTimestamp == nil, nil
+		case !apierrors.IsNotFound(err):
+			return false, err
+		}
+		_, err = client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("making namespace %s (waiting for one being deleted to go): %w", SystemNamespace, err)
+	}
+	return nil
+}
+
 func mintGlobalManagerKubeconfig(t testing.TB, source string, objs []*unstructured.Unstructured) (string, error) {
 	// The plain manifests make their namespace; helm template does not.
-	_, err := KubeClient(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("creating namespace %s: %w", SystemNamespace, err)
+	if err := EnsureSystemNamespace(t); err != nil {
+		return "", err
 	}
 	if err := applyObjects(t, objs); err != nil {
 		return "", fmt.Errorf("applying the chart's RBAC from %s: %w", source, err)

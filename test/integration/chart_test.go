@@ -64,8 +64,11 @@ func TestChartObjectsAreValidForTheAPIServer(t *testing.T) {
 	t.Run("plain manifests", func(t *testing.T) {
 		manifests := filepath.Join(framework.RepoRoot(), "build", "deploy", "nereid.yaml")
 		// A dry run creates no namespace, so the objects in nereid-system need
-		// it to exist already.
-		ensureNamespace(t, "nereid-system")
+		// it to exist already; it stays (the tests' GlobalManagers' identity
+		// lives there).
+		if err := framework.EnsureSystemNamespace(t); err != nil {
+			t.Fatal(err)
+		}
 		dryRun(t, manifests)
 	})
 }
@@ -88,26 +91,6 @@ func dryRun(t *testing.T, path string) {
 			t.Errorf("not a server dry run: %s", l)
 		}
 	}
-}
-
-// ensureNamespace creates namespace name unless it exists, and deletes it
-// after the test only if it made it.
-func ensureNamespace(t *testing.T, name string) {
-	t.Helper()
-	client := framework.KubeClient(t)
-	_, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		return
-	case err != nil:
-		t.Fatal(err)
-	}
-	cleanupCtx := context.WithoutCancel(t.Context())
-	t.Cleanup(func() {
-		if err := client.CoreV1().Namespaces().Delete(cleanupCtx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", name, err)
-		}
-	})
 }
 
 // TestChartRBAC installs the chart's ServiceAccounts and RBAC objects on the
