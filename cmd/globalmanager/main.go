@@ -252,6 +252,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		recorder, metrics, federatedlearning.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod, Gangs: gangs,
+			ReportWindow: o.reportWindow,
 		})
 	if err != nil {
 		return fmt.Errorf("building federated learning controller: %w", err)
@@ -262,6 +263,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		kubeFactory.Autoscaling().V2().HorizontalPodAutoscalers(),
 		recorder, metrics, jointinference.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+			ReportWindow: o.reportWindow,
 		})
 	if err != nil {
 		return fmt.Errorf("building joint inference controller: %w", err)
@@ -269,6 +271,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	cycleConfig := learningcycle.Config{
 		LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		StageAttempts: int32(o.stageAttempts), HistoryLimit: o.cycleHistoryLimit, ChildEventBatchPeriod: o.childBatchPeriod,
+		ReportWindow: o.reportWindow,
 	}
 	il, err := incrementallearning.NewController(ctx, kubeClient, sednaClient,
 		v1.IncrementalLearningJobs(), v1.Models(), v1.Datasets(), kubeFactory.Core().V1().Pods(),

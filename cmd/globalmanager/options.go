@@ -58,6 +58,7 @@ type options struct {
 	retryPeriod      time.Duration
 	healthAddress    string
 	childBatchPeriod time.Duration
+	reportWindow     time.Duration
 
 	edgeAddress        string
 	edgeCertFile       string
@@ -154,6 +155,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"How often candidates try to take or renew the lease.")
 	fs.DurationVar(&o.childBatchPeriod, "child-event-batch-period", 0,
 		"How long events of a job's pods are gathered into one sync (and one status write); spec edits are never delayed. 0 syncs on every event.")
+	fs.DurationVar(&o.reportWindow, "edge-report-window", 0,
+		"How long a status write of edge reports waits for more reports about the same object before it starts. Reports that arrive while an object's previous write is in flight always go into its next write together; a window gathers more per write at the cost of that much delay. 0 waits only for the write in flight.")
 	fs.StringVar(&o.edgeAddress, "edge-address", "",
 		"Address of the edge hub: the wss endpoint (/edge/v1/connect) LocalControllers connect to. Empty runs no hub.")
 	fs.StringVar(&o.edgeCertFile, "edge-cert-file", "",
@@ -192,6 +195,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	var errs []error
+	if o.childBatchPeriod < 0 || o.reportWindow < 0 {
+		errs = append(errs, errors.New("--child-event-batch-period and --edge-report-window must not be negative"))
+	}
 	if o.qps <= 0 || o.burst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}

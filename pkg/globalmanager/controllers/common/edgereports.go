@@ -3,6 +3,7 @@ package common
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,13 @@ import (
 // again; events are recorded once the status is written. The edge hub
 // acknowledges a report when the applier returns nil, so only after the
 // write.
+//
+// Reports about the same object are coalesced: while one status write of an
+// object is in flight (and for Window before it starts), the reports that
+// arrive for that object wait together, and the next write carries them all,
+// in the order they arrived. Each still gets its own answer: a report that
+// its change refuses is left out of the write and refused alone. Reports
+// about other objects never wait behind it: each object has its own writer.
 type EdgeReports[T Owner] struct {
 	// Kind is the lower-case kind, in refusals ("federatedlearningjob").
 	Kind string
@@ -33,51 +41,187 @@ type EdgeReports[T Owner] struct {
 	Recorder record.EventRecorder
 	// Now is the time a report is applied at.
 	Now func() time.Time
+	// Window is how long an object's write waits, after the first report
+	// that starts it, for more reports to carry; 0 carries only those that
+	// arrive while the previous write is in flight.
+	Window time.Duration
+	// Metrics counts the writes and the reports each carried; nil counts
+	// nothing.
+	Metrics *Metrics
+
+	mu      sync.Mutex
+	writers map[string]*reportBatch[T] // by namespace/name, while a writer runs
 }
 
 // EdgeReports is the applier of edge reports to the status of p's owners, of
 // the lower-case kind, through p's client and recorder. edgeNodes points at
-// an owner's status.edgeNodes; now is the time a report is applied at.
-func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time) *EdgeReports[T] {
-	return &EdgeReports[T]{Kind: kind, Client: p.Client, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now}
+// an owner's status.edgeNodes; now is the time a report is applied at;
+// window is EdgeReports.Window.
+func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time,
+	metrics *Metrics, window time.Duration) *EdgeReports[T] {
+	return &EdgeReports[T]{Kind: kind, Client: p.Client, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics, Window: window}
 }
+
+// reportChange is one report's change to an object's status, waiting for
+// the write that carries it.
+type reportChange[T Owner] struct {
+	change func(obj T) (changed bool, events []Event, err error)
+	done   chan error // buffered: the writer never waits on it
+}
+
+// reportBatch is what waits for an object's next write.
+type reportBatch[T Owner] struct {
+	waiting []*reportChange[T]
+}
+
+// reportWriteTimeout bounds one write of an object's status, its conflicts'
+// retries included: the write serves many reports, so no one report's
+// context cancels it.
+const reportWriteTimeout = time.Minute
 
 // Apply folds a report into the status of the object namespace/name: change
 // changes obj and says whether anything changed and which events to record
 // once it is written. Nothing is written when nothing changed, so a resent
 // report is harmless. A report about an object that does not exist is
 // refused for good (edgeproto.Refuse), and change may refuse one too; any
-// other error has it resent.
+// other error has it resent. change may run more than once (after a
+// conflict, or when another report of the same write is refused) and must
+// depend only on obj.
+//
+// Apply returns once the write that carries the report is done, or when ctx
+// ends; the write goes on for the other reports it carries.
 func (a *EdgeReports[T]) Apply(ctx context.Context, namespace, name string, change func(obj T) (changed bool, events []Event, err error)) error {
+	c := &reportChange[T]{change: change, done: make(chan error, 1)}
+	key := namespace + "/" + name
+	a.mu.Lock()
+	if a.writers == nil {
+		a.writers = make(map[string]*reportBatch[T])
+	}
+	b, running := a.writers[key]
+	if !running {
+		b = &reportBatch[T]{}
+		a.writers[key] = b
+	}
+	b.waiting = append(b.waiting, c)
+	a.mu.Unlock()
+	if !running {
+		go a.write(context.WithoutCancel(ctx), key, namespace, name, b)
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// write is the writer of one object: it writes what waits in b, batch after
+// batch, until nothing does.
+func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string, b *reportBatch[T]) {
+	for {
+		if a.Window > 0 {
+			time.Sleep(a.Window)
+		}
+		a.mu.Lock()
+		changes := b.waiting
+		b.waiting = nil
+		if len(changes) == 0 {
+			delete(a.writers, key)
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		wctx, cancel := context.WithTimeout(ctx, reportWriteTimeout)
+		errs := a.applyAll(wctx, namespace, name, changes)
+		cancel()
+		for i, c := range changes {
+			c.done <- errs[i]
+		}
+	}
+}
+
+// applyAll applies changes to the object in one status write, and returns
+// each change's result.
+func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, changes []*reportChange[T]) []error {
 	client := a.Client(namespace)
-	var obj T
-	var events []Event
+	errs := make([]error, len(changes))
+	var written T
+	events := make([][]Event, len(changes))
+	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		obj, err = client.Get(ctx, name, metav1.GetOptions{})
+		fresh, err := client.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return edgeproto.Refuse("%s %s/%s does not exist", a.Kind, namespace, name)
 		} else if err != nil {
 			return fmt.Errorf("reading %s %s/%s: %w", a.Kind, namespace, name, err)
 		}
-		// Events of an attempt that conflicted are computed again.
-		var changed bool
-		changed, events, err = change(obj)
-		if err != nil || !changed {
-			events = nil
-			return err
+		// Events and refusals of an attempt that conflicted are computed
+		// again.
+		clear(errs)
+		clear(events)
+		obj, changed := a.changeAll(fresh, changes, errs, events)
+		if !changed {
+			clear(events)
+			return nil
 		}
 		if _, err := client.UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
-			events = nil
+			clear(events)
 			return fmt.Errorf("updating status of %s %s/%s: %w", a.Kind, namespace, name, err)
 		}
+		written, wrote = obj, true
 		return nil
 	})
-	if err != nil {
-		return err
+	carried := 0
+	for i := range changes {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+		if errs[i] == nil {
+			carried++
+		}
 	}
-	RecordEvents(a.Recorder, obj, events)
-	return nil
+	if wrote && err == nil {
+		a.Metrics.ReportsWritten(a.Kind, carried)
+		for _, e := range events {
+			RecordEvents(a.Recorder, written, e)
+		}
+	}
+	return errs
+}
+
+// changeAll applies every change not refused yet to a copy of fresh, and
+// says whether any changed it. A change that fails is marked in errs and the
+// others are applied again to a new copy, so that what it did before failing
+// is not written.
+func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []error, events [][]Event) (T, bool) {
+	for {
+		obj := fresh
+		if len(changes) > 1 {
+			obj = fresh.DeepCopyObject().(T)
+		}
+		changed, failed := false, false
+		for i, c := range changes {
+			if errs[i] != nil {
+				continue
+			}
+			ch, ev, err := c.change(obj)
+			if err != nil {
+				errs[i], failed = err, true
+				break
+			}
+			changed = changed || ch
+			if ch {
+				events[i] = ev
+			}
+		}
+		if !failed {
+			return obj, changed
+		}
+		clear(events)
+		if len(changes) == 1 {
+			return obj, false
+		}
+	}
 }
 
 // ApplyWorker applies a worker's report, forwarded by the LocalController of

@@ -16,6 +16,7 @@ type Metrics struct {
 	created      *prometheus.CounterVec
 	updated      *prometheus.CounterVec
 	deleted      *prometheus.CounterVec
+	reportWrites *prometheus.HistogramVec
 }
 
 // NewMetrics registers the controller metrics, and the work queue metrics of
@@ -43,8 +44,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "nereid", Subsystem: "controller", Name: "children_deleted_total",
 			Help: "Child objects deleted, by controller and child kind.",
 		}, []string{"controller", "kind"}),
+		reportWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "nereid", Subsystem: "controller", Name: "edge_reports_per_status_write",
+			Help:    "Edge reports one status write carried (reports about one object coalesce while its previous write is in flight), by kind; its count is the number of such writes.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.syncs, m.syncDuration, m.created, m.updated, m.deleted)
+	reg.MustRegister(m.syncs, m.syncDuration, m.created, m.updated, m.deleted, m.reportWrites)
 	registerQueueMetrics(reg)
 	return m
 }
@@ -79,6 +85,14 @@ func (m *Metrics) ChildUpdated(controller, kind string) {
 func (m *Metrics) ChildDeleted(controller, kind string) {
 	if m != nil {
 		m.deleted.WithLabelValues(controller, kind).Inc()
+	}
+}
+
+// ReportsWritten counts one status write of an object of kind that carried
+// n edge reports.
+func (m *Metrics) ReportsWritten(kind string, n int) {
+	if m != nil {
+		m.reportWrites.WithLabelValues(kind).Observe(float64(n))
 	}
 }
 

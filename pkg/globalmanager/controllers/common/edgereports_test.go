@@ -1,0 +1,293 @@
+package common
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// gatedServer is the API server's side of some jobs, safe for concurrent
+// use, whose status writes can be held: while gate is set, a write waits for
+// it to close (and says so on holding).
+type gatedServer struct {
+	mu      sync.Mutex
+	jobs    map[string]*sednav1.FederatedLearningJob
+	writes  map[string]int
+	gate    chan struct{}
+	holding chan string // the job whose write waits at the gate
+}
+
+func newGatedServer(names ...string) *gatedServer {
+	s := &gatedServer{jobs: map[string]*sednav1.FederatedLearningJob{}, writes: map[string]int{}, holding: make(chan string, 16)}
+	for _, n := range names {
+		j := testJob()
+		j.Name = n
+		s.jobs[n] = j
+	}
+	return s
+}
+
+func (s *gatedServer) client(string) StatusClient[*sednav1.FederatedLearningJob] { return s }
+
+func (s *gatedServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*sednav1.FederatedLearningJob, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[name].DeepCopy(), nil
+}
+
+func (s *gatedServer) UpdateStatus(_ context.Context, j *sednav1.FederatedLearningJob, _ metav1.UpdateOptions) (*sednav1.FederatedLearningJob, error) {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		s.holding <- j.Name
+		<-gate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes[j.Name]++
+	s.jobs[j.Name] = j.DeepCopy()
+	return j, nil
+}
+
+func (s *gatedServer) hold() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gate = make(chan struct{})
+	return s.gate
+}
+
+func (s *gatedServer) open(gate chan struct{}) {
+	s.mu.Lock()
+	s.gate = nil
+	s.mu.Unlock()
+	close(gate)
+}
+
+// nodesOf are the nodes job's status has heard from, sorted.
+func (s *gatedServer) nodesOf(job string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var nodes []string
+	for _, n := range s.jobs[job].Status.EdgeNodes {
+		nodes = append(nodes, n.Name)
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+func (s *gatedServer) writesOf(job string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes[job]
+}
+
+func gatedReports(s *gatedServer) *EdgeReports[*sednav1.FederatedLearningJob] {
+	return &EdgeReports[*sednav1.FederatedLearningJob]{
+		Kind:      "federatedlearningjob",
+		Client:    s.client,
+		EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
+		Recorder:  record.NewFakeRecorder(1000),
+		Now:       func() time.Time { return time.Unix(1000, 0) },
+	}
+}
+
+// waitingFor is how many reports about job wait for its next write.
+func waitingFor(a *EdgeReports[*sednav1.FederatedLearningJob], job string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b := a.writers["ns/"+job]; b != nil {
+		return len(b.waiting)
+	}
+	return 0
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// report applies one report of node's worker about job, with kind as the
+// kind's part (nil: none), and sends its result to done.
+func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], job, node string, kind func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error), done chan<- error) {
+	info := &edgeproto.WorkerInfo{Name: "w-" + node, Namespace: "ns", OwnerName: job, Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
+	go func() {
+		done <- a.ApplyWorker(ctx, edgeproto.Source{Node: node, Store: "s"}, &edgeproto.Report{ID: 1, Worker: info.Name}, info, kind)
+	}()
+}
+
+// Reports about one object that arrive while its write is in flight go
+// into its next write, all of them, each answered after it.
+func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	gate := server.hold()
+	done := make(chan error, 100)
+	report(t.Context(), a, "job", "edge-000", nil, done)
+	<-server.holding
+
+	const more = 50
+	var want []string
+	for i := 1; i <= more; i++ {
+		report(t.Context(), a, "job", fmt.Sprintf("edge-%03d", i), nil, done)
+	}
+	waitUntil(t, "the reports to wait for the write in flight", func() bool { return waitingFor(a, "job") == more })
+	select {
+	case err := <-done:
+		t.Fatalf("a report was answered (%v) before its write", err)
+	default:
+	}
+	server.open(gate)
+	for range more + 1 {
+		if err := <-done; err != nil {
+			t.Errorf("report: %v", err)
+		}
+	}
+	for i := 0; i <= more; i++ {
+		want = append(want, fmt.Sprintf("edge-%03d", i))
+	}
+	if got := server.nodesOf("job"); !slices.Equal(got, want) {
+		t.Errorf("the status heard from %d nodes %v; want all %d", len(got), got, len(want))
+	}
+	if w := server.writesOf("job"); w != 2 {
+		t.Errorf("%d status writes for %d reports; want 2 (the first, then the %d that waited for it)", w, more+1, more)
+	}
+	waitUntil(t, "the writer to end", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.writers) == 0 })
+}
+
+// A report its kind refuses is left out of the write that carries the
+// others, and refused alone.
+func TestEdgeReportsRefusedOneOfAWriteLeavesTheOthers(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	gate := server.hold()
+	first := make(chan error, 1)
+	report(t.Context(), a, "job", "edge-0", nil, first)
+	<-server.holding
+
+	results := map[string]chan error{}
+	for _, node := range []string{"edge-1", "edge-2", "edge-3"} {
+		results[node] = make(chan error, 1)
+		var kind func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error)
+		if node == "edge-2" {
+			kind = func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error) {
+				return nil, edgeproto.Refuse("not the current worker")
+			}
+		}
+		report(t.Context(), a, "job", node, kind, results[node])
+		waitUntil(t, "the report to wait", func() bool { return waitingFor(a, "job") == len(results) })
+	}
+	server.open(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for node, ch := range results {
+		err := <-ch
+		_, refused := edgeproto.IsRefused(err)
+		if node == "edge-2" && !refused {
+			t.Errorf("%s: %v; want its refusal", node, err)
+		}
+		if node != "edge-2" && err != nil {
+			t.Errorf("%s: %v; want it applied", node, err)
+		}
+	}
+	if got, want := server.nodesOf("job"), []string{"edge-0", "edge-1", "edge-3"}; !slices.Equal(got, want) {
+		t.Errorf("the status heard from %v; want %v (the refused report's record is not written)", got, want)
+	}
+	if w := server.writesOf("job"); w != 2 {
+		t.Errorf("%d writes; want 2", w)
+	}
+}
+
+// A report about one object never waits behind another object's write.
+func TestEdgeReportsOfAnotherObjectDoNotWait(t *testing.T) {
+	server := newGatedServer("slow", "fast")
+	a := gatedReports(server)
+	gate := server.hold()
+	slow := make(chan error, 1)
+	report(t.Context(), a, "slow", "edge-0", nil, slow)
+	<-server.holding
+	server.mu.Lock()
+	server.gate = nil // only the write in flight waits
+	server.mu.Unlock()
+
+	fast := make(chan error, 1)
+	report(t.Context(), a, "fast", "edge-0", nil, fast)
+	select {
+	case err := <-fast:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a report about another object waited behind a write in flight")
+	}
+	close(gate)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A report whose caller gives up (its connection closed) still goes into
+// the write, which the others wait for; the caller hears its context's end.
+func TestEdgeReportsCallerThatGivesUpDoesNotStopTheWrite(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	gate := server.hold()
+	first := make(chan error, 1)
+	report(t.Context(), a, "job", "edge-0", nil, first)
+	<-server.holding
+
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp, stayed := make(chan error, 1), make(chan error, 1)
+	report(ctx, a, "job", "edge-1", nil, gaveUp)
+	report(t.Context(), a, "job", "edge-2", nil, stayed)
+	waitUntil(t, "both reports to wait", func() bool { return waitingFor(a, "job") == 2 })
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("the report whose context ended: %v; want context.Canceled", err)
+	}
+	server.open(gate)
+	for _, ch := range []chan error{first, stayed} {
+		if err := <-ch; err != nil {
+			t.Error(err)
+		}
+	}
+	if got, want := server.nodesOf("job"), []string{"edge-0", "edge-1", "edge-2"}; !slices.Equal(got, want) {
+		t.Errorf("the status heard from %v; want %v", got, want)
+	}
+}
+
+// With a window, reports that arrive within it share the first write too.
+func TestEdgeReportsWindowGathersTheFirstWrite(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	a.Window = time.Second
+	done := make(chan error, 10)
+	for i := range 5 {
+		report(t.Context(), a, "job", fmt.Sprintf("edge-%d", i), nil, done)
+	}
+	for range 5 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := server.writesOf("job"); w != 1 {
+		t.Errorf("%d writes for 5 reports within the window; want 1", w)
+	}
+}
