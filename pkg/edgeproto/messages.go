@@ -93,6 +93,14 @@ func (r ObjectRef) check() error {
 type ObjectVersion struct {
 	ObjectRef
 	ResourceVersion string `json:"resourceVersion"`
+	// Digest is the GlobalManager's digest of the object as it sends it,
+	// without its resourceVersion (see the GlobalManager's edge hub): two
+	// versions with the same digest differ only in what the edge does not
+	// use (status, most often), so a LocalController that holds one needs
+	// nothing of the other. The LocalController stores it with the object
+	// and states it back in its Hello and Acks; "" from one that predates
+	// it, and then the resourceVersion alone tells versions apart.
+	Digest string `json:"digest,omitempty"`
 	// Workers is the WorkersDigest of the object's worker pods on the node
 	// ("" when it has none there): a pod that comes or goes is a new version
 	// on that node, though the object is unchanged.
@@ -115,7 +123,21 @@ func (v ObjectVersion) check() error {
 	if v.ResourceVersion == "" {
 		return errors.New("resourceVersion is required")
 	}
+	if len(v.Digest) > MaxDigestBytes {
+		return fmt.Errorf("digest of %d bytes, more than %d", len(v.Digest), MaxDigestBytes)
+	}
 	return nil
+}
+
+// MaxDigestBytes bounds ObjectVersion.Digest: a GlobalManager's digests are
+// ObjectDigest's.
+const MaxDigestBytes = 64
+
+// ObjectDigest is the digest of an object's JSON as the GlobalManager sends
+// it, taken without its resourceVersion: what ObjectVersion.Digest says.
+func ObjectDigest(jsonWithoutResourceVersion []byte) string {
+	sum := sha256.Sum256(jsonWithoutResourceVersion)
+	return hex.EncodeToString(sum[:16])
 }
 
 // MaxStoreIdentityBytes bounds Hello.Store, which the GM records in status.

@@ -1,7 +1,6 @@
 package edgehub
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -43,15 +42,31 @@ var (
 	modelKind   = sednav1.ModelKind.Kind
 )
 
-// version is what tells two versions of an object on a node apart: its
-// resourceVersion and which of its pods are on the node.
+// objVersion is what tells two versions of an object on a node apart: what
+// the edge uses of it (its digest; see edgeVersion), and which of its pods
+// are on the node. resourceVersion goes with them, for the LocalController.
 type objVersion struct {
 	resourceVersion string
+	digest          string // edgeproto.ObjectDigest of the object as sent
 	workers         string // edgeproto.WorkersDigest of the names
 }
 
 func versionOf(v edgeproto.ObjectVersion) objVersion {
-	return objVersion{resourceVersion: v.ResourceVersion, workers: v.Workers}
+	return objVersion{resourceVersion: v.ResourceVersion, digest: v.Digest, workers: v.Workers}
+}
+
+// sameOnEdge says whether a LocalController that holds v needs nothing of w:
+// the same workers, and the same digest (an object whose status alone
+// changed is not sent again) or, where one has no digest (a LocalController
+// that predates them), the same resourceVersion.
+func (v objVersion) sameOnEdge(w objVersion) bool {
+	if v.workers != w.workers {
+		return false
+	}
+	if v.digest != "" && w.digest != "" {
+		return v.digest == w.digest
+	}
+	return v.resourceVersion == w.resourceVersion
 }
 
 // desiredObject is the latest version of an object that concerns a node.
@@ -64,7 +79,7 @@ type desiredObject struct {
 
 // objectVersion is d's ObjectVersion under ref.
 func (d desiredObject) objectVersion(ref edgeproto.ObjectRef) edgeproto.ObjectVersion {
-	return edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.version.resourceVersion, Workers: d.version.workers}
+	return edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.version.resourceVersion, Digest: d.version.digest, Workers: d.version.workers}
 }
 
 func nsKey(namespace, name string) string { return namespace + "/" + name }
@@ -206,7 +221,7 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 		if _, ok := out[ref]; ok {
 			return
 		}
-		d := desiredObject{kind: k, obj: obj, version: objVersion{resourceVersion: obj.GetResourceVersion()}}
+		d := desiredObject{kind: k, obj: obj, version: objVersion{resourceVersion: obj.GetResourceVersion(), digest: h.digests.of(k, obj)}}
 		if k.workers {
 			d.workers = h.workersOn(obj, node)
 			d.version.workers = edgeproto.WorkersDigest(d.workers)
@@ -372,51 +387,4 @@ func podNodes(oldObj, newObj any) []string {
 		}
 	}
 	return nodes
-}
-
-// lastAppliedAnnotation is kubectl's copy of the applied manifest: as large
-// as the object, and of no use on the edge.
-const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
-
-// encodeObject is the JSON of a cached object as a LocalController stores it:
-// with apiVersion and kind (a cached object has neither), and without what
-// only the API server and kubectl use (managedFields, the last-applied
-// annotation) or, unless the LocalController reads it, status. The cached
-// object is not changed.
-func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, error) {
-	raw, err := edgeproto.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
-	}
-	top["apiVersion"], _ = edgeproto.Marshal(k.apiVersion)
-	top["kind"], _ = edgeproto.Marshal(k.name)
-	if !k.sendStatus {
-		delete(top, "status")
-	}
-	var meta map[string]json.RawMessage
-	if err := json.Unmarshal(top["metadata"], &meta); err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s metadata: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
-	}
-	delete(meta, "managedFields")
-	if annotations := obj.GetAnnotations(); annotations[lastAppliedAnnotation] != "" {
-		kept := make(map[string]string, len(annotations))
-		for key, v := range annotations {
-			if key != lastAppliedAnnotation {
-				kept[key] = v
-			}
-		}
-		if len(kept) == 0 {
-			delete(meta, "annotations")
-		} else {
-			meta["annotations"], _ = edgeproto.Marshal(kept)
-		}
-	}
-	if top["metadata"], err = edgeproto.Marshal(meta); err != nil {
-		return nil, err
-	}
-	return edgeproto.Marshal(top)
 }

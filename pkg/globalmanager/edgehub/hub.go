@@ -58,6 +58,9 @@ type Hub struct {
 	conditions *conditionWriter
 	upgrader   websocket.Upgrader
 
+	// digests are the objects' digests, by UID (see encode.go).
+	digests digestCache
+
 	mu       sync.RWMutex
 	sessions map[string]*session // by node
 	closing  bool
@@ -124,9 +127,15 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
 			UpdateFunc: func(oldObj, newObj any) {
+				if h.digests.sameOnEdge(k, oldObj, newObj) {
+					return // a status write: nothing the edge uses changed
+				}
 				h.markDirty(append(h.affectedNodes(k, oldObj), h.affectedNodes(k, newObj)...))
 			},
-			DeleteFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
+			DeleteFunc: func(obj any) {
+				h.digests.forget(obj)
+				h.markDirty(h.affectedNodes(k, obj))
+			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("adding edge hub event handler: %w", err)

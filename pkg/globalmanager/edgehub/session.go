@@ -578,7 +578,7 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 	s.queue, s.next = s.queue[:0], 0
 	for _, ref := range refs {
 		d := desired[ref]
-		if (s.known(ref) == d.version && !force[ref]) || s.unsendable[ref] == d.version {
+		if (s.known(ref).sameOnEdge(d.version) && !force[ref]) || s.unsendable[ref].sameOnEdge(d.version) {
 			continue
 		}
 		if s.inflight[ref] == nil {
@@ -633,7 +633,7 @@ func (s *session) fill() error {
 			// Sent since the plan was made: nothing left to do.
 		case q.delete:
 			err = s.sendDelete(q.ref, q.version)
-		case s.known(q.ref) != q.desired.version && s.unsendable[q.ref] != q.desired.version:
+		case !s.known(q.ref).sameOnEdge(q.desired.version) && !s.unsendable[q.ref].sameOnEdge(q.desired.version):
 			err = s.sendUpsert(q.ref, q.desired)
 		}
 		if err != nil {
@@ -678,7 +678,7 @@ func (h *Hub) compareRefs(a, b edgeproto.ObjectRef) int {
 }
 
 func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
-	obj, err := encodeObject(d.kind, d.obj)
+	obj, _, err := encodeObject(d.kind, d.obj)
 	// Whether the object can be sent at all is decided on the object alone,
 	// the same for every node, so that the sessions of two nodes never want
 	// opposite conditions on it; a node whose worker list does not fit beside
@@ -720,7 +720,7 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 }
 
 func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
-	ov := edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: v.resourceVersion, Workers: v.workers}
+	ov := edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: v.resourceVersion, Digest: v.digest, Workers: v.workers}
 	if err := s.send(&edgeproto.Delete{ObjectVersion: ov}); err != nil {
 		return err
 	}
@@ -748,7 +748,7 @@ func (s *session) ack(versions []edgeproto.ObjectVersion) {
 	now := s.hub.now()
 	for _, v := range versions {
 		f := s.inflight[v.ObjectRef]
-		if f == nil || f.version != versionOf(v) {
+		if f == nil || !f.version.sameOnEdge(versionOf(v)) || f.version.resourceVersion != v.ResourceVersion {
 			continue
 		}
 		s.hub.metrics.ackLatency.Observe(now.Sub(f.firstSent).Seconds())

@@ -199,6 +199,7 @@ func (l *Link) hello() ([][]byte, error) {
 		h.Inventory = append(h.Inventory, edgeproto.ObjectVersion{
 			ObjectRef:       edgeproto.ObjectRef{Kind: v.Key.Kind, Namespace: v.Key.Namespace, Name: v.Key.Name},
 			ResourceVersion: v.ResourceVersion,
+			Digest:          v.Digest,
 			Workers:         edgeproto.WorkersDigest(v.Workers),
 		})
 	}
@@ -335,7 +336,8 @@ func (l *Link) apply(ctx context.Context, msgs []edgeproto.Message, acks *ackQue
 	for _, msg := range msgs {
 		switch m := msg.(type) {
 		case *edgeproto.Upsert:
-			changes = append(changes, store.ObjectChange{Key: storeKey(m.ObjectRef), ResourceVersion: m.ResourceVersion, Workers: m.WorkerNames, Data: m.Object})
+			changes = append(changes, store.ObjectChange{Key: storeKey(m.ObjectRef), ResourceVersion: m.ResourceVersion, Digest: m.Digest,
+				Workers: m.WorkerNames, Data: m.Object})
 			versions = append(versions, m.ObjectVersion)
 			upserts++
 			continue

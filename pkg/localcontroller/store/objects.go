@@ -54,12 +54,15 @@ func decodeKey(b []byte) (Key, error) {
 	return Key{Kind: string(parts[0]), Namespace: string(parts[1]), Name: string(parts[2])}, nil
 }
 
-// Object is a stored object: its key, the resourceVersion the GlobalManager
-// sent it with, the names of its worker pods on this node, and its
-// serialized form.
+// Object is a stored object: its key, the resourceVersion and digest the
+// GlobalManager sent it with, the names of its worker pods on this node, and
+// its serialized form.
 type Object struct {
 	Key             Key
 	ResourceVersion string
+	// Digest is the GlobalManager's digest of what the edge uses of the
+	// object (edgeproto.ObjectVersion.Digest); "" when it sent none.
+	Digest string
 	// Workers are the names of the object's pods on this node, as the
 	// GlobalManager last sent them: the workers whose reports the worker API
 	// takes for it.
@@ -72,6 +75,7 @@ type Object struct {
 type Version struct {
 	Key             Key
 	ResourceVersion string
+	Digest          string
 	Workers         []string
 }
 
@@ -83,17 +87,22 @@ const (
 	// objectFormatV2: uvarint len(resourceVersion), resourceVersion, uvarint
 	// number of workers, each as uvarint len(name), name; then data.
 	objectFormatV2 byte = 2
+	// objectFormatV3: as V2 with, after the resourceVersion, uvarint
+	// len(digest), digest.
+	objectFormatV3 byte = 3
 )
 
-func encodeObject(resourceVersion string, workers []string, data []byte) []byte {
-	size := 1 + 2*binary.MaxVarintLen64 + len(resourceVersion) + len(data)
+func encodeObject(resourceVersion, digest string, workers []string, data []byte) []byte {
+	size := 1 + 3*binary.MaxVarintLen64 + len(resourceVersion) + len(digest) + len(data)
 	for _, w := range workers {
 		size += binary.MaxVarintLen64 + len(w)
 	}
 	b := make([]byte, 0, size)
-	b = append(b, objectFormatV2)
+	b = append(b, objectFormatV3)
 	b = binary.AppendUvarint(b, uint64(len(resourceVersion)))
 	b = append(b, resourceVersion...)
+	b = binary.AppendUvarint(b, uint64(len(digest)))
+	b = append(b, digest...)
 	b = binary.AppendUvarint(b, uint64(len(workers)))
 	for _, w := range workers {
 		b = binary.AppendUvarint(b, uint64(len(w)))
@@ -106,7 +115,7 @@ func encodeObject(resourceVersion string, workers []string, data []byte) []byte 
 // length of the transaction. With withData false the data is not read.
 func decodeObject(k Key, v []byte, withData bool) (Object, error) {
 	malformed := fmt.Errorf("object %s: malformed value", k)
-	if len(v) == 0 || (v[0] != objectFormatV1 && v[0] != objectFormatV2) {
+	if len(v) == 0 || (v[0] != objectFormatV1 && v[0] != objectFormatV2 && v[0] != objectFormatV3) {
 		return Object{}, fmt.Errorf("object %s: unknown format", k)
 	}
 	format, rest := v[0], v[1:]
@@ -125,7 +134,12 @@ func decodeObject(k Key, v []byte, withData bool) (Object, error) {
 		return Object{}, malformed
 	}
 	o := Object{Key: k, ResourceVersion: rv}
-	if format == objectFormatV2 {
+	if format == objectFormatV3 {
+		if o.Digest, ok = field(); !ok {
+			return Object{}, malformed
+		}
+	}
+	if format == objectFormatV2 || format == objectFormatV3 {
 		count, w := binary.Uvarint(rest)
 		if w <= 0 || count > uint64(len(rest)) {
 			return Object{}, malformed
@@ -154,7 +168,7 @@ func (s *Store) PutObject(key Key, resourceVersion string, workers []string, dat
 		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(objectsBucket).Put(key.encode(), encodeObject(resourceVersion, workers, data))
+		return tx.Bucket(objectsBucket).Put(key.encode(), encodeObject(resourceVersion, "", workers, data))
 	})
 	if err != nil {
 		return fmt.Errorf("storing object %s: %w", key, err)
@@ -178,11 +192,13 @@ func (s *Store) DeleteObject(key Key) error {
 }
 
 // ObjectChange is one write of ApplyObjects: the object under Key stored at
-// ResourceVersion with its Workers and Data, or, with Delete, removed.
+// ResourceVersion and Digest with its Workers and Data, or, with Delete,
+// removed.
 type ObjectChange struct {
 	Key             Key
 	Delete          bool
 	ResourceVersion string
+	Digest          string
 	Workers         []string // the object's worker pods on this node
 	Data            []byte
 }
@@ -204,7 +220,7 @@ func (s *Store) ApplyObjects(changes []ObjectChange) error {
 			if c.Delete {
 				err = b.Delete(c.Key.encode())
 			} else {
-				err = b.Put(c.Key.encode(), encodeObject(c.ResourceVersion, c.Workers, c.Data))
+				err = b.Put(c.Key.encode(), encodeObject(c.ResourceVersion, c.Digest, c.Workers, c.Data))
 			}
 			if err != nil {
 				return fmt.Errorf("object %s: %w", c.Key, err)
@@ -264,7 +280,7 @@ func (s *Store) Inventory() ([]Version, error) {
 	}
 	vs := make([]Version, 0, len(objs))
 	for _, o := range objs {
-		vs = append(vs, Version{Key: o.Key, ResourceVersion: o.ResourceVersion, Workers: o.Workers})
+		vs = append(vs, Version{Key: o.Key, ResourceVersion: o.ResourceVersion, Digest: o.Digest, Workers: o.Workers})
 	}
 	return vs, nil
 }

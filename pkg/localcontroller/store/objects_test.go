@@ -283,3 +283,35 @@ func TestObjectKeepsItsWorkersAndOldValuesStillRead(t *testing.T) {
 		t.Errorf("reading a first-format value: %+v, %v", gotOld, err)
 	}
 }
+
+// The digest the GlobalManager sends goes back in the Inventory; a value of
+// the second format (an earlier LocalController's) reads with none.
+func TestObjectKeepsItsDigestAndSecondFormatValuesStillRead(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "lc.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
+	old := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "old"}
+	err = s.ApplyObjects([]ObjectChange{{Key: job, ResourceVersion: "9", Digest: "0123456789abcdef", Workers: []string{"w"}, Data: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := append([]byte{objectFormatV2, 1, '4', 1, 1, 'x'}, `{"old":true}`...)
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(objectsBucket).Put(old.encode(), v2) }); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := s.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Version{{Key: job, ResourceVersion: "9", Digest: "0123456789abcdef", Workers: []string{"w"}}, {Key: old, ResourceVersion: "4", Workers: []string{"x"}}}
+	if diff := cmp.Diff(want, inv); diff != "" {
+		t.Errorf("Inventory (-want,+got):\n%s", diff)
+	}
+	got, _, err := s.GetObject(job)
+	if err != nil || got.Digest != "0123456789abcdef" || string(got.Data) != `{}` {
+		t.Errorf("GetObject: %+v, %v", got, err)
+	}
+}
