@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
@@ -206,40 +208,72 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	return c.advance(job, status, wanted, current, missing, isHeld, holding, actErr, now), actErr
 }
 
-// restart deletes every pod of the job after one failed, counting it in
-// status.restarts, or fails the job when its backoff limit is spent.
+// AnnotationRestart, on a failed pod, is the number of the restart its
+// failure causes. It is written on the pod before the count reaches the
+// job's status and the pods are deleted only once the status has it, so a
+// status write that is lost (it conflicted with a newer job) or a
+// GlobalManager that stops in between never loses a restart nor counts
+// one twice.
+const AnnotationRestart = "nereid.io/restart"
+
+// restart makes every pod of the job again after one failed, counting it in
+// status.restarts, or fails the job when its backoff limit is spent. In
+// three steps, each its own sync: the failure is marked with its restart
+// number (AnnotationRestart), the count is written, then the pods go.
 func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, failed *corev1.Pod, satisfied bool, now metav1.Time) ([]common.Event, error) {
 	why := fmt.Sprintf("pod %s failed", failed.Name)
 	if m := podFailure(failed); m != "" {
 		why += ": " + m
 	}
 	limit := backoffLimit(job)
-	if status.Restarts >= limit {
-		msg := fmt.Sprintf("%s; the job restarted %d times, its backoffLimit", why, status.Restarts)
-		status.CompletionTimestamp = &now
-		var err error
-		if satisfied {
-			err = c.children.DeletePods(ctx, key, job, common.PodsToClean(live, string(job.Spec.CleanPodPolicy)), "the job failed")
+	n, counted := restartOf(failed)
+	if !counted {
+		if status.Restarts >= limit {
+			msg := fmt.Sprintf("%s; the job restarted %d times, its backoffLimit", why, status.Restarts)
+			status.CompletionTimestamp = &now
+			var err error
+			if satisfied {
+				err = c.children.DeletePods(ctx, key, job, common.PodsToClean(live, string(job.Spec.CleanPodPolicy)), "the job failed")
+			}
+			return setPhase(status, div2.JobFailed, "BackoffLimitExceeded", msg, now, corev1.EventTypeWarning), err
 		}
-		return setPhase(status, div2.JobFailed, "BackoffLimitExceeded", msg, now, corev1.EventTypeWarning), err
+		if !satisfied {
+			// An earlier restart's deletions are not all seen yet.
+			return nil, nil
+		}
+		// Restarts after the first wait, doubling, as the Job controller's
+		// do: a job that fails at once must not recreate its pods back to
+		// back.
+		if wait := restartDelay(status.Restarts) - now.Sub(lastRestart(status)); status.Restarts > 0 && wait > 0 {
+			c.queue.AddAfter(key, wait)
+			msg := fmt.Sprintf("%s; restarting in %s (backoff after %d restarts)", why, wait.Round(time.Second), status.Restarts)
+			return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
+		}
+		n = status.Restarts + 1
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationRestart, strconv.Itoa(int(n)))
+		if _, err := c.children.Client.CoreV1().Pods(failed.Namespace).Patch(ctx, failed.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return nil, fmt.Errorf("marking failed pod %s/%s with restart %d: %w", failed.Namespace, failed.Name, n, err)
+		}
+	}
+	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, n, limit)
+	if status.Restarts < n {
+		// The count first: the pods go once the status holds it.
+		status.Restarts = n
+		return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
 	}
 	if !satisfied {
-		// An earlier restart's deletions are not all seen yet.
 		return nil, nil
-	}
-	// Restarts after the first wait, doubling, as the Job controller's do:
-	// a job that fails at once must not recreate its pods back to back.
-	if wait := restartDelay(status.Restarts) - now.Sub(lastRestart(status)); status.Restarts > 0 && wait > 0 {
-		c.queue.AddAfter(key, wait)
-		msg := fmt.Sprintf("%s; restarting in %s (backoff after %d restarts)", why, wait.Round(time.Second), status.Restarts)
-		return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
 	}
 	if err := c.children.DeletePods(ctx, key, job, live, "restarting the job: "+why); err != nil {
 		return nil, err
 	}
-	status.Restarts++
-	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, status.Restarts, limit)
 	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
+}
+
+// restartOf is the restart a failed pod's failure causes, when it is marked.
+func restartOf(pod *corev1.Pod) (int32, bool) {
+	n, err := strconv.ParseInt(pod.Annotations[AnnotationRestart], 10, 32)
+	return int32(n), err == nil && n > 0
 }
 
 // The delay before restart n+1 after restart n: 10 s, doubling, at most 6 min.

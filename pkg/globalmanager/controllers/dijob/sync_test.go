@@ -23,6 +23,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	difake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 const ns = "rl"
@@ -103,6 +104,24 @@ func (f *fixture) sync(t *testing.T, job *div2.DIJob) (created []*corev1.Pod, de
 	})
 	slices.Sort(deleted)
 	return created, deleted
+}
+
+// restartMark is the AnnotationRestart of pod name, as the API server has it.
+func (f *fixture) restartMark(t *testing.T, name string) string {
+	t.Helper()
+	p, err := f.kube.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Annotations[AnnotationRestart]
+}
+
+// marked is pods with pods[i] marked as the failure of restart n.
+func marked(pods []*corev1.Pod, i int, n string) []*corev1.Pod {
+	out := append([]*corev1.Pod(nil), pods...)
+	out[i] = out[i].DeepCopy()
+	out[i].Annotations = common.MergeLabels(out[i].Annotations, map[string]string{AnnotationRestart: n})
+	return out
 }
 
 func (f *fixture) status(t *testing.T, job *div2.DIJob) div2.DIJobStatus {
@@ -225,11 +244,33 @@ func TestPhasesRestartsAndBackoff(t *testing.T) {
 	failed := append([]*corev1.Pod(nil), running...)
 	failed[1] = withPhase(made[1:2], corev1.PodFailed)[0]
 	failed[1].Status.Message = "OOMKilled"
+	// First the failure is marked and counted, and nothing is deleted: a
+	// count the status lost would be lost for good once the pods are gone.
 	job.Status = st
 	f = newFixture(t, job, failed...)
 	_, deleted := f.sync(t, job)
+	if len(deleted) != 0 {
+		t.Fatalf("deleted %v before the restart is in the status", deleted)
+	}
+	if mark := f.restartMark(t, "cartpole-dqn-collector-0"); mark != "1" {
+		t.Fatalf("the failed pod's %s is %q, want 1", AnnotationRestart, mark)
+	}
+	st = f.status(t, job)
+	if st.Phase != div2.JobRestarting || st.Restarts != 1 {
+		t.Fatalf("status phase %s restarts %d, want Restarting 1", st.Phase, st.Restarts)
+	}
+	// A sync whose status write was lost counts the marked failure again,
+	// once.
+	f = newFixture(t, job, marked(failed, 1, "1")...)
+	if _, deleted := f.sync(t, job); len(deleted) != 0 || f.status(t, job).Restarts != 1 {
+		t.Fatalf("after a lost status write: deleted %v, restarts %d; want nothing deleted and 1", deleted, f.status(t, job).Restarts)
+	}
+	// The count written: every pod goes, and the count stays.
+	job.Status = st
+	f = newFixture(t, job, marked(failed, 1, "1")...)
+	_, deleted = f.sync(t, job)
 	if want := []string{"cartpole-dqn-collector-0", "cartpole-dqn-collector-1", "cartpole-dqn-evaluator-0", "cartpole-dqn-learner-0"}; !slices.Equal(deleted, want) {
-		t.Fatalf("after a failed pod deleted %v, want every pod %v", deleted, want)
+		t.Fatalf("after the count was written deleted %v, want every pod %v", deleted, want)
 	}
 	st = f.status(t, job)
 	if st.Phase != div2.JobRestarting || st.Restarts != 1 {
@@ -423,6 +464,13 @@ func TestRestartsAfterTheFirstBackOff(t *testing.T) {
 			f := newFixture(t, job, pods...)
 			_, deleted := f.sync(t, job)
 			st := f.status(t, job)
+			if tc.wantDeletes {
+				// Counted first, then the pods go.
+				job.Status = st
+				f = newFixture(t, job, marked(pods, 1, strconv.Itoa(int(tc.wantRestarts)))...)
+				_, deleted = f.sync(t, job)
+				st = f.status(t, job)
+			}
 			if (len(deleted) > 0) != tc.wantDeletes || st.Restarts != tc.wantRestarts {
 				t.Fatalf("deleted %v restarts %d, want deletes %v and %d restarts", deleted, st.Restarts, tc.wantDeletes, tc.wantRestarts)
 			}
