@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -525,4 +526,64 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 		h, _ := common.MetricValue(ji.Status.Metrics, "hardExampleNumber")
 		return n == 120 && h == 30, nil
 	})
+}
+
+// TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart has the training
+// workers on edge-0 and edge-1 report while the GlobalManager is down, then
+// starts it with a report window, so that the two nodes' backlogs meet in
+// the same status writes: each report is still applied once, however the
+// writes carried them and whatever was in flight when it stopped.
+func TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns, "--edge-report-window=200ms")
+	lcs := map[string]*framework.LocalController{}
+	for _, node := range []string{"edge-0", "edge-1"} {
+		lcs[node] = framework.StartLocalController(t, hub, node, framework.EdgeIdentity(t, ns, node))
+	}
+	job := applyFederatedExample(t, ns)
+	workers := map[string]string{}
+	for node, lc := range lcs {
+		workers[node] = trainingWorkerOn(t, ns, job, node)
+		postUntilKnown(t, lc, ns, workers[node], 1)
+	}
+	for node := range lcs {
+		waitForReports(t, ns, node, 1)
+	}
+
+	// Stopped in the middle of a burst: some reports written, some in
+	// flight, the rest waiting on the edge.
+	const rounds = 30
+	var wg sync.WaitGroup
+	for node, lc := range lcs {
+		wg.Go(func() { postRounds(t, lc, ns, workers[node], 2, rounds/2) })
+	}
+	wg.Wait()
+	hub.Kill(t)
+	for node, lc := range lcs {
+		wg.Go(func() { postRounds(t, lc, ns, workers[node], rounds/2+1, rounds) })
+	}
+	wg.Wait()
+	if err := hub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for node, lc := range lcs {
+		waitForReports(t, ns, node, rounds)
+		framework.WaitForReportsAcknowledged(t, lc)
+	}
+	for node := range lcs {
+		if got, err := edgeNode(t.Context(), t, ns, node); err != nil || got.ReportsApplied != rounds {
+			t.Errorf("%d reports applied from %s (%v), want %d", got.ReportsApplied, node, err, rounds)
+		}
+	}
+	// The writes after the restart carried more than one report each.
+	m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := `nereid_controller_edge_reports_per_status_write_%s{kind="federatedlearningjob"}`
+	writes, reports := m.Get(fmt.Sprintf(series, "count")), m.Get(fmt.Sprintf(series, "sum"))
+	if writes == 0 || reports <= writes {
+		t.Errorf("after the restart %v status writes carried %v reports; want fewer writes than reports", writes, reports)
+	}
+	t.Logf("after the restart %v status writes carried %v reports", writes, reports)
 }
