@@ -406,21 +406,34 @@ func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
 // lcObjects is what a LocalController's store holds, by "Kind ns/name", with
 // its resourceVersion.
 func lcObjects(lc *framework.LocalController) (map[string]string, error) {
+	return lcInventory(lc, func(v storedVersion) string { return v.ResourceVersion })
+}
+
+// lcDigests is what lc's store holds, as the digest of each object
+// (edgehub.Digest) by "Kind namespace/name": equal to the digest of the
+// cluster's object when the node holds all it uses of it.
+func lcDigests(lc *framework.LocalController) (map[string]string, error) {
+	return lcInventory(lc, func(v storedVersion) string { return v.Digest })
+}
+
+type storedVersion struct {
+	Key                     struct{ Kind, Namespace, Name string }
+	ResourceVersion, Digest string
+}
+
+func lcInventory(lc *framework.LocalController, value func(storedVersion) string) (map[string]string, error) {
 	resp, err := http.Get(lc.HealthURL + "/objects")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var inv []struct {
-		Key             struct{ Kind, Namespace, Name string }
-		ResourceVersion string
-	}
+	var inv []storedVersion
 	if err := json.NewDecoder(resp.Body).Decode(&inv); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, v := range inv {
-		out[v.Key.Kind+" "+v.Key.Namespace+"/"+v.Key.Name] = v.ResourceVersion
+		out[v.Key.Kind+" "+v.Key.Namespace+"/"+v.Key.Name] = value(v)
 	}
 	return out, nil
 }
@@ -457,11 +470,11 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 		t.Fatal(err)
 	}
 	// The job is gone and with it the reason to hold its Model; the edited
-	// Dataset is there at the cluster's version: the edit's, or a later one
-	// when the LocalController's count of the new file has been written to
-	// its status meanwhile.
+	// Dataset is there as the cluster has it: at the edit's version, as a
+	// count the LocalController reported since changes only its status,
+	// which is not sent down.
 	framework.Eventually(t, 30*time.Second, "the LocalController's store to match the cluster", func(ctx context.Context) (bool, error) {
-		objs, err := lcObjects(lc)
+		objs, err := lcDigests(lc)
 		if err != nil {
 			return false, nil
 		}
@@ -469,8 +482,12 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 		if err != nil {
 			return false, err
 		}
-		return len(objs) == 1 && objs["Dataset "+ns+"/"+dataset] == now.ResourceVersion && now.Spec.URL == ds.Spec.URL, nil
+		want, err := edgehub.Digest(sednav1.DatasetKind.Kind, now)
+		return len(objs) == 1 && objs["Dataset "+ns+"/"+dataset] == want && now.Spec.URL == ds.Spec.URL, err
 	})
+	if objs, err := lcObjects(lc); err != nil || !atLeast(objs["Dataset "+ns+"/"+dataset], ds.ResourceVersion) {
+		t.Errorf("the store holds Dataset %s at %q (%v), want the edit's version %s or later", dataset, objs["Dataset "+ns+"/"+dataset], err, ds.ResourceVersion)
+	}
 }
 
 // TestASecondConnectionOfANodeReplacesTheFirst starts two LocalControllers

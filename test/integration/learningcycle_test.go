@@ -20,6 +20,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	edgecycle "github.com/nereid-ml/nereid/pkg/localcontroller/cycle"
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -609,8 +610,12 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		objs, err := lcObjects(c.lc)
-		return objs["IncrementalLearningJob "+c.ns+"/"+cycleJob] == job.ResourceVersion, err
+		want, err := edgehub.Digest(sednav1.IncrementalLearningJobKind.Kind, job)
+		if err != nil {
+			return false, err
+		}
+		objs, err := lcDigests(c.lc)
+		return objs["IncrementalLearningJob "+c.ns+"/"+cycleJob] == want, err
 	})
 
 	// Taken before the kill: everything the restarted GlobalManager does is after it.

@@ -53,6 +53,13 @@ func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 		t.Fatalf("sent %v, want the %d objects of edge-a", held, len(upToDate()))
 	}
 	upserts := f.metric("messages_sent_total", "type", "upsert")
+	fl, err := f.sedna.SednaV1alpha1().FederatedLearningJobs(testNS).Get(t.Context(), "fl-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := Digest(sednav1.FederatedLearningJobKind.Kind, fl); err != nil || d != held["fl-a"].Digest {
+		t.Errorf("Digest of fl-a is %q (%v), the hub sent %q", d, err, held["fl-a"].Digest)
+	}
 
 	jobs := f.sedna.SednaV1alpha1().FederatedLearningJobs(testNS)
 	for i, rv := range []string{"42", "43", "44"} {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
@@ -103,6 +104,16 @@ func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, string, error) {
 		return fail(err)
 	}
 	return out, digest, nil
+}
+
+// Digest is the digest the hub gives obj, a sedna.io/v1alpha1 object of
+// kind (its API kind, "Dataset"), as LocalControllers hold it
+// (edgeproto.ObjectVersion.Digest): for tests and tools that check what an
+// edge node holds against the cluster.
+func Digest(kindName string, obj metav1.Object) (string, error) {
+	k := &kind{name: kindName, apiVersion: sednav1.SchemeGroupVersion.String(), sendStatus: sendsStatus[kindName]}
+	_, digest, err := encodeObject(k, obj)
+	return digest, err
 }
 
 // digestCache holds the digest of each cached object's latest version, by

@@ -55,6 +55,13 @@ type (
 	datasetNamer interface{ DatasetNames() []string }
 )
 
+// sendsStatus are the kinds whose status the LocalController reads (the
+// learning cycles: their stage and round), by API kind.
+var sendsStatus = map[string]bool{
+	sednav1.IncrementalLearningJobKind.Kind: true,
+	sednav1.LifelongLearningJobKind.Kind:    true,
+}
+
 // sednaKinds are the sedna.io/v1alpha1 kinds the hub sends; it writes their
 // status with client.
 func sednaKinds(client sednaclient.SednaV1alpha1Interface, inf sednainformers.Interface) []*kind {
@@ -75,13 +82,13 @@ func sednaKinds(client sednaclient.SednaV1alpha1Interface, inf sednainformers.In
 					return client.JointInferenceServices(ns)
 				})},
 		{name: sednav1.IncrementalLearningJobKind.Kind, apiVersion: gv, informer: inf.IncrementalLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: true,
+			workers: true, sendStatus: sendsStatus[sednav1.IncrementalLearningJobKind.Kind],
 			conditions: jobConditions(func(o *sednav1.IncrementalLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
 				func(ns string) statusUpdater[*sednav1.IncrementalLearningJob] {
 					return client.IncrementalLearningJobs(ns)
 				})},
 		{name: sednav1.LifelongLearningJobKind.Kind, apiVersion: gv, informer: inf.LifelongLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: true,
+			workers: true, sendStatus: sendsStatus[sednav1.LifelongLearningJobKind.Kind],
 			conditions: jobConditions(func(o *sednav1.LifelongLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
 				func(ns string) statusUpdater[*sednav1.LifelongLearningJob] { return client.LifelongLearningJobs(ns) })},
 	}
