@@ -488,7 +488,7 @@ func waitStored(ctx context.Context, st *store.Store, key store.Key, rv string, 
 	defer tick.Stop()
 	deadline := from.Add(timeout)
 	for {
-		if o, ok, err := st.GetObject(key); err == nil && ok && versionAtLeast(o.ResourceVersion, rv) {
+		if o, ok, err := st.GetObject(key); err == nil && ok && framework.VersionAtLeast(o.ResourceVersion, rv) {
 			return max(0, time.Since(from)), true
 		}
 		if time.Now().After(deadline) {
@@ -500,17 +500,6 @@ func waitStored(ctx context.Context, st *store.Store, key store.Key, rv string, 
 			return 0, false
 		}
 	}
-}
-
-// versionAtLeast compares resourceVersions as the numbers etcd makes them
-// (opaque to clients in general; good enough for a benchmark).
-func versionAtLeast(have, want string) bool {
-	h, err1 := strconv.ParseUint(have, 10, 64)
-	w, err2 := strconv.ParseUint(want, 10, 64)
-	if err1 != nil || err2 != nil {
-		return have == want
-	}
-	return h >= w
 }
 
 // ceilingResult is what measureStatusCeiling measured.

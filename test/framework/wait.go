@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,4 +31,17 @@ func DeletePodByHand(t testing.TB, namespace, name string) {
 	if err := KubeClient(t).CoreV1().Pods(namespace).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatalf("deleting pod %s/%s: %v", namespace, name, err)
 	}
+}
+
+// VersionAtLeast says whether resourceVersion have is want or a later one,
+// comparing them as the numbers etcd makes them: opaque to clients in
+// general, but the local control plane's are etcd's revisions. Two that are
+// not numbers compare equal only when the same.
+func VersionAtLeast(have, want string) bool {
+	h, err1 := strconv.ParseUint(have, 10, 64)
+	w, err2 := strconv.ParseUint(want, 10, 64)
+	if err1 != nil || err2 != nil {
+		return have == want
+	}
+	return h >= w
 }

@@ -71,14 +71,6 @@ func (w *written) get(k string) string {
 	return w.rvs[k]
 }
 
-// atLeast says whether resourceVersion have is want or later: etcd's
-// revisions, as the local control plane's API server gives them.
-func atLeast(have, want string) bool {
-	h, err1 := strconv.ParseUint(have, 10, 64)
-	w, err2 := strconv.ParseUint(want, 10, 64)
-	return err1 == nil && err2 == nil && h >= w
-}
-
 // waitForStoreToMatch waits until lc's store holds exactly the Datasets of ns,
 // each at the version of the test's last write or a later one, and says how
 // the two differ when they do not.
@@ -101,7 +93,7 @@ func waitForStoreToMatch(t *testing.T, lc *framework.LocalController, sedna sedn
 			switch g, ok := got[k]; {
 			case !ok:
 				missing++
-			case !atLeast(g, w.get(k)) || !atLeast(rv, g):
+			case !framework.VersionAtLeast(g, w.get(k)) || !framework.VersionAtLeast(rv, g):
 				stale++
 			}
 		}

@@ -485,7 +485,7 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 		want, err := edgehub.Digest(sednav1.DatasetKind.Kind, now)
 		return len(objs) == 1 && objs["Dataset "+ns+"/"+dataset] == want && now.Spec.URL == ds.Spec.URL, err
 	})
-	if objs, err := lcObjects(lc); err != nil || !atLeast(objs["Dataset "+ns+"/"+dataset], ds.ResourceVersion) {
+	if objs, err := lcObjects(lc); err != nil || !framework.VersionAtLeast(objs["Dataset "+ns+"/"+dataset], ds.ResourceVersion) {
 		t.Errorf("the store holds Dataset %s at %q (%v), want the edit's version %s or later", dataset, objs["Dataset "+ns+"/"+dataset], err, ds.ResourceVersion)
 	}
 }
