@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -224,7 +225,11 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 	}
 	l.mu.Unlock()
 
-	for _, d := range todo {
+	// In parallel: a GlobalManager that stops marks every node disconnected
+	// at once, and one write after another would take a thousand nodes
+	// past its shutdown timeout.
+	workqueue.ParallelizeUntil(ctx, leaseWriters, len(todo), func(i int) {
+		d := todo[i]
 		lease, err := l.write(ctx, d.node, &d.k)
 		l.mu.Lock()
 		k := l.nodes[d.node]
@@ -242,8 +247,11 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Writing the link state of an edge node", "node", d.node)
 		}
-	}
+	})
 }
+
+// leaseWriters is how many Lease writes writeDue has in flight at most.
+const leaseWriters = 32
 
 // write puts k into node's Lease and returns the Lease written.
 func (l *links) write(ctx context.Context, node string, k *link) (*coordinationv1.Lease, error) {
