@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ func run(ctx context.Context, o options) error {
 	failed.Store("")
 	following.Store("")
 	electionChecker := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	srv, err := serveHealth(ctx, o.healthAddress, reg, health{ready: &ready, failed: &failed, following: &following, election: electionChecker})
+	srv, err := serveHealth(ctx, o.healthAddress, reg, health{ready: &ready, failed: &failed, following: &following, election: electionChecker, profiling: o.profiling})
 	if err != nil {
 		return err
 	}
@@ -444,6 +445,8 @@ type health struct {
 	// stands by, "" otherwise.
 	following *atomic.Value
 	election  *leaderelection.HealthzAdaptor
+	// profiling serves Go's profiles under /debug/pprof/.
+	profiling bool
 }
 
 // serveHealth serves /healthz (the process and its lease are alive, and it
@@ -478,11 +481,17 @@ func serveHealth(ctx context.Context, addr string, reg *prometheus.Registry, h h
 		http.Error(w, why, http.StatusServiceUnavailable)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if h.profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --health-address %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.FromContext(ctx).Error(err, "Health server stopped")

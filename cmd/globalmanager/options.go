@@ -59,6 +59,7 @@ type options struct {
 	healthAddress    string
 	childBatchPeriod time.Duration
 	reportWindow     time.Duration
+	profiling        bool
 
 	edgeAddress        string
 	edgeCertFile       string
@@ -157,6 +158,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"How long events of a job's pods are gathered into one sync (and one status write); spec edits are never delayed. 0 syncs on every event.")
 	fs.DurationVar(&o.reportWindow, "edge-report-window", 0,
 		"How long a status write of edge reports waits for more reports about the same object before it starts. Reports that arrive while an object's previous write is in flight always go into its next write together; a window gathers more per write at the cost of that much delay. 0 waits only for the write in flight.")
+	fs.BoolVar(&o.profiling, "profiling", false,
+		"Serve Go's profiles (heap, goroutines, CPU) under /debug/pprof/ on --health-address. Off by default: a heap profile shows what the GlobalManager holds, so turn it on only where that address is reachable by those who may see it.")
 	fs.StringVar(&o.edgeAddress, "edge-address", "",
 		"Address of the edge hub: the wss endpoint (/edge/v1/connect) LocalControllers connect to. Empty runs no hub.")
 	fs.StringVar(&o.edgeCertFile, "edge-cert-file", "",
