@@ -223,8 +223,12 @@ func (m *Manager) serves(mode Mode) bool {
 		return false
 	}
 	m.served = served
-	if served[mode] {
-		m.activate(mode)
+	// Every mode now served, not only the one asked for: the next job may
+	// ask for another, and serves answers from m.served without activating.
+	for _, other := range []Mode{Kubernetes, Volcano, Coscheduling} {
+		if served[other] {
+			m.activate(other)
+		}
 	}
 	return served[mode]
 }
@@ -246,13 +250,12 @@ func (m *Manager) Plan(owner common.Owner, ownerKind schema.GroupVersionKind, mi
 		p.Problem = &Status{Reason: reason, Message: fmt.Sprintf(format, args...)}
 		return p
 	}
-	if s, set := ann[AnnotationScheduler]; set {
+	// An annotation auto is the cluster's mode: as without the annotation,
+	// and said so (not as if the annotation were none).
+	if s, set := ann[AnnotationScheduler]; set && s != string(Auto) {
 		mode, err := ParseMode(s)
 		if err != nil {
 			return problem(ReasonInvalidGangAnnotation, "annotation %s: %v; the job's pods wait for an edit", AnnotationScheduler, err)
-		}
-		if mode == Auto {
-			mode = m.def
 		}
 		if mode != None && !m.serves(mode) {
 			return problem(ReasonGangSchedulerUnavailable, "annotation %s asks for %s, but the API server does not serve %s; the job's pods wait until it does (or the annotation changes)",

@@ -77,12 +77,13 @@ func (p *Plan) Decorate(pod *corev1.Pod, members Members) {
 		pod.Labels = common.MergeLabels(pod.Labels, map[string]string{LabelKueueQueue: p.queue, LabelKueueGroup: p.Name})
 		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{AnnotationKueueTotal: itoa(members.Count)})
 	}
-	if p.Mode == None {
+	if p.Mode == None && p.queue == "" {
 		return
 	}
 	// A pod made with spec.nodeName is never seen by a scheduler, so no
-	// gang could hold it: the same node, as a requirement the scheduler
-	// keeps.
+	// gang could hold it, and Kueue could not gate it (the API server
+	// refuses a pod with both a node name and a scheduling gate): the same
+	// node, as a requirement the scheduler keeps.
 	if node := pod.Spec.NodeName; node != "" {
 		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, node)
 		pod.Spec.NodeName = ""
