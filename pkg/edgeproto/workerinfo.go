@@ -178,3 +178,10 @@ func oneOf[T ~string](field string, value T, allowed []T) error {
 	}
 	return fmt.Errorf("%s %q is not one of %s", field, clip(string(value)), strings.Join(names, ", "))
 }
+
+// WorkerReport is a worker's Report with its Body parsed, as the GM hands it
+// to the applier of the report's kind.
+type WorkerReport struct {
+	Report *Report
+	Info   *WorkerInfo
+}

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // Eventually polls cond every 100ms until it holds, failing the test with what
@@ -44,4 +45,27 @@ func VersionAtLeast(have, want string) bool {
 		return have == want
 	}
 	return h >= w
+}
+
+// Edit reads the object name with get, changes it with edit and writes it
+// with update, reading it again after a conflict: the controllers write the
+// object's status meanwhile, and each status write changes its
+// resourceVersion. It returns the object written.
+func Edit[T any](t testing.TB, get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error), name string, edit func(T)) T {
+	t.Helper()
+	var written T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(obj)
+		written, err = update(t.Context(), obj, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("editing %s: %v", name, err)
+	}
+	return written
 }

@@ -211,14 +211,9 @@ func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 	}
 
 	// A spec edit of training worker 0 replaces that worker, and only it.
-	job, err = jobs.Get(t.Context(), flJob, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Env[0].Value = "64"
-	if job, err = jobs.Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	job = framework.Edit(t, jobs.Get, jobs.Update, flJob, func(job *sednav1.FederatedLearningJob) {
+		job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Env[0].Value = "64"
+	})
 	edited := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
 	if edited.Status.ObservedGeneration != 2 {
 		t.Errorf("observedGeneration %d, want 2", edited.Status.ObservedGeneration)
@@ -409,14 +404,10 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err = jobs.Get(t.Context(), "a", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	a.Spec.AggregationWorker.Template.Spec.Containers[0].Image = "agg:v2"
-	a.Spec.TrainingWorkers[1].Template.Spec.Containers[0].Image = "train:v2"
-	if _, err := jobs.Update(t.Context(), a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	a = framework.Edit(t, jobs.Get, jobs.Update, "a", func(a *sednav1.FederatedLearningJob) {
+		a.Spec.AggregationWorker.Template.Spec.Containers[0].Image = "agg:v2"
+		a.Spec.TrainingWorkers[1].Template.Spec.Containers[0].Image = "train:v2"
+	})
 	framework.Eventually(t, 30*time.Second, "job a's edited workers", func(ctx context.Context) (bool, error) {
 		pods, err := livePods(ctx, t, ns, a)
 		images := 0
@@ -462,13 +453,12 @@ func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range job.Spec.TrainingWorkers {
-		job.Spec.TrainingWorkers[i].Template.Spec.Containers[0].Image = "train:v2"
-	}
 	synced := framework.ReadController(t, gm, federatedlearning.Name)
-	if _, err := jobs.Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.Edit(t, jobs.Get, jobs.Update, "slow", func(job *sednav1.FederatedLearningJob) {
+		for i := range job.Spec.TrainingWorkers {
+			job.Spec.TrainingWorkers[i].Template.Spec.Containers[0].Image = "train:v2"
+		}
+	})
 	sawTerminating := false
 	framework.Eventually(t, 30*time.Second, "only new-spec training pods, the old ones gone", func(ctx context.Context) (bool, error) {
 		list, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})

@@ -357,14 +357,7 @@ func TestDIJobGangsWaitWholeAndScaleTogether(t *testing.T) {
 	// 6 of 8 cpu used by b; two more collectors need 4.
 	scale := func(replicas int32) {
 		t.Helper()
-		job, err := jobs.Get(t.Context(), "b", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		job.Spec.Tasks[1].Replicas = replicas
-		if _, err := jobs.Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		framework.Edit(t, jobs.Get, jobs.Update, "b", func(job *div2.DIJob) { job.Spec.Tasks[1].Replicas = replicas })
 	}
 	scale(4)
 	diScheduled(t, ns, "b", corev1.ConditionFalse, gang.ReasonWaitingForGang)
@@ -540,14 +533,10 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 		}
 	}
 	// Respec: trainer 0 asks for 1 cpu; the PodGroup's minResources follow.
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), "vc", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
-	if _, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Update(t.Context(), job, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fls := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	framework.Edit(t, fls.Get, fls.Update, "vc", func(job *sednav1.FederatedLearningJob) {
+		job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	})
 	podGroupSpec(t, ns, volcanoGroups, fl, group, map[string]any{
 		"minMember": int64(3), "queue": "training", "priorityClassName": "system-cluster-critical",
 		"minResources": map[string]any{"cpu": "5"},
@@ -576,14 +565,8 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 		}
 		return true, nil
 	})
-	job2, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), "co", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job2.Spec.Tasks[1].Replicas = 3
-	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Update(t.Context(), job2, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dis := sednaClient(t).DiengineV2alpha1().DIJobs(ns)
+	framework.Edit(t, dis.Get, dis.Update, "co", func(job *div2.DIJob) { job.Spec.Tasks[1].Replicas = 3 })
 	podGroupSpec(t, ns, coschedulingGroups, di, coGroup, map[string]any{
 		"minMember": int64(4), "scheduleTimeoutSeconds": int64(90), "minResources": map[string]any{"cpu": "4"},
 	})

@@ -20,27 +20,33 @@ type Source = edgeproto.Source
 // Each kind's controller implements it; the hub holds one per API kind
 // (FederatedLearningJob, …).
 //
-// ApplyReport must be idempotent by source (node and store) and report ID: a
-// report is resent until acknowledged, so it can arrive again after it was
-// applied. The hub hands a source's reports over in the order the
-// LocalController sends them (ID order) and never skips one that failed:
-// after an error that is not a refusal it tries twice more within half a
-// second, then closes the connection (websocket.CloseTryAgainLater) without
-// reading further, so the LocalController resends that report and those after
-// it, in order, when it reconnects. An applier may therefore take "ID at most
-// the last applied for this node and store" to mean "already applied"; it
-// must not compare IDs across stores.
+// ApplyReports gets reports of one source about one object, in the order
+// the LocalController sent them (ID order), and returns each one's result.
+// It should write them together: one status write for all, which is what
+// lets a node's burst of reports about one object cost one write. The hub
+// hands over a source's reports about one object one call after another,
+// never two at once, and never skips one that failed: after an error that
+// is not a refusal it tries the failed ones twice more within half a
+// second, then closes the connection (websocket.CloseTryAgainLater) and
+// hands over nothing more of that object, so the LocalController resends
+// that report and those after it, in order, when it reconnects. Reports
+// about different objects may be applied at the same time and finish in
+// any order. An applier may therefore take "ID at most the last applied for
+// this node and store on this object" to mean "already applied"; it must
+// not compare IDs across stores.
 //
-// ApplyReport returns nil when the report is applied (or was already), an
-// error from Refuse when it can never be applied (the report is acknowledged
-// with the reason and leaves the LocalController's outbox), and any other
-// error to have it resent later. The hub itself refuses a report whose
-// applier fails with an error no retry can mend (IsPermanent).
+// ApplyReports must be idempotent by source (node and store) and report ID:
+// a report is resent until acknowledged, so it can arrive again after it
+// was applied. A report's result is nil when it is applied (or was already),
+// an error from Refuse when it can never be applied (the report is
+// acknowledged with the reason and leaves the LocalController's outbox), and
+// any other error to have it resent later. The hub itself refuses a report
+// whose applier fails with an error no retry can mend (IsPermanent).
 //
-// The hub has already checked that info is valid and that from.Node has a
-// worker in the object info.Owner() names.
+// The hub has already checked that each report's info is valid and that
+// from.Node has a worker in the object info.Owner() names.
 type ReportApplier interface {
-	ApplyReport(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
+	ApplyReports(ctx context.Context, from Source, reports []edgeproto.WorkerReport) []error
 }
 
 // DatasetApplier applies a LocalController's count of a Dataset on its node to
@@ -60,12 +66,21 @@ type Appliers struct {
 	Datasets DatasetApplier
 }
 
-// ReportApplierFunc is a function that is a ReportApplier.
-type ReportApplierFunc func(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error
-
-// ApplyReport calls f.
-func (f ReportApplierFunc) ApplyReport(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-	return f(ctx, from, r, info)
+// applyInOrder calls apply for 0 to n-1, in order, and returns each result.
+// It stops at the first error that is not a refusal: the rest get that
+// error too, so that none is applied before the one that failed.
+func applyInOrder(n int, apply func(i int) error) []error {
+	errs := make([]error, n)
+	for i := range n {
+		errs[i] = apply(i)
+		if _, refused := edgeproto.IsRefused(errs[i]); errs[i] != nil && !refused {
+			for j := i + 1; j < n; j++ {
+				errs[j] = errs[i]
+			}
+			break
+		}
+	}
+	return errs
 }
 
 // IsPermanent says whether an applier's error is one that no retry of the

@@ -46,7 +46,12 @@
 // or the LocalController itself) and handed to the ReportApplier of the
 // object's kind, with its Source: the node and the identity of the
 // LocalController's store that the Hello stated, since report IDs count per
-// store (a wiped or replaced store starts again at 1). Reports applied, and
+// store (a wiped or replaced store starts again at 1). A session's reports
+// go through one lane per object (reports.go): a lane's reports are handed
+// over in the order received, all that waited during the lane's last call
+// in its next (one status write for a node's burst about one object), and
+// the lanes of up to 16 objects run at once, so that no report waits for
+// another object's write. Reports applied, and
 // reports refused for good, are acknowledged: refused by the applier
 // (Refuse), or failing with an error no retry can mend (IsPermanent: the
 // status write is invalid, or too large for the API server or etcd), so that

@@ -133,6 +133,30 @@ type recordedReport struct {
 	kind  string
 }
 
+// workerApplier is the test's applier of worker reports: it records each
+// report and the call that had it, then asks applyErr.
+type workerApplier struct{ f *fixture }
+
+func (a workerApplier) ApplyReports(_ context.Context, from Source, reports []edgeproto.WorkerReport) []error {
+	f := a.f
+	f.mu.Lock()
+	f.calls++
+	call := f.calls
+	applyErr := f.applyErr
+	f.mu.Unlock()
+	return applyInOrder(len(reports), func(i int) error {
+		r := reports[i].Report
+		f.mu.Lock()
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: reports[i].Info.Owner().Kind})
+		f.callOf[r.ID] = call
+		f.mu.Unlock()
+		if applyErr != nil {
+			return applyErr(r)
+		}
+		return nil
+	})
+}
+
 // fixture runs a hub on loopback with fake clients.
 type fixture struct {
 	t     *testing.T
@@ -149,8 +173,10 @@ type fixture struct {
 
 	mu      sync.Mutex
 	applied []recordedReport
+	calls   int            // of the worker applier
+	callOf  map[uint64]int // the last call that had a report, by its ID
 	// applyErr, when set, is what the applier returns (after recording);
-	// it runs under mu.
+	// it may block.
 	applyErr func(r *edgeproto.Report) error
 }
 
@@ -164,7 +190,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 			sednaObjs = append(sednaObjs, o)
 		}
 	}
-	f := &fixture{t: t, kube: kubefake.NewClientset(pods...), sedna: sednafake.NewSimpleClientset(sednaObjs...)}
+	f := &fixture{t: t, kube: kubefake.NewClientset(pods...), sedna: sednafake.NewSimpleClientset(sednaObjs...), callOf: map[uint64]int{}}
 	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
 	f.kube.PrependReactor("get", "nodes", getNodes)
 
@@ -190,15 +216,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		return true, w, nil
 	})
 
-	applier := ReportApplierFunc(func(ctx context.Context, from Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: info.Owner().Kind})
-		if f.applyErr != nil {
-			return f.applyErr(r)
-		}
-		return nil
-	})
+	applier := workerApplier{f}
 	appliers := Appliers{Workers: map[string]ReportApplier{
 		"FederatedLearningJob":  applier,
 		"JointInferenceService": applier,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -638,10 +639,11 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 }
 
 // TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext has the applier fail
-// report 1 (about fl-a) and apply report 2 (about ji-a, another object): an
-// error the API server would answer the same way every time refuses report 1
-// for good, and report 2 goes through; any other error is retried, and then
-// ends the connection, to have both sent again.
+// report 1 (about fl-a) and apply reports 2 (about ji-a, another object) and
+// 3 (about fl-a again): an error the API server would answer the same way
+// every time refuses report 1 for good, and 2 and 3 go through; any other
+// error is retried, and then ends the connection, to have 1 and 3 sent
+// again, while 2, whose object does not wait for fl-a's, is applied.
 func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 	job := schema.GroupResource{Group: "sedna.io", Resource: "federatedlearningjobs"}
 	tests := map[string]struct {
@@ -684,30 +686,58 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 			c.untilSynced()
 			c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
 			c.send(&edgeproto.Report{ID: 2, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+			c.send(&edgeproto.Report{ID: 3, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
 
+			// Report 2 is about another object: it is applied whatever
+			// becomes of 1. Report 3 is about 1's: it goes after 1.
 			var got []string
-			if tc.wantRefused {
-				for len(got) < 2 {
-					m := c.must(5 * time.Second)
-					for _, id := range m.(*edgeproto.ReportAck).IDs {
-						got = append(got, fmt.Sprintf("%d %s", id, refusal(m.(*edgeproto.ReportAck), id)))
+			var closed *websocket.CloseError
+			for closed == nil && len(got) < 3 {
+				m, err := c.recv(5 * time.Second)
+				if err != nil {
+					if !errors.As(err, &closed) {
+						t.Fatalf("got %v, want acks or a close frame", err)
 					}
+					break
 				}
-				if len(got) != 2 || !strings.HasPrefix(got[0], "1 refused: the API server refuses the status write for good: ") || got[1] != "2 applied" {
-					t.Errorf("acknowledged %q, want 1 refused with the reason and 2 applied", got)
+				ack, ok := m.(*edgeproto.ReportAck)
+				if !ok {
+					t.Fatalf("got %s, want acks or a close frame", summary(m))
+				}
+				for _, id := range ack.IDs {
+					got = append(got, fmt.Sprintf("%d %s", id, refusal(ack, id)))
+				}
+			}
+			sort.Strings(got)
+			if tc.wantRefused {
+				if len(got) != 3 || !strings.HasPrefix(got[0], "1 refused: the API server refuses the status write for good: ") ||
+					got[1] != "2 applied" || got[2] != "3 applied" {
+					t.Errorf("acknowledged %q, want 1 refused with the reason, 2 and 3 applied", got)
 				}
 			} else {
-				if ce := c.closed(); ce.Code != websocket.CloseTryAgainLater {
-					t.Errorf("closed with %d %q, want try again later", ce.Code, ce.Text)
+				if closed == nil {
+					closed = c.closed()
+				}
+				if closed.Code != websocket.CloseTryAgainLater {
+					t.Errorf("closed with %d %q, want try again later", closed.Code, closed.Text)
+				}
+				if len(got) != 1 || got[0] != "2 applied" {
+					t.Errorf("acknowledged %q, want only 2 applied", got)
 				}
 			}
 			calls := map[uint64]int{}
 			for _, r := range f.reports() {
 				calls[r.id]++
 			}
-			wantCalls := map[uint64]int{1: 1, 2: 1} // a refusal is not retried
+			// A refusal is not retried; when 3 shared 1's write, 1 is
+			// tried once more alone, to refuse only it.
+			wantCalls := map[uint64]int{1: 1, 2: 1, 3: 1}
+			if calls[1] == 2 {
+				wantCalls[1] = 2
+			}
 			if !tc.wantRefused {
-				wantCalls = map[uint64]int{1: 1 + len(applyBackoff)} // and report 2 waits for the resend
+				// Report 1 is tried again alone, and 3 waits for the resend.
+				wantCalls = map[uint64]int{1: 1 + len(applyBackoff), 2: 1}
 			}
 			if diff := cmp.Diff(wantCalls, calls); diff != "" {
 				t.Errorf("applier calls by report (-want,+got):\n%s", diff)
@@ -954,5 +984,66 @@ func TestTokensNoReviewWouldAcceptCostNoReview(t *testing.T) {
 		if a.Matches("create", "tokenreviews") {
 			t.Errorf("a token no review would accept was reviewed")
 		}
+	}
+}
+
+// TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait holds the applier on
+// report 1 (about fl-a) while the node sends four more about fl-a and one
+// about ji-a: the ji-a report is applied while fl-a's waits, and the four go
+// to the applier together, in order, with report 1 or once it is done.
+func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
+	const (
+		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+	)
+	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
+	release := make(chan struct{})
+	f.mu.Lock()
+	f.applyErr = func(r *edgeproto.Report) error {
+		if r.ID == 1 {
+			<-release
+		}
+		return nil
+	}
+	f.mu.Unlock()
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	for id := uint64(2); id <= 5; id++ {
+		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	}
+	c.send(&edgeproto.Report{ID: 6, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
+		t.Fatalf("got %q while fl-a's write is held, want ji-a's report acknowledged", got)
+	}
+	close(release)
+	acked := map[uint64]bool{}
+	for len(acked) < 5 {
+		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
+		if !ok {
+			t.Fatalf("got %T, want acks", m)
+		}
+		for _, id := range m.IDs {
+			if refusal(m, id) != "applied" {
+				t.Errorf("report %d: %s", id, refusal(m, id))
+			}
+			acked[id] = true
+		}
+	}
+	var order []uint64
+	for _, r := range f.reports() {
+		if r.kind == "FederatedLearningJob" {
+			order = append(order, r.id)
+		}
+	}
+	if !slices.Equal(order, []uint64{1, 2, 3, 4, 5}) {
+		t.Errorf("fl-a's reports applied in the order %v, want 1 to 5", order)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Report 1's call took what waited when it began: 2 to 5 arrived
+	// before it ended, so they are in it or all in the next.
+	if rest := f.callOf[2]; f.callOf[3] != rest || f.callOf[4] != rest || f.callOf[5] != rest {
+		t.Errorf("applier calls by report %v, want 2 to 5 in one call", f.callOf)
 	}
 }

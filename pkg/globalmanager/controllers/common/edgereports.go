@@ -91,7 +91,18 @@ const reportWriteTimeout = time.Minute
 // Apply returns once the write that carries the report is done, or when ctx
 // ends; the write goes on for the other reports it carries.
 func (a *EdgeReports[T]) Apply(ctx context.Context, namespace, name string, change func(obj T) (changed bool, events []Event, err error)) error {
-	c := &reportChange[T]{change: change, done: make(chan error, 1)}
+	return a.ApplyAll(ctx, namespace, name, []func(obj T) (bool, []Event, error){change})[0]
+}
+
+// ApplyAll is Apply for several reports about the same object, in the order
+// given: they wait together and go in the same write, so they are written
+// together or not at all (a change that refuses its report is left out
+// alone). It returns each change's result.
+func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, changes []func(obj T) (changed bool, events []Event, err error)) []error {
+	cs := make([]*reportChange[T], len(changes))
+	for i, change := range changes {
+		cs[i] = &reportChange[T]{change: change, done: make(chan error, 1)}
+	}
 	key := namespace + "/" + name
 	a.mu.Lock()
 	if a.writers == nil {
@@ -102,17 +113,20 @@ func (a *EdgeReports[T]) Apply(ctx context.Context, namespace, name string, chan
 		b = &reportBatch[T]{}
 		a.writers[key] = b
 	}
-	b.waiting = append(b.waiting, c)
+	b.waiting = append(b.waiting, cs...)
 	a.mu.Unlock()
 	if !running {
 		go a.write(context.WithoutCancel(ctx), key, namespace, name, b)
 	}
-	select {
-	case err := <-c.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		select {
+		case errs[i] = <-c.done:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
 	}
+	return errs
 }
 
 // write is the writer of one object: it writes what waits in b, batch after
@@ -224,26 +238,42 @@ func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []e
 	}
 }
 
-// ApplyWorker applies a worker's report, forwarded by the LocalController of
-// from.Node, to the status of the object info names. The report is recorded
-// under edgeNodes (RecordEdgeReport), which makes it idempotent by node,
-// store and report ID: a report the status already counts changes nothing.
-// A new one is then handed to apply, the kind's part, which may change the
-// object further, return events, or refuse the report.
+// ApplyWorkers applies workers' reports, forwarded by the LocalController
+// of from.Node, to the status of the object they name (all the same one, in
+// ID order), in one write (ApplyAll). Each report is recorded under
+// edgeNodes (RecordEdgeReport), which makes it idempotent by node, store and
+// report ID: a report the status already counts changes nothing. A new one
+// is then handed to apply, the kind's part, with the report, which may
+// change the object further, return events, or refuse the report. It
+// returns each report's result.
+func (a *EdgeReports[T]) ApplyWorkers(ctx context.Context, from edgeproto.Source, reports []edgeproto.WorkerReport,
+	apply func(obj T, wr edgeproto.WorkerReport, now metav1.Time) ([]Event, error)) []error {
+	if len(reports) == 0 {
+		return nil
+	}
+	changes := make([]func(obj T) (bool, []Event, error), len(reports))
+	for i, wr := range reports {
+		changes[i] = func(obj T) (bool, []Event, error) {
+			now := metav1.NewTime(a.Now())
+			nodes := a.EdgeNodes(obj)
+			recorded, applied := RecordEdgeReport(*nodes, from, wr.Report, wr.Info, now)
+			if !applied {
+				return false, nil, nil
+			}
+			*nodes = recorded
+			if apply == nil {
+				return true, nil, nil
+			}
+			events, err := apply(obj, wr, now)
+			return true, events, err
+		}
+	}
+	info := reports[0].Info
+	return a.ApplyAll(ctx, info.Namespace, info.OwnerName, changes)
+}
+
+// ApplyWorker is ApplyWorkers for one report.
 func (a *EdgeReports[T]) ApplyWorker(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo,
-	apply func(obj T, now metav1.Time) ([]Event, error)) error {
-	return a.Apply(ctx, info.Namespace, info.OwnerName, func(obj T) (bool, []Event, error) {
-		now := metav1.NewTime(a.Now())
-		nodes := a.EdgeNodes(obj)
-		recorded, applied := RecordEdgeReport(*nodes, from, r, info, now)
-		if !applied {
-			return false, nil, nil
-		}
-		*nodes = recorded
-		if apply == nil {
-			return true, nil, nil
-		}
-		events, err := apply(obj, now)
-		return true, events, err
-	})
+	apply func(obj T, wr edgeproto.WorkerReport, now metav1.Time) ([]Event, error)) error {
+	return a.ApplyWorkers(ctx, from, []edgeproto.WorkerReport{{Report: r, Info: info}}, apply)[0]
 }

@@ -125,7 +125,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 // report applies one report of node's worker about job, with kind as the
 // kind's part (nil: none), and sends its result to done.
-func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], job, node string, kind func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error), done chan<- error) {
+func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], job, node string, kind func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error), done chan<- error) {
 	info := &edgeproto.WorkerInfo{Name: "w-" + node, Namespace: "ns", OwnerName: job, Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
 	go func() {
 		done <- a.ApplyWorker(ctx, edgeproto.Source{Node: node, Store: "s"}, &edgeproto.Report{ID: 1, Worker: info.Name}, info, kind)
@@ -184,9 +184,9 @@ func TestEdgeReportsRefusedOneOfAWriteLeavesTheOthers(t *testing.T) {
 	results := map[string]chan error{}
 	for _, node := range []string{"edge-1", "edge-2", "edge-3"} {
 		results[node] = make(chan error, 1)
-		var kind func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error)
+		var kind func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)
 		if node == "edge-2" {
-			kind = func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error) {
+			kind = func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
 				return nil, edgeproto.Refuse("not the current worker")
 			}
 		}

@@ -350,7 +350,7 @@ func TestEdgeReportsApplyEachReportOnceAndTellAfterTheWrite(t *testing.T) {
 			var err error
 			for _, id := range tc.ids {
 				err = errors.Join(err, a.ApplyWorker(t.Context(), from, &edgeproto.Report{ID: id, Worker: "w"}, info,
-					func(*sednav1.FederatedLearningJob, metav1.Time) ([]Event, error) {
+					func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
 						applied++
 						return []Event{told}, tc.kindErr
 					}))

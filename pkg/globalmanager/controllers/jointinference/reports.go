@@ -19,12 +19,12 @@ const (
 	metricUploadedRatio = "uploadCloudRatio"
 )
 
-// ApplyReport records an edge worker's inference counts in the service's
+// ApplyReports records edge workers' inference counts in the service's
 // status: per node under edgeNodes, and summed over the nodes in metrics
 // (uploadCloudRatio = hard examples / inferences). Idempotent by node, store
-// and report ID.
-func (c *Controller) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-	return c.reports.ApplyWorker(ctx, from, r, info, func(ji *sednav1.JointInferenceService, _ metav1.Time) ([]common.Event, error) {
+// and report ID; the reports about one service go in one write.
+func (c *Controller) ApplyReports(ctx context.Context, from edgeproto.Source, reports []edgeproto.WorkerReport) []error {
+	return c.reports.ApplyWorkers(ctx, from, reports, func(ji *sednav1.JointInferenceService, _ edgeproto.WorkerReport, _ metav1.Time) ([]common.Event, error) {
 		ji.Status.Metrics = inferenceMetrics(ji.Status.EdgeNodes)
 		return nil, nil
 	})

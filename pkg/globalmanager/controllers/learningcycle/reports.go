@@ -12,15 +12,17 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
-// ApplyReport records a report forwarded by node's LocalController under the
-// job's edgeNodes and moves the cycle on it: the train trigger fired, a stage
+// ApplyReports records reports about one job forwarded by a node's
+// LocalController under the job's edgeNodes and moves the cycle on each, in
+// order: the train trigger fired, a stage
 // worker runs, completed or failed, the edge deployed the model. A report
 // about anything but the current round, stage and try is recorded only. It
 // follows common.EdgeReports' rule: idempotent by node, store and report ID,
-// read from the API server, written with conflict retries, events after the
-// write.
-func (c *Controller[J]) ApplyReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo) error {
-	return c.reports.ApplyWorker(ctx, from, r, info, func(job J, now metav1.Time) ([]common.Event, error) {
+// read from the API server, written together with conflict retries, events
+// after the write.
+func (c *Controller[J]) ApplyReports(ctx context.Context, from edgeproto.Source, reports []edgeproto.WorkerReport) []error {
+	return c.reports.ApplyWorkers(ctx, from, reports, func(job J, wr edgeproto.WorkerReport, now metav1.Time) ([]common.Event, error) {
+		r, info := wr.Report, wr.Info
 		fields := c.kind.Fields(job)
 		st := fields.read()
 		if why := notCurrentWorker(job.GetName(), &st, info); why != "" {

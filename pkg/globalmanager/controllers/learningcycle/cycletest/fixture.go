@@ -168,7 +168,7 @@ func (f *Fixture[J]) Apply(t *testing.T, node string, id uint64, info edgeproto.
 		t.Fatal(err)
 	}
 	r := &edgeproto.Report{ID: id, Worker: info.Name, Body: body, ReceivedAt: f.Now}
-	return f.C.ApplyReport(t.Context(), edgeproto.Source{Node: node, Store: Store}, r, &info)
+	return f.C.ApplyReports(t.Context(), edgeproto.Source{Node: node, Store: Store}, []edgeproto.WorkerReport{{Report: r, Info: &info}})[0]
 }
 
 // Pods are the pods the kube client holds, by name.

@@ -1,0 +1,278 @@
+package edgehub
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+)
+
+// A session's reports go through lanes, one per object they are about. The
+// reports of a lane are applied in the order the LocalController sent them,
+// and all that wait when the lane's last call ends go in its next call, so
+// a node's burst about one object costs one status write; lanes run beside
+// each other, so a report never waits for another object's write.
+
+// maxReportLanes is how many objects' reports a session applies at once.
+const maxReportLanes = 16
+
+// checkedReport is a report the hub has checked, waiting in its lane.
+type checkedReport struct {
+	r      *edgeproto.Report
+	worker *edgeproto.WorkerInfo    // a worker report's body
+	ds     *edgeproto.DatasetReport // a dataset report's body
+}
+
+// reportLane is what waits to be applied about one object.
+type reportLane struct {
+	about   string // the object, for logs
+	apply   func(group []*checkedReport) []error
+	waiting []*checkedReport
+}
+
+// reportLanes are a session's lanes that have a goroutine.
+type reportLanes struct {
+	mu    sync.Mutex
+	lanes map[string]*reportLane // by the object they are about
+	slots chan struct{}          // one per running lane
+	held  chan struct{}          // one per report read and not yet answered
+}
+
+// applyReports checks the session's reports in the order the LocalController
+// sent them, beside the reader, and hands each to the lane of its object. A
+// report that cannot be applied now ends the connection (see doc.go): the
+// LocalController resends it, and those after it, in order.
+func (s *session) applyReports() {
+	ls := &reportLanes{
+		lanes: map[string]*reportLane{},
+		slots: make(chan struct{}, maxReportLanes),
+		held:  make(chan struct{}, reportQueue),
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		var r *edgeproto.Report
+		select {
+		case r = <-s.reports:
+		case <-s.ctx.Done():
+			return
+		}
+		select {
+		case ls.held <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
+		key, lane, err := s.check(r)
+		if err != nil {
+			s.answer(ls, r, "", err)
+			continue
+		}
+		ls.mu.Lock()
+		running := ls.lanes[key]
+		if running != nil {
+			running.waiting = append(running.waiting, lane.waiting...)
+		} else {
+			ls.lanes[key] = lane
+		}
+		ls.mu.Unlock()
+		if running != nil {
+			continue
+		}
+		select {
+		case ls.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-ls.slots }()
+			s.runLane(ls, key, lane)
+		})
+	}
+}
+
+// runLane applies what waits in lane, call after call, until nothing does.
+// After a report that cannot be applied now it stops the session and
+// applies nothing more of the lane's object.
+func (s *session) runLane(ls *reportLanes, key string, lane *reportLane) {
+	for {
+		ls.mu.Lock()
+		group := lane.waiting
+		lane.waiting = nil
+		if len(group) == 0 {
+			delete(ls.lanes, key)
+			ls.mu.Unlock()
+			return
+		}
+		ls.mu.Unlock()
+		if err := s.applyGroup(ls, lane, group); err != nil {
+			var ce *closeError
+			if errors.As(err, &ce) {
+				s.logger.Info("Closing edge connection", "reason", ce.reason, "err", ce.err)
+				s.stop(ce.code, ce.reason)
+			}
+			return
+		}
+	}
+}
+
+// applyBackoff are the waits between tries of reports whose applier fails
+// with an error worth retrying; after the last the connection is closed.
+var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+
+// applyGroup applies a lane's group of reports, trying those that fail with
+// an error that is not a refusal again a little later, and answers each. An
+// error no retry can mend (IsPermanent) becomes a refusal: resent forever,
+// the report would hold up every later report of its object. The reports of
+// a group share a write, so when that write is refused for good, each is
+// applied again alone, to refuse only the one at fault.
+func (s *session) applyGroup(ls *reportLanes, lane *reportLane, group []*checkedReport) error {
+	for try := 0; ; try++ {
+		errs := lane.apply(group)
+		if len(group) > 1 && slices.ContainsFunc(errs, IsPermanent) {
+			for _, c := range group {
+				if err := s.applyGroup(ls, lane, []*checkedReport{c}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		var again []*checkedReport
+		var last error
+		for i, c := range group {
+			err := errs[i]
+			if IsPermanent(err) {
+				err = edgeproto.Refuse("the API server refuses the status write for good: %s", err.Error())
+			}
+			if _, refused := edgeproto.IsRefused(err); err != nil && !refused {
+				again, last = append(again, c), err
+				continue
+			}
+			s.answer(ls, c.r, lane.about, err)
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		if try == len(applyBackoff) {
+			return &closeError{code: websocket.CloseTryAgainLater,
+				reason: fmt.Sprintf("report %d could not be applied, send it again", again[0].r.ID),
+				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, again[0].r.Worker, lane.about, last)}
+		}
+		s.logger.V(2).Info("Applying reports failed, trying again", "about", lane.about, "reports", len(again), "err", last)
+		select {
+		case <-time.After(applyBackoff[try]):
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		group = again
+	}
+}
+
+// answer hands a report's acknowledgement to the writer: applied when err is
+// nil, else refused with err's reason.
+func (s *session) answer(ls *reportLanes, r *edgeproto.Report, about string, err error) {
+	defer func() { <-ls.held }()
+	result := reportResult{id: r.ID}
+	if err != nil {
+		reason, _ := edgeproto.IsRefused(err)
+		if reason == "" {
+			reason = err.Error()
+		}
+		result.refused, result.reason = true, clipRefusal(reason)
+		s.hub.metrics.reportsRefused.Inc()
+		s.logger.Info("Refused a report", "report", r.ID, "worker", r.Worker, "reason", reason)
+	} else {
+		s.hub.metrics.reportsApplied.Inc()
+		s.logger.V(4).Info("Applied a report", "report", r.ID, "worker", r.Worker, "about", about)
+	}
+	select {
+	case s.results <- result:
+	case <-s.ctx.Done():
+	}
+}
+
+// check checks a report and returns the key of the object it is about and a
+// lane holding it; an error refuses it.
+func (s *session) check(r *edgeproto.Report) (string, *reportLane, error) {
+	switch r.Kind {
+	case edgeproto.ReportWorker:
+		return s.checkWorker(r)
+	case edgeproto.ReportDataset:
+		return s.checkDataset(r)
+	}
+	return "", nil, edgeproto.Refuse("unknown report kind %q", clipRefusal(string(r.Kind)))
+}
+
+// checkWorker checks a worker's report; its lane hands it to its kind's
+// applier.
+func (s *session) checkWorker(r *edgeproto.Report) (string, *reportLane, error) {
+	info, err := edgeproto.ParseWorkerInfo(r.Body)
+	if err != nil {
+		return "", nil, edgeproto.Refuse("invalid worker report: %s", err.Error())
+	}
+	o := info.Owner()
+	obj, _, ok := s.hub.concerns(s.node, o)
+	if !ok {
+		return "", nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
+	}
+	if err := s.hub.checkWorker(s.node, obj, info.Name); err != nil {
+		return "", nil, err
+	}
+	a := s.hub.appliers[o.Kind]
+	if a == nil {
+		return "", nil, edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
+	}
+	lane := &reportLane{about: o.String(), waiting: []*checkedReport{{r: r, worker: info}},
+		apply: func(group []*checkedReport) []error {
+			reports := make([]edgeproto.WorkerReport, len(group))
+			for i, c := range group {
+				reports[i] = edgeproto.WorkerReport{Report: c.r, Info: c.worker}
+			}
+			return a.ApplyReports(s.ctx, s.source(), reports)
+		}}
+	return "worker/" + o.String(), lane, nil
+}
+
+// checkDataset checks a LocalController's count of a Dataset; its lane hands
+// it to the dataset applier.
+func (s *session) checkDataset(r *edgeproto.Report) (string, *reportLane, error) {
+	d, err := edgeproto.ParseDatasetReport(r.Body)
+	if err != nil {
+		return "", nil, edgeproto.Refuse("invalid dataset report: %s", err.Error())
+	}
+	ref := d.Ref()
+	if _, _, ok := s.hub.concerns(s.node, ref); !ok {
+		return "", nil, edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
+	}
+	if s.hub.datasets == nil {
+		return "", nil, edgeproto.Refuse("the GlobalManager applies no dataset reports")
+	}
+	lane := &reportLane{about: ref.String(), waiting: []*checkedReport{{r: r, ds: d}},
+		apply: func(group []*checkedReport) []error {
+			return applyInOrder(len(group), func(i int) error {
+				return s.hub.datasets.ApplyDatasetReport(s.ctx, s.source(), group[i].r, group[i].ds)
+			})
+		}}
+	return "dataset/" + ref.String(), lane, nil
+}
+
+// clipRefusal keeps a refusal's reason to a log line.
+func clipRefusal(s string) string {
+	const limit = 1024
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
