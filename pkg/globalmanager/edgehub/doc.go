@@ -80,7 +80,7 @@
 // say so (it stopped, for instance). The annotations say:
 //
 //	nereid.io/link             connected or disconnected
-//	nereid.io/last-report-id   the ID of the last report from the node that was acknowledged,
+//	nereid.io/last-report-id   the highest ID of a report from the node that was acknowledged,
 //	                           an ID of the store nereid.io/report-store names
 //	nereid.io/report-store     the identity of the LocalController's store of the current (or last)
 //	                           connection; a new store's IDs start again from 1
