@@ -63,10 +63,10 @@ type edgeObjects struct {
 // createEdgeObjects creates, for each of n edge nodes, what a real edge node
 // has: a kwok Node labelled as an edge node, a LocalController Pod bound to
 // it with a token bound to that Pod (written to a file in dir), and something
-// that concerns it: a Dataset on the node and a FederatedLearningJob whose
-// training worker runs there (its aggregator runs on the cloud node; all the
-// jobs share one Model).
-func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n int, dir string) (*edgeObjects, error) {
+// that concerns it: a Dataset on the node and, on the first jobs nodes, a
+// FederatedLearningJob whose training worker runs there (its aggregator runs
+// on the cloud node; all the jobs share one Model).
+func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n, jobs int, dir string) (*edgeObjects, error) {
 	ns := edgeNamespace
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
@@ -104,8 +104,10 @@ func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sed
 		if err != nil {
 			return fmt.Errorf("creating dataset %s: %w", edgeDataset(i), err)
 		}
-		if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, edgeFederatedJob(i), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating job %s: %w", edgeJob(i), err)
+		if i < jobs {
+			if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, edgeFederatedJob(i), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating job %s: %w", edgeJob(i), err)
+			}
 		}
 		mu.Lock()
 		objs.tokenFiles[i], objs.datasets[i] = tokenFile, ds
