@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apimachinery/pkg/types"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -119,6 +120,15 @@ func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 		}
 	}
 	synced := framework.ReadController(t, gm, federatedlearning.Name)
+	// kwok finalizes a deleted pod by deleting its name again, which can
+	// take the new pod of that name too: each pod of the name that goes
+	// is one to make again.
+	w, err := framework.KubeClient(t).CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{
+		FieldSelector: "metadata.name=" + victim.Name, ResourceVersion: victim.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	framework.DeletePodByHand(t, ns, victim.Name)
 	framework.Eventually(t, 30*time.Second, "the deleted worker to come back", func(ctx context.Context) (bool, error) {
 		pods, err := livePods(ctx, t, ns, job)
@@ -140,8 +150,19 @@ func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 	if len(pods.Items) != 3 {
 		t.Errorf("%d pods, want 3", len(pods.Items))
 	}
-	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 1 {
-		t.Errorf("%v pods created for one deleted worker, want 1", created)
+	gone := 0
+	for drained := false; !drained; {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type == watch.Deleted {
+				gone++
+			}
+		case <-time.After(time.Second):
+			drained = true
+		}
+	}
+	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != float64(gone) || gone == 0 {
+		t.Errorf("%v pods created for %d pods of the deleted worker's name gone, want one each", created, gone)
 	}
 }
 
