@@ -298,11 +298,11 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		logger.Info("The API server does not serve DIJobs (diengine.opendilab.org/v2alpha1): no DIJob controller and no replicas API; install the CRD and restart to run them")
 	}
 	// The allocator must see every pod and node of the cluster, not only
-	// Nereid's children: a cache of its own, of slimmed pods.
+	// Nereid's children: a cache of its own, of slimmed pods and nodes.
 	var usageFactory kubeinformers.SharedInformerFactory
 	var allocation *dijob.Allocation
 	if diServed && o.allocatorPolicy != "none" {
-		usageFactory = kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(allocator.SlimPod))
+		usageFactory = kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(allocator.Slim))
 		nodes, pods := usageFactory.Core().V1().Nodes(), usageFactory.Core().V1().Pods()
 		allocation = &dijob.Allocation{
 			Policy: allocator.PackAndSpread{}, Nodes: nodes.Lister(), Pods: pods.Lister(), Period: o.allocatorPeriod,

@@ -193,3 +193,34 @@ func TestSlimPodKeepsWhatTheAllocatorReads(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Slim makes a node what Nodes reads of it, and nothing else.
+func TestSlimNodeKeepsWhatTheAllocatorReads(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge-0", Labels: pairs(EdgeNodeLabel, ""), Annotations: pairs("kwok.x-k8s.io/node", "fake"),
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "edge", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Allocatable: resources("cpu", "4"),
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}},
+			Images:    []corev1.ContainerImage{{Names: []string{"worker:v1"}, SizeBytes: 1 << 30}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+		},
+	}
+	obj, err := Slim(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := obj.(*corev1.Node)
+	if got, want := Nodes([]*corev1.Node{slim}, nil, nil), Nodes([]*corev1.Node{node}, nil, nil); !cmp.Equal(got, want) {
+		t.Errorf("Nodes of the slim node %+v, want %+v", got, want)
+	}
+	if slim.Annotations != nil || slim.ManagedFields != nil || slim.Status.Images != nil || slim.Status.Addresses != nil ||
+		len(slim.Status.Conditions) != 1 || slim.Status.Conditions[0].Reason != "" {
+		t.Errorf("Slim kept what the allocator does not read: %+v", slim)
+	}
+	if pod, err := Slim(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: pairs("a", "b")}}); err != nil || pod.(*corev1.Pod).Labels != nil {
+		t.Errorf("Slim of a pod: %+v, %v, want SlimPod's", pod, err)
+	}
+}

@@ -145,6 +145,33 @@ func termNode(term corev1.NodeSelectorTerm) string {
 	return ""
 }
 
+// Slim is the transform of the allocator's cache: pods by SlimPod, nodes by
+// SlimNode, anything else as it is.
+func Slim(obj any) (any, error) {
+	if node, ok := obj.(*corev1.Node); ok {
+		return SlimNode(node), nil
+	}
+	return SlimPod(obj)
+}
+
+// SlimNode is a node as the allocator reads it (Nodes): its name, labels,
+// taints, whether it is cordoned, what it can hold, and whether it is Ready;
+// nothing of its images, addresses, other conditions or managed fields,
+// which a cache of every node of the cluster would otherwise hold.
+func SlimNode(node *corev1.Node) *corev1.Node {
+	slim := &corev1.Node{}
+	slim.Name, slim.UID, slim.ResourceVersion, slim.Labels = node.Name, node.UID, node.ResourceVersion, node.Labels
+	slim.DeletionTimestamp = node.DeletionTimestamp
+	slim.Spec.Taints, slim.Spec.Unschedulable = node.Spec.Taints, node.Spec.Unschedulable
+	slim.Status.Allocatable = node.Status.Allocatable
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return slim
+}
+
 // SlimPod is an informer transform for a cache of every pod of the cluster
 // that only Nodes reads: it keeps what Nodes counts (phase, node, pinning
 // affinity, the containers' requests, overhead and resize status) and the

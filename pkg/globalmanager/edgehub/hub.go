@@ -101,7 +101,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		recorder: recorder,
 		metrics:  m,
 		cfg:      cfg,
-		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout},
+		// A connection holds a write buffer only while it writes: most
+		// of thousands of connections are idle at any time.
+		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout, WriteBufferPool: &sync.Pool{}},
 		sessions: make(map[string]*session),
 		now:      time.Now,
 		ready:    make(chan struct{}),

@@ -38,68 +38,62 @@ type reportLane struct {
 
 // reportLanes are a session's lanes that have a goroutine.
 type reportLanes struct {
-	mu    sync.Mutex
-	lanes map[string]*reportLane // by the object they are about
-	slots chan struct{}          // one per running lane
-	held  chan struct{}          // one per report read and not yet answered
+	mu      sync.Mutex
+	lanes   map[string]*reportLane // by the object they are about
+	slots   chan struct{}          // one per running lane
+	held    chan struct{}          // one per report read and not yet answered
+	running sync.WaitGroup         // the lanes' goroutines
 }
 
-// applyReports checks the session's reports in the order the LocalController
-// sent them, beside the reader, and hands each to the lane of its object. A
-// report that cannot be applied now ends the connection (see doc.go): the
-// LocalController resends it, and those after it, in order.
-func (s *session) applyReports() {
-	ls := &reportLanes{
-		lanes: map[string]*reportLane{},
-		slots: make(chan struct{}, maxReportLanes),
-		held:  make(chan struct{}, reportQueue),
+// dispatchReport checks a report, in the reader, in the order the
+// LocalController sent it, and hands it to the lane of its object, starting
+// the lane's goroutine when it has none. It waits while reportQueue reports
+// wait for their answers, or maxReportLanes lanes run: the LocalController's
+// reports then wait in the connection. A report that cannot be applied now
+// ends the connection (see doc.go): the LocalController resends it, and
+// those after it, in order.
+func (s *session) dispatchReport(r *edgeproto.Report) {
+	ls := &s.reports
+	select {
+	case ls.held <- struct{}{}:
+	case <-s.ctx.Done():
+		return
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		var r *edgeproto.Report
-		select {
-		case r = <-s.reports:
-		case <-s.ctx.Done():
-			return
-		}
-		select {
-		case ls.held <- struct{}{}:
-		case <-s.ctx.Done():
-			return
-		}
-		key, lane, err := s.check(r)
-		if err != nil {
-			s.answer(ls, r, "", err)
-			continue
-		}
-		ls.mu.Lock()
-		running := ls.lanes[key]
-		if running != nil {
-			running.waiting = append(running.waiting, lane.waiting...)
-		} else {
-			ls.lanes[key] = lane
-		}
-		ls.mu.Unlock()
-		if running != nil {
-			continue
-		}
-		select {
-		case ls.slots <- struct{}{}:
-		case <-s.ctx.Done():
-			return
-		}
-		wg.Go(func() {
-			defer func() { <-ls.slots }()
-			s.runLane(ls, key, lane)
-		})
+	key, lane, err := s.check(r)
+	if err != nil {
+		s.answer(r, "", err)
+		return
 	}
+	ls.mu.Lock()
+	if ls.lanes == nil {
+		ls.lanes = map[string]*reportLane{}
+	}
+	running := ls.lanes[key]
+	if running != nil {
+		running.waiting = append(running.waiting, lane.waiting...)
+	} else {
+		ls.lanes[key] = lane
+	}
+	ls.mu.Unlock()
+	if running != nil {
+		return
+	}
+	select {
+	case ls.slots <- struct{}{}:
+	case <-s.ctx.Done():
+		return
+	}
+	ls.running.Go(func() {
+		defer func() { <-ls.slots }()
+		s.runLane(key, lane)
+	})
 }
 
 // runLane applies what waits in lane, call after call, until nothing does.
 // After a report that cannot be applied now it stops the session and
 // applies nothing more of the lane's object.
-func (s *session) runLane(ls *reportLanes, key string, lane *reportLane) {
+func (s *session) runLane(key string, lane *reportLane) {
+	ls := &s.reports
 	for {
 		ls.mu.Lock()
 		group := lane.waiting
@@ -110,7 +104,7 @@ func (s *session) runLane(ls *reportLanes, key string, lane *reportLane) {
 			return
 		}
 		ls.mu.Unlock()
-		if err := s.applyGroup(ls, lane, group); err != nil {
+		if err := s.applyGroup(lane, group); err != nil {
 			var ce *closeError
 			if errors.As(err, &ce) {
 				s.logger.Info("Closing edge connection", "reason", ce.reason, "err", ce.err)
@@ -131,12 +125,12 @@ var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecon
 // the report would hold up every later report of its object. The reports of
 // a group share a write, so when that write is refused for good, each is
 // applied again alone, to refuse only the one at fault.
-func (s *session) applyGroup(ls *reportLanes, lane *reportLane, group []*checkedReport) error {
+func (s *session) applyGroup(lane *reportLane, group []*checkedReport) error {
 	for try := 0; ; try++ {
 		errs := lane.apply(group)
 		if len(group) > 1 && slices.ContainsFunc(errs, IsPermanent) {
 			for _, c := range group {
-				if err := s.applyGroup(ls, lane, []*checkedReport{c}); err != nil {
+				if err := s.applyGroup(lane, []*checkedReport{c}); err != nil {
 					return err
 				}
 			}
@@ -153,7 +147,7 @@ func (s *session) applyGroup(ls *reportLanes, lane *reportLane, group []*checked
 				again, last = append(again, c), err
 				continue
 			}
-			s.answer(ls, c.r, lane.about, err)
+			s.answer(c.r, lane.about, err)
 		}
 		if len(again) == 0 {
 			return nil
@@ -178,8 +172,8 @@ func (s *session) applyGroup(ls *reportLanes, lane *reportLane, group []*checked
 
 // answer hands a report's acknowledgement to the writer: applied when err is
 // nil, else refused with err's reason.
-func (s *session) answer(ls *reportLanes, r *edgeproto.Report, about string, err error) {
-	defer func() { <-ls.held }()
+func (s *session) answer(r *edgeproto.Report, about string, err error) {
+	defer func() { <-s.reports.held }()
 	result := reportResult{id: r.ID}
 	if err != nil {
 		reason, _ := edgeproto.IsRefused(err)

@@ -154,7 +154,7 @@ type session struct {
 
 	dirty   chan struct{} // the node's set may have changed
 	acks    chan []edgeproto.ObjectVersion
-	reports chan *edgeproto.Report // to the reporter, in the order received
+	reports reportLanes // the reports read and not yet answered (reports.go)
 	results chan reportResult
 
 	// The writer's own.
@@ -180,7 +180,7 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		done:       make(chan struct{}),
 		dirty:      make(chan struct{}, 1),
 		acks:       make(chan []edgeproto.ObjectVersion, 16),
-		reports:    make(chan *edgeproto.Report, reportQueue),
+		reports:    reportLanes{slots: make(chan struct{}, maxReportLanes), held: make(chan struct{}, reportQueue)},
 		results:    make(chan reportResult, 16),
 		held:       make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
 		inflight:   make(map[edgeproto.ObjectRef]*inflight),
@@ -232,10 +232,10 @@ func (s *session) revokePodDeleted() {
 	s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
 }
 
-// reportQueue is how many reports the reader hands on before it waits for the
-// reporter: enough that object acks read behind a burst of reports are not held
-// up by the reports' status writes (which would make the writer resend objects
-// the LocalController already has).
+// reportQueue is how many reports the reader hands on before it waits for
+// their answers: enough that object acks read behind a burst of reports are
+// not held up by the reports' status writes (which would make the writer
+// resend objects the LocalController already has).
 const reportQueue = 1024
 
 // run serves the session until it stops.
@@ -255,7 +255,6 @@ func (s *session) run() {
 			s.stop(websocket.CloseInternalServerErr, "writing failed")
 		}
 	})
-	wg.Go(s.applyReports)
 	err := s.read()
 	var ce *closeError
 	var peer *websocket.CloseError
@@ -284,6 +283,7 @@ func (s *session) run() {
 	}
 	s.stop(websocket.CloseNormalClosure, "")
 	wg.Wait()
+	s.reports.running.Wait()
 	_ = s.conn.Close()
 }
 
@@ -316,10 +316,7 @@ func (s *session) read() error {
 			case <-s.ctx.Done():
 			}
 		case *edgeproto.Report:
-			select {
-			case s.reports <- m:
-			case <-s.ctx.Done():
-			}
+			s.dispatchReport(m)
 		case *edgeproto.Inventory:
 			return &closeError{code: websocket.ClosePolicyViolation,
 				reason: "unexpected inventory message from a LocalController: its hello has ended"}
