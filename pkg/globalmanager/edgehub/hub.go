@@ -340,7 +340,7 @@ func (h *Hub) handler(ctx context.Context) http.Handler {
 }
 
 // serveConnect authenticates a LocalController, upgrades its connection, and
-// serves it until it ends.
+// starts the goroutine that serves it until it ends.
 func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	logger := klog.FromContext(ctx).WithValues("remote", r.RemoteAddr)
 	if !websocket.IsWebSocketUpgrade(r) {
@@ -356,7 +356,12 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	h.conns.Add(1)
 	h.mu.Unlock()
-	defer h.conns.Done()
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			h.conns.Done()
+		}
+	}()
 
 	id, aerr := h.auth.authenticate(r.Context(), r)
 	if aerr != nil {
@@ -380,7 +385,15 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 		return // the upgrader has answered
 	}
 	conn.SetReadLimit(edgeproto.MaxFrameBytes)
-	h.serveConn(ctx, logger, id, conn)
+	// The connection is served by a goroutine of its own, and the handler
+	// returns: the HTTP server then lets go of what it holds for a request
+	// (its buffers, the request and its headers, a stack grown by the TLS
+	// handshake), which thousands of long-lived connections would keep.
+	handedOn = true
+	go func() {
+		defer h.conns.Done()
+		h.serveConn(ctx, logger, id, conn)
+	}()
 }
 
 // serveConn reads the Hello of an authenticated connection and runs its
