@@ -156,8 +156,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"How often candidates try to take or renew the lease.")
 	fs.DurationVar(&o.childBatchPeriod, "child-event-batch-period", 0,
 		"How long events of a job's pods are gathered into one sync (and one status write); spec edits are never delayed. 0 syncs on every event.")
-	fs.DurationVar(&o.reportWindow, "edge-report-window", 0,
-		"How long a status write of edge reports waits for more reports about the same object before it starts. Reports that arrive while an object's previous write is in flight always go into its next write together; a window gathers more per write at the cost of that much delay. 0 waits only for the write in flight.")
+	fs.DurationVar(&o.reportWindow, "edge-report-window", 50*time.Millisecond,
+		"How long a status write of edge reports waits for more reports about the same object before it starts. Reports that arrive while an object's previous write is in flight always go into its next write together; a window gathers more per write (a node's burst, which reaches the hub over some milliseconds, in one write instead of two) at the cost of that much delay. 0 waits only for the write in flight.")
 	fs.BoolVar(&o.profiling, "profiling", false,
 		"Serve Go's profiles (heap, goroutines, CPU) under /debug/pprof/ on --health-address. Off by default: a heap profile shows what the GlobalManager holds, so turn it on only where that address is reachable by those who may see it.")
 	fs.StringVar(&o.edgeAddress, "edge-address", "",

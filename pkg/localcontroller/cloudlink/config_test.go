@@ -1,7 +1,12 @@
 package cloudlink
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,5 +109,24 @@ func TestBackoffGrowsWithinBounds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A connection nothing accepted (the GlobalManager restarting) is retried
+// within refusedBackoffMax however many failed before; any other failure
+// backs off to BackoffMax.
+func TestRetryDelayCapsRefusedConnections(t *testing.T) {
+	const minDelay, maxDelay = 500 * time.Millisecond, 30 * time.Second
+	refused := fmt.Errorf("connecting to the GlobalManager: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
+	for range 1000 {
+		if d := retryDelay(minDelay, maxDelay, 10, refused); d < refusedBackoffMax/2 || d > refusedBackoffMax {
+			t.Fatalf("after 10 refused connections: %s, want within [%s, %s]", d, refusedBackoffMax/2, refusedBackoffMax)
+		}
+		if d := retryDelay(minDelay, maxDelay, 10, errors.New("HTTP 503")); d < maxDelay/2 {
+			t.Fatalf("after 10 failures the hub answered: %s, want at least %s", d, maxDelay/2)
+		}
+		if d := retryDelay(minDelay, time.Second, 10, refused); d > time.Second {
+			t.Fatalf("with BackoffMax 1s: %s", d)
+		}
 	}
 }

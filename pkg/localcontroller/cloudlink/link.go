@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -146,7 +147,7 @@ func (l *Link) Run(ctx context.Context) error {
 		if time.Since(start) >= l.cfg.BackoffMax {
 			attempt = 0
 		}
-		delay := backoff(l.cfg.BackoffMin, l.cfg.BackoffMax, attempt)
+		delay := retryDelay(l.cfg.BackoffMin, l.cfg.BackoffMax, attempt, err)
 		attempt++
 		logger.Info("Cloud link down; the worker API keeps serving from the local store", "err", err, "retryIn", delay, "attempt", attempt)
 		t := time.NewTimer(delay)
@@ -157,6 +158,22 @@ func (l *Link) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// refusedBackoffMax caps the wait after a connection nothing accepted (the
+// GlobalManager's address refuses it: the process is restarting): such a try
+// costs the GlobalManager nothing, and the new process should not wait for
+// links that backed off while it started.
+const refusedBackoffMax = 2 * time.Second
+
+// retryDelay is the wait before connection attempt n+1 after n consecutive
+// failures, the last with err: backoff, capped lower when nothing accepted
+// the connection.
+func retryDelay(minDelay, maxDelay time.Duration, n int, err error) time.Duration {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		maxDelay = max(minDelay, min(maxDelay, refusedBackoffMax))
+	}
+	return backoff(minDelay, maxDelay, n)
 }
 
 // backoff is the wait before connection attempt n+1 after n consecutive
