@@ -16,6 +16,9 @@ const (
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultResendAfter       = 5 * time.Second
 	DefaultLeaseUpdatePeriod = 10 * time.Second
+	// DefaultLeaseWriteRate is Config.LeaseWriteRate's default: 1,000
+	// connected nodes renewed every 20s, 10,000 every 200s.
+	DefaultLeaseWriteRate = 50.0
 	// DefaultSendWindow is how many Upserts and Deletes the hub keeps sent
 	// and unacknowledged per node: enough to keep a LocalController busy
 	// between two Acks, few enough that a node with a slow disk works through
@@ -89,6 +92,12 @@ type Config struct {
 	// LeaseUpdatePeriod is the most often a connected node's Lease is renewed
 	// (default 10s); connects and disconnects are written at once.
 	LeaseUpdatePeriod time.Duration
+	// LeaseWriteRate bounds the renewals of all nodes' Leases, in writes a
+	// second (default DefaultLeaseWriteRate): with more connected nodes
+	// than LeaseUpdatePeriod allows at that rate, each is renewed less
+	// often, and its Lease's leaseDurationSeconds says so. Connects and
+	// disconnects are written at once whatever the rate.
+	LeaseWriteRate float64
 	// SendWindow is the most Upserts and Deletes sent to a node and not yet
 	// acknowledged (default DefaultSendWindow); the rest of a difference goes
 	// out as Acks come in.
@@ -130,6 +139,9 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.ResendAfter, DefaultResendAfter)
 	setDefault(&c.LeaseUpdatePeriod, DefaultLeaseUpdatePeriod)
+	if c.LeaseWriteRate == 0 {
+		c.LeaseWriteRate = DefaultLeaseWriteRate
+	}
 	setDefault(&c.ReviewCacheTTL, DefaultReviewCacheTTL)
 	setDefault(&c.ReviewQueueTimeout, DefaultReviewQueueTimeout)
 	if c.TokenAudience == "" {
@@ -167,6 +179,9 @@ func (c *Config) validate() error {
 	}
 	if c.ReadTimeout <= c.HeartbeatPeriod {
 		errs = append(errs, errors.New("ReadTimeout must be longer than HeartbeatPeriod"))
+	}
+	if c.LeaseWriteRate < 0 {
+		errs = append(errs, errors.New("LeaseWriteRate must not be negative"))
 	}
 	for _, sa := range c.ServiceAccounts {
 		if err := CheckServiceAccount(sa); err != nil {

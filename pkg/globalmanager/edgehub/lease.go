@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -79,8 +80,9 @@ type links struct {
 	client    kubernetes.Interface
 	namespace string
 	owner     *metav1.OwnerReference // of the Leases, if set
-	period    time.Duration
-	duration  time.Duration // the Lease's leaseDurationSeconds
+	period    time.Duration // the shortest between two renewals of a node
+	rate      float64       // renewals a second, at most
+	grace     time.Duration // added to a renewal's period in leaseDurationSeconds
 	now       func() time.Time
 
 	mu    sync.Mutex
@@ -94,7 +96,8 @@ func newLinks(client kubernetes.Interface, cfg Config, now func() time.Time) *li
 		namespace: cfg.Namespace,
 		owner:     cfg.Owner,
 		period:    cfg.LeaseUpdatePeriod,
-		duration:  cfg.LeaseUpdatePeriod + cfg.ReadTimeout,
+		rate:      cfg.LeaseWriteRate,
+		grace:     cfg.ReadTimeout,
 		now:       now,
 		nodes:     make(map[string]*link),
 		kick:      make(chan struct{}, 1),
@@ -189,8 +192,8 @@ func (l *links) setOutbox(s *session, fill edgeproto.OutboxFill) {
 }
 
 // run writes the Leases until ctx is done: connects and disconnects at once,
-// other changes at most every period per node. A failed write is tried again
-// on the next round.
+// other changes at most every period per node, and at most rate a second
+// in all. A failed write is tried again on the next round.
 func (l *links) run(ctx context.Context) {
 	ticker := time.NewTicker(l.period)
 	defer ticker.Stop()
@@ -205,32 +208,62 @@ func (l *links) run(ctx context.Context) {
 	}
 }
 
+// renewal is how often each of connected nodes is renewed: period, or
+// longer where rate would not write them all in period.
+func (l *links) renewal(connected int) time.Duration {
+	if l.rate <= 0 {
+		return l.period
+	}
+	return max(l.period, time.Duration(float64(connected)/l.rate*float64(time.Second)))
+}
+
 // writeDue writes the Leases that are due, all that changed when force.
+// Renewals beyond the rate's share of one period wait for the next round,
+// those written longest ago first.
 func (l *links) writeDue(ctx context.Context, force bool) {
 	type due struct {
 		node string
 		k    link
 	}
-	var todo []due
+	var todo, renew []due
 	l.mu.Lock()
 	now := l.now()
-	for node, k := range l.nodes {
-		if k.urgent || (k.changed && (force || now.Sub(k.lastWritten) >= l.period)) {
-			todo = append(todo, due{node, *k})
-			// Cleared now so that a change made while the write is in
-			// flight is written next time; put back if the write fails.
-			k.urgent, k.changed = false, false
-			k.lastWritten = now
+	connected := 0
+	for _, k := range l.nodes {
+		if k.connected {
+			connected++
 		}
 	}
+	renewal := l.renewal(connected)
+	for node, k := range l.nodes {
+		switch {
+		case k.urgent || (force && k.changed):
+			todo = append(todo, due{node, *k})
+		case k.changed && now.Sub(k.lastWritten) >= l.period:
+			renew = append(renew, due{node, *k})
+		}
+	}
+	if budget := int(l.rate * l.period.Seconds()); !force && l.rate > 0 && len(renew) > budget {
+		slices.SortFunc(renew, func(a, b due) int { return a.k.lastWritten.Compare(b.k.lastWritten) })
+		renew = renew[:max(1, budget)]
+	}
+	todo = append(todo, renew...)
+	for _, d := range todo {
+		// Cleared now so that a change made while the write is in
+		// flight is written next time; put back if the write fails.
+		k := l.nodes[d.node]
+		k.urgent, k.changed = false, false
+		k.lastWritten = now
+	}
 	l.mu.Unlock()
+	duration := renewal + l.grace
 
 	// In parallel: a GlobalManager that stops marks every node disconnected
 	// at once, and one write after another would take a thousand nodes
 	// past its shutdown timeout.
 	workqueue.ParallelizeUntil(ctx, leaseWriters, len(todo), func(i int) {
 		d := todo[i]
-		lease, err := l.write(ctx, d.node, &d.k)
+		lease, err := l.write(ctx, d.node, &d.k, duration)
 		l.mu.Lock()
 		k := l.nodes[d.node]
 		if err != nil {
@@ -253,8 +286,9 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 // leaseWriters is how many Lease writes writeDue has in flight at most.
 const leaseWriters = 32
 
-// write puts k into node's Lease and returns the Lease written.
-func (l *links) write(ctx context.Context, node string, k *link) (*coordinationv1.Lease, error) {
+// write puts k into node's Lease, valid for duration, and returns the Lease
+// written.
+func (l *links) write(ctx context.Context, node string, k *link, duration time.Duration) (*coordinationv1.Lease, error) {
 	leases := l.client.CoordinationV1().Leases(l.namespace)
 	name := LeaseName(node)
 	lease := k.lease
@@ -263,7 +297,7 @@ func (l *links) write(ctx context.Context, node string, k *link) (*coordinationv
 		if apierrors.IsNotFound(err) {
 			created, err := leases.Create(ctx, l.fill(&coordinationv1.Lease{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace},
-			}, node, k), metav1.CreateOptions{})
+			}, node, k, duration), metav1.CreateOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("creating lease %s/%s: %w", l.namespace, name, err)
 			}
@@ -279,15 +313,15 @@ func (l *links) write(ctx context.Context, node string, k *link) (*coordinationv
 		}
 		lease = got
 	}
-	updated, err := leases.Update(ctx, l.fill(lease.DeepCopy(), node, k), metav1.UpdateOptions{})
+	updated, err := leases.Update(ctx, l.fill(lease.DeepCopy(), node, k, duration), metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("updating lease %s/%s: %w", l.namespace, name, err)
 	}
 	return updated, nil
 }
 
-// fill sets the fields of lease the hub owns from k.
-func (l *links) fill(lease *coordinationv1.Lease, node string, k *link) *coordinationv1.Lease {
+// fill sets the fields of lease the hub owns from k, valid for duration.
+func (l *links) fill(lease *coordinationv1.Lease, node string, k *link, duration time.Duration) *coordinationv1.Lease {
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
@@ -308,9 +342,9 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link) *coordin
 		lease.Annotations[AnnotationOutbox] = k.outbox
 	}
 	holder := node
-	duration := int32(l.duration / time.Second)
+	seconds := int32(duration / time.Second)
 	lease.Spec.HolderIdentity = &holder
-	lease.Spec.LeaseDurationSeconds = &duration
+	lease.Spec.LeaseDurationSeconds = &seconds
 	if !k.connectedAt.IsZero() {
 		lease.Spec.AcquireTime = &metav1.MicroTime{Time: k.connectedAt}
 	}
