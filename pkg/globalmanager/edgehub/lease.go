@@ -80,9 +80,9 @@ type links struct {
 	client    kubernetes.Interface
 	namespace string
 	owner     *metav1.OwnerReference // of the Leases, if set
-	period    time.Duration // the shortest between two renewals of a node
-	rate      float64       // renewals a second, at most
-	grace     time.Duration // added to a renewal's period in leaseDurationSeconds
+	period    time.Duration          // the shortest between two renewals of a node
+	rate      float64                // renewals a second, at most
+	grace     time.Duration          // added to a renewal's period in leaseDurationSeconds
 	now       func() time.Time
 
 	mu    sync.Mutex
