@@ -101,9 +101,11 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		recorder: recorder,
 		metrics:  m,
 		cfg:      cfg,
-		// A connection holds a write buffer only while it writes: most
-		// of thousands of connections are idle at any time.
-		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout, WriteBufferPool: &sync.Pool{}},
+		// A connection holds a write buffer only while it writes (most of
+		// thousands of connections are idle at any time), and a small read
+		// buffer of its own rather than the HTTP server's 4 KiB: TLS
+		// buffers a record below it anyway.
+		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout, ReadBufferSize: 1024, WriteBufferPool: &sync.Pool{}},
 		sessions: make(map[string]*session),
 		now:      time.Now,
 		ready:    make(chan struct{}),
