@@ -230,15 +230,21 @@ func compact(raw json.RawMessage) json.RawMessage {
 // maxDetail bounds how much of the peer's input an error repeats.
 const maxDetail = 128
 
-// clip shortens s to at most maxDetail bytes, at a rune boundary, so an error
-// naming a field of a 1 MiB frame stays a line in a log.
-func clip(s string) string {
-	if len(s) <= maxDetail {
+// clip shortens s to at most maxDetail bytes, so an error naming a field of
+// a 1 MiB frame stays a line in a log.
+func clip(s string) string { return Clip(s, maxDetail, "…") }
+
+// Clip returns s, or when it is longer than limit bytes, its beginning cut
+// at a character boundary and followed by suffix, limit bytes at most in all
+// (suffix too, when limit leaves it room): text from one side of the
+// channel that the other repeats in a bounded field, frame or log line.
+func Clip(s string, limit int, suffix string) string {
+	if len(s) <= limit {
 		return s
 	}
-	cut := maxDetail
+	cut := max(limit-len(suffix), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	return s[:cut] + suffix
 }

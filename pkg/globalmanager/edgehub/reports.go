@@ -6,10 +6,10 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/nereid-ml/nereid/internal/lanes"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
@@ -29,20 +29,18 @@ type checkedReport struct {
 	ds     *edgeproto.DatasetReport // a dataset report's body
 }
 
-// reportLane is what waits to be applied about one object.
+// reportLane is how the reports about one object are applied.
 type reportLane struct {
-	about   string // the object, for logs
-	apply   func(group []*checkedReport) []error
-	waiting []*checkedReport
+	about string // the object, for logs
+	apply func(group []*checkedReport) []error
 }
 
-// reportLanes are a session's lanes that have a goroutine.
+// reportLanes are a session's reports on their way to the appliers.
 type reportLanes struct {
-	mu      sync.Mutex
-	lanes   map[string]*reportLane // by the object they are about
-	slots   chan struct{}          // one per running lane
-	held    chan struct{}          // one per report read and not yet answered
-	running sync.WaitGroup         // the lanes' goroutines
+	waiting lanes.Lanes[string, *checkedReport] // by the object they are about
+	slots   chan struct{}                       // one per running lane
+	held    chan struct{}                       // one per report read and not yet answered
+	running sync.WaitGroup                      // the lanes' goroutines
 }
 
 // dispatchReport checks a report, in the reader, in the order the
@@ -59,23 +57,12 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 	case <-s.ctx.Done():
 		return
 	}
-	key, lane, err := s.check(r)
+	key, lane, c, err := s.check(r)
 	if err != nil {
 		s.answer(r, "", err)
 		return
 	}
-	ls.mu.Lock()
-	if ls.lanes == nil {
-		ls.lanes = map[string]*reportLane{}
-	}
-	running := ls.lanes[key]
-	if running != nil {
-		running.waiting = append(running.waiting, lane.waiting...)
-	} else {
-		ls.lanes[key] = lane
-	}
-	ls.mu.Unlock()
-	if running != nil {
+	if !ls.waiting.Add(key, c) {
 		return
 	}
 	select {
@@ -93,17 +80,11 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 // After a report that cannot be applied now it stops the session and
 // applies nothing more of the lane's object.
 func (s *session) runLane(key string, lane *reportLane) {
-	ls := &s.reports
 	for {
-		ls.mu.Lock()
-		group := lane.waiting
-		lane.waiting = nil
+		group := s.reports.waiting.Take(key)
 		if len(group) == 0 {
-			delete(ls.lanes, key)
-			ls.mu.Unlock()
 			return
 		}
-		ls.mu.Unlock()
 		if err := s.applyGroup(lane, group); err != nil {
 			var ce *closeError
 			if errors.As(err, &ce) {
@@ -193,38 +174,39 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 	}
 }
 
-// check checks a report and returns the key of the object it is about and a
-// lane holding it; an error refuses it.
-func (s *session) check(r *edgeproto.Report) (string, *reportLane, error) {
+// check checks a report and returns the key of the object it is about, how
+// that object's reports are applied, and the report checked; an error
+// refuses it.
+func (s *session) check(r *edgeproto.Report) (string, *reportLane, *checkedReport, error) {
 	switch r.Kind {
 	case edgeproto.ReportWorker:
 		return s.checkWorker(r)
 	case edgeproto.ReportDataset:
 		return s.checkDataset(r)
 	}
-	return "", nil, edgeproto.Refuse("unknown report kind %q", clipRefusal(string(r.Kind)))
+	return "", nil, nil, edgeproto.Refuse("unknown report kind %q", clipRefusal(string(r.Kind)))
 }
 
 // checkWorker checks a worker's report; its lane hands it to its kind's
 // applier.
-func (s *session) checkWorker(r *edgeproto.Report) (string, *reportLane, error) {
+func (s *session) checkWorker(r *edgeproto.Report) (string, *reportLane, *checkedReport, error) {
 	info, err := edgeproto.ParseWorkerInfo(r.Body)
 	if err != nil {
-		return "", nil, edgeproto.Refuse("invalid worker report: %s", err.Error())
+		return "", nil, nil, edgeproto.Refuse("invalid worker report: %s", err.Error())
 	}
 	o := info.Owner()
 	obj, _, ok := s.hub.concerns(s.node, o)
 	if !ok {
-		return "", nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
+		return "", nil, nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
 	}
 	if err := s.hub.checkWorker(s.node, obj, info.Name); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	a := s.hub.appliers[o.Kind]
 	if a == nil {
-		return "", nil, edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
+		return "", nil, nil, edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
 	}
-	lane := &reportLane{about: o.String(), waiting: []*checkedReport{{r: r, worker: info}},
+	lane := &reportLane{about: o.String(),
 		apply: func(group []*checkedReport) []error {
 			reports := make([]edgeproto.WorkerReport, len(group))
 			for i, c := range group {
@@ -232,41 +214,31 @@ func (s *session) checkWorker(r *edgeproto.Report) (string, *reportLane, error) 
 			}
 			return a.ApplyReports(s.ctx, s.source(), reports)
 		}}
-	return "worker/" + o.String(), lane, nil
+	return "worker/" + o.String(), lane, &checkedReport{r: r, worker: info}, nil
 }
 
 // checkDataset checks a LocalController's count of a Dataset; its lane hands
 // it to the dataset applier.
-func (s *session) checkDataset(r *edgeproto.Report) (string, *reportLane, error) {
+func (s *session) checkDataset(r *edgeproto.Report) (string, *reportLane, *checkedReport, error) {
 	d, err := edgeproto.ParseDatasetReport(r.Body)
 	if err != nil {
-		return "", nil, edgeproto.Refuse("invalid dataset report: %s", err.Error())
+		return "", nil, nil, edgeproto.Refuse("invalid dataset report: %s", err.Error())
 	}
 	ref := d.Ref()
 	if _, _, ok := s.hub.concerns(s.node, ref); !ok {
-		return "", nil, edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
+		return "", nil, nil, edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
 	}
 	if s.hub.datasets == nil {
-		return "", nil, edgeproto.Refuse("the GlobalManager applies no dataset reports")
+		return "", nil, nil, edgeproto.Refuse("the GlobalManager applies no dataset reports")
 	}
-	lane := &reportLane{about: ref.String(), waiting: []*checkedReport{{r: r, ds: d}},
+	lane := &reportLane{about: ref.String(),
 		apply: func(group []*checkedReport) []error {
 			return applyInOrder(len(group), func(i int) error {
 				return s.hub.datasets.ApplyDatasetReport(s.ctx, s.source(), group[i].r, group[i].ds)
 			})
 		}}
-	return "dataset/" + ref.String(), lane, nil
+	return "dataset/" + ref.String(), lane, &checkedReport{r: r, ds: d}, nil
 }
 
 // clipRefusal keeps a refusal's reason to a log line.
-func clipRefusal(s string) string {
-	const limit = 1024
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clipRefusal(s string) string { return edgeproto.Clip(s, 1024, "…") }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
@@ -85,17 +84,7 @@ func readError(err error, timeout time.Duration) error {
 
 // clipReason shortens a close reason to what a close frame holds, at a rune
 // boundary.
-func clipReason(s string) string {
-	if len(s) <= maxCloseReason {
-		return s
-	}
-	const ellipsis = "…"
-	cut := maxCloseReason - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
-}
+func clipReason(s string) string { return edgeproto.Clip(s, maxCloseReason, "…") }
 
 // closeConn sends a close frame, waits a little for the peer's answer, and
 // closes conn. It is for connections that never became a session.

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"k8s.io/klog/v2"
@@ -521,16 +520,7 @@ func (l *Link) writeFrame(conn *websocket.Conn, t edgeproto.Type, frame []byte) 
 }
 
 // clipCloseText shortens s to what a close frame holds, at a rune boundary.
-func clipCloseText(s string) string {
-	if len(s) <= maxCloseText {
-		return s
-	}
-	cut := maxCloseText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+func clipCloseText(s string) string { return edgeproto.Clip(s, maxCloseText, "") }
 
 // outboxFill is what the outbox holds and its bounds, for the GlobalManager
 // to show on the node's Lease.

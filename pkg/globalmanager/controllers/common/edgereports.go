@@ -3,7 +3,6 @@ package common
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nereid-ml/nereid/internal/lanes"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -49,8 +49,7 @@ type EdgeReports[T Owner] struct {
 	// nothing.
 	Metrics *Metrics
 
-	mu      sync.Mutex
-	writers map[string]*reportBatch[T] // by namespace/name, while a writer runs
+	writers lanes.Lanes[string, *reportChange[T]] // by namespace/name
 }
 
 // EdgeReports is the applier of edge reports to the status of p's owners, of
@@ -67,11 +66,6 @@ func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.
 type reportChange[T Owner] struct {
 	change func(obj T) (changed bool, events []Event, err error)
 	done   chan error // buffered: the writer never waits on it
-}
-
-// reportBatch is what waits for an object's next write.
-type reportBatch[T Owner] struct {
-	waiting []*reportChange[T]
 }
 
 // reportWriteTimeout bounds one write of an object's status, its conflicts'
@@ -104,19 +98,8 @@ func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, c
 		cs[i] = &reportChange[T]{change: change, done: make(chan error, 1)}
 	}
 	key := namespace + "/" + name
-	a.mu.Lock()
-	if a.writers == nil {
-		a.writers = make(map[string]*reportBatch[T])
-	}
-	b, running := a.writers[key]
-	if !running {
-		b = &reportBatch[T]{}
-		a.writers[key] = b
-	}
-	b.waiting = append(b.waiting, cs...)
-	a.mu.Unlock()
-	if !running {
-		go a.write(context.WithoutCancel(ctx), key, namespace, name, b)
+	if a.writers.Add(key, cs...) {
+		go a.write(context.WithoutCancel(ctx), key, namespace, name)
 	}
 	errs := make([]error, len(cs))
 	for i, c := range cs {
@@ -129,22 +112,17 @@ func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, c
 	return errs
 }
 
-// write is the writer of one object: it writes what waits in b, batch after
-// batch, until nothing does.
-func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string, b *reportBatch[T]) {
+// write is the writer of one object: it writes what waits for it, batch
+// after batch, until nothing does.
+func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string) {
 	for {
 		if a.Window > 0 {
 			time.Sleep(a.Window)
 		}
-		a.mu.Lock()
-		changes := b.waiting
-		b.waiting = nil
+		changes := a.writers.Take(key)
 		if len(changes) == 0 {
-			delete(a.writers, key)
-			a.mu.Unlock()
 			return
 		}
-		a.mu.Unlock()
 		wctx, cancel := context.WithTimeout(ctx, reportWriteTimeout)
 		errs := a.applyAll(wctx, namespace, name, changes)
 		cancel()

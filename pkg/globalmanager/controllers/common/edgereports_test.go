@@ -104,12 +104,7 @@ func gatedReports(s *gatedServer) *EdgeReports[*sednav1.FederatedLearningJob] {
 
 // waitingFor is how many reports about job wait for its next write.
 func waitingFor(a *EdgeReports[*sednav1.FederatedLearningJob], job string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if b := a.writers["ns/"+job]; b != nil {
-		return len(b.waiting)
-	}
-	return 0
+	return a.writers.Waiting("ns/" + job)
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -168,7 +163,7 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 	if w := server.writesOf("job"); w != 2 {
 		t.Errorf("%d status writes for %d reports; want 2 (the first, then the %d that waited for it)", w, more+1, more)
 	}
-	waitUntil(t, "the writer to end", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.writers) == 0 })
+	waitUntil(t, "the writer to end", func() bool { return a.writers.Running() == 0 })
 }
 
 // A report its kind refuses is left out of the write that carries the

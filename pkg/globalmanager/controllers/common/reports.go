@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -137,14 +136,7 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 // at a character boundary and followed by TruncatedSuffix, limit bytes at most
 // in all: a status field of bounded size that shows it was cut.
 func clipText(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := max(limit-len(sednav1.TruncatedSuffix), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + sednav1.TruncatedSuffix
+	return edgeproto.Clip(s, limit, sednav1.TruncatedSuffix)
 }
 
 // MetricText renders a JSON value as a metric value: strings without quotes,
