@@ -148,6 +148,12 @@ func TestDecorateByMode(t *testing.T) {
 	}
 	all := []*metav1.APIResourceList{kubernetesAPI, volcanoAPI, coschedulingAPI}
 	kueue := map[string]string{LabelKueueQueue: "team-a"}
+	// Kueue's labels and annotation on a pod of a 3-pod job in queue team-a.
+	withKueue := func(p *corev1.Pod) {
+		p.Labels["kueue.x-k8s.io/queue-name"] = "team-a"
+		p.Labels["kueue.x-k8s.io/pod-group-name"] = testGroupName
+		p.Annotations["kueue.x-k8s.io/pod-group-total-count"] = "3"
+	}
 
 	for name, tc := range map[string]struct {
 		flag     Mode
@@ -185,9 +191,7 @@ func TestDecorateByMode(t *testing.T) {
 			want: func() *corev1.Pod {
 				p := pinned()
 				p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(testGroupName)}
-				p.Labels["kueue.x-k8s.io/queue-name"] = "team-a"
-				p.Labels["kueue.x-k8s.io/pod-group-name"] = testGroupName
-				p.Annotations["kueue.x-k8s.io/pod-group-total-count"] = "3"
+				withKueue(p)
 				return p
 			},
 		},
@@ -201,9 +205,7 @@ func TestDecorateByMode(t *testing.T) {
 			want: func() *corev1.Pod {
 				p := template()
 				p.Spec.NodeName = ""
-				p.Labels["kueue.x-k8s.io/queue-name"] = "team-a"
-				p.Labels["kueue.x-k8s.io/pod-group-name"] = testGroupName
-				p.Annotations["kueue.x-k8s.io/pod-group-total-count"] = "3"
+				withKueue(p)
 				return p
 			},
 		},
@@ -211,9 +213,7 @@ func TestDecorateByMode(t *testing.T) {
 			flag: None, labels: kueue, template: template,
 			want: func() *corev1.Pod {
 				p := pinned()
-				p.Labels["kueue.x-k8s.io/queue-name"] = "team-a"
-				p.Labels["kueue.x-k8s.io/pod-group-name"] = testGroupName
-				p.Annotations["kueue.x-k8s.io/pod-group-total-count"] = "3"
+				withKueue(p)
 				return p
 			},
 		},
