@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -128,5 +129,35 @@ func TestRetryDelayCapsRefusedConnections(t *testing.T) {
 		if d := retryDelay(minDelay, time.Second, 10, refused); d > time.Second {
 			t.Fatalf("with BackoffMax 1s: %s", d)
 		}
+	}
+}
+
+// A GlobalManager that refuses a connection as busy says when to come back:
+// the link waits that long, spread over half as long again, however many
+// failed before, within BackoffMin and BackoffMax.
+func TestRetryDelayHonoursRetryAfter(t *testing.T) {
+	const minDelay, maxDelay = 500 * time.Millisecond, 30 * time.Second
+	busy := func(after time.Duration) error {
+		return &busyError{after: after, err: errors.New("connecting to the GlobalManager: HTTP 503 Service Unavailable")}
+	}
+	for range 1000 {
+		if d := retryDelay(minDelay, maxDelay, 10, busy(5*time.Second)); d < 5*time.Second || d > 7500*time.Millisecond {
+			t.Fatalf("Retry-After 5s after 10 failures: %s, want within [5s, 7.5s]", d)
+		}
+		if d := retryDelay(minDelay, maxDelay, 0, busy(time.Hour)); d != maxDelay {
+			t.Fatalf("Retry-After 1h: %s, want BackoffMax", d)
+		}
+	}
+	resp := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"5"}}}
+	if after, ok := retryAfter(resp); !ok || after != 5*time.Second {
+		t.Errorf("retryAfter of a 503 with Retry-After: 5 = %s, %v", after, ok)
+	}
+	resp.Header.Set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")
+	if _, ok := retryAfter(resp); ok {
+		t.Error("a Retry-After date is taken for seconds")
+	}
+	resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Retry-After": {"5"}}}
+	if _, ok := retryAfter(resp); ok {
+		t.Error("a 401 is taken for busy")
 	}
 }

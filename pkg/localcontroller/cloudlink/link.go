@@ -168,8 +168,16 @@ const refusedBackoffMax = 2 * time.Second
 
 // retryDelay is the wait before connection attempt n+1 after n consecutive
 // failures, the last with err: backoff, capped lower when nothing accepted
-// the connection.
+// the connection, and what the GlobalManager asked when it was busy.
 func retryDelay(minDelay, maxDelay time.Duration, n int, err error) time.Duration {
+	// A GlobalManager too busy to authenticate says when to come back: then,
+	// spread over half as long again so that a storm of nodes does not
+	// return in step, rather than a wait that grows with each refusal.
+	var busy *busyError
+	if errors.As(err, &busy) {
+		after := min(max(busy.after, minDelay), maxDelay)
+		return min(after+rand.N(after/2+1), maxDelay)
+	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		maxDelay = max(minDelay, min(maxDelay, refusedBackoffMax))
 	}

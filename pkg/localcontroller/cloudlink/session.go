@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,11 +124,38 @@ func (l *Link) dial(ctx context.Context) (*websocket.Conn, error) {
 			// The GlobalManager's refusal (401, 403, …) says why in its body.
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 			_ = resp.Body.Close()
-			return nil, fmt.Errorf("connecting to the GlobalManager: %w: HTTP %s: %s", err, resp.Status, strings.TrimSpace(string(body)))
+			err = fmt.Errorf("connecting to the GlobalManager: %w: HTTP %s: %s", err, resp.Status, strings.TrimSpace(string(body)))
+			if after, ok := retryAfter(resp); ok {
+				return nil, &busyError{after: after, err: err}
+			}
+			return nil, err
 		}
 		return nil, fmt.Errorf("connecting to the GlobalManager: %w", err)
 	}
 	return conn, nil
+}
+
+// busyError is the GlobalManager's answer that it is busy (503) and when to
+// come back (Retry-After).
+type busyError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *busyError) Error() string { return e.err.Error() }
+func (e *busyError) Unwrap() error { return e.err }
+
+// retryAfter reads a 503's Retry-After in seconds (the GlobalManager sends
+// no dates).
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return 0, false
+	}
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || secs <= 0 {
+		return 0, false
+	}
+	return time.Duration(secs) * time.Second, true
 }
 
 // ready is a closed channel: a select case on it is always ready.
