@@ -309,12 +309,11 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	statusWrites := perWrite(m3, "count") - perWrite(m2, "count")
 	carried := perWrite(m3, "sum") - perWrite(m2, "sum")
 	upserts := m3.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) - m2.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`)
-	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; GlobalManager CPU %.0f%% of a core; object upserts sent meanwhile %.0f",
+	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; GlobalManager CPU %.0f%% of a core",
 		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
 		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
-		describeWrites(w0, w1, rep.took), 100*(cpu1-cpu0)/rep.took.Seconds(),
-		m3.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`)-m2.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`))
-	note += fmt.Sprintf(" (resends %.0f; %s)", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
+		describeWrites(w0, w1, rep.took), 100*(cpu1-cpu0)/rep.took.Seconds())
+	note += fmt.Sprintf("; object resends %.0f; %s", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {
 		note = "TIMED OUT: " + note
 	}

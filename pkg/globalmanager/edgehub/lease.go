@@ -229,13 +229,10 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 	l.mu.Lock()
 	now := l.now()
 	connected := 0
-	for _, k := range l.nodes {
+	for node, k := range l.nodes {
 		if k.connected {
 			connected++
 		}
-	}
-	renewal := l.renewal(connected)
-	for node, k := range l.nodes {
 		switch {
 		case k.urgent || (force && k.changed):
 			todo = append(todo, due{node, *k})
@@ -256,7 +253,7 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 		k.lastWritten = now
 	}
 	l.mu.Unlock()
-	duration := renewal + l.grace
+	duration := l.renewal(connected) + l.grace
 
 	// In parallel: a GlobalManager that stops marks every node disconnected
 	// at once, and one write after another would take a thousand nodes

@@ -24,15 +24,11 @@ const maxReportLanes = 16
 
 // checkedReport is a report the hub has checked, waiting in its lane.
 type checkedReport struct {
-	r      *edgeproto.Report
-	worker *edgeproto.WorkerInfo    // a worker report's body
-	ds     *edgeproto.DatasetReport // a dataset report's body
-}
-
-// reportLane is how the reports about one object are applied.
-type reportLane struct {
-	about string // the object, for logs
-	apply func(group []*checkedReport) []error
+	r       *edgeproto.Report
+	about   string                   // the object, for logs
+	worker  *edgeproto.WorkerInfo    // a worker report's body,
+	applier ReportApplier            // and its kind's applier
+	ds      *edgeproto.DatasetReport // a dataset report's body
 }
 
 // reportLanes are a session's reports on their way to the appliers.
@@ -57,7 +53,7 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 	case <-s.ctx.Done():
 		return
 	}
-	key, lane, c, err := s.check(r)
+	key, c, err := s.check(r)
 	if err != nil {
 		s.answer(r, "", err)
 		return
@@ -72,20 +68,20 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 	}
 	ls.running.Go(func() {
 		defer func() { <-ls.slots }()
-		s.runLane(key, lane)
+		s.runLane(key)
 	})
 }
 
-// runLane applies what waits in lane, call after call, until nothing does.
+// runLane applies what waits for key, call after call, until nothing does.
 // After a report that cannot be applied now it stops the session and
 // applies nothing more of the lane's object.
-func (s *session) runLane(key string, lane *reportLane) {
+func (s *session) runLane(key string) {
 	for {
 		group := s.reports.waiting.Take(key)
 		if len(group) == 0 {
 			return
 		}
-		if err := s.applyGroup(lane, group); err != nil {
+		if err := s.applyGroup(group); err != nil {
 			var ce *closeError
 			if errors.As(err, &ce) {
 				s.logger.Info("Closing edge connection", "reason", ce.reason, "err", ce.err)
@@ -106,12 +102,13 @@ var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecon
 // the report would hold up every later report of its object. The reports of
 // a group share a write, so when that write is refused for good, each is
 // applied again alone, to refuse only the one at fault.
-func (s *session) applyGroup(lane *reportLane, group []*checkedReport) error {
+func (s *session) applyGroup(group []*checkedReport) error {
+	about := group[0].about
 	for try := 0; ; try++ {
-		errs := lane.apply(group)
+		errs := s.apply(group)
 		if len(group) > 1 && slices.ContainsFunc(errs, IsPermanent) {
 			for _, c := range group {
-				if err := s.applyGroup(lane, []*checkedReport{c}); err != nil {
+				if err := s.applyGroup([]*checkedReport{c}); err != nil {
 					return err
 				}
 			}
@@ -128,7 +125,7 @@ func (s *session) applyGroup(lane *reportLane, group []*checkedReport) error {
 				again, last = append(again, c), err
 				continue
 			}
-			s.answer(c.r, lane.about, err)
+			s.answer(c.r, about, err)
 		}
 		if len(again) == 0 {
 			return nil
@@ -139,9 +136,9 @@ func (s *session) applyGroup(lane *reportLane, group []*checkedReport) error {
 		if try == len(applyBackoff) {
 			return &closeError{code: websocket.CloseTryAgainLater,
 				reason: fmt.Sprintf("report %d could not be applied, send it again", again[0].r.ID),
-				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, again[0].r.Worker, lane.about, last)}
+				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, again[0].r.Worker, about, last)}
 		}
-		s.logger.V(2).Info("Applying reports failed, trying again", "about", lane.about, "reports", len(again), "err", last)
+		s.logger.V(2).Info("Applying reports failed, trying again", "about", about, "reports", len(again), "err", last)
 		select {
 		case <-time.After(applyBackoff[try]):
 		case <-s.ctx.Done():
@@ -149,6 +146,21 @@ func (s *session) applyGroup(lane *reportLane, group []*checkedReport) error {
 		}
 		group = again
 	}
+}
+
+// apply hands a group of reports about one object to its applier, and
+// returns each one's result.
+func (s *session) apply(group []*checkedReport) []error {
+	if group[0].ds != nil {
+		return applyInOrder(len(group), func(i int) error {
+			return s.hub.datasets.ApplyDatasetReport(s.ctx, s.source(), group[i].r, group[i].ds)
+		})
+	}
+	reports := make([]edgeproto.WorkerReport, len(group))
+	for i, c := range group {
+		reports[i] = edgeproto.WorkerReport{Report: c.r, Info: c.worker}
+	}
+	return group[0].applier.ApplyReports(s.ctx, s.source(), reports)
 }
 
 // answer hands a report's acknowledgement to the writer: applied when err is
@@ -174,70 +186,56 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 	}
 }
 
-// check checks a report and returns the key of the object it is about, how
-// that object's reports are applied, and the report checked; an error
-// refuses it.
-func (s *session) check(r *edgeproto.Report) (string, *reportLane, *checkedReport, error) {
+// check checks a report and returns the key of the object it is about and
+// the report checked; an error refuses it.
+func (s *session) check(r *edgeproto.Report) (string, *checkedReport, error) {
 	switch r.Kind {
 	case edgeproto.ReportWorker:
 		return s.checkWorker(r)
 	case edgeproto.ReportDataset:
 		return s.checkDataset(r)
 	}
-	return "", nil, nil, edgeproto.Refuse("unknown report kind %q", clipRefusal(string(r.Kind)))
+	return "", nil, edgeproto.Refuse("unknown report kind %q", clipRefusal(string(r.Kind)))
 }
 
-// checkWorker checks a worker's report; its lane hands it to its kind's
-// applier.
-func (s *session) checkWorker(r *edgeproto.Report) (string, *reportLane, *checkedReport, error) {
+// checkWorker checks a worker's report, for its kind's applier.
+func (s *session) checkWorker(r *edgeproto.Report) (string, *checkedReport, error) {
 	info, err := edgeproto.ParseWorkerInfo(r.Body)
 	if err != nil {
-		return "", nil, nil, edgeproto.Refuse("invalid worker report: %s", err.Error())
+		return "", nil, edgeproto.Refuse("invalid worker report: %s", err.Error())
 	}
 	o := info.Owner()
 	obj, _, ok := s.hub.concerns(s.node, o)
 	if !ok {
-		return "", nil, nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
+		return "", nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
 	}
 	if err := s.hub.checkWorker(s.node, obj, info.Name); err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
 	a := s.hub.appliers[o.Kind]
 	if a == nil {
-		return "", nil, nil, edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
+		return "", nil, edgeproto.Refuse("the GlobalManager applies no reports of kind %s", o.Kind)
 	}
-	lane := &reportLane{about: o.String(),
-		apply: func(group []*checkedReport) []error {
-			reports := make([]edgeproto.WorkerReport, len(group))
-			for i, c := range group {
-				reports[i] = edgeproto.WorkerReport{Report: c.r, Info: c.worker}
-			}
-			return a.ApplyReports(s.ctx, s.source(), reports)
-		}}
-	return "worker/" + o.String(), lane, &checkedReport{r: r, worker: info}, nil
+	about := o.String()
+	return "worker/" + about, &checkedReport{r: r, about: about, worker: info, applier: a}, nil
 }
 
-// checkDataset checks a LocalController's count of a Dataset; its lane hands
-// it to the dataset applier.
-func (s *session) checkDataset(r *edgeproto.Report) (string, *reportLane, *checkedReport, error) {
+// checkDataset checks a LocalController's count of a Dataset, for the
+// dataset applier.
+func (s *session) checkDataset(r *edgeproto.Report) (string, *checkedReport, error) {
 	d, err := edgeproto.ParseDatasetReport(r.Body)
 	if err != nil {
-		return "", nil, nil, edgeproto.Refuse("invalid dataset report: %s", err.Error())
+		return "", nil, edgeproto.Refuse("invalid dataset report: %s", err.Error())
 	}
 	ref := d.Ref()
 	if _, _, ok := s.hub.concerns(s.node, ref); !ok {
-		return "", nil, nil, edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
+		return "", nil, edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
 	}
 	if s.hub.datasets == nil {
-		return "", nil, nil, edgeproto.Refuse("the GlobalManager applies no dataset reports")
+		return "", nil, edgeproto.Refuse("the GlobalManager applies no dataset reports")
 	}
-	lane := &reportLane{about: ref.String(),
-		apply: func(group []*checkedReport) []error {
-			return applyInOrder(len(group), func(i int) error {
-				return s.hub.datasets.ApplyDatasetReport(s.ctx, s.source(), group[i].r, group[i].ds)
-			})
-		}}
-	return "dataset/" + ref.String(), lane, &checkedReport{r: r, ds: d}, nil
+	about := ref.String()
+	return "dataset/" + about, &checkedReport{r: r, about: about, ds: d}, nil
 }
 
 // clipRefusal keeps a refusal's reason to a log line.

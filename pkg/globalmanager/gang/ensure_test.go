@@ -88,7 +88,7 @@ func TestEnsureCreatesUnstructuredPodGroups(t *testing.T) {
 // writes nothing.
 func TestEnsureKeepsTheGroupInStepOnAScale(t *testing.T) {
 	all := []*metav1.APIResourceList{kubernetesAPI, volcanoAPI, coschedulingAPI}
-	for _, mode := range []Mode{Kubernetes, Volcano, Coscheduling} {
+	for _, mode := range schedulers {
 		t.Run(string(mode), func(t *testing.T) {
 			c := startCluster(t, clusterConfig{flag: mode, apis: all})
 			job := newJob(nil, nil)

@@ -95,11 +95,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 			kubeinformers.WithTransform(common.DropManagedFields)),
 		dynamicFactory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(cfg.Dynamic, 0, cfg.Namespace, tweak),
 	}
-	for _, mode := range []Mode{Kubernetes, Volcano, Coscheduling} {
-		if served[mode] {
-			m.activate(mode)
-		}
-	}
+	m.activateServed()
 	klog.FromContext(ctx).Info("Gang scheduling", "flag", cfg.Mode, "mode", def,
 		"kubernetes", served[Kubernetes], "volcano", served[Volcano], "coscheduling", served[Coscheduling])
 	return m, nil
@@ -154,6 +150,16 @@ func (m *Manager) HasSynced() bool {
 		}
 	}
 	return true
+}
+
+// activateServed sets up the caches of every mode m.served says is served.
+// Called with mu held (or before the Manager is shared).
+func (m *Manager) activateServed() {
+	for _, mode := range schedulers {
+		if m.served[mode] {
+			m.activate(mode)
+		}
+	}
 }
 
 // activate sets up the caches of a served mode. Called with mu held (or
@@ -225,11 +231,7 @@ func (m *Manager) serves(mode Mode) bool {
 	m.served = served
 	// Every mode now served, not only the one asked for: the next job may
 	// ask for another, and serves answers from m.served without activating.
-	for _, other := range []Mode{Kubernetes, Volcano, Coscheduling} {
-		if served[other] {
-			m.activate(other)
-		}
-	}
+	m.activateServed()
 	return served[mode]
 }
 

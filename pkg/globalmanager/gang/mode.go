@@ -33,6 +33,10 @@ const (
 // Modes lists every mode, for flag help and messages.
 var Modes = []Mode{Auto, Kubernetes, Volcano, Coscheduling, None}
 
+// schedulers are the modes that are a gang scheduler, in the order auto
+// prefers them.
+var schedulers = []Mode{Kubernetes, Volcano, Coscheduling}
+
 // ParseMode reads a mode, naming the valid ones when s is none of them.
 func ParseMode(s string) (Mode, error) {
 	for _, m := range Modes {
@@ -84,7 +88,7 @@ type Served map[Mode]bool
 func Discover(d discovery.DiscoveryInterface) (Served, error) {
 	served := Served{None: true}
 	byGV := map[schema.GroupVersion]map[string]bool{}
-	for _, m := range []Mode{Kubernetes, Volcano, Coscheduling} {
+	for _, m := range schedulers {
 		ok := true
 		for _, r := range resources(m) {
 			names, seen := byGV[r.GroupVersion()]
@@ -111,7 +115,7 @@ func Discover(d discovery.DiscoveryInterface) (Served, error) {
 // Auto is the mode auto stands for: the first served of Kubernetes,
 // Volcano and coscheduling, else None.
 func (s Served) Auto() Mode {
-	for _, m := range []Mode{Kubernetes, Volcano, Coscheduling} {
+	for _, m := range schedulers {
 		if s[m] {
 			return m
 		}

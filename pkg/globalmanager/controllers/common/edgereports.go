@@ -35,7 +35,7 @@ type EdgeReports[T Owner] struct {
 	// Client is the kind's generated client for a namespace.
 	Client func(namespace string) StatusClient[T]
 	// EdgeNodes points at the object's record of what the cloud last heard
-	// from each edge node (status.edgeNodes); ApplyWorker needs it.
+	// from each edge node (status.edgeNodes); ApplyWorkers needs it.
 	EdgeNodes func(obj T) *[]sednav1.EdgeNodeStatus
 	// Recorder records the events of an applied report.
 	Recorder record.EventRecorder
@@ -248,10 +248,4 @@ func (a *EdgeReports[T]) ApplyWorkers(ctx context.Context, from edgeproto.Source
 	}
 	info := reports[0].Info
 	return a.ApplyAll(ctx, info.Namespace, info.OwnerName, changes)
-}
-
-// ApplyWorker is ApplyWorkers for one report.
-func (a *EdgeReports[T]) ApplyWorker(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo,
-	apply func(obj T, wr edgeproto.WorkerReport, now metav1.Time) ([]Event, error)) error {
-	return a.ApplyWorkers(ctx, from, []edgeproto.WorkerReport{{Report: r, Info: info}}, apply)[0]
 }

@@ -118,12 +118,18 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// applyWorker is a.ApplyWorkers for one report.
+func applyWorker(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo,
+	apply func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)) error {
+	return a.ApplyWorkers(ctx, from, []edgeproto.WorkerReport{{Report: r, Info: info}}, apply)[0]
+}
+
 // report applies one report of node's worker about job, with kind as the
 // kind's part (nil: none), and sends its result to done.
 func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], job, node string, kind func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error), done chan<- error) {
 	info := &edgeproto.WorkerInfo{Name: "w-" + node, Namespace: "ns", OwnerName: job, Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
 	go func() {
-		done <- a.ApplyWorker(ctx, edgeproto.Source{Node: node, Store: "s"}, &edgeproto.Report{ID: 1, Worker: info.Name}, info, kind)
+		done <- applyWorker(ctx, a, edgeproto.Source{Node: node, Store: "s"}, &edgeproto.Report{ID: 1, Worker: info.Name}, info, kind)
 	}()
 }
 

@@ -349,7 +349,7 @@ func TestEdgeReportsApplyEachReportOnceAndTellAfterTheWrite(t *testing.T) {
 			applied := 0
 			var err error
 			for _, id := range tc.ids {
-				err = errors.Join(err, a.ApplyWorker(t.Context(), from, &edgeproto.Report{ID: id, Worker: "w"}, info,
+				err = errors.Join(err, applyWorker(t.Context(), a, from, &edgeproto.Report{ID: id, Worker: "w"}, info,
 					func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
 						applied++
 						return []Event{told}, tc.kindErr
