@@ -23,10 +23,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -98,7 +100,19 @@ func run(ctx context.Context, o options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "nereid-globalmanager"
-	kubeClient, err := kubernetes.NewForConfig(cfg)
+	// Responses uncompressed unless asked: next to the API server, gzip
+	// spends its CPU (every watch event compressed apiece for this client)
+	// to save bandwidth that is not short.
+	cfg.DisableCompression = !o.apiCompression
+	// Built-in kinds travel as protobuf, as they do for the controller-manager:
+	// cheaper to encode and decode on both sides than JSON, and the API
+	// server's watch cache encodes each pod event once per format, so a JSON
+	// watcher among protobuf ones costs it a second encoding of every event.
+	// sedna.io kinds are custom resources, which only speak JSON.
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return fmt.Errorf("building kubernetes client: %w", err)
 	}

@@ -19,10 +19,11 @@ import (
 
 // options are the GlobalManager's settings, from flags and an optional config file.
 type options struct {
-	kubeconfig string
-	namespace  string
-	qps        float64
-	burst      int
+	kubeconfig     string
+	namespace      string
+	qps            float64
+	burst          int
+	apiCompression bool
 
 	flWorkers int
 	jiWorkers int
@@ -86,6 +87,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Steady requests per second the GlobalManager may send to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000,
 		"Requests the GlobalManager may send at once above --kube-api-qps.")
+	fs.BoolVar(&o.apiCompression, "kube-api-compression", false,
+		"Ask the API server for gzip-compressed responses. Off by default: the API server then compresses every watch event for this client, CPU it rather spends on requests; turn it on when the GlobalManager reaches the API server over a slow link.")
 	fs.IntVar(&o.flWorkers, "federatedlearningjob-workers", 16,
 		"FederatedLearningJobs synced in parallel.")
 	fs.IntVar(&o.jiWorkers, "jointinferenceservice-workers", 4,

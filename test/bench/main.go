@@ -4,7 +4,9 @@
 //   - create: 500 FederatedLearningJobs (1 aggregator + 2 training workers)
 //     at once; time until all 1,500 pods and 500 Services exist, against a plain
 //     client-go program creating the same objects with no client-side rate limit
-//     and 16 goroutines;
+//     and 16 goroutines (the ceiling), and against one that also creates the
+//     jobs and writes each one's status once (the floor: what any controller
+//     of these jobs costs); the GlobalManager runs without gang scheduling;
 //   - self-heal: 200 worker pods deleted one at a time; delete → replacement created;
 //   - respec: 100 jobs edited one at a time; edit → all new-spec workers created;
 //   - the GlobalManager's resident memory at the end.
@@ -129,7 +131,11 @@ func run(o options) error {
 		}
 	}
 	if runs("globalmanager") {
-		results, err := benchGlobalManager(ctx, o, kube, sedna, c)
+		floor, floorRow, err := measureFloor(ctx, kube, sedna, o.jobs)
+		if err != nil {
+			return fmt.Errorf("measuring the floor: %w", err)
+		}
+		results, err := benchGlobalManager(ctx, o, kube, sedna, c, floor, floorRow)
 		if err != nil {
 			return err
 		}
@@ -164,8 +170,8 @@ func run(o options) error {
 // benchGlobalManager measures the GlobalManager's create, self-heal and
 // respec against the ceiling; its GlobalManager is stopped when it returns,
 // so that it acts on nothing of a later section.
-func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling) ([]result, error) {
-	results := []result{c.row}
+func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling, floor float64, floorRow result) ([]result, error) {
+	results := []result{c.row, floorRow}
 	bin, err := framework.BuildBinary("globalmanager")
 	if err != nil {
 		return nil, err
@@ -175,8 +181,11 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		return nil, err
 	}
 	_ = os.Remove(logPath)
-	// Default settings: only what a local run needs (kubeconfig, a free health port).
-	gm := framework.NewProcess("globalmanager", bin, logPath, "--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0")
+	// Default settings but one: only what a local run needs (kubeconfig, a
+	// free health port), and no gang scheduling. With it the GlobalManager
+	// also makes a PodGroup per job and its pods wait for the scheduler:
+	// work the ceiling and the floor do not do.
+	gm := framework.NewProcess("globalmanager", bin, logPath, "--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none")
 	if err := gm.Start(); err != nil {
 		return nil, err
 	}
@@ -190,7 +199,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	progress("create: %d FederatedLearningJobs at once, GlobalManager with default settings", o.jobs)
+	progress("create: %d FederatedLearningJobs at once, GlobalManager with default settings but --gang-scheduler=none", o.jobs)
 	writes2, err := apiWrites(ctx, kube)
 	if err != nil {
 		return nil, err
@@ -217,6 +226,8 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
 			Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took))},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
+		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor), Unit: "ratio",
+			Note: "what the GlobalManager costs beyond the writes its jobs need"},
 		result{Name: "GlobalManager CPU during create", Value: round(cpu1 - cpu0), Unit: "CPU-s",
 			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1-cpu0)/took.Seconds(), took.Round(time.Millisecond))})
 
@@ -338,6 +349,59 @@ func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int)
 	}
 	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
 	return took, deleteNamespace(ctx, kube, ns)
+}
+
+// measureFloor measures the writes any controller of n FederatedLearningJobs
+// must cause, made by a plain client-go program with 16 goroutines: each
+// job's own create, its 3 pods and Service, and one status write. The
+// GlobalManager's rate against it is what the GlobalManager itself costs;
+// against the ceiling, what the jobs cost as well.
+func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n int) (float64, result, error) {
+	const ns = "bench-floor"
+	progress("floor: a plain client-go program creates %d FederatedLearningJobs, their %d pods and %d services, and writes each job's status once (16 goroutines, no GlobalManager)", n, 3*n, n)
+	if err := setupNamespace(ctx, kube, sedna, ns); err != nil {
+		return 0, result{}, err
+	}
+	writes0, err := apiWrites(ctx, kube)
+	if err != nil {
+		return 0, result{}, err
+	}
+	start := time.Now()
+	err = createAtOnce(ctx, n, func(ctx context.Context, name string) error {
+		job, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, benchJob(name), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-aggregation", Namespace: ns},
+			Spec:       corev1.ServiceSpec{Selector: map[string]string{"job": name}, Ports: []corev1.ServicePort{{Port: 7363, TargetPort: intstr.FromInt32(7363)}}},
+		}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		for _, w := range []struct{ suffix, node string }{{"aggregation", "cloud-0"}, {"training-0", "edge-0"}, {"training-1", "edge-1"}} {
+			if _, err := kube.CoreV1().Pods(ns).Create(ctx, workerPod(ns, name+"-"+w.suffix, w.node, "worker:v1"), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		now := metav1.Now()
+		job.Status = sednav1.FederatedLearningJobStatus{Phase: sednav1.FLJobPending, StartTime: &now, Active: 3, ObservedGeneration: job.Generation,
+			Conditions: []sednav1.JobCondition{{Type: "WorkersCreated", Status: corev1.ConditionTrue, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "AllCreated", Message: "all 3 workers have a pod"}}}
+		_, err = sedna.SednaV1alpha1().FederatedLearningJobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+		return err
+	})
+	took := time.Since(start)
+	if err != nil {
+		return 0, result{}, err
+	}
+	writes1, err := apiWrites(ctx, kube)
+	if err != nil {
+		return 0, result{}, err
+	}
+	progress("floor took %s; removing its namespace", took.Round(time.Millisecond))
+	rate := float64(4*n) / took.Seconds()
+	row := result{Name: "floor: jobs' own writes by a plain client", Value: round(rate), Unit: "objects/s",
+		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}
+	return rate, row, deleteNamespace(ctx, kube, ns)
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that its
@@ -715,7 +779,7 @@ func describeWrites(before, after map[string]float64, took time.Duration) string
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
 	var top []string
-	for _, x := range all[:min(len(all), 5)] {
+	for _, x := range all[:min(len(all), 8)] {
 		top = append(top, fmt.Sprintf("%s %.0f", x.res, x.n))
 	}
 	return fmt.Sprintf("API writes %.0f (%.0f/s: %s)", total, total/took.Seconds(), strings.Join(top, ", "))

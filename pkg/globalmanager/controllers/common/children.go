@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -42,22 +41,22 @@ type Children struct {
 }
 
 // CreatePods creates pods for owner (whose queue key is key). It returns the
-// first error; pods not attempted after it are released from the expectations.
-func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods []*corev1.Pod) error {
+// pods it made, as the API server returned them, and the first error; pods
+// not attempted after it are released from the expectations.
+func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	if len(pods) == 0 {
-		return nil
+		return nil, nil
 	}
 	c.Expectations.ExpectCreations(key, len(pods))
 	var mu sync.Mutex
-	var names []string
+	var made []*corev1.Pod
 	done, err := slowStart(len(pods), func(i int) error {
-		created, err := c.createPod(ctx, owner, pods[i])
-		if created {
+		pod, err := c.createPod(ctx, owner, pods[i])
+		if pod != nil {
 			mu.Lock()
-			names = append(names, pods[i].Name)
+			made = append(made, pod)
 			mu.Unlock()
-		}
-		if !created {
+		} else {
 			// No add event will come for a create that failed, or for a pod
 			// that existed already; waiting for one would stall the owner.
 			c.Expectations.CreationObserved(key)
@@ -69,42 +68,35 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 	}
 	// One event per sync, not per pod: events are API writes too, and a large
 	// job's hundred "Created pod" lines would tell the user less than one.
-	if len(names) > 0 {
-		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s", podList(names))
+	if len(made) > 0 {
+		names := make([]string, len(made))
+		for i, p := range made {
+			names[i] = p.Name
+		}
+		if !notePods(ctx, "pod", names, made) {
+			c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s", nameList("pod", names))
+		}
 	}
-	return err
+	return made, err
 }
 
-// podList names pods for an event: "pod a", "pods a, b", or the first ten and a count.
-func podList(names []string) string {
-	sort.Strings(names)
-	if len(names) == 1 {
-		return "pod " + names[0]
-	}
-	const shown = 10
-	if len(names) <= shown {
-		return "pods " + strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%d pods: %s and %d more", len(names), strings.Join(names[:shown], ", "), len(names)-shown)
-}
-
-// createPod creates one pod; created says whether a new pod was made. A pod
-// of that name that is already owner's (after a restart, or still
-// terminating after a delete) is not an error: its events requeue the owner.
-func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) (created bool, err error) {
-	_, err = c.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+// createPod creates one pod and returns it when a new pod was made. A pod of
+// that name that is already owner's (after a restart, or still terminating
+// after a delete) is not an error: its events requeue the owner.
+func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) (*corev1.Pod, error) {
+	made, err := c.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return false, c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
+		return nil, c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
 			return c.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		})
 	}
 	if err != nil {
 		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
-		return false, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	c.Metrics.ChildCreated(c.Controller, "Pod")
 	klog.FromContext(ctx).V(2).Info("Created pod", "owner", klog.KObj(owner), "pod", pod.Name)
-	return true, nil
+	return made, nil
 }
 
 // confirmOurs handles AlreadyExists on a deterministic name: after a restart or
@@ -160,7 +152,7 @@ func (c *Children) DeletePods(ctx context.Context, key string, owner Owner, pods
 		}
 	}
 	if len(names) > 0 {
-		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s: %s", podList(names), why)
+		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s: %s", nameList("pod", names), why)
 	}
 	return errors.Join(errs...)
 }
@@ -223,7 +215,9 @@ func CreateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner,
 	}
 	c.Metrics.ChildCreated(c.Controller, kind)
 	klog.FromContext(ctx).V(2).Info("Created child", "owner", klog.KObj(owner), "kind", kind, "name", obj.GetName())
-	c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s: %s", noun, obj.GetName())
+	if !noteCreated(ctx, noun, obj.GetName()) {
+		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s: %s", noun, obj.GetName())
+	}
 	return nil
 }
 

@@ -224,8 +224,12 @@ func TestCreatePodsReleasesExpectationForAPodThatAlreadyExists(t *testing.T) {
 	terminating.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	exp := NewExpectations()
 	c := &Children{Client: kubefake.NewClientset(terminating), Recorder: record.NewFakeRecorder(10), Expectations: exp}
-	if err := c.CreatePods(t.Context(), "ns/job", owner, []*corev1.Pod{pod}); err != nil {
+	made, err := c.CreatePods(t.Context(), "ns/job", owner, []*corev1.Pod{pod})
+	if err != nil {
 		t.Fatalf("CreatePods: %v", err)
+	}
+	if len(made) != 0 {
+		t.Errorf("CreatePods returned %d pods made; the pod existed already", len(made))
 	}
 	if !exp.Satisfied("ns/job") {
 		t.Errorf("expectations wait for an add event that will never come")

@@ -8,6 +8,7 @@ package common
 import (
 	"context"
 	"errors"
+	"sort"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -276,6 +279,97 @@ func TestEndWritesStatusOnlyWhenItSaysSomethingAndEventsAfterIt(t *testing.T) {
 			}
 			if tc.actErr != nil && !errors.Is(err, tc.actErr) {
 				t.Errorf("the sync's own error is lost: %v", err)
+			}
+		})
+	}
+}
+
+// What one sync creates is told in one event, recorded by End whatever the
+// status write does; outside a sync each create tells its own.
+func TestASyncsCreatesAreToldInOneEvent(t *testing.T) {
+	conflict := apierrors.NewConflict(sednav1.Resource("federatedlearningjobs"), "job", errors.New("the object has been modified"))
+	svc := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	}
+	cases := map[string]struct {
+		inSync     bool
+		existing   []runtime.Object
+		writeErr   error
+		wantEvents []string
+		wantMade   []string
+	}{
+		"in a sync: one event naming the Service and every pod": {
+			inSync:     true,
+			wantEvents: []string{"Normal SuccessfulCreate Created service job-svc; pods job-a, job-b, job-c"},
+			wantMade:   []string{"job-a", "job-b", "job-c"},
+		},
+		"in a sync whose status write conflicts: the event still told": {
+			inSync: true, writeErr: conflict,
+			wantEvents: []string{"Normal SuccessfulCreate Created service job-svc; pods job-a, job-b, job-c"},
+			wantMade:   []string{"job-a", "job-b", "job-c"},
+		},
+		"in a sync where a pod existed: it is neither told nor made": {
+			inSync: true, existing: []runtime.Object{pod("job-b")},
+			wantEvents: []string{"Normal SuccessfulCreate Created service job-svc; pods job-a, job-c"},
+			wantMade:   []string{"job-a", "job-c"},
+		},
+		"outside a sync: each create tells its own": {
+			wantEvents: []string{"Normal SuccessfulCreate Created service: job-svc", "Normal SuccessfulCreate Created pods job-a, job-b, job-c"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := testJob()
+			server := newStatusServer(job)
+			server.writeErr = tc.writeErr
+			exp := NewExpectations()
+			children := &Children{Client: kubefake.NewClientset(tc.existing...), Recorder: server.recorder, Expectations: exp}
+			ctx := t.Context()
+			var s *Sync[*sednav1.FederatedLearningJob]
+			if tc.inSync {
+				var err error
+				if ctx, s, err = testSyncer(newCaches(t, job), server, exp).Begin(ctx, "ns/job"); err != nil || s == nil {
+					t.Fatalf("Begin = %v, %v", s, err)
+				}
+				s.Owner.Status.Phase = sednav1.FLJobPending
+			}
+			if err := children.CreateService(ctx, job, svc("job-svc")); err != nil {
+				t.Fatal(err)
+			}
+			// A pod that exists already is ours in the cache's eyes only
+			// when its controller is the job.
+			for _, o := range tc.existing {
+				p := o.(*corev1.Pod)
+				p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, sednav1.FederatedLearningJobKind)}
+				if _, err := children.Client.CoreV1().Pods("ns").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := children.CreatePods(ctx, "ns/job", job, []*corev1.Pod{pod("job-c"), pod("job-a"), pod("job-b")}); err != nil {
+				t.Fatal(err)
+			}
+			var made []string
+			if s != nil {
+				for _, p := range s.PodsMade() {
+					made = append(made, p.Name)
+				}
+				sort.Strings(made)
+				if err := s.End(ctx, nil, nil); err != nil && !apierrors.IsConflict(err) {
+					t.Fatalf("End: %v", err)
+				}
+			}
+			if diff := cmp.Diff(tc.wantMade, made); diff != "" {
+				t.Errorf("PodsMade (-want,+got):\n%s", diff)
+			}
+			var events []string
+			for len(server.recorder.Events) > 0 {
+				events = append(events, <-server.recorder.Events)
+			}
+			if diff := cmp.Diff(tc.wantEvents, events); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
 			}
 		})
 	}

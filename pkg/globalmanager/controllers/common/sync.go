@@ -81,13 +81,15 @@ type Sync[T Object[T]] struct {
 	// Adopted are the children Sedna's GlobalManager left, to replace.
 	Adopted Adopted
 
-	cached T
-	syncer *Syncer[T]
+	cached  T
+	syncer  *Syncer[T]
+	created *created
 }
 
 // Begin starts the sync of key: it reads the owner from the cache, copies
 // it, puts a logger naming it into ctx, reads the expectations and then
-// lists and claims the children. It returns a nil Sync when there is
+// lists and claims the children. Children created with the returned
+// context are named in one event, which End records. It returns a nil Sync when there is
 // nothing to do: the owner is gone or being deleted (its expectations are
 // forgotten, and Forget called), or the key is malformed.
 func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sync[T], error) {
@@ -103,6 +105,7 @@ func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sy
 	}
 	s := &Sync[T]{Key: key, Owner: cached.DeepCopy(), cached: cached, syncer: p, Satisfied: true}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(p.LogName, klog.KObj(s.Owner)))
+	ctx, s.created = withCreated(ctx)
 
 	// Read the expectations before the cache: a child whose event arrives
 	// between the two reads is then in the cache the sync acts on.
@@ -139,6 +142,14 @@ func claimChildren[T metav1.Object](owner Owner, kind string, list func(labels.S
 	return own, adopted, nil
 }
 
+// PodsMade returns the pods this sync has created so far (with the context
+// Begin returned), as the API server returned them. They are not in the
+// cache yet; a status computed with them is the one the next sync computes,
+// so it is written once.
+func (s *Sync[T]) PodsMade() []*corev1.Pod {
+	return s.created.madePods()
+}
+
 // End ends the sync by the rule every kind follows, and returns actErr (what
 // the sync's acts failed with), joined with a failed status write:
 //
@@ -151,10 +162,16 @@ func claimChildren[T metav1.Object](owner Owner, kind string, list func(labels.S
 //   - events are recorded once the status that explains them is written, or
 //     when nothing needed writing; a conflict leaves them to the next sync,
 //     which computes them again from the newer object.
+//   - what the sync created is named in one SuccessfulCreate event, recorded
+//     whatever the status write does: the creates are done, and no later
+//     sync would compute it again.
 //
 // logValues are key/value pairs that describe the new status in the log.
 func (s *Sync[T]) End(ctx context.Context, actErr error, events []Event, logValues ...any) error {
 	p := s.syncer
+	if msg := s.created.message(); msg != "" {
+		p.Recorder.Event(s.Owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, msg)
+	}
 	inFlight := p.Expectations != nil && !p.Expectations.Satisfied(s.Key) && actErr == nil && len(events) == 0
 	if !inFlight && !equality.Semantic.DeepEqual(p.Status(s.cached), p.Status(s.Owner)) {
 		wrote, err := WriteStatus(ctx, s.Key, actErr, func(ctx context.Context) error {

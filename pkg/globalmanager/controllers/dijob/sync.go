@@ -54,6 +54,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// annotation asks for fewer.
 		plan := c.config.Gangs.Plan(job, jobKind, true)
 		events, actErr = c.reconcile(ctx, key, job, wanted, status, pods, plan, len(s.Services) > 0, satisfied, now)
+		// The pods it made count as the next sync will count them from the
+		// cache, so the status written now need not be written again.
+		pods = append(pods, s.PodsMade()...)
 		if !finished(status.Phase) {
 			events = append(events, setScheduled(status, plan.Status(wantedPods(wanted, pods), len(wanted)), now)...)
 		}
@@ -186,8 +189,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 		wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, extra, "the job has fewer replicas") })
 		wg.Go(func() { errs[2] = c.children.DeletePods(ctx, key, job, stale, "the task's template changed") })
+		var made []*corev1.Pod
 		wg.Go(func() {
-			if errs[3] = c.children.CreatePods(ctx, key, job, toCreate); errs[3] != nil {
+			if made, errs[3] = c.children.CreatePods(ctx, key, job, toCreate); errs[3] != nil {
 				// The room of pods that were not made is free again (those
 				// that were are counted from the cache soon).
 				c.placer.release(toCreate)
@@ -195,6 +199,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		})
 		wg.Wait()
 		actErr = errors.Join(errs...)
+		// The pods just made count as the next sync will count them.
+		current = append(current, made...)
 	}
 	missing := len(wanted) - len(current)
 	if noRoom != "" {

@@ -92,8 +92,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // manageWorkers makes the pods match the workers: old-spec pods are deleted,
-// missing ones created. It returns the pods of the current spec and how many
-// workers have no pod yet.
+// missing ones created. It returns the pods of the current spec, those it
+// made included, and how many workers have no pod yet.
 func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, plan *gang.Plan, satisfied bool) ([]*corev1.Pod, int, error) {
 	byName := common.ByName(pods)
 	var current, stale []*corev1.Pod
@@ -139,9 +139,12 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 		wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, c.aggregationService(job)) })
 	}
 	wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, stale, "the job's spec changed") })
-	wg.Go(func() { errs[2] = c.children.CreatePods(ctx, key, job, toCreate) })
+	var made []*corev1.Pod
+	wg.Go(func() { made, errs[2] = c.children.CreatePods(ctx, key, job, toCreate) })
 	wg.Wait()
-	return current, missing, errors.Join(errs...)
+	// The pods just made count as the next sync will count them from the
+	// cache, so the status this sync writes need not be written again.
+	return append(current, made...), missing - len(made), errors.Join(errs...)
 }
 
 // cleanPods applies the clean-pod policy to a finished job.

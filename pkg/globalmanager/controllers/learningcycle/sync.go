@@ -86,7 +86,8 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 	if err != nil {
 		return errors.Join(stageErr, err)
 	}
-	return errors.Join(stageErr, c.children.CreatePods(ctx, key, job, []*corev1.Pod{pod}))
+	_, err = c.children.CreatePods(ctx, key, job, []*corev1.Pod{pod})
+	return errors.Join(stageErr, err)
 }
 
 // manageStage moves the stage on its pod's phase and creates the pod of the
@@ -108,7 +109,7 @@ func (c *Controller[J]) manageStage(ctx context.Context, key string, job J, spec
 			if err != nil {
 				return err
 			}
-			if err := c.children.CreatePods(ctx, key, job, []*corev1.Pod{p}); err != nil {
+			if _, err := c.children.CreatePods(ctx, key, job, []*corev1.Pod{p}); err != nil {
 				return err
 			}
 			m.starting(name)
