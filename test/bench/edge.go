@@ -393,6 +393,9 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 
 	// Sustained joint inference reports, on the restarted GlobalManager.
 	if steps, _ := o.ji.parse(o.nodes); len(steps) > 0 {
+		if metricsAddr, err = waitForHub(ctx, gm, caFile, metricsAddr); err != nil {
+			return nil, err
+		}
 		row, err := runSustained(ctx, o.ji, steps, fl, kube, sedna, metricsAddr)
 		if err != nil {
 			return nil, fmt.Errorf("sustained: %w (GlobalManager log: %s)", err, gmLog)
