@@ -102,6 +102,8 @@ func (o edgeOptions) validate() error {
 //   - idle: the object messages the hub sends while nothing changes;
 //   - restart: the GlobalManager stopped (SIGTERM) and started, until every
 //     link is synced again;
+//   - sustained: joint inference workers reporting every period in rising
+//     steps, until a step falls behind (edge_sustained.go);
 //   - the resident memory of one idle LocalController process.
 func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external bool, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
 	ctx, cancel := context.WithCancel(ctx)
