@@ -14,11 +14,13 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 )
@@ -81,13 +83,20 @@ type authenticator struct {
 	audience        string
 	serviceAccounts map[string]bool // namespace/name
 	nodeSelector    labels.Selector
-	ttl             time.Duration
-	maxEntries      int
-	slots           chan struct{} // one per review in flight
-	queueTimeout    time.Duration
-	now             func() time.Time
+	// nodes caches the nodes nodeSelector picks (their labels), so that a
+	// connection from one costs no read of the API server; nil reads each.
+	nodes        cache.Store
+	ttl          time.Duration
+	maxEntries   int
+	slots        chan struct{} // one per review in flight
+	queueTimeout time.Duration
+	now          func() time.Time
 
 	waiting atomic.Int64 // connections waiting for a slot
+
+	// retry spreads the connections told to come back over the time the
+	// reviews take to serve them, instead of all at once.
+	retry retryPlanner
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]reviewResult
@@ -146,8 +155,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	// past a bounded queue it is told at once to come back.
 	if a.waiting.Add(1) > int64(maxWaitingPerSlot*cap(a.slots)) {
 		a.waiting.Add(-1)
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
-			reason: "too many connections are being authenticated, try again later"}
+		return nil, a.busy()
 	}
 	wait := time.NewTimer(a.queueTimeout)
 	defer wait.Stop()
@@ -155,8 +163,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	select {
 	case a.slots <- struct{}{}:
 	case <-wait.C:
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
-			reason: "too many connections are being authenticated, try again later"}
+		return nil, a.busy()
 	case <-ctx.Done():
 		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
 			reason: "the connection ended while waiting to be authenticated"}
@@ -167,7 +174,9 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
 	}
+	started := a.now()
 	id, refusal := a.review(ctx, token, claims)
+	a.retry.reviewed(a.now().Sub(started))
 	if id != nil && a.podDeleted(id.podUID) {
 		// Deleted while the review was in flight.
 		id, refusal = nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
@@ -177,6 +186,69 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		a.store(key, reviewResult{id: id, refusal: refusal})
 	}
 	return id, refusal
+}
+
+// busy is the refusal of a connection the reviews cannot take now, with a
+// Retry-After from the retry planner.
+func (a *authenticator) busy() *authError {
+	return &authError{status: http.StatusServiceUnavailable, metric: refusedBusy,
+		retryAfter: a.retry.after(a.now(), int(a.waiting.Load()), cap(a.slots)),
+		reason:     "too many connections are being authenticated, try again later"}
+}
+
+// retryPlanner gives each connection told to come back its own turn: the
+// reviews serve about slots ÷ (a review's duration) connections a second,
+// so the next turn is after those waiting now and those told before. Ten
+// thousand nodes reconnecting at once then come back spread over the time
+// their reviews take, not in waves that are mostly refused again (each
+// refusal costs a TLS handshake).
+type retryPlanner struct {
+	mu      sync.Mutex
+	latency time.Duration // moving average of a review's duration
+	next    time.Time     // the last turn given
+}
+
+// Retry-After bounds, in seconds: a LocalController waits at most
+// BackoffMax (30s) whatever it is told.
+const (
+	minRetryAfter = 1
+	maxRetryAfter = 30
+	// initialReviewLatency is assumed until a review has been timed.
+	initialReviewLatency = 100 * time.Millisecond
+)
+
+// reviewed records how long a review took.
+func (p *retryPlanner) reviewed(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.latency == 0 {
+		p.latency = d
+		return
+	}
+	p.latency = (9*p.latency + d) / 10
+}
+
+// after gives a refused connection its turn, waiting connections ahead of
+// it and slots reviews at a time, in whole seconds from now.
+func (p *retryPlanner) after(now time.Time, waiting, slots int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	latency := p.latency
+	if latency <= 0 {
+		latency = initialReviewLatency
+	}
+	each := latency / time.Duration(max(1, slots)) // one connection's share
+	turn := now.Add(time.Duration(waiting) * each)
+	if p.next.After(turn) {
+		turn = p.next
+	}
+	turn = turn.Add(each)
+	if limit := now.Add(maxRetryAfter * time.Second); turn.After(limit) {
+		turn = limit
+	}
+	p.next = turn
+	secs := int((turn.Sub(now) + time.Second - 1) / time.Second)
+	return min(max(secs, minRetryAfter), maxRetryAfter)
 }
 
 // maxTokenBytes bounds a bearer token; a ServiceAccount token is about 1 KiB.
@@ -246,17 +318,8 @@ func (a *authenticator) review(ctx context.Context, token string, claims *claims
 		return nil, &authError{status: http.StatusForbidden, metric: refusedNoNode,
 			reason: fmt.Sprintf("the token of %q is not bound to a Pod on a node: use a token projected into the LocalController's Pod", user.Username)}
 	}
-	n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
-			reason: fmt.Sprintf("node %s does not exist", node)}
-	case err != nil:
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
-			reason: "the node could not be read, try again later", err: fmt.Errorf("reading node %s: %w", node, err)}
-	case !a.nodeSelector.Matches(labels.Set(n.Labels)):
-		return nil, &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
-			reason: fmt.Sprintf("node %s is not an edge node: its labels do not match %q", node, a.nodeSelector.String())}
+	if refusal := a.checkNode(ctx, node); refusal != nil {
+		return nil, refusal
 	}
 	saNamespace, _, _ := strings.Cut(sa, "/")
 	id := &identity{
@@ -266,6 +329,39 @@ func (a *authenticator) review(ctx context.Context, token string, claims *claims
 	}
 	id.expires = claims.expiry()
 	return id, nil
+}
+
+// checkNode refuses a node that does not exist or is not an edge node. An
+// edge node in the cache is one; any other is read, since the cache may lag
+// a node just made or labelled.
+func (a *authenticator) checkNode(ctx context.Context, node string) *authError {
+	nodeLabels := func() (labels.Set, error) {
+		if a.nodes != nil {
+			if o, ok, _ := a.nodes.GetByKey(node); ok {
+				if n, ok := o.(*corev1.Node); ok {
+					return n.Labels, nil
+				}
+			}
+		}
+		n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return n.Labels, nil
+	}
+	l, err := nodeLabels()
+	switch {
+	case apierrors.IsNotFound(err):
+		return &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
+			reason: fmt.Sprintf("node %s does not exist", node)}
+	case err != nil:
+		return &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
+			reason: "the node could not be read, try again later", err: fmt.Errorf("reading node %s: %w", node, err)}
+	case !a.nodeSelector.Matches(l):
+		return &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
+			reason: fmt.Sprintf("node %s is not an edge node: its labels do not match %q", node, a.nodeSelector.String())}
+	}
+	return nil
 }
 
 func (a *authenticator) accepted() string {

@@ -120,8 +120,8 @@ type Config struct {
 	MaxCachedReviews int
 	// MaxConcurrentReviews bounds the TokenReviews in flight (default 64);
 	// up to 16 times as many connections wait for one up to
-	// ReviewQueueTimeout (default 10s), the rest get 503 with Retry-After at
-	// once.
+	// ReviewQueueTimeout (default 10s), the rest get 503 at once, with a
+	// Retry-After that gives each its turn (retryPlanner).
 	MaxConcurrentReviews int
 	ReviewQueueTimeout   time.Duration
 

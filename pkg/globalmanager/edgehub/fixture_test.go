@@ -184,9 +184,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
 	var pods, sednaObjs []runtime.Object
 	for _, o := range objs {
-		if _, ok := o.(*corev1.Pod); ok {
+		switch o.(type) {
+		case *corev1.Pod, *corev1.Node:
 			pods = append(pods, o)
-		} else {
+		default:
 			sednaObjs = append(sednaObjs, o)
 		}
 	}

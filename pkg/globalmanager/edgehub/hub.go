@@ -46,13 +46,17 @@ type Hub struct {
 	auth   *authenticator
 	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
 	// connection ends when its Pod is deleted. The hub runs them itself.
-	lcPods   []cache.SharedIndexInformer
-	appliers map[string]ReportApplier
-	datasets DatasetApplier
-	recorder record.EventRecorder
-	metrics  *metrics
-	cfg      Config
-	links    *links
+	lcPods []cache.SharedIndexInformer
+	// edgeNodes are the nodes the node selector picks, their labels only:
+	// a connection's node is checked here, not with a read of the API
+	// server each (a reconnect storm of every node would double its load).
+	edgeNodes cache.SharedIndexInformer
+	appliers  map[string]ReportApplier
+	datasets  DatasetApplier
+	recorder  record.EventRecorder
+	metrics   *metrics
+	cfg       Config
+	links     *links
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
@@ -127,6 +131,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 	if err := h.watchLocalControllerPods(); err != nil {
 		return nil, err
 	}
+	if err := h.watchEdgeNodes(); err != nil {
+		return nil, err
+	}
 	for _, k := range h.kinds {
 		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
@@ -194,6 +201,25 @@ func (h *Hub) watchLocalControllerPods() error {
 	return nil
 }
 
+// watchEdgeNodes caches the edge nodes' labels, for the authenticator.
+func (h *Hub) watchEdgeNodes() error {
+	h.edgeNodes = coreinformers.NewFilteredNodeInformer(h.client, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.LabelSelector = h.cfg.nodeSelector.String()
+	})
+	err := h.edgeNodes.SetTransform(func(obj any) (any, error) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return obj, nil
+		}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("watching edge nodes: %w", err)
+	}
+	h.auth.nodes = h.edgeNodes.GetStore()
+	return nil
+}
+
 // podMetadataOnly keeps of a cached Pod only what identifies it.
 func podMetadataOnly(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -249,7 +275,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Waiting for caches to sync")
 	synced := append([]cache.InformerSynced(nil), h.synced...)
-	for _, inf := range h.lcPods {
+	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes}, h.lcPods...) {
 		go inf.Run(ctx.Done())
 		synced = append(synced, inf.HasSynced)
 	}
