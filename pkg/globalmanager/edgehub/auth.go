@@ -151,9 +151,12 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return res.id, res.refusal
 	}
 
-	// Bounded concurrency: a storm waits here, not at the API server, and
-	// past a bounded queue it is told at once to come back.
-	if a.waiting.Add(1) > int64(maxWaitingPerSlot*cap(a.slots)) {
+	// Bounded concurrency: a storm waits here, not at the API server. Past
+	// a bounded queue, or a wait longer than half the queue timeout at the
+	// pace the reviews go, it is told at once when to come back: a
+	// connection that waited out its client's handshake timeout (the
+	// LocalController's is 10s) would have cost a review for nothing.
+	if waiting := a.waiting.Add(1); waiting > int64(maxWaitingPerSlot*cap(a.slots)) || a.retry.wait(int(waiting)-cap(a.slots), cap(a.slots)) > a.queueTimeout/2 {
 		a.waiting.Add(-1)
 		return nil, a.busy()
 	}
@@ -228,16 +231,30 @@ func (p *retryPlanner) reviewed(d time.Duration) {
 	p.latency = (9*p.latency + d) / 10
 }
 
+// wait is how long the last of queued connections waits for a slot, at the
+// pace the reviews go with slots at a time (none for queued ≤ 0).
+func (p *retryPlanner) wait(queued, slots int) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Duration(max(0, queued)) * p.share(slots)
+}
+
+// share is one connection's share of the reviews' time, slots at a time;
+// p.mu is held.
+func (p *retryPlanner) share(slots int) time.Duration {
+	latency := p.latency
+	if latency <= 0 {
+		latency = initialReviewLatency
+	}
+	return latency / time.Duration(max(1, slots))
+}
+
 // after gives a refused connection its turn, waiting connections ahead of
 // it and slots reviews at a time, in whole seconds from now.
 func (p *retryPlanner) after(now time.Time, waiting, slots int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	latency := p.latency
-	if latency <= 0 {
-		latency = initialReviewLatency
-	}
-	each := latency / time.Duration(max(1, slots)) // one connection's share
+	each := p.share(slots)
 	turn := now.Add(time.Duration(waiting) * each)
 	if p.next.After(turn) {
 		turn = p.next
