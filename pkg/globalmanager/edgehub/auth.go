@@ -151,12 +151,9 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return res.id, res.refusal
 	}
 
-	// Bounded concurrency: a storm waits here, not at the API server. Past
-	// a bounded queue, or a wait longer than half the queue timeout at the
-	// pace the reviews go, it is told at once when to come back: a
-	// connection that waited out its client's handshake timeout (the
-	// LocalController's is 10s) would have cost a review for nothing.
-	if waiting := a.waiting.Add(1); waiting > int64(maxWaitingPerSlot*cap(a.slots)) || a.retry.wait(int(waiting)-cap(a.slots), cap(a.slots)) > a.queueTimeout/2 {
+	// Bounded concurrency: a storm waits here, not at the API server, and
+	// past a bounded queue it is told at once when to come back.
+	if a.waiting.Add(1) > int64(maxWaitingPerSlot*cap(a.slots)) {
 		a.waiting.Add(-1)
 		return nil, a.busy()
 	}
@@ -229,14 +226,6 @@ func (p *retryPlanner) reviewed(d time.Duration) {
 		return
 	}
 	p.latency = (9*p.latency + d) / 10
-}
-
-// wait is how long the last of queued connections waits for a slot, at the
-// pace the reviews go with slots at a time (none for queued ≤ 0).
-func (p *retryPlanner) wait(queued, slots int) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return time.Duration(max(0, queued)) * p.share(slots)
 }
 
 // share is one connection's share of the reviews' time, slots at a time;

@@ -112,6 +112,15 @@ func testJob() *sednav1.FederatedLearningJob {
 	return &sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: "job-uid", Generation: 1}}
 }
 
+// testJobServer is testJob, its status server failing writes with
+// writeErr, and expectations.
+func testJobServer(writeErr error) (*sednav1.FederatedLearningJob, *statusServer, *Expectations) {
+	job := testJob()
+	server := newStatusServer(job)
+	server.writeErr = writeErr
+	return job, server, NewExpectations()
+}
+
 // testSyncer is a Syncer of the jobs in c, writing to server.
 func testSyncer(c caches, server *statusServer, exp *Expectations) *Syncer[*sednav1.FederatedLearningJob] {
 	return &Syncer[*sednav1.FederatedLearningJob]{
@@ -258,10 +267,7 @@ func TestEndWritesStatusOnlyWhenItSaysSomethingAndEventsAfterIt(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			job := testJob()
-			server := newStatusServer(job)
-			server.writeErr = tc.writeErr
-			exp := NewExpectations()
+			job, server, exp := testJobServer(tc.writeErr)
 			ctx, s, err := testSyncer(newCaches(t, job), server, exp).Begin(t.Context(), "ns/job")
 			if err != nil || s == nil {
 				t.Fatalf("Begin = %v, %v", s, err)
@@ -322,10 +328,7 @@ func TestASyncsCreatesAreToldInOneEvent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			job := testJob()
-			server := newStatusServer(job)
-			server.writeErr = tc.writeErr
-			exp := NewExpectations()
+			job, server, exp := testJobServer(tc.writeErr)
 			children := &Children{Client: kubefake.NewClientset(tc.existing...), Recorder: server.recorder, Expectations: exp}
 			ctx := t.Context()
 			var s *Sync[*sednav1.FederatedLearningJob]
