@@ -75,11 +75,14 @@ func (o sustainedOptions) parse(nodes int) ([]int, error) {
 
 func jiName(j int) string { return fmt.Sprintf("ji-%d", j) }
 
+// jiWorkerName is the pod of worker r of service ji.
+func jiWorkerName(ji string, r int) string { return fmt.Sprintf("%s-edge-w%d", ji, r) }
+
 // jiWorkerPod is worker r of service ji, on node.
 func jiWorkerPod(ji *sednav1.JointInferenceService, r int, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("%s-edge-w%d", ji.Name, r), Namespace: ji.Namespace,
+			Name: jiWorkerName(ji.Name, r), Namespace: ji.Namespace,
 			Labels: map[string]string{
 				common.LabelOwnerUID: string(ji.UID), common.LabelOwnerName: ji.Name, common.LabelWorkerRole: "edge", "nereid.io/bench": "sustained",
 			},
@@ -219,7 +222,7 @@ func sustainStep(ctx context.Context, o sustainedOptions, fl *fleet, services []
 		err := framework.ForEach(ctx, len(batch), benchWriters, func(ctx context.Context, k int) error {
 			w := batch[k]
 			j, i := w%len(services), w/len(services)
-			data, err := jiReportData(services[j].Name, fmt.Sprintf("%s-edge-w%d", services[j].Name, i), r)
+			data, err := jiReportData(services[j].Name, jiWorkerName(services[j].Name, i), r)
 			if err != nil {
 				return err
 			}

@@ -131,11 +131,11 @@ func run(o options) error {
 		}
 	}
 	if runs("globalmanager") {
-		floor, floorRow, err := measureFloor(ctx, kube, sedna, o.jobs)
+		floor, err := measureFloor(ctx, kube, sedna, o.jobs)
 		if err != nil {
 			return fmt.Errorf("measuring the floor: %w", err)
 		}
-		results, err := benchGlobalManager(ctx, o, kube, sedna, c, floor, floorRow)
+		results, err := benchGlobalManager(ctx, o, kube, sedna, c, floor)
 		if err != nil {
 			return err
 		}
@@ -170,8 +170,8 @@ func run(o options) error {
 // benchGlobalManager measures the GlobalManager's create, self-heal and
 // respec against the ceiling; its GlobalManager is stopped when it returns,
 // so that it acts on nothing of a later section.
-func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling, floor float64, floorRow result) ([]result, error) {
-	results := []result{c.row, floorRow}
+func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interface, sedna sednaclient.Interface, c, floor ceiling) ([]result, error) {
+	results := []result{c.row, floor.row}
 	bin, err := framework.BuildBinary("globalmanager")
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
 			Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took))},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
-		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor), Unit: "ratio",
+		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},
 		result{Name: "GlobalManager CPU during create", Value: round(cpu1 - cpu0), Unit: "CPU-s",
 			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1-cpu0)/took.Seconds(), took.Round(time.Millisecond))})
@@ -269,8 +269,27 @@ func workerPod(ns, name, node, image string) *corev1.Pod {
 	}
 }
 
+// jobService and jobPods are the objects of one FederatedLearningJob as a
+// plain client makes them for the ceiling and the floor: its aggregation
+// Service and its 3 worker pods, on the nodes benchJob names.
+func jobService(ns, job string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: job + "-aggregation", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"job": job}, Ports: []corev1.ServicePort{{Port: 7363, TargetPort: intstr.FromInt32(7363)}}},
+	}
+}
+
+func jobPods(ns, job string) []*corev1.Pod {
+	return []*corev1.Pod{
+		workerPod(ns, job+"-aggregation", "cloud-0", "worker:v1"),
+		workerPod(ns, job+"-training-0", "edge-0", "worker:v1"),
+		workerPod(ns, job+"-training-1", "edge-1", "worker:v1"),
+	}
+}
+
 // ceiling is the rate at which a plain client-go program creates pods and
-// services on this control plane, measured once per run.
+// services on this control plane, measured once per run, with its row: the
+// ceiling itself, or the floor (measureFloor).
 type ceiling struct {
 	rate float64 // objects/s
 	row  result
@@ -326,15 +345,12 @@ func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int)
 	for i := range n {
 		job := fmt.Sprintf("job-%d", i)
 		work <- func() error {
-			_, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: job + "-aggregation", Namespace: ns},
-				Spec:       corev1.ServiceSpec{Selector: map[string]string{"job": job}, Ports: []corev1.ServicePort{{Port: 7363, TargetPort: intstr.FromInt32(7363)}}},
-			}, metav1.CreateOptions{})
+			_, err := kube.CoreV1().Services(ns).Create(ctx, jobService(ns, job), metav1.CreateOptions{})
 			return err
 		}
-		for _, w := range []struct{ suffix, node string }{{"aggregation", "cloud-0"}, {"training-0", "edge-0"}, {"training-1", "edge-1"}} {
+		for _, p := range jobPods(ns, job) {
 			work <- func() error {
-				_, err := kube.CoreV1().Pods(ns).Create(ctx, workerPod(ns, job+"-"+w.suffix, w.node, "worker:v1"), metav1.CreateOptions{})
+				_, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 				return err
 			}
 		}
@@ -356,15 +372,15 @@ func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int)
 // job's own create, its 3 pods and Service, and one status write. The
 // GlobalManager's rate against it is what the GlobalManager itself costs;
 // against the ceiling, what the jobs cost as well.
-func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n int) (float64, result, error) {
+func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n int) (ceiling, error) {
 	const ns = "bench-floor"
 	progress("floor: a plain client-go program creates %d FederatedLearningJobs, their %d pods and %d services, and writes each job's status once (16 goroutines, no GlobalManager)", n, 3*n, n)
 	if err := setupNamespace(ctx, kube, sedna, ns); err != nil {
-		return 0, result{}, err
+		return ceiling{}, err
 	}
 	writes0, err := apiWrites(ctx, kube)
 	if err != nil {
-		return 0, result{}, err
+		return ceiling{}, err
 	}
 	start := time.Now()
 	err = createAtOnce(ctx, n, func(ctx context.Context, name string) error {
@@ -372,14 +388,11 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 		if err != nil {
 			return err
 		}
-		if _, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name + "-aggregation", Namespace: ns},
-			Spec:       corev1.ServiceSpec{Selector: map[string]string{"job": name}, Ports: []corev1.ServicePort{{Port: 7363, TargetPort: intstr.FromInt32(7363)}}},
-		}, metav1.CreateOptions{}); err != nil {
+		if _, err := kube.CoreV1().Services(ns).Create(ctx, jobService(ns, name), metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		for _, w := range []struct{ suffix, node string }{{"aggregation", "cloud-0"}, {"training-0", "edge-0"}, {"training-1", "edge-1"}} {
-			if _, err := kube.CoreV1().Pods(ns).Create(ctx, workerPod(ns, name+"-"+w.suffix, w.node, "worker:v1"), metav1.CreateOptions{}); err != nil {
+		for _, p := range jobPods(ns, name) {
+			if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				return err
 			}
 		}
@@ -391,17 +404,16 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	})
 	took := time.Since(start)
 	if err != nil {
-		return 0, result{}, err
+		return ceiling{}, err
 	}
 	writes1, err := apiWrites(ctx, kube)
 	if err != nil {
-		return 0, result{}, err
+		return ceiling{}, err
 	}
 	progress("floor took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
-	row := result{Name: "floor: jobs' own writes by a plain client", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}
-	return rate, row, deleteNamespace(ctx, kube, ns)
+	return ceiling{rate: rate, row: result{Name: "floor: jobs' own writes by a plain client", Value: round(rate), Unit: "objects/s",
+		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}}, deleteNamespace(ctx, kube, ns)
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that its

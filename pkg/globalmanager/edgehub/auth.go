@@ -341,21 +341,7 @@ func (a *authenticator) review(ctx context.Context, token string, claims *claims
 // edge node in the cache is one; any other is read, since the cache may lag
 // a node just made or labelled.
 func (a *authenticator) checkNode(ctx context.Context, node string) *authError {
-	nodeLabels := func() (labels.Set, error) {
-		if a.nodes != nil {
-			if o, ok, _ := a.nodes.GetByKey(node); ok {
-				if n, ok := o.(*corev1.Node); ok {
-					return n.Labels, nil
-				}
-			}
-		}
-		n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return n.Labels, nil
-	}
-	l, err := nodeLabels()
+	l, err := a.nodeLabels(ctx, node)
 	switch {
 	case apierrors.IsNotFound(err):
 		return &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
@@ -368,6 +354,23 @@ func (a *authenticator) checkNode(ctx context.Context, node string) *authError {
 			reason: fmt.Sprintf("node %s is not an edge node: its labels do not match %q", node, a.nodeSelector.String())}
 	}
 	return nil
+}
+
+// nodeLabels are node's labels, from the cache of edge nodes when it has
+// the node, else read.
+func (a *authenticator) nodeLabels(ctx context.Context, node string) (labels.Set, error) {
+	if a.nodes != nil {
+		if o, ok, _ := a.nodes.GetByKey(node); ok {
+			if n, ok := o.(*corev1.Node); ok {
+				return n.Labels, nil
+			}
+		}
+	}
+	n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return n.Labels, nil
 }
 
 func (a *authenticator) accepted() string {

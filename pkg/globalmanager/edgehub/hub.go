@@ -211,7 +211,9 @@ func (h *Hub) watchEdgeNodes() error {
 		if !ok {
 			return obj, nil
 		}
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+		meta := identifyingMeta(n.ObjectMeta)
+		meta.Labels = n.Labels
+		return &corev1.Node{ObjectMeta: meta}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("watching edge nodes: %w", err)
@@ -226,9 +228,13 @@ func podMetadataOnly(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-	}}, nil
+	return &corev1.Pod{ObjectMeta: identifyingMeta(pod.ObjectMeta)}, nil
+}
+
+// identifyingMeta is what of an object's metadata identifies it, for a
+// cache that keeps no more.
+func identifyingMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
 }
 
 // podGone ends the connections of a deleted LocalController Pod: its token

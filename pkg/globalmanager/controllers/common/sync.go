@@ -88,10 +88,10 @@ type Sync[T Object[T]] struct {
 
 // Begin starts the sync of key: it reads the owner from the cache, copies
 // it, puts a logger naming it into ctx, reads the expectations and then
-// lists and claims the children. Children created with the returned
-// context are named in one event, which End records. It returns a nil Sync when there is
-// nothing to do: the owner is gone or being deleted (its expectations are
-// forgotten, and Forget called), or the key is malformed.
+// lists and claims the children. Children created with the returned context
+// are named in one event, which End records. It returns a nil Sync when
+// there is nothing to do: the owner is gone or being deleted (its
+// expectations are forgotten, and Forget called), or the key is malformed.
 func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sync[T], error) {
 	cached, ok, err := ReadOwner(key, p.Get)
 	if !ok || err != nil {
