@@ -16,12 +16,16 @@ import (
 )
 
 // EdgeReports applies what the edge reports to the status of one kind's
-// objects, by the rule every kind follows. The object is read from the API
-// server, not the cache, so a report never rewinds a status the cache has
-// not caught up with; a conflict reads it again and applies the report
-// again; events are recorded once the status is written. The edge hub
-// acknowledges a report when the applier returns nil, so only after the
-// write.
+// objects, by the rule every kind follows. A write starts from the object
+// its writer last wrote, or else from the cache, and is conditional on that
+// object's resourceVersion: a base the API server has moved past conflicts,
+// and the object is then read from the API server and the reports applied
+// again, so a report never rewinds a status the cache has not caught up
+// with. That nothing is to be written is decided only on a read of the API
+// server (a cache may count a report an object of the same name, since
+// deleted, counted). Events are recorded once the status is written. The
+// edge hub acknowledges a report when the applier returns nil, so only after
+// the write.
 //
 // Reports about the same object are coalesced: while one status write of an
 // object is in flight (and for Window before it starts), the reports that
@@ -34,6 +38,10 @@ type EdgeReports[T Owner] struct {
 	Kind string
 	// Client is the kind's generated client for a namespace.
 	Client func(namespace string) StatusClient[T]
+	// Cached reads an object from the cache, as a lister's Get does: the
+	// base of an object's first write, which saves reading the API server
+	// when the cache is current; nil reads the API server.
+	Cached func(namespace, name string) (T, error)
 	// EdgeNodes points at the object's record of what the cloud last heard
 	// from each edge node (status.edgeNodes); ApplyWorkers needs it.
 	EdgeNodes func(obj T) *[]sednav1.EdgeNodeStatus
@@ -58,7 +66,7 @@ type EdgeReports[T Owner] struct {
 // window is EdgeReports.Window.
 func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time,
 	metrics *Metrics, window time.Duration) *EdgeReports[T] {
-	return &EdgeReports[T]{Kind: kind, Client: p.Client, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics, Window: window}
+	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics, Window: window}
 }
 
 // reportChange is one report's change to an object's status, waiting for
@@ -113,8 +121,11 @@ func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, c
 }
 
 // write is the writer of one object: it writes what waits for it, batch
-// after batch, until nothing does.
+// after batch, until nothing does. Each batch starts from what the previous
+// one wrote; the first from the cache.
 func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string) {
+	var last T
+	wroteLast := false
 	for {
 		if a.Window > 0 {
 			time.Sleep(a.Window)
@@ -123,9 +134,18 @@ func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string)
 		if len(changes) == 0 {
 			return
 		}
+		base, known := last, wroteLast
+		if !known && a.Cached != nil {
+			cached, err := a.Cached(namespace, name)
+			base, known = cached, err == nil
+		}
+		if known {
+			base = base.DeepCopyObject().(T)
+		}
 		wctx, cancel := context.WithTimeout(ctx, reportWriteTimeout)
-		errs := a.applyAll(wctx, namespace, name, changes)
+		errs, written, wrote := a.applyAll(wctx, namespace, name, changes, base, known)
 		cancel()
+		last, wroteLast = written, wrote
 		for i, c := range changes {
 			c.done <- errs[i]
 		}
@@ -133,35 +153,50 @@ func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string)
 }
 
 // applyAll applies changes to the object in one status write, and returns
-// each change's result.
-func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, changes []*reportChange[T]) []error {
+// each change's result and the object written, if it wrote one. When
+// known, the first attempt starts from base, which is the caller's to
+// change; otherwise, and after a conflict, from a read of the API server.
+func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, changes []*reportChange[T], base T, known bool) ([]error, T, bool) {
 	client := a.Client(namespace)
 	errs := make([]error, len(changes))
 	var written T
 	events := make([][]Event, len(changes))
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		fresh, err := client.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return edgeproto.Refuse("%s %s/%s does not exist", a.Kind, namespace, name)
-		} else if err != nil {
-			return fmt.Errorf("reading %s %s/%s: %w", a.Kind, namespace, name, err)
-		}
-		// Events and refusals of an attempt that conflicted are computed
-		// again.
-		clear(errs)
-		clear(events)
-		obj, changed := a.changeAll(fresh, changes, errs, events)
-		if !changed {
+		for {
+			fresh, read := base, !known
+			known = false // a conflict, or a second look, reads the API server
+			if read {
+				var err error
+				fresh, err = client.Get(ctx, name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return edgeproto.Refuse("%s %s/%s does not exist", a.Kind, namespace, name)
+				} else if err != nil {
+					return fmt.Errorf("reading %s %s/%s: %w", a.Kind, namespace, name, err)
+				}
+			}
+			// Events and refusals of an attempt that conflicted are
+			// computed again.
+			clear(errs)
 			clear(events)
+			obj, changed := a.changeAll(fresh, changes, errs, events)
+			if !changed {
+				clear(events)
+				if !read {
+					// Only a write checks its base is current: with
+					// nothing to write, look again at the API server's.
+					continue
+				}
+				return nil
+			}
+			updated, err := client.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+			if err != nil {
+				clear(events)
+				return fmt.Errorf("updating status of %s %s/%s: %w", a.Kind, namespace, name, err)
+			}
+			written, wrote = updated, true
 			return nil
 		}
-		if _, err := client.UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
-			clear(events)
-			return fmt.Errorf("updating status of %s %s/%s: %w", a.Kind, namespace, name, err)
-		}
-		written, wrote = obj, true
-		return nil
 	})
 	carried := 0
 	for i := range changes {
@@ -172,13 +207,14 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 			carried++
 		}
 	}
-	if wrote && err == nil {
-		a.Metrics.ReportsWritten(a.Kind, carried)
-		for _, e := range events {
-			RecordEvents(a.Recorder, written, e)
-		}
+	if !wrote || err != nil {
+		return errs, written, false
 	}
-	return errs
+	a.Metrics.ReportsWritten(a.Kind, carried)
+	for _, e := range events {
+		RecordEvents(a.Recorder, written, e)
+	}
+	return errs, written, true
 }
 
 // changeAll applies every change not refused yet to a copy of fresh, and

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -25,6 +28,9 @@ type gatedServer struct {
 	writes  map[string]int
 	gate    chan struct{}
 	holding chan string // the job whose write waits at the gate
+	// Reads of the server (Get) and writes refused for a stale
+	// resourceVersion; a write that succeeds bumps it.
+	reads, conflicts int
 }
 
 func newGatedServer(names ...string) *gatedServer {
@@ -42,6 +48,7 @@ func (s *gatedServer) client(string) StatusClient[*sednav1.FederatedLearningJob]
 func (s *gatedServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*sednav1.FederatedLearningJob, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	return s.jobs[name].DeepCopy(), nil
 }
 
@@ -55,9 +62,17 @@ func (s *gatedServer) UpdateStatus(_ context.Context, j *sednav1.FederatedLearni
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	stored := s.jobs[j.Name]
+	if j.ResourceVersion != stored.ResourceVersion {
+		s.conflicts++
+		return nil, apierrors.NewConflict(schema.GroupResource{Resource: "federatedlearningjobs"}, j.Name, errors.New("stale"))
+	}
+	rv, _ := strconv.Atoi(stored.ResourceVersion)
+	j = j.DeepCopy()
+	j.ResourceVersion = strconv.Itoa(rv + 1)
 	s.writes[j.Name]++
-	s.jobs[j.Name] = j.DeepCopy()
-	return j, nil
+	s.jobs[j.Name] = j
+	return j.DeepCopy(), nil
 }
 
 func (s *gatedServer) hold() chan struct{} {
@@ -290,5 +305,116 @@ func TestEdgeReportsWindowGathersTheFirstWrite(t *testing.T) {
 	}
 	if w := server.writesOf("job"); w != 1 {
 		t.Errorf("%d writes for 5 reports within the window; want 1", w)
+	}
+}
+
+// counts are the server's reads and conflicts so far.
+func (s *gatedServer) counts() (reads, conflicts int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads, s.conflicts
+}
+
+// cachedAs makes a's writes start from cache (the object by name; none is
+// not found).
+func cachedAs(a *EdgeReports[*sednav1.FederatedLearningJob], cache map[string]*sednav1.FederatedLearningJob) {
+	a.Cached = func(_, name string) (*sednav1.FederatedLearningJob, error) {
+		if j, ok := cache[name]; ok {
+			return j, nil
+		}
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "federatedlearningjobs"}, name)
+	}
+}
+
+// A write starts from the cache when it is current, and the next batch of
+// the same writer from what the previous one wrote: no read of the server.
+func TestEdgeReportsWriteFromTheCacheAndThenFromTheirLastWrite(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	cachedAs(a, map[string]*sednav1.FederatedLearningJob{"job": server.jobs["job"].DeepCopy()})
+	gate := server.hold()
+	done := make(chan error, 10)
+	report(t.Context(), a, "job", "edge-0", nil, done)
+	<-server.holding
+	for i := 1; i < 3; i++ {
+		report(t.Context(), a, "job", fmt.Sprintf("edge-%d", i), nil, done)
+	}
+	waitUntil(t, "two reports waiting for the next write", func() bool { return waitingFor(a, "job") == 2 })
+	server.open(gate)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads, conflicts := server.counts(); reads != 0 || conflicts != 0 {
+		t.Errorf("%d reads and %d conflicts; want none: the cache was current, then the first write's result", reads, conflicts)
+	}
+	if w := server.writesOf("job"); w != 2 {
+		t.Errorf("%d writes; want 2", w)
+	}
+	if got, want := server.nodesOf("job"), []string{"edge-0", "edge-1", "edge-2"}; !slices.Equal(got, want) {
+		t.Errorf("the status heard from %v; want %v", got, want)
+	}
+}
+
+// A cache behind the server makes the write conflict; the report is then
+// applied to a read of the server, once, and nothing it did not hear of is
+// lost.
+func TestEdgeReportsFromAStaleCacheConflictAndApplyToTheServers(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	stale := server.jobs["job"].DeepCopy()
+	cachedAs(a, map[string]*sednav1.FederatedLearningJob{"job": stale})
+	done := make(chan error, 10)
+	report(t.Context(), a, "job", "edge-0", nil, done)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The cache has not seen edge-0's write: edge-1's report conflicts,
+	// and the same report sent again is not counted twice.
+	for range 2 {
+		report(t.Context(), a, "job", "edge-1", nil, done)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads, conflicts := server.counts(); conflicts != 2 || reads != 2 {
+		t.Errorf("%d reads and %d conflicts; want 2 of each (each later write from the stale cache)", reads, conflicts)
+	}
+	if w := server.writesOf("job"); w != 2 {
+		t.Errorf("%d writes; want 2: edge-1's resend changes nothing", w)
+	}
+	if got, want := server.nodesOf("job"), []string{"edge-0", "edge-1"}; !slices.Equal(got, want) {
+		t.Errorf("the status heard from %v; want %v", got, want)
+	}
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	for _, n := range server.jobs["job"].Status.EdgeNodes {
+		if n.ReportsApplied != 1 {
+			t.Errorf("%s: %d reports applied; want 1", n.Name, n.ReportsApplied)
+		}
+	}
+}
+
+// That a report changes nothing is decided on the server's object, not the
+// cache's: here the cache holds an object of the same name, since deleted,
+// that counted the report, and the new one gets it.
+func TestEdgeReportsNothingToWriteIsDecidedOnTheServersObject(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	old := server.jobs["job"].DeepCopy()
+	old.ResourceVersion = "7"
+	old.Status.EdgeNodes = []sednav1.EdgeNodeStatus{{Name: "edge-0", Store: "s", LastReportID: 1, ReportsApplied: 1}}
+	cachedAs(a, map[string]*sednav1.FederatedLearningJob{"job": old})
+	done := make(chan error, 1)
+	report(t.Context(), a, "job", "edge-0", nil, done)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := server.nodesOf("job"); !slices.Equal(got, []string{"edge-0"}) {
+		t.Errorf("the status heard from %v; want edge-0", got)
+	}
+	if reads, _ := server.counts(); reads != 1 {
+		t.Errorf("%d reads; want 1", reads)
 	}
 }

@@ -1,6 +1,7 @@
 package federatedlearning
 
 import (
+	"github.com/nereid-ml/nereid/internal/fakeapi"
 	"os"
 	"sort"
 	"strings"
@@ -70,6 +71,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		}
 	}
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), sedna: sednafake.NewClientset(sednaObjs...)}
+	fakeapi.ConditionalUpdates(f.sedna)
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	si := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	v1 := si.Sedna().V1alpha1()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/nereid-ml/nereid/internal/fakeapi"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,6 +122,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		sedna:    sednafake.NewClientset(sednaObjs...),
 		recorder: record.NewFakeRecorder(100),
 	}
+	fakeapi.ConditionalUpdates(f.sedna)
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	si := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	v1 := si.Sedna().V1alpha1()

@@ -6,6 +6,7 @@ package cycletest
 import (
 	"context"
 	"encoding/json"
+	"github.com/nereid-ml/nereid/internal/fakeapi"
 	"sort"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func New[J learningcycle.Job[J]](t *testing.T, build Build[J], objs ...runtime.O
 	}
 	f := &Fixture[J]{Kube: kubefake.NewClientset(kubeObjs...), Sedna: sednafake.NewSimpleClientset(sednaObjs...),
 		Now: time.Unix(1000, 0).UTC(), build: build}
+	fakeapi.ConditionalUpdates(f.Sedna)
 	f.start(t)
 	return f
 }
