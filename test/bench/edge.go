@@ -41,6 +41,26 @@ type edgeOptions struct {
 	idle    time.Duration
 	out     string
 	ji      sustainedOptions
+
+	// The fleet at scale: a second run of the section, measuring connect,
+	// memory and downstream latency only (the 10,000-node goals).
+	scaleNodes int
+	scaleOut   string
+	scale      bool // this run is the fleet at scale
+}
+
+// atScale is the options of the fleet at scale.
+func (o edgeOptions) atScale() edgeOptions {
+	o.nodes, o.out, o.scale = o.scaleNodes, o.scaleOut, true
+	return o
+}
+
+// name is the run's, in its log files' names and its results'.
+func (o edgeOptions) name() string {
+	if o.scale {
+		return "edge-scale"
+	}
+	return "edge"
 }
 
 // latencyPhase is how long Dataset updates go out at -edge-rate.
@@ -57,6 +77,8 @@ func (o *edgeOptions) addFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.rate, "edge-rate", 20, "Dataset updates per second for the downstream latency (for 30s).")
 	fs.DurationVar(&o.idle, "edge-idle", time.Minute, "How long nothing changes while the object messages the hub sends are counted.")
 	fs.StringVar(&o.out, "edge-out", "", "JSON file of the edge section (default _output/bench/edge-<time>.json).")
+	fs.IntVar(&o.scaleNodes, "edge-scale-nodes", 9800, "Edge nodes of the fleet at scale: after the edge section, on a fresh control plane, the same fleet this large measured for connect, memory and downstream latency only (the 10,000-node goals; this machine's open-files limit holds 9,872 nodes in one process); 0 skips it.")
+	fs.StringVar(&o.scaleOut, "edge-scale-out", "", "JSON file of the fleet at scale (default _output/bench/edge-scale-<time>.json).")
 	o.ji.addFlags(fs)
 }
 
@@ -70,6 +92,9 @@ func (o edgeOptions) validate() error {
 	}
 	if o.jobs < 1 || o.jobs > o.nodes {
 		errs = append(errs, errors.New("-edge-jobs must be at least 1 and at most -edge-nodes"))
+	}
+	if o.scaleNodes != 0 && o.scaleNodes < o.jobs {
+		errs = append(errs, errors.New("-edge-scale-nodes must be 0 (none) or at least -edge-jobs"))
 	}
 	if o.reports > o.jobs*store.DefaultMaxOutboxReports {
 		errs = append(errs, fmt.Errorf("-edge-reports must fit the outboxes: at most %d per node", store.DefaultMaxOutboxReports))
@@ -105,6 +130,9 @@ func (o edgeOptions) validate() error {
 //   - sustained: joint inference workers reporting every period in rising
 //     steps, until a step falls behind (edge_sustained.go);
 //   - the resident memory of one idle LocalController process.
+//
+// The fleet at scale (o.scale) stops after the downstream latency, and its
+// results' names say so.
 func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external bool, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -155,7 +183,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	}
 	hubAddr := "127.0.0.1:" + strconv.Itoa(port)
 	caFile := filepath.Join(dir, "edgehub-ca.crt")
-	gmLog := filepath.Join(outDir, "globalmanager-edge.log")
+	gmLog := filepath.Join(outDir, "globalmanager-"+o.name()+".log")
 	_ = os.Remove(gmLog)
 	// Its own namespace only, so that the GlobalManager section's jobs are
 	// not this one's work, and no leader election, so that a restart
@@ -196,7 +224,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	for i := range nodes {
 		nodes[i] = edgeNodeName(i)
 	}
-	linksLog := filepath.Join(outDir, "edge-links.log")
+	linksLog := filepath.Join(outDir, o.name()+"-links.log")
 	fl, err := newFleet("wss://"+hubAddr+cloudlink.ConnectPath, caFile, filepath.Join(dir, "lc"), linksLog, nodes, objs.tokenFiles)
 	if err != nil {
 		return nil, err
@@ -263,6 +291,12 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		result{Name: "edge: downstream latency p99", Value: ms(percentile(lat, 99)), Unit: "ms", Goal: g.p99},
 		result{Name: "edge: downstream latency max", Value: ms(percentile(lat, 100)), Unit: "ms",
 			Note: fmt.Sprintf("hub resends meanwhile: %.0f (a resend waits 5s; %s); updates never seen within 30s: %d", resends, slowAcks(m0, m1), lost)})
+	if o.scale {
+		for i := range results {
+			results[i].Name = strings.Replace(results[i].Name, "edge: ", "edge at scale: ", 1)
+		}
+		return results, nil
+	}
 
 	// Worker reports, beside the ceiling of plain status writes.
 	writes := o.reports

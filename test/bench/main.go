@@ -41,6 +41,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -81,12 +82,16 @@ func main() {
 	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
 	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
 	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
-	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob or edge (default all three, in that order).")
+	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
 	o.dijob.addFlags(flag.CommandLine)
 	o.edge.addFlags(flag.CommandLine)
 	flag.Parse()
-	if o.only != "" && o.only != "globalmanager" && o.only != "dijob" && o.only != "edge" {
-		fmt.Fprintf(os.Stderr, "bench: -only %q: want globalmanager, dijob or edge\n", o.only)
+	if o.only != "" && o.only != "globalmanager" && o.only != "dijob" && o.only != "edge" && o.only != "edge-scale" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: want globalmanager, dijob, edge or edge-scale\n", o.only)
+		os.Exit(2)
+	}
+	if o.only == "edge-scale" && o.edge.scaleNodes == 0 {
+		fmt.Fprintln(os.Stderr, "bench: -only edge-scale needs -edge-scale-nodes above 0")
 		os.Exit(2)
 	}
 	if err := errors.Join(o.dijob.validate(), o.edge.validate()); err != nil {
@@ -100,25 +105,23 @@ func main() {
 }
 
 func run(o options) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	external := o.kubeconfig != ""
+	stop := func(bool) {}
+	defer func() { stop(false) }()
 	if external {
 		if err := framework.UseCluster(o.kubeconfig); err != nil {
 			return err
 		}
 	} else {
-		kc, stop, err := framework.StartCluster()
+		kc, stopCluster, err := framework.StartCluster()
 		if err != nil {
 			return err
 		}
-		o.kubeconfig = kc
-		defer stop(false)
+		o.kubeconfig, stop = kc, stopCluster
 	}
-	cfg := framework.RESTConfig()
-	cfg.QPS = -1 // the bench's own client must never be the bottleneck
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	sedna := sednaclient.NewForConfigOrDie(cfg)
+	kube, sedna := benchClients()
 
 	runs := func(section string) bool { return o.only == "" || o.only == section }
 	// One ceiling per run, for every section that creates pods through the
@@ -164,7 +167,45 @@ func run(o options) error {
 			return err
 		}
 	}
+	if (runs("edge") || o.only == "edge-scale") && o.edge.scaleNodes > 0 {
+		// The fleet at scale needs the first one gone: a fresh control
+		// plane takes seconds, deleting the first fleet's objects minutes.
+		if runs("edge") {
+			if external {
+				progress("edge at scale: waiting for namespace %s to be gone", edgeNamespace)
+				if err := waitNamespaceGone(ctx, kube, edgeNamespace, 15*time.Minute); err != nil {
+					return fmt.Errorf("edge at scale: %w", err)
+				}
+			} else {
+				progress("edge at scale: a fresh control plane for %d nodes", o.edge.scaleNodes)
+				stop(false)
+				stop = func(bool) {}
+				kc, stopCluster, err := framework.StartCluster()
+				if err != nil {
+					return err
+				}
+				o.kubeconfig, stop = kc, stopCluster
+				kube, sedna = benchClients()
+			}
+		}
+		results, err := runEdge(ctx, o.edge.atScale(), o.kubeconfig, external, kube, sedna)
+		if err != nil {
+			return fmt.Errorf("edge at scale: %w", err)
+		}
+		printTable(results)
+		if err := writeJSON(o.edge.scaleOut, "edge-scale", results); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// benchClients are the bench's clients of the framework's cluster, with no
+// client rate limit: the bench's own client must never be the bottleneck.
+func benchClients() (kubernetes.Interface, sednaclient.Interface) {
+	cfg := framework.RESTConfig()
+	cfg.QPS = -1
+	return kubernetes.NewForConfigOrDie(cfg), sednaclient.NewForConfigOrDie(cfg)
 }
 
 // benchGlobalManager measures the GlobalManager's create, self-heal and
@@ -422,10 +463,19 @@ func deleteNamespace(ctx context.Context, kube kubernetes.Interface, ns string) 
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("deleting namespace %s: %w", ns, err)
 	}
-	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return waitNamespaceGone(ctx, kube, ns, 5*time.Minute)
+}
+
+// waitNamespaceGone waits until ns is gone, for at most limit.
+func waitNamespaceGone(ctx context.Context, kube kubernetes.Interface, ns string, limit time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, limit, true, func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return err != nil, nil
+		return apierrors.IsNotFound(err), nil
 	})
+	if err != nil {
+		return fmt.Errorf("namespace %s not gone within %s: %w", ns, limit, err)
+	}
+	return nil
 }
 
 func waitForServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
