@@ -362,6 +362,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
+			ReviewEveryToken: o.edgeReviewAll,
 		})
 		if err != nil {
 			return fmt.Errorf("building the edge hub: %w", err)

@@ -73,6 +73,7 @@ type options struct {
 	ownerDeployment    string
 	podNamespace       string
 	edgeAudience       string
+	edgeReviewAll      bool
 	edgeSAs            string
 	edgeNodeSelector   string
 	shutdownGracePhase time.Duration
@@ -189,6 +190,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Namespace of --pod-name (default $POD_NAMESPACE).")
 	fs.StringVar(&o.edgeAudience, "edge-token-audience", edgehub.DefaultTokenAudience,
 		"Audience a LocalController's token must have: the LocalController presents a projected ServiceAccount token with this audience, and the hub's TokenReview names it. A Pod's default token (for the API server) is refused.")
+	fs.BoolVar(&o.edgeReviewAll, "edge-review-every-token", false,
+		"Send every LocalController token to a TokenReview. By default the hub verifies a token itself when it can, as the API server would, "+
+			"and costs it nothing: the signature against the API server's ServiceAccount keys (read from its /openid/v1/jwks, which every ServiceAccount may read), "+
+			"the issuer, the audience and the times, and the token's ServiceAccount and Pod by UID in the hub's caches; any token it cannot verify so is reviewed.")
 	fs.StringVar(&o.edgeSAs, "edge-service-accounts", edgehub.DefaultServiceAccount,
 		"Comma-separated namespace/name of the ServiceAccounts whose tokens the edge hub accepts: the LocalControllers'. Any other Pod's token, on any node, is refused.")
 	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -158,6 +159,58 @@ func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 		}
 		return resp != nil && resp.StatusCode == http.StatusUnauthorized, nil
 	})
+}
+
+// TestTheHubVerifiesALocalControllerTokenItself runs the GlobalManager with
+// the chart's permissions against the real API server: once it has read the
+// issuer's keys and the LocalController ServiceAccount (not awaited before
+// it listens), a LocalController's token is accepted without a TokenReview;
+// the token of the same Pod deleted and made again (another UID) is not
+// accepted, whoever decides.
+func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	verified := func(by string) float64 {
+		m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Get(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`)
+	}
+	attempt := 0
+	framework.Eventually(t, 30*time.Second, "a LocalController token verified by the hub", func(context.Context) (bool, error) {
+		attempt++
+		token := framework.PodToken(t, ns, framework.EdgeServiceAccount, "localcontroller-edge-0-"+strconv.Itoa(attempt), "edge-0", edgehub.DefaultTokenAudience)
+		conn, resp, err := dialEdge(t, hub, token)
+		if err != nil {
+			if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
+				return false, nil
+			}
+			return false, err
+		}
+		conn.Close()
+		return verified("hub") > 0, nil
+	})
+	kube := framework.KubeClient(t)
+	name := "localcontroller-edge-0-again"
+	stale := framework.PodToken(t, ns, framework.EdgeServiceAccount, name, "edge-0", edgehub.DefaultTokenAudience)
+	zero := int64(0)
+	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the Pod to be gone", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	framework.PodToken(t, ns, framework.EdgeServiceAccount, name, "edge-0", edgehub.DefaultTokenAudience) // the same name, another UID
+	conn, resp, err := dialEdge(t, hub, stale)
+	if err == nil {
+		conn.Close()
+		t.Fatal("the token of a Pod deleted and made again was accepted")
+	}
+	if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("got %v (%v), want 401", resp, err)
+	}
 }
 
 // TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits starts a leader

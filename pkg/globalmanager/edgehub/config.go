@@ -124,6 +124,12 @@ type Config struct {
 	// Retry-After that gives each its turn (retryPlanner).
 	MaxConcurrentReviews int
 	ReviewQueueTimeout   time.Duration
+	// ReviewEveryToken sends every token to a TokenReview. By default the
+	// hub verifies a token itself when it can (verifyLocally: the
+	// signature against the API server's ServiceAccount keys, read from
+	// its /openid/v1/jwks, and the token's ServiceAccount and Pod by UID
+	// in its caches) and reviews only the others.
+	ReviewEveryToken bool
 
 	// nodeSelector is NodeSelector parsed, by validate.
 	nodeSelector labels.Selector

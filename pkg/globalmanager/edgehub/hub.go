@@ -47,6 +47,10 @@ type Hub struct {
 	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
 	// connection ends when its Pod is deleted. The hub runs them itself.
 	lcPods []cache.SharedIndexInformer
+	// lcAccounts watch the accepted ServiceAccounts, for the hub's own
+	// verification of tokens (verifyLocally); none when every token is
+	// reviewed.
+	lcAccounts []cache.SharedIndexInformer
 	// edgeNodes are the nodes the node selector picks, their labels only:
 	// a connection's node is checked here, not with a read of the API
 	// server each (a reconnect storm of every node would double its load).
@@ -125,6 +129,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 	h.conditions = newConditionWriter(h)
 	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
 	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
+	h.auth.verified = m.tokenVerified
 	if err := h.addIndexers(); err != nil {
 		return nil, err
 	}
@@ -197,6 +202,29 @@ func (h *Hub) watchLocalControllerPods() error {
 			return fmt.Errorf("watching LocalController pods: %w", err)
 		}
 		h.lcPods = append(h.lcPods, inf)
+		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
+	}
+	if h.cfg.ReviewEveryToken {
+		return nil
+	}
+	if h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() }); h.auth.keys == nil {
+		return nil
+	}
+	for _, sa := range h.cfg.ServiceAccounts {
+		ns, name, _ := strings.Cut(sa, "/")
+		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		})
+		if err := inf.SetTransform(func(obj any) (any, error) {
+			if a, ok := obj.(*corev1.ServiceAccount); ok {
+				return &corev1.ServiceAccount{ObjectMeta: identifyingMeta(a.ObjectMeta)}, nil
+			}
+			return obj, nil
+		}); err != nil {
+			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
+		}
+		h.lcAccounts = append(h.lcAccounts, inf)
+		h.auth.accountCache = append(h.auth.accountCache, inf.GetStore())
 	}
 	return nil
 }
@@ -234,7 +262,8 @@ func podMetadataOnly(obj any) (any, error) {
 // identifyingMeta is what of an object's metadata identifies it, for a
 // cache that keeps no more.
 func identifyingMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp}
 }
 
 // podGone ends the connections of a deleted LocalController Pod: its token
@@ -284,6 +313,15 @@ func (h *Hub) Run(ctx context.Context) error {
 	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes}, h.lcPods...) {
 		go inf.Run(ctx.Done())
 		synced = append(synced, inf.HasSynced)
+	}
+	// The hub's own verification of tokens is not waited for: until its
+	// keys and ServiceAccounts are read (or if they cannot be), tokens are
+	// reviewed.
+	for _, inf := range h.lcAccounts {
+		go inf.Run(ctx.Done())
+	}
+	if h.auth.keys != nil {
+		go h.auth.keys.run(ctx)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")

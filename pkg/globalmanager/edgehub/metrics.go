@@ -38,6 +38,7 @@ type metrics struct {
 	resends        prometheus.Counter
 	unsendable     prometheus.Counter
 	reportsApplied prometheus.Counter
+	tokens         *prometheus.CounterVec
 	reportsRefused prometheus.Counter
 	ackLatency     prometheus.Histogram
 }
@@ -62,6 +63,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Upserts and Deletes sent again because their Ack did not come in time."))),
 		unsendable: prometheus.NewCounter(prometheus.CounterOpts(opts("objects_unsendable_total",
 			"Object versions that could not be sent to an edge node that needs them (over the frame limit), each a Warning event on the object."))),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tokens_verified_total",
+			"LocalController tokens accepted, by who verified them: the hub itself (hub), or a TokenReview (token_review); a token accepted from the cache of outcomes is not counted again.")), []string{"by"}),
 		reportsApplied: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_applied_total",
 			"Worker reports applied and acknowledged."))),
 		reportsRefused: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_refused_total",
@@ -74,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -86,3 +89,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) sentMessage(t edgeproto.Type)     { m.sent.WithLabelValues(string(t)).Inc() }
 func (m *metrics) receivedMessage(t edgeproto.Type) { m.received.WithLabelValues(string(t)).Inc() }
 func (m *metrics) refuse(reason string)             { m.refused.WithLabelValues(reason).Inc() }
+func (m *metrics) tokenVerified(by string)          { m.tokens.WithLabelValues(by).Inc() }
