@@ -22,11 +22,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/test/framework"
@@ -256,10 +260,20 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	verifiedBy := func(by string) float64 {
+		return memConnected.Get(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`)
+	}
+	// What the connect leaves behind (each node's Lease saying it is
+	// connected) is written before the steady state is measured.
+	leasesAt, err := waitLinksWritten(ctx, kube, o.nodes, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
 	g := goalsFor(o.nodes)
 	results = append(results,
 		result{Name: fmt.Sprintf("edge: connect %d nodes until all synced", o.nodes), Value: round(connect.Seconds()), Unit: "s", Goal: g.connect,
-			Note: fmt.Sprintf("all links started at once; TokenReview, TLS, hello, %d objects each, synced", len(held))},
+			Note: fmt.Sprintf("all links started at once; token (verified by the hub %.0f, by TokenReview %.0f), TLS, hello, %d objects each, synced; every node's Lease said connected %s after the start",
+				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond))},
 		result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", o.nodes), Value: round(rssConnected), Unit: "MiB", Goal: g.memory,
 			Note: fmt.Sprintf("just after all synced: %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s",
 				describeMemory(memConnected), o.jobs, rssBefore, describeMemory(memBefore))})
@@ -826,6 +840,40 @@ type metricsSample = framework.Metrics
 
 func scrapeMetrics(ctx context.Context, addr string) (metricsSample, error) {
 	return framework.ScrapeMetrics(ctx, "http://"+addr)
+}
+
+// waitLinksWritten waits until the Leases of n edge nodes say their link is
+// connected (the hub writes them as nodes connect), and returns when.
+func waitLinksWritten(ctx context.Context, kube kubernetes.Interface, n int, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	factory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(edgeNamespace),
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = edgehub.LabelEdgeNode }))
+	leases := factory.Coordination().V1().Leases()
+	lister := leases.Lister()
+	leases.Informer()
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel() // first: Shutdown waits for the informers to stop
+		factory.Shutdown()
+	}()
+	var connected int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		all, err := lister.List(labels.Everything())
+		if err != nil {
+			return false, err
+		}
+		connected = 0
+		for _, l := range all {
+			if l.Annotations[edgehub.AnnotationLink] == edgehub.LinkConnected {
+				connected++
+			}
+		}
+		return connected >= n, nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("only %d of %d edge nodes' Leases say connected: %w", connected, n, err)
+	}
+	return time.Now(), nil
 }
 
 // waitHubQuiet waits until the hub has sent no object message for quiet,

@@ -164,7 +164,6 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		if a.podDeleted(id.podUID) {
 			return nil, podDeletedRefusal()
 		}
-		id.expires = claims.expiry()
 		refusal := a.checkNode(ctx, id.node)
 		if refusal == nil {
 			a.count("hub")
@@ -484,6 +483,18 @@ func (a *authenticator) forgetPod(uid types.UID) {
 		}
 	}
 	a.deleted[uid] = now
+}
+
+// forgetServiceAccount drops the cached identities of sa (namespace/name),
+// once it is deleted or made again: its tokens are verified again.
+func (a *authenticator) forgetServiceAccount(sa string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, v := range a.cache {
+		if v.id != nil && v.id.serviceAccount == sa {
+			delete(a.cache, k)
+		}
+	}
 }
 
 // podDeleted reports whether the Pod uid was deleted lately.

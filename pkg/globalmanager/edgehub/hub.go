@@ -223,6 +223,18 @@ func (h *Hub) watchLocalControllerPods() error {
 		}); err != nil {
 			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
 		}
+		// A ServiceAccount deleted (or made again, another UID) takes the
+		// cached acceptances of its tokens with it.
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(oldObj, newObj any) {
+				if o, n := oldObj.(*corev1.ServiceAccount), newObj.(*corev1.ServiceAccount); o.UID != n.UID || n.DeletionTimestamp != nil {
+					h.auth.forgetServiceAccount(sa)
+				}
+			},
+			DeleteFunc: func(any) { h.auth.forgetServiceAccount(sa) },
+		}); err != nil {
+			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
+		}
 		h.lcAccounts = append(h.lcAccounts, inf)
 		h.auth.accountCache = append(h.auth.accountCache, inf.GetStore())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -26,7 +27,9 @@ const (
 // issuerKeys are the API server's ServiceAccount token issuer and the public
 // keys its tokens are verified with, read from its discovery document and
 // key set: again every keysRefreshPeriod, and at most every
-// keysRetryPeriod when a token names a key not held.
+// keysRetryPeriod when a token names a key not held. Keys not read again
+// successfully within keysMaxAge are not used: a key the API server has
+// dropped verifies nothing here for long.
 type issuerKeys struct {
 	// fetch reads a path of the API server.
 	fetch func(ctx context.Context, path string) ([]byte, error)
@@ -35,13 +38,17 @@ type issuerKeys struct {
 	mu      sync.Mutex
 	issuer  string
 	keys    map[string]jose.JSONWebKey // by key ID
+	read    time.Time                  // the last successful read
 	tried   time.Time                  // the last read, successful or not
 	reading bool
 }
 
 const (
-	keysRefreshPeriod = 5 * time.Minute
+	keysRefreshPeriod = time.Minute
+	keysMaxAge        = 3 * keysRefreshPeriod
 	keysRetryPeriod   = 10 * time.Second
+	// keysReadTimeout bounds one read of both documents.
+	keysReadTimeout = 30 * time.Second
 	// maxKeySetBytes bounds what is read of either document.
 	maxKeySetBytes = 1 << 20
 )
@@ -54,7 +61,12 @@ func newIssuerKeys(client rest.Interface, now func() time.Time) *issuerKeys {
 	}
 	return &issuerKeys{now: now, fetch: func(ctx context.Context, path string) ([]byte, error) {
 		// The client may ask for protobuf; these are JSON documents.
-		return client.Get().AbsPath(path).SetHeader("Accept", "application/json, application/jwk-set+json").DoRaw(ctx)
+		body, err := client.Get().AbsPath(path).SetHeader("Accept", "application/json, application/jwk-set+json").Stream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer body.Close()
+		return io.ReadAll(io.LimitReader(body, maxKeySetBytes+1))
 	}}
 }
 
@@ -62,8 +74,11 @@ func newIssuerKeys(client rest.Interface, now func() time.Time) *issuerKeys {
 // ServiceAccount tokens with (RSA and ECDSA).
 var signingAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512}
 
-// read reads the discovery document and the key set.
-func (k *issuerKeys) read(ctx context.Context) error {
+// load reads the discovery document and the key set. A key that cannot be
+// parsed is left out, not the others.
+func (k *issuerKeys) load(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, keysReadTimeout)
+	defer cancel()
 	get := func(path string, into any) error {
 		body, err := k.fetch(ctx, path)
 		if err != nil {
@@ -83,21 +98,24 @@ func (k *issuerKeys) read(ctx context.Context) error {
 	if err := get(openIDConfigPath, &config); err != nil {
 		return err
 	}
-	var set jose.JSONWebKeySet
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
 	if err := get(jwksPath, &set); err != nil {
 		return err
 	}
 	keys := make(map[string]jose.JSONWebKey, len(set.Keys))
-	for _, key := range set.Keys {
-		if key.KeyID != "" && key.Valid() && key.IsPublic() && (key.Use == "" || key.Use == "sig") {
+	for _, raw := range set.Keys {
+		var key jose.JSONWebKey
+		if json.Unmarshal(raw, &key) == nil && key.KeyID != "" && key.Valid() && key.IsPublic() && (key.Use == "" || key.Use == "sig") {
 			keys[key.KeyID] = key
 		}
 	}
 	if config.Issuer == "" || len(keys) == 0 {
-		return fmt.Errorf("the API server's discovery document names no issuer or its key set no key (%d keys)", len(set.Keys))
+		return fmt.Errorf("the API server's discovery document names no issuer or its key set no usable key (%d keys)", len(set.Keys))
 	}
 	k.mu.Lock()
-	k.issuer, k.keys = config.Issuer, keys
+	k.issuer, k.keys, k.read = config.Issuer, keys, k.now()
 	k.mu.Unlock()
 	return nil
 }
@@ -108,7 +126,7 @@ func (k *issuerKeys) run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	for {
 		if k.start() {
-			err := k.read(ctx)
+			err := k.load(ctx)
 			k.done()
 			if err != nil && ctx.Err() == nil {
 				logger.Info("Cannot verify LocalController tokens here; each is sent to a TokenReview", "err", err)
@@ -149,17 +167,18 @@ func (k *issuerKeys) issuerName() string {
 
 // key is the issuer and the key of ID kid. A key not held has them read
 // again in the background (the API server may have a new one), at most
-// every keysRetryPeriod.
+// every keysRetryPeriod; keys older than keysMaxAge are not held.
 func (k *issuerKeys) key(ctx context.Context, kid string) (string, jose.JSONWebKey, bool) {
 	k.mu.Lock()
 	key, ok := k.keys[kid]
+	ok = ok && k.now().Sub(k.read) < keysMaxAge
 	issuer := k.issuer
 	stale := !ok && !k.reading && k.now().Sub(k.tried) >= keysRetryPeriod
 	k.mu.Unlock()
 	if stale && k.start() {
 		go func() {
 			defer k.done()
-			_ = k.read(context.WithoutCancel(ctx))
+			_ = k.load(context.WithoutCancel(ctx)) // bounded by keysReadTimeout
 		}()
 	}
 	return issuer, key, ok
@@ -214,8 +233,11 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) *identi
 	if err := parsed.Claims(key.Key, &public, &private); err != nil {
 		return nil
 	}
+	// No leeway: a token near its times, or a clock apart from the API
+	// server's, is reviewed.
 	now := a.now()
-	if public.Expiry == nil || public.Validate(jwt.Expected{Issuer: issuer, AnyAudience: jwt.Audience{a.audience}, Time: now}) != nil {
+	if public.Expiry == nil ||
+		public.ValidateWithLeeway(jwt.Expected{Issuer: issuer, AnyAudience: jwt.Audience{a.audience}, Time: now}, 0) != nil {
 		return nil
 	}
 	k := private.Kubernetes
@@ -227,22 +249,27 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) *identi
 	if !a.serviceAccounts[sa] || public.Subject != serviceAccountPrefix+k.Namespace+":"+k.ServiceAccount.Name {
 		return nil
 	}
-	invalidIfDeletedBefore := now.Add(-jwt.DefaultLeeway)
+	// Stricter than the API server: a ServiceAccount or Pod being deleted
+	// is reviewed.
 	account, ok := get[*corev1.ServiceAccount](a.accountCache, sa)
-	if !ok || string(account.UID) != k.ServiceAccount.UID ||
-		(account.DeletionTimestamp != nil && account.DeletionTimestamp.Time.Before(invalidIfDeletedBefore)) {
+	if !ok || string(account.UID) != k.ServiceAccount.UID || account.DeletionTimestamp != nil {
 		return nil
 	}
-	// Stricter than the API server: a Pod being deleted is reviewed.
 	pod, ok := get[*corev1.Pod](a.podCache, k.Namespace+"/"+k.Pod.Name)
 	if !ok || string(pod.UID) != k.Pod.UID || pod.DeletionTimestamp != nil {
 		return nil
 	}
-	return &identity{
+	id := &identity{
 		node: k.Node.Name, serviceAccount: sa,
 		pod:    types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
 		podUID: types.UID(k.Pod.UID),
 	}
+	// The earlier of exp and warnafter, as verified.
+	id.expires = public.Expiry.Time()
+	if w := k.WarnAfter; w != nil && w.Time().Before(id.expires) {
+		id.expires = w.Time()
+	}
+	return id
 }
 
 // cachedObject is the object of key in store, if it holds one of type T.

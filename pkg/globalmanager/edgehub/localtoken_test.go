@@ -1,6 +1,7 @@
 package edgehub
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,14 +34,19 @@ const (
 // tokenIssuer signs ServiceAccount tokens as the API server does, and
 // serves its discovery document and key set.
 type tokenIssuer struct {
-	mu      sync.Mutex
-	keys    map[string]any // by key ID: the private keys
+	mu   sync.Mutex
+	keys map[string]any // by key ID: the private keys
+	// alg is what the key set says of a key's algorithm, by key ID, when
+	// not the one the API server says (RS256 for RSA, ES256 for P-256).
+	alg map[string]string
+	// extra are served in the key set beside the keys.
+	extra   []any
 	fetches atomic.Int64
 }
 
 func newTokenIssuer(t *testing.T) *tokenIssuer {
 	t.Helper()
-	return &tokenIssuer{keys: map[string]any{"k1": newECKey(t)}}
+	return &tokenIssuer{keys: map[string]any{"k1": newECKey(t)}, alg: map[string]string{}}
 }
 
 func newECKey(t *testing.T) *ecdsa.PrivateKey {
@@ -65,12 +72,16 @@ func (ti *tokenIssuer) fetch(_ context.Context, path string) ([]byte, error) {
 	case jwksPath:
 		ti.mu.Lock()
 		defer ti.mu.Unlock()
-		var set jose.JSONWebKeySet
+		keys := append([]any(nil), ti.extra...)
 		for kid, k := range ti.keys {
-			private := jose.JSONWebKey{Key: k, KeyID: kid, Use: "sig"}
-			set.Keys = append(set.Keys, private.Public())
+			alg := string(jose.ES256)
+			if _, ok := k.(*rsa.PrivateKey); ok {
+				alg = string(jose.RS256)
+			}
+			private := jose.JSONWebKey{Key: k, KeyID: kid, Use: "sig", Algorithm: cmp.Or(ti.alg[kid], alg)}
+			keys = append(keys, private.Public())
 		}
-		return json.Marshal(set)
+		return json.Marshal(map[string]any{"keys": keys})
 	}
 	return nil, fmt.Errorf("no %s", path)
 }
@@ -141,7 +152,7 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	now := func() time.Time { return la.clock }
 	la.authenticator = newAuthenticator(kube, cfg, now)
 	la.keys = &issuerKeys{fetch: ti.fetch, now: now}
-	if err := la.keys.read(t.Context()); err != nil {
+	if err := la.keys.load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	la.pods = cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -183,14 +194,19 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	ti.addKey("rsa", rsaKey)
-	stranger := newECKey(t)
+	ti.addKey("rs384", rsaKey)
+	ti.alg["rs384"] = string(jose.RS384)
+	stranger, encKey := newECKey(t), newECKey(t)
+	encJWK := jose.JSONWebKey{Key: encKey, KeyID: "enc", Use: "enc", Algorithm: string(jose.ES256)}
+	ti.extra = append(ti.extra, encJWK.Public(), map[string]string{"kty": "nonsense", "kid": "bad"})
 	now := time.Now()
 	cases := []struct {
-		name   string
-		token  func(t *testing.T, la *localAuth) string
-		local  bool // accepted without a review
-		status int  // else: refused so, after a review when reviewed
-		review bool
+		name    string
+		token   func(t *testing.T, la *localAuth) string
+		local   bool      // accepted without a review
+		expires time.Time // then: when it expires, if not at exp
+		status  int       // else: refused so, after a review when reviewed
+		review  bool
 	}{
 		{name: "a valid ES256 token", local: true,
 			token: func(t *testing.T, _ *localAuth) string {
@@ -207,7 +223,17 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				p, b := lcClaims(now)
 				return signWith(t, stranger, "k1", jose.ES256, p, b)
 			}},
-		{name: "an HMAC signature keyed with the public key", status: http.StatusUnauthorized, review: true,
+		{name: "a key the key set gives another algorithm", status: http.StatusUnauthorized, review: true,
+			token: func(t *testing.T, _ *localAuth) string {
+				p, b := lcClaims(now)
+				return ti.sign(t, "rs384", jose.RS256, p, b)
+			}},
+		{name: "a key the key set has for encryption", status: http.StatusUnauthorized, review: true,
+			token: func(t *testing.T, _ *localAuth) string {
+				p, b := lcClaims(now)
+				return signWith(t, encKey, "enc", jose.ES256, p, b)
+			}},
+		{name: "an HMAC signature (keyed with the public key's bytes)", status: http.StatusUnauthorized, review: true,
 			token: func(t *testing.T, _ *localAuth) string {
 				p, b := lcClaims(now)
 				pub, err := json.Marshal(jose.JSONWebKey{Key: &rsaKey.PublicKey, KeyID: "rsa"})
@@ -216,6 +242,39 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				}
 				return signWith(t, pub, "rsa", jose.HS256, p, b)
 			}},
+		{name: "keys not read again for too long", status: http.StatusUnauthorized, review: true,
+			token: func(t *testing.T, la *localAuth) string {
+				la.keys.mu.Lock()
+				la.keys.read, la.keys.tried = now.Add(-keysMaxAge), now // no read again in the test
+				la.keys.mu.Unlock()
+				p, b := lcClaims(now)
+				return ti.sign(t, "k1", jose.ES256, p, b)
+			}},
+		{name: "no audience", status: http.StatusUnauthorized, review: true,
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Audience = nil })},
+		{name: "issued in the future", status: http.StatusUnauthorized, review: true,
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.IssuedAt = jwt.NewNumericDate(now.Add(30 * time.Second)) })},
+		{name: "not valid for another 30s (within the API server's leeway)", status: http.StatusUnauthorized, review: true,
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) {
+				p.IssuedAt, p.NotBefore = nil, jwt.NewNumericDate(now.Add(30*time.Second))
+			})},
+		{name: "bound to no node", status: http.StatusUnauthorized, review: true,
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Node = nil })},
+		{name: "bound to a webhook configuration", status: http.StatusUnauthorized, review: true,
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Validating = &ref{Name: "w", UID: "w"} })},
+		{name: "its ServiceAccount being deleted", status: http.StatusUnauthorized, review: true,
+			token: func(t *testing.T, la *localAuth) string {
+				gone := metav1.NewTime(now)
+				if err := la.accounts.Update(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID, DeletionTimestamp: &gone}}); err != nil {
+					t.Fatal(err)
+				}
+				p, b := lcClaims(now)
+				return ti.sign(t, "k1", jose.ES256, p, b)
+			}},
+		{name: "a rotated token: it expires at warnafter", local: true, expires: now.Add(10 * time.Minute),
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) {
+				b.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(10 * time.Minute))
+			})},
 		{name: "another issuer", status: http.StatusUnauthorized, review: true,
 			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Issuer = "https://elsewhere" })},
 		{name: "not valid yet", status: http.StatusUnauthorized, review: true,
@@ -279,8 +338,9 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				if refusal != nil {
 					t.Fatalf("refused: %s (%v)", refusal.reason, refusal.err)
 				}
+				wantExpires := time.Unix(cmp.Or(tc.expires, now.Add(time.Hour)).Unix(), 0)
 				if id.node != "edge-0" || id.pod.Name != "lc-edge-0" || id.podUID != "uid-edge-0" || id.serviceAccount != DefaultServiceAccount ||
-					!id.expires.Equal(time.Unix(now.Add(time.Hour).Unix(), 0)) {
+					!id.expires.Equal(wantExpires) {
 					t.Errorf("identity %+v", id)
 				}
 				return
@@ -347,11 +407,18 @@ func TestANewSigningKeyIsReadAgainAndThenVerifiedHere(t *testing.T) {
 // The keys' documents are read with bounds, and a key set with no usable
 // key leaves the hub reviewing every token.
 func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
+	ti := newTokenIssuer(t)
+	keySet, err := ti.fetch(t.Context(), jwksPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := string(keySet)
 	for name, docs := range map[string]map[string]string{
-		"no issuer":      {openIDConfigPath: `{}`, jwksPath: `{"keys":[]}`},
-		"no key":         {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `{"keys":[]}`},
-		"not JSON":       {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `<html>`},
-		"over the bound": {openIDConfigPath: `{"issuer":"` + string(make([]byte, maxKeySetBytes)) + `"}`},
+		"no issuer":          {openIDConfigPath: `{}`, jwksPath: valid},
+		"no key":             {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `{"keys":[]}`},
+		"only unusable keys": {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `{"keys":[{"kty":"nonsense","kid":"k1"}]}`},
+		"not JSON":           {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `<html>`},
+		"over the bound":     {openIDConfigPath: `{"issuer":"` + strings.Repeat("a", maxKeySetBytes) + `"}`, jwksPath: valid},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := &issuerKeys{now: time.Now, fetch: func(_ context.Context, path string) ([]byte, error) {
@@ -360,11 +427,11 @@ func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
 				}
 				return nil, fmt.Errorf("no %s", path)
 			}}
-			if err := k.read(t.Context()); err == nil {
-				t.Fatal("read: no error")
+			if err := k.load(t.Context()); err == nil {
+				t.Fatal("load: no error")
 			}
-			if _, _, ok := k.key(t.Context(), "k1"); ok {
-				t.Error("a key is held")
+			if len(k.keys) != 0 {
+				t.Errorf("keys held: %v", k.keys)
 			}
 		})
 	}
