@@ -209,30 +209,15 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 		review  bool
 	}{
 		{name: "a valid ES256 token", local: true,
-			token: func(t *testing.T, _ *localAuth) string {
-				p, b := lcClaims(now)
-				return ti.sign(t, "k1", jose.ES256, p, b)
-			}},
+			token: keyed(ti.keys["k1"], "k1", jose.ES256, now)},
 		{name: "a valid RS256 token", local: true,
-			token: func(t *testing.T, _ *localAuth) string {
-				p, b := lcClaims(now)
-				return ti.sign(t, "rsa", jose.RS256, p, b)
-			}},
+			token: keyed(rsaKey, "rsa", jose.RS256, now)},
 		{name: "signed by another key under a known key ID", status: http.StatusUnauthorized, review: true,
-			token: func(t *testing.T, _ *localAuth) string {
-				p, b := lcClaims(now)
-				return signWith(t, stranger, "k1", jose.ES256, p, b)
-			}},
+			token: keyed(stranger, "k1", jose.ES256, now)},
 		{name: "a key the key set gives another algorithm", status: http.StatusUnauthorized, review: true,
-			token: func(t *testing.T, _ *localAuth) string {
-				p, b := lcClaims(now)
-				return ti.sign(t, "rs384", jose.RS256, p, b)
-			}},
+			token: keyed(rsaKey, "rs384", jose.RS256, now)},
 		{name: "a key the key set has for encryption", status: http.StatusUnauthorized, review: true,
-			token: func(t *testing.T, _ *localAuth) string {
-				p, b := lcClaims(now)
-				return signWith(t, encKey, "enc", jose.ES256, p, b)
-			}},
+			token: keyed(encKey, "enc", jose.ES256, now)},
 		{name: "an HMAC signature (keyed with the public key's bytes)", status: http.StatusUnauthorized, review: true,
 			token: func(t *testing.T, _ *localAuth) string {
 				p, b := lcClaims(now)
@@ -349,6 +334,14 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				t.Fatalf("identity %+v, refusal %+v; want status %d", id, refusal, tc.status)
 			}
 		})
+	}
+}
+
+// keyed is edge-0's LocalController token, signed with key as kid and alg.
+func keyed(key any, kid string, alg jose.SignatureAlgorithm, now time.Time) func(*testing.T, *localAuth) string {
+	return func(t *testing.T, _ *localAuth) string {
+		p, b := lcClaims(now)
+		return signWith(t, key, kid, alg, p, b)
 	}
 }
 
