@@ -77,6 +77,9 @@ var signingAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.E
 // load reads the discovery document and the key set. A key that cannot be
 // parsed is left out, not the others.
 func (k *issuerKeys) load(ctx context.Context) error {
+	k.mu.Lock()
+	k.tried = k.now()
+	k.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, keysReadTimeout)
 	defer cancel()
 	get := func(path string, into any) error {
