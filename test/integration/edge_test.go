@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -455,12 +456,19 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 
 	lc.Stop(t)
 	sedna := sednaClient(t).SednaV1alpha1()
-	ds, err := sedna.Datasets(ns).Get(t.Context(), dataset, metav1.GetOptions{})
+	// The LocalController's last count may still be going into the
+	// Dataset's status: the edit is retried on a conflict, as kubectl's.
+	var ds *sednav1.Dataset
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := sedna.Datasets(ns).Get(t.Context(), dataset, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.URL = "/data/surface-defect/1-more.txt"
+		ds, err = sedna.Datasets(ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ds.Spec.URL = "/data/surface-defect/1-more.txt"
-	if ds, err = sedna.Datasets(ns).Update(t.Context(), ds, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sedna.FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{}); err != nil {

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -155,12 +156,17 @@ func TestJointInferenceServiceSpecEditUpdatesOnlyTheEditedWorker(t *testing.T) {
 		}
 	}
 
-	ji, err = services.Get(t.Context(), jiName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ji.Spec.EdgeWorker.HardExampleMining.Parameters = append(ji.Spec.EdgeWorker.HardExampleMining.Parameters, sednav1.ParaSpec{Key: "threshold_rate", Value: "0.5"})
-	if _, err := services.Update(t.Context(), ji, metav1.UpdateOptions{}); err != nil {
+	// The GlobalManager may be writing the service's status: the edit is
+	// retried on a conflict, as kubectl's.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ji, err := services.Get(t.Context(), jiName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ji.Spec.EdgeWorker.HardExampleMining.Parameters = append(ji.Spec.EdgeWorker.HardExampleMining.Parameters, sednav1.ParaSpec{Key: "threshold_rate", Value: "0.5"})
+		_, err = services.Update(t.Context(), ji, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the edge worker to get the new parameter", func(ctx context.Context) (bool, error) {
