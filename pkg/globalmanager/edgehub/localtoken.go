@@ -212,7 +212,7 @@ type boundClaims struct {
 
 // verifyLocally authenticates token as the API server's TokenReview would,
 // without asking it: the signature against the issuer's keys, the issuer,
-// the hub's audience, the times (with the API server's leeway), and, as the
+// the hub's audience, the times (without the API server's leeway), and, as the
 // API server does for a token bound to a Pod, that its ServiceAccount and
 // its Pod still exist with the UIDs it names and are not being deleted,
 // here from the hub's caches. It returns nil whenever it cannot say yes (a
