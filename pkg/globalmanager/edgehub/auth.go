@@ -400,10 +400,8 @@ func (a *authenticator) checkNode(ctx context.Context, node string) *authError {
 // the node, else read.
 func (a *authenticator) nodeLabels(ctx context.Context, node string) (labels.Set, error) {
 	if a.nodes != nil {
-		if o, ok, _ := a.nodes.GetByKey(node); ok {
-			if n, ok := o.(*corev1.Node); ok {
-				return n.Labels, nil
-			}
+		if n, ok := cachedObject[*corev1.Node](a.nodes, node); ok {
+			return n.Labels, nil
 		}
 	}
 	n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})

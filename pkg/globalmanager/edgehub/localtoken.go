@@ -39,7 +39,7 @@ type issuerKeys struct {
 	issuer  string
 	keys    map[string]jose.JSONWebKey // by key ID
 	read    time.Time                  // the last successful read
-	tried   time.Time                  // the last read, successful or not
+	tried   time.Time                  // the last read begun, successful or not
 	reading bool
 }
 
@@ -152,7 +152,7 @@ func (k *issuerKeys) start() bool {
 	if k.reading {
 		return false
 	}
-	k.reading, k.tried = true, k.now()
+	k.reading = true
 	return true
 }
 

@@ -38,9 +38,9 @@ type metrics struct {
 	resends        prometheus.Counter
 	unsendable     prometheus.Counter
 	reportsApplied prometheus.Counter
-	tokens         *prometheus.CounterVec
 	reportsRefused prometheus.Counter
 	ackLatency     prometheus.Histogram
+	tokens         *prometheus.CounterVec
 }
 
 // newMetrics makes the hub's metrics and registers them with reg, if not nil.

@@ -1,7 +1,6 @@
 package federatedlearning
 
 import (
-	"github.com/nereid-ml/nereid/internal/fakeapi"
 	"os"
 	"sort"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nereid-ml/nereid/internal/fakeapi"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"

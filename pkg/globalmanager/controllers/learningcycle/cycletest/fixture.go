@@ -6,7 +6,6 @@ package cycletest
 import (
 	"context"
 	"encoding/json"
-	"github.com/nereid-ml/nereid/internal/fakeapi"
 	"sort"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nereid-ml/nereid/internal/fakeapi"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
