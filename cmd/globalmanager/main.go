@@ -267,7 +267,6 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		recorder, metrics, federatedlearning.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod, Gangs: gangs,
-			ReportWindow: o.reportWindow,
 		})
 	if err != nil {
 		return fmt.Errorf("building federated learning controller: %w", err)
@@ -278,7 +277,6 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		kubeFactory.Autoscaling().V2().HorizontalPodAutoscalers(),
 		recorder, metrics, jointinference.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
-			ReportWindow: o.reportWindow,
 		})
 	if err != nil {
 		return fmt.Errorf("building joint inference controller: %w", err)
@@ -286,7 +284,6 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	cycleConfig := learningcycle.Config{
 		LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		StageAttempts: int32(o.stageAttempts), HistoryLimit: o.cycleHistoryLimit, ChildEventBatchPeriod: o.childBatchPeriod,
-		ReportWindow: o.reportWindow,
 	}
 	il, err := incrementallearning.NewController(ctx, kubeClient, sednaClient,
 		v1.IncrementalLearningJobs(), v1.Models(), v1.Datasets(), kubeFactory.Core().V1().Pods(),
@@ -362,7 +359,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
-			ReviewEveryToken: o.edgeReviewAll,
+			ReviewEveryToken: o.edgeReviewAll, ReportWindow: o.reportWindow, ReportWrites: o.reportWrites,
 		})
 		if err != nil {
 			return fmt.Errorf("building the edge hub: %w", err)

@@ -60,6 +60,7 @@ type options struct {
 	healthAddress    string
 	childBatchPeriod time.Duration
 	reportWindow     time.Duration
+	reportWrites     int
 	profiling        bool
 
 	edgeAddress        string
@@ -161,7 +162,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.childBatchPeriod, "child-event-batch-period", 0,
 		"How long events of a job's pods are gathered into one sync (and one status write); spec edits are never delayed. 0 syncs on every event.")
 	fs.DurationVar(&o.reportWindow, "edge-report-window", 50*time.Millisecond,
-		"How long a status write of edge reports waits for more reports about the same object before it starts. Reports that arrive while an object's previous write is in flight always go into its next write together; a window gathers more per write (a node's burst, which reaches the hub over some milliseconds, in one write instead of two) at the cost of that much delay. 0 waits only for the write in flight.")
+		"How long the hub waits, after a node's report about an object, for more of that node's reports about it before it applies them together in one status write (a node's burst reaches the hub over some milliseconds). Reports that arrive while the object's previous write waits for its turn or is in flight, from any node, always go into its next write together. 0 waits for no more than the turn.")
+	fs.IntVar(&o.reportWrites, "edge-report-writes", edgehub.DefaultReportWrites,
+		"Status writes of edge reports in flight at once, across objects, nodes and kinds. A write takes the reports about its object when its turn comes, so while the API server is slower than the reports they gather into fewer, larger writes instead of each queueing there for a write of its own (nereid_edgehub_report_lanes_waiting shows those waiting). Enough to keep the API server busy; more only lengthens its queue.")
 	fs.BoolVar(&o.profiling, "profiling", false,
 		"Serve Go's profiles (heap, goroutines, CPU) under /debug/pprof/ on --health-address. Off by default: a heap profile shows what the GlobalManager holds, so turn it on only where that address is reachable by those who may see it.")
 	fs.StringVar(&o.edgeAddress, "edge-address", "",
@@ -208,6 +211,9 @@ func (o *options) validate() error {
 	var errs []error
 	if o.childBatchPeriod < 0 || o.reportWindow < 0 {
 		errs = append(errs, errors.New("--child-event-batch-period and --edge-report-window must not be negative"))
+	}
+	if o.reportWrites <= 0 {
+		errs = append(errs, errors.New("--edge-report-writes must be positive"))
 	}
 	if o.qps <= 0 || o.burst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))

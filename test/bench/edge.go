@@ -51,6 +51,8 @@ type edgeOptions struct {
 	scaleNodes int
 	scaleOut   string
 	scale      bool // this run is the fleet at scale
+
+	gmFlags string // more flags for the GlobalManager
 }
 
 // atScale is the options of the fleet at scale.
@@ -65,6 +67,15 @@ func (o edgeOptions) name() string {
 		return "edge-scale"
 	}
 	return "edge"
+}
+
+// gmFlagsNote says, in a note, which flags the GlobalManager had beyond the
+// bench's own, if any.
+func gmFlagsNote(flags string) string {
+	if flags == "" {
+		return ""
+	}
+	return "; GlobalManager run with " + flags
 }
 
 // latencyPhase is how long Dataset updates go out at -edge-rate.
@@ -83,6 +94,7 @@ func (o *edgeOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.out, "edge-out", "", "JSON file of the edge section (default _output/bench/edge-<time>.json).")
 	fs.IntVar(&o.scaleNodes, "edge-scale-nodes", 9800, "Edge nodes of the fleet at scale: after the edge section, on a fresh control plane, the same fleet this large measured for connect, memory and downstream latency only (the 10,000-node goals; this machine's open-files limit holds 9,872 nodes in one process); 0 skips it.")
 	fs.StringVar(&o.scaleOut, "edge-scale-out", "", "JSON file of the fleet at scale (default _output/bench/edge-scale-<time>.json).")
+	fs.StringVar(&o.gmFlags, "edge-gm-flags", "", "More flags for the edge sections' GlobalManager, space-separated (say \"--edge-report-writes=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
 	o.ji.addFlags(fs)
 }
 
@@ -192,13 +204,14 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	// Its own namespace only, so that the GlobalManager section's jobs are
 	// not this one's work, and no leader election, so that a restart
 	// measures the hub rather than a Lease hand-over.
-	gm := framework.NewProcess("globalmanager", gmBin, gmLog, "--kubeconfig", kubeconfig,
+	args := []string{"--kubeconfig", kubeconfig,
 		"--namespace", ns, "--leader-elect=false", "--health-address", "127.0.0.1:0",
 		"--edge-address", hubAddr, "--edge-namespace", ns, "--edge-ca-out", caFile,
-		"--edge-service-accounts", ns+"/"+edgeServiceAccount,
+		"--edge-service-accounts", ns + "/" + edgeServiceAccount,
 		// The channel is measured here; gangs would only route the jobs'
 		// pods through the scheduler. The profile is for the heap.
-		"--gang-scheduler=none", "--profiling")
+		"--gang-scheduler=none", "--profiling"}
+	gm := framework.NewProcess("globalmanager", gmBin, gmLog, append(args, strings.Fields(o.gmFlags)...)...)
 	if err := gm.Start(); err != nil {
 		return nil, err
 	}
@@ -273,7 +286,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	results = append(results,
 		result{Name: fmt.Sprintf("edge: connect %d nodes until all synced", o.nodes), Value: round(connect.Seconds()), Unit: "s", Goal: g.connect,
 			Note: fmt.Sprintf("all links started at once; token (verified by the hub %.0f, by TokenReview %.0f), TLS, hello, %d objects each, synced; every node's Lease said connected %s after the start",
-				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond))},
+				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond)) + gmFlagsNote(o.gmFlags)},
 		result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", o.nodes), Value: round(rssConnected), Unit: "MiB", Goal: g.memory,
 			Note: fmt.Sprintf("just after all synced: %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s",
 				describeMemory(memConnected), o.jobs, rssBefore, describeMemory(memBefore))})

@@ -555,9 +555,11 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 
 // TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart has the training
 // workers on edge-0 and edge-1 report while the GlobalManager is down, then
-// starts it with a report window, so that the two nodes' backlogs meet in
-// the same status writes: each report is still applied once, however the
-// writes carried them and whatever was in flight when it stopped.
+// starts it with a report window, so that each node's backlog gathers into
+// few status writes, which the two nodes' lanes share when one arrives while
+// the other's is in flight or waits for its turn: each report is still
+// applied once, however the writes carried them and whatever was in flight
+// when it stopped.
 func TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart(t *testing.T) {
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns, "--edge-report-window=200ms")

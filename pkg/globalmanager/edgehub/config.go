@@ -24,6 +24,12 @@ const (
 	// between two Acks, few enough that a node with a slow disk works through
 	// them well within ResendAfter's worth of Acks.
 	DefaultSendWindow = 1000
+	// DefaultReportWrites is Config.ReportWrites' default: enough writes
+	// at once to keep an API server busy (at 30 ms a write, 8 make 260 a
+	// second), few enough that reports gather. Measured with `make bench`
+	// at 1,000 nodes on 2 cores: 16 gave 4.6 reports a write's worth of
+	// the ceiling, 8 gave 5.5, 4 gave 5.4.
+	DefaultReportWrites = 8
 
 	// DefaultTokenAudience is the audience of the projected ServiceAccount
 	// token a LocalController presents. A token for the API server (the
@@ -102,6 +108,18 @@ type Config struct {
 	// acknowledged (default DefaultSendWindow); the rest of a difference goes
 	// out as Acks come in.
 	SendWindow int
+	// ReportWindow is how long a lane of reports (one object's, from one
+	// node) waits, after the report that starts it, for more before it
+	// applies them: a node's burst, which reaches the hub over some
+	// milliseconds, then costs one status write instead of two. 0 waits
+	// for no more than the lane's turn.
+	ReportWindow time.Duration
+	// ReportWrites is how many lanes of reports apply at once, across
+	// nodes (default DefaultReportWrites): a lane takes its reports when
+	// its turn comes, so while the API server is slower than the reports,
+	// they gather into fewer, larger writes rather than queue there one
+	// write each.
+	ReportWrites int
 
 	// TokenAudience is the audience a LocalController's token must have
 	// (default DefaultTokenAudience); the TokenReview names it.
@@ -168,6 +186,9 @@ func (c Config) withDefaults() Config {
 	if c.SendWindow <= 0 {
 		c.SendWindow = DefaultSendWindow
 	}
+	if c.ReportWrites <= 0 {
+		c.ReportWrites = DefaultReportWrites
+	}
 	return c
 }
 
@@ -185,6 +206,9 @@ func (c *Config) validate() error {
 	}
 	if c.ReadTimeout <= c.HeartbeatPeriod {
 		errs = append(errs, errors.New("ReadTimeout must be longer than HeartbeatPeriod"))
+	}
+	if c.ReportWindow < 0 {
+		errs = append(errs, errors.New("ReportWindow must not be negative"))
 	}
 	if c.LeaseWriteRate < 0 {
 		errs = append(errs, errors.New("LeaseWriteRate must not be negative"))

@@ -51,7 +51,11 @@
 // over in the order received, all that waited during the lane's last call
 // in its next (one status write for a node's burst about one object), and
 // the lanes of up to 16 objects run at once, so that no report waits for
-// another object's write. Reports applied, and
+// another object's write. A lane's call waits Config.ReportWindow for more
+// of the node's reports, then for one of Config.ReportWrites turns shared by
+// every session, and takes its reports only then: while the API server is
+// slower than the reports, they gather in their lanes and each lane's go in
+// one status write. Reports applied, and
 // reports refused for good, are acknowledged: refused by the applier
 // (Refuse), or failing with an error no retry can mend (IsPermanent: the
 // status write is invalid, or too large for the API server or etcd), so that

@@ -61,6 +61,8 @@ type Hub struct {
 	metrics   *metrics
 	cfg       Config
 	links     *links
+	// turns bound the lanes of reports applying at once (reports.go).
+	turns *writeTurns
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
@@ -109,6 +111,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		recorder: recorder,
 		metrics:  m,
 		cfg:      cfg,
+		turns:    newWriteTurns(cfg.ReportWrites, m.lanesWaiting),
 		// A connection holds a write buffer only while it writes (most of
 		// thousands of connections are idle at any time), and a small read
 		// buffer of its own rather than the HTTP server's 4 KiB: TLS

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1122,5 +1123,101 @@ func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
 	}
 	if len(calls) > 2 {
 		t.Errorf("applier calls by report %v, want fl-a's five reports in at most two calls", f.callOf)
+	}
+}
+
+// TestReportsWaitingForTheirTurnGoInOneCall gives one lane a turn at a time
+// and holds the applier on report 1 (about fl-a): ji-a's lane waits for its
+// turn, the gauge says so, and ji-a's five reports, sent meanwhile, then go
+// to the applier in one call.
+func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
+	const (
+		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+	)
+	cfg := testConfig
+	cfg.ReportWrites = 1
+	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
+	release := make(chan struct{})
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before the hub stops: a failure must not leave report 1 held
+	f.mu.Lock()
+	f.applyErr = func(r *edgeproto.Report) error {
+		if r.ID == 1 {
+			<-release
+		}
+		return nil
+	}
+	f.mu.Unlock()
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	waitFor(t, func() (bool, string) { return len(f.reports()) == 1, "report 1 applied" })
+	for id := uint64(2); id <= 6; id++ {
+		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+	}
+	waitFor(t, func() (bool, string) {
+		return f.metric("report_lanes_waiting") == 1, "ji-a's lane waiting for its turn"
+	})
+	// Whatever the connection still carries is read while the lane waits.
+	waitFor(t, func() (bool, string) {
+		return f.metric("messages_received_total", "type", "report") == 6, "ji-a's reports read"
+	})
+	if n := len(f.reports()); n != 1 {
+		t.Fatalf("%d reports applied while the only turn was report 1's, want 1", n)
+	}
+	open()
+	acked := map[uint64]bool{}
+	for len(acked) < 6 {
+		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
+		if !ok {
+			t.Fatalf("got %T, want acks", m)
+		}
+		for _, id := range m.IDs {
+			if refusal(m, id) != "applied" {
+				t.Errorf("report %d: %s", id, refusal(m, id))
+			}
+			acked[id] = true
+		}
+	}
+	if w := f.metric("report_lanes_waiting"); w != 0 {
+		t.Errorf("%v lanes waiting once all are acknowledged, want 0", w)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	calls := map[int]bool{}
+	for id := uint64(2); id <= 6; id++ {
+		calls[f.callOf[id]] = true
+	}
+	if len(calls) != 1 {
+		t.Errorf("applier calls by report %v, want ji-a's five reports in one call", f.callOf)
+	}
+}
+
+// TestAReportWindowGathersANodesBurst: with a window, a node's reports about
+// one object sent one after another go to the applier in one call.
+func TestAReportWindowGathersANodesBurst(t *testing.T) {
+	const flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	cfg := testConfig
+	cfg.ReportWindow = time.Second
+	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	for id := uint64(1); id <= 5; id++ {
+		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+		time.Sleep(20 * time.Millisecond) // apart, as a burst reaches the hub
+	}
+	acked := 0
+	for acked < 5 {
+		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
+		if !ok {
+			t.Fatalf("got %T, want acks", m)
+		}
+		acked += len(m.IDs)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls != 1 {
+		t.Errorf("%d applier calls for 5 reports within the window (by report %v), want 1", f.calls, f.callOf)
 	}
 }

@@ -41,6 +41,7 @@ type metrics struct {
 	reportsRefused prometheus.Counter
 	ackLatency     prometheus.Histogram
 	tokens         *prometheus.CounterVec
+	lanesWaiting   prometheus.Gauge
 }
 
 // newMetrics makes the hub's metrics and registers them with reg, if not nil.
@@ -69,6 +70,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Worker reports applied and acknowledged."))),
 		reportsRefused: prometheus.NewCounter(prometheus.CounterOpts(opts("reports_refused_total",
 			"Worker reports refused for good and acknowledged."))),
+		lanesWaiting: prometheus.NewGauge(prometheus.GaugeOpts(opts("report_lanes_waiting",
+			"Lanes of reports (one object's reports from one node) waiting for their turn to be applied (Config.ReportWrites, --edge-report-writes, apply at once); their reports gather meanwhile, for one status write."))),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nereid", Subsystem: "edgehub", Name: "object_ack_latency_seconds",
 			Help:    "Time from the first send of an object's version to its Ack.",
@@ -77,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -1,6 +1,7 @@
 package edgehub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nereid-ml/nereid/internal/lanes"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -18,9 +20,49 @@ import (
 // and all that wait when the lane's last call ends go in its next call, so
 // a node's burst about one object costs one status write; lanes run beside
 // each other, so a report never waits for another object's write.
+//
+// Every session's lanes take turns to apply (writeTurns): a lane takes its
+// reports when its turn comes, so while the API server is slower than the
+// reports, they gather in their lane and go in one write, instead of each
+// waiting in the API server's queue for a write of its own.
 
 // maxReportLanes is how many objects' reports a session applies at once.
 const maxReportLanes = 16
+
+// writeTurns bounds the lanes applying reports at once, across sessions. A
+// lane's call makes at most one status write at a time (the applier's writer
+// of its object carries the reports of every lane that waits for it), so
+// this bounds the status writes of reports in flight. Turns are given in the
+// order they were asked for: a Go channel wakes its waiting senders in
+// order.
+type writeTurns struct {
+	turns   chan struct{}
+	waiting prometheus.Gauge // lanes waiting for a turn
+}
+
+func newWriteTurns(n int, waiting prometheus.Gauge) *writeTurns {
+	return &writeTurns{turns: make(chan struct{}, n), waiting: waiting}
+}
+
+// take waits for a turn, and returns its release; it returns false if ctx
+// ends first.
+func (t *writeTurns) take(ctx context.Context) (release func(), ok bool) {
+	select {
+	case t.turns <- struct{}{}:
+		return t.release, true
+	default:
+	}
+	t.waiting.Inc()
+	defer t.waiting.Dec()
+	select {
+	case t.turns <- struct{}{}:
+		return t.release, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+func (t *writeTurns) release() { <-t.turns }
 
 // checkedReport is a report the hub has checked, waiting in its lane.
 type checkedReport struct {
@@ -73,15 +115,31 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 }
 
 // runLane applies what waits for key, call after call, until nothing does.
-// After a report that cannot be applied now it stops the session and
-// applies nothing more of the lane's object.
+// Each call waits Config.ReportWindow, then for its turn, and only then
+// takes what waits, so that it carries all that came meanwhile. After a
+// report that cannot be applied now it stops the session and applies nothing
+// more of the lane's object.
 func (s *session) runLane(key string) {
 	for {
-		group := s.reports.waiting.Take(key)
-		if len(group) == 0 {
+		if w := s.hub.cfg.ReportWindow; w > 0 {
+			select {
+			case <-time.After(w):
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		release, ok := s.hub.turns.take(s.ctx)
+		if !ok {
 			return
 		}
-		if err := s.applyGroup(group); err != nil {
+		group := s.reports.waiting.Take(key)
+		if len(group) == 0 {
+			release()
+			return
+		}
+		err := s.applyGroup(group)
+		release()
+		if err != nil {
 			var ce *closeError
 			if errors.As(err, &ce) {
 				s.logger.Info("Closing edge connection", "reason", ce.reason, "err", ce.err)

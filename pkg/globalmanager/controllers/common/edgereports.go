@@ -28,7 +28,7 @@ import (
 // the write.
 //
 // Reports about the same object are coalesced: while one status write of an
-// object is in flight (and for Window before it starts), the reports that
+// object is in flight, the reports that
 // arrive for that object wait together, and the next write carries them all,
 // in the order they arrived. Each still gets its own answer: a report that
 // its change refuses is left out of the write and refused alone. Reports
@@ -49,10 +49,6 @@ type EdgeReports[T Owner] struct {
 	Recorder record.EventRecorder
 	// Now is the time a report is applied at.
 	Now func() time.Time
-	// Window is how long an object's write waits, after the first report
-	// that starts it, for more reports to carry; 0 carries only those that
-	// arrive while the previous write is in flight.
-	Window time.Duration
 	// Metrics counts the writes and the reports each carried; nil counts
 	// nothing.
 	Metrics *Metrics
@@ -62,11 +58,10 @@ type EdgeReports[T Owner] struct {
 
 // EdgeReports is the applier of edge reports to the status of p's owners, of
 // the lower-case kind, through p's client and recorder. edgeNodes points at
-// an owner's status.edgeNodes; now is the time a report is applied at;
-// window is EdgeReports.Window.
+// an owner's status.edgeNodes; now is the time a report is applied at.
 func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time,
-	metrics *Metrics, window time.Duration) *EdgeReports[T] {
-	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics, Window: window}
+	metrics *Metrics) *EdgeReports[T] {
+	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics}
 }
 
 // reportChange is one report's change to an object's status, waiting for
@@ -127,9 +122,6 @@ func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string)
 	var last T
 	wroteLast := false
 	for {
-		if a.Window > 0 {
-			time.Sleep(a.Window)
-		}
 		changes := a.writers.Take(key)
 		if len(changes) == 0 {
 			return

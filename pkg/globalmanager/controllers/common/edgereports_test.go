@@ -289,25 +289,6 @@ func TestEdgeReportsCallerThatGivesUpDoesNotStopTheWrite(t *testing.T) {
 	}
 }
 
-// With a window, reports that arrive within it share the first write too.
-func TestEdgeReportsWindowGathersTheFirstWrite(t *testing.T) {
-	server := newGatedServer("job")
-	a := gatedReports(server)
-	a.Window = time.Second
-	done := make(chan error, 10)
-	for i := range 5 {
-		report(t.Context(), a, "job", fmt.Sprintf("edge-%d", i), nil, done)
-	}
-	for range 5 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if w := server.writesOf("job"); w != 1 {
-		t.Errorf("%d writes for 5 reports within the window; want 1", w)
-	}
-}
-
 // counts are the server's reads and conflicts so far.
 func (s *gatedServer) counts() (reads, conflicts int) {
 	s.mu.Lock()

@@ -50,9 +50,6 @@ type Config struct {
 	// ChildEventBatchPeriod is how long pod and Service events of a job are
 	// gathered into one sync.
 	ChildEventBatchPeriod time.Duration
-	// ReportWindow is how long a status write of edge reports waits for more
-	// reports about the same object (common.EdgeReports.Window).
-	ReportWindow time.Duration
 	// Gangs hands each job's workers to the cluster's gang scheduler; nil
 	// places them one by one.
 	Gangs *gang.Manager
@@ -120,7 +117,7 @@ func NewController(
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
-		func() time.Time { return c.now() }, metrics, config.ReportWindow)
+		func() time.Time { return c.now() }, metrics)
 	if err := jobInformer.Informer().AddIndexers(cache.Indexers{
 		byModel:   indexReferences((*sednav1.FederatedLearningJob).ModelNames),
 		byDataset: indexReferences(datasetsOf),

@@ -57,9 +57,6 @@ type Config struct {
 	// LCPeriod is how often, in seconds, edge workers report to their
 	// LocalController (LC_PERIOD); 0 means DefaultLCPeriod.
 	LCPeriod int32
-	// ReportWindow is how long a status write of edge reports waits for more
-	// reports about the same object (common.EdgeReports.Window).
-	ReportWindow time.Duration
 }
 
 // Controller reconciles JointInferenceServices.
@@ -133,7 +130,7 @@ func NewController(
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
-		func() time.Time { return c.now() }, metrics, config.ReportWindow)
+		func() time.Time { return c.now() }, metrics)
 	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
 		return nil, fmt.Errorf("adding service indexers: %w", err)
 	}

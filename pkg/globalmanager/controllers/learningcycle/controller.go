@@ -44,9 +44,6 @@ type Config struct {
 	// ChildEventBatchPeriod is how long pod events of a job are gathered
 	// into one sync.
 	ChildEventBatchPeriod time.Duration
-	// ReportWindow is how long a status write of edge reports waits for more
-	// reports about the same object (common.EdgeReports.Window).
-	ReportWindow time.Duration
 }
 
 // Indexes of jobs by what they reference, so a Model or Dataset that appears
@@ -126,7 +123,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 	}
 	c.reports = c.syncer.EdgeReports(name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
-		func() time.Time { return c.Clock() }, metrics, config.ReportWindow)
+		func() time.Time { return c.Clock() }, metrics)
 	index := func(names func(Spec) []string) cache.IndexFunc {
 		return func(obj any) ([]string, error) {
 			job, ok := obj.(J)
