@@ -1221,3 +1221,42 @@ func TestAReportWindowGathersANodesBurst(t *testing.T) {
 		t.Errorf("%d applier calls for 5 reports within the window (by report %v), want 1", f.calls, f.callOf)
 	}
 }
+
+// TestALaneTryingAgainLetsOthersHaveItsTurn gives one lane a turn at a time:
+// while report 1 (about fl-a) waits to be tried again, report 2 (about
+// ji-a) is applied in the turn fl-a's lane gave back.
+func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
+	const (
+		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+	)
+	saved := applyBackoff
+	applyBackoff = []time.Duration{3 * time.Second} // long enough for report 2 to come in meanwhile
+	t.Cleanup(func() { applyBackoff = saved })
+	cfg := testConfig
+	cfg.ReportWrites = 1
+	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
+	failed := make(chan struct{})
+	first := true // the applier's alone
+	f.mu.Lock()
+	f.applyErr = func(r *edgeproto.Report) error {
+		if r.ID == 1 && first {
+			first = false
+			close(failed)
+			return errors.New("the API server is restarting")
+		}
+		return nil
+	}
+	f.mu.Unlock()
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	<-failed
+	c.send(&edgeproto.Report{ID: 2, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+	if got := summary(c.must(2 * time.Second)); got != "reportAck [2]" {
+		t.Fatalf("got %q while fl-a's lane waits to try again, want ji-a's report acknowledged", got)
+	}
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
+		t.Fatalf("got %q, want report 1 acknowledged once tried again", got)
+	}
+}

@@ -44,25 +44,43 @@ func newWriteTurns(n int, waiting prometheus.Gauge) *writeTurns {
 	return &writeTurns{turns: make(chan struct{}, n), waiting: waiting}
 }
 
-// take waits for a turn, and returns its release; it returns false if ctx
-// ends first.
-func (t *writeTurns) take(ctx context.Context) (release func(), ok bool) {
+// laneTurn is a lane's turn, held or not. A lane holds at most one: it
+// never waits for a turn while it holds one.
+type laneTurn struct {
+	turns *writeTurns
+	held  bool
+}
+
+// take waits for a turn, unless one is held; it returns false if ctx ends
+// first.
+func (l *laneTurn) take(ctx context.Context) bool {
+	if l.held {
+		return true
+	}
 	select {
-	case t.turns <- struct{}{}:
-		return t.release, true
+	case l.turns.turns <- struct{}{}:
+		l.held = true
+		return true
 	default:
 	}
-	t.waiting.Inc()
-	defer t.waiting.Dec()
+	l.turns.waiting.Inc()
+	defer l.turns.waiting.Dec()
 	select {
-	case t.turns <- struct{}{}:
-		return t.release, true
+	case l.turns.turns <- struct{}{}:
+		l.held = true
+		return true
 	case <-ctx.Done():
-		return nil, false
+		return false
 	}
 }
 
-func (t *writeTurns) release() { <-t.turns }
+// release gives the turn back, if held.
+func (l *laneTurn) release() {
+	if l.held {
+		l.held = false
+		<-l.turns.turns
+	}
+}
 
 // checkedReport is a report the hub has checked, waiting in its lane.
 type checkedReport struct {
@@ -128,17 +146,17 @@ func (s *session) runLane(key string) {
 				return
 			}
 		}
-		release, ok := s.hub.turns.take(s.ctx)
-		if !ok {
+		turn := &laneTurn{turns: s.hub.turns}
+		if !turn.take(s.ctx) {
 			return
 		}
 		group := s.reports.waiting.Take(key)
 		if len(group) == 0 {
-			release()
+			turn.release()
 			return
 		}
-		err := s.applyGroup(group)
-		release()
+		err := s.applyGroup(group, turn)
+		turn.release()
 		if err != nil {
 			var ce *closeError
 			if errors.As(err, &ce) {
@@ -159,14 +177,15 @@ var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecon
 // error no retry can mend (IsPermanent) becomes a refusal: resent forever,
 // the report would hold up every later report of its object. The reports of
 // a group share a write, so when that write is refused for good, each is
-// applied again alone, to refuse only the one at fault.
-func (s *session) applyGroup(group []*checkedReport) error {
+// applied again alone, to refuse only the one at fault. It applies in the
+// lane's turn, and gives the turn back while it waits to try again.
+func (s *session) applyGroup(group []*checkedReport, turn *laneTurn) error {
 	about := group[0].about
 	for try := 0; ; try++ {
 		errs := s.apply(group)
 		if len(group) > 1 && slices.ContainsFunc(errs, IsPermanent) {
 			for _, c := range group {
-				if err := s.applyGroup([]*checkedReport{c}); err != nil {
+				if err := s.applyGroup([]*checkedReport{c}, turn); err != nil {
 					return err
 				}
 			}
@@ -197,9 +216,14 @@ func (s *session) applyGroup(group []*checkedReport) error {
 				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, again[0].r.Worker, about, last)}
 		}
 		s.logger.V(2).Info("Applying reports failed, trying again", "about", about, "reports", len(again), "err", last)
+		// Other lanes have the turn meanwhile.
+		turn.release()
 		select {
 		case <-time.After(applyBackoff[try]):
 		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		if !turn.take(s.ctx) {
 			return s.ctx.Err()
 		}
 		group = again
