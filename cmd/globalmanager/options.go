@@ -196,7 +196,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.edgeReviewAll, "edge-review-every-token", false,
 		"Send every LocalController token to a TokenReview. By default the hub verifies a token itself when it can, as the API server would, "+
 			"and costs it nothing: the signature against the API server's ServiceAccount keys (read from its /openid/v1/jwks, which every ServiceAccount may read), "+
-			"the issuer, the audience and the times, and the token's ServiceAccount and Pod by UID in the hub's caches; any token it cannot verify so is reviewed.")
+			"the issuer, the audience and the times, and the token's ServiceAccount and Pod by UID in the hub's caches; any token it cannot verify so is reviewed. "+
+			"A token the hub accepted itself is still reviewed after its connection starts, at most 20 a second, and a refusal closes the connection.")
 	fs.StringVar(&o.edgeSAs, "edge-service-accounts", edgehub.DefaultServiceAccount,
 		"Comma-separated namespace/name of the ServiceAccounts whose tokens the edge hub accepts: the LocalControllers'. Any other Pod's token, on any node, is refused.")
 	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,

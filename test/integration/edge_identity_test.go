@@ -170,13 +170,14 @@ func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
-	verified := func(by string) float64 {
+	metric := func(series string) float64 {
 		m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return m.Get(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`)
+		return m.Get(series)
 	}
+	verified := func(by string) float64 { return metric(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`) }
 	attempt := 0
 	framework.Eventually(t, 30*time.Second, "a LocalController token verified by the hub", func(context.Context) (bool, error) {
 		attempt++
@@ -210,6 +211,20 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 	}
 	if resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("got %v (%v), want 401", resp, err)
+	}
+
+	// A LocalController the hub accepted itself has its token confirmed by
+	// a TokenReview soon after, and stays connected.
+	hubBefore := verified("hub")
+	framework.StartLocalController(t, hub, "edge-1", framework.EdgeIdentity(t, ns, "edge-1"))
+	framework.Eventually(t, 30*time.Second, "the hub's own acceptance confirmed by a TokenReview", func(context.Context) (bool, error) {
+		return verified("hub") > hubBefore && metric(`nereid_edgehub_tokens_confirmed_total{result="confirmed"}`) >= 1, nil
+	})
+	if n := metric(`nereid_edgehub_tokens_confirmed_total{result="refused"}`); n != 0 {
+		t.Errorf("%v tokens refused by their confirming review, want 0", n)
+	}
+	if n := metric(`nereid_edgehub_connections_revoked_total{reason="token_review_refused"}`); n != 0 {
+		t.Errorf("%v connections closed after their review, want 0", n)
 	}
 }
 

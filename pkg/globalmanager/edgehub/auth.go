@@ -47,6 +47,9 @@ type identity struct {
 	// its exp and the kubelet's rotation time (kubernetes.io warnafter);
 	// zero when the token says neither.
 	expires time.Time
+	// byHub is set when the hub verified the token itself, without a
+	// review: a review confirms it later (confirm.go).
+	byHub bool
 }
 
 // authError is why a connection is refused before the websocket upgrade.
@@ -142,9 +145,8 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 
 // authenticate returns who sent r, or why it is refused.
 func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*identity, *authError) {
-	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	token = strings.TrimSpace(token)
-	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+	token := bearerToken(r)
+	if token == "" {
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedNoToken,
 			reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
 	}
@@ -213,6 +215,15 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		a.store(key, reviewResult{id: id, refusal: refusal})
 	}
 	return id, refusal
+}
+
+// bearerToken is r's bearer token, "" if it has none.
+func bearerToken(r *http.Request) string {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 // podDeletedRefusal refuses the token of a Pod deleted lately.

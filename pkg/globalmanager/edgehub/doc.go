@@ -13,10 +13,13 @@
 // (user.extra["authentication.kubernetes.io/node-name"]). Every refusal is an
 // HTTP status with the reason, counted by reason; outcomes are cached briefly
 // by the token's hash and reviews run a bounded number at a time (see
-// authenticator). A Hello that claims another node is answered with a close
-// frame (websocket.ClosePolicyViolation) and nothing else. An open connection
-// is closed when its token expires (or is due for rotation) and when its Pod
-// is deleted.
+// authenticator). The hub verifies a token itself where it can, as the
+// review would (localtoken.go), and has the API server review such a token
+// after the connection starts, paced (confirm.go). A Hello that claims
+// another node is answered with a close frame (websocket.ClosePolicyViolation)
+// and nothing else. An open connection is closed when its token expires (or
+// is due for rotation), when its Pod is deleted, and when the review after
+// the fact refuses its token.
 //
 // Downstream: for each connected node the hub computes which objects concern
 // it (see Hub.desired) from the informers' caches, each with the names of its

@@ -63,6 +63,9 @@ type Hub struct {
 	links     *links
 	// turns bound the lanes of reports applying at once (reports.go).
 	turns *writeTurns
+	// confirmer has the tokens the hub accepted itself reviewed after the
+	// fact (confirm.go).
+	confirmer *confirmer
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
@@ -133,6 +136,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
 	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
 	h.auth.verified = m.tokenVerified
+	h.confirmer = newConfirmer(h.auth, m)
 	if err := h.addIndexers(); err != nil {
 		return nil, err
 	}
@@ -337,6 +341,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	if h.auth.keys != nil {
 		go h.auth.keys.run(ctx)
+		go h.confirmer.run(ctx)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
@@ -477,15 +482,20 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	// (its buffers, the request and its headers, a stack grown by the TLS
 	// handshake), which thousands of long-lived connections would keep.
 	handedOn = true
+	var token string // to confirm, if the hub verified it itself
+	if id.byHub {
+		token = bearerToken(r)
+	}
 	go func() {
 		defer h.conns.Done()
-		h.serveConn(ctx, logger, id, conn)
+		h.serveConn(ctx, logger, id, token, conn)
 	}()
 }
 
 // serveConn reads the Hello of an authenticated connection and runs its
-// session, after the one it replaces has fully stopped.
-func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, conn *websocket.Conn) {
+// session, after the one it replaces has fully stopped. A token the hub
+// verified itself, when not "", is confirmed by a review meanwhile.
+func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, token string, conn *websocket.Conn) {
 	node := id.node
 	// A shutdown must not wait a read timeout for a Hello.
 	stopWaiting := context.AfterFunc(ctx, func() { _ = conn.Close() })
@@ -525,6 +535,9 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, c
 		// this session yet.
 		s.revokePodDeleted()
 	}
+	if token != "" {
+		h.confirmer.add(s, token)
+	}
 	if prev != nil {
 		logger.Info("A new connection replaces the node's current one")
 		prev.stop(websocket.CloseNormalClosure, "replaced by a newer connection")
@@ -541,6 +554,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, c
 	}
 	h.mu.Unlock()
 	h.links.disconnected(s)
+	h.confirmer.forget(s)
 	close(s.done)
 	logger.Info("Edge node disconnected")
 }

@@ -325,6 +325,47 @@ func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 	}
 }
 
+// TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt hands two sessions to
+// the confirmer, as if the hub had verified their tokens itself: edge-a's
+// token reviews as another node's Pod, and its connection is closed; edge-b's
+// reviews as its own, and its connection goes on.
+func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	ca := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	ca.untilSynced()
+	cb := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
+	cb.untilSynced()
+	f.hub.mu.Lock()
+	sa, sb := f.hub.sessions["edge-a"], f.hub.sessions["edge-b"]
+	f.hub.mu.Unlock()
+	go f.hub.confirmer.run(t.Context()) // the fixture's hub reviews every token: it runs no confirmer
+	f.hub.confirmer.add(sa, "token-edge-c")
+	f.hub.confirmer.add(sb, "token-edge-b")
+	for {
+		_, err := ca.recv(5 * time.Second)
+		if err == nil {
+			continue // anything in flight before the close
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "TokenReview binds it to Pod nereid-system/lc-edge-c") {
+			t.Fatalf("got %v, want a policy-violation close saying the review bound the token to another Pod", err)
+		}
+		break
+	}
+	waitFor(t, func() (bool, string) {
+		return f.metric("tokens_confirmed_total", "result", "confirmed") == 1, "edge-b's token confirmed"
+	})
+	if got := f.metric("tokens_confirmed_total", "result", "refused"); got != 1 {
+		t.Errorf("tokens_confirmed_total{result=refused} = %v, want 1", got)
+	}
+	if got := f.metric("connections_revoked_total", "reason", revokedTokenRefused); got != 1 {
+		t.Errorf("connections_revoked_total{reason=token_review_refused} = %v, want 1", got)
+	}
+	if sb.ctx.Err() != nil {
+		t.Error("edge-b's session ended though the review confirmed its token")
+	}
+}
+
 func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": time.Now().Add(2 * time.Second).Unix()})

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -425,6 +427,56 @@ func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
 			}
 			if len(k.keys) != 0 {
 				t.Errorf("keys held: %v", k.keys)
+			}
+		})
+	}
+}
+
+// A token the hub accepted itself is then reviewed: the review confirms it
+// only when it binds the token to the same Pod, ServiceAccount and node.
+func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
+	ti := newTokenIssuer(t)
+	la := newLocalAuth(t, ti)
+	p, b := lcClaims(la.clock)
+	token := ti.sign(t, "k1", jose.ES256, p, b)
+	id, refusal := la.connect(t, token)
+	if refusal != nil || !id.byHub || la.reviews.Load() != 0 {
+		t.Fatalf("identity %+v, refusal %v, %d reviews; want the hub's own acceptance", id, refusal, la.reviews.Load())
+	}
+	const lcUser = "system:serviceaccount:nereid-system:nereid-localcontroller"
+	user := func(node, pod, uid string) *authenticationv1.TokenReviewStatus {
+		return &authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{DefaultTokenAudience},
+			User: authenticationv1.UserInfo{Username: lcUser, Extra: map[string]authenticationv1.ExtraValue{
+				NodeNameExtra: {node}, PodNameExtra: {pod}, PodUIDExtra: {uid}}}}
+	}
+	for name, tc := range map[string]struct {
+		status *authenticationv1.TokenReviewStatus // nil: the review fails
+		want   string                              // the refusal's metric, "" for confirmed
+	}{
+		"the same Pod":                {status: user("edge-0", "lc-edge-0", "uid-edge-0")},
+		"the Pod made again":          {status: user("edge-0", "lc-edge-0", "uid-new"), want: refusedInvalidToken},
+		"another node":                {status: user("edge-1", "lc-edge-0", "uid-edge-0"), want: refusedInvalidToken},
+		"not valid (the Pod is gone)": {status: &authenticationv1.TokenReviewStatus{Error: "pod not found"}, want: refusedInvalidToken},
+		"the review fails":            {want: refusedReviewError},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kube := la.client.(*kubefake.Clientset)
+			kube.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				if tc.status == nil {
+					return true, nil, errors.New("the API server is restarting")
+				}
+				review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+				review.Status = *tc.status
+				return true, review, nil
+			})
+			got := la.confirm(t.Context(), id, token)
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("refused (%s: %s); want confirmed", got.metric, got.reason)
+			case tc.want != "" && got == nil:
+				t.Errorf("confirmed; want refused as %s", tc.want)
+			case tc.want != "" && got.metric != tc.want:
+				t.Errorf("refused as %s (%s); want %s", got.metric, got.reason, tc.want)
 			}
 		})
 	}

@@ -26,6 +26,7 @@ const (
 const (
 	revokedTokenExpired = "token_expired"
 	revokedPodDeleted   = "pod_deleted"
+	revokedTokenRefused = "token_review_refused"
 )
 
 // metrics are the hub's Prometheus metrics.
@@ -42,6 +43,9 @@ type metrics struct {
 	ackLatency     prometheus.Histogram
 	tokens         *prometheus.CounterVec
 	lanesWaiting   prometheus.Gauge
+	// tokensConfirmed counts the reviews of tokens the hub accepted
+	// itself, by result.
+	tokensConfirmed *prometheus.CounterVec
 }
 
 // newMetrics makes the hub's metrics and registers them with reg, if not nil.
@@ -72,6 +76,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Worker reports refused for good and acknowledged."))),
 		lanesWaiting: prometheus.NewGauge(prometheus.GaugeOpts(opts("report_lanes_waiting",
 			"Lanes of reports (one object's reports from one node) waiting for their turn to be applied (Config.ReportWrites, --edge-report-writes, apply at once); their reports gather meanwhile, for one status write."))),
+		tokensConfirmed: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tokens_confirmed_total",
+			"TokenReviews, after the connection started, of tokens the hub verified itself, by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nereid", Subsystem: "edgehub", Name: "object_ack_latency_seconds",
 			Help:    "Time from the first send of an object's version to its Ack.",
@@ -80,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
