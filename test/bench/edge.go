@@ -428,7 +428,9 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		return nil, err
 	}
 	results = append(results, result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected, after idling", o.nodes), Value: round(rssIdle), Unit: "MiB", Goal: g.memory,
-		Note: fmt.Sprintf("after the reports and %s idle: %s; heap profile %s (go tool pprof -top -sample_index=inuse_space)", o.idle, describeMemory(m5), heapFile)})
+		Note: fmt.Sprintf("after the reports and %s idle: %s; heap profile %s (go tool pprof -top -sample_index=inuse_space); meanwhile TokenReviews confirmed %.0f of the tokens the hub had accepted itself and refused %.0f",
+			o.idle, describeMemory(m5), heapFile,
+			m5.Get(`nereid_edgehub_tokens_confirmed_total{result="confirmed"}`), m5.Get(`nereid_edgehub_tokens_confirmed_total{result="refused"}`))})
 
 	// Restart.
 	progress("edge: restart: SIGTERM to the GlobalManager, then start it again")

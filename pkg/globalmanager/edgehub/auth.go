@@ -116,6 +116,10 @@ type authenticator struct {
 	// a review in flight as its Pod goes, or a connection that had not said
 	// hello yet, must not outlive it.
 	deleted map[types.UID]time.Time
+	// refusedAfter are the UIDs of Pods whose token a review refused after
+	// the hub had accepted it (confirm.go), by when: their tokens are
+	// reviewed, not verified by the hub, for deletedMemory.
+	refusedAfter map[types.UID]time.Time
 }
 
 // deletedMemory is how long a deleted Pod's UID is remembered: well past
@@ -140,6 +144,7 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 		now:             now,
 		cache:           make(map[[sha256.Size]byte]reviewResult),
 		deleted:         make(map[types.UID]time.Time),
+		refusedAfter:    make(map[types.UID]time.Time),
 	}
 }
 
@@ -162,7 +167,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return res.id, res.refusal
 	}
 	// A token the hub can verify itself costs the API server nothing.
-	if id := a.verifyLocally(ctx, token); id != nil {
+	if id := a.verifyLocally(ctx, token); id != nil && !a.mustReview(id.podUID) {
 		if a.podDeleted(id.podUID) {
 			return nil, podDeletedRefusal()
 		}
@@ -478,20 +483,49 @@ func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
 func (a *authenticator) forgetPod(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.dropPod(uid)
+	remember(a.deleted, uid, a.now(), a.maxEntries)
+}
+
+// reviewFirst drops the cached identities of a Pod whose token a review
+// refused after the hub had accepted it, and has the Pod's tokens reviewed
+// before they are accepted, rather than verified by the hub, for
+// deletedMemory: the hub's caches said yes where the API server said no.
+func (a *authenticator) reviewFirst(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dropPod(uid)
+	remember(a.refusedAfter, uid, a.now(), a.maxEntries)
+}
+
+// mustReview reports whether the Pod uid's tokens must be reviewed.
+func (a *authenticator) mustReview(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.refusedAfter[uid]
+	return ok && a.now().Sub(at) <= deletedMemory
+}
+
+// dropPod drops the cached identities of the Pod uid; a.mu is held.
+func (a *authenticator) dropPod(uid types.UID) {
 	for k, v := range a.cache {
 		if v.id != nil && v.id.podUID == uid {
 			delete(a.cache, k)
 		}
 	}
-	now := a.now()
-	if len(a.deleted) >= a.maxEntries {
-		for u, at := range a.deleted {
+}
+
+// remember records uid in m at now, first dropping the entries older than
+// deletedMemory when m holds limit.
+func remember(m map[types.UID]time.Time, uid types.UID, now time.Time, limit int) {
+	if len(m) >= limit {
+		for u, at := range m {
 			if now.Sub(at) > deletedMemory {
-				delete(a.deleted, u)
+				delete(m, u)
 			}
 		}
 	}
-	a.deleted[uid] = now
+	m[uid] = now
 }
 
 // forgetServiceAccount drops the cached identities of sa (namespace/name),

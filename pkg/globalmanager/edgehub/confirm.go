@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
@@ -17,7 +18,8 @@ import (
 // the connection has started: a TokenReview in the background, at most
 // confirmRate a second, so that a storm of connections costs it nothing at
 // once. A connection whose token the review refuses, or finds bound to
-// another Pod, is closed. How long a connection waits for its review is
+// another Pod, is closed, and that Pod's tokens are reviewed before they are
+// accepted from then on (for deletedMemory). How long a connection waits for its review is
 // bounded by the connections waiting ÷ confirmRate (10,000 nodes: about 8
 // minutes after a storm).
 
@@ -29,32 +31,51 @@ const confirmRate = 20
 const confirmWorkers = 2
 
 // confirmer has the API server review, after the fact, the token of each
-// connection the hub accepted without a review.
+// connection the hub accepted without a review. It holds one per node, the
+// node's current connection: a node that reconnects takes its place in the
+// queue again, and a connection that ended costs nothing.
 type confirmer struct {
 	auth    *authenticator
 	metrics *metrics
-	queue   workqueue.TypedRateLimitingInterface[*session]
+	queue   workqueue.TypedRateLimitingInterface[string] // by node; failed reviews back off per node
+	pace    *rate.Limiter                                // confirmRate, across nodes
 
-	mu     sync.Mutex
-	tokens map[*session]string // the token each waiting session connected with
+	mu      sync.Mutex
+	pending map[string]pendingToken // by node
+}
+
+// pendingToken is a connection whose token waits for its review.
+type pendingToken struct {
+	s     *session
+	token string
 }
 
 func newConfirmer(auth *authenticator, m *metrics) *confirmer {
-	limiter := &workqueue.TypedBucketRateLimiter[*session]{Limiter: rate.NewLimiter(confirmRate, confirmRate)}
 	return &confirmer{
 		auth: auth, metrics: m,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig[*session](limiter,
-			workqueue.TypedRateLimitingQueueConfig[*session]{Name: "edgehub_token_confirmations"}),
-		tokens: make(map[*session]string),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "edgehub_token_confirmations"}),
+		pace:    rate.NewLimiter(confirmRate, 1),
+		pending: make(map[string]pendingToken),
 	}
 }
 
 // add has s's token, which the hub accepted itself, reviewed in its turn.
 func (c *confirmer) add(s *session, token string) {
 	c.mu.Lock()
-	c.tokens[s] = token
+	c.pending[s.node] = pendingToken{s: s, token: token}
 	c.mu.Unlock()
-	c.queue.AddRateLimited(s)
+	c.queue.Add(s.node)
+}
+
+// forget lets s go: confirmed, refused, or ended.
+func (c *confirmer) forget(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[s.node].s == s {
+		delete(c.pending, s.node)
+	}
 }
 
 // run reviews the waiting tokens until ctx is done.
@@ -67,51 +88,50 @@ func (c *confirmer) run(ctx context.Context) {
 	for range confirmWorkers {
 		wg.Go(func() {
 			for {
-				s, shutdown := c.queue.Get()
+				node, shutdown := c.queue.Get()
 				if shutdown {
 					return
 				}
-				c.confirmOne(ctx, s)
-				c.queue.Done(s)
+				c.confirmNode(ctx, node)
+				c.queue.Done(node)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-// confirmOne reviews s's token: a refusal closes s, an error of the review
-// has it tried again in a later turn, and a session that ended is let go.
-func (c *confirmer) confirmOne(ctx context.Context, s *session) {
+// confirmNode reviews the token of node's connection, if one waits: a
+// refusal closes the connection, and has the Pod's next token reviewed
+// before it is accepted; an error of the review has it tried again later.
+func (c *confirmer) confirmNode(ctx context.Context, node string) {
 	c.mu.Lock()
-	token := c.tokens[s]
+	p, ok := c.pending[node]
 	c.mu.Unlock()
-	if s.ctx.Err() != nil || token == "" {
-		c.forget(s)
+	if !ok || p.s.ctx.Err() != nil {
+		c.queue.Forget(node)
 		return
 	}
-	refusal := c.auth.confirm(ctx, s.id, token)
+	if c.pace.Wait(ctx) != nil {
+		return
+	}
+	refusal := c.auth.confirm(ctx, p.s.id, p.token)
 	switch {
 	case refusal == nil:
-		c.forget(s)
+		c.queue.Forget(node)
+		c.forget(p.s)
 		c.metrics.tokensConfirmed.WithLabelValues("confirmed").Inc()
-	case refusal.metric == refusedReviewError && ctx.Err() == nil:
-		s.logger.V(2).Info("Confirming the token by a TokenReview failed; trying again later", "err", refusal.err)
-		c.queue.AddRateLimited(s)
-	default:
-		c.forget(s)
-		if ctx.Err() != nil {
-			return
+	case refusal.metric == refusedReviewError:
+		if ctx.Err() == nil {
+			p.s.logger.V(2).Info("Confirming the token by a TokenReview failed; trying again later", "err", refusal.err)
+			c.queue.AddRateLimited(node)
 		}
+	default:
+		c.queue.Forget(node)
+		c.forget(p.s)
 		c.metrics.tokensConfirmed.WithLabelValues("refused").Inc()
-		s.revoke(revokedTokenRefused, "a TokenReview refused the token the hub had accepted: "+refusal.reason)
+		c.auth.reviewFirst(p.s.id.podUID)
+		p.s.revoke(revokedTokenRefused, "a TokenReview refused the token the hub had accepted: "+refusal.reason)
 	}
-}
-
-// forget lets s go: confirmed, refused, or ended.
-func (c *confirmer) forget(s *session) {
-	c.mu.Lock()
-	delete(c.tokens, s)
-	c.mu.Unlock()
 }
 
 // confirm reviews token, which the hub accepted itself as id, and refuses it

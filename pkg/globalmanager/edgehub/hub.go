@@ -341,8 +341,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	if h.auth.keys != nil {
 		go h.auth.keys.run(ctx)
-		go h.confirmer.run(ctx)
 	}
+	go h.confirmer.run(ctx) // idle while every token is reviewed
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
 	}

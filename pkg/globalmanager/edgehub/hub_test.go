@@ -1,6 +1,7 @@
 package edgehub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -338,7 +340,6 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	f.hub.mu.Lock()
 	sa, sb := f.hub.sessions["edge-a"], f.hub.sessions["edge-b"]
 	f.hub.mu.Unlock()
-	go f.hub.confirmer.run(t.Context()) // the fixture's hub reviews every token: it runs no confirmer
 	f.hub.confirmer.add(sa, "token-edge-c")
 	f.hub.confirmer.add(sb, "token-edge-b")
 	for {
@@ -363,6 +364,9 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	}
 	if sb.ctx.Err() != nil {
 		t.Error("edge-b's session ended though the review confirmed its token")
+	}
+	if !f.hub.auth.mustReview(sa.id.podUID) || f.hub.auth.mustReview(sb.id.podUID) {
+		t.Error("want edge-a's Pod, and only it, to have its tokens reviewed before they are accepted from now on")
 	}
 }
 
@@ -1299,5 +1303,37 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 	}
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Fatalf("got %q, want report 1 acknowledged once tried again", got)
+	}
+}
+
+// One node's lanes hold at most turnsPerNode of the shared turns: another
+// node's lane gets one while the first node's next lane waits.
+func TestANodeHoldsAtMostItsShareOfTheTurns(t *testing.T) {
+	shared := newWriteTurns(8, prometheus.NewGauge(prometheus.GaugeOpts{Name: "waiting"}))
+	nodeA, nodeB := make(chan struct{}, turnsPerNode), make(chan struct{}, turnsPerNode)
+	var held []*laneTurn
+	for range turnsPerNode {
+		l := &laneTurn{turns: shared, node: nodeA}
+		if !l.take(t.Context()) {
+			t.Fatal("a node's first turns were not given")
+		}
+		held = append(held, l)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if (&laneTurn{turns: shared, node: nodeA}).take(ctx) {
+		t.Errorf("node a got a turn beyond its %d", turnsPerNode)
+	}
+	other := &laneTurn{turns: shared, node: nodeB}
+	if !other.take(t.Context()) {
+		t.Fatal("another node waited for node a's turns")
+	}
+	other.release()
+	held[0].release()
+	if l := (&laneTurn{turns: shared, node: nodeA}); !l.take(t.Context()) {
+		t.Error("node a got no turn after giving one back")
+	}
+	if len(shared.turns) != turnsPerNode {
+		t.Errorf("%d shared turns held, want %d", len(shared.turns), turnsPerNode)
 	}
 }

@@ -444,18 +444,21 @@ func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 		t.Fatalf("identity %+v, refusal %v, %d reviews; want the hub's own acceptance", id, refusal, la.reviews.Load())
 	}
 	const lcUser = "system:serviceaccount:nereid-system:nereid-localcontroller"
-	user := func(node, pod, uid string) *authenticationv1.TokenReviewStatus {
+	userAs := func(username, node, pod, uid string) *authenticationv1.TokenReviewStatus {
 		return &authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{DefaultTokenAudience},
-			User: authenticationv1.UserInfo{Username: lcUser, Extra: map[string]authenticationv1.ExtraValue{
+			User: authenticationv1.UserInfo{Username: username, Extra: map[string]authenticationv1.ExtraValue{
 				NodeNameExtra: {node}, PodNameExtra: {pod}, PodUIDExtra: {uid}}}}
 	}
+	user := func(node, pod, uid string) *authenticationv1.TokenReviewStatus { return userAs(lcUser, node, pod, uid) }
 	for name, tc := range map[string]struct {
 		status *authenticationv1.TokenReviewStatus // nil: the review fails
 		want   string                              // the refusal's metric, "" for confirmed
 	}{
-		"the same Pod":                {status: user("edge-0", "lc-edge-0", "uid-edge-0")},
-		"the Pod made again":          {status: user("edge-0", "lc-edge-0", "uid-new"), want: refusedInvalidToken},
-		"another node":                {status: user("edge-1", "lc-edge-0", "uid-edge-0"), want: refusedInvalidToken},
+		"the same Pod":       {status: user("edge-0", "lc-edge-0", "uid-edge-0")},
+		"the Pod made again": {status: user("edge-0", "lc-edge-0", "uid-new"), want: refusedInvalidToken},
+		"another node":       {status: user("edge-1", "lc-edge-0", "uid-edge-0"), want: refusedInvalidToken},
+		"another ServiceAccount": {status: userAs("system:serviceaccount:nereid-system:default", "edge-0", "lc-edge-0", "uid-edge-0"),
+			want: refusedNotLocalController},
 		"not valid (the Pod is gone)": {status: &authenticationv1.TokenReviewStatus{Error: "pod not found"}, want: refusedInvalidToken},
 		"the review fails":            {want: refusedReviewError},
 	} {
@@ -479,5 +482,10 @@ func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 				t.Errorf("refused as %s (%s); want %s", got.metric, got.reason, tc.want)
 			}
 		})
+	}
+	// After a refusal, the Pod's tokens go to a review, whatever it says.
+	la.reviewFirst(id.podUID)
+	if again, _ := la.connect(t, ti.sign(t, "k1", jose.ES256, p, b)); again != nil && again.byHub {
+		t.Error("the hub accepted a token of a Pod whose token a review refused")
 	}
 }

@@ -44,10 +44,17 @@ func newWriteTurns(n int, waiting prometheus.Gauge) *writeTurns {
 	return &writeTurns{turns: make(chan struct{}, n), waiting: waiting}
 }
 
-// laneTurn is a lane's turn, held or not. A lane holds at most one: it
-// never waits for a turn while it holds one.
+// turnsPerNode is how many of the shared turns one node's lanes hold at
+// most: a node whose calls are slow (its objects' writes wait, or it sends
+// many datasets' counts) slows only itself.
+const turnsPerNode = 2
+
+// laneTurn is a lane's turn, held or not: one of its node's turnsPerNode,
+// then one of the shared turns. A lane holds at most one: it never waits
+// for a turn while it holds one.
 type laneTurn struct {
 	turns *writeTurns
+	node  chan struct{} // the node's turns
 	held  bool
 }
 
@@ -57,17 +64,31 @@ func (l *laneTurn) take(ctx context.Context) bool {
 	if l.held {
 		return true
 	}
+	if !acquire(ctx, l.node, nil) {
+		return false
+	}
+	if !acquire(ctx, l.turns.turns, l.turns.waiting) {
+		<-l.node
+		return false
+	}
+	l.held = true
+	return true
+}
+
+// acquire puts a token into sem, waiting (counted by waiting, if not nil)
+// while it is full; it returns false if ctx ends first.
+func acquire(ctx context.Context, sem chan struct{}, waiting prometheus.Gauge) bool {
 	select {
-	case l.turns.turns <- struct{}{}:
-		l.held = true
+	case sem <- struct{}{}:
 		return true
 	default:
 	}
-	l.turns.waiting.Inc()
-	defer l.turns.waiting.Dec()
+	if waiting != nil {
+		waiting.Inc()
+		defer waiting.Dec()
+	}
 	select {
-	case l.turns.turns <- struct{}{}:
-		l.held = true
+	case sem <- struct{}{}:
 		return true
 	case <-ctx.Done():
 		return false
@@ -79,6 +100,7 @@ func (l *laneTurn) release() {
 	if l.held {
 		l.held = false
 		<-l.turns.turns
+		<-l.node
 	}
 }
 
@@ -95,7 +117,8 @@ type checkedReport struct {
 type reportLanes struct {
 	waiting lanes.Lanes[string, *checkedReport] // by the object they are about
 	slots   chan struct{}                       // one per running lane
-	held    chan struct{}                       // one per report read and not yet answered
+	held    chan struct{}                       // one per report read and not yet acknowledged
+	turns   chan struct{}                       // one per turn the lanes hold (turnsPerNode)
 	running sync.WaitGroup                      // the lanes' goroutines
 }
 
@@ -146,7 +169,7 @@ func (s *session) runLane(key string) {
 				return
 			}
 		}
-		turn := &laneTurn{turns: s.hub.turns}
+		turn := &laneTurn{turns: s.hub.turns, node: s.reports.turns}
 		if !turn.take(s.ctx) {
 			return
 		}
@@ -245,10 +268,9 @@ func (s *session) apply(group []*checkedReport) []error {
 	return group[0].applier.ApplyReports(s.ctx, s.source(), reports)
 }
 
-// answer hands a report's acknowledgement to the writer: applied when err is
-// nil, else refused with err's reason.
+// answer hands a report's acknowledgement to the writer, without waiting
+// for it: applied when err is nil, else refused with err's reason.
 func (s *session) answer(r *edgeproto.Report, about string, err error) {
-	defer func() { <-s.reports.held }()
 	result := reportResult{id: r.ID}
 	if err != nil {
 		reason, _ := edgeproto.IsRefused(err)
@@ -262,9 +284,12 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 		s.hub.metrics.reportsApplied.Inc()
 		s.logger.V(4).Info("Applied a report", "report", r.ID, "worker", r.Worker, "about", about)
 	}
+	s.answeredMu.Lock()
+	s.answered = append(s.answered, result)
+	s.answeredMu.Unlock()
 	select {
-	case s.results <- result:
-	case <-s.ctx.Done():
+	case s.resultsReady <- struct{}{}:
+	default: // the writer has yet to take the earlier ones, and these with them
 	}
 }
 

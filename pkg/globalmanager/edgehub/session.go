@@ -143,8 +143,14 @@ type session struct {
 
 	dirty   chan struct{} // the node's set may have changed
 	acks    chan []edgeproto.ObjectVersion
-	reports reportLanes // the reports read and not yet answered (reports.go)
-	results chan reportResult
+	reports reportLanes // the reports read and not yet acknowledged (reports.go)
+	// answered are the reports' answers waiting for the writer's
+	// acknowledgement; resultsReady says there are some. An answer never
+	// waits for the writer: a lane gives its turn back at once, however
+	// slowly the node reads.
+	answeredMu   sync.Mutex
+	answered     []reportResult
+	resultsReady chan struct{}
 
 	// The writer's own.
 	held       map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
@@ -166,15 +172,16 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 	s := &session{
 		hub: h, node: id.node, id: id, conn: conn, logger: logger, hello: hello,
 		ctx: klog.NewContext(ctx, logger), cancel: cancel,
-		done:       make(chan struct{}),
-		dirty:      make(chan struct{}, 1),
-		acks:       make(chan []edgeproto.ObjectVersion, 16),
-		reports:    reportLanes{slots: make(chan struct{}, maxReportLanes), held: make(chan struct{}, reportQueue)},
-		results:    make(chan reportResult, 16),
-		held:       make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
-		inflight:   make(map[edgeproto.ObjectRef]*inflight),
-		unsendable: make(map[edgeproto.ObjectRef]objVersion),
-		lastAcked:  h.now(),
+		done:  make(chan struct{}),
+		dirty: make(chan struct{}, 1),
+		acks:  make(chan []edgeproto.ObjectVersion, 16),
+		reports: reportLanes{slots: make(chan struct{}, maxReportLanes), held: make(chan struct{}, reportQueue),
+			turns: make(chan struct{}, turnsPerNode)},
+		resultsReady: make(chan struct{}, 1),
+		held:         make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
+		inflight:     make(map[edgeproto.ObjectRef]*inflight),
+		unsendable:   make(map[edgeproto.ObjectRef]objVersion),
+		lastAcked:    h.now(),
 	}
 	for _, v := range hello.Inventory {
 		s.held[v.ObjectRef] = versionOf(v)
@@ -222,7 +229,7 @@ func (s *session) revokePodDeleted() {
 }
 
 // reportQueue is how many reports the reader hands on before it waits for
-// their answers: enough that object acks read behind a burst of reports are
+// their acknowledgements to be sent: enough that object acks read behind a burst of reports are
 // not held up by the reports' status writes (which would make the writer
 // resend objects the LocalController already has).
 const reportQueue = 1024
@@ -363,8 +370,8 @@ func (s *session) write() error {
 			err = s.sync(nil)
 		case acks := <-s.acks:
 			s.ack(acks)
-		case r := <-s.results:
-			err = s.ackReports(r)
+		case <-s.resultsReady:
+			err = s.ackReports()
 		case <-heartbeat.C:
 			err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
 		case <-resend.C:
@@ -502,8 +509,8 @@ func (s *session) between() error {
 		select {
 		case acks := <-s.acks:
 			s.ack(acks)
-		case r := <-s.results:
-			if err := s.ackReports(r); err != nil {
+		case <-s.resultsReady:
+			if err := s.ackReports(); err != nil {
 				return err
 			}
 		default:
@@ -635,18 +642,21 @@ func (s *session) resend() error {
 	return s.sync(force)
 }
 
-// ackReports acknowledges r and whatever other reports are ready, in one
-// ReportAck.
-func (s *session) ackReports(r reportResult) error {
-	results := []reportResult{r}
-	for more := true; more; {
-		select {
-		case r := <-s.results:
-			results = append(results, r)
-		default:
-			more = false
-		}
+// ackReports acknowledges the reports answered so far, in one ReportAck.
+func (s *session) ackReports() error {
+	s.answeredMu.Lock()
+	results := s.answered
+	s.answered = nil
+	s.answeredMu.Unlock()
+	if len(results) == 0 {
+		return nil
 	}
+	// The reader may read as many reports again once these are sent.
+	defer func() {
+		for range results {
+			<-s.reports.held
+		}
+	}()
 	ack := &edgeproto.ReportAck{}
 	var last uint64
 	for _, r := range results {
