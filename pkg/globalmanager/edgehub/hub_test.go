@@ -786,10 +786,6 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 		"409 conflicts past the retry": {err: apierrors.NewConflict(job, "fl-a", errors.New("the object has been modified"))},
 		"not an API error":             {err: errors.New("connection refused")},
 	}
-	const (
-		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
-	)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
@@ -1106,38 +1102,40 @@ func TestTokensNoReviewWouldAcceptCostNoReview(t *testing.T) {
 	}
 }
 
-// TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait holds the applier on
-// report 1 (about fl-a) while the node sends four more about fl-a and one
-// about ji-a: the ji-a report is applied while fl-a's waits, and fl-a's five
-// go to the applier in order, in at most two calls.
-func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
-	const (
-		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
-	)
-	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
-	release := make(chan struct{})
+// Bodies of worker reports about fl-a and ji-a, by their workers on edge-a.
+const (
+	flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
+)
+
+// holdReportOne connects edge-a, synced, to a hub with cfg whose applier
+// holds report 1 until release is called (at the latest when the test
+// ends, before the hub stops).
+func holdReportOne(t *testing.T, cfg Config) (f *fixture, c *client, release func()) {
+	t.Helper()
+	f = newFixture(t, cfg, append(edgeObjects(), workers()...)...)
+	held := make(chan struct{})
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release)
 	f.mu.Lock()
 	f.applyErr = func(r *edgeproto.Report) error {
 		if r.ID == 1 {
-			<-release
+			<-held
 		}
 		return nil
 	}
 	f.mu.Unlock()
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
-	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
-	for id := uint64(2); id <= 5; id++ {
-		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
-	}
-	c.send(&edgeproto.Report{ID: 6, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
-	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
-		t.Fatalf("got %q while fl-a's write is held, want ji-a's report acknowledged", got)
-	}
-	close(release)
+	return f, c, release
+}
+
+// ackedAll reads acks until n reports are acknowledged, and wants each
+// applied.
+func ackedAll(t *testing.T, c *client, n int) {
+	t.Helper()
 	acked := map[uint64]bool{}
-	for len(acked) < 5 {
+	for len(acked) < n {
 		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
 		if !ok {
 			t.Fatalf("got %T, want acks", m)
@@ -1149,6 +1147,24 @@ func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
 			acked[id] = true
 		}
 	}
+}
+
+// TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait holds the applier on
+// report 1 (about fl-a) while the node sends four more about fl-a and one
+// about ji-a: the ji-a report is applied while fl-a's waits, and fl-a's five
+// go to the applier in order, in at most two calls.
+func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
+	f, c, release := holdReportOne(t, testConfig)
+	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	for id := uint64(2); id <= 5; id++ {
+		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	}
+	c.send(&edgeproto.Report{ID: 6, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
+		t.Fatalf("got %q while fl-a's write is held, want ji-a's report acknowledged", got)
+	}
+	release()
+	ackedAll(t, c, 5)
 	var order []uint64
 	for _, r := range f.reports() {
 		if r.kind == "FederatedLearningJob" {
@@ -1176,26 +1192,9 @@ func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
 // turn, the gauge says so, and ji-a's five reports, sent meanwhile, then go
 // to the applier in one call.
 func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
-	const (
-		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
-	)
 	cfg := testConfig
 	cfg.ReportWrites = 1
-	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
-	release := make(chan struct{})
-	open := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(open) // before the hub stops: a failure must not leave report 1 held
-	f.mu.Lock()
-	f.applyErr = func(r *edgeproto.Report) error {
-		if r.ID == 1 {
-			<-release
-		}
-		return nil
-	}
-	f.mu.Unlock()
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
-	c.untilSynced()
+	f, c, release := holdReportOne(t, cfg)
 	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
 	waitFor(t, func() (bool, string) { return len(f.reports()) == 1, "report 1 applied" })
 	for id := uint64(2); id <= 6; id++ {
@@ -1211,20 +1210,8 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 	if n := len(f.reports()); n != 1 {
 		t.Fatalf("%d reports applied while the only turn was report 1's, want 1", n)
 	}
-	open()
-	acked := map[uint64]bool{}
-	for len(acked) < 6 {
-		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
-		if !ok {
-			t.Fatalf("got %T, want acks", m)
-		}
-		for _, id := range m.IDs {
-			if refusal(m, id) != "applied" {
-				t.Errorf("report %d: %s", id, refusal(m, id))
-			}
-			acked[id] = true
-		}
-	}
+	release()
+	ackedAll(t, c, 6)
 	if w := f.metric("report_lanes_waiting"); w != 0 {
 		t.Errorf("%v lanes waiting once all are acknowledged, want 0", w)
 	}
@@ -1242,7 +1229,6 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 // TestAReportWindowGathersANodesBurst: with a window, a node's reports about
 // one object sent one after another go to the applier in one call.
 func TestAReportWindowGathersANodesBurst(t *testing.T) {
-	const flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
 	cfg := testConfig
 	cfg.ReportWindow = time.Second
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
@@ -1271,10 +1257,6 @@ func TestAReportWindowGathersANodesBurst(t *testing.T) {
 // while report 1 (about fl-a) waits to be tried again, report 2 (about
 // ji-a) is applied in the turn fl-a's lane gave back.
 func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
-	const (
-		flA = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-		jiA = `{"name":"w-ji","namespace":"default","ownerName":"ji-a","ownerKind":"jointinferenceservice","kind":"inference","ownerInfo":{"inferenceNumber":3}}`
-	)
 	saved := applyBackoff
 	applyBackoff = []time.Duration{3 * time.Second} // long enough for report 2 to come in meanwhile
 	t.Cleanup(func() { applyBackoff = saved })
