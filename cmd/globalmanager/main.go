@@ -246,7 +246,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
 		kubeinformers.WithNamespace(o.namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = common.LabelOwnerUID }),
-		kubeinformers.WithTransform(common.DropManagedFields))
+		kubeinformers.WithTransform(common.SlimChildren))
 	sednaFactory := sednainformers.NewSharedInformerFactoryWithOptions(sednaClient, 0, sednainformers.WithNamespace(o.namespace),
 		sednainformers.WithTransform(common.DropManagedFields))
 	recorder := common.NewEventRecorder(ctx, kubeClient)
