@@ -19,9 +19,9 @@ import (
 // confirmRate a second, so that a storm of connections costs it nothing at
 // once. A connection whose token the review refuses, or finds bound to
 // another Pod, is closed, and that Pod's tokens are reviewed before they are
-// accepted from then on (for deletedMemory). How long a connection waits for its review is
-// bounded by the connections waiting ÷ confirmRate (10,000 nodes: about 8
-// minutes after a storm).
+// accepted from then on (for deletedMemory). How long a connection waits
+// for its review is bounded by the connections waiting ÷ confirmRate
+// (10,000 nodes: about 8 minutes after a storm).
 
 // confirmRate is how many TokenReviews a second confirm tokens the hub
 // accepted itself.

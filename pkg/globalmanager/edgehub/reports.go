@@ -161,6 +161,7 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 // report that cannot be applied now it stops the session and applies nothing
 // more of the lane's object.
 func (s *session) runLane(key string) {
+	turn := &laneTurn{turns: s.hub.turns, node: s.reports.turns}
 	for {
 		if w := s.hub.cfg.ReportWindow; w > 0 {
 			select {
@@ -169,7 +170,6 @@ func (s *session) runLane(key string) {
 				return
 			}
 		}
-		turn := &laneTurn{turns: s.hub.turns, node: s.reports.turns}
 		if !turn.take(s.ctx) {
 			return
 		}

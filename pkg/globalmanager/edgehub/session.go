@@ -229,9 +229,9 @@ func (s *session) revokePodDeleted() {
 }
 
 // reportQueue is how many reports the reader hands on before it waits for
-// their acknowledgements to be sent: enough that object acks read behind a burst of reports are
-// not held up by the reports' status writes (which would make the writer
-// resend objects the LocalController already has).
+// their acknowledgements to be sent: enough that object acks read behind a
+// burst of reports are not held up by the reports' status writes (which
+// would make the writer resend objects the LocalController already has).
 const reportQueue = 1024
 
 // run serves the session until it stops.

@@ -28,9 +28,8 @@ import (
 // the write.
 //
 // Reports about the same object are coalesced: while one status write of an
-// object is in flight, the reports that
-// arrive for that object wait together, and the next write carries them all,
-// in the order they arrived. Each still gets its own answer: a report that
+// object is in flight, the reports that arrive for that object wait
+// together, and the next write carries them all, in the order they arrived. Each still gets its own answer: a report that
 // its change refuses is left out of the write and refused alone. Reports
 // about other objects never wait behind it: each object has its own writer.
 type EdgeReports[T Owner] struct {
