@@ -309,7 +309,8 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		logger.Info("The API server does not serve DIJobs (diengine.opendilab.org/v2alpha1): no DIJob controller and no replicas API; install the CRD and restart to run them")
 	}
 	// The allocator must see every pod and node of the cluster, not only
-	// Nereid's children: a cache of its own, of slimmed pods and nodes.
+	// Nereid's children: a cache of its own, of slimmed pods and nodes,
+	// started by the first DIJob synced.
 	var usageFactory kubeinformers.SharedInformerFactory
 	var allocation *dijob.Allocation
 	if diServed && o.allocatorPolicy != "none" {
@@ -317,6 +318,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		nodes, pods := usageFactory.Core().V1().Nodes(), usageFactory.Core().V1().Pods()
 		allocation = &dijob.Allocation{
 			Policy: allocator.PackAndSpread{}, Nodes: nodes.Lister(), Pods: pods.Lister(), Period: o.allocatorPeriod,
+			Start:  func() { usageFactory.Start(ctx.Done()) },
 			Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
 		}
 	}
@@ -390,7 +392,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	gangs.Start(ctx)
 	defer gangs.Shutdown()
 	if usageFactory != nil {
-		usageFactory.Start(ctx.Done())
+		// Started by the DIJob controller when it first syncs a DIJob.
 		defer usageFactory.Shutdown()
 	}
 	defer kubeFactory.Shutdown()

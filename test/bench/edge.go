@@ -231,6 +231,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	partsBefore := residentParts(gm.Pid())
 	memBefore, err := scrapeMetrics(ctx, metricsAddr)
 	if err != nil {
 		return nil, err
@@ -265,6 +266,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	partsConnected := residentParts(gm.Pid())
 	memConnected, err := scrapeMetrics(ctx, metricsAddr)
 	if err != nil {
 		return nil, err
@@ -288,8 +290,8 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 			Note: fmt.Sprintf("all links started at once; token (verified by the hub %.0f, by TokenReview %.0f), TLS, hello, %d objects each, synced; every node's Lease said connected %s after the start",
 				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond)) + gmFlagsNote(o.gmFlags)},
 		result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", o.nodes), Value: round(rssConnected), Unit: "MiB", Goal: g.memory,
-			Note: fmt.Sprintf("just after all synced: %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s",
-				describeMemory(memConnected), o.jobs, rssBefore, describeMemory(memBefore))})
+			Note: fmt.Sprintf("just after all synced: %s, %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s, %s",
+				partsConnected, describeMemory(memConnected), o.jobs, rssBefore, partsBefore, describeMemory(memBefore))})
 	progress("edge: all %d synced in %s; GlobalManager %.1f MiB", o.nodes, connect.Round(time.Millisecond), rssConnected)
 
 	// Downstream latency.
@@ -423,13 +425,14 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	partsIdle := residentParts(gm.Pid())
 	heapFile := filepath.Join(outDir, "globalmanager-edge-heap.pb.gz")
 	if err := saveHeapProfile(ctx, metricsAddr, heapFile); err != nil {
 		return nil, err
 	}
 	results = append(results, result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected, after idling", o.nodes), Value: round(rssIdle), Unit: "MiB", Goal: g.memory,
-		Note: fmt.Sprintf("after the reports and %s idle: %s; heap profile %s (go tool pprof -top -sample_index=inuse_space); meanwhile TokenReviews confirmed %.0f of the tokens the hub had accepted itself and refused %.0f",
-			o.idle, describeMemory(m5), heapFile,
+		Note: fmt.Sprintf("after the reports and %s idle: %s, %s; heap profile %s (go tool pprof -top -sample_index=inuse_space); meanwhile TokenReviews confirmed %.0f of the tokens the hub had accepted itself and refused %.0f",
+			o.idle, partsIdle, describeMemory(m5), heapFile,
 			m5.Get(`nereid_edgehub_tokens_confirmed_total{result="confirmed"}`), m5.Get(`nereid_edgehub_tokens_confirmed_total{result="refused"}`))})
 
 	// Restart.
@@ -942,8 +945,13 @@ func slowAcks(before, after metricsSample) string {
 // describeMemory summarises the Go runtime's memory metrics of a sample.
 func describeMemory(m metricsSample) string {
 	const mib = 1 << 20
-	return fmt.Sprintf("Go heap in use %.1f MiB, stacks %.1f MiB, %.0f goroutines",
-		m.Get("go_memstats_heap_inuse_bytes")/mib, m.Get("go_memstats_stack_inuse_bytes")/mib, m.Get("go_goroutines"))
+	return fmt.Sprintf("Go heap in use %.1f MiB (next GC at %.1f), heap free but not returned %.1f MiB, stacks %.1f MiB, runtime's own %.1f MiB, %.0f goroutines",
+		m.Get("go_memstats_heap_inuse_bytes")/mib, m.Get("go_memstats_next_gc_bytes")/mib,
+		(m.Get("go_memstats_heap_idle_bytes")-m.Get("go_memstats_heap_released_bytes"))/mib,
+		m.Get("go_memstats_stack_inuse_bytes")/mib,
+		(m.Get("go_memstats_mspan_sys_bytes")+m.Get("go_memstats_mcache_sys_bytes")+m.Get("go_memstats_gc_sys_bytes")+
+			m.Get("go_memstats_other_sys_bytes")+m.Get("go_memstats_buck_hash_sys_bytes"))/mib,
+		m.Get("go_goroutines"))
 }
 
 // lastLogTime is the time of the last klog line of log that contains what.

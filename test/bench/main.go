@@ -768,17 +768,37 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 func residentMiB(pid int) (float64, error) {
+	return procStatusMiB(pid, "VmRSS")
+}
+
+// residentParts says how much of a process's resident memory is its own
+// (anonymous: heap, stacks, the runtime's) and how much is mapped from files
+// (its binary's pages).
+func residentParts(pid int) string {
+	anon, err := procStatusMiB(pid, "RssAnon")
+	if err != nil {
+		return err.Error()
+	}
+	file, err := procStatusMiB(pid, "RssFile")
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("resident %.1f MiB anonymous + %.1f MiB from files", anon, file)
+}
+
+// procStatusMiB reads one kB field of /proc/<pid>/status, in MiB.
+func procStatusMiB(pid int, field string) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
 			kb, err := strconv.ParseFloat(f[1], 64)
 			return kb / 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // apiWrites reads the API server's count of write requests (POST, PUT, PATCH)

@@ -268,6 +268,10 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 			k.changed = true
 			k.lease = nil // read it again
 		} else {
+			// The next write sends it back: an update without managedFields
+			// keeps the server's (only an empty list clears them), and a
+			// thousand nodes' copies need not hold them.
+			lease.ManagedFields = nil
 			k.lease = lease
 			if k.store == d.k.store {
 				k.lastReportID = max(k.lastReportID, d.k.lastReportID)

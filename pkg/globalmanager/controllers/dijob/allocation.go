@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,13 @@ type Allocation struct {
 	Policy allocator.Policy
 	Nodes  corelisters.NodeLister
 	// Pods lists every pod of the cluster, not only Nereid's children.
-	Pods   corelisters.PodLister
+	Pods corelisters.PodLister
+	// Start starts the caches behind Nodes and Pods (nil: they are started
+	// elsewhere); Synced says when they are filled. The controller starts
+	// them when it first syncs a DIJob and waits for them before it syncs
+	// one: a GlobalManager that runs no DIJob keeps no copy of the cluster's
+	// pods.
+	Start  func()
 	Synced []cache.InformerSynced
 	// Period is how often preemptible jobs are considered again (Optimize).
 	Period time.Duration
@@ -54,6 +61,10 @@ type placer struct {
 	now     func() time.Time
 	// linkGrace is how long pods on edge nodes tolerate a lost link.
 	linkGrace time.Duration
+
+	startOnce sync.Once
+	started   chan struct{} // closed once the caches are started
+	filled    atomic.Bool   // the caches have synced
 }
 
 type reservation struct {
@@ -65,7 +76,28 @@ func newPlacer(a *Allocation, linkGrace time.Duration, now func() time.Time) *pl
 	if a == nil {
 		return nil
 	}
-	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{}, planned: map[string]allocator.Placement{}, now: now}
+	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{},
+		planned: map[string]allocator.Placement{}, now: now, started: make(chan struct{})}
+}
+
+// ready starts the caches of every node and pod the first time it is called,
+// and waits until they are filled or ctx is done.
+func (p *placer) ready(ctx context.Context) error {
+	if p.filled.Load() {
+		return nil
+	}
+	p.startOnce.Do(func() {
+		klog.FromContext(ctx).Info("Starting the caches of the cluster's nodes and pods: a DIJob is placed by the allocator")
+		if p.Start != nil {
+			p.Start()
+		}
+		close(p.started)
+	})
+	if !cache.WaitForCacheSync(ctx.Done(), p.Synced...) {
+		return fmt.Errorf("waiting for the caches of the cluster's nodes and pods: %w", context.Cause(ctx))
+	}
+	p.filled.Store(true)
+	return nil
 }
 
 // place pins each of pods (replicas of job that have no pod yet; wanted is
@@ -172,8 +204,16 @@ func notFit(err error) string {
 }
 
 // optimizeLoop considers the preemptible jobs again every period until ctx
-// is done.
+// is done, from when the first DIJob has started the caches.
 func (c *Controller) optimizeLoop(ctx context.Context) {
+	select {
+	case <-c.placer.started:
+	case <-ctx.Done():
+		return
+	}
+	if c.placer.ready(ctx) != nil {
+		return
+	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.optimize(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "Considering the preemptible DIJobs again failed; next period tries again")

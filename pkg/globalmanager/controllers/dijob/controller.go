@@ -127,9 +127,6 @@ func NewController(
 	); err != nil {
 		return nil, err
 	}
-	if config.Allocation != nil {
-		c.synced = append(c.synced, config.Allocation.Synced...)
-	}
 	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched))
 	return c, nil
 }

@@ -22,6 +22,11 @@ import (
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
+	if c.placer != nil {
+		if err := c.placer.ready(ctx); err != nil {
+			return err
+		}
+	}
 	ctx, s, err := c.syncer.Begin(ctx, key)
 	if s == nil || err != nil {
 		return err
