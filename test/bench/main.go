@@ -43,7 +43,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -52,6 +52,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -62,6 +63,7 @@ type options struct {
 	heal       int
 	respec     int
 	out        string
+	gmFlags    string // more flags for the section's GlobalManager
 	dijob      dijobOptions
 	edge       edgeOptions
 }
@@ -82,6 +84,7 @@ func main() {
 	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
 	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
 	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
+	flag.StringVar(&o.gmFlags, "gm-flags", "", "More flags for the GlobalManager section's GlobalManager, space-separated (say \"--federatedlearningjob-workers=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
 	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
 	o.dijob.addFlags(flag.CommandLine)
 	o.edge.addFlags(flag.CommandLine)
@@ -226,7 +229,8 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	// free health port), and no gang scheduling. With it the GlobalManager
 	// also makes a PodGroup per job and its pods wait for the scheduler:
 	// work the ceiling and the floor do not do.
-	gm := framework.NewProcess("globalmanager", bin, logPath, "--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none")
+	gm := framework.NewProcess("globalmanager", bin, logPath, append([]string{"--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none"},
+		strings.Fields(o.gmFlags)...)...)
 	if err := gm.Start(); err != nil {
 		return nil, err
 	}
@@ -261,11 +265,12 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	progress("GlobalManager during create: %s", queueStats(ctx, gm, "federatedlearningjob"))
+	syncs := queueStats(ctx, gm, "federatedlearningjob")
+	progress("GlobalManager during create: %s", syncs)
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took))},
+			Note: fmt.Sprintf("%d objects in %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took), syncs) + gmFlagsNote(o.gmFlags)},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},
@@ -303,29 +308,29 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func workerPod(ns, name, node, image string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "ceiling"}},
-		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "worker", Image: image}}},
-	}
+// benchConfig is the GlobalManager's default configuration of federated
+// jobs (its flags' defaults), with which the ceiling and the floor build
+// their objects.
+var benchConfig = federatedlearning.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", AggregationPort: 7363}
+
+// benchModel and benchDataset are the Model and the Datasets setupNamespace
+// makes, which benchJob names.
+func benchModel() *sednav1.Model {
+	return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "model"}, Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}
 }
 
-// jobService and jobPods are the objects of one FederatedLearningJob as a
-// plain client makes them for the ceiling and the floor: its aggregation
-// Service and its 3 worker pods, on the nodes benchJob names.
-func jobService(ns, job string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: job + "-aggregation", Namespace: ns},
-		Spec:       corev1.ServiceSpec{Selector: map[string]string{"job": job}, Ports: []corev1.ServicePort{{Port: 7363, TargetPort: intstr.FromInt32(7363)}}},
-	}
+func benchDataset(i int) *sednav1.Dataset {
+	return &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("edge%d", i)},
+		Spec: sednav1.DatasetSpec{URL: fmt.Sprintf("/data/%d.txt", i), Format: "txt", NodeName: fmt.Sprintf("edge-%d", i)}}
 }
 
-func jobPods(ns, job string) []*corev1.Pod {
-	return []*corev1.Pod{
-		workerPod(ns, job+"-aggregation", "cloud-0", "worker:v1"),
-		workerPod(ns, job+"-training-0", "edge-0", "worker:v1"),
-		workerPod(ns, job+"-training-1", "edge-1", "worker:v1"),
-	}
+// jobChildren are the objects the GlobalManager makes for job (its 3 worker
+// pods and its aggregation Service), built by the GlobalManager's own code
+// (federatedlearning.Children), so that the ceiling and the floor create
+// the same objects as the GlobalManager: the same labels, environment,
+// volumes and owner.
+func jobChildren(job *sednav1.FederatedLearningJob) ([]*corev1.Pod, *corev1.Service, error) {
+	return federatedlearning.Children(benchConfig, job, benchModel(), nil, []*sednav1.Dataset{benchDataset(0), benchDataset(1)})
 }
 
 // ceiling is the rate at which a plain client-go program creates pods and
@@ -339,7 +344,7 @@ type ceiling struct {
 // measureCeiling measures the ceiling with the objects of n
 // FederatedLearningJobs (3 pods and 1 Service each).
 func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceiling, error) {
-	progress("ceiling: a plain client-go program creates %d pods and %d services (16 goroutines, no client rate limit)", 3*n, n)
+	progress("ceiling: a plain client-go program creates %d pods and %d services as the GlobalManager makes them, without owners (16 goroutines, no client rate limit)", 3*n, n)
 	writes0, err := apiWrites(ctx, kube)
 	if err != nil {
 		return ceiling{}, err
@@ -354,7 +359,7 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	}
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "ceiling: pods+services created", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects in %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}}, nil
+		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}}, nil
 }
 
 // createCeilingObjects creates, in a namespace of its own, the pods and
@@ -382,14 +387,35 @@ func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int)
 			}
 		})
 	}
+	// The jobs' objects, built before the clock starts. No job exists, so
+	// they have no owner (the garbage collector would delete them); the
+	// rest is as the GlobalManager makes them, the UID in the owner labels
+	// and the Service's selector a new one per job as a job's would be.
+	type objects struct {
+		pods    []*corev1.Pod
+		service *corev1.Service
+	}
+	all := make([]objects, n)
+	for i := range all {
+		job := benchJob(fmt.Sprintf("job-%d", i))
+		job.Namespace, job.UID = ns, uuid.NewUUID()
+		pods, svc, err := jobChildren(job)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range pods {
+			p.OwnerReferences = nil
+		}
+		svc.OwnerReferences = nil
+		all[i] = objects{pods, svc}
+	}
 	start := time.Now()
-	for i := range n {
-		job := fmt.Sprintf("job-%d", i)
+	for _, o := range all {
 		work <- func() error {
-			_, err := kube.CoreV1().Services(ns).Create(ctx, jobService(ns, job), metav1.CreateOptions{})
+			_, err := kube.CoreV1().Services(ns).Create(ctx, o.service, metav1.CreateOptions{})
 			return err
 		}
-		for _, p := range jobPods(ns, job) {
+		for _, p := range o.pods {
 			work <- func() error {
 				_, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 				return err
@@ -410,7 +436,8 @@ func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int)
 
 // measureFloor measures the writes any controller of n FederatedLearningJobs
 // must cause, made by a plain client-go program with 16 goroutines: each
-// job's own create, its 3 pods and Service, and one status write. The
+// job's own create, its 3 pods and Service (as the GlobalManager makes
+// them, owned by the job), and one status write. The
 // GlobalManager's rate against it is what the GlobalManager itself costs;
 // against the ceiling, what the jobs cost as well.
 func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n int) (ceiling, error) {
@@ -429,10 +456,14 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 		if err != nil {
 			return err
 		}
-		if _, err := kube.CoreV1().Services(ns).Create(ctx, jobService(ns, name), metav1.CreateOptions{}); err != nil {
+		pods, svc, err := jobChildren(job)
+		if err != nil {
 			return err
 		}
-		for _, p := range jobPods(ns, name) {
+		if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		for _, p := range pods {
 			if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				return err
 			}
@@ -492,13 +523,11 @@ func setupNamespace(ctx context.Context, kube kubernetes.Interface, sedna sednac
 	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
 		return err
 	}
-	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "model"},
-		Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, benchModel(), metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	for i := range 2 {
-		if _, err := sedna.SednaV1alpha1().Datasets(ns).Create(ctx, &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("edge%d", i)},
-			Spec: sednav1.DatasetSpec{URL: fmt.Sprintf("/data/%d.txt", i), Format: "txt", NodeName: fmt.Sprintf("edge-%d", i)}}, metav1.CreateOptions{}); err != nil {
+		if _, err := sedna.SednaV1alpha1().Datasets(ns).Create(ctx, benchDataset(i), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
