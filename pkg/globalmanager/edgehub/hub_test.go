@@ -928,6 +928,45 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	}
 }
 
+// An idle connection holds no writer goroutine: one runs while there is
+// something to send (the difference, a heartbeat, a change) and ends once it
+// is sent.
+func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c.untilSynced()
+	f.hub.mu.RLock()
+	s := f.hub.sessions["edge-a"]
+	f.hub.mu.RUnlock()
+	idle := func() (bool, string) {
+		s.wakeMu.Lock()
+		defer s.wakeMu.Unlock()
+		return !s.writing, "a writer goroutine still runs"
+	}
+	waitFor(t, idle)
+
+	beats := f.metric("messages_sent_total", "type", "heartbeat")
+	waitFor(t, func() (bool, string) {
+		return f.metric("messages_sent_total", "type", "heartbeat") >= beats+2, "no heartbeats from an idle connection"
+	})
+	waitFor(t, idle)
+
+	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
+	up := c.must(5 * time.Second).(*edgeproto.Upsert)
+	if up.ResourceVersion != "42" {
+		t.Fatalf("got %s, want fl-a at 42", summary(up))
+	}
+	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{up.ObjectVersion}})
+	waitFor(t, func() (bool, string) {
+		s.wakeMu.Lock()
+		defer s.wakeMu.Unlock()
+		return !s.writing && len(s.acks) == 0, "the Ack is not taken, or a writer goroutine still runs"
+	})
+	if got := f.metric("messages_sent_total", "type", "upsert") - f.metric("resends_total"); got != 1 {
+		t.Errorf("sent %v upserts besides resends, want 1", got)
+	}
+}
+
 func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})

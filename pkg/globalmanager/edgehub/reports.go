@@ -291,6 +291,7 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 	case s.resultsReady <- struct{}{}:
 	default: // the writer has yet to take the earlier ones, and these with them
 	}
+	s.wake()
 }
 
 // check checks a report and returns the key of the object it is about and

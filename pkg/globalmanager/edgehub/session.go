@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -126,8 +127,10 @@ type reportResult struct {
 }
 
 // session is one LocalController connection after its Hello. Its reader (the
-// HTTP handler's goroutine) reads and applies frames; its writer goroutine
-// owns the downstream state and is the only one writing data frames.
+// HTTP handler's goroutine) reads and applies frames; its writer owns the
+// downstream state and is the only one writing data frames. The writer runs
+// only while it has work (wake): an idle connection holds one goroutine, its
+// reader's, not two.
 type session struct {
 	hub    *Hub
 	node   string
@@ -152,10 +155,19 @@ type session struct {
 	answered     []reportResult
 	resultsReady chan struct{}
 
+	// What wakes the writer (wake): woken says it may have work, writing
+	// that a writer goroutine runs, closed that none may start any more.
+	// Timers set heartbeatDue and resendDue.
+	wakeMu                  sync.Mutex
+	woken, writing, closed  bool
+	writers                 sync.WaitGroup
+	heartbeatDue, resendDue atomic.Bool
+
 	// The writer's own.
-	held       map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
-	inflight   map[edgeproto.ObjectRef]*inflight
-	unsendable map[edgeproto.ObjectRef]objVersion // versions too large to send, logged once
+	begun, synced bool                               // the first sync is made; Synced is sent
+	held          map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
+	inflight      map[edgeproto.ObjectRef]*inflight
+	unsendable    map[edgeproto.ObjectRef]objVersion // versions too large to send, logged once
 	// queue[next:] is the rest of the difference, in the order to send it,
 	// as of the last sync; each goes out when the window has room.
 	queue []queued
@@ -199,6 +211,66 @@ func (s *session) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
 	default:
+	}
+	s.wake()
+}
+
+// wake says the writer has work: it starts a writer goroutine unless one
+// runs (which then looks again) or the session has ended.
+func (s *session) wake() {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	s.woken = true
+	if s.writing || s.closed {
+		return
+	}
+	s.writing = true
+	s.writers.Add(1)
+	go s.writeWhileWoken()
+}
+
+// writeWhileWoken writes until nothing woke it since it last looked. A write
+// that fails stops the session, and no writer starts again.
+func (s *session) writeWhileWoken() {
+	defer s.writers.Done()
+	for {
+		s.wakeMu.Lock()
+		if !s.woken {
+			s.writing = false
+			s.wakeMu.Unlock()
+			return
+		}
+		s.woken = false
+		s.wakeMu.Unlock()
+		if err := s.write(); err != nil {
+			s.logger.Error(err, "Closing edge connection: writing failed")
+			s.stop(websocket.CloseInternalServerErr, "writing failed")
+			return
+		}
+	}
+}
+
+// every sets due and wakes the writer every period until the session stops
+// or stop is called.
+func (s *session) every(period time.Duration, due *atomic.Bool) (stop func()) {
+	var mu sync.Mutex
+	mu.Lock()
+	defer mu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(period, func() {
+		if s.ctx.Err() != nil {
+			return
+		}
+		due.Store(true)
+		s.wake()
+		mu.Lock()
+		t.Reset(period)
+		mu.Unlock()
+	})
+	return func() {
+		mu.Lock()
+		t.Stop()
+		mu.Unlock()
 	}
 }
 
@@ -244,13 +316,10 @@ func (s *session) run() {
 		})
 		defer expiry.Stop()
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.write(); err != nil {
-			s.logger.Error(err, "Closing edge connection: writing failed")
-			s.stop(websocket.CloseInternalServerErr, "writing failed")
-		}
-	})
+	cfg := s.hub.cfg
+	defer s.every(cfg.HeartbeatPeriod, &s.heartbeatDue)()
+	defer s.every(max(cfg.ResendAfter/4, 10*time.Millisecond), &s.resendDue)()
+	s.wake() // the difference that answers the Hello
 	err := s.read()
 	var ce *closeError
 	var peer *websocket.CloseError
@@ -278,7 +347,10 @@ func (s *session) run() {
 		}
 	}
 	s.stop(websocket.CloseNormalClosure, "")
-	wg.Wait()
+	s.wakeMu.Lock()
+	s.closed = true
+	s.wakeMu.Unlock()
+	s.writers.Wait()
 	s.reports.running.Wait()
 	_ = s.conn.Close()
 }
@@ -309,6 +381,7 @@ func (s *session) read() error {
 		case *edgeproto.Ack:
 			select {
 			case s.acks <- m.Objects:
+				s.wake()
 			case <-s.ctx.Done():
 			}
 		case *edgeproto.Report:
@@ -323,32 +396,23 @@ func (s *session) read() error {
 	}
 }
 
-// ready is a closed channel: a select case on it is always ready.
-var ready = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// write sends the difference that answers the Hello, as the window allows,
-// then Synced, then changes, resends, report acknowledgements and heartbeats
-// until the session stops.
+// write sends the difference that answers the Hello (on its first call), as
+// the window allows, then Synced, then changes, resends, report
+// acknowledgements and heartbeats, until none is ready; wake calls it again
+// when one is.
 func (s *session) write() error {
-	cfg := s.hub.cfg
-	heartbeat := time.NewTicker(cfg.HeartbeatPeriod)
-	defer heartbeat.Stop()
-	resend := time.NewTicker(max(cfg.ResendAfter/4, 10*time.Millisecond))
-	defer resend.Stop()
-
-	err := s.sync(nil)
-	synced := false
+	var err error
+	if !s.begun {
+		s.begun = true
+		err = s.sync(nil)
+	}
 	for {
-		if err == nil && !synced && s.queued() == 0 {
+		if err == nil && !s.synced && s.queued() == 0 {
 			// Everything of the difference is sent, if not yet acknowledged:
 			// the LC applies frames in order, so by the time it reads Synced
 			// its store holds the node's set.
 			err = s.send(&edgeproto.Synced{})
-			synced = true
+			s.synced = true
 			s.logger.V(2).Info("Edge node synced", "held", len(s.held), "inflight", len(s.inflight))
 		}
 		if err != nil {
@@ -359,10 +423,6 @@ func (s *session) write() error {
 		}
 		s.hub.links.setUnacked(s, len(s.inflight))
 
-		var more <-chan struct{}
-		if s.queued() > 0 && len(s.inflight) < cfg.SendWindow {
-			more = ready
-		}
 		select {
 		case <-s.ctx.Done():
 			return nil
@@ -372,12 +432,17 @@ func (s *session) write() error {
 			s.ack(acks)
 		case <-s.resultsReady:
 			err = s.ackReports()
-		case <-heartbeat.C:
-			err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
-		case <-resend.C:
-			err = s.resend()
-		case <-more:
-			err = s.fill()
+		default:
+			switch {
+			case s.heartbeatDue.Swap(false):
+				err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
+			case s.resendDue.Swap(false):
+				err = s.resend()
+			case s.queued() > 0 && len(s.inflight) < s.hub.cfg.SendWindow:
+				err = s.fill()
+			default:
+				return nil
+			}
 		}
 	}
 }
