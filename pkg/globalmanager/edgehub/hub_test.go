@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -964,6 +965,23 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 	})
 	if got := f.metric("messages_sent_total", "type", "upsert") - f.metric("resends_total"); got != 1 {
 		t.Errorf("sent %v upserts besides resends, want 1", got)
+	}
+}
+
+// A session writes nothing before it runs: the connection it replaces may
+// still be sending, and the two never both send.
+func TestASessionWritesNothingBeforeItRuns(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	// No connection: a writer that started would fail on it.
+	s := newSession(t.Context(), f.hub, &identity{node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore}, klog.Background())
+	s.markDirty()
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if s.writing {
+		t.Fatal("a writer started before the session runs")
+	}
+	if !s.woken {
+		t.Error("the change is not remembered for when the session runs")
 	}
 }
 

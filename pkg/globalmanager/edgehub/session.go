@@ -156,12 +156,14 @@ type session struct {
 	resultsReady chan struct{}
 
 	// What wakes the writer (wake): woken says it may have work, writing
-	// that a writer goroutine runs, closed that none may start any more.
-	// Timers set heartbeatDue and resendDue.
-	wakeMu                  sync.Mutex
-	woken, writing, closed  bool
-	writers                 sync.WaitGroup
-	heartbeatDue, resendDue atomic.Bool
+	// that a writer goroutine runs; writers start only once run has begun
+	// (opened: the session it replaces has ended, so that the two never
+	// both send) and not after it returns (closed). Timers set heartbeatDue
+	// and resendDue.
+	wakeMu                         sync.Mutex
+	woken, writing, opened, closed bool
+	writers                        sync.WaitGroup
+	heartbeatDue, resendDue        atomic.Bool
 
 	// The writer's own.
 	begun, synced bool                               // the first sync is made; Synced is sent
@@ -221,7 +223,7 @@ func (s *session) wake() {
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
 	s.woken = true
-	if s.writing || s.closed {
+	if s.writing || !s.opened || s.closed {
 		return
 	}
 	s.writing = true
@@ -319,6 +321,9 @@ func (s *session) run() {
 	cfg := s.hub.cfg
 	defer s.every(cfg.HeartbeatPeriod, &s.heartbeatDue)()
 	defer s.every(max(cfg.ResendAfter/4, 10*time.Millisecond), &s.resendDue)()
+	s.wakeMu.Lock()
+	s.opened = true
+	s.wakeMu.Unlock()
 	s.wake() // the difference that answers the Hello
 	err := s.read()
 	var ce *closeError
