@@ -164,6 +164,7 @@ type session struct {
 	woken, writing, opened, closed bool
 	writers                        sync.WaitGroup
 	heartbeatDue, resendDue        atomic.Bool
+	unacked                        atomic.Int64 // len(inflight), as the writer last left it
 
 	// The writer's own.
 	begun, synced bool                               // the first sync is made; Synced is sent
@@ -223,7 +224,7 @@ func (s *session) wake() {
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
 	s.woken = true
-	if s.writing || !s.opened || s.closed {
+	if s.writing || !s.opened || s.closed || s.ctx.Err() != nil {
 		return
 	}
 	s.writing = true
@@ -253,26 +254,33 @@ func (s *session) writeWhileWoken() {
 }
 
 // every sets due and wakes the writer every period until the session stops
-// or stop is called.
-func (s *session) every(period time.Duration, due *atomic.Bool) (stop func()) {
+// or stop is called; while skip says there is nothing to do, it only waits
+// for the next period.
+func (s *session) every(period time.Duration, due *atomic.Bool, skip func() bool) (stop func()) {
 	var mu sync.Mutex
 	mu.Lock()
 	defer mu.Unlock()
+	stopped := false
 	var t *time.Timer
 	t = time.AfterFunc(period, func() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		due.Store(true)
-		s.wake()
+		if skip == nil || !skip() {
+			due.Store(true)
+			s.wake()
+		}
 		mu.Lock()
-		t.Reset(period)
-		mu.Unlock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(period)
+		}
 	})
 	return func() {
 		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
 		t.Stop()
-		mu.Unlock()
 	}
 }
 
@@ -319,8 +327,9 @@ func (s *session) run() {
 		defer expiry.Stop()
 	}
 	cfg := s.hub.cfg
-	defer s.every(cfg.HeartbeatPeriod, &s.heartbeatDue)()
-	defer s.every(max(cfg.ResendAfter/4, 10*time.Millisecond), &s.resendDue)()
+	defer s.every(cfg.HeartbeatPeriod, &s.heartbeatDue, nil)()
+	// Resends are looked for only while something waits for its Ack.
+	defer s.every(max(cfg.ResendAfter/4, 10*time.Millisecond), &s.resendDue, func() bool { return s.unacked.Load() == 0 })()
 	s.wakeMu.Lock()
 	s.opened = true
 	s.wakeMu.Unlock()
@@ -427,10 +436,21 @@ func (s *session) write() error {
 			return err
 		}
 		s.hub.links.setUnacked(s, len(s.inflight))
+		s.unacked.Store(int64(len(s.inflight)))
 
-		select {
-		case <-s.ctx.Done():
+		// A heartbeat or resend that is due goes first: a stream of changes
+		// or Acks must not hold them back.
+		switch {
+		case s.ctx.Err() != nil:
 			return nil
+		case s.heartbeatDue.Swap(false):
+			err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
+			continue
+		case s.resendDue.Swap(false):
+			err = s.resend()
+			continue
+		}
+		select {
 		case <-s.dirty:
 			err = s.sync(nil)
 		case acks := <-s.acks:
@@ -438,16 +458,10 @@ func (s *session) write() error {
 		case <-s.resultsReady:
 			err = s.ackReports()
 		default:
-			switch {
-			case s.heartbeatDue.Swap(false):
-				err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
-			case s.resendDue.Swap(false):
-				err = s.resend()
-			case s.queued() > 0 && len(s.inflight) < s.hub.cfg.SendWindow:
-				err = s.fill()
-			default:
+			if s.queued() == 0 || len(s.inflight) >= s.hub.cfg.SendWindow {
 				return nil
 			}
+			err = s.fill()
 		}
 	}
 }

@@ -80,8 +80,12 @@ func newPlacer(a *Allocation, linkGrace time.Duration, now func() time.Time) *pl
 		planned: map[string]allocator.Placement{}, now: now, started: make(chan struct{})}
 }
 
+// cachesWait is how long a sync waits for the caches of every node and pod
+// before it gives up and the job is synced again with backoff.
+const cachesWait = 30 * time.Second
+
 // ready starts the caches of every node and pod the first time it is called,
-// and waits until they are filled or ctx is done.
+// and waits until they are filled, at most cachesWait.
 func (p *placer) ready(ctx context.Context) error {
 	if p.filled.Load() {
 		return nil
@@ -93,8 +97,11 @@ func (p *placer) ready(ctx context.Context) error {
 		}
 		close(p.started)
 	})
+	ctx, cancel := context.WithTimeout(ctx, cachesWait)
+	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), p.Synced...) {
-		return fmt.Errorf("waiting for the caches of the cluster's nodes and pods: %w", context.Cause(ctx))
+		return fmt.Errorf("the caches of the cluster's nodes and pods, which the allocator places DIJobs by, are not filled after %s (can the GlobalManager list them?): %w",
+			cachesWait, context.Cause(ctx))
 	}
 	p.filled.Store(true)
 	return nil
@@ -211,8 +218,10 @@ func (c *Controller) optimizeLoop(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	if c.placer.ready(ctx) != nil {
-		return
+	for c.placer.ready(ctx) != nil {
+		if ctx.Err() != nil {
+			return
+		}
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.optimize(ctx); err != nil {

@@ -16,8 +16,8 @@ import (
 )
 
 // The caches of every node and pod are started by the first DIJob synced,
-// not before, and the sync that starts them places the job once they are
-// filled.
+// not before and not by the sync of a job that is gone, and the sync that
+// starts them places the job once they are filled.
 func TestTheClusterCachesStartWithTheFirstDIJob(t *testing.T) {
 	job := exampleJob(t)
 	f := newFixture(t, job)
@@ -46,6 +46,14 @@ func TestTheClusterCachesStartWithTheFirstDIJob(t *testing.T) {
 	case <-f.c.placer.started:
 		t.Fatal("the placer says it started with no DIJob synced")
 	default:
+	}
+
+	// Nor does a sync of a job that is gone.
+	if err := f.c.sync(t.Context(), ns+"/gone"); err != nil {
+		t.Fatalf("sync of a job that is gone: %v", err)
+	}
+	if n := starts.Load(); n != 0 {
+		t.Fatalf("the caches were started %d times by the sync of a job that is gone", n)
 	}
 
 	created, _ := f.sync(t, job)
