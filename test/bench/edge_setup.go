@@ -22,7 +22,6 @@ import (
 const (
 	edgeNamespace      = "bench-edge"
 	edgeServiceAccount = "localcontroller"
-	edgeModel          = "model"
 	// edgeAggregatorNode is where the jobs' aggregation workers run: the
 	// local control plane's cloud node.
 	edgeAggregatorNode = "cloud-0"
@@ -78,8 +77,7 @@ func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sed
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the LocalControllers' ServiceAccount: %w", err)
 	}
-	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: edgeModel},
-		Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, benchModel(), metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the model: %w", err)
 	}
 	objs := &edgeObjects{tokenFiles: make([]string, n), datasets: make([]*sednav1.Dataset, n)}
@@ -152,7 +150,7 @@ func edgeFederatedJob(i int) *sednav1.FederatedLearningJob {
 	return &sednav1.FederatedLearningJob{
 		ObjectMeta: metav1.ObjectMeta{Name: edgeJob(i)},
 		Spec: sednav1.FederatedLearningJobSpec{
-			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: edgeModel}, Template: tmpl(edgeAggregatorNode)},
+			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: benchModelName}, Template: tmpl(edgeAggregatorNode)},
 			TrainingWorkers: []sednav1.TrainingWorker{
 				{Dataset: sednav1.DatasetRef{Name: edgeDataset(i)}, Template: tmpl(edgeNodeName(i))},
 			},

@@ -99,9 +99,9 @@ func benchJointInference(j int) *sednav1.JointInferenceService {
 	return &sednav1.JointInferenceService{
 		ObjectMeta: metav1.ObjectMeta{Name: jiName(j), Namespace: edgeNamespace},
 		Spec: sednav1.JointInferenceServiceSpec{
-			EdgeWorker: sednav1.EdgeWorker{Model: sednav1.ModelRef{Name: edgeModel}, HardExampleMining: sednav1.HardExampleMining{Name: "IBT"},
+			EdgeWorker: sednav1.EdgeWorker{Model: sednav1.ModelRef{Name: benchModelName}, HardExampleMining: sednav1.HardExampleMining{Name: "IBT"},
 				Template: tmpl(edgeNodeName(j))},
-			CloudWorker: sednav1.CloudWorker{Model: sednav1.ModelRef{Name: edgeModel}, Template: tmpl(edgeAggregatorNode)},
+			CloudWorker: sednav1.CloudWorker{Model: sednav1.ModelRef{Name: benchModelName}, Template: tmpl(edgeAggregatorNode)},
 		},
 	}
 }

@@ -313,10 +313,13 @@ func progress(format string, args ...any) {
 // their objects.
 var benchConfig = federatedlearning.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", AggregationPort: 7363}
 
+// benchModelName is the Model every section's jobs name.
+const benchModelName = "model"
+
 // benchModel and benchDataset are the Model and the Datasets setupNamespace
-// makes, which benchJob names.
+// makes, which benchJob names; the edge section makes the same Model.
 func benchModel() *sednav1.Model {
-	return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "model"}, Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}
+	return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: benchModelName}, Spec: sednav1.ModelSpec{URL: "/model/bench", Format: "pb"}}
 }
 
 func benchDataset(i int) *sednav1.Dataset {
@@ -543,7 +546,7 @@ func benchJob(name string) *sednav1.FederatedLearningJob {
 	return &sednav1.FederatedLearningJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: sednav1.FederatedLearningJobSpec{
-			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "model"}, Template: tmpl("cloud-0")},
+			AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: benchModelName}, Template: tmpl("cloud-0")},
 			TrainingWorkers: []sednav1.TrainingWorker{
 				{Dataset: sednav1.DatasetRef{Name: "edge0"}, Template: tmpl("edge-0")},
 				{Dataset: sednav1.DatasetRef{Name: "edge1"}, Template: tmpl("edge-1")},

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
@@ -23,9 +22,14 @@ import (
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	if c.placer != nil && c.exists(key) {
-		if err := c.placer.ready(ctx); err != nil {
-			return err
+	// The caches of every node and pod are started by a job the sync acts
+	// on (Begin reads it the same way), and waited for before Begin's
+	// snapshot.
+	if c.placer != nil && !c.placer.filled.Load() {
+		if _, ok, _ := common.ReadOwner(key, c.syncer.Get); ok {
+			if err := c.placer.ready(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	ctx, s, err := c.syncer.Begin(ctx, key)
@@ -70,16 +74,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.count(job, wanted, status, pods)
 	job.Status = *status
 	return s.End(ctx, actErr, events, "phase", status.Phase, "replicas", status.Replicas, "ready", status.ReadyReplicas, "restarts", status.Restarts)
-}
-
-// exists says whether the job of key is in the cache.
-func (c *Controller) exists(key string) bool {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return false
-	}
-	_, err = c.jobs.DIJobs(ns).Get(name)
-	return err == nil
 }
 
 // allocationRetry is how soon a job that found no room is placed again.
