@@ -70,6 +70,15 @@ func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...stri
 		info, err := os.Stat(ca)
 		return err == nil && info.Size() > 0, nil
 	})
+	// The hub writes its CA just before it listens: a test that dials at
+	// once could find nobody there.
+	Eventually(t, 30*time.Second, "the edge hub to listen", func(ctx context.Context) (bool, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil
+		}
+		return true, conn.Close()
+	})
 	return &EdgeHub{Process: gm, Address: addr, CAFile: ca}
 }
 
