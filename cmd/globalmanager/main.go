@@ -86,6 +86,7 @@ Flags:
 			command.Exit("globalmanager", err)
 		}
 	}
+	fs.Visit(func(f *flag.Flag) { o.gcPercentGiven = o.gcPercentGiven || f.Name == "gc-percent" })
 	if err := o.validate(); err != nil {
 		command.Exit("globalmanager", err)
 	}
@@ -94,6 +95,8 @@ Flags:
 
 func run(ctx context.Context, o options) error {
 	logger := klog.FromContext(ctx)
+	gc := command.SetGCPercent("gc-percent", o.gcPercent, o.gcPercentGiven)
+	logger.Info("Garbage collector target", "percent", gc.Percent, "from", gc.From)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig %q: %w", o.kubeconfig, err)

@@ -945,8 +945,8 @@ func slowAcks(before, after metricsSample) string {
 // describeMemory summarises the Go runtime's memory metrics of a sample.
 func describeMemory(m metricsSample) string {
 	const mib = 1 << 20
-	return fmt.Sprintf("Go heap in use %.1f MiB (next GC at %.1f), heap free but not returned %.1f MiB, stacks %.1f MiB, runtime's own %.1f MiB, %.0f goroutines",
-		m.Get("go_memstats_heap_inuse_bytes")/mib, m.Get("go_memstats_next_gc_bytes")/mib,
+	return fmt.Sprintf("Go heap in use %.1f MiB (next GC at %.1f; GC target %.0f%%), heap free but not returned %.1f MiB, stacks %.1f MiB, runtime's own %.1f MiB, %.0f goroutines",
+		m.Get("go_memstats_heap_inuse_bytes")/mib, m.Get("go_memstats_next_gc_bytes")/mib, m.Get("go_gc_gogc_percent"),
 		(m.Get("go_memstats_heap_idle_bytes")-m.Get("go_memstats_heap_released_bytes"))/mib,
 		m.Get("go_memstats_stack_inuse_bytes")/mib,
 		(m.Get("go_memstats_mspan_sys_bytes")+m.Get("go_memstats_mcache_sys_bytes")+m.Get("go_memstats_gc_sys_bytes")+
