@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -31,7 +30,7 @@ import (
 // caches are listers over indexers seeded with objects, as synced informers'.
 type caches struct {
 	jobs     sednalisters.FederatedLearningJobLister
-	pods     corelisters.PodLister
+	pods     cache.Indexer // with the owner index, as a Syncer's
 	models   sednalisters.ModelLister
 	datasets sednalisters.DatasetLister
 }
@@ -42,6 +41,9 @@ func newCaches(t *testing.T, objs ...any) caches {
 		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
 	jobs, pods, models, datasets := indexer(), indexer(), indexer(), indexer()
+	if err := pods.AddIndexers(ChildIndexers); err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range objs {
 		var err error
 		switch o := o.(type) {
@@ -61,7 +63,7 @@ func newCaches(t *testing.T, objs ...any) caches {
 		}
 	}
 	return caches{
-		jobs: sednalisters.NewFederatedLearningJobLister(jobs), pods: corelisters.NewPodLister(pods),
+		jobs: sednalisters.NewFederatedLearningJobLister(jobs), pods: pods,
 		models: sednalisters.NewModelLister(models), datasets: sednalisters.NewDatasetLister(datasets),
 	}
 }
@@ -150,8 +152,12 @@ func TestBeginReadsTheOwnerAndClaimsItsChildren(t *testing.T) {
 	mine := childPod("mine", job, job.UID, nil)
 	other := childPod("other-controller", job, "earlier-job-uid", nil)
 	sednas := childPod("left-by-sedna", job, job.UID, map[string]string{LabelAdoptedFrom: AdoptedFromSedna})
+	// The owner index is by namespace and UID: a pod elsewhere that names
+	// the job's UID (in its label and controller reference) is not its.
+	elsewhere := childPod("elsewhere", job, job.UID, nil)
+	elsewhere.Namespace = "other-ns"
 	exp := NewExpectations()
-	syncer := testSyncer(newCaches(t, job, mine, other, sednas), newStatusServer(job), exp)
+	syncer := testSyncer(newCaches(t, job, mine, other, sednas, elsewhere), newStatusServer(job), exp)
 	exp.ExpectCreations("ns/job", 1)
 
 	_, s, err := syncer.Begin(t.Context(), "ns/job")
@@ -571,5 +577,26 @@ func TestBaseEnvIsEveryWorkersInOneOrder(t *testing.T) {
 				t.Errorf("env (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestIndexChildrenAddsTheOwnerIndexOnceToASharedInformer(t *testing.T) {
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{})
+	for range 2 { // two kinds' controllers share the informer
+		indexers, err := IndexChildren(informer)
+		if err != nil {
+			t.Fatalf("IndexChildren: %v", err)
+		}
+		if indexers[0] != informer.GetIndexer() {
+			t.Fatalf("IndexChildren returned another indexer than the informer's")
+		}
+	}
+	job := testJob()
+	if err := informer.GetIndexer().Add(childPod("mine", job, job.UID, nil)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ListOwned[*corev1.Pod](informer.GetIndexer(), job)
+	if err != nil || len(got) != 1 || got[0].Name != "mine" {
+		t.Fatalf("ListOwned = %v, %v; want the pod mine", got, err)
 	}
 }

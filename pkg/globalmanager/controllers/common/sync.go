@@ -9,10 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
@@ -56,10 +53,11 @@ type Syncer[T Object[T]] struct {
 
 	// The caches of the owners' children, of the kinds the owner has; a nil
 	// one is not listed.
-	Pods        corelisters.PodLister
-	Services    corelisters.ServiceLister
-	Deployments appslisters.DeploymentLister
-	HPAs        autoscalinglisters.HorizontalPodAutoscalerLister
+	// Each has the owner index (IndexChildren).
+	Pods        cache.Indexer
+	Services    cache.Indexer
+	Deployments cache.Indexer
+	HPAs        cache.Indexer
 }
 
 // Sync is one sync of one owner, as Begin read it.
@@ -112,18 +110,17 @@ func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sy
 	if p.Expectations != nil {
 		s.Satisfied = p.Expectations.Satisfied(key)
 	}
-	ns := s.Owner.GetNamespace()
 	if p.Pods != nil && err == nil {
-		s.Pods, s.Adopted.Pods, err = claimChildren(s.Owner, "pods", p.Pods.Pods(ns).List)
+		s.Pods, s.Adopted.Pods, err = claimChildren[*corev1.Pod](s.Owner, "pods", p.Pods)
 	}
 	if p.Services != nil && err == nil {
-		s.Services, s.Adopted.Services, err = claimChildren(s.Owner, "services", p.Services.Services(ns).List)
+		s.Services, s.Adopted.Services, err = claimChildren[*corev1.Service](s.Owner, "services", p.Services)
 	}
 	if p.Deployments != nil && err == nil {
-		s.Deployments, s.Adopted.Deployments, err = claimChildren(s.Owner, "deployments", p.Deployments.Deployments(ns).List)
+		s.Deployments, s.Adopted.Deployments, err = claimChildren[*appsv1.Deployment](s.Owner, "deployments", p.Deployments)
 	}
 	if p.HPAs != nil && err == nil {
-		s.HPAs, s.Adopted.HPAs, err = claimChildren(s.Owner, "autoscalers", p.HPAs.HorizontalPodAutoscalers(ns).List)
+		s.HPAs, s.Adopted.HPAs, err = claimChildren[*autoscalingv2.HorizontalPodAutoscaler](s.Owner, "autoscalers", p.HPAs)
 	}
 	if err != nil {
 		return ctx, nil, fmt.Errorf("listing children of %s: %w", key, err)
@@ -131,10 +128,10 @@ func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sy
 	return ctx, s, nil
 }
 
-// claimChildren lists owner's children of one kind from the cache, keeps
-// those it controls and separates the adopted ones.
-func claimChildren[T metav1.Object](owner Owner, kind string, list func(labels.Selector) ([]T, error)) (own, adopted []T, err error) {
-	objs, err := list(OwnerSelector(owner))
+// claimChildren lists owner's children of one kind from the cache (by the
+// owner index), keeps those it controls and separates the adopted ones.
+func claimChildren[T metav1.Object](owner Owner, kind string, children cache.Indexer) (own, adopted []T, err error) {
+	objs, err := ListOwned[T](children, owner)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing %s: %w", kind, err)
 	}

@@ -288,7 +288,7 @@ func (c *Controller) optimize(ctx context.Context) error {
 // placementOf is the node of each replica of job, from its pods; ok is
 // false while some replica has no pinned pod.
 func (c *Controller) placementOf(job *div2.DIJob) (allocator.Placement, bool) {
-	pods, err := c.pods.Pods(job.Namespace).List(common.OwnerSelector(job))
+	pods, err := common.ListOwned[*corev1.Pod](c.syncer.Pods, job)
 	if err != nil {
 		return nil, false
 	}

@@ -11,7 +11,6 @@ import (
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -56,12 +55,10 @@ type Config struct {
 
 // Controller reconciles DIJobs.
 type Controller struct {
-	client   diclient.Interface
-	jobs     dilisters.DIJobLister
-	pods     corelisters.PodLister
-	services corelisters.ServiceLister
-	synced   []cache.InformerSynced
-	syncer   *common.Syncer[*div2.DIJob]
+	client diclient.Interface
+	jobs   dilisters.DIJobLister
+	synced []cache.InformerSynced
+	syncer *common.Syncer[*div2.DIJob]
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -94,13 +91,15 @@ func NewController(
 	c := &Controller{
 		client:   client,
 		jobs:     jobInformer.Lister(),
-		pods:     podInformer.Lister(),
-		services: serviceInformer.Lister(),
 		queue:    common.NewQueue(Name),
 		metrics:  metrics,
 		config:   config,
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:      time.Now,
+	}
+	children, err := common.IndexChildren(podInformer.Informer(), serviceInformer.Informer())
+	if err != nil {
+		return nil, err
 	}
 	c.syncer = &common.Syncer[*div2.DIJob]{
 		LogName: "dijob",
@@ -114,12 +113,11 @@ func NewController(
 		Recorder:     recorder,
 		Expectations: exp,
 		Forget:       func(key string) { c.placer.forget(key) },
-		Pods:         c.pods,
-		Services:     c.services,
+		Pods:         children[0],
+		Services:     children[1],
 	}
 	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, func() time.Time { return c.now() })
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
-	var err error
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},

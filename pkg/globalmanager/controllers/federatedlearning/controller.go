@@ -100,6 +100,10 @@ func NewController(
 		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:        time.Now,
 	}
+	children, err := common.IndexChildren(podInformer.Informer(), serviceInformer.Informer())
+	if err != nil {
+		return nil, err
+	}
 	jobs := jobInformer.Lister()
 	c.syncer = &common.Syncer[*sednav1.FederatedLearningJob]{
 		LogName: "job",
@@ -112,8 +116,8 @@ func NewController(
 		Status:       func(j *sednav1.FederatedLearningJob) any { return &j.Status },
 		Recorder:     recorder,
 		Expectations: exp,
-		Pods:         podInformer.Lister(),
-		Services:     serviceInformer.Lister(),
+		Pods:         children[0],
+		Services:     children[1],
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
@@ -125,7 +129,6 @@ func NewController(
 		return nil, fmt.Errorf("adding job indexers: %w", err)
 	}
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
-	var err error
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},

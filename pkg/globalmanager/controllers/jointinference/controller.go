@@ -113,6 +113,10 @@ func NewController(
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Metrics: metrics, Controller: Name},
 		now:      time.Now,
 	}
+	children, err := common.IndexChildren(serviceInformer.Informer(), deploymentInformer.Informer(), hpaInformer.Informer())
+	if err != nil {
+		return nil, err
+	}
 	jis := jiInformer.Lister()
 	c.syncer = &common.Syncer[*sednav1.JointInferenceService]{
 		LogName: "jointinferenceservice",
@@ -124,9 +128,9 @@ func NewController(
 		},
 		Status:      func(ji *sednav1.JointInferenceService) any { return &ji.Status },
 		Recorder:    recorder,
-		Services:    serviceInformer.Lister(),
-		Deployments: deploymentInformer.Lister(),
-		HPAs:        hpaInformer.Lister(),
+		Services:    children[0],
+		Deployments: children[1],
+		HPAs:        children[2],
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
@@ -134,7 +138,6 @@ func NewController(
 	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
 		return nil, fmt.Errorf("adding service indexers: %w", err)
 	}
-	var err error
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jiInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: deploymentInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},

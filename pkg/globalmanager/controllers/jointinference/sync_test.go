@@ -24,6 +24,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -490,7 +491,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 		},
 		"a Deployment deleted by hand is recreated": {
 			change: func(t *testing.T, f *fixture) {
-				d, err := f.c.syncer.Deployments.Deployments(ns).Get(edgeName)
+				d, err := appslisters.NewDeploymentLister(f.c.syncer.Deployments).Deployments(ns).Get(edgeName)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -505,7 +506,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 		},
 		"a Deployment scaled by hand without an autoscaler goes back to one replica": {
 			change: func(t *testing.T, f *fixture) {
-				d, err := f.c.syncer.Deployments.Deployments(ns).Get(edgeName)
+				d, err := appslisters.NewDeploymentLister(f.c.syncer.Deployments).Deployments(ns).Get(edgeName)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -517,7 +518,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 		},
 		"a Deployment scaled by its autoscaler keeps its replicas": {
 			change: func(t *testing.T, f *fixture) {
-				d, err := f.c.syncer.Deployments.Deployments(ns).Get(cloudName)
+				d, err := appslisters.NewDeploymentLister(f.c.syncer.Deployments).Deployments(ns).Get(cloudName)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -758,7 +759,7 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 			f := newFixture(t, append(models, ji)...)
 			f.settle(t)
 			for d, st := range map[string]appsv1.DeploymentStatus{edgeName: tc.edge, cloudName: tc.cloud} {
-				dep, err := f.c.syncer.Deployments.Deployments(ns).Get(d)
+				dep, err := appslisters.NewDeploymentLister(f.c.syncer.Deployments).Deployments(ns).Get(d)
 				if err != nil {
 					t.Fatal(err)
 				}

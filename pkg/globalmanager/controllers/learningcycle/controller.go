@@ -111,6 +111,10 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: name},
 		Clock:      time.Now,
 	}
+	children, err := common.IndexChildren(informers.Pods.Informer())
+	if err != nil {
+		return nil, err
+	}
 	c.syncer = &common.Syncer[J]{
 		LogName: "job",
 		Get:     c.get,
@@ -119,7 +123,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		Status:       func(job J) any { return kind.Fields(job) },
 		Recorder:     recorder,
 		Expectations: exp,
-		Pods:         informers.Pods.Lister(),
+		Pods:         children[0],
 	}
 	c.reports = c.syncer.EdgeReports(name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
@@ -144,7 +148,6 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		return nil, fmt.Errorf("adding job indexers: %w", err)
 	}
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
-	var err error
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: informers.Jobs, Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: informers.Pods.Informer(), Handler: common.PodHandler(gvk, exp, batched)},
