@@ -17,13 +17,13 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
-// options are the GlobalManager's settings, from flags and an optional config file.
 // defaultGCPercent is --gc-percent's default: with 1,000 edge nodes
 // connected the GlobalManager's live heap is about 45 MB and Go's default
 // (100) lets it grow to twice that between collections; at 50 its resident
 // memory measured a fifth lower (README, Benchmark).
 const defaultGCPercent = 50
 
+// options are the GlobalManager's settings, from flags and an optional config file.
 type options struct {
 	kubeconfig     string
 	namespace      string

@@ -1,9 +1,11 @@
 package command
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 )
 
 // GCPercent is the garbage collector's target a command runs with (Go's
@@ -19,15 +21,29 @@ type GCPercent struct {
 // else the flag's default. A command's default is below Go's (100) where its
 // resident memory matters more than the collector's CPU.
 func SetGCPercent(flagName string, value int, given bool) GCPercent {
-	if !given && os.Getenv("GOGC") != "" {
+	env := os.Getenv("GOGC")
+	if !given && validGOGC(env) {
 		return GCPercent{Percent: currentGCPercent(), From: "GOGC"}
 	}
 	debug.SetGCPercent(value)
 	from := "--" + flagName
 	if !given {
 		from += " default"
+		if env != "" {
+			// The runtime ignored it too.
+			from += fmt.Sprintf(" (GOGC=%q is neither a number nor off)", env)
+		}
 	}
 	return GCPercent{Percent: value, From: from}
+}
+
+// validGOGC says whether the runtime takes env as GOGC: "off" or a number.
+func validGOGC(env string) bool {
+	if env == "off" {
+		return true
+	}
+	_, err := strconv.Atoi(env)
+	return err == nil
 }
 
 // currentGCPercent is the runtime's target as it stands (-1 when off).
@@ -37,10 +53,6 @@ func currentGCPercent() int {
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return -1
 	}
-	p := int(s[0].Value.Uint64())
-	if p == 0 {
-		// GOGC=off reads as 0 here; SetGCPercent calls it -1.
-		return -1
-	}
-	return p
+	// GOGC=off (-1) reads as the largest uint64.
+	return int(int64(s[0].Value.Uint64()))
 }

@@ -233,13 +233,16 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 			add(k, obj)
 		}
 	}
+	// By namespace and UID: a pod in another namespace that names an
+	// owner's UID must not hide that owner's own pods on the node.
 	seenOwner := make(map[string]bool)
 	for _, pod := range byIndex(h.pods, podIndexNode, node) {
 		uid := pod.GetLabels()[common.LabelOwnerUID]
-		if seenOwner[uid] {
+		owner := nsKey(pod.GetNamespace(), uid)
+		if seenOwner[owner] {
 			continue
 		}
-		seenOwner[uid] = true
+		seenOwner[owner] = true
 		for _, k := range h.kinds {
 			if !k.workers {
 				continue

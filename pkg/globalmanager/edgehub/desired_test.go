@@ -282,6 +282,31 @@ func forgedPod(name, owner, node string) *corev1.Pod {
 	return p
 }
 
+func TestAPodInAnotherNamespaceDoesNotHideAnOwnersPods(t *testing.T) {
+	job := federatedJob("fl-sched", "cloud", "")
+	job.UID = "uid-fl-sched"
+	// Pods elsewhere on the node that name the job's UID, as anyone who may
+	// create pods in another namespace can make them.
+	var forged []*corev1.Pod
+	for _, ns := range []string{"other-1", "other-2", "other-3"} {
+		p := workerPod("forged", "uid-fl-sched", "edge-d")
+		p.Namespace = ns
+		forged = append(forged, p)
+	}
+	h := seededHub(t, objects{
+		pods:                  append(forged, workerPod("fl-sched-train-0", "uid-fl-sched", "edge-d")),
+		federatedLearningJobs: []*sednav1.FederatedLearningJob{job},
+	})
+	want := edgeproto.ObjectRef{Kind: sednav1.FederatedLearningJobKind.Kind, Namespace: testNS, Name: "fl-sched"}
+	// The pods on a node come from a set, in no fixed order: look often
+	// enough that the forged ones come first in some of the tries.
+	for range 20 {
+		if _, ok := h.desired("edge-d")[want]; !ok {
+			t.Fatalf("edge-d's set lacks %s, whose pod runs there", want)
+		}
+	}
+}
+
 // addAll puts objs into the cache of kind's informer.
 func addAll[T any](t *testing.T, h *Hub, kind string, objs []T) {
 	t.Helper()
