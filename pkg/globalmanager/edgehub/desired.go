@@ -29,8 +29,6 @@ const (
 
 	// podIndexNode keys worker pods by the node they are bound to.
 	podIndexNode = "edgehub.nereid.io/pod-node"
-	// podIndexOwner keys worker pods by their owner's UID.
-	podIndexOwner = "edgehub.nereid.io/pod-owner"
 	// podIndexOwnerNode keys worker pods by owner UID/node.
 	podIndexOwnerNode = "edgehub.nereid.io/pod-owner-node"
 )
@@ -138,12 +136,6 @@ func (h *Hub) addIndexers() error {
 			}
 			return nil, nil
 		},
-		podIndexOwner: func(obj any) ([]string, error) {
-			if owner, node := ownerNode(obj); owner != "" && node != "" {
-				return []string{owner}, nil
-			}
-			return nil, nil
-		},
 		podIndexOwnerNode: func(obj any) ([]string, error) {
 			if owner, node := ownerNode(obj); owner != "" && node != "" {
 				return []string{owner + "/" + node}, nil
@@ -153,6 +145,12 @@ func (h *Hub) addIndexers() error {
 	})
 	if err != nil {
 		return fmt.Errorf("adding edge hub indexers to the pod informer: %w", err)
+	}
+	// An object's pods, wherever bound, by the index the controllers find
+	// their children by (added here too when no controller shares the
+	// informer).
+	if _, err := common.IndexChildren(h.pods); err != nil {
+		return fmt.Errorf("adding the owner index to the pod informer: %w", err)
 	}
 	return nil
 }
@@ -361,8 +359,9 @@ func (h *Hub) affectedNodes(k *kind, obj any) []string {
 	// A Dataset's objects move with it: its node is the only one whose set
 	// they enter or leave through it.
 	if k.workers {
-		for _, pod := range byIndex(h.pods, podIndexOwner, string(o.GetUID())) {
-			if p, ok := pod.(*corev1.Pod); ok && !contains(nodes, p.Spec.NodeName) {
+		pods, _ := common.ListOwned[*corev1.Pod](h.pods.GetIndexer(), o) // the index is the hub's own (addIndexers)
+		for _, p := range pods {
+			if p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
 				nodes = append(nodes, p.Spec.NodeName)
 			}
 		}

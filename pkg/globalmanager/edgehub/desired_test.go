@@ -307,6 +307,22 @@ func TestAPodInAnotherNamespaceDoesNotHideAnOwnersPods(t *testing.T) {
 	}
 }
 
+func TestAnEventOnAJobReachesTheNodesItsPodsAreBoundTo(t *testing.T) {
+	job := federatedJob("fl-sched", "cloud", "") // a training worker the scheduler placed
+	job.UID = "uid-fl-sched"
+	elsewhere := workerPod("forged", "uid-fl-sched", "edge-x")
+	elsewhere.Namespace = "other"
+	h := seededHub(t, objects{
+		pods:                  []*corev1.Pod{workerPod("fl-sched-train-0", "uid-fl-sched", "edge-d"), workerPod("unbound", "uid-fl-sched", ""), elsewhere},
+		federatedLearningJobs: []*sednav1.FederatedLearningJob{job},
+	})
+	got := h.affectedNodes(h.byName[sednav1.FederatedLearningJobKind.Kind], job)
+	slices.Sort(got)
+	if want := []string{"cloud", "edge-d"}; !slices.Equal(got, want) {
+		t.Errorf("affectedNodes = %q, want %q: its template's node and where its pod is bound, not a pod elsewhere naming its UID", got, want)
+	}
+}
+
 // addAll puts objs into the cache of kind's informer.
 func addAll[T any](t *testing.T, h *Hub, kind string, objs []T) {
 	t.Helper()

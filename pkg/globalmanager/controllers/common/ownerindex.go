@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -45,9 +46,9 @@ func IndexChildren(informers ...cache.SharedIndexInformer) ([]cache.Indexer, err
 	return out, nil
 }
 
-// ListOwned lists from indexer (one with IndexOwner) the objects labelled as owner's children
-// in its namespace.
-func ListOwned[T any](indexer cache.Indexer, owner Owner) ([]T, error) {
+// ListOwned lists from indexer (one with IndexOwner) the objects labelled as
+// owner's children in its namespace.
+func ListOwned[T any](indexer cache.Indexer, owner metav1.Object) ([]T, error) {
 	objs, err := indexer.ByIndex(IndexOwner, ownerIndexKey(owner.GetNamespace(), string(owner.GetUID())))
 	if err != nil {
 		return nil, err
