@@ -340,9 +340,13 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 
 	var replicasAPI *diserver.Server
 	if diServed && o.diServerAddress != "" {
+		pods, err := common.IndexChildren(kubeFactory.Core().V1().Pods().Informer())
+		if err != nil {
+			return fmt.Errorf("building the replicas API: %w", err)
+		}
 		replicasAPI = diserver.New(diserver.Config{
 			Kube: kubeClient, DI: sednaClient, Jobs: sednaFactory.Diengine().V2alpha1().DIJobs().Lister(),
-			Pods: kubeFactory.Core().V1().Pods().Lister(), Audiences: command.SplitList(o.diServerAudiences), Registerer: reg,
+			Pods: pods[0], Audiences: command.SplitList(o.diServerAudiences), Registerer: reg,
 		})
 	}
 

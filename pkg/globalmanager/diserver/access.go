@@ -173,7 +173,7 @@ func (s *Server) isWorkerOf(ctx context.Context, user *authenticationv1.UserInfo
 // job (anyone who may create pods in the namespace could) is then no worker,
 // and a worker's pod is in the cache long before its containers start.
 func (s *Server) pod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
-	return s.cfg.Pods.Pods(namespace).Get(name)
+	return s.pods.Pods(namespace).Get(name)
 }
 
 // oneExtra is the single value of user.extra[key], or "".

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -49,9 +49,12 @@ type Config struct {
 	Kube kubernetes.Interface
 	// DI updates DIJobs (spec and status).
 	DI versioned.Interface
-	// Jobs and Pods are the informers' listers of DIJobs and pods.
+	// Jobs is the informer's lister of DIJobs.
 	Jobs dilisters.DIJobLister
-	Pods corelisters.PodLister
+	// Pods is the pod informer's cache, indexed by owner
+	// (common.IndexChildren): a job's replicas are found by one lookup, not
+	// by matching every pod of its namespace.
+	Pods cache.Indexer
 
 	// Port is the port of a replica whose pod names none "di-port" (22270).
 	Port int32

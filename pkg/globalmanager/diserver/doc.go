@@ -38,8 +38,9 @@
 //
 // GET: data is the job's replicas as "ip:port" in global rank order (each
 // pod's place in the current spec, dijob.Ranks), one entry per live pod of
-// the job (controlled by
-// it, by UID, not being deleted, not Failed or Succeeded); the port is the
+// the job (labelled as its child and controlled by it, by UID, not being
+// deleted, not Failed or Succeeded; found by the controllers' owner index,
+// so a GET costs the same however many pods share the namespace); the port is the
 // container port named "di-port" (DI's DefaultPortName) or Config.Port
 // (22270). A pod that has no IP yet is given as its DNS name behind the job's
 // headless Service, "<pod>.di-<job>.<namespace>.svc:port" (its spec.hostname

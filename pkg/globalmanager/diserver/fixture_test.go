@@ -17,13 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	difake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 const (
@@ -69,7 +69,7 @@ func newFixture(t *testing.T, cfg Config, objects ...runtime.Object) *fixture {
 	f := &fixture{
 		t:    t,
 		jobs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
-		pods: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		pods: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, common.IndexOwner: common.ChildIndexers[common.IndexOwner]}),
 	}
 	var jobs []runtime.Object
 	for _, o := range objects {
@@ -89,7 +89,7 @@ func newFixture(t *testing.T, cfg Config, objects ...runtime.Object) *fixture {
 	f.kube.PrependReactor("create", "subjectaccessreviews", f.reviewAccess)
 
 	cfg.Kube, cfg.DI = f.kube, f.di
-	cfg.Jobs, cfg.Pods = dilisters.NewDIJobLister(f.jobs), corelisters.NewPodLister(f.pods)
+	cfg.Jobs, cfg.Pods = dilisters.NewDIJobLister(f.jobs), f.pods
 	f.server = New(cfg)
 	f.handler = f.server.Handler()
 	return f

@@ -12,12 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 )
 
@@ -38,7 +38,7 @@ type replica struct {
 // getReplicas answers the job's replicas in global rank order: "ip:port",
 // or the pod's DNS name and port while it has no IP.
 func (s *Server) getReplicas(ctx context.Context, job *div2alpha1.DIJob) *reply {
-	pods, err := s.cfg.Pods.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{labelJob: job.Name}))
+	pods, err := common.ListOwned[*corev1.Pod](s.cfg.Pods, job)
 	if err != nil {
 		return internal(fmt.Errorf("listing the pods of DIJob %s: %w", klog.KObj(job), err), "the DIJob's pods could not be listed")
 	}

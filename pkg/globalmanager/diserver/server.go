@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -25,6 +26,7 @@ const shutdownTimeout = 10 * time.Second
 // Server is the replicas API of DIJobs. See the package documentation.
 type Server struct {
 	cfg     Config
+	pods    corelisters.PodLister // of cfg.Pods
 	authn   Authenticator
 	authz   Authorizer
 	metrics *metrics
@@ -38,7 +40,7 @@ type Server struct {
 // New returns a server of cfg. Kube, DI, Jobs and Pods must be set.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, authn: cfg.Authenticator, authz: cfg.Authorizer, metrics: newMetrics(cfg.Registerer),
+	s := &Server{cfg: cfg, pods: corelisters.NewPodLister(cfg.Pods), authn: cfg.Authenticator, authz: cfg.Authorizer, metrics: newMetrics(cfg.Registerer),
 		turns:    newReviewTurns(cfg.MaxConcurrentReviews, cfg.MaxReviewsPerSecond),
 		writes:   rate.NewLimiter(rate.Limit(cfg.MaxWritesPerSecond), burstOf(cfg.MaxWritesPerSecond)),
 		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight),
