@@ -116,7 +116,7 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 	if err != nil {
 		return nil, err
 	}
-	cpu0, err := cpuSeconds(gm.Pid())
+	cpu0, err := sampleCPU(gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 	if err != nil {
 		return nil, err
 	}
-	cpu1, err := cpuSeconds(gm.Pid())
+	cpu1, err := sampleCPU(gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -159,13 +159,13 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 	return []result{
 		c.row,
 		result{Name: "DIJob GlobalManager: pods+services created", Value: round(rate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d pods and %d Services in %s; %s", diReplicas*n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))},
+			Note: fmt.Sprintf("%d pods and %d Services in %s; %s; %s", diReplicas*n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))},
 		result{Name: "DIJob GlobalManager: pods created", Value: round(float64(diReplicas*n) / took.Seconds()), Unit: "pods/s",
 			Note: fmt.Sprintf("%d DIJobs of 1 learner + 4 collectors + 1 evaluator, each placed by the allocator", n)},
 		result{Name: "DIJob GlobalManager rate / ceiling", Value: round(rate / c.rate), Unit: "ratio", Goal: ">= 0.8",
 			Note: "objects/s against the ceiling row, measured once in this run"},
-		result{Name: "DIJob GlobalManager CPU during create", Value: round(cpu1 - cpu0), Unit: "CPU-s",
-			Note: fmt.Sprintf("%.0f%% of one core over %s; %s; %.0f DIJob status writes", 100*(cpu1-cpu0)/took.Seconds(), took.Round(time.Millisecond),
+		result{Name: "DIJob GlobalManager CPU during create", Value: round(cpu1.gm - cpu0.gm), Unit: "CPU-s",
+			Note: fmt.Sprintf("%.0f%% of one core over %s; %s; %.0f DIJob status writes", 100*(cpu1.gm-cpu0.gm)/took.Seconds(), took.Round(time.Millisecond),
 				queue, writes1["dijobs/status"]-writes0["dijobs/status"])},
 		result{Name: "DIJobs all Running", Value: round(running.Seconds()), Unit: "s",
 			Note: fmt.Sprintf("from the first create; kube-scheduler binds each pod to its allocated node, kwok runs it; placed on %s", placements(jobs))},

@@ -330,13 +330,21 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	// Worker reports, beside the ceiling of plain status writes.
 	writes := o.reports
 	progress("edge: ceiling: up to %d status writes (UpdateStatus) to the %d jobs, %d goroutines, no client rate limit, at most 60s", writes, o.jobs, benchWriters)
+	ceilCPU0, err := sampleCPU(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
 	ceiling, err := measureStatusCeiling(ctx, sedna, jobs, o.jobs, writes, time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("status write ceiling: %w", err)
 	}
+	ceilCPU1, err := sampleCPU(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
 	ceilingRate := float64(ceiling.writes) / ceiling.took.Seconds()
 	results = append(results, result{Name: "edge: ceiling: job status writes", Value: round(ceilingRate), Unit: "writes/s",
-		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts)})
+		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeCPU(ceilCPU0, ceilCPU1, ceiling.took))})
 	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
 	waitHubQuiet(ctx, metricsAddr, 2*time.Second, time.Minute)
 
@@ -349,7 +357,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
-	cpu0, err := cpuSeconds(gm.Pid())
+	cpu0, err := sampleCPU(gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -357,15 +365,21 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	// The burst's first seconds, when the writes run behind the reports.
+	cpuFile := filepath.Join(outDir, "globalmanager-edge-reports-cpu.pb.gz")
+	profiled := profileCPU(ctx, metricsAddr, 5*time.Second, cpuFile)
 	rep, err := measureReports(ctx, fl, jobs, workers, o.reports, 5*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
+	}
+	if err := profiled(); err != nil {
+		return nil, err
 	}
 	w1, err := apiWrites(ctx, kube)
 	if err != nil {
 		return nil, err
 	}
-	cpu1, err := cpuSeconds(gm.Pid())
+	cpu1, err := sampleCPU(gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -380,10 +394,11 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	statusWrites := perWrite(m3, "count") - perWrite(m2, "count")
 	carried := perWrite(m3, "sum") - perWrite(m2, "sum")
 	upserts := m3.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) - m2.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`)
-	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; GlobalManager CPU %.0f%% of a core",
+	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; %s (the bench process is the %d simulated nodes)",
 		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
 		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
-		describeWrites(w0, w1, rep.took), 100*(cpu1-cpu0)/rep.took.Seconds())
+		describeWrites(w0, w1, rep.took), describeCPU(cpu0, cpu1, rep.took), o.nodes)
+	note += fmt.Sprintf("; the GlobalManager's CPU profile of the first 5s: %s (go tool pprof -top)", cpuFile)
 	note += fmt.Sprintf("; object resends %.0f; %s", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {
 		note = "TIMED OUT: " + note
@@ -531,6 +546,23 @@ func saveHeapProfile(ctx context.Context, addr, file string) error {
 		return fmt.Errorf("reading the GlobalManager's heap profile: %w", err)
 	}
 	return os.WriteFile(file, []byte(body), 0o644)
+}
+
+// profileCPU records the GlobalManager's CPU profile (--profiling) for d,
+// from now, into file, and returns a function that waits for it.
+func profileCPU(ctx context.Context, addr string, d time.Duration, file string) func() error {
+	done := make(chan error, 1)
+	go func() {
+		body, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+		if err == nil {
+			err = os.WriteFile(file, []byte(body), 0o644)
+		}
+		if err != nil {
+			err = fmt.Errorf("reading the GlobalManager's CPU profile: %w", err)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
 
 // waitForHub waits until the GlobalManager has written the hub's CA and

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,7 +250,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	cpu0, err := cpuSeconds(gm.Pid())
+	cpu0, err := sampleCPU(gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +262,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	cpu1, err := cpuSeconds(gm.Pid())
+	cpu1, err := sampleCPU(gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -270,12 +271,12 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took), syncs) + gmFlagsNote(o.gmFlags)},
+			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took), syncs, describeCPU(cpu0, cpu1, took)) + gmFlagsNote(o.gmFlags)},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},
-		result{Name: "GlobalManager CPU during create", Value: round(cpu1 - cpu0), Unit: "CPU-s",
-			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1-cpu0)/took.Seconds(), took.Round(time.Millisecond))})
+		result{Name: "GlobalManager CPU during create", Value: round(cpu1.gm - cpu0.gm), Unit: "CPU-s",
+			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1.gm-cpu0.gm)/took.Seconds(), took.Round(time.Millisecond))})
 
 	progress("self-heal: deleting %d worker pods one at a time", o.heal)
 	heal, err := measureHeal(ctx, kube, watcher, ns, o.heal)
@@ -352,7 +353,15 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	if err != nil {
 		return ceiling{}, err
 	}
+	cpu0, err := sampleCPU(0)
+	if err != nil {
+		return ceiling{}, err
+	}
 	took, err := createCeilingObjects(ctx, kube, n)
+	if err != nil {
+		return ceiling{}, err
+	}
+	cpu1, err := sampleCPU(0)
 	if err != nil {
 		return ceiling{}, err
 	}
@@ -362,7 +371,7 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	}
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "ceiling: pods+services created", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}}, nil
+		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))}}, nil
 }
 
 // createCeilingObjects creates, in a namespace of its own, the pods and
@@ -453,6 +462,10 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	if err != nil {
 		return ceiling{}, err
 	}
+	cpu0, err := sampleCPU(0)
+	if err != nil {
+		return ceiling{}, err
+	}
 	start := time.Now()
 	err = createAtOnce(ctx, n, func(ctx context.Context, name string) error {
 		job, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, benchJob(name), metav1.CreateOptions{})
@@ -481,6 +494,10 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	if err != nil {
 		return ceiling{}, err
 	}
+	cpu1, err := sampleCPU(0)
+	if err != nil {
+		return ceiling{}, err
+	}
 	writes1, err := apiWrites(ctx, kube)
 	if err != nil {
 		return ceiling{}, err
@@ -488,7 +505,7 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	progress("floor took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "floor: jobs' own writes by a plain client", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took))}}, deleteNamespace(ctx, kube, ns)
+		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))}}, deleteNamespace(ctx, kube, ns)
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that its
@@ -779,6 +796,75 @@ func queueStats(ctx context.Context, gm *framework.Process, controller string) s
 		syncs, 1000*series("nereid_workqueue_queue_duration_seconds_sum")/syncs, 1000*series("nereid_workqueue_work_duration_seconds_sum")/syncs)
 }
 
+// cpuSample is where the machine's CPU time had gone at one moment, in
+// seconds: every core's busy time, the GlobalManager's (when one runs) and
+// this process's (the bench's clients and its simulated nodes). What the
+// API server can take depends on what the rest of the machine takes: a
+// ratio against a ceiling measured with the machine otherwise idle reads
+// with these figures beside it.
+type cpuSample struct {
+	machine, gm, bench float64
+}
+
+// sampleCPU samples the machine's busy time, the GlobalManager's (gmPid,
+// none if 0) and this process's.
+func sampleCPU(gmPid int) (cpuSample, error) {
+	var s cpuSample
+	var err error
+	if s.machine, err = machineBusySeconds(); err != nil {
+		return s, err
+	}
+	if gmPid != 0 {
+		if s.gm, err = cpuSeconds(gmPid); err != nil {
+			return s, err
+		}
+	}
+	s.bench, err = cpuSeconds(os.Getpid())
+	return s, err
+}
+
+// describeCPU says, in cores, where the CPU went from a to b over took: the
+// machine's busy time, the GlobalManager's (when sampled), this process's,
+// and the rest (the API server, etcd, kwok, the other controllers).
+func describeCPU(a, b cpuSample, took time.Duration) string {
+	cores := func(secs float64) float64 { return secs / took.Seconds() }
+	machine, gm, bench := cores(b.machine-a.machine), cores(b.gm-a.gm), cores(b.bench-a.bench)
+	parts := []string{}
+	if b.gm != 0 {
+		parts = append(parts, fmt.Sprintf("GlobalManager %.2f", gm))
+	}
+	parts = append(parts, fmt.Sprintf("bench process %.2f", bench),
+		fmt.Sprintf("the rest (API server, etcd, kwok, …) %.2f", max(0, machine-gm-bench)))
+	return fmt.Sprintf("machine busy %.2f of %d cores: %s", machine, runtime.NumCPU(), strings.Join(parts, ", "))
+}
+
+// machineBusySeconds is the time every core of the machine has spent busy
+// (/proc/stat: all but idle and iowait).
+func machineBusySeconds() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("reading the machine's CPU time: %w", err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("unexpected first line of /proc/stat: %q", line)
+	}
+	busy := 0.0
+	// user nice system idle iowait irq softirq steal (guest time is in user)
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing /proc/stat: %w", err)
+		}
+		busy += n
+	}
+	return busy / ticksPerSecond, nil
+}
+
 // cpuSeconds is the user+system CPU time a process has used.
 func cpuSeconds(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -795,9 +881,11 @@ func cpuSeconds(pid int) (float64, error) {
 	if err1 != nil || err2 != nil {
 		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
 	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
 	return (utime + stime) / ticksPerSecond, nil
 }
+
+// ticksPerSecond is the unit of /proc's CPU times (USER_HZ on Linux).
+const ticksPerSecond = 100
 
 func residentMiB(pid int) (float64, error) {
 	return procStatusMiB(pid, "VmRSS")

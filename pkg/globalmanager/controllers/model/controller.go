@@ -4,7 +4,8 @@
 // a pod uses. Every Model carries the finalizer nereid.io/model-protection. A
 // Model deleted while a FederatedLearningJob, JointInferenceService or
 // IncrementalLearningJob of its namespace names it stays (Terminating), with
-// the status condition DeletionBlocked and a Warning event naming the jobs;
+// the status condition DeletionBlocked and a Warning event naming the jobs
+// (the first ten by kind and name, and how many more);
 // the finalizer is removed, and the Model goes, once no job names it. The jobs
 // keep working meanwhile: their workers still get the Model's URL.
 //
@@ -121,8 +122,11 @@ func indexModels(obj any) ([]string, error) {
 	return keys, nil
 }
 
-// jobHandler enqueues the Models a job names, before and after a change:
-// a job that stops naming a Model may release it.
+// jobHandler enqueues the Models a job names when it comes or goes, and
+// those it named and names when a change changes which: a job that stops
+// naming a Model may release it. Other changes, status writes above all,
+// change no Model's users and enqueue nothing: a Model that a thousand jobs
+// name would otherwise be synced at the pace of all their status writes.
 func (c *Controller) jobHandler() cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -134,10 +138,24 @@ func (c *Controller) jobHandler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(oldObj, newObj any) { enqueue(oldObj); enqueue(newObj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if !sameModels(oldObj, newObj) {
+				enqueue(oldObj)
+				enqueue(newObj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}
+}
+
+// sameModels reports whether two versions of a job name the same Models.
+func sameModels(oldObj, newObj any) bool {
+	a, _ := indexModels(oldObj)
+	b, _ := indexModels(newObj)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // usersOf are the jobs naming the Model key, as "Kind namespace/name", sorted.
@@ -169,9 +187,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	} else if err != nil {
 		return fmt.Errorf("reading model %s: %w", key, err)
 	}
-	users, err := c.usersOf(key)
-	if err != nil {
-		return err
+	// Who names the Model matters only once it is deleted.
+	var users []string
+	if cached.DeletionTimestamp != nil {
+		if users, err = c.usersOf(key); err != nil {
+			return err
+		}
 	}
 	has := slices.Contains(cached.Finalizers, Finalizer)
 	models := c.client.SednaV1alpha1().Models(ns)
@@ -193,7 +214,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		logger.V(2).Info("Model released: no job names it")
 	case cached.DeletionTimestamp != nil && has:
 		m := cached.DeepCopy()
-		msg := fmt.Sprintf("deletion waits until no job names this model; named by %s", strings.Join(users, ", "))
+		msg := blockedMessage(users)
 		if !apimeta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
 			Type: ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: "InUse", Message: msg,
 			ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.now()),
@@ -207,4 +228,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.recorder.Event(updated, corev1.EventTypeWarning, ConditionDeletionBlocked, msg)
 	}
 	return nil
+}
+
+// maxUsersNamed bounds the jobs a DeletionBlocked message names; the rest
+// are counted. A condition's message is at most 32,768 bytes (the status
+// write of a longer one is refused), and a list of hundreds of jobs is no
+// help in kubectl describe.
+const maxUsersNamed = 10
+
+// blockedMessage says which jobs (sorted) hold a deleted Model.
+func blockedMessage(users []string) string {
+	named := users[:min(len(users), maxUsersNamed)]
+	msg := "deletion waits until no job names this model; named by " + strings.Join(named, ", ")
+	if more := len(users) - len(named); more > 0 {
+		msg += fmt.Sprintf(" and %d more (%d jobs)", more, len(users))
+	}
+	return msg
 }

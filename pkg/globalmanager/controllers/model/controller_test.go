@@ -1,7 +1,9 @@
 package model
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,15 +42,8 @@ func TestModelProtection(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			client := fake.NewSimpleClientset(append([]runtime.Object{tc.model}, tc.jobs...)...)
-			factory := sednainformers.NewSharedInformerFactory(client, 0)
+			c, client, factory, recorder := newTestController(t, append([]runtime.Object{tc.model}, tc.jobs...)...)
 			v1 := factory.Sedna().V1alpha1()
-			recorder := record.NewFakeRecorder(10)
-			c, err := NewController(t.Context(), client, v1.Models(), v1.FederatedLearningJobs(), v1.JointInferenceServices(),
-				v1.IncrementalLearningJobs(), recorder, common.NewMetrics(prometheus.NewRegistry()))
-			if err != nil {
-				t.Fatal(err)
-			}
 			if err := v1.Models().Informer().GetIndexer().Add(tc.model); err != nil {
 				t.Fatal(err)
 			}
@@ -78,5 +73,102 @@ func TestModelProtection(t *testing.T) {
 				t.Errorf("%d events, want %d", len(recorder.Events), tc.wantEvents)
 			}
 		})
+	}
+}
+
+// newTestController is a controller over a fake client's informers, which
+// are not started: tests add to their caches and call the handlers.
+func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *fake.Clientset, sednainformers.SharedInformerFactory, *record.FakeRecorder) {
+	t.Helper()
+	client := fake.NewSimpleClientset(objs...)
+	factory := sednainformers.NewSharedInformerFactory(client, 0)
+	v1 := factory.Sedna().V1alpha1()
+	recorder := record.NewFakeRecorder(10)
+	c, err := NewController(t.Context(), client, v1.Models(), v1.FederatedLearningJobs(), v1.JointInferenceServices(),
+		v1.IncrementalLearningJobs(), recorder, common.NewMetrics(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, client, factory, recorder
+}
+
+func TestOnlyAChangeOfTheModelsAJobNamesEnqueuesThem(t *testing.T) {
+	c, _, _, _ := newTestController(t)
+	h := c.jobHandler()
+	job := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "il", Namespace: "ns", ResourceVersion: "1"},
+		Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"},
+			DeploySpec: sednav1.DeploySpec{Model: sednav1.DeployModel{Name: "other"}}}}
+
+	// A status write (and a resync) names the same Models.
+	written := job.DeepCopy()
+	written.ResourceVersion = "2"
+	written.Status.Conditions = []sednav1.StageCondition{{Stage: "Train"}}
+	h.OnUpdate(job, written)
+	h.OnUpdate(written, written)
+	if n := c.queue.Len(); n != 0 {
+		t.Fatalf("a status write enqueued %d Models, want none", n)
+	}
+
+	// A spec that stops naming one Model and names another enqueues both.
+	respec := written.DeepCopy()
+	respec.Spec.DeploySpec.Model.Name = "new"
+	h.OnUpdate(written, respec)
+	var got []string
+	for c.queue.Len() > 0 {
+		k, _ := c.queue.Get()
+		got = append(got, k)
+		c.queue.Done(k)
+	}
+	slices.Sort(got)
+	if want := []string{"ns/m", "ns/new", "ns/other"}; !slices.Equal(got, want) {
+		t.Errorf("a changed spec enqueued %v, want %v", got, want)
+	}
+}
+
+func TestADeletedModelNamesTenOfItsJobsAndCountsTheRest(t *testing.T) {
+	deleting := metav1.Now()
+	model := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Finalizers: []string{Finalizer}, DeletionTimestamp: &deleting},
+		Spec: sednav1.ModelSpec{URL: "/models/m.pb", Format: "pb"}}
+	c, client, factory, recorder := newTestController(t, model)
+	v1 := factory.Sedna().V1alpha1()
+	if err := v1.Models().Informer().GetIndexer().Add(model); err != nil {
+		t.Fatal(err)
+	}
+	// Names of the most a job may have: 1,000 of them would make a list
+	// past a condition message's 32,768 bytes.
+	const jobs = 1000
+	long := strings.Repeat("j", 240)
+	for i := range jobs {
+		job := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%04d", long, i), Namespace: "ns"},
+			Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"}}}
+		if err := v1.IncrementalLearningJobs().Informer().GetIndexer().Add(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.sync(t.Context(), "ns/m"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.SednaV1alpha1().Models("ns").Get(t.Context(), "m", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := apimeta.FindStatusCondition(got.Status.Conditions, ConditionDeletionBlocked)
+	if cond == nil {
+		t.Fatalf("no %s condition: %v", ConditionDeletionBlocked, got.Status.Conditions)
+	}
+	if n := strings.Count(cond.Message, "IncrementalLearningJob ns/"); n != maxUsersNamed {
+		t.Errorf("the message names %d jobs, want %d: %q", n, maxUsersNamed, cond.Message)
+	}
+	if first := "IncrementalLearningJob ns/" + long + "-0000"; !strings.Contains(cond.Message, first) {
+		t.Errorf("the message does not name the first job by name, %s: %q", first, cond.Message)
+	}
+	if want := fmt.Sprintf(" and %d more (%d jobs)", jobs-maxUsersNamed, jobs); !strings.HasSuffix(cond.Message, want) {
+		t.Errorf("message %q does not end with %q", cond.Message, want)
+	}
+	if len(cond.Message) > 4096 {
+		t.Errorf("message of %d bytes", len(cond.Message))
+	}
+	if ev := <-recorder.Events; !strings.HasSuffix(ev, cond.Message) {
+		t.Errorf("event %q, want the condition's message", ev)
 	}
 }
