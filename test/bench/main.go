@@ -349,6 +349,13 @@ type ceiling struct {
 // FederatedLearningJobs (3 pods and 1 Service each).
 func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceiling, error) {
 	progress("ceiling: a plain client-go program creates %d pods and %d services as the GlobalManager makes them, without owners (16 goroutines, no client rate limit)", 3*n, n)
+	const ns = "bench-ceiling"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return ceiling{}, err
+	}
+	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
+		return ceiling{}, err
+	}
 	writes0, err := apiWrites(ctx, kube)
 	if err != nil {
 		return ceiling{}, err
@@ -357,7 +364,7 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	if err != nil {
 		return ceiling{}, err
 	}
-	took, err := createCeilingObjects(ctx, kube, n)
+	took, err := createCeilingObjects(ctx, kube, ns, n)
 	if err != nil {
 		return ceiling{}, err
 	}
@@ -369,21 +376,15 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	if err != nil {
 		return ceiling{}, err
 	}
+	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "ceiling: pods+services created", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))}}, nil
+		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))}}, deleteNamespace(ctx, kube, ns)
 }
 
-// createCeilingObjects creates, in a namespace of its own, the pods and
-// services of n jobs as fast as the API server allows, then removes them.
-func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int) (time.Duration, error) {
-	const ns = "bench-ceiling"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return 0, err
-	}
-	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
-		return 0, err
-	}
+// createCeilingObjects creates in ns the pods and services of n jobs as fast
+// as the API server allows, and returns how long that took.
+func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, ns string, n int) (time.Duration, error) {
 	work := make(chan func() error)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup
@@ -442,8 +443,7 @@ func createCeilingObjects(ctx context.Context, kube kubernetes.Interface, n int)
 		return 0, err
 	default:
 	}
-	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
-	return took, deleteNamespace(ctx, kube, ns)
+	return took, nil
 }
 
 // measureFloor measures the writes any controller of n FederatedLearningJobs

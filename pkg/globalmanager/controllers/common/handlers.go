@@ -2,6 +2,8 @@ package common
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,9 +117,12 @@ func OwnerHandler(enqueue func(key string)) cache.ResourceEventHandler {
 	}
 }
 
-// ReferenceHandler enqueues, on every event of a referenced object (a Model, a
-// Dataset), the owners that name it, found through the owners' index; the
-// index keys owners by the namespace/name of what they reference.
+// ReferenceHandler enqueues, when a referenced object (a Model, a Dataset)
+// comes, goes or changes beyond its status, the owners that name it, found
+// through the owners' index; the index keys owners by the namespace/name of
+// what they reference. A sync reads a reference's spec and metadata, never
+// its status, which the edge's reports and the learning cycles write often:
+// a Dataset's status write does not sync every job that names it.
 func ReferenceHandler(owners cache.Indexer, index string, enqueue func(key string)) cache.ResourceEventHandler {
 	handle := func(obj any) {
 		key, ok := KeyOf(obj)
@@ -135,10 +140,31 @@ func ReferenceHandler(owners cache.Indexer, index string, enqueue func(key strin
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: func(_, obj any) { handle(obj) },
+		AddFunc: handle,
+		UpdateFunc: func(oldObj, obj any) {
+			if !StatusOnly(oldObj, obj) {
+				handle(obj)
+			}
+		},
 		DeleteFunc: handle,
 	}
+}
+
+// StatusOnly reports whether an update of an object with a status
+// subresource changed at most its status: the same generation (the API
+// server raises it on every change of the spec), labels, annotations,
+// finalizers and deletion.
+func StatusOnly(oldObj, newObj any) bool {
+	o, err1 := apimeta.Accessor(oldObj)
+	n, err2 := apimeta.Accessor(newObj)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) &&
+		maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
+		slices.Equal(o.GetFinalizers(), n.GetFinalizers())
 }
 
 // Handler pairs an informer with the handler a controller gives it.

@@ -1,0 +1,62 @@
+package common
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+)
+
+func TestAReferenceEnqueuesItsOwnersUnlessOnlyItsStatusChanged(t *testing.T) {
+	const byDataset = "test/dataset"
+	owners := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byDataset: func(obj any) ([]string, error) {
+		job := obj.(*sednav1.FederatedLearningJob)
+		return []string{job.Namespace + "/" + job.Annotations["dataset"]}, nil
+	}})
+	for _, name := range []string{"a", "b"} {
+		job := &sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: map[string]string{"dataset": "d"}}}
+		if err := owners.Add(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	h := ReferenceHandler(owners, byDataset, func(key string) { got = append(got, key) })
+
+	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns", Generation: 1, ResourceVersion: "1",
+		Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"a": "1"}}}
+	change := func(f func(d *sednav1.Dataset)) *sednav1.Dataset {
+		d := ds.DeepCopy()
+		d.ResourceVersion = "2"
+		f(d)
+		return d
+	}
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		new  *sednav1.Dataset
+		want bool
+	}{
+		"status":            {change(func(d *sednav1.Dataset) { d.Status.NumberOfSamples = 7 }), false},
+		"resync":            {ds, false},
+		"spec (generation)": {change(func(d *sednav1.Dataset) { d.Generation = 2 }), true},
+		"labels":            {change(func(d *sednav1.Dataset) { d.Labels["l"] = "2" }), true},
+		"annotations":       {change(func(d *sednav1.Dataset) { d.Annotations = nil }), true},
+		"finalizers":        {change(func(d *sednav1.Dataset) { d.Finalizers = []string{"f"} }), true},
+		"deletion":          {change(func(d *sednav1.Dataset) { d.DeletionTimestamp = &now }), true},
+	} {
+		got = nil
+		h.OnUpdate(ds, tc.new)
+		slices.Sort(got)
+		if want := []string{"ns/a", "ns/b"}; tc.want && !slices.Equal(got, want) || !tc.want && got != nil {
+			t.Errorf("update of the dataset's %s enqueued %v, want owners: %v", name, got, tc.want)
+		}
+	}
+	got = nil
+	h.OnAdd(ds, false)
+	h.OnDelete(ds)
+	if len(got) != 4 {
+		t.Errorf("add and delete enqueued %v, want both owners twice", got)
+	}
+}
