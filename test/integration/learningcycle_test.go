@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -390,14 +391,20 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	c.addSamples(4) // 7 > 5
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
 	// More data while the round runs starts nothing new: once the cloud has
-	// the new count and the controller has synced the job on it, still one
-	// round and one train pod.
-	synced := c.ilSynced()
+	// the new count and the controller has synced the job since, still one
+	// round and one train pod. A Dataset's status write alone syncs none of
+	// the jobs naming it (a sync reads none of it), so an annotation on the
+	// job makes the sync.
 	c.addSamples(20)
 	framework.Eventually(t, 30*time.Second, "the Dataset's count of 27 samples in its status", func(ctx context.Context) (bool, error) {
 		d, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
 		return err == nil && d.Status.NumberOfSamples == 27, err
 	})
+	synced := c.ilSynced()
+	if _, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Patch(t.Context(), "cycle", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"test.nereid.io/poke":"after-27-samples"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	framework.WaitForSyncAfter(t, synced)
 	s, err := c.status(t.Context())
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	difake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 )
 
 const (
@@ -245,6 +246,10 @@ func newJob(name string, tasks ...div2alpha1.Task) *div2alpha1.DIJob {
 		Status:     div2alpha1.DIJobStatus{Phase: div2alpha1.JobRunning},
 	}
 }
+
+// labelJob is the label the DIJob controller puts on its pods, as
+// DI-orchestrator does.
+const labelJob = dijob.LabelJob
 
 // newPod is the replica of job with global rank rank, named
 // <job>-<task>-<taskRank>, with IP ip when not empty, as the DIJob

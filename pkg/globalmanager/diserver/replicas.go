@@ -21,13 +21,9 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 )
 
-// What the DIJob controller puts on its pods, as DI-orchestrator does.
-const (
-	labelJob = dijob.LabelJob
-	// portName names the container port a replica listens on (DI's
-	// DefaultPortName); without one, Config.Port.
-	portName = "di-port"
-)
+// portName names the container port a replica listens on (DI's
+// DefaultPortName); without one, Config.Port.
+const portName = "di-port"
 
 // replica is one entry of a GET replicas answer.
 type replica struct {

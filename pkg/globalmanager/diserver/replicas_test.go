@@ -34,7 +34,8 @@ func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
 	failed.Status.Phase = corev1.PodFailed
 	deleting := newPod(job, "collector", 5, 6, "10.0.0.7")
 	deleting.DeletionTimestamp = &metav1.Time{}
-	// Labelled with the job's name but controlled by another job.
+	// Labelled with the job's name but another job's child (owner-uid label
+	// and controller).
 	impostor := newPod(other, "collector", 9, 7, "10.0.0.8")
 	impostor.Labels[labelJob] = job.Name
 	noRank := newPod(job, "collector", 7, 0, "10.0.0.9")
@@ -66,6 +67,24 @@ func TestGetReplicasOfAJobWithoutPodsIsAnEmptyList(t *testing.T) {
 	a := f.do(http.MethodGet, replicasPath(testJob), "admin", "")
 	if a.status != http.StatusOK || !strings.Contains(a.raw, `"data":[]`) {
 		t.Errorf("GET replicas of a job without pods: %d %s, want 200 with data []", a.status, a.raw)
+	}
+}
+
+func TestGetReplicasAnswersOnlyPodsTheJobControls(t *testing.T) {
+	// Labelled as the job's child, and named as its collector, but
+	// controlled by another job: no replica (nor a worker, isWorkerOf).
+	job := newJob(testJob, newTask(div2alpha1.TaskTypeLearner, "", 1), newTask(div2alpha1.TaskTypeCollector, "", 1))
+	other := newJob("other")
+	learner := newPod(job, "learner", 0, 0, "10.0.0.1")
+	foreign := newPod(job, "collector", 0, 1, "10.0.0.2")
+	foreign.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(other, div2alpha1.DIJobKind)}
+	f := newFixture(t, Config{}, job, other, learner, foreign)
+	a := f.do(http.MethodGet, replicasPath(testJob), "admin", "")
+	if a.status != http.StatusOK {
+		t.Fatalf("GET replicas: %d %q", a.status, a.raw)
+	}
+	if diff := cmp.Diff([]any{"10.0.0.1:22270"}, a.body.Data); diff != "" {
+		t.Errorf("GET replicas data (-want,+got):\n%s", diff)
 	}
 }
 

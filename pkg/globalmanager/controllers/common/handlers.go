@@ -151,16 +151,18 @@ func ReferenceHandler(owners cache.Indexer, index string, enqueue func(key strin
 }
 
 // StatusOnly reports whether an update of an object with a status
-// subresource changed at most its status: the same generation (the API
-// server raises it on every change of the spec), labels, annotations,
-// finalizers and deletion.
+// subresource changed at most its status: the same object (UID: one deleted
+// and made again while the watch was down comes as an update after the
+// relist, with generation 1 again), the same generation (the API server
+// raises it on every change of the spec), labels, annotations, finalizers
+// and deletion.
 func StatusOnly(oldObj, newObj any) bool {
 	o, err1 := apimeta.Accessor(oldObj)
 	n, err2 := apimeta.Accessor(newObj)
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	return o.GetGeneration() == n.GetGeneration() &&
+	return o.GetUID() == n.GetUID() && o.GetGeneration() == n.GetGeneration() &&
 		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
 		maps.Equal(o.GetLabels(), n.GetLabels()) &&
 		maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&

@@ -25,7 +25,7 @@ func TestAReferenceEnqueuesItsOwnersUnlessOnlyItsStatusChanged(t *testing.T) {
 	var got []string
 	h := ReferenceHandler(owners, byDataset, func(key string) { got = append(got, key) })
 
-	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns", Generation: 1, ResourceVersion: "1",
+	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns", UID: "first", Generation: 1, ResourceVersion: "1",
 		Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"a": "1"}}}
 	change := func(f func(d *sednav1.Dataset)) *sednav1.Dataset {
 		d := ds.DeepCopy()
@@ -45,6 +45,9 @@ func TestAReferenceEnqueuesItsOwnersUnlessOnlyItsStatusChanged(t *testing.T) {
 		"annotations":       {change(func(d *sednav1.Dataset) { d.Annotations = nil }), true},
 		"finalizers":        {change(func(d *sednav1.Dataset) { d.Finalizers = []string{"f"} }), true},
 		"deletion":          {change(func(d *sednav1.Dataset) { d.DeletionTimestamp = &now }), true},
+		// Deleted and made again with another spec while the watch was
+		// down: the relist's update has the same generation, 1.
+		"recreation": {change(func(d *sednav1.Dataset) { d.UID = "another" }), true},
 	} {
 		got = nil
 		h.OnUpdate(ds, tc.new)
