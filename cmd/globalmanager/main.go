@@ -86,7 +86,7 @@ Flags:
 			command.Exit("globalmanager", err)
 		}
 	}
-	fs.Visit(func(f *flag.Flag) { o.gcPercentGiven = o.gcPercentGiven || f.Name == "gc-percent" })
+	o.gcPercentGiven, o.memLimitGiven = command.Given(fs, "gc-percent"), command.Given(fs, "memory-limit-percent")
 	if err := o.validate(); err != nil {
 		command.Exit("globalmanager", err)
 	}
@@ -97,6 +97,8 @@ func run(ctx context.Context, o options) error {
 	logger := klog.FromContext(ctx)
 	gc := command.SetGCPercent("gc-percent", o.gcPercent, o.gcPercentGiven)
 	logger.Info("Garbage collector target", "percent", gc.Percent, "from", gc.From)
+	mem := command.SetMemoryLimit("memory-limit-percent", o.memLimitPercent, o.memLimitGiven)
+	logger.Info("Soft memory limit", "bytes", mem.Bytes, "from", mem.From)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig %q: %w", o.kubeconfig, err)

@@ -4,6 +4,7 @@ package command
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,4 +44,12 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// Given reports whether flag name was set on fs, on the command line or by
+// fs.Set (a configuration file).
+func Given(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
