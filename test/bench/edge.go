@@ -476,6 +476,15 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond))})
 	progress("edge: all synced %s after the restart", syncedAt.Sub(restarted).Round(time.Millisecond))
 
+	// An outage's backlog: the same number of reports, queued in the
+	// outboxes while the GlobalManager is down, then drained after it
+	// starts. Unlike the burst above, the appends are not in the window.
+	row, err := measureBacklog(ctx, gm, fl, jobs, workers, o.reports, ceilingRate, caFile, metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("backlog: %w (GlobalManager log: %s)", err, gmLog)
+	}
+	results = append(results, row...)
+
 	// Sustained joint inference reports, on the restarted GlobalManager.
 	if steps, _ := o.ji.parse(o.nodes); len(steps) > 0 {
 		if metricsAddr, err = waitForHub(ctx, gm, caFile, metricsAddr); err != nil {
@@ -502,6 +511,65 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	results = append(results, result{Name: "edge: LocalController process resident memory, idle", Value: round(rssLC), Unit: "MiB", Goal: "< 30",
 		Note: "connected and synced, then 5s idle"})
 	return results, nil
+}
+
+// measureBacklog stops the GlobalManager, appends count reports (rounds
+// after those of the burst) to the outboxes meanwhile, starts it again and
+// waits until the jobs' status counts them all and every link is synced.
+func measureBacklog(ctx context.Context, gm *framework.Process, fl *fleet, jobs *jobTracker, workers []string, count int, ceilingRate float64, caFile, oldMetrics string) ([]result, error) {
+	progress("edge: backlog: SIGTERM to the GlobalManager, %d worker reports appended to the outboxes while it is down, then start it again", count)
+	stopAt := time.Now()
+	if err := gm.Signal(syscall.SIGTERM, 30*time.Second); err != nil {
+		return nil, err
+	}
+	base, _ := jobs.reportsApplied()
+	appendStart := time.Now()
+	// Rounds past the burst's (count / nodes of them).
+	if err := appendReports(ctx, fl, workers, count, count/len(workers)+2); err != nil {
+		return nil, err
+	}
+	appendTook := time.Since(appendStart)
+	cpu0, err := sampleCPU(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := gm.Start(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	if err := jobs.waitReports(ctx, base, count, 5*time.Minute); err != nil {
+		applied, _ := jobs.reportsApplied()
+		return nil, fmt.Errorf("%d of %d queued reports in status: %w", applied-base, count, err)
+	}
+	applied, at := jobs.reportsApplied()
+	cpu1, err := sampleCPU(gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	took := at.Sub(started)
+	if _, err := fl.waitSynced(ctx, stopAt, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	metricsAddr, err := waitForHub(ctx, gm, caFile, oldMetrics)
+	if err != nil {
+		return nil, err
+	}
+	m, err := scrapeMetrics(ctx, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	writes := m.Get(`nereid_controller_edge_reports_per_status_write_count{kind="federatedlearningjob"}`)
+	rate := float64(applied-base) / took.Seconds()
+	progress("edge: backlog of %d reports drained at %.0f/s", applied-base, rate)
+	return []result{
+		{Name: "edge: reports queued during an outage, drained after a restart", Value: round(rate), Unit: "reports/s",
+			Note: fmt.Sprintf("%d reports appended in %s while the GlobalManager was down, all in status %s after its start (the links' reconnects included); %.0f status writes (%.1f a write); %s",
+				applied-base, appendTook.Round(time.Millisecond), took.Round(time.Millisecond), writes, float64(applied-base)/max(1, writes),
+				// The GlobalManager's CPU is the new process's, all of it since its start.
+				describeCPU(cpu0, cpu1, took))},
+		{Name: "edge: backlog drain rate / status write ceiling", Value: round(rate / ceilingRate), Unit: "ratio",
+			Note: "against the ceiling row; the burst's ratio above has the goal, with the appends in its window"},
+	}, nil
 }
 
 // edgeGoals are the issue's goals for a fleet's size: those of 1,000 nodes,
@@ -782,25 +850,12 @@ type reportsResult struct {
 // waits until the jobs' status counts them all.
 func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, workers []string, count int, timeout time.Duration) (reportsResult, error) {
 	base, _ := jobs.reportsApplied()
-	n := len(workers)
 	start := time.Now()
-	err := framework.ForEach(ctx, count, benchWriters, func(ctx context.Context, k int) error {
-		i := k % n
-		data, err := reportData(i, workers[i], k/n+1)
-		if err != nil {
-			return err
-		}
-		_, err = fl.lcs[i].link.Outbox().AppendReport(data)
-		return err
-	})
-	if err != nil {
-		return reportsResult{}, fmt.Errorf("appending to the outboxes: %w", err)
+	if err := appendReports(ctx, fl, workers, count, 1); err != nil {
+		return reportsResult{}, err
 	}
 	res := reportsResult{appendTook: time.Since(start)}
-	err = jobs.waitFor(ctx, timeout, func() bool {
-		applied, _ := jobs.reportsApplied()
-		return applied-base >= int64(count)
-	})
+	err := jobs.waitReports(ctx, base, count, timeout)
 	if err != nil && ctx.Err() != nil {
 		return reportsResult{}, err
 	}
@@ -810,6 +865,26 @@ func measureReports(ctx context.Context, fl *fleet, jobs *jobTracker, workers []
 		res.took = time.Since(start)
 	}
 	return res, nil
+}
+
+// appendReports appends count training worker reports to the outboxes, as
+// the worker API does, report k to node k mod N (of round firstRound + k/N),
+// benchWriters at a time.
+func appendReports(ctx context.Context, fl *fleet, workers []string, count, firstRound int) error {
+	n := len(workers)
+	err := framework.ForEach(ctx, count, benchWriters, func(ctx context.Context, k int) error {
+		i := k % n
+		data, err := reportData(i, workers[i], firstRound+k/n)
+		if err != nil {
+			return err
+		}
+		_, err = fl.lcs[i].link.Outbox().AppendReport(data)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("appending to the outboxes: %w", err)
+	}
+	return nil
 }
 
 // reportData is what the worker API appends to the outbox for a report of

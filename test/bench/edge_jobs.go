@@ -108,6 +108,15 @@ func (t *jobTracker) reportsApplied() (int64, time.Time) {
 	return t.total, t.totalAt
 }
 
+// waitReports waits until the jobs' status counts count reports more than
+// base.
+func (t *jobTracker) waitReports(ctx context.Context, base int64, count int, timeout time.Duration) error {
+	return t.waitFor(ctx, timeout, func() bool {
+		applied, _ := t.reportsApplied()
+		return applied-base >= int64(count)
+	})
+}
+
 // waitFor blocks until cond, checked on every change, holds.
 func (t *jobTracker) waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	deadline := time.After(timeout)
