@@ -86,7 +86,7 @@ Flags:
 			command.Exit("globalmanager", err)
 		}
 	}
-	o.gcPercentGiven, o.memLimitGiven = command.Given(fs, "gc-percent"), command.Given(fs, "memory-limit-percent")
+	o.gcPercentGiven, o.memLimitGiven = command.Given(fs, "gc-percent"), command.Given(fs, command.MemoryLimitFlag)
 	if err := o.validate(); err != nil {
 		command.Exit("globalmanager", err)
 	}
@@ -97,7 +97,7 @@ func run(ctx context.Context, o options) error {
 	logger := klog.FromContext(ctx)
 	gc := command.SetGCPercent("gc-percent", o.gcPercent, o.gcPercentGiven)
 	logger.Info("Garbage collector target", "percent", gc.Percent, "from", gc.From)
-	mem := command.SetMemoryLimit("memory-limit-percent", o.memLimitPercent, o.memLimitGiven)
+	mem := command.SetMemoryLimit(command.MemoryLimitFlag, o.memLimitPercent, o.memLimitGiven)
 	logger.Info("Soft memory limit", "bytes", mem.Bytes, "from", mem.From)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {

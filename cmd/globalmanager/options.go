@@ -180,11 +180,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"The default is below Go's 100: most of the GlobalManager's heap is live (its caches and connections), and at Go's 100 its resident memory "+
 			"is about a quarter higher (1,000 edge nodes after a report burst: 165 against 132 MiB), for less frequent collections (README, Benchmark). "+
 			"When this flag is not given, a GOGC environment variable wins (GOGC=off with GOMEMLIMIT for a limit alone).")
-	fs.IntVar(&o.memLimitPercent, "memory-limit-percent", command.DefaultMemoryLimitPercent,
-		"The Go runtime's soft memory limit (Go's GOMEMLIMIT), in percent of the memory limit of the process's cgroup "+
-			"(its container's: the Pod's resources.limits.memory; or the smallest of its ancestors'): near it the garbage collector runs more often, "+
-			"rather than the heap's headroom taking the process past the limit, where the kernel kills it. The start log says what was set and from where. "+
-			"0, or no limit found, sets none. When this flag is not given, a GOMEMLIMIT environment variable wins.")
+	command.AddMemoryLimitFlag(fs, &o.memLimitPercent)
 	fs.BoolVar(&o.profiling, "profiling", false,
 		"Serve Go's profiles (heap, goroutines, CPU) under /debug/pprof/ on --health-address. Off by default: a heap profile shows what the GlobalManager holds, so turn it on only where that address is reachable by those who may see it.")
 	fs.StringVar(&o.edgeAddress, "edge-address", "",
@@ -236,7 +232,7 @@ func (o *options) validate() error {
 	if o.gcPercent < 1 {
 		errs = append(errs, fmt.Errorf("--gc-percent %d: want at least 1 (to turn the collector's target off, set GOGC=off and GOMEMLIMIT instead)", o.gcPercent))
 	}
-	if err := command.ValidateMemoryLimitPercent("memory-limit-percent", o.memLimitPercent); err != nil {
+	if err := command.ValidateMemoryLimitPercent(command.MemoryLimitFlag, o.memLimitPercent); err != nil {
 		errs = append(errs, err)
 	}
 	if o.reportWrites <= 0 {

@@ -78,11 +78,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"which lets a job's author read and write any file of the node the LocalController can.")
 	fs.DurationVar(&o.datasetPollPeriod, "dataset-poll-period", dataset.DefaultPeriod,
 		"How often the samples of the Datasets on this node are counted; a changed count is reported to the GlobalManager.")
-	fs.IntVar(&o.memLimitPercent, "memory-limit-percent", command.DefaultMemoryLimitPercent,
-		"The Go runtime's soft memory limit (Go's GOMEMLIMIT), in percent of the memory limit of the process's cgroup "+
-			"(its container's: the Pod's resources.limits.memory; or the smallest of its ancestors'): near it the garbage collector runs more often, "+
-			"rather than the heap's headroom taking the process past the limit, where the kernel kills it. The start log says what was set and from where. "+
-			"0, or no limit found, sets none. When this flag is not given, a GOMEMLIMIT environment variable wins.")
+	command.AddMemoryLimitFlag(fs, &o.memLimitPercent)
 	fs.StringVar(&o.clockFile, "clock-file", "",
 		"For tests and demos: a file holding an RFC 3339 time, read at every use, that the learning-cycle triggers take as the wall clock "+
 			"(their daily timer windows, the times in their reports) instead of the system clock. Check periods still run on real time.")
@@ -104,7 +100,7 @@ func (o *options) validate() error {
 			errs = append(errs, fmt.Errorf("--allowed-paths: %q is not a node path (starting with /)", p))
 		}
 	}
-	if err := command.ValidateMemoryLimitPercent("memory-limit-percent", o.memLimitPercent); err != nil {
+	if err := command.ValidateMemoryLimitPercent(command.MemoryLimitFlag, o.memLimitPercent); err != nil {
 		errs = append(errs, err)
 	}
 	if o.datasetPollPeriod <= 0 {
@@ -138,7 +134,7 @@ Flags:
 	o.addFlags(fs)
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
-	o.memLimitGiven = command.Given(fs, "memory-limit-percent")
+	o.memLimitGiven = command.Given(fs, command.MemoryLimitFlag)
 	if err := o.validate(); err != nil {
 		command.Exit("localcontroller", err)
 	}
@@ -147,7 +143,7 @@ Flags:
 
 func run(ctx context.Context, o options) error {
 	logger := klog.FromContext(ctx).WithValues("node", o.nodeName)
-	mem := command.SetMemoryLimit("memory-limit-percent", o.memLimitPercent, o.memLimitGiven)
+	mem := command.SetMemoryLimit(command.MemoryLimitFlag, o.memLimitPercent, o.memLimitGiven)
 	logger.Info("Soft memory limit", "bytes", mem.Bytes, "from", mem.From)
 	st, err := store.Open(filepath.Join(o.dataDir, "localcontroller.db"), store.Options{
 		MaxOutboxReports: o.maxOutboxReports, MaxOutboxBytes: o.maxOutboxBytes,

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -41,16 +42,14 @@ func SetMemoryLimit(flagName string, percent int, given bool) MemoryLimit {
 	if !given {
 		from += " default"
 	}
-	limit, file, found := cgroupMemoryLimit()
-	switch {
-	case percent == 0:
+	if percent == 0 {
 		from += " (0: none)"
-	case !found:
-		from += fmt.Sprintf(" (%d%%), but no memory limit in the process's cgroups", percent)
-	default:
+	} else if limit, file, found := cgroupMemoryLimit(); found {
 		bytes := limit / 100 * int64(percent)
 		debug.SetMemoryLimit(bytes)
 		return MemoryLimit{Bytes: bytes, From: fmt.Sprintf("%s: %d%% of %d bytes (%s)", from, percent, limit, file)}
+	} else {
+		from += fmt.Sprintf(" (%d%%), but no memory limit in the process's cgroups", percent)
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
 	return MemoryLimit{Bytes: math.MaxInt64, From: from}
@@ -109,6 +108,18 @@ func readMemoryLimit(file string) (int64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// MemoryLimitFlag is the commands' flag of SetMemoryLimit's percent.
+const MemoryLimitFlag = "memory-limit-percent"
+
+// AddMemoryLimitFlag registers MemoryLimitFlag on fs, into p.
+func AddMemoryLimitFlag(fs *flag.FlagSet, p *int) {
+	fs.IntVar(p, MemoryLimitFlag, DefaultMemoryLimitPercent,
+		"The Go runtime's soft memory limit (Go's GOMEMLIMIT), in percent of the memory limit of the process's cgroup "+
+			"(its container's: the Pod's resources.limits.memory; or the smallest of its ancestors'): near it the garbage collector runs more often, "+
+			"rather than the heap's headroom taking the process past the limit, where the kernel kills it. The start log says what was set and from where. "+
+			"0, or no limit found, sets none. When this flag is not given, a GOMEMLIMIT environment variable wins.")
 }
 
 // DefaultMemoryLimitPercent is the soft memory limit's share of a

@@ -112,11 +112,7 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 	}
 
 	progress("dijob: %d DIJobs of 1 learner + 4 collectors + 1 evaluator at once, GlobalManager with default settings (allocator pack-and-spread)", n)
-	writes0, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	cpu0, err := sampleCPU(gm.Pid())
+	u0, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +128,7 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 		return nil, fmt.Errorf("create: %w; %s (GlobalManager log: %s)", err, phases(jobs), logPath)
 	}
 	took := time.Since(start)
-	writes1, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	cpu1, err := sampleCPU(gm.Pid())
+	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +151,14 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 	return []result{
 		c.row,
 		result{Name: "DIJob GlobalManager: pods+services created", Value: round(rate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d pods and %d Services in %s; %s; %s", diReplicas*n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))},
+			Note: fmt.Sprintf("%d pods and %d Services in %s; %s", diReplicas*n, n, took.Round(time.Millisecond), describeUsage(u0, u1, took))},
 		result{Name: "DIJob GlobalManager: pods created", Value: round(float64(diReplicas*n) / took.Seconds()), Unit: "pods/s",
 			Note: fmt.Sprintf("%d DIJobs of 1 learner + 4 collectors + 1 evaluator, each placed by the allocator", n)},
 		result{Name: "DIJob GlobalManager rate / ceiling", Value: round(rate / c.rate), Unit: "ratio", Goal: ">= 0.8",
 			Note: "objects/s against the ceiling row, measured once in this run"},
-		result{Name: "DIJob GlobalManager CPU during create", Value: round(cpu1.gm - cpu0.gm), Unit: "CPU-s",
-			Note: fmt.Sprintf("%.0f%% of one core over %s; %s; %.0f DIJob status writes", 100*(cpu1.gm-cpu0.gm)/took.Seconds(), took.Round(time.Millisecond),
-				queue, writes1["dijobs/status"]-writes0["dijobs/status"])},
+		result{Name: "DIJob GlobalManager CPU during create", Value: round(u1.cpu.gm - u0.cpu.gm), Unit: "CPU-s",
+			Note: fmt.Sprintf("%.0f%% of one core over %s; %s; %.0f DIJob status writes", 100*(u1.cpu.gm-u0.cpu.gm)/took.Seconds(), took.Round(time.Millisecond),
+				queue, u1.writes["dijobs/status"]-u0.writes["dijobs/status"])},
 		result{Name: "DIJobs all Running", Value: round(running.Seconds()), Unit: "s",
 			Note: fmt.Sprintf("from the first create; kube-scheduler binds each pod to its allocated node, kwok runs it; placed on %s", placements(jobs))},
 		result{Name: "DIJob GlobalManager resident memory", Value: round(rss), Unit: "MiB",

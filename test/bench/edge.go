@@ -354,11 +354,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
-	w0, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	cpu0, err := sampleCPU(gm.Pid())
+	u0, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -377,11 +373,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err := profiled(); err != nil {
 		profileNote = "no CPU profile: " + err.Error()
 	}
-	w1, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	cpu1, err := sampleCPU(gm.Pid())
+	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -396,10 +388,10 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	statusWrites := perWrite(m3, "count") - perWrite(m2, "count")
 	carried := perWrite(m3, "sum") - perWrite(m2, "sum")
 	upserts := m3.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) - m2.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`)
-	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s; %s (the bench process is the %d simulated nodes)",
+	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s (the bench process is the %d simulated nodes)",
 		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
 		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
-		describeWrites(w0, w1, rep.took), describeCPU(cpu0, cpu1, rep.took), o.nodes)
+		describeUsage(u0, u1, rep.took), o.nodes)
 	note += "; " + profileNote
 	note += fmt.Sprintf("; object resends %.0f; %s", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {

@@ -246,11 +246,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		return nil, err
 	}
 	progress("create: %d FederatedLearningJobs at once, GlobalManager with default settings but --gang-scheduler=none", o.jobs)
-	writes2, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	cpu0, err := sampleCPU(gm.Pid())
+	u0, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -258,11 +254,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
 	}
-	writes3, err := apiWrites(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
-	cpu1, err := sampleCPU(gm.Pid())
+	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -271,12 +263,12 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeWrites(writes2, writes3, took), syncs, describeCPU(cpu0, cpu1, took)) + gmFlagsNote(o.gmFlags)},
+			Note: fmt.Sprintf("%d objects in %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs) + gmFlagsNote(o.gmFlags)},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},
-		result{Name: "GlobalManager CPU during create", Value: round(cpu1.gm - cpu0.gm), Unit: "CPU-s",
-			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(cpu1.gm-cpu0.gm)/took.Seconds(), took.Round(time.Millisecond))})
+		result{Name: "GlobalManager CPU during create", Value: round(u1.cpu.gm - u0.cpu.gm), Unit: "CPU-s",
+			Note: fmt.Sprintf("%.0f%% of one core over %s", 100*(u1.cpu.gm-u0.cpu.gm)/took.Seconds(), took.Round(time.Millisecond))})
 
 	progress("self-heal: deleting %d worker pods one at a time", o.heal)
 	heal, err := measureHeal(ctx, kube, watcher, ns, o.heal)
@@ -356,11 +348,7 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
 		return ceiling{}, err
 	}
-	writes0, err := apiWrites(ctx, kube)
-	if err != nil {
-		return ceiling{}, err
-	}
-	cpu0, err := sampleCPU(0)
+	u0, err := sampleUsage(ctx, kube, 0)
 	if err != nil {
 		return ceiling{}, err
 	}
@@ -368,18 +356,14 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	if err != nil {
 		return ceiling{}, err
 	}
-	cpu1, err := sampleCPU(0)
-	if err != nil {
-		return ceiling{}, err
-	}
-	writes1, err := apiWrites(ctx, kube)
+	u1, err := sampleUsage(ctx, kube, 0)
 	if err != nil {
 		return ceiling{}, err
 	}
 	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "ceiling: pods+services created", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s; %s", 4*n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))}}, deleteNamespace(ctx, kube, ns)
+		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s", 4*n, took.Round(time.Millisecond), describeUsage(u0, u1, took))}}, deleteNamespace(ctx, kube, ns)
 }
 
 // createCeilingObjects creates in ns the pods and services of n jobs as fast
@@ -458,11 +442,7 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	if err := setupNamespace(ctx, kube, sedna, ns); err != nil {
 		return ceiling{}, err
 	}
-	writes0, err := apiWrites(ctx, kube)
-	if err != nil {
-		return ceiling{}, err
-	}
-	cpu0, err := sampleCPU(0)
+	u0, err := sampleUsage(ctx, kube, 0)
 	if err != nil {
 		return ceiling{}, err
 	}
@@ -494,18 +474,14 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	if err != nil {
 		return ceiling{}, err
 	}
-	cpu1, err := sampleCPU(0)
-	if err != nil {
-		return ceiling{}, err
-	}
-	writes1, err := apiWrites(ctx, kube)
+	u1, err := sampleUsage(ctx, kube, 0)
 	if err != nil {
 		return ceiling{}, err
 	}
 	progress("floor took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "floor: jobs' own writes by a plain client", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeWrites(writes0, writes1, took), describeCPU(cpu0, cpu1, took))}}, deleteNamespace(ctx, kube, ns)
+		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeUsage(u0, u1, took))}}, deleteNamespace(ctx, kube, ns)
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that its
@@ -794,6 +770,30 @@ func queueStats(ctx context.Context, gm *framework.Process, controller string) s
 	}
 	return fmt.Sprintf("%.0f syncs, %.1f ms in queue and %.1f ms of work per sync on average",
 		syncs, 1000*series("nereid_workqueue_queue_duration_seconds_sum")/syncs, 1000*series("nereid_workqueue_work_duration_seconds_sum")/syncs)
+}
+
+// usage is where the API server's writes (apiWrites) and the CPU time
+// (sampleCPU) stood at one moment; two of them describe a measured window.
+type usage struct {
+	writes map[string]float64
+	cpu    cpuSample
+}
+
+// sampleUsage samples the API server's writes and the CPU time, the
+// GlobalManager's too when gmPid is not 0.
+func sampleUsage(ctx context.Context, kube kubernetes.Interface, gmPid int) (usage, error) {
+	writes, err := apiWrites(ctx, kube)
+	if err != nil {
+		return usage{}, err
+	}
+	cpu, err := sampleCPU(gmPid)
+	return usage{writes: writes, cpu: cpu}, err
+}
+
+// describeUsage says what the API server took and where the CPU went from
+// a to b, over took.
+func describeUsage(a, b usage, took time.Duration) string {
+	return describeWrites(a.writes, b.writes, took) + "; " + describeCPU(a.cpu, b.cpu, took)
 }
 
 // cpuSample is where the machine's CPU time had gone at one moment, in
