@@ -30,6 +30,9 @@
 #                                  (the integration tests start their own)
 #   NEREID_INSTALL_CRDS=0          do not install Nereid's CRDs (a cluster that starts
 #                                  with Sedna's, as test/integration/sednaswitch needs)
+#   NEREID_APISERVER_PROFILING=1   the API server serves /debug/pprof, to whom RBAC
+#                                  allows it (the admin kubeconfig); default off. The
+#                                  benchmark profiles the API server with it
 #
 # It is idempotent: when everything recorded for the out dir is running and healthy it
 # says so, re-applies the CRDs and nodes, and exits 0. When only some components run, it
@@ -215,7 +218,7 @@ start_kube_apiserver() {
     --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
     --allow-privileged=true \
     "${GANG_GATES[@]}" "${GANG_API[@]}" \
-    --profiling=false
+    --profiling="$([[ "${NEREID_APISERVER_PROFILING:-0}" == 1 ]] && echo true || echo false)"
 }
 
 start_kube_controller_manager() {
@@ -242,7 +245,7 @@ start_kube_controller_manager() {
     --cluster-signing-key-file="${CERTS}/ca.key" \
     --use-service-account-credentials=true \
     "${GANG_GATES[@]}" \
-    --profiling=false
+    --profiling="$([[ "${NEREID_APISERVER_PROFILING:-0}" == 1 ]] && echo true || echo false)"
 }
 
 start_kube_scheduler() {
@@ -256,7 +259,7 @@ start_kube_scheduler() {
     --secure-port="${NEREID_SCHEDULER_PORT}" \
     --leader-elect=false \
     "${GANG_GATES[@]}" \
-    --profiling=false
+    --profiling="$([[ "${NEREID_APISERVER_PROFILING:-0}" == 1 ]] && echo true || echo false)"
 }
 
 start_kwok() {

@@ -335,6 +335,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	ceilingProfiled := profileAPIServer(ctx, kube, apiServerProfileTime, filepath.Join(outDir, "apiserver-edge-ceiling-cpu.pb.gz"))
 	ceiling, err := measureStatusCeiling(ctx, sedna, jobs, o.jobs, writes, time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("status write ceiling: %w", err)
@@ -345,7 +346,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	}
 	ceilingRate := float64(ceiling.writes) / ceiling.took.Seconds()
 	results = append(results, result{Name: "edge: ceiling: job status writes", Value: round(ceilingRate), Unit: "writes/s",
-		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeCPU(ceilCPU0, ceilCPU1, ceiling.took))})
+		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeCPU(ceilCPU0, ceilCPU1, ceiling.took), ceilingProfiled())})
 	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
 	waitHubQuiet(ctx, metricsAddr, 2*time.Second, time.Minute)
 
@@ -365,6 +366,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	// The burst's first seconds, when the writes run behind the reports.
 	cpuFile := filepath.Join(outDir, "globalmanager-edge-reports-cpu.pb.gz")
 	profiled := profileCPU(ctx, metricsAddr, 5*time.Second, cpuFile)
+	apiProfiled := profileAPIServer(ctx, kube, apiServerProfileTime, filepath.Join(outDir, "apiserver-edge-reports-cpu.pb.gz"))
 	rep, err := measureReports(ctx, fl, jobs, workers, o.reports, 5*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
@@ -392,7 +394,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
 		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
 		describeUsage(u0, u1, rep.took), o.nodes)
-	note += "; " + profileNote
+	note += "; " + profileNote + "; " + apiProfiled()
 	note += fmt.Sprintf("; object resends %.0f; %s", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {
 		note = "TIMED OUT: " + note

@@ -32,9 +32,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -119,12 +117,13 @@ func run(o options) error {
 			return err
 		}
 	} else {
-		kc, stopCluster, err := framework.StartCluster()
+		kc, stopCluster, err := framework.StartCluster(apiServerProfiling)
 		if err != nil {
 			return err
 		}
 		o.kubeconfig, stop = kc, stopCluster
 	}
+	useCluster(o.kubeconfig, !external)
 	kube, sedna := benchClients()
 
 	runs := func(section string) bool { return o.only == "" || o.only == section }
@@ -184,11 +183,12 @@ func run(o options) error {
 				progress("edge at scale: a fresh control plane for %d nodes", o.edge.scaleNodes)
 				stop(false)
 				stop = func(bool) {}
-				kc, stopCluster, err := framework.StartCluster()
+				kc, stopCluster, err := framework.StartCluster(apiServerProfiling)
 				if err != nil {
 					return err
 				}
 				o.kubeconfig, stop = kc, stopCluster
+				useCluster(o.kubeconfig, true)
 				kube, sedna = benchClients()
 			}
 		}
@@ -203,6 +203,20 @@ func run(o options) error {
 	}
 	return nil
 }
+
+// apiServerProfileTime is how long the API server's CPU profile of a
+// measured window runs, from its start: the windows of the default run
+// are longer.
+const apiServerProfileTime = 5 * time.Second
+
+// benchFile is the path of one of the bench's output files.
+func benchFile(name string) string {
+	return filepath.Join(framework.RepoRoot(), "_output", "bench", name)
+}
+
+// apiServerProfiling is hack/local-up.sh's setting for an API server that
+// serves its CPU profile, for a control plane the bench starts itself.
+const apiServerProfiling = "NEREID_APISERVER_PROFILING=1"
 
 // benchClients are the bench's clients of the framework's cluster, with no
 // client rate limit: the bench's own client must never be the bottleneck.
@@ -227,10 +241,10 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	}
 	_ = os.Remove(logPath)
 	// Default settings but one: only what a local run needs (kubeconfig, a
-	// free health port), and no gang scheduling. With it the GlobalManager
-	// also makes a PodGroup per job and its pods wait for the scheduler:
-	// work the ceiling and the floor do not do.
-	gm := framework.NewProcess("globalmanager", bin, logPath, append([]string{"--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none"},
+	// free health port, its profile served), and no gang scheduling. With
+	// it the GlobalManager also makes a PodGroup per job and its pods wait
+	// for the scheduler: work the ceiling and the floor do not do.
+	gm := framework.NewProcess("globalmanager", bin, logPath, append([]string{"--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none", "--profiling"},
 		strings.Fields(o.gmFlags)...)...)
 	if err := gm.Start(); err != nil {
 		return nil, err
@@ -250,9 +264,16 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
+	profiled := profileAPIServer(ctx, kube, apiServerProfileTime, benchFile("apiserver-create-cpu.pb.gz"))
+	gmProfile := benchFile("globalmanager-create-cpu.pb.gz")
+	gmProfiled := profileCPU(ctx, gm.HealthAddress(), apiServerProfileTime, gmProfile)
 	took, err := createJobs(ctx, sedna, watcher, ns, o.jobs)
 	if err != nil {
 		return nil, fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
+	}
+	gmProfileNote := fmt.Sprintf("the GlobalManager's CPU profile of the first %s: %s", apiServerProfileTime, gmProfile)
+	if err := gmProfiled(); err != nil {
+		gmProfileNote = "no GlobalManager CPU profile: " + err.Error()
 	}
 	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
@@ -263,7 +284,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs) + gmFlagsNote(o.gmFlags)},
+			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs, profiled(), gmProfileNote) + gmFlagsNote(o.gmFlags)},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},
@@ -352,6 +373,7 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	if err != nil {
 		return ceiling{}, err
 	}
+	profiled := profileAPIServer(ctx, kube, apiServerProfileTime, benchFile("apiserver-ceiling-cpu.pb.gz"))
 	took, err := createCeilingObjects(ctx, kube, ns, n)
 	if err != nil {
 		return ceiling{}, err
@@ -363,7 +385,7 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 	progress("ceiling took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "ceiling: pods+services created", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s", 4*n, took.Round(time.Millisecond), describeUsage(u0, u1, took))}}, deleteNamespace(ctx, kube, ns)
+		Note: fmt.Sprintf("%d objects (as the GlobalManager makes them, without owners) in %s; %s; %s", 4*n, took.Round(time.Millisecond), describeUsage(u0, u1, took), profiled())}}, deleteNamespace(ctx, kube, ns)
 }
 
 // createCeilingObjects creates in ns the pods and services of n jobs as fast
@@ -446,6 +468,7 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	if err != nil {
 		return ceiling{}, err
 	}
+	profiled := profileAPIServer(ctx, kube, apiServerProfileTime, benchFile("apiserver-floor-cpu.pb.gz"))
 	start := time.Now()
 	err = createAtOnce(ctx, n, func(ctx context.Context, name string) error {
 		job, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(ctx, benchJob(name), metav1.CreateOptions{})
@@ -481,7 +504,7 @@ func measureFloor(ctx context.Context, kube kubernetes.Interface, sedna sednacli
 	progress("floor took %s; removing its namespace", took.Round(time.Millisecond))
 	rate := float64(4*n) / took.Seconds()
 	return ceiling{rate: rate, row: result{Name: "floor: jobs' own writes by a plain client", Value: round(rate), Unit: "objects/s",
-		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeUsage(u0, u1, took))}}, deleteNamespace(ctx, kube, ns)
+		Note: fmt.Sprintf("%d pods+services (and %d jobs created, %d status writes) in %s; %s; %s", 4*n, n, n, took.Round(time.Millisecond), describeUsage(u0, u1, took), profiled())}}, deleteNamespace(ctx, kube, ns)
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that its
@@ -770,221 +793,6 @@ func queueStats(ctx context.Context, gm *framework.Process, controller string) s
 	}
 	return fmt.Sprintf("%.0f syncs, %.1f ms in queue and %.1f ms of work per sync on average",
 		syncs, 1000*series("nereid_workqueue_queue_duration_seconds_sum")/syncs, 1000*series("nereid_workqueue_work_duration_seconds_sum")/syncs)
-}
-
-// usage is where the API server's writes (apiWrites) and the CPU time
-// (sampleCPU) stood at one moment; two of them describe a measured window.
-type usage struct {
-	writes map[string]float64
-	cpu    cpuSample
-}
-
-// sampleUsage samples the API server's writes and the CPU time, the
-// GlobalManager's too when gmPid is not 0.
-func sampleUsage(ctx context.Context, kube kubernetes.Interface, gmPid int) (usage, error) {
-	writes, err := apiWrites(ctx, kube)
-	if err != nil {
-		return usage{}, err
-	}
-	cpu, err := sampleCPU(gmPid)
-	return usage{writes: writes, cpu: cpu}, err
-}
-
-// describeUsage says what the API server took and where the CPU went from
-// a to b, over took.
-func describeUsage(a, b usage, took time.Duration) string {
-	return describeWrites(a.writes, b.writes, took) + "; " + describeCPU(a.cpu, b.cpu, took)
-}
-
-// cpuSample is where the machine's CPU time had gone at one moment, in
-// seconds: every core's busy time, the GlobalManager's (when one runs) and
-// this process's (the bench's clients and its simulated nodes). What the
-// API server can take depends on what the rest of the machine takes: a
-// ratio against a ceiling measured with the machine otherwise idle reads
-// with these figures beside it.
-type cpuSample struct {
-	machine, gm, bench float64
-}
-
-// sampleCPU samples the machine's busy time, the GlobalManager's (gmPid,
-// none if 0) and this process's.
-func sampleCPU(gmPid int) (cpuSample, error) {
-	var s cpuSample
-	var err error
-	if s.machine, err = machineBusySeconds(); err != nil {
-		return s, err
-	}
-	if gmPid != 0 {
-		if s.gm, err = cpuSeconds(gmPid); err != nil {
-			return s, err
-		}
-	}
-	s.bench, err = cpuSeconds(os.Getpid())
-	return s, err
-}
-
-// describeCPU says, in cores, where the CPU went from a to b over took: the
-// machine's busy time, the GlobalManager's (when sampled), this process's,
-// and the rest (the API server, etcd, kwok, the other controllers).
-func describeCPU(a, b cpuSample, took time.Duration) string {
-	cores := func(secs float64) float64 { return secs / took.Seconds() }
-	machine, gm, bench := cores(b.machine-a.machine), cores(b.gm-a.gm), cores(b.bench-a.bench)
-	parts := []string{}
-	if b.gm != 0 {
-		parts = append(parts, fmt.Sprintf("GlobalManager %.2f", gm))
-	}
-	parts = append(parts, fmt.Sprintf("bench process %.2f", bench),
-		fmt.Sprintf("the rest (API server, etcd, kwok, …) %.2f", max(0, machine-gm-bench)))
-	return fmt.Sprintf("machine busy %.2f of %d cores: %s", machine, runtime.NumCPU(), strings.Join(parts, ", "))
-}
-
-// machineBusySeconds is the time every core of the machine has spent busy
-// (/proc/stat: all but idle and iowait).
-func machineBusySeconds() (float64, error) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, fmt.Errorf("reading the machine's CPU time: %w", err)
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, fmt.Errorf("unexpected first line of /proc/stat: %q", line)
-	}
-	busy := 0.0
-	// user nice system idle iowait irq softirq steal (guest time is in user)
-	for i, v := range f[1:9] {
-		if i == 3 || i == 4 {
-			continue
-		}
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parsing /proc/stat: %w", err)
-		}
-		busy += n
-	}
-	return busy / ticksPerSecond, nil
-}
-
-// cpuSeconds is the user+system CPU time a process has used.
-func cpuSeconds(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
-	}
-	// Fields after the command name (which may hold spaces) start at state, field 3.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
-	}
-	return (utime + stime) / ticksPerSecond, nil
-}
-
-// ticksPerSecond is the unit of /proc's CPU times (USER_HZ on Linux).
-const ticksPerSecond = 100
-
-func residentMiB(pid int) (float64, error) {
-	return procStatusMiB(pid, "VmRSS")
-}
-
-// residentParts says how much of a process's resident memory is its own
-// (anonymous: heap, stacks, the runtime's) and how much is mapped from files
-// (its binary's pages).
-func residentParts(pid int) string {
-	anon, err := procStatusMiB(pid, "RssAnon")
-	if err != nil {
-		return err.Error()
-	}
-	file, err := procStatusMiB(pid, "RssFile")
-	if err != nil {
-		return err.Error()
-	}
-	return fmt.Sprintf("resident %.1f MiB anonymous + %.1f MiB from files", anon, file)
-}
-
-// procStatusMiB reads one kB field of /proc/<pid>/status, in MiB.
-func procStatusMiB(pid int, field string) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-// apiWrites reads the API server's count of write requests (POST, PUT, PATCH)
-// by resource, from its own metrics.
-func apiWrites(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
-	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
-		if !ok {
-			continue
-		}
-		var verb, res, sub string
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			v = strings.Trim(v, `"`)
-			switch k {
-			case "verb":
-				verb = v
-			case "resource":
-				res = v
-			case "subresource":
-				sub = v
-			}
-		}
-		if verb != "POST" && verb != "PUT" && verb != "PATCH" {
-			continue
-		}
-		if sub != "" {
-			res += "/" + sub
-		}
-		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err == nil {
-			out[res] += n
-		}
-	}
-	return out, nil
-}
-
-// describeWrites says how many writes the API server took between two
-// readings, and at what rate, with the largest resources.
-func describeWrites(before, after map[string]float64, took time.Duration) string {
-	type rw struct {
-		res string
-		n   float64
-	}
-	var all []rw
-	total := 0.0
-	for res, n := range after {
-		if d := n - before[res]; d > 0 {
-			all = append(all, rw{res, d})
-			total += d
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
-	var top []string
-	for _, x := range all[:min(len(all), 8)] {
-		top = append(top, fmt.Sprintf("%s %.0f", x.res, x.n))
-	}
-	return fmt.Sprintf("API writes %.0f (%.0f/s: %s)", total, total/took.Seconds(), strings.Join(top, ", "))
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {

@@ -527,15 +527,16 @@ func runTool(cmd *exec.Cmd, name string, args []string) (string, error) {
 }
 
 // StartCluster starts a control plane outside of a test binary (for the
-// benchmark command): it returns the kubeconfig path and a func that stops the
-// control plane, keeping its logs when keepLogs is set.
-func StartCluster() (kubeconfig string, stop func(keepLogs bool), err error) {
+// benchmark command), with env added to hack/local-up.sh's environment: it
+// returns the kubeconfig path and a func that stops the control plane,
+// keeping its logs when keepLogs is set.
+func StartCluster(env ...string) (kubeconfig string, stop func(keepLogs bool), err error) {
 	root, err := findRepoRoot()
 	if err != nil {
 		return "", nil, err
 	}
 	repoRootOnce.Do(func() { repoRoot = root })
-	dir, err := startControlPlane(root)
+	dir, err := startControlPlane(root, env...)
 	if err != nil {
 		return "", nil, err
 	}

@@ -99,7 +99,8 @@ type Config struct {
 	// (default 10s); connects and disconnects are written at once.
 	LeaseUpdatePeriod time.Duration
 	// LeaseWriteRate bounds the renewals of all nodes' Leases, in writes a
-	// second (default DefaultLeaseWriteRate): with more connected nodes
+	// second (default DefaultLeaseWriteRate), in rounds of a tenth of
+	// LeaseUpdatePeriod, each with its share: with more connected nodes
 	// than LeaseUpdatePeriod allows at that rate, each is renewed less
 	// often, and its Lease's leaseDurationSeconds says so. Connects and
 	// disconnects are written at once whatever the rate.

@@ -88,6 +88,11 @@ type links struct {
 	mu    sync.Mutex
 	nodes map[string]*link
 	kick  chan struct{}
+	// credit is how many renewals may go out now: rate a second since
+	// creditAt, at most a round's worth, so that rounds a kick adds
+	// between ticks do not add to the rate.
+	credit   float64
+	creditAt time.Time
 }
 
 func newLinks(client kubernetes.Interface, cfg Config, now func() time.Time) *links {
@@ -193,9 +198,12 @@ func (l *links) setOutbox(s *session, fill edgeproto.OutboxFill) {
 
 // run writes the Leases until ctx is done: connects and disconnects at once,
 // other changes at most every period per node, and at most rate a second
-// in all. A failed write is tried again on the next round.
+// in all, in rounds of a tenth of the period: a thousand nodes' renewals go
+// out fifty a second, not five hundred at once every ten seconds, a burst
+// that queued the hub's status writes behind it in the API server's fair
+// queue of this client. A failed write is tried again on the next round.
 func (l *links) run(ctx context.Context) {
-	ticker := time.NewTicker(l.period)
+	ticker := time.NewTicker(l.round())
 	defer ticker.Stop()
 	for {
 		select {
@@ -208,6 +216,25 @@ func (l *links) run(ctx context.Context) {
 	}
 }
 
+// roundsPerPeriod is how many rounds of renewals run in a period.
+const roundsPerPeriod = 10
+
+// round is the time between two rounds of renewals.
+func (l *links) round() time.Duration { return l.period / roundsPerPeriod }
+
+// renewalBudget is how many renewals may go out at now, by the rate. l.mu
+// is held.
+func (l *links) renewalBudget(now time.Time) int {
+	perRound := max(1, l.rate*l.round().Seconds())
+	if l.creditAt.IsZero() {
+		l.credit = perRound
+	} else {
+		l.credit = min(perRound, l.credit+l.rate*now.Sub(l.creditAt).Seconds())
+	}
+	l.creditAt = now
+	return max(0, int(l.credit))
+}
+
 // renewal is how often each of connected nodes is renewed: period, or
 // longer where rate would not write them all in period.
 func (l *links) renewal(connected int) time.Duration {
@@ -218,8 +245,8 @@ func (l *links) renewal(connected int) time.Duration {
 }
 
 // writeDue writes the Leases that are due, all that changed when force.
-// Renewals beyond the rate's share of one period wait for the next round,
-// those written longest ago first.
+// Renewals beyond the rate's share of one round wait for the next, those
+// written longest ago first.
 func (l *links) writeDue(ctx context.Context, force bool) {
 	type due struct {
 		node string
@@ -240,9 +267,12 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 			renew = append(renew, due{node, *k})
 		}
 	}
-	if budget := int(l.rate * l.period.Seconds()); !force && l.rate > 0 && len(renew) > budget {
-		slices.SortFunc(renew, func(a, b due) int { return a.k.lastWritten.Compare(b.k.lastWritten) })
-		renew = renew[:max(1, budget)]
+	if !force && l.rate > 0 {
+		if budget := l.renewalBudget(now); len(renew) > budget {
+			slices.SortFunc(renew, func(a, b due) int { return a.k.lastWritten.Compare(b.k.lastWritten) })
+			renew = renew[:budget]
+		}
+		l.credit -= float64(len(renew))
 	}
 	todo = append(todo, renew...)
 	for _, d := range todo {
