@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"math"
 	"strings"
 	"time"
 
@@ -211,8 +212,8 @@ func (c *Config) validate() error {
 	if c.ReportWindow < 0 {
 		errs = append(errs, errors.New("ReportWindow must not be negative"))
 	}
-	if c.LeaseWriteRate < 0 {
-		errs = append(errs, errors.New("LeaseWriteRate must not be negative"))
+	if c.LeaseWriteRate < 0 || math.IsNaN(c.LeaseWriteRate) || math.IsInf(c.LeaseWriteRate, 0) {
+		errs = append(errs, errors.New("LeaseWriteRate must be a finite number, not negative"))
 	}
 	for _, sa := range c.ServiceAccounts {
 		if err := CheckServiceAccount(sa); err != nil {

@@ -219,20 +219,30 @@ func (l *links) run(ctx context.Context) {
 // roundsPerPeriod is how many rounds of renewals run in a period.
 const roundsPerPeriod = 10
 
-// round is the time between two rounds of renewals.
-func (l *links) round() time.Duration { return l.period / roundsPerPeriod }
+// round is the time between two rounds of renewals (a millisecond at
+// least, however short a test's period).
+func (l *links) round() time.Duration { return max(time.Millisecond, l.period/roundsPerPeriod) }
 
-// renewalBudget is how many renewals may go out at now, by the rate. l.mu
-// is held.
-func (l *links) renewalBudget(now time.Time) int {
+// renewalBudget is how many of due renewals may go out at now, by the
+// rate. The credit carries over at most a round's worth (one more for a
+// tick a little early, then one a little late), and the time a round's
+// writes ran past the round (an API server slow to answer): what the rate
+// allowed meanwhile is written when it answers again, up to a period's
+// worth. l.mu is held.
+func (l *links) renewalBudget(now time.Time, due int) int {
 	perRound := max(1, l.rate*l.round().Seconds())
 	if l.creditAt.IsZero() {
 		l.credit = perRound
 	} else {
-		l.credit = min(perRound, l.credit+l.rate*now.Sub(l.creditAt).Seconds())
+		elapsed := max(0, now.Sub(l.creditAt))
+		late := min(max(0, elapsed-l.round()), l.period)
+		l.credit = min(perRound+1+l.rate*late.Seconds(), l.credit+l.rate*elapsed.Seconds())
 	}
 	l.creditAt = now
-	return max(0, int(l.credit))
+	if l.credit >= float64(due) {
+		return due
+	}
+	return int(l.credit)
 }
 
 // renewal is how often each of connected nodes is renewed: period, or
@@ -268,7 +278,7 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 		}
 	}
 	if !force && l.rate > 0 {
-		if budget := l.renewalBudget(now); len(renew) > budget {
+		if budget := l.renewalBudget(now, len(renew)); len(renew) > budget {
 			slices.SortFunc(renew, func(a, b due) int { return a.k.lastWritten.Compare(b.k.lastWritten) })
 			renew = renew[:budget]
 		}
@@ -283,7 +293,8 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 		k.lastWritten = now
 	}
 	l.mu.Unlock()
-	duration := l.renewal(connected) + l.grace
+	// A node's next renewal may come a round after its turn.
+	duration := l.renewal(connected) + l.round() + l.grace
 
 	// In parallel: a GlobalManager that stops marks every node disconnected
 	// at once, and one write after another would take a thousand nodes
@@ -296,6 +307,8 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 		if err != nil {
 			k.urgent = k.urgent || d.k.urgent
 			k.changed = true
+			// Its turn again at once, not after every other node's.
+			k.lastWritten = d.k.lastWritten
 			k.lease = nil // read it again
 		} else {
 			// The next write sends it back: an update without managedFields
@@ -373,7 +386,7 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link, duration
 		lease.Annotations[AnnotationOutbox] = k.outbox
 	}
 	holder := node
-	seconds := int32(duration / time.Second)
+	seconds := int32((duration + time.Second - 1) / time.Second)
 	lease.Spec.HolderIdentity = &holder
 	lease.Spec.LeaseDurationSeconds = &seconds
 	if !k.connectedAt.IsZero() {

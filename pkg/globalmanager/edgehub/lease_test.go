@@ -1,12 +1,17 @@
 package edgehub
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // Renewals go out at most LeaseWriteRate a second, in rounds of a tenth of
@@ -49,14 +54,28 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 	if err != nil || len(leases.Items) != 20 {
 		t.Fatalf("leases: %v, %d, want 20", err, len(leases.Items))
 	}
-	// 30 connected nodes at 2/s: each renewed every 15s, plus the read timeout.
-	if d := *leases.Items[0].Spec.LeaseDurationSeconds; d != 45 {
-		t.Errorf("leaseDurationSeconds %d, want 45", d)
+	// 30 connected nodes at 2/s: each renewed every 15s, a round later at
+	// worst, plus the read timeout.
+	for _, lease := range leases.Items {
+		if d := *lease.Spec.LeaseDurationSeconds; d != 46 {
+			t.Errorf("%s: leaseDurationSeconds %d, want 46", lease.Name, d)
+		}
 	}
 
-	// A quiet spell does not save up renewals for a burst: at most a
-	// round's worth goes out at once.
-	now = now.Add(time.Minute)
+	// A quiet spell (rounds with nothing due) does not save up renewals
+	// for a burst: at most a round's worth and one goes out at once.
+	l.mu.Lock()
+	for _, k := range l.nodes {
+		k.changed = false
+	}
+	l.mu.Unlock()
+	for range 60 {
+		now = now.Add(time.Second)
+		l.writeDue(t.Context(), false)
+	}
+	if got := writes(); got != 0 {
+		t.Fatalf("rounds with nothing changed wrote %d Leases", got)
+	}
 	l.mu.Lock()
 	for _, k := range l.nodes {
 		k.changed = true
@@ -71,8 +90,8 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 	}
 	l.mu.Unlock()
 	l.writeDue(t.Context(), false)
-	if got := writes(); got != 7 {
-		t.Fatalf("after a minute a round wrote %d Leases, want the 5 urgent and 2 renewals", got)
+	if got := writes(); got != 8 {
+		t.Fatalf("after a quiet minute a round wrote %d Leases, want the 5 urgent and 3 renewals", got)
 	}
 	// Renewals go to those never written before those written earlier.
 	l.mu.Lock()
@@ -83,8 +102,91 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 			unwritten++
 		}
 	}
-	if unwritten != 3 {
-		t.Errorf("%d nodes never written, want 3", unwritten)
+	if unwritten != 2 {
+		t.Errorf("%d nodes never written, want 2", unwritten)
+	}
+}
+
+// renewalsByRound runs rounds of renewals of nodes connected nodes, all
+// changed before every round (heartbeats), at the times next gives (the
+// time of the round after one at the given time), until end; it returns
+// the times each node was written.
+func renewalsByRound(t *testing.T, nodes int, rate float64, next func(time.Time) time.Time, end time.Duration) (map[string][]time.Time, *links) {
+	t.Helper()
+	client := kubefake.NewClientset()
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	now := start
+	l := newLinks(client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: rate, ReadTimeout: 30 * time.Second},
+		func() time.Time { return now })
+	for i := range nodes {
+		k := l.get(fmt.Sprintf("edge-%03d", i))
+		k.connected, k.lastHeard = true, now
+	}
+	written := map[string][]time.Time{}
+	for now.Sub(start) < end {
+		l.mu.Lock()
+		for _, k := range l.nodes {
+			k.changed = true
+		}
+		l.mu.Unlock()
+		l.writeDue(t.Context(), false)
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "create" || a.GetVerb() == "update" {
+				lease := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
+				written[*lease.Spec.HolderIdentity] = append(written[*lease.Spec.HolderIdentity], now)
+			}
+		}
+		client.ClearActions()
+		now = next(now)
+	}
+	return written, l
+}
+
+// Rounds a little early and a little late (a ticker's jitter) lose no
+// renewals: the rate holds over many rounds.
+func TestLeaseRenewalsKeepTheRateThroughJitter(t *testing.T) {
+	early := true
+	written, _ := renewalsByRound(t, 200, 10, func(at time.Time) time.Time {
+		early = !early
+		if early {
+			return at.Add(999 * time.Millisecond)
+		}
+		return at.Add(1001 * time.Millisecond)
+	}, 100*time.Second)
+	total := 0
+	for _, w := range written {
+		total += len(w)
+	}
+	// 100 rounds in 100 s at 10/s, the first a round's worth. Losing the
+	// credit of each early round would make it 950.
+	if total < 995 || total > 1005 {
+		t.Errorf("%d renewals in 100 rounds at 10/s, want 1,000", total)
+	}
+}
+
+// Rounds whose writes take longer than a round (an API server slow to
+// answer) still renew at the rate, and every node within its Lease's
+// duration.
+func TestLeaseRenewalsCatchUpAfterSlowRounds(t *testing.T) {
+	const nodes, rate = 300, 10.0
+	written, l := renewalsByRound(t, nodes, rate, func(at time.Time) time.Time { return at.Add(3 * time.Second) }, 3*time.Minute)
+	total := 0
+	for _, w := range written {
+		total += len(w)
+	}
+	// 60 rounds 3 s apart: 177 s at 10/s after the first round's 10.
+	if want := 10 + 177*rate; float64(total) < 0.95*want || float64(total) > want+rate {
+		t.Errorf("%d renewals in 3 minutes of slow rounds at %v/s, want about %v", total, rate, want)
+	}
+	// Each node's next renewal comes before its Lease's duration less the
+	// read timeout (the time its renewTime may be old by) has run out.
+	limit := l.renewal(nodes) + l.round() + 3*time.Second // a slow round later
+	for node, times := range written {
+		for i := 1; i < len(times); i++ {
+			if gap := times[i].Sub(times[i-1]); gap > limit {
+				t.Errorf("%s renewed %s after the last time, more than %s", node, gap, limit)
+			}
+		}
 	}
 }
 
@@ -113,5 +215,54 @@ func TestLeaseRenewalsBelowOneARound(t *testing.T) {
 	// 0.25/s: the first round's one, then one every 4 s.
 	if want := []int{0, 4, 8, 12, 16}; fmt.Sprint(wrote) != fmt.Sprint(want) {
 		t.Errorf("renewals went out in seconds %v, want %v", wrote, want)
+	}
+}
+
+// A renewal that fails is tried again on the next round, not after every
+// other node's turn.
+func TestAFailedRenewalIsTriedAgainNextRound(t *testing.T) {
+	client := kubefake.NewClientset()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	l := newLinks(client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: 50, ReadTimeout: 30 * time.Second},
+		func() time.Time { return now })
+	for _, n := range []string{"a", "b", "c"} {
+		k := l.get(n)
+		k.connected, k.changed, k.urgent, k.lastHeard = true, true, true, now
+	}
+	l.writeDue(t.Context(), false)
+	failed := false
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).Name == LeaseName("a") && !failed {
+			failed = true
+			return true, nil, errors.New("the API server is busy")
+		}
+		return false, nil, nil
+	})
+	renewed := func() []string {
+		var names []string
+		for _, a := range client.Actions() {
+			if u, ok := a.(k8stesting.UpdateAction); ok {
+				names = append(names, *u.GetObject().(*coordinationv1.Lease).Spec.HolderIdentity)
+			}
+		}
+		client.ClearActions()
+		slices.Sort(names)
+		return names
+	}
+	client.ClearActions()
+	now = now.Add(10 * time.Second)
+	l.mu.Lock()
+	for _, k := range l.nodes {
+		k.changed = true
+	}
+	l.mu.Unlock()
+	l.writeDue(t.Context(), false)
+	if got := renewed(); !failed || fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("renewals tried %v (a failing: %v), want [a b c]", got, failed)
+	}
+	now = now.Add(time.Second)
+	l.writeDue(t.Context(), false)
+	if got := renewed(); fmt.Sprint(got) != "[a]" {
+		t.Errorf("the round after a's renewal failed renewed %v, want [a]", got)
 	}
 }
