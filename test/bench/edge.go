@@ -331,7 +331,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	// Worker reports, beside the ceiling of plain status writes.
 	writes := o.reports
 	progress("edge: ceiling: up to %d status writes (UpdateStatus) to the %d jobs, %d goroutines, no client rate limit, at most 60s", writes, o.jobs, benchWriters)
-	ceilCPU0, err := sampleCPU(gm.Pid())
+	ceil0, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -340,13 +340,13 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, fmt.Errorf("status write ceiling: %w", err)
 	}
-	ceilCPU1, err := sampleCPU(gm.Pid())
+	ceil1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
 	ceilingRate := float64(ceiling.writes) / ceiling.took.Seconds()
 	results = append(results, result{Name: "edge: ceiling: job status writes", Value: round(ceilingRate), Unit: "writes/s",
-		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeCPU(ceilCPU0, ceilCPU1, ceiling.took), ceilingProfiled())})
+		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeUsage(ceil0, ceil1, ceiling.took), ceilingProfiled())})
 	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
 	waitHubQuiet(ctx, metricsAddr, 2*time.Second, time.Minute)
 

@@ -6,8 +6,10 @@
 // IncrementalLearningJob of its namespace names it stays (Terminating), with
 // the status condition DeletionBlocked and a Warning event naming the jobs
 // (the first ten by kind and name, and how many more);
-// the finalizer is removed, and the Model goes, once no job names it. The jobs
-// keep working meanwhile: their workers still get the Model's URL.
+// the finalizer is removed, and the Model goes, once no job names it, by the
+// caches and then by a live list of the API server (a job created just
+// before the delete may not be in the caches yet). The jobs keep working
+// meanwhile: their workers still get the Model's URL.
 //
 // A Model's status metrics and updateTime are written by the learning-cycle
 // controllers when a round deploys a new model into it (see package learningcycle).
@@ -67,10 +69,12 @@ type Controller struct {
 	now      func() time.Time
 }
 
-// userIndex is one job kind's informer index by Model.
+// userIndex is one job kind's informer index by Model, and a live list of
+// the kind's jobs in a namespace.
 type userIndex struct {
 	kind    string
 	indexer cache.Indexer
+	list    func(ctx context.Context, ns string) ([]namer, error)
 }
 
 // NewController watches Models and the job kinds that name them.
@@ -86,16 +90,26 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 		now:      time.Now,
 	}
 	handlers := []common.Handler{{Informer: models.Informer(), Handler: common.OwnerHandler(c.queue.Add)}}
-	for kind, inf := range map[string]cache.SharedIndexInformer{
-		sednav1.FederatedLearningJobKind.Kind:   federated.Informer(),
-		sednav1.JointInferenceServiceKind.Kind:  joint.Informer(),
-		sednav1.IncrementalLearningJobKind.Kind: incremental.Informer(),
+	v1 := client.SednaV1alpha1()
+	for kind, u := range map[string]struct {
+		inf  cache.SharedIndexInformer
+		list func(ctx context.Context, ns string) ([]namer, error)
+	}{
+		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns string) ([]namer, error) {
+			return listNamers(ctx, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
+		}},
+		sednav1.JointInferenceServiceKind.Kind: {joint.Informer(), func(ctx context.Context, ns string) ([]namer, error) {
+			return listNamers(ctx, v1.JointInferenceServices(ns).List, func(l *sednav1.JointInferenceServiceList) []namer { return namers(l.Items) })
+		}},
+		sednav1.IncrementalLearningJobKind.Kind: {incremental.Informer(), func(ctx context.Context, ns string) ([]namer, error) {
+			return listNamers(ctx, v1.IncrementalLearningJobs(ns).List, func(l *sednav1.IncrementalLearningJobList) []namer { return namers(l.Items) })
+		}},
 	} {
-		if err := inf.AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
+		if err := u.inf.AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
 			return nil, fmt.Errorf("adding %s index: %w", kind, err)
 		}
-		c.users = append(c.users, userIndex{kind: kind, indexer: inf.GetIndexer()})
-		handlers = append(handlers, common.Handler{Informer: inf, Handler: c.jobHandler()})
+		c.users = append(c.users, userIndex{kind: kind, indexer: u.inf.GetIndexer(), list: u.list})
+		handlers = append(handlers, common.Handler{Informer: u.inf, Handler: c.jobHandler()})
 	}
 	sort.Slice(c.users, func(i, j int) bool { return c.users[i].kind < c.users[j].kind })
 	var err error
@@ -176,6 +190,59 @@ func (c *Controller) usersOf(key string) ([]string, error) {
 	return users, nil
 }
 
+// liveUsersOf are the jobs naming the Model key, as usersOf, read from the
+// API server: a job created just before the Model's deletion may not be in
+// the caches yet, and releasing the Model on their word alone would let it
+// go from under that job (Kubernetes' PersistentVolumeClaim protection asks
+// the API server too).
+func (c *Controller) liveUsersOf(ctx context.Context, ns, name string) ([]string, error) {
+	var users []string
+	for _, u := range c.users {
+		jobs, err := u.list(ctx, ns)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s naming %s/%s: %w", u.kind, ns, name, err)
+		}
+		for _, j := range jobs {
+			if slices.Contains(j.ModelNames(), name) {
+				users = append(users, u.kind+" "+j.GetNamespace()+"/"+j.GetName())
+			}
+		}
+	}
+	sort.Strings(users)
+	return users, nil
+}
+
+// listPage is how many jobs a live list reads a request.
+const listPage = 500
+
+// listNamers lists a kind's jobs with list, a page at a time.
+func listNamers[L interface{ GetContinue() string }](ctx context.Context, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []namer) ([]namer, error) {
+	var all []namer
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		l, err := list(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items(l)...)
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return all, nil
+		}
+	}
+}
+
+// namers are pointers to jobs, as namers.
+func namers[J any, P interface {
+	*J
+	namer
+}](jobs []J) []namer {
+	out := make([]namer, len(jobs))
+	for i := range jobs {
+		out[i] = P(&jobs[i])
+	}
+	return out
+}
+
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -187,11 +254,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	} else if err != nil {
 		return fmt.Errorf("reading model %s: %w", key, err)
 	}
-	// Who names the Model matters only once it is deleted.
+	// Who names the Model matters only once it is deleted. The caches
+	// say; when they say no one, the API server confirms it.
 	var users []string
 	if cached.DeletionTimestamp != nil {
 		if users, err = c.usersOf(key); err != nil {
 			return err
+		}
+		if len(users) == 0 && slices.Contains(cached.Finalizers, Finalizer) {
+			if users, err = c.liveUsersOf(ctx, ns, name); err != nil {
+				return err
+			}
 		}
 	}
 	has := slices.Contains(cached.Finalizers, Finalizer)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,11 +35,17 @@ func TestModelProtection(t *testing.T) {
 		wantBlocked    bool
 		wantEvents     int
 		wantNoWriteAll bool
+		uncached       bool // the jobs are in the API server, not yet in the caches
 	}{
 		"a new model gets the finalizer":                    {model: model(nil, nil), wantFinalizer: true},
 		"a deleted model a job names waits, and says why":   {model: model([]string{Finalizer}, &deleting), jobs: []runtime.Object{user}, wantFinalizer: true, wantBlocked: true, wantEvents: 1},
 		"a deleted model no job names is released":          {model: model([]string{Finalizer}, &deleting)},
 		"a protected model no one deletes is left as it is": {model: model([]string{Finalizer}, nil), jobs: []runtime.Object{user}, wantFinalizer: true, wantNoWriteAll: true},
+		"a deleted model a job the caches have not seen yet names waits": {model: model([]string{Finalizer}, &deleting), jobs: []runtime.Object{user}, uncached: true,
+			wantFinalizer: true, wantBlocked: true, wantEvents: 1},
+		"a deleted model is released when the API server's jobs name other models": {model: model([]string{Finalizer}, &deleting), uncached: true,
+			jobs: []runtime.Object{&sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "fl", Namespace: "ns"},
+				Spec: sednav1.FederatedLearningJobSpec{AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "m2"}}}}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -48,8 +55,10 @@ func TestModelProtection(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, j := range tc.jobs {
-				if err := v1.IncrementalLearningJobs().Informer().GetIndexer().Add(j); err != nil {
-					t.Fatal(err)
+				if _, il := j.(*sednav1.IncrementalLearningJob); il && !tc.uncached {
+					if err := v1.IncrementalLearningJobs().Informer().GetIndexer().Add(j); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			client.ClearActions()
@@ -58,6 +67,20 @@ func TestModelProtection(t *testing.T) {
 			}
 			if tc.wantNoWriteAll && len(client.Actions()) != 0 {
 				t.Errorf("actions %v, want none", client.Actions())
+			}
+			// The API server is asked only when the caches name no job.
+			lists := 0
+			for _, a := range client.Actions() {
+				if a.GetVerb() == "list" {
+					lists++
+				}
+			}
+			wantLists := 0
+			if tc.model.DeletionTimestamp != nil && (tc.uncached || len(tc.jobs) == 0) {
+				wantLists = 3 // one page of each kind that names Models
+			}
+			if lists != wantLists {
+				t.Errorf("%d lists of jobs, want %d", lists, wantLists)
 			}
 			got, err := client.SednaV1alpha1().Models("ns").Get(t.Context(), "m", metav1.GetOptions{})
 			if err != nil {
@@ -175,5 +198,28 @@ func TestADeletedModelNamesTenOfItsJobsAndCountsTheRest(t *testing.T) {
 		}
 	default:
 		t.Error("no event")
+	}
+}
+
+// A live list reads every page the API server gives.
+func TestLiveListsReadEveryPage(t *testing.T) {
+	pages := map[string]*sednav1.FederatedLearningJobList{
+		"":   {ListMeta: metav1.ListMeta{Continue: "p2"}, Items: []sednav1.FederatedLearningJob{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}},
+		"p2": {Items: []sednav1.FederatedLearningJob{{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}},
+	}
+	var limits []int64
+	got, err := listNamers(t.Context(), func(_ context.Context, o metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
+		limits = append(limits, o.Limit)
+		return pages[o.Continue], nil
+	}, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, j := range got {
+		names = append(names, j.GetName())
+	}
+	if fmt.Sprint(names) != "[a b]" || fmt.Sprint(limits) != fmt.Sprint([]int64{listPage, listPage}) {
+		t.Errorf("listed %v with limits %v, want [a b] in pages of %d", names, limits, listPage)
 	}
 }
