@@ -416,11 +416,21 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err != nil {
 		return nil, err
 	}
+	idle0, err := sampleUsage(ctx, kube, gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	idleStart := time.Now()
 	select {
 	case <-time.After(o.idle):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	idle1, err := sampleUsage(ctx, kube, gm.Pid())
+	if err != nil {
+		return nil, err
+	}
+	idleTook := time.Since(idleStart)
 	m5, err := scrapeMetrics(ctx, metricsAddr)
 	if err != nil {
 		return nil, err
@@ -430,8 +440,8 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	}
 	idleObjects := sent(m5, edgeproto.TypeUpsert) + sent(m5, edgeproto.TypeDelete) - sent(m4, edgeproto.TypeUpsert) - sent(m4, edgeproto.TypeDelete)
 	results = append(results, result{Name: "edge: object messages sent while idle", Value: idleObjects, Unit: "messages", Goal: "0",
-		Note: fmt.Sprintf("upserts+deletes in %s with nothing changing (nereid_edgehub_messages_sent_total); heartbeats %.0f",
-			o.idle, sent(m5, edgeproto.TypeHeartbeat)-sent(m4, edgeproto.TypeHeartbeat))})
+		Note: fmt.Sprintf("upserts+deletes in %s with nothing changing (nereid_edgehub_messages_sent_total); heartbeats %.0f; what the connected fleet costs with nothing changing, against which the ceiling and the burst write: %s",
+			o.idle, sent(m5, edgeproto.TypeHeartbeat)-sent(m4, edgeproto.TypeHeartbeat), describeUsage(idle0, idle1, idleTook))})
 	rssIdle, err := residentMiB(gm.Pid())
 	if err != nil {
 		return nil, err
