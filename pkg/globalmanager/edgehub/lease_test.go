@@ -14,43 +14,71 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
+// leaseFixture is links over a fake client, with a clock the test moves
+// and nodes connected at its start.
+type leaseFixture struct {
+	client *kubefake.Clientset
+	now    time.Time
+	l      *links
+}
+
+// newLeaseFixture has n nodes edge-000… connected, changed when changed,
+// renewed at most rate a second over a 10 s period with a 30 s read timeout.
+func newLeaseFixture(n int, rate float64, changed bool) *leaseFixture {
+	f := &leaseFixture{client: kubefake.NewClientset(), now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	f.l = newLinks(f.client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: rate, ReadTimeout: 30 * time.Second},
+		func() time.Time { return f.now })
+	for i := range n {
+		k := f.l.get(fmt.Sprintf("edge-%03d", i))
+		k.connected, k.changed, k.lastHeard = true, changed, f.now
+	}
+	return f
+}
+
+// written are the Leases created or updated since the last call.
+func (f *leaseFixture) written() []*coordinationv1.Lease {
+	var leases []*coordinationv1.Lease
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "create" || a.GetVerb() == "update" {
+			leases = append(leases, a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease))
+		}
+	}
+	f.client.ClearActions()
+	return leases
+}
+
+// round runs one round of writes at the fixture's time.
+func (f *leaseFixture) round(t *testing.T) { f.l.writeDue(t.Context(), false) }
+
+// setChanged marks every node changed, or none.
+func (f *leaseFixture) setChanged(changed bool) {
+	f.l.mu.Lock()
+	defer f.l.mu.Unlock()
+	for _, k := range f.l.nodes {
+		k.changed = changed
+	}
+}
+
 // Renewals go out at most LeaseWriteRate a second, in rounds of a tenth of
 // the period, those written longest ago first, each Lease valid for as long
 // as a turn of them all takes; connects and disconnects are written at once
 // whatever the rate, and rounds between ticks do not add to it.
 func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
-	client := kubefake.NewClientset()
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	l := newLinks(client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: 2, ReadTimeout: 30 * time.Second},
-		func() time.Time { return now })
-	for i := range 30 {
-		k := l.get(fmt.Sprintf("edge-%02d", i))
-		k.connected, k.changed, k.lastHeard = true, true, now
-	}
-	writes := func() int {
-		n := 0
-		for _, a := range client.Actions() {
-			if a.GetVerb() == "create" || a.GetVerb() == "update" {
-				n++
-			}
-		}
-		client.ClearActions()
-		return n
-	}
+	f := newLeaseFixture(30, 2, true)
 	// Ten rounds, a second apart: 2 a round, never more.
 	for round := range 10 {
-		l.writeDue(t.Context(), false)
-		if got := writes(); got != 2 {
+		f.round(t)
+		if got := len(f.written()); got != 2 {
 			t.Fatalf("round %d wrote %d Leases, want 2 (2/s, a round a second)", round, got)
 		}
 		// A kick in the same instant (a node connecting) renews no more.
-		l.writeDue(t.Context(), false)
-		if got := writes(); got != 0 {
+		f.round(t)
+		if got := len(f.written()); got != 0 {
 			t.Fatalf("a second round at the same time wrote %d Leases, want 0", got)
 		}
-		now = now.Add(time.Second)
+		f.now = f.now.Add(time.Second)
 	}
-	leases, err := client.CoordinationV1().Leases("ns").List(t.Context(), metav1.ListOptions{})
+	leases, err := f.client.CoordinationV1().Leases("ns").List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(leases.Items) != 20 {
 		t.Fatalf("leases: %v, %d, want 20", err, len(leases.Items))
 	}
@@ -64,23 +92,18 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 
 	// A quiet spell (rounds with nothing due) does not save up renewals
 	// for a burst: at most a round's worth and one goes out at once.
-	l.mu.Lock()
-	for _, k := range l.nodes {
-		k.changed = false
-	}
-	l.mu.Unlock()
+	f.setChanged(false)
 	for range 60 {
-		now = now.Add(time.Second)
-		l.writeDue(t.Context(), false)
+		f.now = f.now.Add(time.Second)
+		f.round(t)
 	}
-	if got := writes(); got != 0 {
+	if got := len(f.written()); got != 0 {
 		t.Fatalf("rounds with nothing changed wrote %d Leases", got)
 	}
-	l.mu.Lock()
-	for _, k := range l.nodes {
-		k.changed = true
-	}
+	f.setChanged(true)
 	// Five nodes not written yet connect again.
+	l := f.l
+	l.mu.Lock()
 	urgent := 0
 	for _, k := range l.nodes {
 		if k.lastWritten.IsZero() && urgent < 5 {
@@ -89,8 +112,8 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 		}
 	}
 	l.mu.Unlock()
-	l.writeDue(t.Context(), false)
-	if got := writes(); got != 8 {
+	f.round(t)
+	if got := len(f.written()); got != 8 {
 		t.Fatalf("after a quiet minute a round wrote %d Leases, want the 5 urgent and 3 renewals", got)
 	}
 	// Renewals go to those never written before those written earlier.
@@ -113,33 +136,18 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 // the times each node was written.
 func renewalsByRound(t *testing.T, nodes int, rate float64, next func(time.Time) time.Time, end time.Duration) (map[string][]time.Time, *links) {
 	t.Helper()
-	client := kubefake.NewClientset()
-	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	now := start
-	l := newLinks(client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: rate, ReadTimeout: 30 * time.Second},
-		func() time.Time { return now })
-	for i := range nodes {
-		k := l.get(fmt.Sprintf("edge-%03d", i))
-		k.connected, k.lastHeard = true, now
-	}
+	f := newLeaseFixture(nodes, rate, false)
+	start := f.now
 	written := map[string][]time.Time{}
-	for now.Sub(start) < end {
-		l.mu.Lock()
-		for _, k := range l.nodes {
-			k.changed = true
+	for f.now.Sub(start) < end {
+		f.setChanged(true)
+		f.round(t)
+		for _, lease := range f.written() {
+			written[*lease.Spec.HolderIdentity] = append(written[*lease.Spec.HolderIdentity], f.now)
 		}
-		l.mu.Unlock()
-		l.writeDue(t.Context(), false)
-		for _, a := range client.Actions() {
-			if a.GetVerb() == "create" || a.GetVerb() == "update" {
-				lease := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
-				written[*lease.Spec.HolderIdentity] = append(written[*lease.Spec.HolderIdentity], now)
-			}
-		}
-		client.ClearActions()
-		now = next(now)
+		f.now = next(f.now)
 	}
-	return written, l
+	return written, f.l
 }
 
 // Rounds a little early and a little late (a ticker's jitter) lose no
@@ -193,24 +201,14 @@ func TestLeaseRenewalsCatchUpAfterSlowRounds(t *testing.T) {
 // A rate below one renewal a round still renews: one a round at most, and
 // only as the rate has allowed since.
 func TestLeaseRenewalsBelowOneARound(t *testing.T) {
-	client := kubefake.NewClientset()
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	l := newLinks(client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: 0.25, ReadTimeout: 30 * time.Second},
-		func() time.Time { return now })
-	for i := range 5 {
-		k := l.get(fmt.Sprintf("edge-%d", i))
-		k.connected, k.changed, k.lastHeard = true, true, now
-	}
+	f := newLeaseFixture(5, 0.25, true)
 	var wrote []int // the seconds in which a renewal went out
 	for sec := range 20 {
-		l.writeDue(t.Context(), false)
-		for _, a := range client.Actions() {
-			if a.GetVerb() == "create" || a.GetVerb() == "update" {
-				wrote = append(wrote, sec)
-			}
+		f.round(t)
+		for range f.written() {
+			wrote = append(wrote, sec)
 		}
-		client.ClearActions()
-		now = now.Add(time.Second)
+		f.now = f.now.Add(time.Second)
 	}
 	// 0.25/s: the first round's one, then one every 4 s.
 	if want := []int{0, 4, 8, 12, 16}; fmt.Sprint(wrote) != fmt.Sprint(want) {
@@ -221,18 +219,11 @@ func TestLeaseRenewalsBelowOneARound(t *testing.T) {
 // A renewal that fails is tried again on the next round, not after every
 // other node's turn.
 func TestAFailedRenewalIsTriedAgainNextRound(t *testing.T) {
-	client := kubefake.NewClientset()
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	l := newLinks(client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: 50, ReadTimeout: 30 * time.Second},
-		func() time.Time { return now })
-	for _, n := range []string{"a", "b", "c"} {
-		k := l.get(n)
-		k.connected, k.changed, k.urgent, k.lastHeard = true, true, true, now
-	}
-	l.writeDue(t.Context(), false)
+	f := newLeaseFixture(3, 50, true)
+	f.round(t)
 	failed := false
-	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).Name == LeaseName("a") && !failed {
+	f.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).Name == LeaseName("edge-000") && !failed {
 			failed = true
 			return true, nil, errors.New("the API server is busy")
 		}
@@ -240,29 +231,22 @@ func TestAFailedRenewalIsTriedAgainNextRound(t *testing.T) {
 	})
 	renewed := func() []string {
 		var names []string
-		for _, a := range client.Actions() {
-			if u, ok := a.(k8stesting.UpdateAction); ok {
-				names = append(names, *u.GetObject().(*coordinationv1.Lease).Spec.HolderIdentity)
-			}
+		for _, lease := range f.written() {
+			names = append(names, *lease.Spec.HolderIdentity)
 		}
-		client.ClearActions()
 		slices.Sort(names)
 		return names
 	}
-	client.ClearActions()
-	now = now.Add(10 * time.Second)
-	l.mu.Lock()
-	for _, k := range l.nodes {
-		k.changed = true
+	f.written()
+	f.now = f.now.Add(10 * time.Second)
+	f.setChanged(true)
+	f.round(t)
+	if got := renewed(); !failed || fmt.Sprint(got) != "[edge-000 edge-001 edge-002]" {
+		t.Fatalf("renewals tried %v (edge-000 failing: %v), want all three", got, failed)
 	}
-	l.mu.Unlock()
-	l.writeDue(t.Context(), false)
-	if got := renewed(); !failed || fmt.Sprint(got) != "[a b c]" {
-		t.Fatalf("renewals tried %v (a failing: %v), want [a b c]", got, failed)
-	}
-	now = now.Add(time.Second)
-	l.writeDue(t.Context(), false)
-	if got := renewed(); fmt.Sprint(got) != "[a]" {
-		t.Errorf("the round after a's renewal failed renewed %v, want [a]", got)
+	f.now = f.now.Add(time.Second)
+	f.round(t)
+	if got := renewed(); fmt.Sprint(got) != "[edge-000]" {
+		t.Errorf("the round after edge-000's renewal failed renewed %v, want [edge-000]", got)
 	}
 }
