@@ -101,3 +101,13 @@ func SetReferencesResolved(owner metav1.Object, conds []sednav1.JobCondition, mi
 	}
 	return SetJobCondition(conds, JobConditionFor(owner, ConditionReferencesResolved, false, "MissingReference", msg), now), events
 }
+
+// MaxConditionMessage is the most bytes a metav1.Condition's message may
+// hold; the API server refuses a status write with a longer one.
+const MaxConditionMessage = 32768
+
+// ClipConditionMessage returns msg, cut to MaxConditionMessage bytes (and
+// marked as cut) when it is longer.
+func ClipConditionMessage(msg string) string {
+	return clipText(msg, MaxConditionMessage)
+}

@@ -8,8 +8,11 @@
 // (the first ten by kind and name, and how many more);
 // the finalizer is removed, and the Model goes, once no job names it, by the
 // caches and then by a live list of the API server (a job created just
-// before the delete may not be in the caches yet). The jobs keep working
-// meanwhile: their workers still get the Model's URL.
+// before the delete may not be in the caches yet; while the list fails the
+// condition says so, reason CannotVerify). A job created between that list
+// and the finalizer's removal can still be missed: closing that takes an
+// admission check, as Kubernetes has for PersistentVolumeClaims. The jobs
+// keep working meanwhile: their workers still get the Model's URL.
 //
 // A Model's status metrics and updateTime are written by the learning-cycle
 // controllers when a round deploys a new model into it (see package learningcycle).
@@ -67,14 +70,15 @@ type Controller struct {
 	recorder record.EventRecorder
 	metrics  *common.Metrics
 	now      func() time.Time
+	recheck  time.Duration // liveRecheck, but in tests
 }
 
 // userIndex is one job kind's informer index by Model, and a live list of
-// the kind's jobs in a namespace.
+// the names of the kind's jobs in a namespace that name a Model.
 type userIndex struct {
 	kind    string
 	indexer cache.Indexer
-	list    func(ctx context.Context, ns string) ([]namer, error)
+	list    func(ctx context.Context, ns, model string) ([]string, error)
 }
 
 // NewController watches Models and the job kinds that name them.
@@ -88,21 +92,22 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 		recorder: recorder,
 		metrics:  metrics,
 		now:      time.Now,
+		recheck:  liveRecheck,
 	}
 	handlers := []common.Handler{{Informer: models.Informer(), Handler: common.OwnerHandler(c.queue.Add)}}
 	v1 := client.SednaV1alpha1()
 	for kind, u := range map[string]struct {
 		inf  cache.SharedIndexInformer
-		list func(ctx context.Context, ns string) ([]namer, error)
+		list func(ctx context.Context, ns, model string) ([]string, error)
 	}{
-		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns string) ([]namer, error) {
-			return listNamers(ctx, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
+		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns, model string) ([]string, error) {
+			return listNaming(ctx, model, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
 		}},
-		sednav1.JointInferenceServiceKind.Kind: {joint.Informer(), func(ctx context.Context, ns string) ([]namer, error) {
-			return listNamers(ctx, v1.JointInferenceServices(ns).List, func(l *sednav1.JointInferenceServiceList) []namer { return namers(l.Items) })
+		sednav1.JointInferenceServiceKind.Kind: {joint.Informer(), func(ctx context.Context, ns, model string) ([]string, error) {
+			return listNaming(ctx, model, v1.JointInferenceServices(ns).List, func(l *sednav1.JointInferenceServiceList) []namer { return namers(l.Items) })
 		}},
-		sednav1.IncrementalLearningJobKind.Kind: {incremental.Informer(), func(ctx context.Context, ns string) ([]namer, error) {
-			return listNamers(ctx, v1.IncrementalLearningJobs(ns).List, func(l *sednav1.IncrementalLearningJobList) []namer { return namers(l.Items) })
+		sednav1.IncrementalLearningJobKind.Kind: {incremental.Informer(), func(ctx context.Context, ns, model string) ([]string, error) {
+			return listNaming(ctx, model, v1.IncrementalLearningJobs(ns).List, func(l *sednav1.IncrementalLearningJobList) []namer { return namers(l.Items) })
 		}},
 	} {
 		if err := u.inf.AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
@@ -198,14 +203,12 @@ func (c *Controller) usersOf(key string) ([]string, error) {
 func (c *Controller) liveUsersOf(ctx context.Context, ns, name string) ([]string, error) {
 	var users []string
 	for _, u := range c.users {
-		jobs, err := u.list(ctx, ns)
+		names, err := u.list(ctx, ns, name)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s naming %s/%s: %w", u.kind, ns, name, err)
+			return nil, fmt.Errorf("listing %s in namespace %s: %w", u.kind, ns, err)
 		}
-		for _, j := range jobs {
-			if slices.Contains(j.ModelNames(), name) {
-				users = append(users, u.kind+" "+j.GetNamespace()+"/"+j.GetName())
-			}
+		for _, n := range names {
+			users = append(users, u.kind+" "+ns+"/"+n)
 		}
 	}
 	sort.Strings(users)
@@ -215,18 +218,23 @@ func (c *Controller) liveUsersOf(ctx context.Context, ns, name string) ([]string
 // listPage is how many jobs a live list reads a request.
 const listPage = 500
 
-// listNamers lists a kind's jobs with list, a page at a time.
-func listNamers[L interface{ GetContinue() string }](ctx context.Context, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []namer) ([]namer, error) {
-	var all []namer
+// listNaming lists a kind's jobs with list, a page at a time, and returns
+// the names of those that name model; only one page is held at a time.
+func listNaming[L interface{ GetContinue() string }](ctx context.Context, model string, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []namer) ([]string, error) {
+	var names []string
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
 		l, err := list(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, items(l)...)
+		for _, j := range items(l) {
+			if slices.Contains(j.ModelNames(), model) {
+				names = append(names, j.GetName())
+			}
+		}
 		if opts.Continue = l.GetContinue(); opts.Continue == "" {
-			return all, nil
+			return names, nil
 		}
 	}
 }
@@ -254,6 +262,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	} else if err != nil {
 		return fmt.Errorf("reading model %s: %w", key, err)
 	}
+	has := slices.Contains(cached.Finalizers, Finalizer)
+	models := c.client.SednaV1alpha1().Models(ns)
+	logger := klog.FromContext(ctx).WithValues("model", klog.KObj(cached))
 	// Who names the Model matters only once it is deleted. The caches
 	// say; when they say no one, the API server confirms it.
 	var users []string
@@ -261,15 +272,23 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if users, err = c.usersOf(key); err != nil {
 			return err
 		}
-		if len(users) == 0 && slices.Contains(cached.Finalizers, Finalizer) {
+		if len(users) == 0 && has {
 			if users, err = c.liveUsersOf(ctx, ns, name); err != nil {
+				// Kept, and kubectl describe says why, until a list
+				// succeeds (the queue tries again).
+				err = fmt.Errorf("model %s: %w", key, err)
+				c.setBlocked(ctx, cached, "CannotVerify", "deletion waits until the jobs that may name this model can be listed: "+err.Error())
 				return err
+			}
+			if len(users) > 0 {
+				// Named by jobs the caches have yet to show: their add
+				// or delete brings the Model back here, and so does this,
+				// should one come and go unseen (a watch gap ending in a
+				// relist).
+				c.queue.AddAfter(key, c.recheck)
 			}
 		}
 	}
-	has := slices.Contains(cached.Finalizers, Finalizer)
-	models := c.client.SednaV1alpha1().Models(ns)
-	logger := klog.FromContext(ctx).WithValues("model", klog.KObj(cached))
 	switch {
 	case cached.DeletionTimestamp == nil && !has:
 		m := cached.DeepCopy()
@@ -286,20 +305,31 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		logger.V(2).Info("Model released: no job names it")
 	case cached.DeletionTimestamp != nil && has:
-		m := cached.DeepCopy()
-		msg := blockedMessage(users)
-		if !apimeta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
-			Type: ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: "InUse", Message: msg,
-			ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.now()),
-		}) {
-			return nil
-		}
-		updated, err := models.UpdateStatus(ctx, m, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("writing status of model %s: %w", key, err)
-		}
-		c.recorder.Event(updated, corev1.EventTypeWarning, ConditionDeletionBlocked, msg)
+		return c.setBlocked(ctx, cached, "InUse", blockedMessage(users))
 	}
+	return nil
+}
+
+// liveRecheck is when a Model that only the API server's jobs hold is
+// looked at again, whatever else happens.
+const liveRecheck = 5 * time.Minute
+
+// setBlocked says in the Model's DeletionBlocked condition, and a Warning
+// event, why its deletion waits, unless it already says so.
+func (c *Controller) setBlocked(ctx context.Context, cached *sednav1.Model, reason, msg string) error {
+	m := cached.DeepCopy()
+	msg = common.ClipConditionMessage(msg)
+	if !apimeta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
+		Type: ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
+		ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.now()),
+	}) {
+		return nil
+	}
+	updated, err := c.client.SednaV1alpha1().Models(m.Namespace).UpdateStatus(ctx, m, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("writing status of model %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	c.recorder.Event(updated, corev1.EventTypeWarning, ConditionDeletionBlocked, msg)
 	return nil
 }
 

@@ -1,16 +1,20 @@
 package model
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -35,7 +39,9 @@ func TestModelProtection(t *testing.T) {
 		wantBlocked    bool
 		wantEvents     int
 		wantNoWriteAll bool
-		uncached       bool // the jobs are in the API server, not yet in the caches
+		uncached       bool   // the jobs are in the API server, not yet in the caches
+		listFails      bool   // the API server refuses lists
+		wantReason     string // of DeletionBlocked, when blocked
 	}{
 		"a new model gets the finalizer":                    {model: model(nil, nil), wantFinalizer: true},
 		"a deleted model a job names waits, and says why":   {model: model([]string{Finalizer}, &deleting), jobs: []runtime.Object{user}, wantFinalizer: true, wantBlocked: true, wantEvents: 1},
@@ -46,6 +52,15 @@ func TestModelProtection(t *testing.T) {
 		"a deleted model is released when the API server's jobs name other models": {model: model([]string{Finalizer}, &deleting), uncached: true,
 			jobs: []runtime.Object{&sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "fl", Namespace: "ns"},
 				Spec: sednav1.FederatedLearningJobSpec{AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "m2"}}}}}},
+		"a deleted model a joint inference service the caches have not seen names waits": {model: model([]string{Finalizer}, &deleting), uncached: true,
+			jobs:          []runtime.Object{&sednav1.JointInferenceService{ObjectMeta: metav1.ObjectMeta{Name: "ji", Namespace: "ns"}, Spec: sednav1.JointInferenceServiceSpec{EdgeWorker: sednav1.EdgeWorker{Model: sednav1.ModelRef{Name: "m"}}}}},
+			wantFinalizer: true, wantBlocked: true, wantEvents: 1},
+		"a job of another namespace naming a model of the same name holds no one": {model: model([]string{Finalizer}, &deleting), uncached: true,
+			jobs: []runtime.Object{&sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "il", Namespace: "elsewhere"},
+				Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"}}}}},
+		"a deleted model whose jobs cannot be listed waits, and says why": {model: model([]string{Finalizer}, &deleting), listFails: true,
+			wantFinalizer: true, wantBlocked: true, wantReason: "CannotVerify", wantEvents: 1},
+		"a deleted model without our finalizer is left to go": {model: model([]string{"someone.else/keep"}, &deleting), wantFinalizer: false, wantNoWriteAll: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -61,9 +76,15 @@ func TestModelProtection(t *testing.T) {
 					}
 				}
 			}
+			if tc.listFails {
+				client.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, errors.New("the API server is unavailable")
+				})
+			}
+			c.recheck = time.Millisecond
 			client.ClearActions()
-			if err := c.sync(t.Context(), "ns/m"); err != nil {
-				t.Fatal(err)
+			if err := c.sync(t.Context(), "ns/m"); (err != nil) != tc.listFails {
+				t.Fatalf("sync: %v, want an error: %v", err, tc.listFails)
 			}
 			if tc.wantNoWriteAll && len(client.Actions()) != 0 {
 				t.Errorf("actions %v, want none", client.Actions())
@@ -76,7 +97,11 @@ func TestModelProtection(t *testing.T) {
 				}
 			}
 			wantLists := 0
-			if tc.model.DeletionTimestamp != nil && (tc.uncached || len(tc.jobs) == 0) {
+			switch {
+			case tc.model.DeletionTimestamp == nil || !slices.Contains(tc.model.Finalizers, Finalizer) || !tc.uncached && len(tc.jobs) > 0:
+			case tc.listFails:
+				wantLists = 1 // the first fails
+			default:
 				wantLists = 3 // one page of each kind that names Models
 			}
 			if lists != wantLists {
@@ -91,6 +116,20 @@ func TestModelProtection(t *testing.T) {
 			}
 			if blocked := apimeta.IsStatusConditionTrue(got.Status.Conditions, ConditionDeletionBlocked); blocked != tc.wantBlocked {
 				t.Errorf("DeletionBlocked = %v, want %v (%v)", blocked, tc.wantBlocked, got.Status.Conditions)
+			}
+			if c := apimeta.FindStatusCondition(got.Status.Conditions, ConditionDeletionBlocked); tc.wantBlocked && c != nil && c.Reason != cmp.Or(tc.wantReason, "InUse") {
+				t.Errorf("DeletionBlocked reason %q (%s), want %q", c.Reason, c.Message, cmp.Or(tc.wantReason, "InUse"))
+			}
+			// A Model held only by jobs the caches have not shown is
+			// looked at again later, whatever happens meanwhile.
+			if tc.uncached && tc.wantBlocked {
+				deadline := time.Now().Add(5 * time.Second)
+				for c.queue.Len() == 0 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				if c.queue.Len() == 0 {
+					t.Error("the Model is not queued again")
+				}
 			}
 			if len(recorder.Events) != tc.wantEvents {
 				t.Errorf("%d events, want %d", len(recorder.Events), tc.wantEvents)
@@ -201,25 +240,29 @@ func TestADeletedModelNamesTenOfItsJobsAndCountsTheRest(t *testing.T) {
 	}
 }
 
-// A live list reads every page the API server gives.
+// A live list reads every page the API server gives, holding only the names
+// of the jobs that name the model.
 func TestLiveListsReadEveryPage(t *testing.T) {
+	job := func(name, model string) sednav1.FederatedLearningJob {
+		return sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: sednav1.FederatedLearningJobSpec{AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: model}}}}
+	}
 	pages := map[string]*sednav1.FederatedLearningJobList{
-		"":   {ListMeta: metav1.ListMeta{Continue: "p2"}, Items: []sednav1.FederatedLearningJob{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}},
-		"p2": {Items: []sednav1.FederatedLearningJob{{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}},
+		"":   {ListMeta: metav1.ListMeta{Continue: "p2"}, Items: []sednav1.FederatedLearningJob{job("a", "m"), job("x", "other")}},
+		"p2": {Items: []sednav1.FederatedLearningJob{job("b", "m")}},
 	}
 	var limits []int64
-	got, err := listNamers(t.Context(), func(_ context.Context, o metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
+	got, err := listNaming(t.Context(), "m", func(_ context.Context, o metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
 		limits = append(limits, o.Limit)
+		if len(limits) > 3 {
+			return nil, errors.New("listed past the last page")
+		}
 		return pages[o.Continue], nil
 	}, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, j := range got {
-		names = append(names, j.GetName())
-	}
-	if fmt.Sprint(names) != "[a b]" || fmt.Sprint(limits) != fmt.Sprint([]int64{listPage, listPage}) {
-		t.Errorf("listed %v with limits %v, want [a b] in pages of %d", names, limits, listPage)
+	if fmt.Sprint(got) != "[a b]" || fmt.Sprint(limits) != fmt.Sprint([]int64{listPage, listPage}) {
+		t.Errorf("listed %v with limits %v, want [a b] in pages of %d", got, limits, listPage)
 	}
 }
