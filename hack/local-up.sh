@@ -245,7 +245,7 @@ start_kube_controller_manager() {
     --cluster-signing-key-file="${CERTS}/ca.key" \
     --use-service-account-credentials=true \
     "${GANG_GATES[@]}" \
-    --profiling="$([[ "${NEREID_APISERVER_PROFILING:-0}" == 1 ]] && echo true || echo false)"
+    --profiling=false
 }
 
 start_kube_scheduler() {
@@ -259,7 +259,7 @@ start_kube_scheduler() {
     --secure-port="${NEREID_SCHEDULER_PORT}" \
     --leader-elect=false \
     "${GANG_GATES[@]}" \
-    --profiling="$([[ "${NEREID_APISERVER_PROFILING:-0}" == 1 ]] && echo true || echo false)"
+    --profiling=false
 }
 
 start_kwok() {

@@ -365,15 +365,11 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	}
 	// The burst's first seconds, when the writes run behind the reports.
 	cpuFile := filepath.Join(outDir, "globalmanager-edge-reports-cpu.pb.gz")
-	profiled := profileCPU(ctx, metricsAddr, 5*time.Second, cpuFile)
+	profiled := profileGlobalManager(ctx, metricsAddr, 5*time.Second, cpuFile)
 	apiProfiled := profileAPIServer(ctx, kube, apiServerProfileTime, filepath.Join(outDir, "apiserver-edge-reports-cpu.pb.gz"))
 	rep, err := measureReports(ctx, fl, jobs, workers, o.reports, 5*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
-	}
-	profileNote := fmt.Sprintf("the GlobalManager's CPU profile of the first 5s (pprof's sampling counted in its CPU): %s (go tool pprof -top)", cpuFile)
-	if err := profiled(); err != nil {
-		profileNote = "no CPU profile: " + err.Error()
 	}
 	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
@@ -394,7 +390,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
 		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
 		describeUsage(u0, u1, rep.took), o.nodes)
-	note += "; " + profileNote + "; " + apiProfiled()
+	note += "; the GlobalManager's CPU counts pprof's sampling; " + profiled() + "; " + apiProfiled()
 	note += fmt.Sprintf("; object resends %.0f; %s", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {
 		note = "TIMED OUT: " + note
@@ -620,23 +616,6 @@ func saveHeapProfile(ctx context.Context, addr, file string) error {
 		return fmt.Errorf("reading the GlobalManager's heap profile: %w", err)
 	}
 	return os.WriteFile(file, []byte(body), 0o644)
-}
-
-// profileCPU records the GlobalManager's CPU profile (--profiling) for d,
-// from now, into file, and returns a function that waits for it.
-func profileCPU(ctx context.Context, addr string, d time.Duration, file string) func() error {
-	done := make(chan error, 1)
-	go func() {
-		body, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
-		if err == nil {
-			err = os.WriteFile(file, []byte(body), 0o644)
-		}
-		if err != nil {
-			err = fmt.Errorf("reading the GlobalManager's CPU profile: %w", err)
-		}
-		done <- err
-	}()
-	return func() error { return <-done }
 }
 
 // waitForHub waits until the GlobalManager has written the hub's CA and

@@ -265,15 +265,10 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		return nil, err
 	}
 	profiled := profileAPIServer(ctx, kube, apiServerProfileTime, benchFile("apiserver-create-cpu.pb.gz"))
-	gmProfile := benchFile("globalmanager-create-cpu.pb.gz")
-	gmProfiled := profileCPU(ctx, gm.HealthAddress(), apiServerProfileTime, gmProfile)
+	gmProfiled := profileGlobalManager(ctx, gm.HealthAddress(), apiServerProfileTime, benchFile("globalmanager-create-cpu.pb.gz"))
 	took, err := createJobs(ctx, sedna, watcher, ns, o.jobs)
 	if err != nil {
 		return nil, fmt.Errorf("create: %w (GlobalManager log: %s)", err, logPath)
-	}
-	gmProfileNote := fmt.Sprintf("the GlobalManager's CPU profile of the first %s: %s", apiServerProfileTime, gmProfile)
-	if err := gmProfiled(); err != nil {
-		gmProfileNote = "no GlobalManager CPU profile: " + err.Error()
 	}
 	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
@@ -284,7 +279,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs, profiled(), gmProfileNote) + gmFlagsNote(o.gmFlags)},
+			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs, profiled(), gmProfiled()) + gmFlagsNote(o.gmFlags)},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},

@@ -147,17 +147,35 @@ func useCluster(kubeconfig string, profiling bool) {
 }
 
 // profileAPIServer records the API server's CPU profile for d, from now,
-// into file, when the bench started it with profiling on. It returns a
-// function that waits for the profile and says where it is, or why there
-// is none, for a row's note.
+// into file, when the bench started it with profiling on (saveProfile).
 func profileAPIServer(ctx context.Context, kube kubernetes.Interface, d time.Duration, file string) func() string {
 	if !cluster.profiling {
 		return func() string { return "no API server CPU profile: the bench did not start this control plane" }
 	}
+	return saveProfile(ctx, "API server", d, file, func(ctx context.Context) ([]byte, error) {
+		return kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+	})
+}
+
+// profileGlobalManager records the CPU profile of the GlobalManager serving
+// its metrics at addr (--profiling) for d, from now, into file
+// (saveProfile).
+func profileGlobalManager(ctx context.Context, addr string, d time.Duration, file string) func() string {
+	return saveProfile(ctx, "GlobalManager", d, file, func(ctx context.Context) ([]byte, error) {
+		body, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+		return []byte(body), err
+	})
+}
+
+// saveProfile fetches what's CPU profile of d from now, in the background,
+// into file, and returns a function that waits for it and says where it
+// is, or why there is none, for a row's note: a missing profile is a note,
+// not the end of the section.
+func saveProfile(ctx context.Context, what string, d time.Duration, file string, fetch func(context.Context) ([]byte, error)) func() string {
 	done := make(chan string, 1)
 	go func() {
-		body, err := kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+		body, err := fetch(ctx)
 		if err == nil {
 			err = os.MkdirAll(filepath.Dir(file), 0o755)
 		}
@@ -165,10 +183,10 @@ func profileAPIServer(ctx context.Context, kube kubernetes.Interface, d time.Dur
 			err = os.WriteFile(file, body, 0o644)
 		}
 		if err != nil {
-			done <- "no API server CPU profile: " + err.Error()
+			done <- fmt.Sprintf("no %s CPU profile: %v", what, err)
 			return
 		}
-		done <- fmt.Sprintf("the API server's CPU profile of the first %s: %s (go tool pprof -top)", d, file)
+		done <- fmt.Sprintf("the %s's CPU profile of the first %s: %s (go tool pprof -top)", what, d, file)
 	}()
 	return func() string { return <-done }
 }

@@ -88,9 +88,9 @@ type links struct {
 	mu    sync.Mutex
 	nodes map[string]*link
 	kick  chan struct{}
-	// credit is how many renewals may go out now: rate a second since
-	// creditAt, at most a round's worth, so that rounds a kick adds
-	// between ticks do not add to the rate.
+	// credit is how many renewals may go out now, by the rate since
+	// creditAt (renewalBudget), so that rounds a kick adds between ticks
+	// do not add to the rate.
 	credit   float64
 	creditAt time.Time
 }
