@@ -4,15 +4,19 @@
 // a pod uses. Every Model carries the finalizer nereid.io/model-protection. A
 // Model deleted while a FederatedLearningJob, JointInferenceService or
 // IncrementalLearningJob of its namespace names it stays (Terminating), with
-// the status condition DeletionBlocked and a Warning event naming the jobs
-// (the first ten by kind and name, and how many more);
+// the status condition DeletionBlocked naming the jobs (the first ten by kind
+// and name, and how many more) and a Warning event when it starts to wait, or
+// waits for another reason;
 // the finalizer is removed, and the Model goes, once no job names it, by the
 // caches and then by a live list of the API server (a job created just
 // before the delete may not be in the caches yet; while the list fails the
 // condition says so, reason CannotVerify). A job created between that list
 // and the finalizer's removal can still be missed: closing that takes an
 // admission check, as Kubernetes has for PersistentVolumeClaims. The jobs
-// keep working meanwhile: their workers still get the Model's URL.
+// keep working meanwhile: their workers still get the Model's URL. A job
+// created while the Model is Terminating starts as any other and holds it
+// too (refusing to start it would hold the Model just the same, as a job
+// that names it, and leave both waiting on the user).
 //
 // A Model's status metrics and updateTime are written by the learning-cycle
 // controllers when a round deploys a new model into it (see package learningcycle).
@@ -314,11 +318,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // looked at again, whatever else happens.
 const liveRecheck = 5 * time.Minute
 
-// setBlocked says in the Model's DeletionBlocked condition, and a Warning
-// event, why its deletion waits, unless it already says so.
+// setBlocked says in the Model's DeletionBlocked condition why its deletion
+// waits, unless it already says so, and in a Warning event when the reason is
+// new: a Model that many jobs hold has its condition's count of them rewritten
+// as they go, one by one, but not an event each time.
 func (c *Controller) setBlocked(ctx context.Context, cached *sednav1.Model, reason, msg string) error {
 	m := cached.DeepCopy()
 	msg = common.ClipConditionMessage(msg)
+	old := apimeta.FindStatusCondition(m.Status.Conditions, ConditionDeletionBlocked)
+	newReason := old == nil || old.Status != metav1.ConditionTrue || old.Reason != reason
 	if !apimeta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
 		Type: ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
 		ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.now()),
@@ -329,7 +337,9 @@ func (c *Controller) setBlocked(ctx context.Context, cached *sednav1.Model, reas
 	if err != nil {
 		return fmt.Errorf("writing status of model %s/%s: %w", m.Namespace, m.Name, err)
 	}
-	c.recorder.Event(updated, corev1.EventTypeWarning, ConditionDeletionBlocked, msg)
+	if newReason {
+		c.recorder.Event(updated, corev1.EventTypeWarning, ConditionDeletionBlocked, msg)
+	}
 	return nil
 }
 

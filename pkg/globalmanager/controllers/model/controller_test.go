@@ -266,3 +266,75 @@ func TestLiveListsReadEveryPage(t *testing.T) {
 		t.Errorf("listed %v with limits %v, want [a b] in pages of %d", got, limits, listPage)
 	}
 }
+
+// A Model that many jobs hold says so in one Warning event: as they go, one
+// by one, its condition's count follows them without an event each time; a
+// new reason to wait has an event of its own.
+func TestADeletedModelWarnsOncePerReason(t *testing.T) {
+	deleting := metav1.Now()
+	model := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Finalizers: []string{Finalizer}, DeletionTimestamp: &deleting},
+		Spec: sednav1.ModelSpec{URL: "/models/m.pb", Format: "pb"}}
+	c, client, factory, recorder := newTestController(t, model)
+	v1 := factory.Sedna().V1alpha1()
+	models, jobs := v1.Models().Informer().GetIndexer(), v1.IncrementalLearningJobs().Informer().GetIndexer()
+	var held []*sednav1.IncrementalLearningJob
+	for i := range maxUsersNamed + 3 {
+		job := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("il-%02d", i), Namespace: "ns"},
+			Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"}}}
+		if err := jobs.Add(job); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, job)
+	}
+	// sync syncs the Model as the API server has it (the cache follows its
+	// writes) and returns its condition and the events recorded.
+	sync := func() (*metav1.Condition, []string) {
+		t.Helper()
+		current, err := client.SednaV1alpha1().Models("ns").Get(t.Context(), "m", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := models.Update(current); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.sync(t.Context(), "ns/m")
+		got, err := client.SednaV1alpha1().Models("ns").Get(t.Context(), "m", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []string
+		for len(recorder.Events) > 0 {
+			events = append(events, <-recorder.Events)
+		}
+		return apimeta.FindStatusCondition(got.Status.Conditions, ConditionDeletionBlocked), events
+	}
+
+	cond, events := sync()
+	if cond == nil || !strings.HasSuffix(cond.Message, "and 3 more (13 jobs)") || len(events) != 1 {
+		t.Fatalf("first sync: condition %v, events %q; want 13 jobs counted and one event", cond, events)
+	}
+	for i, want := range []string{"and 2 more (12 jobs)", "and 1 more (11 jobs)"} {
+		if err := jobs.Delete(held[len(held)-1-i]); err != nil {
+			t.Fatal(err)
+		}
+		cond, events = sync()
+		if !strings.HasSuffix(cond.Message, want) || len(events) != 0 {
+			t.Errorf("after a job went: condition %q, events %q; want it to end %q, and no event", cond.Message, events, want)
+		}
+	}
+
+	// Every job gone from the caches, and the API server cannot say.
+	for _, j := range held {
+		_ = jobs.Delete(j)
+	}
+	client.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the API server is unavailable")
+	})
+	cond, events = sync()
+	if cond.Reason != "CannotVerify" || len(events) != 1 {
+		t.Errorf("a failed list: reason %q, events %q; want CannotVerify and one event", cond.Reason, events)
+	}
+	if _, events = sync(); len(events) != 0 {
+		t.Errorf("a second failed list: events %q, want none", events)
+	}
+}
