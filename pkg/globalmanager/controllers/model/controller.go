@@ -10,7 +10,10 @@
 // the finalizer is removed, and the Model goes, once no job names it, by the
 // caches and then by a live list of the API server (a job created just
 // before the delete may not be in the caches yet; while the list fails the
-// condition says so, reason CannotVerify). A job created between that list
+// condition says so, reason CannotVerify). The live lists are made per
+// namespace, not per Model: the Models of a namespace that wait for one when
+// it starts share it, so deleting a thousand unused Models lists the
+// namespace's jobs a few times, not three thousand. A job created between that list
 // and the finalizer's removal can still be missed: closing that takes an
 // admission check, as Kubernetes has for PersistentVolumeClaims. The jobs
 // keep working meanwhile: their workers still get the Model's URL. A job
@@ -24,10 +27,13 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,19 +76,23 @@ type Controller struct {
 	models   sednalisters.ModelLister
 	users    []userIndex
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    workqueue.TypedRateLimitingInterface[string] // Models, by namespace/name
+	verify   workqueue.TypedRateLimitingInterface[string] // namespaces with Models in pending
 	recorder record.EventRecorder
 	metrics  *common.Metrics
 	now      func() time.Time
 	recheck  time.Duration // liveRecheck, but in tests
+
+	mu      sync.Mutex
+	pending map[string]map[string]bool // namespace → deleted Models no cache names a job of, waiting for a live list
 }
 
 // userIndex is one job kind's informer index by Model, and a live list of
-// the names of the kind's jobs in a namespace that name a Model.
+// the names of the kind's jobs in a namespace that name each of some Models.
 type userIndex struct {
 	kind    string
 	indexer cache.Indexer
-	list    func(ctx context.Context, ns, model string) ([]string, error)
+	list    func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error)
 }
 
 // NewController watches Models and the job kinds that name them.
@@ -93,6 +103,7 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 		client:   client,
 		models:   models.Lister(),
 		queue:    common.NewQueue(Name),
+		verify:   common.NewQueue(Name + "-live-list"),
 		recorder: recorder,
 		metrics:  metrics,
 		now:      time.Now,
@@ -100,18 +111,19 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 	}
 	handlers := []common.Handler{{Informer: models.Informer(), Handler: common.OwnerHandler(c.queue.Add)}}
 	v1 := client.SednaV1alpha1()
+	type lister = func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error)
 	for kind, u := range map[string]struct {
 		inf  cache.SharedIndexInformer
-		list func(ctx context.Context, ns, model string) ([]string, error)
+		list lister
 	}{
-		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns, model string) ([]string, error) {
-			return listNaming(ctx, model, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
+		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
+			return listNaming(ctx, models, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
 		}},
-		sednav1.JointInferenceServiceKind.Kind: {joint.Informer(), func(ctx context.Context, ns, model string) ([]string, error) {
-			return listNaming(ctx, model, v1.JointInferenceServices(ns).List, func(l *sednav1.JointInferenceServiceList) []namer { return namers(l.Items) })
+		sednav1.JointInferenceServiceKind.Kind: {joint.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
+			return listNaming(ctx, models, v1.JointInferenceServices(ns).List, func(l *sednav1.JointInferenceServiceList) []namer { return namers(l.Items) })
 		}},
-		sednav1.IncrementalLearningJobKind.Kind: {incremental.Informer(), func(ctx context.Context, ns, model string) ([]string, error) {
-			return listNaming(ctx, model, v1.IncrementalLearningJobs(ns).List, func(l *sednav1.IncrementalLearningJobList) []namer { return namers(l.Items) })
+		sednav1.IncrementalLearningJobKind.Kind: {incremental.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
+			return listNaming(ctx, models, v1.IncrementalLearningJobs(ns).List, func(l *sednav1.IncrementalLearningJobList) []namer { return namers(l.Items) })
 		}},
 	} {
 		if err := u.inf.AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
@@ -128,9 +140,14 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 	return c, nil
 }
 
-// Run processes Models with workers goroutines until ctx is done.
+// Run processes Models with workers goroutines, and the namespaces whose
+// Models wait for a live list with one, until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
+	lists := make(chan error, 1)
+	go func() { lists <- common.Run(ctx, Name+"-live-list", c.verify, 1, c.listLive, c.metrics, c.synced...) }()
+	err := common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
+	c.verify.ShutDown()
+	return errors.Join(err, <-lists)
 }
 
 func indexModels(obj any) ([]string, error) {
@@ -199,23 +216,27 @@ func (c *Controller) usersOf(key string) ([]string, error) {
 	return users, nil
 }
 
-// liveUsersOf are the jobs naming the Model key, as usersOf, read from the
-// API server: a job created just before the Model's deletion may not be in
-// the caches yet, and releasing the Model on their word alone would let it
-// go from under that job (Kubernetes' PersistentVolumeClaim protection asks
-// the API server too).
-func (c *Controller) liveUsersOf(ctx context.Context, ns, name string) ([]string, error) {
-	var users []string
+// liveUsersOf are the jobs of namespace ns naming each of models, as
+// usersOf, read from the API server: a job created just before a Model's
+// deletion may not be in the caches yet, and releasing the Model on their
+// word alone would let it go from under that job (Kubernetes'
+// PersistentVolumeClaim protection asks the API server too).
+func (c *Controller) liveUsersOf(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
+	users := map[string][]string{}
 	for _, u := range c.users {
-		names, err := u.list(ctx, ns, name)
+		names, err := u.list(ctx, ns, models)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s in namespace %s: %w", u.kind, ns, err)
 		}
-		for _, n := range names {
-			users = append(users, u.kind+" "+ns+"/"+n)
+		for m, jobs := range names {
+			for _, n := range jobs {
+				users[m] = append(users[m], u.kind+" "+ns+"/"+n)
+			}
 		}
 	}
-	sort.Strings(users)
+	for _, u := range users {
+		sort.Strings(u)
+	}
 	return users, nil
 }
 
@@ -223,9 +244,10 @@ func (c *Controller) liveUsersOf(ctx context.Context, ns, name string) ([]string
 const listPage = 500
 
 // listNaming lists a kind's jobs with list, a page at a time, and returns
-// the names of those that name model; only one page is held at a time.
-func listNaming[L interface{ GetContinue() string }](ctx context.Context, model string, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []namer) ([]string, error) {
-	var names []string
+// the names of those that name each of models, by Model; only one page is
+// held at a time.
+func listNaming[L interface{ GetContinue() string }](ctx context.Context, models map[string]bool, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []namer) (map[string][]string, error) {
+	names := map[string][]string{}
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
 		l, err := list(ctx, opts)
@@ -233,8 +255,12 @@ func listNaming[L interface{ GetContinue() string }](ctx context.Context, model 
 			return nil, err
 		}
 		for _, j := range items(l) {
-			if slices.Contains(j.ModelNames(), model) {
-				names = append(names, j.GetName())
+			named := j.ModelNames()
+			slices.Sort(named)
+			for _, m := range slices.Compact(named) {
+				if models[m] {
+					names[m] = append(names[m], j.GetName())
+				}
 			}
 		}
 		if opts.Continue = l.GetContinue(); opts.Continue == "" {
@@ -269,30 +295,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	has := slices.Contains(cached.Finalizers, Finalizer)
 	models := c.client.SednaV1alpha1().Models(ns)
 	logger := klog.FromContext(ctx).WithValues("model", klog.KObj(cached))
-	// Who names the Model matters only once it is deleted. The caches
-	// say; when they say no one, the API server confirms it.
-	var users []string
-	if cached.DeletionTimestamp != nil {
-		if users, err = c.usersOf(key); err != nil {
-			return err
-		}
-		if len(users) == 0 && has {
-			if users, err = c.liveUsersOf(ctx, ns, name); err != nil {
-				// Kept, and kubectl describe says why, until a list
-				// succeeds (the queue tries again).
-				err = fmt.Errorf("model %s: %w", key, err)
-				c.setBlocked(ctx, cached, "CannotVerify", "deletion waits until the jobs that may name this model can be listed: "+err.Error())
-				return err
-			}
-			if len(users) > 0 {
-				// Named by jobs the caches have yet to show: their add
-				// or delete brings the Model back here, and so does this,
-				// should one come and go unseen (a watch gap ending in a
-				// relist).
-				c.queue.AddAfter(key, c.recheck)
-			}
-		}
-	}
 	switch {
 	case cached.DeletionTimestamp == nil && !has:
 		m := cached.DeepCopy()
@@ -301,16 +303,125 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return fmt.Errorf("adding finalizer to model %s: %w", key, err)
 		}
 		logger.V(4).Info("Model protected")
-	case cached.DeletionTimestamp != nil && has && len(users) == 0:
-		m := cached.DeepCopy()
-		m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool { return f == Finalizer })
-		if _, err := models.Update(ctx, m, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("removing finalizer from model %s: %w", key, err)
-		}
-		logger.V(2).Info("Model released: no job names it")
 	case cached.DeletionTimestamp != nil && has:
+		// Who names the Model matters only once it is deleted. The
+		// caches say; when they say no one, a live list confirms it.
+		users, err := c.usersOf(key)
+		if err != nil {
+			return err
+		}
+		if len(users) == 0 {
+			c.awaitList(ns, name)
+			return nil
+		}
 		return c.setBlocked(ctx, cached, "InUse", blockedMessage(users))
 	}
+	return nil
+}
+
+// awaitList has the deleted Model ns/name, which no cache names a job of,
+// wait for the next live list of its namespace's jobs. That list starts
+// after this call, so after the Model's deletion: a job created before it is
+// in the list.
+func (c *Controller) awaitList(ns, name string) {
+	c.keepAwaiting(ns, name)
+	c.verify.Add(ns)
+}
+
+// keepAwaiting adds names to the Models of namespace ns that wait for a live
+// list, without queueing ns: a list that failed is tried again with backoff.
+func (c *Controller) keepAwaiting(ns string, names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[string]map[string]bool{}
+	}
+	if c.pending[ns] == nil {
+		c.pending[ns] = map[string]bool{}
+	}
+	for _, name := range names {
+		c.pending[ns][name] = true
+	}
+}
+
+// takeAwaiting returns the Models of namespace ns that wait for a live list,
+// and forgets them: those that come while the list runs wait for the next.
+func (c *Controller) takeAwaiting(ns string) map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := c.pending[ns]
+	delete(c.pending, ns)
+	return names
+}
+
+// listLive lists the jobs of namespace ns once, from the API server, for
+// every deleted Model of ns that waits for it, and releases those no job
+// names. A Model that jobs the caches have not shown name says so and is
+// looked at again after c.recheck. While the list fails, the Models wait
+// (the queue tries again) and their DeletionBlocked condition says why.
+func (c *Controller) listLive(ctx context.Context, ns string) error {
+	names := c.takeAwaiting(ns)
+	if len(names) == 0 {
+		return nil
+	}
+	users, err := c.liveUsersOf(ctx, ns, names)
+	if err != nil {
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			if m := c.deletedProtected(ns, name); m != nil {
+				c.keepAwaiting(ns, name)
+				// kubectl describe says why the Model stays.
+				_ = c.setBlocked(ctx, m, "CannotVerify", "deletion waits until the jobs that may name this model can be listed: "+err.Error())
+			}
+		}
+		return err
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		m := c.deletedProtected(ns, name)
+		if m == nil {
+			continue
+		}
+		key := ns + "/" + name
+		if cached, err := c.usersOf(key); err != nil || len(cached) > 0 {
+			c.queue.Add(key) // the caches have caught up: the Model's sync says who holds it
+			continue
+		}
+		if live := users[name]; len(live) > 0 {
+			// Named by jobs the caches have yet to show: their add or
+			// delete brings the Model back, and so does this, should one
+			// come and go unseen (a watch gap ending in a relist).
+			c.queue.AddAfter(key, c.recheck)
+			if err := c.setBlocked(ctx, m, "InUse", blockedMessage(live)); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := c.release(ctx, m); err != nil {
+			errs = append(errs, err)
+			c.queue.AddRateLimited(key)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deletedProtected is the cached Model ns/name if it is deleted and still
+// carries the finalizer, or nil.
+func (c *Controller) deletedProtected(ns, name string) *sednav1.Model {
+	m, err := c.models.Models(ns).Get(name)
+	if err != nil || m.DeletionTimestamp == nil || !slices.Contains(m.Finalizers, Finalizer) {
+		return nil
+	}
+	return m
+}
+
+// release removes the finalizer from the cached Model m: no job names it.
+func (c *Controller) release(ctx context.Context, cached *sednav1.Model) error {
+	m := cached.DeepCopy()
+	m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool { return f == Finalizer })
+	if _, err := c.client.SednaV1alpha1().Models(m.Namespace).Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("removing finalizer from model %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Model released: no job names it", "model", klog.KObj(m))
 	return nil
 }
 

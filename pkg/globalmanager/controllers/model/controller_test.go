@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,8 +84,11 @@ func TestModelProtection(t *testing.T) {
 			}
 			c.recheck = time.Millisecond
 			client.ClearActions()
-			if err := c.sync(t.Context(), "ns/m"); (err != nil) != tc.listFails {
-				t.Fatalf("sync: %v, want an error: %v", err, tc.listFails)
+			if err := c.sync(t.Context(), "ns/m"); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if err := c.listLive(t.Context(), "ns"); (err != nil) != tc.listFails {
+				t.Fatalf("live list: %v, want an error: %v", err, tc.listFails)
 			}
 			if tc.wantNoWriteAll && len(client.Actions()) != 0 {
 				t.Errorf("actions %v, want none", client.Actions())
@@ -138,6 +142,14 @@ func TestModelProtection(t *testing.T) {
 	}
 }
 
+// deletedModel is a Model of namespace ns, deleted, that carries the
+// finalizer.
+func deletedModel(ns, name string) *sednav1.Model {
+	deleting := metav1.Now()
+	return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{Finalizer}, DeletionTimestamp: &deleting},
+		Spec: sednav1.ModelSpec{URL: "/models/" + name + ".pb", Format: "pb"}}
+}
+
 // newTestController is a controller over a fake client's informers, which
 // are not started: tests add to their caches and call the handlers.
 func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *fake.Clientset, sednainformers.SharedInformerFactory, *record.FakeRecorder) {
@@ -188,9 +200,7 @@ func TestOnlyAChangeOfTheModelsAJobNamesEnqueuesThem(t *testing.T) {
 }
 
 func TestADeletedModelNamesTenOfItsJobsAndCountsTheRest(t *testing.T) {
-	deleting := metav1.Now()
-	model := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Finalizers: []string{Finalizer}, DeletionTimestamp: &deleting},
-		Spec: sednav1.ModelSpec{URL: "/models/m.pb", Format: "pb"}}
+	model := deletedModel("ns", "m")
 	c, client, factory, recorder := newTestController(t, model)
 	v1 := factory.Sedna().V1alpha1()
 	if err := v1.Models().Informer().GetIndexer().Add(model); err != nil {
@@ -252,7 +262,7 @@ func TestLiveListsReadEveryPage(t *testing.T) {
 		"p2": {Items: []sednav1.FederatedLearningJob{job("b", "m")}},
 	}
 	var limits []int64
-	got, err := listNaming(t.Context(), "m", func(_ context.Context, o metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
+	got, err := listNaming(t.Context(), map[string]bool{"m": true}, func(_ context.Context, o metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
 		limits = append(limits, o.Limit)
 		if len(limits) > 3 {
 			return nil, errors.New("listed past the last page")
@@ -262,8 +272,8 @@ func TestLiveListsReadEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got) != "[a b]" || fmt.Sprint(limits) != fmt.Sprint([]int64{listPage, listPage}) {
-		t.Errorf("listed %v with limits %v, want [a b] in pages of %d", got, limits, listPage)
+	if fmt.Sprint(got) != "map[m:[a b]]" || fmt.Sprint(limits) != fmt.Sprint([]int64{listPage, listPage}) {
+		t.Errorf("listed %v with limits %v, want m: [a b] in pages of %d", got, limits, listPage)
 	}
 }
 
@@ -271,9 +281,7 @@ func TestLiveListsReadEveryPage(t *testing.T) {
 // by one, its condition's count follows them without an event each time; a
 // new reason to wait has an event of its own.
 func TestADeletedModelWarnsOncePerReason(t *testing.T) {
-	deleting := metav1.Now()
-	model := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Finalizers: []string{Finalizer}, DeletionTimestamp: &deleting},
-		Spec: sednav1.ModelSpec{URL: "/models/m.pb", Format: "pb"}}
+	model := deletedModel("ns", "m")
 	c, client, factory, recorder := newTestController(t, model)
 	v1 := factory.Sedna().V1alpha1()
 	models, jobs := v1.Models().Informer().GetIndexer(), v1.IncrementalLearningJobs().Informer().GetIndexer()
@@ -298,6 +306,7 @@ func TestADeletedModelWarnsOncePerReason(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = c.sync(t.Context(), "ns/m")
+		_ = c.listLive(t.Context(), "ns")
 		got, err := client.SednaV1alpha1().Models("ns").Get(t.Context(), "m", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -336,5 +345,92 @@ func TestADeletedModelWarnsOncePerReason(t *testing.T) {
 	}
 	if _, events = sync(); len(events) != 0 {
 		t.Errorf("a second failed list: events %q, want none", events)
+	}
+}
+
+// The deleted Models of a namespace that wait for a live list share one: a
+// thousand unused Models deleted at once list the namespace's jobs a few
+// times, not three thousand. A Model that starts waiting while a list runs
+// waits for the next one, which starts after its deletion was seen.
+func TestLiveListsArePerNamespace(t *testing.T) {
+	objs := []runtime.Object{
+		deletedModel("ns", "m1"), deletedModel("ns", "m2"), deletedModel("ns", "m3"), deletedModel("ns", "m4"), deletedModel("ns", "late"), deletedModel("other", "m1"),
+		// Named by a job the caches have not shown yet.
+		&sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "fl", Namespace: "ns"},
+			Spec: sednav1.FederatedLearningJobSpec{AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "m2"}}}},
+	}
+	c, client, factory, _ := newTestController(t, objs...)
+	c.recheck = time.Hour
+	models := factory.Sedna().V1alpha1().Models().Informer().GetIndexer()
+	for _, o := range objs {
+		if m, ok := o.(*sednav1.Model); ok {
+			if err := models.Add(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lists := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "list" {
+				n++
+			}
+		}
+		return n
+	}
+	protected := func(ns, name string) bool {
+		m, err := client.SednaV1alpha1().Models(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(m.Finalizers, Finalizer)
+	}
+	for _, key := range []string{"ns/m1", "ns/m2", "ns/m3", "ns/m4", "other/m1"} {
+		if err := c.sync(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := lists(); n != 0 {
+		t.Fatalf("the Models' syncs listed jobs %d times, want none: the live list is the namespace's", n)
+	}
+	// "late" is seen deleted while the namespace's list runs.
+	var once sync.Once
+	client.PrependReactor("list", "federatedlearningjobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() {
+			if err := c.sync(t.Context(), "ns/late"); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil
+	})
+	client.ClearActions()
+	if err := c.listLive(t.Context(), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if n := lists(); n != 3 {
+		t.Errorf("one round for four Models listed %d times, want 3 (a page of each kind)", n)
+	}
+	for name, want := range map[string]bool{"m1": false, "m2": true, "m3": false, "m4": false, "late": true} {
+		if got := protected("ns", name); got != want {
+			t.Errorf("after the first round, ns/%s protected = %v, want %v", name, got, want)
+		}
+	}
+	if !protected("other", "m1") {
+		t.Error("a Model of another namespace was released by this namespace's list")
+	}
+
+	// The next round is late's, and lists again.
+	client.ClearActions()
+	if err := c.listLive(t.Context(), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if n := lists(); n != 3 || protected("ns", "late") {
+		t.Errorf("the second round listed %d times, late protected = %v; want 3 lists and late released", n, protected("ns", "late"))
+	}
+	if err := c.listLive(t.Context(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	if protected("other", "m1") {
+		t.Error("other/m1 is still protected after its namespace's round")
 	}
 }
