@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/internal/command"
+	"github.com/nereid-ml/nereid/internal/serving"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cycle"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/dataset"
@@ -203,9 +204,10 @@ func run(ctx context.Context, o options) error {
 	servers := []struct {
 		name, addr string
 		handler    http.Handler
+		limits     serving.Limits
 	}{
-		{"worker API", o.workerAddress, workerapi.NewServer(logger, outbox, st).Handler()},
-		{"health and metrics", o.healthAddress, health},
+		{"worker API", o.workerAddress, workerapi.NewServer(logger, outbox, st).Handler(), workerapi.Limits},
+		{"health and metrics", o.healthAddress, health, serving.Limits{ReadHeaderTimeout: 5 * time.Second}},
 	}
 	errs := make(chan error, len(servers)+1)
 	for _, s := range servers {
@@ -213,7 +215,8 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("listening for the %s on %s: %w", s.name, s.addr, err)
 		}
-		srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
+		ln = s.limits.Listener(ln)
+		srv := s.limits.Server(s.handler)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("%s: %w", s.name, err)

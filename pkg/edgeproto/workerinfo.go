@@ -148,13 +148,28 @@ func (w *WorkerInfo) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	for i, r := range w.Results {
-		if err := checkObject(fmt.Sprintf("results[%d]", i), r); err != nil {
-			errs = append(errs, err)
+	if len(w.Results) > MaxResults {
+		errs = append(errs, fmt.Errorf("results has %d entries, at most %d", len(w.Results), MaxResults))
+	} else {
+		for i, r := range w.Results {
+			if err := checkObject(fmt.Sprintf("results[%d]", i), r); err != nil {
+				errs = append(errs, err)
+			}
 		}
+	}
+	if len(errs) > maxProblems {
+		errs = append(errs[:maxProblems], fmt.Errorf("and %d more problems", len(errs)-maxProblems))
 	}
 	return errors.Join(errs...)
 }
+
+// MaxResults bounds a report's results: Sedna's workers send a model or a
+// few (one a task of a lifelong learning round).
+const MaxResults = 1024
+
+// maxProblems bounds the problems Validate names: a report of a thousand
+// bad results is refused with ten of them, not a thousand lines.
+const maxProblems = 10
 
 // Owner is the ref of the job or service the worker belongs to, or a ref with
 // an empty Kind when OwnerKind is unknown.

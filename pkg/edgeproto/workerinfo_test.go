@@ -2,6 +2,7 @@ package edgeproto
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -88,6 +89,16 @@ func TestParseWorkerInfoNamesEveryBadField(t *testing.T) {
 		"ownerInfo a string":      {`{` + valid + `,"ownerInfo":"x"}`, []string{"ownerInfo is not a JSON object"}},
 		"a result not an object":  {`{` + valid + `,"results":[{},"s3://m",null]}`, []string{"results[1] is not a JSON object", "results[2] is not a JSON object"}},
 		"results not a list":      {`{` + valid + `,"results":{}}`, []string{"results: cannot use a JSON object here"}},
+		// A 256 KiB body of bad results is refused in a few lines, not a
+		// line each: the answer and its allocations stay small.
+		"many bad results": {`{` + valid + `,"results":[` + strings.Repeat("1,", 999) + `1]}`, append(func() (l []string) {
+			for i := range maxProblems {
+				l = append(l, fmt.Sprintf("results[%d] is not a JSON object", i))
+			}
+			return l
+		}(), "and 990 more problems")},
+		"too many results": {`{` + valid + `,"results":[` + strings.Repeat("{},", MaxResults) + `{}]}`,
+			[]string{fmt.Sprintf("results has %d entries, at most %d", MaxResults+1, MaxResults)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

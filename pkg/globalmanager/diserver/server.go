@@ -13,6 +13,8 @@ import (
 	"golang.org/x/time/rate"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/internal/serving"
 )
 
 // maxStreamsPerConnection bounds the HTTP/2 requests open at a time on one
@@ -75,21 +77,18 @@ func (s *Server) Handler() http.Handler {
 // serving stopped before.
 func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config) error {
 	logger := klog.FromContext(ctx)
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-		ErrorLog:          klog.NewStandardLogger("WARNING"),
-		// Over TLS, HTTP/2 multiplexes requests on a connection (250 by
-		// default): MaxConnections would not bound them.
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreamsPerConnection},
-		// Requests keep ctx's logger but not its end: Shutdown lets them
-		// finish.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	limits := serving.Limits{
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,
+		IdleTimeout: s.cfg.IdleTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes, MaxConnections: s.cfg.MaxConnections,
 	}
+	srv := limits.Server(s.Handler())
+	srv.ErrorLog = klog.NewStandardLogger("WARNING")
+	// Over TLS, HTTP/2 multiplexes requests on a connection (250 by
+	// default): MaxConnections would not bound them.
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxStreamsPerConnection}
+	// Requests keep ctx's logger but not its end: Shutdown lets them
+	// finish.
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig.Clone()
 		if srv.TLSConfig.MinVersion < tls.VersionTLS12 {
@@ -97,7 +96,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 		}
 	}
 
-	limited := newLimitListener(l, s.cfg.MaxConnections)
+	limited := limits.Listener(l)
 	served := make(chan error, 1)
 	go func() {
 		if tlsConfig != nil {

@@ -236,6 +236,18 @@ func (s *Store) ApplyObjects(changes []ObjectChange) error {
 
 // GetObject returns the object stored under key, and whether there is one.
 func (s *Store) GetObject(key Key) (Object, bool, error) {
+	return s.getObject(key, true)
+}
+
+// GetWorkers returns the names of the pods on this node of the object
+// stored under key, and whether there is one; unlike GetObject it does not
+// copy the object's data.
+func (s *Store) GetWorkers(key Key) ([]string, bool, error) {
+	o, found, err := s.getObject(key, false)
+	return o.Workers, found, err
+}
+
+func (s *Store) getObject(key Key, withData bool) (Object, bool, error) {
 	if err := key.validate(); err != nil {
 		return Object{}, false, err
 	}
@@ -250,7 +262,7 @@ func (s *Store) GetObject(key Key) (Object, bool, error) {
 		}
 		found = true
 		var err error
-		o, err = decodeObject(key, v, true)
+		o, err = decodeObject(key, v, withData)
 		return err
 	})
 	if err != nil {

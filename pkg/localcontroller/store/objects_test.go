@@ -2,6 +2,7 @@ package store
 
 import (
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -313,5 +314,32 @@ func TestObjectKeepsItsDigestAndSecondFormatValuesStillRead(t *testing.T) {
 	got, _, err := s.GetObject(job)
 	if err != nil || got.Digest != "0123456789abcdef" || string(got.Data) != `{}` {
 		t.Errorf("GetObject: %+v, %v", got, err)
+	}
+}
+
+// The worker API asks, for every report, which pods of an object are on the
+// node: the answer does not copy the object, however large.
+func TestGetWorkersCopiesNoData(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
+	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
+	if err := s.PutObject(job, "7", []string{"job-training-0"}, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	workers, found, err := s.GetWorkers(job)
+	if err != nil || !found || !cmp.Equal(workers, []string{"job-training-0"}) {
+		t.Fatalf("GetWorkers = %v, %v, %v; want [job-training-0], found", workers, found, err)
+	}
+	if _, found, err := s.GetWorkers(Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "other"}); found || err != nil {
+		t.Errorf("GetWorkers of an absent object: found %v, %v", found, err)
+	}
+	perCall := testing.AllocsPerRun(10, func() { _, _, _ = s.GetWorkers(job) })
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		_, _, _ = s.GetWorkers(job)
+	}
+	runtime.ReadMemStats(&after)
+	if bytes := (after.TotalAlloc - before.TotalAlloc) / 10; bytes > 64<<10 {
+		t.Errorf("GetWorkers allocates %d bytes a call (%v allocations), want well under the object's 1 MiB", bytes, perCall)
 	}
 }

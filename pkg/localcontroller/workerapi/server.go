@@ -17,12 +17,41 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/serving"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 )
 
 // MaxBodyBytes bounds one worker report; Sedna's reports are a few KiB.
 const MaxBodyBytes = 256 << 10
+
+// Limits bound what the worker API's callers may hold of the
+// LocalController: any process that reaches its port can call it, and the
+// LocalController runs with a few hundred MiB. A request's headers must come
+// within 5 s and the whole request within 30 s; an answer not read within
+// 30 s is cut off; a keep-alive connection idle for 90 s is closed; at most
+// 256 connections are open at once (more wait to be accepted).
+var Limits = serving.Limits{
+	ReadHeaderTimeout: 5 * time.Second,
+	ReadTimeout:       30 * time.Second,
+	WriteTimeout:      30 * time.Second,
+	IdleTimeout:       90 * time.Second,
+	MaxHeaderBytes:    16 << 10,
+	MaxConnections:    256,
+}
+
+// MaxInFlight bounds the reports handled at once (each holds its body, up to
+// MaxBodyBytes, while it is parsed and written to disk); past it a worker is
+// answered 503 with Retry-After at once.
+const MaxInFlight = 32
+
+// maxReasonBytes bounds the reason of a refusal, which echoes parts of the
+// request; maxNameBytes the worker's name as logged (a pod's name is at
+// most 253 bytes).
+const (
+	maxReasonBytes = 4 << 10
+	maxNameBytes   = 253
+)
 
 // Outbox is where reports wait for the cloud; AppendReport returns once the
 // report is on disk.
@@ -34,14 +63,15 @@ type Outbox interface {
 // for (the GlobalManager sends each node the jobs and services it has workers
 // of), and which of its pods are on the node.
 type Owners interface {
-	GetObject(key store.Key) (store.Object, bool, error)
+	GetWorkers(key store.Key) (workers []string, found bool, err error)
 }
 
 // Server serves the worker API.
 type Server struct {
-	outbox Outbox
-	owners Owners
-	logger klog.Logger
+	outbox   Outbox
+	owners   Owners
+	logger   klog.Logger
+	inFlight chan struct{}
 
 	// Test seams.
 	now          func() time.Time
@@ -50,13 +80,25 @@ type Server struct {
 
 // NewServer returns a worker API that appends to outbox and checks owners.
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
-	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes}
+	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes,
+		inFlight: make(chan struct{}, MaxInFlight)}
 }
 
 // Handler routes the worker API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /sedna/workers/{worker}/info", s.postInfo)
+	mux.HandleFunc("POST /sedna/workers/{worker}/info", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.inFlight <- struct{}{}:
+			defer func() { <-s.inFlight }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			s.refuse(w, r.PathValue("worker"), http.StatusServiceUnavailable,
+				fmt.Sprintf("%d reports are being taken; try again", cap(s.inFlight)))
+			return
+		}
+		s.postInfo(w, r)
+	})
 	return mux
 }
 
@@ -91,7 +133,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := info.Owner()
 	key := store.Key{Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name}
-	held, known, err := s.owners.GetObject(key)
+	workers, known, err := s.owners.GetWorkers(key)
 	if err != nil {
 		s.refuse(w, worker, http.StatusInternalServerError, "reading the local store: "+err.Error())
 		return
@@ -100,7 +142,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	// GlobalManager sends their names with the object. One answer for an
 	// object the node does not hold and for a name that is not its pod, so
 	// that a caller cannot probe which objects the node holds.
-	if !known || !slices.Contains(held.Workers, worker) {
+	if !known || !slices.Contains(workers, worker) {
 		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: %s is not a pod of %s %s/%s on this node "+
 			"(or this node has not heard of it yet, or it was deleted)", worker, info.OwnerKind, info.Namespace, info.OwnerName))
 		return
@@ -138,6 +180,8 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers with a status and a reason the worker's log will show.
 func (s *Server) refuse(w http.ResponseWriter, worker string, code int, reason string) {
+	reason = edgeproto.Clip(reason, maxReasonBytes, "…")
+	worker = edgeproto.Clip(worker, maxNameBytes, "…") // as logged
 	s.logger.V(2).Info("Refused a worker report", "worker", worker, "code", code, "reason", reason)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

@@ -199,3 +199,65 @@ func TestReportThatCannotFitAFrameIsRefusedWith413(t *testing.T) {
 		t.Errorf("a refused report was buffered")
 	}
 }
+
+// blockedOutbox holds every append until released.
+type blockedOutbox struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b blockedOutbox) AppendReport([]byte) (uint64, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return 1, nil
+}
+
+// Reports taken at once are bounded (each holds its body in memory while it
+// goes to disk): past the bound a worker is told at once to try again.
+func TestReportsInFlightAreBounded(t *testing.T) {
+	s, st := newServer(t, store.Options{})
+	outbox := blockedOutbox{entered: make(chan struct{}), release: make(chan struct{})}
+	s = NewServer(klog.Background(), outbox, st)
+	s.inFlight = make(chan struct{}, 2)
+	done := make(chan int, 2)
+	for range 2 {
+		go func() { done <- post(t, s, "job-training-0-abc", trainReport).Code }()
+		<-outbox.entered
+	}
+	rec := post(t, s, "job-training-0-abc", trainReport)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a third report while two are taken: %d, Retry-After %q (%s); want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	close(outbox.release)
+	for range 2 {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("a report taken: %d, want 200", code)
+		}
+	}
+	go func() { <-outbox.entered }()
+	if rec := post(t, s, "job-training-0-abc", trainReport); rec.Code != http.StatusOK {
+		t.Errorf("a report once the others are done: %d (%s), want 200", rec.Code, rec.Body)
+	}
+}
+
+// Any process that reaches the port can call the worker API: every bound
+// of its server is set.
+func TestTheWorkerAPIsServerIsBounded(t *testing.T) {
+	l := Limits
+	if l.ReadHeaderTimeout <= 0 || l.ReadTimeout <= 0 || l.WriteTimeout <= 0 || l.IdleTimeout <= 0 || l.MaxHeaderBytes <= 0 || l.MaxConnections <= 0 {
+		t.Errorf("Limits %+v leave a bound off", l)
+	}
+	if cap(NewServer(klog.Background(), nil, nil).inFlight) != MaxInFlight {
+		t.Error("a server does not bound its reports in flight by MaxInFlight")
+	}
+}
+
+// A refusal repeats parts of the request: it stays short however long they are.
+func TestRefusalsAreBounded(t *testing.T) {
+	s, _ := newServer(t, store.Options{})
+	long := strings.Repeat("x", 100<<10)
+	rec := post(t, s, "w", `{"name":"w","namespace":"`+long+`","ownerName":"`+long+`","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`)
+	if rec.Code != http.StatusNotFound || rec.Body.Len() > maxReasonBytes+64 {
+		t.Errorf("refusal %d of %d bytes, want 404 in at most %d", rec.Code, rec.Body.Len(), maxReasonBytes+64)
+	}
+}
