@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nereid-ml/nereid/internal/serving"
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
@@ -91,16 +92,10 @@ type Config struct {
 	// RequestTimeout bounds the work on one request, API calls included (30s).
 	RequestTimeout time.Duration
 
-	// ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout and
-	// MaxHeaderBytes are the http.Server's (5s, 15s, 45s, 90s, 32 KiB).
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	MaxHeaderBytes    int
-	// MaxConnections bounds the connections open at a time (1024); past it,
-	// new ones wait to be accepted.
-	MaxConnections int
+	// Limits are the http.Server's bounds on its clients: ReadHeaderTimeout
+	// 5s, ReadTimeout 15s, WriteTimeout 45s, IdleTimeout 90s, MaxHeaderBytes
+	// 32 KiB, MaxConnections 1024 (past it, new ones wait to be accepted).
+	serving.Limits
 
 	// Registerer, when set, gets the server's request counter.
 	Registerer prometheus.Registerer

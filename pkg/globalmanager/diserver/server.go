@@ -13,8 +13,6 @@ import (
 	"golang.org/x/time/rate"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/nereid-ml/nereid/internal/serving"
 )
 
 // maxStreamsPerConnection bounds the HTTP/2 requests open at a time on one
@@ -77,10 +75,7 @@ func (s *Server) Handler() http.Handler {
 // serving stopped before.
 func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config) error {
 	logger := klog.FromContext(ctx)
-	limits := serving.Limits{
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,
-		IdleTimeout: s.cfg.IdleTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes, MaxConnections: s.cfg.MaxConnections,
-	}
+	limits := s.cfg.Limits
 	srv := limits.Server(s.Handler())
 	srv.ErrorLog = klog.NewStandardLogger("WARNING")
 	// Over TLS, HTTP/2 multiplexes requests on a connection (250 by

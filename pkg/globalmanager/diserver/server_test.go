@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nereid-ml/nereid/internal/serving"
 )
 
 // serve runs f's server on a loopback listener until the test ends, and
@@ -165,7 +167,7 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, Config{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond}, newJob(testJob))
+			f := newFixture(t, Config{Limits: serving.Limits{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond}}, newJob(testJob))
 			addr, _, _ := serve(t, f, nil)
 			conn, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -206,7 +208,7 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 
 func TestServeBoundsTheConnectionsOpenAtOnce(t *testing.T) {
 	const cutOff = 500 * time.Millisecond
-	f := newFixture(t, Config{MaxConnections: 1, ReadHeaderTimeout: cutOff, IdleTimeout: cutOff}, newJob(testJob))
+	f := newFixture(t, Config{Limits: serving.Limits{MaxConnections: 1, ReadHeaderTimeout: cutOff, IdleTimeout: cutOff}}, newJob(testJob))
 	addr, _, _ := serve(t, f, nil)
 	idle, err := net.Dial("tcp", addr)
 	if err != nil {
