@@ -68,6 +68,10 @@ func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.
 type reportChange[T Owner] struct {
 	change func(obj T) (changed bool, events []Event, err error)
 	done   chan error // buffered: the writer never waits on it
+	// call is shared by the changes of one ApplyAll call (one node's
+	// reports, in order): one that fails to be retried holds back the
+	// later ones of its call.
+	call *int
 }
 
 // reportWriteTimeout bounds one write of an object's status, its conflicts'
@@ -96,8 +100,9 @@ func (a *EdgeReports[T]) Apply(ctx context.Context, namespace, name string, chan
 // alone). It returns each change's result.
 func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, changes []func(obj T) (changed bool, events []Event, err error)) []error {
 	cs := make([]*reportChange[T], len(changes))
+	call := new(int)
 	for i, change := range changes {
-		cs[i] = &reportChange[T]{change: change, done: make(chan error, 1)}
+		cs[i] = &reportChange[T]{change: change, done: make(chan error, 1), call: call}
 	}
 	key := namespace + "/" + name
 	if a.writers.Add(key, cs...) {
@@ -211,7 +216,11 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 // changeAll applies every change not refused yet to a copy of fresh, and
 // says whether any changed it. A change that fails is marked in errs and the
 // others are applied again to a new copy, so that what it did before failing
-// is not written.
+// is not written. A change that fails with an error worth retrying (not a
+// refusal) fails the later changes of its ApplyAll call with it: written,
+// they would record the node's later report ids as applied, and the retried
+// report would then be taken for one already applied, and acknowledged
+// without its change.
 func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []error, events [][]Event) (T, bool) {
 	for {
 		obj := fresh
@@ -226,6 +235,13 @@ func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []e
 			ch, ev, err := c.change(obj)
 			if err != nil {
 				errs[i], failed = err, true
+				if _, refused := edgeproto.IsRefused(err); !refused {
+					for j := i + 1; j < len(changes); j++ {
+						if changes[j].call == c.call {
+							errs[j] = err
+						}
+					}
+				}
 				break
 			}
 			changed = changed || ch

@@ -399,3 +399,69 @@ func TestEdgeReportsNothingToWriteIsDecidedOnTheServersObject(t *testing.T) {
 		t.Errorf("%d reads; want 1", reads)
 	}
 }
+
+// A report whose change fails for a while holds back the later reports of
+// its node in the same write: written, they would record the node's later
+// report id as applied, and the retried report would then be acknowledged
+// as applied without its change. Another node's report in that write is
+// applied.
+func TestEdgeReportsAFailedReportHoldsBackItsNodesLaterOnes(t *testing.T) {
+	server := newGatedServer("job")
+	a := gatedReports(server)
+	gate := server.hold()
+	first := make(chan error, 1)
+	report(t.Context(), a, "job", "edge-9", nil, first)
+	<-server.holding
+
+	var mu sync.Mutex
+	failing, applied := true, map[uint64]int{}
+	kind := func(_ *sednav1.FederatedLearningJob, wr edgeproto.WorkerReport, _ metav1.Time) ([]Event, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if wr.Report.ID == 5 && failing {
+			return nil, errors.New("the Model's status write timed out")
+		}
+		applied[wr.Report.ID]++
+		return nil, nil
+	}
+	info := &edgeproto.WorkerInfo{Name: "w-edge-0", Namespace: "ns", OwnerName: "job", Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
+	reports := []edgeproto.WorkerReport{{Report: &edgeproto.Report{ID: 5, Worker: info.Name}, Info: info}, {Report: &edgeproto.Report{ID: 6, Worker: info.Name}, Info: info}}
+	from := edgeproto.Source{Node: "edge-0", Store: "s"}
+	results := make(chan []error, 1)
+	go func() { results <- a.ApplyWorkers(t.Context(), from, reports, kind) }()
+	waitUntil(t, "edge-0's reports to wait", func() bool { return waitingFor(a, "job") == 2 })
+	other := make(chan error, 1)
+	report(t.Context(), a, "job", "edge-1", nil, other)
+	waitUntil(t, "edge-1's report to wait", func() bool { return waitingFor(a, "job") == 3 })
+	server.open(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-other; err != nil {
+		t.Errorf("another node's report in the same write: %v, want it applied", err)
+	}
+	errs := <-results
+	for i, err := range errs {
+		if _, refused := edgeproto.IsRefused(err); err == nil || refused {
+			t.Errorf("edge-0's report %d: %v; want an error worth retrying", reports[i].Report.ID, err)
+		}
+	}
+	if got := server.nodesOf("job"); slices.Contains(got, "edge-0") {
+		t.Errorf("the status heard from %v; want nothing of edge-0 written", got)
+	}
+
+	// The hub tries them again, in order.
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	for i, err := range a.ApplyWorkers(t.Context(), from, reports, kind) {
+		if err != nil {
+			t.Errorf("report %d tried again: %v", reports[i].Report.ID, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if applied[5] != 1 || applied[6] != 1 {
+		t.Errorf("the kind's change ran for report 5 %d times, for 6 %d times; want once each", applied[5], applied[6])
+	}
+}
