@@ -109,5 +109,5 @@ const MaxConditionMessage = 32768
 // ClipConditionMessage returns msg, cut to MaxConditionMessage bytes (and
 // marked as cut) when it is longer.
 func ClipConditionMessage(msg string) string {
-	return clipText(msg, MaxConditionMessage)
+	return ClipText(msg, MaxConditionMessage)
 }

@@ -43,9 +43,9 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *
 		LastReportID:   int64(r.ID),
 		PreviousStores: previousStores(last, from.Store),
 		ReportsApplied: last.ReportsApplied + 1,
-		Worker:         clipText(r.Worker, sednav1.MaxWorkerNameBytes),
-		Stage:          clipText(string(info.Kind), sednav1.MaxStageBytes),
-		State:          clipText(string(info.Status), sednav1.MaxStageBytes),
+		Worker:         ClipText(r.Worker, sednav1.MaxWorkerNameBytes),
+		Stage:          ClipText(string(info.Kind), sednav1.MaxStageBytes),
+		State:          ClipText(string(info.Status), sednav1.MaxStageBytes),
 		Metrics:        ReportMetrics(info),
 	}
 	out := append([]sednav1.EdgeNodeStatus(nil), nodes...)
@@ -113,14 +113,21 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 				suffix = fmt.Sprintf("[%d]", n)
 			}
 			seen[k]++
-			key := clipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix
-			out = append(out, sednav1.Metric{Key: key, Value: clipText(MetricText(v), sednav1.MaxMetricValueBytes)})
+			key := ClipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix
+			out = append(out, sednav1.Metric{Key: key, Value: ClipText(MetricText(v), sednav1.MaxMetricValueBytes)})
 		}
 	}
 	add(info.OwnerInfo)
 	for _, r := range info.Results {
 		add(r)
 	}
+	return boundMetrics(out)
+}
+
+// boundMetrics sorts metrics by key, and of more than MaxEdgeNodeMetrics
+// keeps the first, followed by DroppedMetricsKey with the number of the
+// others.
+func boundMetrics(out []sednav1.Metric) []sednav1.Metric {
 	// By value too, so that keys cut to the same text keep one order.
 	slices.SortFunc(out, func(a, b sednav1.Metric) int {
 		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
@@ -132,10 +139,25 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 	return out
 }
 
-// clipText returns s, or when it is longer than limit bytes, its beginning cut
+// StatusMetrics turns a worker's metrics (a result's "metrics" object) into
+// status metrics, bounded as ReportMetrics' are: keys and values cut to
+// MaxMetricKeyBytes and MaxMetricValueBytes, at most MaxEdgeNodeMetrics of
+// them, sorted by key; nil when there are none.
+func StatusMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
+	if len(metrics) == 0 {
+		return nil
+	}
+	out := make([]sednav1.Metric, 0, len(metrics))
+	for k, v := range metrics {
+		out = append(out, sednav1.Metric{Key: ClipText(k, sednav1.MaxMetricKeyBytes), Value: ClipText(MetricText(v), sednav1.MaxMetricValueBytes)})
+	}
+	return boundMetrics(out)
+}
+
+// ClipText returns s, or when it is longer than limit bytes, its beginning cut
 // at a character boundary and followed by TruncatedSuffix, limit bytes at most
 // in all: a status field of bounded size that shows it was cut.
-func clipText(s string, limit int) string {
+func ClipText(s string, limit int) string {
 	return edgeproto.Clip(s, limit, sednav1.TruncatedSuffix)
 }
 

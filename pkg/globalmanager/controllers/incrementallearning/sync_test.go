@@ -2,6 +2,7 @@ package incrementallearning
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -212,7 +213,7 @@ func TestRoundTrainsWhenTheTriggerFiresAndRunsItsTrainPod(t *testing.T) {
 		t.Fatalf("after the trigger: %s", stateOf(job))
 	}
 	wantRound := &sednav1.RoundStatus{Round: 1, StartTime: ptrTime("2026-01-02T03:04:05Z"), NumberOfSamples: 600,
-		TrainDatasetURL: "/data/round-1/train.txt", TestDatasetURL: "/data/round-1/test.txt"}
+		TrainDatasetURL: "/output/round-1/data/train.txt", TestDatasetURL: "/output/round-1/data/test.txt"}
 	if diff := cmp.Diff(wantRound, job.Status.CurrentRound); diff != "" {
 		t.Errorf("currentRound (-want,+got):\n%s", diff)
 	}
@@ -236,7 +237,7 @@ func TestRoundTrainsWhenTheTriggerFiresAndRunsItsTrainPod(t *testing.T) {
 		"NAMESPACE": ns, "JOB_NAME": jobName, "WORKER_NAME": train11, "LC_SERVER": "http://$(NEREID_NODE_IP):9100",
 		"LOG_LEVEL": "INFO", "DATA_PATH_PREFIX": "/home/data",
 		"ORIGINAL_DATASET_URL": "/home/data/data/helmet_detection/train_data/train_data.txt",
-		"TRAIN_DATASET_URL":    "/home/data/data/round-1/train.txt",
+		"TRAIN_DATASET_URL":    "/home/data/output/round-1/data/train.txt",
 		"BASE_MODEL_URL":       "/home/data/models/base_model",
 		"MODEL_URL":            "/home/data/output/round-1/train",
 		"OUTPUT_URL":           "/home/data/output/round-1/train",
@@ -254,7 +255,7 @@ func TestRoundTrainsWhenTheTriggerFiresAndRunsItsTrainPod(t *testing.T) {
 	for _, v := range pod.Spec.Volumes {
 		mounts = append(mounts, v.HostPath.Path)
 	}
-	wantMounts := []string{"/data/helmet_detection/train_data", "/data/round-1", "/output/round-1/train", "/models/base_model"}
+	wantMounts := []string{"/data/helmet_detection/train_data", "/output/round-1/data", "/output/round-1/train", "/models/base_model"}
 	if diff := cmp.Diff(wantMounts, mounts); diff != "" {
 		t.Errorf("host paths (-want,+got):\n%s", diff)
 	}
@@ -365,7 +366,7 @@ func TestTrainCompletedStartsTheEvalStageWithBothModels(t *testing.T) {
 	env := cycletest.Env(f.Pod(t, eval11))
 	want := map[string]string{
 		"ORIGINAL_DATASET_URL": "/home/data/data/helmet_detection/train_data/train_data.txt",
-		"TEST_DATASET_URL":     "/home/data/data/round-1/test.txt",
+		"TEST_DATASET_URL":     "/home/data/output/round-1/data/test.txt",
 		"MODEL_URLS":           "/home/data/output/round-1/train/model.pb;/home/data/models/base_model",
 		"MODEL_URL":            "/home/data/output/round-1/train/model.pb",
 		"OUTPUT_URL":           "/home/data/output/round-1/eval",
@@ -767,5 +768,47 @@ func TestDeployWithTheDeployModelGoneStillEndsTheRound(t *testing.T) {
 	}
 	if ev := f.Events(); !containsPrefix(ev, "Warning MissingReference Deploy Model deploy-model not found") {
 		t.Errorf("events %q", ev)
+	}
+}
+
+// Reports under the LocalController's name move the cycle only from the
+// Dataset's node, and the paths a report names are mounted into the round's
+// pods only within the job's outputDir: a node the job concerns in another
+// way (its deploy or inference node) must not choose a folder of a node to
+// mount read-write.
+func TestReportsChooseNoPathsOutsideTheOutputDir(t *testing.T) {
+	f := newFixture(t, exampleJob(t))
+	f.Sync(t, jobName)
+	f = f.Next(t)
+
+	err := f.Apply(t, "edge-elsewhere", 1, cycletest.Trigger(kindName, jobName, 1, 600))
+	if reason, refused := edgeproto.IsRefused(err); !refused || !strings.Contains(reason, "only the LocalController of node") {
+		t.Errorf("a train trigger from another node: %v, want it refused", err)
+	}
+	trigger := cycletest.Trigger(kindName, jobName, 1, 600)
+	trigger.OwnerInfo = json.RawMessage(`{"round":1,"numberOfSamples":600,"trainDatasetURL":"/output/../etc/kubernetes/admin.conf","testDatasetURL":"/output/round-1/data/test.txt"}`)
+	err = f.Apply(t, node, 2, trigger)
+	if reason, refused := edgeproto.IsRefused(err); !refused || !strings.Contains(reason, "not within the job's outputDir") {
+		t.Errorf("a train trigger naming a path outside outputDir: %v, want it refused", err)
+	}
+	if job := jobOf(t, f); job.Status.CurrentRound != nil {
+		t.Fatalf("a refused trigger moved the cycle: %s, round %+v", stateOf(job), job.Status.CurrentRound)
+	}
+
+	r := &reporter{id: 2}
+	r.send(t, f, cycletest.Trigger(kindName, jobName, 1, 600))
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	r.send(t, f, cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted, `{"format":"pb","url":"/var/lib/kubelet/x.bin"}`))
+	job := jobOf(t, f)
+	if stateOf(job) != "Train/Ready/1/2" {
+		t.Errorf("after a model outside outputDir: %s, want the train try failed", stateOf(job))
+	}
+	last := job.Status.Conditions[len(job.Status.Conditions)-2]
+	if last.Type != sednav1.StageFailed || !strings.Contains(last.Message, `model url "/var/lib/kubelet/x.bin" is not within the job's outputDir`) {
+		t.Errorf("failed try condition %+v", last)
+	}
+	if job.Status.CurrentRound != nil && len(job.Status.CurrentRound.Models) > 0 {
+		t.Errorf("the round records models %v", job.Status.CurrentRound.Models)
 	}
 }

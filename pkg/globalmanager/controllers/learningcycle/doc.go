@@ -39,11 +39,16 @@
 //     node counts new samples (spec.trainSpec.trigger), splits them into the
 //     round's train and test data (spec.dataset.trainProb) on the node, and
 //     reports the round ready. The job goes to Train/Ready, try 1. A report
-//     about another round, or one that arrives again, changes nothing.
+//     about another round, or one that arrives again, changes nothing. A
+//     report under the LocalController's name from another node, or naming
+//     round data outside spec.outputDir, is refused: those paths are mounted
+//     into the round's pods.
 //  3. The train worker runs in pod <job>-train-<round>-<try>, built from the
 //     current spec.trainSpec.template; the job goes to Starting, then Running
 //     when the pod runs or the worker says so. It reports completed with the
 //     models it wrote ({"format","url"} results); the job goes to Eval/Ready.
+//     Models outside spec.outputDir, or more than MaxRoundModels, fail the
+//     try instead.
 //  4. The eval worker, pod <job>-eval-<round>-<try>, evaluates the new model
 //     and the deployed one (MODEL_URLS, new first) and reports completed
 //     with one result per model. The new model's metrics are recorded in

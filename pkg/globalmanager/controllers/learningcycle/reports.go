@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -28,6 +29,11 @@ func (c *Controller[J]) ApplyReports(ctx context.Context, from edgeproto.Source,
 		if why := notCurrentWorker(job.GetName(), &st, info); why != "" {
 			return nil, edgeproto.Refuse("%s", why)
 		}
+		if info.Name == edgeproto.LocalControllerWorker {
+			if err := c.checkLocalController(job, from, info); err != nil {
+				return nil, err
+			}
+		}
 		m := &machine{job: job.GetName(), st: &st, now: now, config: &c.config}
 		o := Outcome{Now: now}
 		if job.GetDeletionTimestamp() == nil {
@@ -40,6 +46,33 @@ func (c *Controller[J]) ApplyReports(ctx context.Context, from edgeproto.Source,
 		}
 		return append(m.events, kindEvents...), nil
 	})
+}
+
+// checkLocalController refuses a report under the LocalController's own
+// name unless it comes from the node of the job's Dataset, whose
+// LocalController alone runs the job's train trigger and deploy, and unless
+// the round's data it names is within the job's outputDir: those paths are
+// mounted into the round's pods. Any node the job concerns may send reports
+// about it, and a node's LocalController may be another's attacker.
+func (c *Controller[J]) checkLocalController(job J, from edgeproto.Source, info *edgeproto.WorkerInfo) error {
+	spec := c.kind.Spec(job)
+	ds, err := c.datasets.Datasets(job.GetNamespace()).Get(spec.Dataset)
+	switch {
+	case apierrors.IsNotFound(err):
+		return edgeproto.Refuse("the Dataset %s of job %s does not exist, so no node's LocalController reports for its cycle", spec.Dataset, job.GetName())
+	case err != nil:
+		return fmt.Errorf("reading Dataset %s/%s: %w", job.GetNamespace(), spec.Dataset, err)
+	case ds.Spec.NodeName != from.Node:
+		return edgeproto.Refuse("only the LocalController of node %q, the Dataset %s's, reports for the cycle of job %s, not node %s's",
+			ds.Spec.NodeName, spec.Dataset, job.GetName(), from.Node)
+	}
+	owner := parseOwnerInfo(info.OwnerInfo)
+	for _, field := range []string{"trainDatasetURL", "testDatasetURL"} {
+		if why := reportedPath("ownerInfo."+field, owner.String(field), spec.OutputDir); why != "" {
+			return edgeproto.Refuse("%s", why)
+		}
+	}
+	return nil
 }
 
 // notCurrentWorker says why a worker's report is refused for good: it is not
@@ -109,6 +142,10 @@ func (c *Controller[J]) move(ctx context.Context, m *machine, job J, r *edgeprot
 		models := trainedModels(info.Results)
 		if len(models) == 0 {
 			m.failTry("train worker reported no model")
+			return done(MoveOther)
+		}
+		if why := checkModels(models, c.kind.Spec(job).OutputDir); why != "" {
+			m.failTry(why)
 			return done(MoveOther)
 		}
 		m.trained(models)

@@ -3,7 +3,8 @@ package learningcycle
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
+	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -51,29 +52,68 @@ func (r Result) Strings(field string) []string {
 	return l
 }
 
-// trainedModels are the models of a train worker's results: those with a url.
+// trainedModels are the models of a train worker's results: those with a
+// url.
 func trainedModels(results []json.RawMessage) []sednav1.RoundModel {
 	var models []sednav1.RoundModel
 	for _, raw := range results {
 		if r, ok := ParseResult(raw); ok && r.URL != "" {
-			models = append(models, sednav1.RoundModel{URL: r.URL, Format: r.Format})
+			models = append(models, sednav1.RoundModel{URL: r.URL, Format: common.ClipText(r.Format, maxFormatBytes)})
 		}
 	}
 	return models
 }
 
+// Bounds of what a report puts into a round's status, which the job keeps
+// for HistoryLimit rounds: the status of an object is at most about 1.5 MiB
+// (etcd's bound), and past it every status write of the job fails.
+const (
+	// MaxRoundModels bounds the models a round's train stage may report.
+	MaxRoundModels = 32
+	// MaxReportedURLBytes bounds a path or URL a report names.
+	MaxReportedURLBytes = 1024
+	maxFormatBytes      = 32
+)
+
+// reportedPath says why a path or URL a report names (a round's data, a
+// trained model) cannot be taken, or "": it is bounded, and a node path
+// must be within the job's outputDir, where the round writes. Such a path
+// is mounted, read-write, into the round's next pods, so a report must not
+// choose one elsewhere on the node.
+func reportedPath(field, url, outputDir string) string {
+	switch {
+	case len(url) > MaxReportedURLBytes:
+		return fmt.Sprintf("%s is longer than %d bytes", field, MaxReportedURLBytes)
+	case !common.IsLocalPath(url):
+		return ""
+	case !common.IsLocalPath(outputDir):
+		return fmt.Sprintf("%s %q is a node path, but the job's outputDir %q is not", field, url, outputDir)
+	}
+	clean, dir := path.Clean(url), path.Clean(outputDir)
+	if clean != dir && !strings.HasPrefix(clean, strings.TrimSuffix(dir, "/")+"/") {
+		return fmt.Sprintf("%s %q is not within the job's outputDir %s", field, url, outputDir)
+	}
+	return ""
+}
+
+// checkModels says why a train worker's models cannot be taken, or "".
+func checkModels(models []sednav1.RoundModel, outputDir string) string {
+	if len(models) > MaxRoundModels {
+		return fmt.Sprintf("train worker reported %d models, at most %d", len(models), MaxRoundModels)
+	}
+	for _, m := range models {
+		if why := reportedPath("model url", m.URL, outputDir); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
 // FlattenMetrics turns a result's metrics into status metrics, sorted by
-// key: strings and numbers as text, lists and objects as compact JSON.
+// key: strings and numbers as text, lists and objects as compact JSON,
+// bounded as common.StatusMetrics says.
 func FlattenMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
-	out := make([]sednav1.Metric, 0, len(metrics))
-	for k, raw := range metrics {
-		out = append(out, sednav1.Metric{Key: k, Value: common.MetricText(raw)})
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Key < out[b].Key })
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return common.StatusMetrics(metrics)
 }
 
 // ownerInfo is what the cycle reads of a report's ownerInfo.

@@ -88,7 +88,7 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 	f.Sync(t, jobName)
 	env = cycletest.Env(f.Pod(t, train11))
 	wantTrain := map[string]string{
-		"ORIGINAL_DATASET_URL": "/home/data/data/atcii/trainData.csv", "TRAIN_DATASET_URL": "/home/data/data/round-1/train.txt",
+		"ORIGINAL_DATASET_URL": "/home/data/data/atcii/trainData.csv", "TRAIN_DATASET_URL": "/home/data/output/round-1/data/train.txt",
 		"OUTPUT_URL": "/home/data/output/round-1/train", "HAS_COMPLETED_INITIAL_TRAINING": "false", "KB_SERVER": "http://kb.example:9020",
 	}
 	for k, v := range wantTrain {

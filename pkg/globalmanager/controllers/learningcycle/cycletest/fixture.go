@@ -279,8 +279,8 @@ func keys[V any](m map[string]V) []string {
 func Trigger(ownerKind edgeproto.OwnerKind, job string, round, samples int32) edgeproto.WorkerInfo {
 	info, _ := json.Marshal(map[string]any{
 		"round": round, "numberOfSamples": samples, "datasetSamples": 1000 * round,
-		"trainDatasetURL": "/data/round-" + itoa(round) + "/train.txt",
-		"testDatasetURL":  "/data/round-" + itoa(round) + "/test.txt",
+		"trainDatasetURL": "/output/round-" + itoa(round) + "/data/train.txt",
+		"testDatasetURL":  "/output/round-" + itoa(round) + "/data/test.txt",
 		"triggeredAt":     "2026-01-02T03:04:05Z",
 	})
 	return edgeproto.WorkerInfo{Name: edgeproto.LocalControllerWorker, OwnerName: job, OwnerKind: ownerKind,
