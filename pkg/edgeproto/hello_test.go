@@ -136,7 +136,7 @@ func TestEncodeHelloRefuses(t *testing.T) {
 		"no node":                              {&Hello{Inventory: inv}, ErrMalformed, "hello: node is required"},
 		"a ref listed in two frames":           {&Hello{Node: "n", Store: storeID, Inventory: twice}, ErrMalformed, "hello: inventory[20000]: IncrementalLearningJob " + longestNamespace},
 		"more entries than MaxInventory":       {&Hello{Node: "n", Store: storeID, Inventory: inventory(MaxInventory+1, false)}, ErrTooLarge, "an inventory of 200001 entries, the limit is 200000"},
-		"an entry too large for a frame alone": {&Hello{Node: "n", Store: storeID, Inventory: append(inventory(3, false), huge)}, ErrTooLarge, "inventory[3] Model ns/mmm"},
+		"a name longer than Kubernetes allows": {&Hello{Node: "n", Store: storeID, Inventory: append(inventory(3, false), huge)}, ErrMalformed, "inventory[3]: name of 1048576 bytes, more than 253"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -83,9 +83,26 @@ func (r ObjectRef) check() error {
 		return errors.New("namespace is required")
 	case r.Name == "":
 		return errors.New("name is required")
+	case len(r.Kind) > MaxKindBytes:
+		return fmt.Errorf("kind of %d bytes, more than %d", len(r.Kind), MaxKindBytes)
+	case len(r.Namespace) > MaxNamespaceBytes:
+		return fmt.Errorf("namespace of %d bytes, more than %d", len(r.Namespace), MaxNamespaceBytes)
+	case len(r.Name) > MaxNameBytes:
+		return fmt.Errorf("name of %d bytes, more than %d", len(r.Name), MaxNameBytes)
 	}
 	return nil
 }
+
+// Bounds of an ObjectRef's fields, Kubernetes' own (a kind is a DNS label,
+// a namespace too, a name at most a DNS subdomain), and of a
+// resourceVersion (an etcd revision is at most 20 digits): what a node
+// states it holds costs the GlobalManager at most this much an entry.
+const (
+	MaxKindBytes            = 63
+	MaxNamespaceBytes       = 63
+	MaxNameBytes            = 253
+	MaxResourceVersionBytes = 64
+)
 
 // ObjectVersion is one version of an object: its ref and the resourceVersion
 // the API server gave that version. It is how both ends name what they hold,
@@ -120,11 +137,15 @@ func (v ObjectVersion) check() error {
 	if err := v.ObjectRef.check(); err != nil {
 		return err
 	}
-	if v.ResourceVersion == "" {
+	switch {
+	case v.ResourceVersion == "":
 		return errors.New("resourceVersion is required")
-	}
-	if len(v.Digest) > MaxDigestBytes {
+	case len(v.ResourceVersion) > MaxResourceVersionBytes:
+		return fmt.Errorf("resourceVersion of %d bytes, more than %d", len(v.ResourceVersion), MaxResourceVersionBytes)
+	case len(v.Digest) > MaxDigestBytes:
 		return fmt.Errorf("digest of %d bytes, more than %d", len(v.Digest), MaxDigestBytes)
+	case len(v.Workers) > MaxDigestBytes:
+		return fmt.Errorf("workers digest of %d bytes, more than %d", len(v.Workers), MaxDigestBytes)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 // The keys of user.extra that a TokenReview of a ServiceAccount token bound
@@ -338,7 +339,7 @@ func (a *authenticator) precheck(token string) (*claims, *authError) {
 	case len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience):
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
-				strings.Join(claims.Audience, ","), a.audience)}
+				edgeproto.Clip(strings.Join(claims.Audience, ","), 256, "…"), a.audience)}
 	case claims.Expiry > 0 && !a.now().Before(time.Unix(claims.Expiry, 0)):
 		return nil, invalid("expired")
 	}

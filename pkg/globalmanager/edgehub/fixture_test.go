@@ -510,3 +510,10 @@ func summary(m edgeproto.Message) string {
 func version(kind, name, rv string) edgeproto.ObjectVersion {
 	return edgeproto.ObjectVersion{ObjectRef: edgeproto.ObjectRef{Kind: kind, Namespace: testNS, Name: name}, ResourceVersion: rv}
 }
+
+// greetingFor is the connection of node reading its Hello, if any.
+func (h *Hub) greetingFor(node string) *websocket.Conn {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.greeting[node]
+}

@@ -76,6 +76,9 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*session // by node
+	// greeting are the connections reading their Hello, by node: one a
+	// node, the newest (a Hello's inventory may hold tens of MiB).
+	greeting map[string]*websocket.Conn
 	closing  bool
 	conns    sync.WaitGroup // connection handlers
 
@@ -121,6 +124,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		// buffers a record below it anyway.
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout, ReadBufferSize: 1024, WriteBufferPool: &sync.Pool{}},
 		sessions: make(map[string]*session),
+		greeting: make(map[string]*websocket.Conn),
 		now:      time.Now,
 		ready:    make(chan struct{}),
 	}
@@ -364,8 +368,12 @@ func (h *Hub) Run(ctx context.Context) error {
 			NextProtos:   []string{"http/1.1"}, // websockets upgrade HTTP/1.1
 		},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          klog.NewStandardLogger("WARNING"),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// A client refused before its upgrade may keep its connection
+		// for another request, but not idle for ever.
+		IdleTimeout:    httpIdleTimeout,
+		MaxHeaderBytes: 32 << 10,
+		ErrorLog:       klog.NewStandardLogger("WARNING"),
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 
 	go h.conditions.run(ctx)
@@ -492,21 +500,49 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	}()
 }
 
+// httpIdleTimeout closes a keep-alive connection that has sent no request
+// for that long (a test shortens it). An upgraded connection is the
+// session's, with its own deadlines.
+var httpIdleTimeout = 30 * time.Second
+
 // serveConn reads the Hello of an authenticated connection and runs its
 // session, after the one it replaces has fully stopped. A token the hub
 // verified itself, when not "", is confirmed by a review meanwhile.
 func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, token string, conn *websocket.Conn) {
 	node := id.node
+	// One connection of a node reads its Hello at a time: a newer one
+	// closes the older, as a newer session replaces an older one.
+	h.mu.Lock()
+	older := h.greeting[node]
+	h.greeting[node] = conn
+	h.mu.Unlock()
+	if older != nil {
+		// Its reader is its own goroutine's: this only writes, and closes.
+		_ = older.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "replaced by a newer connection"),
+			time.Now().Add(closeGrace))
+		_ = older.Close()
+	}
 	// A shutdown must not wait a read timeout for a Hello.
 	stopWaiting := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	hello, cerr := readHello(conn, h.cfg.ReadTimeout)
+	h.mu.Lock()
+	replaced := h.greeting[node] != conn
+	if !replaced {
+		delete(h.greeting, node)
+	}
+	h.mu.Unlock()
 	if !stopWaiting() {
+		_ = conn.Close()
+		return
+	}
+	if replaced {
+		logger.Info("A newer connection of the node replaced this one before its hello ended")
 		_ = conn.Close()
 		return
 	}
 	if cerr == nil && hello.Node != node {
 		cerr = &closeError{code: websocket.ClosePolicyViolation,
-			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", hello.Node, node)}
+			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", edgeproto.Clip(hello.Node, edgeproto.MaxNameBytes, "…"), node)}
 		h.metrics.refuse(refusedNodeMismatch)
 	} else if cerr != nil {
 		h.metrics.refuse(refusedNoHello)
@@ -528,15 +564,19 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	prev := h.sessions[node]
 	h.sessions[node] = s
 	h.metrics.connectedNodes.Set(float64(len(h.sessions)))
-	h.mu.Unlock()
+	// Still holding h.mu, so that two connections of a node that say
+	// hello at once are recorded in the order they replace each other:
+	// the older's Lease and token confirmation never come after the
+	// newer's (the older's end would then forget the newer's token).
 	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
+	if token != "" {
+		h.confirmer.add(s, token)
+	}
+	h.mu.Unlock()
 	if h.auth.podDeleted(id.podUID) {
 		// Deleted between the review and the hello: podGone did not see
 		// this session yet.
 		s.revokePodDeleted()
-	}
-	if token != "" {
-		h.confirmer.add(s, token)
 	}
 	if prev != nil {
 		logger.Info("A new connection replaces the node's current one")

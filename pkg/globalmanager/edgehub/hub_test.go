@@ -1,10 +1,15 @@
 package edgehub
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -441,6 +446,28 @@ func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edited": "yes"} })
 	if got := summary(second.must(5 * time.Second)); got != "upsert FederatedLearningJob default/fl-a@42 (sedna.io/v1alpha1 FederatedLearningJob)" {
 		t.Errorf("second got %s, want the edit", got)
+	}
+}
+
+// A node reads one Hello at a time: a newer connection closes an older one
+// still streaming its inventory (each may hold tens of MiB until its Hello
+// ends), and the newer is served.
+func TestNewerConnectionReplacesAnOlderOneStillInItsHello(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	first := f.open("edge-a")
+	first.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: []edgeproto.ObjectVersion{version("Model", "a", "1")}, More: true})
+	waitFor(t, func() (bool, string) { return f.hub.greetingFor("edge-a") != nil, "the first connection in its hello" })
+
+	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	ce := first.closed()
+	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
+		t.Errorf("first closed with %d %q, want the replacement reason", ce.Code, ce.Text)
+	}
+	if got := second.untilSynced(); len(got) != 0 {
+		t.Errorf("second got %v before synced, want nothing", got)
+	}
+	if c := f.hub.greetingFor("edge-a"); c != nil {
+		t.Error("a connection of edge-a is still counted as reading its hello")
 	}
 }
 
@@ -1374,5 +1401,39 @@ func TestANodeHoldsAtMostItsShareOfTheTurns(t *testing.T) {
 	}
 	if len(shared.turns) != turnsPerNode {
 		t.Errorf("%d shared turns held, want %d", len(shared.turns), turnsPerNode)
+	}
+}
+
+// A client refused before its upgrade may send another request on its
+// connection, but the connection does not stay open idle for ever.
+func TestARefusedClientsIdleConnectionIsClosed(t *testing.T) {
+	defer func(d time.Duration) { httpIdleTimeout = d }(httpIdleTimeout)
+	httpIdleTimeout = 300 * time.Millisecond
+	f := newFixture(t, testConfig)
+	u, err := url.Parse(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: f.roots, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET "+u.Path+" HTTP/1.1\r\nHost: "+u.Host+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode < 400 || resp.Close {
+		t.Fatalf("status %d, close %v; want a refusal that keeps the connection", resp.StatusCode, resp.Close)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.Copy(io.Discard, conn)
+	var timeout net.Error
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		t.Error("the idle connection is still open 5s after its answer")
 	}
 }

@@ -236,7 +236,7 @@ func (s *session) applyGroup(group []*checkedReport, turn *laneTurn) error {
 		if try == len(applyBackoff) {
 			return &closeError{code: websocket.CloseTryAgainLater,
 				reason: fmt.Sprintf("report %d could not be applied, send it again", again[0].r.ID),
-				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, again[0].r.Worker, about, last)}
+				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, clipWorker(again[0].r.Worker), about, last)}
 		}
 		s.logger.V(2).Info("Applying reports failed, trying again", "about", about, "reports", len(again), "err", last)
 		// Other lanes have the turn meanwhile.
@@ -279,10 +279,10 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 		}
 		result.refused, result.reason = true, clipRefusal(reason)
 		s.hub.metrics.reportsRefused.Inc()
-		s.logger.Info("Refused a report", "report", r.ID, "worker", r.Worker, "reason", reason)
+		s.logger.Info("Refused a report", "report", r.ID, "worker", clipWorker(r.Worker), "reason", result.reason)
 	} else {
 		s.hub.metrics.reportsApplied.Inc()
-		s.logger.V(4).Info("Applied a report", "report", r.ID, "worker", r.Worker, "about", about)
+		s.logger.V(4).Info("Applied a report", "report", r.ID, "worker", clipWorker(r.Worker), "about", about)
 	}
 	s.answeredMu.Lock()
 	s.answered = append(s.answered, result)
@@ -348,3 +348,7 @@ func (s *session) checkDataset(r *edgeproto.Report) (string, *checkedReport, err
 
 // clipRefusal keeps a refusal's reason to a log line.
 func clipRefusal(s string) string { return edgeproto.Clip(s, 1024, "…") }
+
+// clipWorker bounds a report's worker name, as the node sent it, in a log
+// line (a pod's name is at most MaxNameBytes).
+func clipWorker(s string) string { return edgeproto.Clip(s, edgeproto.MaxNameBytes, "…") }
