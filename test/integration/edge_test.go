@@ -214,7 +214,7 @@ func TestWipedEdgeStoreHasItsNewReportsApplied(t *testing.T) {
 
 // TestEdgeHubKnowsTheStatusWritesNoRetryCanMend writes job statuses the real
 // API server refuses for what they are and checks that the hub's
-// classification (edgehub.IsPermanent), which makes it refuse such a report
+// classification (common.IsPermanent), which makes it refuse such a report
 // for good instead of retrying it forever, recognises what the API server
 // really answers; and that it takes a write that succeeds for no refusal.
 func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
@@ -250,7 +250,7 @@ func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
 				s := status.Status()
 				t.Logf("the API server answered %d, reason %q: %.200s", s.Code, s.Reason, s.Message)
 			}
-			if got := edgehub.IsPermanent(err); got != tc.wantPermanent || (err == nil) == tc.wantPermanent {
+			if got := common.IsPermanent(err); got != tc.wantPermanent || (err == nil) == tc.wantPermanent {
 				t.Errorf("UpdateStatus: %v; IsPermanent %v, want %v", err, got, tc.wantPermanent)
 			}
 		})

@@ -60,7 +60,7 @@
 // slower than the reports, they gather in their lanes and each lane's go in
 // one status write. Reports applied, and
 // reports refused for good, are acknowledged: refused by the applier
-// (Refuse), or failing with an error no retry can mend (IsPermanent: the
+// (Refuse), or failing with an error no retry can mend (common.IsPermanent: the
 // status write is invalid, or too large for the API server or etcd), so that
 // such a report never holds up the node's later ones. Any other error is
 // tried again twice, then leaves the report unacknowledged and closes the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nereid-ml/nereid/internal/lanes"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // A session's reports go through lanes, one per object they are about. The
@@ -197,7 +198,7 @@ var applyBackoff = []time.Duration{100 * time.Millisecond, 400 * time.Millisecon
 
 // applyGroup applies a lane's group of reports, trying those that fail with
 // an error that is not a refusal again a little later, and answers each. An
-// error no retry can mend (IsPermanent) becomes a refusal: resent forever,
+// error no retry can mend (common.IsPermanent) becomes a refusal: resent forever,
 // the report would hold up every later report of its object. The reports of
 // a group share a write, so when that write is refused for good, each is
 // applied again alone, to refuse only the one at fault. It applies in the
@@ -206,7 +207,7 @@ func (s *session) applyGroup(group []*checkedReport, turn *laneTurn) error {
 	about := group[0].about
 	for try := 0; ; try++ {
 		errs := s.apply(group)
-		if len(group) > 1 && slices.ContainsFunc(errs, IsPermanent) {
+		if len(group) > 1 && slices.ContainsFunc(errs, common.IsPermanent) {
 			for _, c := range group {
 				if err := s.applyGroup([]*checkedReport{c}, turn); err != nil {
 					return err
@@ -218,7 +219,7 @@ func (s *session) applyGroup(group []*checkedReport, turn *laneTurn) error {
 		var last error
 		for i, c := range group {
 			err := errs[i]
-			if IsPermanent(err) {
+			if common.IsPermanent(err) {
 				err = edgeproto.Refuse("the API server refuses the status write for good: %s", err.Error())
 			}
 			if _, refused := edgeproto.IsRefused(err); err != nil && !refused {

@@ -3,6 +3,7 @@ package common
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,12 +141,45 @@ func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string)
 		}
 		wctx, cancel := context.WithTimeout(ctx, reportWriteTimeout)
 		errs, written, wrote := a.applyAll(wctx, namespace, name, changes, base, known)
+		if !wrote && slices.ContainsFunc(errs, IsPermanent) && changes[0].call != changes[len(changes)-1].call {
+			// Refused for good: one call's change (one node's reports)
+			// may be at fault, and the others must not be refused with
+			// it. Each call is written alone.
+			errs, written, wrote = a.applyEachCall(wctx, namespace, name, changes)
+		}
 		cancel()
 		last, wroteLast = written, wrote
 		for i, c := range changes {
 			c.done <- errs[i]
 		}
 	}
+}
+
+// applyEachCall applies the changes of each ApplyAll call among changes
+// (each call's are together, in order) in a write of its own, one call
+// after another, starting from a read of the API server; it returns each
+// change's result and the last object written, if any.
+func (a *EdgeReports[T]) applyEachCall(ctx context.Context, namespace, name string, changes []*reportChange[T]) ([]error, T, bool) {
+	errs := make([]error, 0, len(changes))
+	var last T
+	wroteAny := false
+	for start := 0; start < len(changes); {
+		end := start + 1
+		for end < len(changes) && changes[end].call == changes[start].call {
+			end++
+		}
+		base := last
+		if wroteAny {
+			base = last.DeepCopyObject().(T)
+		}
+		callErrs, written, wrote := a.applyAll(ctx, namespace, name, changes[start:end], base, wroteAny)
+		errs = append(errs, callErrs...)
+		if wrote {
+			last, wroteAny = written, true
+		}
+		start = end
+	}
+	return errs, last, wroteAny
 }
 
 // applyAll applies changes to the object in one status write, and returns

@@ -31,6 +31,9 @@ type gatedServer struct {
 	// Reads of the server (Get) and writes refused for a stale
 	// resourceVersion; a write that succeeds bumps it.
 	reads, conflicts int
+	// invalid, when set, refuses a write it says is invalid, as the API
+	// server refuses a status that breaks the schema.
+	invalid func(*sednav1.FederatedLearningJob) bool
 }
 
 func newGatedServer(names ...string) *gatedServer {
@@ -63,6 +66,9 @@ func (s *gatedServer) UpdateStatus(_ context.Context, j *sednav1.FederatedLearni
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored := s.jobs[j.Name]
+	if s.invalid != nil && s.invalid(j) {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: "sedna.io", Kind: "FederatedLearningJob"}, j.Name, nil)
+	}
 	if j.ResourceVersion != stored.ResourceVersion {
 		s.conflicts++
 		return nil, apierrors.NewConflict(schema.GroupResource{Resource: "federatedlearningjobs"}, j.Name, errors.New("stale"))
@@ -187,34 +193,46 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 	waitUntil(t, "the writer to end", func() bool { return a.writers.Running() == 0 })
 }
 
-// A report its kind refuses is left out of the write that carries the
-// others, and refused alone.
-func TestEdgeReportsRefusedOneOfAWriteLeavesTheOthers(t *testing.T) {
-	server := newGatedServer("job")
+// kindChange is a kind's part of applying a report (ApplyWorkers' apply).
+type kindChange = func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)
+
+// reportsBehindAWrite has a report of edge-0 about job "job" written, and
+// while its write is held, one report of each of nodes wait for the next
+// write (applied by kinds[node], nil for none); it returns each one's
+// result once the writes are done.
+func reportsBehindAWrite(t *testing.T, server *gatedServer, nodes []string, kinds map[string]kindChange) map[string]error {
+	t.Helper()
 	a := gatedReports(server)
 	gate := server.hold()
 	first := make(chan error, 1)
 	report(t.Context(), a, "job", "edge-0", nil, first)
 	<-server.holding
-
-	results := map[string]chan error{}
-	for _, node := range []string{"edge-1", "edge-2", "edge-3"} {
-		results[node] = make(chan error, 1)
-		var kind func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)
-		if node == "edge-2" {
-			kind = func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
-				return nil, edgeproto.Refuse("not the current worker")
-			}
-		}
-		report(t.Context(), a, "job", node, kind, results[node])
-		waitUntil(t, "the report to wait", func() bool { return waitingFor(a, "job") == len(results) })
+	waiting := map[string]chan error{}
+	for _, node := range nodes {
+		waiting[node] = make(chan error, 1)
+		report(t.Context(), a, "job", node, kinds[node], waiting[node])
+		waitUntil(t, "the report to wait", func() bool { return waitingFor(a, "job") == len(waiting) })
 	}
 	server.open(gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	for node, ch := range results {
-		err := <-ch
+	results := map[string]error{}
+	for node, ch := range waiting {
+		results[node] = <-ch
+	}
+	return results
+}
+
+// A report its kind refuses is left out of the write that carries the
+// others, and refused alone.
+func TestEdgeReportsRefusedOneOfAWriteLeavesTheOthers(t *testing.T) {
+	server := newGatedServer("job")
+	refuse := func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
+		return nil, edgeproto.Refuse("not the current worker")
+	}
+	results := reportsBehindAWrite(t, server, []string{"edge-1", "edge-2", "edge-3"}, map[string]kindChange{"edge-2": refuse})
+	for node, err := range results {
 		_, refused := edgeproto.IsRefused(err)
 		if node == "edge-2" && !refused {
 			t.Errorf("%s: %v; want its refusal", node, err)
@@ -463,5 +481,27 @@ func TestEdgeReportsAFailedReportHoldsBackItsNodesLaterOnes(t *testing.T) {
 	defer mu.Unlock()
 	if applied[5] != 1 || applied[6] != 1 {
 		t.Errorf("the kind's change ran for report 5 %d times, for 6 %d times; want once each", applied[5], applied[6])
+	}
+}
+
+// A write the API server refuses for good (an invalid status) because of
+// one node's report does not refuse the other nodes' reports it carried:
+// each node's reports are written alone, and only the one at fault is
+// refused.
+func TestEdgeReportsOneNodesInvalidChangeDoesNotRefuseTheOthers(t *testing.T) {
+	server := newGatedServer("job")
+	server.invalid = func(j *sednav1.FederatedLearningJob) bool {
+		return slices.ContainsFunc(j.Status.EdgeNodes, func(n sednav1.EdgeNodeStatus) bool { return n.Name == "edge-bad" })
+	}
+	for node, err := range reportsBehindAWrite(t, server, []string{"edge-1", "edge-bad", "edge-2"}, nil) {
+		if node == "edge-bad" && !IsPermanent(err) {
+			t.Errorf("%s: %v; want the API server's refusal", node, err)
+		}
+		if node != "edge-bad" && err != nil {
+			t.Errorf("%s: %v; want it applied", node, err)
+		}
+	}
+	if got, want := server.nodesOf("job"), []string{"edge-0", "edge-1", "edge-2"}; !slices.Equal(got, want) {
+		t.Errorf("the status heard from %v; want %v", got, want)
 	}
 }
