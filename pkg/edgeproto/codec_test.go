@@ -322,6 +322,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Report.
 		"report id 0":            {frame("report", `{"id":0,"worker":"w","body":{},"receivedAt":`+okTime+`}`), ErrMalformed, "report: id is required"},
 		"report without id":      {frame("report", `{"worker":"w","body":{},"receivedAt":`+okTime+`}`), ErrMalformed, "report: id is required"},
+		"report id past int64":   {frame("report", `{"id":9223372036854775808,"worker":"w","body":{},"receivedAt":`+okTime+`}`), ErrMalformed, "report: id 9223372036854775808 is more than 9223372036854775807"},
 		"report without worker":  {frame("report", `{"id":1,"body":{},"receivedAt":`+okTime+`}`), ErrMalformed, "report: worker is required"},
 		"report without body":    {frame("report", `{"id":1,"worker":"w","receivedAt":`+okTime+`}`), ErrMalformed, "report: body is required"},
 		"report body an array":   {frame("report", `{"id":1,"worker":"w","body":[],"receivedAt":`+okTime+`}`), ErrMalformed, "report: body is not a JSON object"},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -437,6 +438,9 @@ func (r *Report) validate() error {
 	switch {
 	case r.ID == 0:
 		return errors.New("id is required (greater than 0)")
+	case r.ID > math.MaxInt64:
+		// Status records it as an int64 (lastReportID).
+		return fmt.Errorf("id %d is more than %d", r.ID, int64(math.MaxInt64))
 	case r.Worker == "":
 		return errors.New("worker is required")
 	case r.ReceivedAt.IsZero():

@@ -18,7 +18,7 @@ import (
 // refused before it is accepted, rather than accepted and found unsendable
 // later.
 func OutboxRecord(r Report) ([]byte, error) {
-	r.ID = math.MaxUint64 // the longest ID on the wire
+	r.ID = math.MaxInt64 // the longest ID a report may have
 	if _, err := Encode(&r); err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func TestOutboxRecordIsWhatTheFrameCarries(t *testing.T) {
 			wantErr: ErrTooLarge,
 		},
 		"a frame at the limit with the longest ID": {
-			report: reportWithFrame(t, MaxFrameBytes, math.MaxUint64),
+			report: reportWithFrame(t, MaxFrameBytes, math.MaxInt64),
 		},
 		"a body larger than a frame": {
 			report:  Report{Worker: "w", ReceivedAt: t0, Body: bodyWithText(strings.Repeat("é", MaxFrameBytes/2))},
@@ -78,7 +78,7 @@ func TestOutboxRecordIsWhatTheFrameCarries(t *testing.T) {
 			}
 			// Whatever ID the outbox gives it, the record goes up as the
 			// report it was made of.
-			for _, id := range []uint64{1, math.MaxUint64} {
+			for _, id := range []uint64{1, math.MaxInt64} {
 				r, err := ReportFromOutbox(id, record)
 				if err != nil {
 					t.Fatalf("ReportFromOutbox: %v", err)

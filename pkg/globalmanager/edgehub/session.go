@@ -741,18 +741,44 @@ func (s *session) ackReports() error {
 			<-s.reports.held
 		}
 	}()
-	ack := &edgeproto.ReportAck{}
 	var last uint64
+	for _, ack := range reportAcks(results) {
+		if err := s.send(ack); err != nil {
+			return err
+		}
+		for _, id := range ack.IDs {
+			last = max(last, id)
+		}
+	}
+	s.hub.links.reportAcked(s, last)
+	return nil
+}
+
+// maxAckBytes bounds the size of one ReportAck (its JSON is a little more):
+// a thousand refusals with long reasons would not fit a frame, and a frame
+// that cannot be sent would end the connection, and the node would send the
+// same reports again, for ever.
+const maxAckBytes = edgeproto.MaxFrameBytes / 2
+
+// reportAcks are the ReportAcks of results, in order, each of at most about
+// maxAckBytes.
+func reportAcks(results []reportResult) []*edgeproto.ReportAck {
+	var acks []*edgeproto.ReportAck
+	ack, size := &edgeproto.ReportAck{}, 0
 	for _, r := range results {
+		n := 24 // an id, and its separator
+		if r.refused {
+			n += 64 + 6*len(r.reason) // the id again, the keys, the reason (a byte escaped as \u00XX at worst)
+		}
+		if len(ack.IDs) > 0 && size+n > maxAckBytes {
+			acks = append(acks, ack)
+			ack, size = &edgeproto.ReportAck{}, 0
+		}
 		ack.IDs = append(ack.IDs, r.id)
 		if r.refused {
 			ack.Refused = append(ack.Refused, edgeproto.RefusedReport{ID: r.id, Reason: r.reason})
 		}
-		last = max(last, r.id)
+		size += n
 	}
-	if err := s.send(ack); err != nil {
-		return err
-	}
-	s.hub.links.reportAcked(s, last)
-	return nil
+	return append(acks, ack)
 }

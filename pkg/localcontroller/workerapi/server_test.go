@@ -161,7 +161,7 @@ func TestReportTakenIsAReportThatFitsAFrame(t *testing.T) {
 		if len(pending) != 1 {
 			t.Fatalf("answered 200 but the outbox holds %d reports", len(pending))
 		}
-		r, err := edgeproto.ReportFromOutbox(math.MaxUint64, pending[0].Data)
+		r, err := edgeproto.ReportFromOutbox(math.MaxInt64, pending[0].Data)
 		if err != nil {
 			t.Fatal(err)
 		}
