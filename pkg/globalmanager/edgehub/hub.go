@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/boundedmap"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -79,8 +82,11 @@ type Hub struct {
 	// greeting are the connections reading their Hello, by node: one a
 	// node, the newest (a Hello's inventory may hold tens of MiB).
 	greeting map[string]*websocket.Conn
-	closing  bool
-	conns    sync.WaitGroup // connection handlers
+	// connects pace each node's connections (connectAllowed).
+	connectsMu sync.Mutex
+	connects   map[string]*rate.Limiter
+	closing    bool
+	conns      sync.WaitGroup // connection handlers
 
 	// Test seams.
 	now   func() time.Time
@@ -125,6 +131,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.ReadTimeout, ReadBufferSize: 1024, WriteBufferPool: &sync.Pool{}},
 		sessions: make(map[string]*session),
 		greeting: make(map[string]*websocket.Conn),
+		connects: make(map[string]*rate.Limiter),
 		now:      time.Now,
 		ready:    make(chan struct{}),
 	}
@@ -479,6 +486,15 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	node := id.node
 	logger = logger.WithValues("node", node, "pod", id.pod.String())
+	if after, ok := h.connectAllowed(node); !ok {
+		// Each connection costs a Lease write and its hello's difference:
+		// a node connecting in a loop must not cost more than its share.
+		h.metrics.refuse(refusedTooOften)
+		logger.V(2).Info("Refused an edge connection: the node connects too often", "retryAfter", after)
+		w.Header().Set("Retry-After", strconv.Itoa(after))
+		http.Error(w, fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery), http.StatusTooManyRequests)
+		return
+	}
 	conn, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		logger.Info("Upgrading an edge connection failed", "err", err)
@@ -498,6 +514,37 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 		defer h.conns.Done()
 		h.serveConn(ctx, logger, id, token, conn)
 	}()
+}
+
+// A node may connect connectBurst times at once, then once every
+// connectEvery: a LocalController reconnects with backoff, and a node that
+// connects more often (its token stolen, or its LocalController broken)
+// is told when to come back.
+const (
+	connectBurst = 10
+	connectEvery = time.Second
+)
+
+// maxPacedNodes bounds the nodes whose connections are paced at once; a
+// node whose pace is back to its full burst is forgotten first.
+const maxPacedNodes = 100_000
+
+// connectAllowed says whether node may connect now, or in how many seconds
+// it may.
+func (h *Hub) connectAllowed(node string) (after int, ok bool) {
+	h.connectsMu.Lock()
+	defer h.connectsMu.Unlock()
+	now := time.Now()
+	lim := h.connects[node]
+	if lim == nil {
+		boundedmap.MakeRoom(h.connects, maxPacedNodes, func(l *rate.Limiter) bool { return l.TokensAt(now) >= connectBurst })
+		lim = rate.NewLimiter(rate.Every(connectEvery), connectBurst)
+		h.connects[node] = lim
+	}
+	if lim.AllowN(now, 1) {
+		return 0, true
+	}
+	return int(math.Ceil(float64(connectEvery-time.Duration(lim.TokensAt(now)*float64(connectEvery))) / float64(time.Second))), false
 }
 
 // httpIdleTimeout closes a keep-alive connection that has sent no request

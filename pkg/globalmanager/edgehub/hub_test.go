@@ -1437,3 +1437,26 @@ func TestARefusedClientsIdleConnectionIsClosed(t *testing.T) {
 		t.Error("the idle connection is still open 5s after its answer")
 	}
 }
+
+// A node that connects in a loop (a stolen token, a broken LocalController)
+// is told when to come back: each connection costs a Lease write and its
+// hello's difference. Another node is not held up by it.
+func TestANodeConnectingTooOftenIsToldWhenToComeBack(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	for range connectBurst {
+		conn, resp, err := f.dial(jwtWith("token-edge-a", nil))
+		if err != nil {
+			t.Fatalf("connection within the burst: %v (%v)", err, resp)
+		}
+		conn.Close()
+	}
+	_, resp, err := f.dial(jwtWith("token-edge-a", nil))
+	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("a connection past the burst: %v, %v; want 429 with Retry-After: 1", err, resp)
+	}
+	if n := f.metric("connections_refused_total", "reason", refusedTooOften); n != 1 {
+		t.Errorf("refused too_often %v, want 1", n)
+	}
+	other := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
+	other.untilSynced()
+}

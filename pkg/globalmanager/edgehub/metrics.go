@@ -19,6 +19,7 @@ const (
 	refusedNoHello            = "no_hello"
 	refusedNodeMismatch       = "node_mismatch"
 	refusedShuttingDown       = "shutting_down"
+	refusedTooOften           = "too_often"
 )
 
 // Reasons an open connection is closed because its identity no longer holds,

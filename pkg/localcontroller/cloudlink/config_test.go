@@ -156,6 +156,10 @@ func TestRetryDelayHonoursRetryAfter(t *testing.T) {
 	if _, ok := retryAfter(resp); ok {
 		t.Error("a Retry-After date is taken for seconds")
 	}
+	resp = &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"2"}}}
+	if after, ok := retryAfter(resp); !ok || after != 2*time.Second {
+		t.Errorf("retryAfter of a 429 (the node connects too often) with Retry-After: 2 = %s, %v", after, ok)
+	}
 	resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Retry-After": {"5"}}}
 	if _, ok := retryAfter(resp); ok {
 		t.Error("a 401 is taken for busy")

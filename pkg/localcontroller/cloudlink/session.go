@@ -145,10 +145,11 @@ type busyError struct {
 func (e *busyError) Error() string { return e.err.Error() }
 func (e *busyError) Unwrap() error { return e.err }
 
-// retryAfter reads a 503's Retry-After in seconds (the GlobalManager sends
-// no dates).
+// retryAfter reads the Retry-After, in seconds (the GlobalManager sends no
+// dates), of a 503 (busy reviewing tokens) or a 429 (this node connects too
+// often).
 func retryAfter(resp *http.Response) (time.Duration, bool) {
-	if resp.StatusCode != http.StatusServiceUnavailable {
+	if resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusTooManyRequests {
 		return 0, false
 	}
 	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
