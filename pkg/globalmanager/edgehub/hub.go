@@ -422,9 +422,13 @@ func (h *Hub) Run(ctx context.Context) error {
 		live = append(live, s)
 	}
 	h.mu.Unlock()
+	// At once: a stop may wait for its close frame to be written, up to
+	// closeGrace, to a node that does not read.
+	var stopping sync.WaitGroup
 	for _, s := range live {
-		s.stop(websocket.CloseGoingAway, "the GlobalManager is shutting down")
+		stopping.Go(func() { s.stop(websocket.CloseGoingAway, "the GlobalManager is shutting down") })
 	}
+	stopping.Wait()
 	_ = srv.Shutdown(shutdownCtx) // hijacked connections are not its
 	h.conns.Wait()
 	h.links.writeDue(shutdownCtx, true)

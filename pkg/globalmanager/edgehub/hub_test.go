@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -615,9 +616,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 
-	report := func(id uint64, body string) *edgeproto.Report {
-		return &edgeproto.Report{ID: id, Worker: "w", Body: []byte(body), ReceivedAt: time.Now()}
-	}
+	report := workerReport
 	datasetReport := func(id uint64, name string) *edgeproto.Report {
 		body := fmt.Sprintf(`{"namespace":"default","name":%q,"numberOfSamples":12,"countedAt":"2026-11-21T10:00:00Z"}`, name)
 		return &edgeproto.Report{ID: id, Kind: edgeproto.ReportDataset, Worker: edgeproto.LocalControllerWorker, Body: []byte(body), ReceivedAt: time.Now()}
@@ -663,6 +662,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 			want: "reportAck [11] refused 11: pod default/w-ji is not a worker of fl-a"},
 		{name: "a pod with the job's label but not its controller is refused", report: report(12, forged),
 			want: "reportAck [12] refused 12: pod default/w-forged is not a worker of fl-a"},
+		{name: "a report of one worker whose body names another is refused", report: &edgeproto.Report{ID: 13, Worker: "someone-else", Body: []byte(flA), ReceivedAt: time.Now()},
+			want: "reportAck [13] refused 13: the report is of worker someone-else, its body names w-fl"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -677,8 +678,8 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		})
 	}
 
-	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 9 {
-		t.Errorf("reports applied %v, refused %v; want 3 and 9", applied, refused)
+	if applied, refused := f.metric("reports_applied_total"), f.metric("reports_refused_total"); applied != 3 || refused != 10 {
+		t.Errorf("reports applied %v, refused %v; want 3 and 10", applied, refused)
 	}
 
 	// The Lease shows the link and the last report acknowledged.
@@ -689,7 +690,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
 			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
-		want := []string{"edge-a", "edge-a", "connected", "12", testStore, "0"}
+		want := []string{"edge-a", "edge-a", "connected", "13", testStore, "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
@@ -827,9 +828,9 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 			f.mu.Unlock()
 			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 			c.untilSynced()
-			c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
-			c.send(&edgeproto.Report{ID: 2, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
-			c.send(&edgeproto.Report{ID: 3, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+			c.send(workerReport(1, flA))
+			c.send(workerReport(2, jiA))
+			c.send(workerReport(3, flA))
 
 			// Report 2 is about another object: it is applied whatever
 			// becomes of 1. Report 3 is about 1's: it goes after 1.
@@ -1239,11 +1240,11 @@ func ackedAll(t *testing.T, c *client, n int) {
 // go to the applier in order, in at most two calls.
 func TestReportsAboutOneObjectGoTogetherAndOthersDoNotWait(t *testing.T) {
 	f, c, release := holdReportOne(t, testConfig)
-	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	c.send(workerReport(1, flA))
 	for id := uint64(2); id <= 5; id++ {
-		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+		c.send(workerReport(id, flA))
 	}
-	c.send(&edgeproto.Report{ID: 6, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+	c.send(workerReport(6, jiA))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
 		t.Fatalf("got %q while fl-a's write is held, want ji-a's report acknowledged", got)
 	}
@@ -1279,10 +1280,10 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 	cfg := testConfig
 	cfg.ReportWrites = 1
 	f, c, release := holdReportOne(t, cfg)
-	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	c.send(workerReport(1, flA))
 	waitFor(t, func() (bool, string) { return len(f.reports()) == 1, "report 1 applied" })
 	for id := uint64(2); id <= 6; id++ {
-		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+		c.send(workerReport(id, jiA))
 	}
 	waitFor(t, func() (bool, string) {
 		return f.metric("report_lanes_waiting") == 1, "ji-a's lane waiting for its turn"
@@ -1319,7 +1320,7 @@ func TestAReportWindowGathersANodesBurst(t *testing.T) {
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	for id := uint64(1); id <= 5; id++ {
-		c.send(&edgeproto.Report{ID: id, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+		c.send(workerReport(id, flA))
 		time.Sleep(20 * time.Millisecond) // apart, as a burst reaches the hub
 	}
 	acked := 0
@@ -1361,9 +1362,9 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 	f.mu.Unlock()
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
-	c.send(&edgeproto.Report{ID: 1, Worker: "w", Body: []byte(flA), ReceivedAt: time.Now()})
+	c.send(workerReport(1, flA))
 	<-failed
-	c.send(&edgeproto.Report{ID: 2, Worker: "w", Body: []byte(jiA), ReceivedAt: time.Now()})
+	c.send(workerReport(2, jiA))
 	if got := summary(c.must(2 * time.Second)); got != "reportAck [2]" {
 		t.Fatalf("got %q while fl-a's lane waits to try again, want ji-a's report acknowledged", got)
 	}
@@ -1459,4 +1460,14 @@ func TestANodeConnectingTooOftenIsToldWhenToComeBack(t *testing.T) {
 	}
 	other := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
 	other.untilSynced()
+}
+
+// workerReport is report id of the worker its body names, as the worker
+// API takes it.
+func workerReport(id uint64, body string) *edgeproto.Report {
+	var w struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal([]byte(body), &w)
+	return &edgeproto.Report{ID: id, Worker: w.Name, Body: []byte(body), ReceivedAt: time.Now()}
 }

@@ -313,6 +313,11 @@ func (s *session) checkWorker(r *edgeproto.Report) (string, *checkedReport, erro
 	if err != nil {
 		return "", nil, edgeproto.Refuse("invalid worker report: %s", err.Error())
 	}
+	if info.Name != r.Worker {
+		// The worker API takes a report only under its body's name; the
+		// status records r.Worker, so the two must be the one checked.
+		return "", nil, edgeproto.Refuse("the report is of worker %s, its body names %s", clipWorker(r.Worker), clipWorker(info.Name))
+	}
 	o := info.Owner()
 	obj, _, ok := s.hub.concerns(s.node, o)
 	if !ok {
