@@ -119,6 +119,7 @@ type reportLanes struct {
 	waiting lanes.Lanes[string, *checkedReport] // by the object they are about
 	slots   chan struct{}                       // one per running lane
 	held    chan struct{}                       // one per report read and not yet acknowledged
+	bytes   *byteBudget                         // their bodies' bytes
 	turns   chan struct{}                       // one per turn the lanes hold (turnsPerNode)
 	running sync.WaitGroup                      // the lanes' goroutines
 }
@@ -136,6 +137,9 @@ func (s *session) dispatchReport(r *edgeproto.Report) {
 	case ls.held <- struct{}{}:
 	case <-s.ctx.Done():
 		return
+	}
+	if !ls.bytes.acquire(int64(len(r.Body))) {
+		return // the session ends
 	}
 	key, c, err := s.check(r)
 	if err != nil {
@@ -272,7 +276,7 @@ func (s *session) apply(group []*checkedReport) []error {
 // answer hands a report's acknowledgement to the writer, without waiting
 // for it: applied when err is nil, else refused with err's reason.
 func (s *session) answer(r *edgeproto.Report, about string, err error) {
-	result := reportResult{id: r.ID}
+	result := reportResult{id: r.ID, size: int64(len(r.Body))}
 	if err != nil {
 		reason, _ := edgeproto.IsRefused(err)
 		if reason == "" {
@@ -358,3 +362,49 @@ func clipRefusal(s string) string { return edgeproto.Clip(s, 1024, "…") }
 // clipWorker bounds a report's worker name, as the node sent it, in a log
 // line (a pod's name is at most MaxNameBytes).
 func clipWorker(s string) string { return edgeproto.Clip(s, edgeproto.MaxNameBytes, "…") }
+
+// byteBudget is a number of bytes that readers take and give back: a taker
+// waits while what is taken and what it takes would pass the budget, unless
+// nothing is taken (so that one report larger than the budget still goes).
+type byteBudget struct {
+	ctx   context.Context
+	mu    sync.Mutex
+	cond  *sync.Cond
+	taken int64
+	max   int64
+}
+
+// newByteBudget is a budget of max bytes, whose takers stop waiting when
+// ctx ends.
+func newByteBudget(ctx context.Context, max int64) *byteBudget {
+	b := &byteBudget{ctx: ctx, max: max}
+	b.cond = sync.NewCond(&b.mu)
+	context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cond.Broadcast()
+	})
+	return b
+}
+
+// acquire takes n bytes, waiting for them; false when ctx ended first.
+func (b *byteBudget) acquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.taken > 0 && b.taken+n > b.max {
+		if b.ctx.Err() != nil {
+			return false
+		}
+		b.cond.Wait()
+	}
+	b.taken += n
+	return b.ctx.Err() == nil
+}
+
+// release gives back n bytes.
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.taken -= n
+	b.cond.Broadcast()
+}

@@ -1,8 +1,10 @@
 package edgehub
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -37,5 +39,43 @@ func TestReportAcksFitAFrame(t *testing.T) {
 	}
 	if acks := reportAcks(results[:3]); len(acks) != 1 || len(acks[0].IDs) != 3 || len(acks[0].Refused) != 2 {
 		t.Errorf("three results: %+v, want one ack of 3 ids, 2 refused", acks)
+	}
+}
+
+// A session's reports awaiting their acks hold at most a budget of bytes:
+// the reader waits for acks past it, except for a report alone, and stops
+// waiting when the session ends.
+func TestReportBytesHeldAreBounded(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	b := newByteBudget(ctx, 16)
+	if !b.acquire(10) {
+		t.Fatal("10 of 16 bytes refused")
+	}
+	second := make(chan bool, 1)
+	go func() { second <- b.acquire(10) }()
+	select {
+	case <-second:
+		t.Fatal("20 of 16 bytes taken")
+	case <-time.After(100 * time.Millisecond):
+	}
+	b.release(10)
+	if ok := <-second; !ok {
+		t.Fatal("the second report's bytes not taken once the first's were given back")
+	}
+	b.release(10)
+	if !b.acquire(100) {
+		t.Fatal("a report over the budget, alone, waits for ever")
+	}
+	third := make(chan bool, 1)
+	go func() { third <- b.acquire(1) }()
+	cancel()
+	select {
+	case ok := <-third:
+		if ok {
+			t.Error("a report's bytes taken after the session ended")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a reader still waits 5s after its session ended")
 	}
 }

@@ -124,6 +124,7 @@ type reportResult struct {
 	id      uint64
 	refused bool
 	reason  string
+	size    int64 // of the report's body, held until the ack is sent
 }
 
 // session is one LocalController connection after its Hello. Its reader (the
@@ -191,7 +192,7 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		dirty: make(chan struct{}, 1),
 		acks:  make(chan []edgeproto.ObjectVersion, 16),
 		reports: reportLanes{slots: make(chan struct{}, maxReportLanes), held: make(chan struct{}, reportQueue),
-			turns: make(chan struct{}, turnsPerNode)},
+			turns: make(chan struct{}, turnsPerNode), bytes: newByteBudget(ctx, maxHeldReportBytes)},
 		resultsReady: make(chan struct{}, 1),
 		held:         make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
 		inflight:     make(map[edgeproto.ObjectRef]*inflight),
@@ -315,6 +316,11 @@ func (s *session) revokePodDeleted() {
 // burst of reports are not held up by the reports' status writes (which
 // would make the writer resend objects the LocalController already has).
 const reportQueue = 1024
+
+// maxHeldReportBytes bounds the bodies of a session's reports read and not
+// yet acknowledged: a thousand reports of a MiB each would otherwise be held
+// for one node.
+const maxHeldReportBytes = 16 << 20
 
 // run serves the session until it stops.
 func (s *session) run() {
@@ -737,8 +743,9 @@ func (s *session) ackReports() error {
 	}
 	// The reader may read as many reports again once these are sent.
 	defer func() {
-		for range results {
+		for _, r := range results {
 			<-s.reports.held
+			s.reports.bytes.release(r.size)
 		}
 	}()
 	var last uint64
