@@ -68,7 +68,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.dataDir, "data-dir", "/var/lib/nereid",
 		"Directory of the on-disk store (objects received and reports not yet acknowledged).")
 	fs.IntVar(&o.maxOutboxReports, "max-outbox-reports", store.DefaultMaxOutboxReports,
-		"Reports buffered at most while the cloud is unreachable; past it workers get 503 and retry, nothing buffered is dropped.")
+		"Reports buffered at most while the cloud is unreachable; past it workers get 503 and retry, nothing buffered is dropped. "+
+			"Workers' reports fill at most 90% of it (and of --max-outbox-bytes): the rest is kept for the LocalController's own (train triggers, deploys, dataset counts).")
 	fs.Int64Var(&o.maxOutboxBytes, "max-outbox-bytes", store.DefaultMaxOutboxBytes,
 		"Bytes of reports buffered at most while the cloud is unreachable (same behaviour past it).")
 	fs.StringVar(&o.nodeRoot, "node-root", "/",

@@ -211,20 +211,23 @@ func (l *Link) Outbox() Outbox {
 // Outbox appends to the store's outbox and wakes the link.
 type Outbox struct{ l *Link }
 
-// AppendReport appends data (see store.Store.AppendReport).
+// AppendReport appends a worker's report (see store.Store.AppendReport).
 func (o Outbox) AppendReport(data []byte) (uint64, error) {
-	return o.AppendReportWithState(data, "", nil)
+	return o.woken(o.l.st.AppendReport(data))
 }
 
-// AppendReportWithState appends data and sets a state in one transaction (see
-// store.Store.AppendReportWithState).
+// AppendReportWithState appends a report of the LocalController's own and
+// sets a state in one transaction (see store.Store.AppendReportWithState).
 func (o Outbox) AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error) {
-	id, err := o.l.st.AppendReportWithState(data, stateKey, state)
-	if err != nil {
-		return 0, err
+	return o.woken(o.l.st.AppendReportWithState(data, stateKey, state))
+}
+
+// woken wakes the link when a report was appended.
+func (o Outbox) woken(id uint64, err error) (uint64, error) {
+	if err == nil {
+		o.l.wakeUp()
 	}
-	o.l.wakeUp()
-	return id, nil
+	return id, err
 }
 
 func (l *Link) wakeUp() {

@@ -29,14 +29,26 @@ func reportKey(id uint64) []byte {
 // committed to disk, because the worker is answered only then and a report a
 // worker was told is taken must survive a LocalController restart.
 //
-// When one more report would pass MaxOutboxReports or MaxOutboxBytes it
+// It is for workers' reports, which fill at most the workers' share of the
+// outbox: (1 - 1/ReservedOutboxShare) of MaxOutboxReports and of
+// MaxOutboxBytes. The rest is kept for the LocalController's own reports
+// (AppendReportWithState: train triggers, deploys, dataset counts), so that
+// a worker, or anyone who reaches the worker API, filling the outbox does
+// not stop them. When one more report would pass the workers' share it
 // returns an error wrapping ErrOutboxFull and stores nothing: the outbox
 // drops neither the new report silently nor an old one to make room, and the
-// worker is told to retry. A report larger than MaxOutboxBytes by itself gets
+// worker is told to retry. A report larger than the share by itself gets
 // ErrReportTooLarge instead.
 func (s *Store) AppendReport(data []byte) (uint64, error) {
-	return s.AppendReportWithState(data, "", nil)
+	return s.appendReport(data, "", nil, true)
 }
+
+// ReservedOutboxShare: one in ReservedOutboxShare of the outbox's bounds is
+// kept for the LocalController's own reports.
+const ReservedOutboxShare = 10
+
+// workersShare is the part of bound workers' reports may fill.
+func workersShare[N int | int64](bound N) N { return bound - bound/ReservedOutboxShare }
 
 // AppendReportWithState appends a report as AppendReport does and, in the
 // same transaction, sets the LocalController state stored under stateKey to
@@ -44,16 +56,24 @@ func (s *Store) AppendReport(data []byte) (uint64, error) {
 // records "round 3 prepared" with the report saying so can never, after a
 // crash, hold one without the other. An empty stateKey sets nothing.
 func (s *Store) AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error) {
+	return s.appendReport(data, stateKey, state, false)
+}
+
+func (s *Store) appendReport(data []byte, stateKey string, state []byte, worker bool) (uint64, error) {
 	size := int64(len(data))
-	if size > s.opts.MaxOutboxBytes {
-		return 0, fmt.Errorf("appending report of %d bytes: %w of %d bytes", size, ErrReportTooLarge, s.opts.MaxOutboxBytes)
+	maxReports, maxBytes, whose := s.opts.MaxOutboxReports, s.opts.MaxOutboxBytes, ""
+	if worker {
+		maxReports, maxBytes, whose = workersShare(maxReports), workersShare(maxBytes), "workers' share: "
+	}
+	if size > maxBytes {
+		return 0, fmt.Errorf("appending report of %d bytes: %w of %s%d bytes", size, ErrReportTooLarge, whose, maxBytes)
 	}
 
 	s.outboxMu.Lock()
 	defer s.outboxMu.Unlock()
-	if s.outboxCount+1 > s.opts.MaxOutboxReports || s.outboxBytes+size > s.opts.MaxOutboxBytes {
-		return 0, fmt.Errorf("appending report of %d bytes: %w: %d reports of at most %d, %d bytes of at most %d",
-			size, ErrOutboxFull, s.outboxCount, s.opts.MaxOutboxReports, s.outboxBytes, s.opts.MaxOutboxBytes)
+	if s.outboxCount+1 > maxReports || s.outboxBytes+size > maxBytes {
+		return 0, fmt.Errorf("appending report of %d bytes: %w: %s%d reports of at most %d, %d bytes of at most %d",
+			size, ErrOutboxFull, whose, s.outboxCount, maxReports, s.outboxBytes, maxBytes)
 	}
 	var id uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {

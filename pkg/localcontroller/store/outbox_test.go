@@ -142,15 +142,15 @@ func TestAppendReportAtBoundFailsAndKeepsWhatIsBuffered(t *testing.T) {
 			afterAck: "d",
 		},
 		"bytes": {
-			opts:     Options{MaxOutboxBytes: 10},
-			fill:     []string{"1234", "5678", "90"}, // exactly 10 bytes
+			opts:     Options{MaxOutboxBytes: 20},
+			fill:     []string{"12345678", "90123456", "78"}, // exactly the workers' 18 bytes
 			over:     "x",
 			ackID:    1,
 			afterAck: "wxyz",
 		},
 		"bytes, a report that would pass the bound": {
-			opts:     Options{MaxOutboxBytes: 10},
-			fill:     []string{"1234", "5678"},
+			opts:     Options{MaxOutboxBytes: 20},
+			fill:     []string{"12345678", "90123456"},
 			over:     "abc",
 			ackID:    2,
 			afterAck: "abcdef",
@@ -324,5 +324,28 @@ func TestAppendReportWithStateCommitsBoth(t *testing.T) {
 	}
 	if _, ok, _ := s.GetState("cycle/ns/job"); ok {
 		t.Fatal("state still there after DeleteState")
+	}
+}
+
+// Workers fill at most their share of the outbox: the rest is kept for the
+// LocalController's own reports (a round's trigger, a deploy, a dataset's
+// count), which a worker filling the outbox must not stop.
+func TestWorkersLeaveTheLocalControllerItsShareOfTheOutbox(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{MaxOutboxReports: 20, MaxOutboxBytes: 1 << 20})
+	for i := range 18 {
+		if _, err := s.AppendReport([]byte("worker")); err != nil {
+			t.Fatalf("worker report %d of the workers' 18: %v", i+1, err)
+		}
+	}
+	if _, err := s.AppendReport([]byte("worker")); !errors.Is(err, ErrOutboxFull) {
+		t.Fatalf("a worker report past the workers' share: %v, want ErrOutboxFull", err)
+	}
+	for i := range 2 {
+		if _, err := s.AppendReportWithState([]byte("own"), "k", []byte("v")); err != nil {
+			t.Fatalf("the LocalController's own report %d in its share: %v", i+1, err)
+		}
+	}
+	if _, err := s.AppendReportWithState([]byte("own"), "k", []byte("v")); !errors.Is(err, ErrOutboxFull) {
+		t.Errorf("an own report past the whole outbox: %v, want ErrOutboxFull", err)
 	}
 }
