@@ -344,3 +344,22 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 		t.Errorf("kubectl get sedna listed %d objects, want the %d of the examples:\n%s", got, wantObjects, out)
 	}
 }
+
+// A learning job's outputDir cannot change: the rounds' data and models are
+// under it, and the GlobalManager takes only the paths the edge reports
+// within it (a round's trigger sent under the old one would be refused, and
+// the round never fired again).
+func TestOutputDirCannotChange(t *testing.T) {
+	ns := framework.Namespace(t)
+	applyExampleFiles(t, ns, "incrementallearningjob", "incrementallearningjob.yaml")
+	applyExampleFiles(t, ns, "lifelonglearningjob", "lifelonglearningjob.yaml")
+	for _, obj := range []string{"incrementallearningjob/helmet-detection-demo", "lifelonglearningjob/atcii-classifier-demo"} {
+		out, err := framework.Kubectl(t, "patch", "-n", ns, obj, "--type=merge", "-p", `{"spec":{"outputDir":"/elsewhere"}}`)
+		if err == nil || !strings.Contains(err.Error(), "spec.outputDir") || !strings.Contains(err.Error(), "outputDir cannot change") {
+			t.Errorf("patching %s's outputDir: %v\n%s; want it refused, naming spec.outputDir", obj, err, out)
+		}
+		if out, err := framework.Kubectl(t, "label", "-n", ns, obj, "edited=yes"); err != nil {
+			t.Errorf("another edit of %s: %v\n%s", obj, err, out)
+		}
+	}
+}

@@ -47,8 +47,14 @@ func (s *Store) AppendReport(data []byte) (uint64, error) {
 // kept for the LocalController's own reports.
 const ReservedOutboxShare = 10
 
-// workersShare is the part of bound workers' reports may fill.
-func workersShare[N int | int64](bound N) N { return bound - bound/ReservedOutboxShare }
+// workersShare is the part of bound workers' reports may fill: at least
+// one is kept for the LocalController's own when the bound allows two.
+func workersShare[N int | int64](bound N) N {
+	if bound < 2 {
+		return bound
+	}
+	return bound - max(1, bound/ReservedOutboxShare)
+}
 
 // AppendReportWithState appends a report as AppendReport does and, in the
 // same transaction, sets the LocalController state stored under stateKey to

@@ -135,7 +135,7 @@ func TestAppendReportAtBoundFailsAndKeepsWhatIsBuffered(t *testing.T) {
 		afterAck string
 	}{
 		"report count": {
-			opts:     Options{MaxOutboxReports: 3},
+			opts:     Options{MaxOutboxReports: 4}, // one kept for the LocalController's own
 			fill:     []string{"a", "b", "c"},
 			over:     "d",
 			ackID:    2,

@@ -40,10 +40,16 @@ var Limits = serving.Limits{
 	MaxConnections:    256,
 }
 
-// MaxInFlight bounds the reports handled at once (each holds its body, up to
-// MaxBodyBytes, while it is parsed and written to disk); past it a worker is
-// answered 503 with Retry-After at once.
+// MaxInFlight bounds the reports parsed and written to disk at once, once
+// their bodies are read (reading is bounded by Limits.MaxConnections and
+// MaxBodyBytes: a caller that sends its body slowly holds no slot); a report
+// waits up to inFlightWait for a slot, then is answered 503 with
+// Retry-After. Sedna's workers do not send a report again after an answer,
+// so a burst waits rather than being refused.
 const MaxInFlight = 32
+
+// inFlightWait is how long a read report waits for one of MaxInFlight.
+const inFlightWait = 10 * time.Second
 
 // maxReasonBytes bounds the reason of a refusal, which echoes parts of the
 // request; maxNameBytes the worker's name as logged (a pod's name is at
@@ -75,30 +81,20 @@ type Server struct {
 
 	// Test seams.
 	now          func() time.Time
-	maxBodyBytes int64 // MaxBodyBytes
+	maxBodyBytes int64         // MaxBodyBytes
+	inFlightWait time.Duration // inFlightWait
 }
 
 // NewServer returns a worker API that appends to outbox and checks owners.
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
 	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes,
-		inFlight: make(chan struct{}, MaxInFlight)}
+		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait}
 }
 
 // Handler routes the worker API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /sedna/workers/{worker}/info", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.inFlight <- struct{}{}:
-			defer func() { <-s.inFlight }()
-		default:
-			w.Header().Set("Retry-After", "1")
-			s.refuse(w, r.PathValue("worker"), http.StatusServiceUnavailable,
-				fmt.Sprintf("%d reports are being taken; try again", cap(s.inFlight)))
-			return
-		}
-		s.postInfo(w, r)
-	})
+	mux.HandleFunc("POST /sedna/workers/{worker}/info", s.postInfo)
 	return mux
 }
 
@@ -121,6 +117,18 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		}
 		s.refuse(w, worker, http.StatusBadRequest, "reading body: "+err.Error())
 		return
+	}
+	wait := time.NewTimer(s.inFlightWait)
+	defer wait.Stop()
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	case <-wait.C:
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, worker, http.StatusServiceUnavailable, fmt.Sprintf("%d reports are being taken; try again", cap(s.inFlight)))
+		return
+	case <-r.Context().Done():
+		return // the caller has gone
 	}
 	info, err := edgeproto.ParseWorkerInfo(body)
 	if err != nil {

@@ -2,7 +2,9 @@ package workerapi
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -115,7 +117,7 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 }
 
 func TestFullOutboxAsksTheWorkerToRetryAndLosesNothing(t *testing.T) {
-	s, st := newServer(t, store.Options{MaxOutboxReports: 2})
+	s, st := newServer(t, store.Options{MaxOutboxReports: 3}) // workers' share: 2
 	for i := range 2 {
 		if rec := post(t, s, "job-training-0-abc", trainReport); rec.Code != http.StatusOK {
 			t.Fatalf("report %d: status %d", i, rec.Code)
@@ -218,7 +220,7 @@ func TestReportsInFlightAreBounded(t *testing.T) {
 	s, st := newServer(t, store.Options{})
 	outbox := blockedOutbox{entered: make(chan struct{}), release: make(chan struct{})}
 	s = NewServer(klog.Background(), outbox, st)
-	s.inFlight = make(chan struct{}, 2)
+	s.inFlight, s.inFlightWait = make(chan struct{}, 2), 100*time.Millisecond
 	done := make(chan int, 2)
 	for range 2 {
 		go func() { done <- post(t, s, "job-training-0-abc", trainReport).Code }()
@@ -259,5 +261,33 @@ func TestRefusalsAreBounded(t *testing.T) {
 	rec := post(t, s, "w", `{"name":"w","namespace":"`+long+`","ownerName":"`+long+`","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`)
 	if rec.Code != http.StatusNotFound || rec.Body.Len() > maxReasonBytes+64 {
 		t.Errorf("refusal %d of %d bytes, want 404 in at most %d", rec.Code, rec.Body.Len(), maxReasonBytes+64)
+	}
+}
+
+// A caller that sends its body slowly holds no slot of the reports being
+// taken: slots are taken once a body is read, so a worker's report goes on.
+func TestSlowBodiesHoldNoSlot(t *testing.T) {
+	s, _ := newServer(t, store.Options{})
+	s.inFlight = make(chan struct{}, 2)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	for range cap(s.inFlight) + 1 {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "POST /sedna/workers/job-training-0-abc/info HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/sedna/workers/job-training-0-abc/info", "application/json", strings.NewReader(trainReport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Errorf("a report while %d slow bodies are being sent: %d %s, want 200", cap(s.inFlight)+1, resp.StatusCode, body)
 	}
 }

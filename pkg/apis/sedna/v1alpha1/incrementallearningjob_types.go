@@ -36,8 +36,10 @@ type IncrementalLearningJobSpec struct {
 	// The Secret holding credentials for outputDir.
 	// +optional
 	CredentialName string `json:"credentialName,omitempty"`
-	// Where each round's data and models are written.
+	// Where each round's data and models are written. It cannot change: the
+	// rounds' data and models, and the paths the edge reports, are under it.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="outputDir cannot change: the rounds' data and models are under it"
 	OutputDir string `json:"outputDir"`
 }
 

@@ -140,6 +140,16 @@ func ContainerPath(url, prefix string) string {
 	return path.Join(prefix, url)
 }
 
+// HostPathDir is the folder of the node path p that a worker gets mounted:
+// p itself when it names a folder (no file extension), else its parent.
+func HostPathDir(p string) string {
+	dir := path.Clean(p)
+	if path.Ext(dir) != "" {
+		dir = path.Dir(dir)
+	}
+	return dir
+}
+
 // mountHostPaths mounts, read-write, the folder of each node path into every
 // container under prefix: the path itself when it names a folder (no file
 // extension), else its parent.
@@ -149,10 +159,7 @@ func mountHostPaths(spec *corev1.PodSpec, paths []string, prefix string) {
 		if !IsLocalPath(p) {
 			continue
 		}
-		dir := path.Clean(p)
-		if path.Ext(dir) != "" {
-			dir = path.Dir(dir)
-		}
+		dir := HostPathDir(p)
 		if seen[dir] || dir == "/" {
 			continue
 		}

@@ -70,16 +70,19 @@ func trainedModels(results []json.RawMessage) []sednav1.RoundModel {
 const (
 	// MaxRoundModels bounds the models a round's train stage may report.
 	MaxRoundModels = 32
-	// MaxReportedURLBytes bounds a path or URL a report names.
-	MaxReportedURLBytes = 1024
+	// MaxReportedURLBytes bounds a path or URL a report names (a node's
+	// PATH_MAX; an S3 URL's key alone may be 1,024 bytes).
+	MaxReportedURLBytes = 4096
 	maxFormatBytes      = 32
 )
 
 // reportedPath says why a path or URL a report names (a round's data, a
 // trained model) cannot be taken, or "": it is bounded, and a node path
-// must be within the job's outputDir, where the round writes. Such a path
-// is mounted, read-write, into the round's next pods, so a report must not
-// choose one elsewhere on the node.
+// must be within the job's outputDir, where the round writes, as must the
+// folder of it that is mounted (common.HostPathDir: a path that looks like
+// a file has its parent mounted), and outputDir must not be the node's root.
+// Such a path is mounted, read-write, into the round's next pods, so a
+// report must not choose one elsewhere on the node.
 func reportedPath(field, url, outputDir string) string {
 	switch {
 	case len(url) > MaxReportedURLBytes:
@@ -89,8 +92,11 @@ func reportedPath(field, url, outputDir string) string {
 	case !common.IsLocalPath(outputDir):
 		return fmt.Sprintf("%s %q is a node path, but the job's outputDir %q is not", field, url, outputDir)
 	}
-	clean, dir := path.Clean(url), path.Clean(outputDir)
-	if clean != dir && !strings.HasPrefix(clean, strings.TrimSuffix(dir, "/")+"/") {
+	dir := path.Clean(outputDir)
+	if dir == "/" {
+		return fmt.Sprintf("%s %q is a node path, and the job's outputDir is the node's root", field, url)
+	}
+	if mounted := common.HostPathDir(url); mounted != dir && !strings.HasPrefix(mounted, dir+"/") {
 		return fmt.Sprintf("%s %q is not within the job's outputDir %s", field, url, outputDir)
 	}
 	return ""

@@ -144,7 +144,10 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 // Models wait for a live list with one, until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	lists := make(chan error, 1)
-	go func() { lists <- common.Run(ctx, Name+"-live-list", c.verify, 1, c.listLive, c.metrics, c.synced...) }()
+	// Two at a time, each bounded: a namespace of many jobs, or a list that
+	// hangs, must not hold up the Models of every other namespace. The
+	// queue never gives one namespace to two workers at once.
+	go func() { lists <- common.Run(ctx, Name+"-live-list", c.verify, 2, c.listLive, c.metrics, c.synced...) }()
 	err := common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
 	c.verify.ShutDown()
 	return errors.Join(err, <-lists)
@@ -364,7 +367,9 @@ func (c *Controller) listLive(ctx context.Context, ns string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	users, err := c.liveUsersOf(ctx, ns, names)
+	listCtx, cancel := context.WithTimeout(ctx, liveListTimeout)
+	users, err := c.liveUsersOf(listCtx, ns, names)
+	cancel()
 	if err != nil {
 		for _, name := range slices.Sorted(maps.Keys(names)) {
 			if m := c.deletedProtected(ns, name); m != nil {
@@ -424,6 +429,10 @@ func (c *Controller) release(ctx context.Context, cached *sednav1.Model) error {
 	klog.FromContext(ctx).V(2).Info("Model released: no job names it", "model", klog.KObj(m))
 	return nil
 }
+
+// liveListTimeout bounds a namespace's live list, every page of the three
+// kinds; past it the Models wait and it is tried again.
+const liveListTimeout = 2 * time.Minute
 
 // liveRecheck is when a Model that only the API server's jobs hold is
 // looked at again, whatever else happens.

@@ -29,7 +29,8 @@ type LifelongLearningJobSpecApplyConfiguration struct {
 	DeploySpec *LLWorkerSpecApplyConfiguration `json:"deploySpec,omitempty"`
 	// The Secret holding credentials for outputDir.
 	CredentialName *string `json:"credentialName,omitempty"`
-	// Where each round's data and models are written.
+	// Where each round's data and models are written. It cannot change: the
+	// rounds' data and models, and the paths the edge reports, are under it.
 	OutputDir *string `json:"outputDir,omitempty"`
 }
 
