@@ -84,12 +84,23 @@ func (r ObjectRef) check() error {
 		return errors.New("namespace is required")
 	case r.Name == "":
 		return errors.New("name is required")
-	case len(r.Kind) > MaxKindBytes:
-		return fmt.Errorf("kind of %d bytes, more than %d", len(r.Kind), MaxKindBytes)
-	case len(r.Namespace) > MaxNamespaceBytes:
-		return fmt.Errorf("namespace of %d bytes, more than %d", len(r.Namespace), MaxNamespaceBytes)
-	case len(r.Name) > MaxNameBytes:
-		return fmt.Errorf("name of %d bytes, more than %d", len(r.Name), MaxNameBytes)
+	}
+	return tooLong(bounded{"kind", r.Kind, MaxKindBytes}, bounded{"namespace", r.Namespace, MaxNamespaceBytes},
+		bounded{"name", r.Name, MaxNameBytes})
+}
+
+// bounded is a field's name, value and bound in bytes.
+type bounded struct {
+	field, value string
+	max          int
+}
+
+// tooLong says which of fields is the first longer than its bound, if any.
+func tooLong(fields ...bounded) error {
+	for _, f := range fields {
+		if len(f.value) > f.max {
+			return fmt.Errorf("%s of %d bytes, more than %d", f.field, len(f.value), f.max)
+		}
 	}
 	return nil
 }
@@ -138,17 +149,11 @@ func (v ObjectVersion) check() error {
 	if err := v.ObjectRef.check(); err != nil {
 		return err
 	}
-	switch {
-	case v.ResourceVersion == "":
+	if v.ResourceVersion == "" {
 		return errors.New("resourceVersion is required")
-	case len(v.ResourceVersion) > MaxResourceVersionBytes:
-		return fmt.Errorf("resourceVersion of %d bytes, more than %d", len(v.ResourceVersion), MaxResourceVersionBytes)
-	case len(v.Digest) > MaxDigestBytes:
-		return fmt.Errorf("digest of %d bytes, more than %d", len(v.Digest), MaxDigestBytes)
-	case len(v.Workers) > MaxDigestBytes:
-		return fmt.Errorf("workers digest of %d bytes, more than %d", len(v.Workers), MaxDigestBytes)
 	}
-	return nil
+	return tooLong(bounded{"resourceVersion", v.ResourceVersion, MaxResourceVersionBytes}, bounded{"digest", v.Digest, MaxDigestBytes},
+		bounded{"workers digest", v.Workers, MaxDigestBytes})
 }
 
 // MaxDigestBytes bounds ObjectVersion.Digest: a GlobalManager's digests are

@@ -429,11 +429,10 @@ func TestFirstMessageMustBeHello(t *testing.T) {
 	}
 }
 
-func TestNewerConnectionReplacesTheOlder(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
-	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
-	first.untilSynced()
-
+// replaceConnection connects edge-a again, up to date, and checks that it
+// replaces first, which is closed saying so.
+func replaceConnection(t *testing.T, f *fixture, first *client) *client {
+	t.Helper()
 	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
 	ce := first.closed()
 	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
@@ -442,6 +441,15 @@ func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 	if got := second.untilSynced(); len(got) != 0 {
 		t.Errorf("second got %v before synced, want nothing", got)
 	}
+	return second
+}
+
+func TestNewerConnectionReplacesTheOlder(t *testing.T) {
+	f := newFixture(t, testConfig, edgeObjects()...)
+	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	first.untilSynced()
+
+	second := replaceConnection(t, f, first)
 
 	// Changes go to the newer connection.
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edited": "yes"} })
@@ -459,14 +467,7 @@ func TestNewerConnectionReplacesAnOlderOneStillInItsHello(t *testing.T) {
 	first.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: []edgeproto.ObjectVersion{version("Model", "a", "1")}, More: true})
 	waitFor(t, func() (bool, string) { return f.hub.greetingFor("edge-a") != nil, "the first connection in its hello" })
 
-	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
-	ce := first.closed()
-	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
-		t.Errorf("first closed with %d %q, want the replacement reason", ce.Code, ce.Text)
-	}
-	if got := second.untilSynced(); len(got) != 0 {
-		t.Errorf("second got %v before synced, want nothing", got)
-	}
+	replaceConnection(t, f, first)
 	if c := f.hub.greetingFor("edge-a"); c != nil {
 		t.Error("a connection of edge-a is still counted as reading its hello")
 	}

@@ -158,11 +158,7 @@ func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], 
 // into its next write, all of them, each answered after it.
 func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 	server := newGatedServer("job")
-	a := gatedReports(server)
-	gate := server.hold()
-	done := make(chan error, 100)
-	report(t.Context(), a, "job", "edge-000", nil, done)
-	<-server.holding
+	a, gate, done := writeHeld(t, server, "edge-000", 100)
 
 	const more = 50
 	var want []string
@@ -196,17 +192,27 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 // kindChange is a kind's part of applying a report (ApplyWorkers' apply).
 type kindChange = func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)
 
+// writeHeld has a report of node about job "job" written, through a new
+// applier, and holds the write: reports that come meanwhile wait for the
+// next. It returns the applier, the gate that lets the write go on, and the
+// channel (of buffer results) the held report's result comes on.
+func writeHeld(t *testing.T, server *gatedServer, node string, buffer int) (*EdgeReports[*sednav1.FederatedLearningJob], chan struct{}, chan error) {
+	t.Helper()
+	a := gatedReports(server)
+	gate := server.hold()
+	done := make(chan error, buffer)
+	report(t.Context(), a, "job", node, nil, done)
+	<-server.holding
+	return a, gate, done
+}
+
 // reportsBehindAWrite has a report of edge-0 about job "job" written, and
 // while its write is held, one report of each of nodes wait for the next
 // write (applied by kinds[node], nil for none); it returns each one's
 // result once the writes are done.
 func reportsBehindAWrite(t *testing.T, server *gatedServer, nodes []string, kinds map[string]kindChange) map[string]error {
 	t.Helper()
-	a := gatedReports(server)
-	gate := server.hold()
-	first := make(chan error, 1)
-	report(t.Context(), a, "job", "edge-0", nil, first)
-	<-server.holding
+	a, gate, first := writeHeld(t, server, "edge-0", 1)
 	waiting := map[string]chan error{}
 	for _, node := range nodes {
 		waiting[node] = make(chan error, 1)
@@ -425,11 +431,7 @@ func TestEdgeReportsNothingToWriteIsDecidedOnTheServersObject(t *testing.T) {
 // applied.
 func TestEdgeReportsAFailedReportHoldsBackItsNodesLaterOnes(t *testing.T) {
 	server := newGatedServer("job")
-	a := gatedReports(server)
-	gate := server.hold()
-	first := make(chan error, 1)
-	report(t.Context(), a, "job", "edge-9", nil, first)
-	<-server.holding
+	a, gate, first := writeHeld(t, server, "edge-9", 1)
 
 	var mu sync.Mutex
 	failing, applied := true, map[uint64]int{}
