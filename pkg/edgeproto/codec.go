@@ -234,6 +234,11 @@ const maxDetail = 128
 // a 1 MiB frame stays a line in a log.
 func clip(s string) string { return Clip(s, maxDetail, "…") }
 
+// ClipName bounds a name the other side sent (a worker's, a node's) to the
+// longest a Kubernetes object's name may be, MaxNameBytes, for a log line or
+// an answer that repeats it.
+func ClipName(s string) string { return Clip(s, MaxNameBytes, "…") }
+
 // Clip returns s, or when it is longer than limit bytes, its beginning cut
 // at a character boundary and followed by suffix, limit bytes at most in all
 // (suffix too, when limit leaves it room): text from one side of the

@@ -545,10 +545,13 @@ func (h *Hub) connectAllowed(node string) (after int, ok bool) {
 		lim = rate.NewLimiter(rate.Every(connectEvery), connectBurst)
 		h.connects[node] = lim
 	}
-	if lim.AllowN(now, 1) {
+	r := lim.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	if delay == 0 {
 		return 0, true
 	}
-	return int(math.Ceil(float64(connectEvery-time.Duration(lim.TokensAt(now)*float64(connectEvery))) / float64(time.Second))), false
+	r.CancelAt(now) // told to come back, it takes nothing now
+	return int(math.Ceil(delay.Seconds())), false
 }
 
 // httpIdleTimeout closes a keep-alive connection that has sent no request
@@ -593,7 +596,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	}
 	if cerr == nil && hello.Node != node {
 		cerr = &closeError{code: websocket.ClosePolicyViolation,
-			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", edgeproto.Clip(hello.Node, edgeproto.MaxNameBytes, "…"), node)}
+			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", edgeproto.ClipName(hello.Node), node)}
 		h.metrics.refuse(refusedNodeMismatch)
 	} else if cerr != nil {
 		h.metrics.refuse(refusedNoHello)

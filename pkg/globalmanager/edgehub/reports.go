@@ -118,8 +118,7 @@ type checkedReport struct {
 type reportLanes struct {
 	waiting lanes.Lanes[string, *checkedReport] // by the object they are about
 	slots   chan struct{}                       // one per running lane
-	held    chan struct{}                       // one per report read and not yet acknowledged
-	bytes   *byteBudget                         // their bodies' bytes
+	held    *heldReports                        // the reports read and not yet acknowledged
 	turns   chan struct{}                       // one per turn the lanes hold (turnsPerNode)
 	running sync.WaitGroup                      // the lanes' goroutines
 }
@@ -133,12 +132,7 @@ type reportLanes struct {
 // those after it, in order.
 func (s *session) dispatchReport(r *edgeproto.Report) {
 	ls := &s.reports
-	select {
-	case ls.held <- struct{}{}:
-	case <-s.ctx.Done():
-		return
-	}
-	if !ls.bytes.acquire(int64(len(r.Body))) {
+	if !ls.held.acquire(int64(len(r.Body))) {
 		return // the session ends
 	}
 	key, c, err := s.check(r)
@@ -241,7 +235,7 @@ func (s *session) applyGroup(group []*checkedReport, turn *laneTurn) error {
 		if try == len(applyBackoff) {
 			return &closeError{code: websocket.CloseTryAgainLater,
 				reason: fmt.Sprintf("report %d could not be applied, send it again", again[0].r.ID),
-				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, clipWorker(again[0].r.Worker), about, last)}
+				err:    fmt.Errorf("applying report %d of worker %s about %s: %w", again[0].r.ID, edgeproto.ClipName(again[0].r.Worker), about, last)}
 		}
 		s.logger.V(2).Info("Applying reports failed, trying again", "about", about, "reports", len(again), "err", last)
 		// Other lanes have the turn meanwhile.
@@ -284,10 +278,10 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 		}
 		result.refused, result.reason = true, clipRefusal(reason)
 		s.hub.metrics.reportsRefused.Inc()
-		s.logger.Info("Refused a report", "report", r.ID, "worker", clipWorker(r.Worker), "reason", result.reason)
+		s.logger.Info("Refused a report", "report", r.ID, "worker", edgeproto.ClipName(r.Worker), "reason", result.reason)
 	} else {
 		s.hub.metrics.reportsApplied.Inc()
-		s.logger.V(4).Info("Applied a report", "report", r.ID, "worker", clipWorker(r.Worker), "about", about)
+		s.logger.V(4).Info("Applied a report", "report", r.ID, "worker", edgeproto.ClipName(r.Worker), "about", about)
 	}
 	s.answeredMu.Lock()
 	s.answered = append(s.answered, result)
@@ -320,7 +314,7 @@ func (s *session) checkWorker(r *edgeproto.Report) (string, *checkedReport, erro
 	if info.Name != r.Worker {
 		// The worker API takes a report only under its body's name; the
 		// status records r.Worker, so the two must be the one checked.
-		return "", nil, edgeproto.Refuse("the report is of worker %s, its body names %s", clipWorker(r.Worker), clipWorker(info.Name))
+		return "", nil, edgeproto.Refuse("the report is of worker %s, its body names %s", edgeproto.ClipName(r.Worker), edgeproto.ClipName(info.Name))
 	}
 	o := info.Owner()
 	obj, _, ok := s.hub.concerns(s.node, o)
@@ -359,52 +353,53 @@ func (s *session) checkDataset(r *edgeproto.Report) (string, *checkedReport, err
 // clipRefusal keeps a refusal's reason to a log line.
 func clipRefusal(s string) string { return edgeproto.Clip(s, 1024, "…") }
 
-// clipWorker bounds a report's worker name, as the node sent it, in a log
-// line (a pod's name is at most MaxNameBytes).
-func clipWorker(s string) string { return edgeproto.Clip(s, edgeproto.MaxNameBytes, "…") }
-
-// byteBudget is a number of bytes that readers take and give back: a taker
-// waits while what is taken and what it takes would pass the budget, unless
-// nothing is taken (so that one report larger than the budget still goes).
-type byteBudget struct {
-	ctx   context.Context
-	mu    sync.Mutex
-	cond  *sync.Cond
-	taken int64
-	max   int64
+// heldReports bounds a session's reports read and not yet acknowledged:
+// at most maxReports of them, and maxBytes of their bodies. The reader waits
+// while one more would pass either, except that a report goes when no bytes
+// are held (so that one larger than maxBytes still goes), and stops waiting
+// when the session ends.
+type heldReports struct {
+	ctx                  context.Context
+	mu                   sync.Mutex
+	cond                 *sync.Cond
+	reports, bytes       int64
+	maxReports, maxBytes int64
 }
 
-// newByteBudget is a budget of max bytes, whose takers stop waiting when
-// ctx ends.
-func newByteBudget(ctx context.Context, max int64) *byteBudget {
-	b := &byteBudget{ctx: ctx, max: max}
-	b.cond = sync.NewCond(&b.mu)
+// newHeldReports bounds reports to maxReports and maxBytes; its waits end
+// with ctx.
+func newHeldReports(ctx context.Context, maxReports, maxBytes int64) *heldReports {
+	h := &heldReports{ctx: ctx, maxReports: maxReports, maxBytes: maxBytes}
+	h.cond = sync.NewCond(&h.mu)
 	context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.cond.Broadcast()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.cond.Broadcast()
 	})
-	return b
+	return h
 }
 
-// acquire takes n bytes, waiting for them; false when ctx ended first.
-func (b *byteBudget) acquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.taken > 0 && b.taken+n > b.max {
-		if b.ctx.Err() != nil {
+// acquire holds one more report, of n bytes, waiting for room; false when
+// ctx ended first.
+func (h *heldReports) acquire(n int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.reports >= h.maxReports || (h.bytes > 0 && h.bytes+n > h.maxBytes) {
+		if h.ctx.Err() != nil {
 			return false
 		}
-		b.cond.Wait()
+		h.cond.Wait()
 	}
-	b.taken += n
-	return b.ctx.Err() == nil
+	h.reports++
+	h.bytes += n
+	return h.ctx.Err() == nil
 }
 
-// release gives back n bytes.
-func (b *byteBudget) release(n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.taken -= n
-	b.cond.Broadcast()
+// release lets go of a report of n bytes, acknowledged.
+func (h *heldReports) release(n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reports--
+	h.bytes -= n
+	h.cond.Broadcast()
 }

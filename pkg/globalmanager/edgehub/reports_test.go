@@ -42,40 +42,54 @@ func TestReportAcksFitAFrame(t *testing.T) {
 	}
 }
 
-// A session's reports awaiting their acks hold at most a budget of bytes:
-// the reader waits for acks past it, except for a report alone, and stops
-// waiting when the session ends.
-func TestReportBytesHeldAreBounded(t *testing.T) {
+// A session's reports awaiting their acks hold at most a budget of bytes,
+// and at most a number of reports: the reader waits for acks past either,
+// except for a report alone past the bytes, and stops waiting when the
+// session ends.
+func TestReportsHeldAreBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b := newByteBudget(ctx, 16)
+	counted := newHeldReports(ctx, 2, 1<<20)
+	if !counted.acquire(1) || !counted.acquire(1) {
+		t.Fatal("2 of 2 reports refused")
+	}
+	waitsForRelease(t, counted, 1, "a third of 2 reports")
+
+	b := newHeldReports(ctx, reportQueue, 16)
 	if !b.acquire(10) {
 		t.Fatal("10 of 16 bytes refused")
 	}
-	second := make(chan bool, 1)
-	go func() { second <- b.acquire(10) }()
-	select {
-	case <-second:
-		t.Fatal("20 of 16 bytes taken")
-	case <-time.After(100 * time.Millisecond):
-	}
-	b.release(10)
-	if ok := <-second; !ok {
-		t.Fatal("the second report's bytes not taken once the first's were given back")
-	}
+	waitsForRelease(t, b, 10, "a second report of 10 bytes with 10 of 16 held")
 	b.release(10)
 	if !b.acquire(100) {
 		t.Fatal("a report over the budget, alone, waits for ever")
 	}
-	third := make(chan bool, 1)
-	go func() { third <- b.acquire(1) }()
+	last := make(chan bool, 1)
+	go func() { last <- b.acquire(1) }()
 	cancel()
 	select {
-	case ok := <-third:
+	case ok := <-last:
 		if ok {
 			t.Error("a report's bytes taken after the session ended")
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a reader still waits 5s after its session ended")
+	}
+}
+
+// waitsForRelease checks that a report of n bytes waits while h is full,
+// and is taken once a report of n bytes held is released.
+func waitsForRelease(t *testing.T, h *heldReports, n int64, what string) {
+	t.Helper()
+	taken := make(chan bool, 1)
+	go func() { taken <- h.acquire(n) }()
+	select {
+	case <-taken:
+		t.Fatalf("%s taken", what)
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.release(n)
+	if ok := <-taken; !ok {
+		t.Fatalf("%s not taken once one held was acknowledged", what)
 	}
 }

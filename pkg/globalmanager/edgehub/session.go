@@ -191,8 +191,8 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		done:  make(chan struct{}),
 		dirty: make(chan struct{}, 1),
 		acks:  make(chan []edgeproto.ObjectVersion, 16),
-		reports: reportLanes{slots: make(chan struct{}, maxReportLanes), held: make(chan struct{}, reportQueue),
-			turns: make(chan struct{}, turnsPerNode), bytes: newByteBudget(ctx, maxHeldReportBytes)},
+		reports: reportLanes{slots: make(chan struct{}, maxReportLanes), held: newHeldReports(ctx, reportQueue, maxHeldReportBytes),
+			turns: make(chan struct{}, turnsPerNode)},
 		resultsReady: make(chan struct{}, 1),
 		held:         make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
 		inflight:     make(map[edgeproto.ObjectRef]*inflight),
@@ -744,8 +744,7 @@ func (s *session) ackReports() error {
 	// The reader may read as many reports again once these are sent.
 	defer func() {
 		for _, r := range results {
-			<-s.reports.held
-			s.reports.bytes.release(r.size)
+			s.reports.held.release(r.size)
 		}
 	}()
 	var last uint64

@@ -52,12 +52,8 @@ const MaxInFlight = 32
 const inFlightWait = 10 * time.Second
 
 // maxReasonBytes bounds the reason of a refusal, which echoes parts of the
-// request; maxNameBytes the worker's name as logged (a pod's name is at
-// most 253 bytes).
-const (
-	maxReasonBytes = 4 << 10
-	maxNameBytes   = 253
-)
+// request.
+const maxReasonBytes = 4 << 10
 
 // Outbox is where reports wait for the cloud; AppendReport returns once the
 // report is on disk.
@@ -189,7 +185,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 // refuse answers with a status and a reason the worker's log will show.
 func (s *Server) refuse(w http.ResponseWriter, worker string, code int, reason string) {
 	reason = edgeproto.Clip(reason, maxReasonBytes, "…")
-	worker = edgeproto.Clip(worker, maxNameBytes, "…") // as logged
+	worker = edgeproto.ClipName(worker) // as logged
 	s.logger.V(2).Info("Refused a worker report", "worker", worker, "code", code, "reason", reason)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

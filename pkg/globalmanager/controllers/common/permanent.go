@@ -9,11 +9,11 @@ import (
 )
 
 // IsPermanent says whether an error of a status write (or of an applier of
-// edge reports) is one that no retry of the same write can mend, because the API server refused the write for what it
-// holds rather than for when it came: the status would be invalid (422), the
-// request too large (413), malformed (400), or the object too large for etcd.
-// Timeouts, conflicts, throttling (429) and other server errors are worth
-// trying again.
+// edge reports) is one that no retry of the same write can mend, because the
+// API server refused the write for what it holds rather than for when it
+// came: the status would be invalid (422), the request too large (413),
+// malformed (400), or the object too large for etcd. Timeouts, conflicts,
+// throttling (429) and other server errors are worth trying again.
 func IsPermanent(err error) bool {
 	if err == nil {
 		return false

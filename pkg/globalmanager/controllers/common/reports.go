@@ -113,8 +113,7 @@ func ReportMetrics(info *edgeproto.WorkerInfo) []sednav1.Metric {
 				suffix = fmt.Sprintf("[%d]", n)
 			}
 			seen[k]++
-			key := ClipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix
-			out = append(out, sednav1.Metric{Key: key, Value: ClipText(MetricText(v), sednav1.MaxMetricValueBytes)})
+			out = append(out, boundedMetric(k, suffix, v))
 		}
 	}
 	add(info.OwnerInfo)
@@ -140,7 +139,8 @@ func boundMetrics(out []sednav1.Metric) []sednav1.Metric {
 }
 
 // StatusMetrics turns a worker's metrics (a result's "metrics" object) into
-// status metrics, bounded as ReportMetrics' are: keys and values cut to
+// status metrics (strings and numbers as text, lists and objects as compact
+// JSON), bounded as ReportMetrics' are: keys and values cut to
 // MaxMetricKeyBytes and MaxMetricValueBytes, at most MaxEdgeNodeMetrics of
 // them, sorted by key; nil when there are none.
 func StatusMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
@@ -149,9 +149,16 @@ func StatusMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
 	}
 	out := make([]sednav1.Metric, 0, len(metrics))
 	for k, v := range metrics {
-		out = append(out, sednav1.Metric{Key: ClipText(k, sednav1.MaxMetricKeyBytes), Value: ClipText(MetricText(v), sednav1.MaxMetricValueBytes)})
+		out = append(out, boundedMetric(k, "", v))
 	}
 	return boundMetrics(out)
+}
+
+// boundedMetric is the metric of key k (followed by suffix) and value v,
+// the key cut to MaxMetricKeyBytes with its suffix and the value's text to
+// MaxMetricValueBytes.
+func boundedMetric(k, suffix string, v json.RawMessage) sednav1.Metric {
+	return sednav1.Metric{Key: ClipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix, Value: ClipText(MetricText(v), sednav1.MaxMetricValueBytes)}
 }
 
 // ClipText returns s, or when it is longer than limit bytes, its beginning cut

@@ -231,3 +231,24 @@ func TestEdgeNodeEntryStaysSmallWhateverTheReport(t *testing.T) {
 	}
 	t.Logf("a %d-byte report makes a %d-byte entry", len(ownerInfo), len(entry))
 }
+
+// An eval worker's metrics go into a round's status bounded, as an edge
+// node's do: text, at most MaxEdgeNodeMetrics, each key and value cut.
+func TestRoundMetricsAreBounded(t *testing.T) {
+	metrics := map[string]json.RawMessage{}
+	for i := range 1000 {
+		metrics[fmt.Sprintf("%s-%04d", strings.Repeat("k", 300), i)] = json.RawMessage(`"` + strings.Repeat("v", 1000) + `"`)
+	}
+	got := StatusMetrics(metrics)
+	if len(got) != sednav1.MaxEdgeNodeMetrics+1 || got[len(got)-1].Key != sednav1.DroppedMetricsKey {
+		t.Fatalf("%d metrics, last %q; want %d and the count of those dropped", len(got), got[len(got)-1].Key, sednav1.MaxEdgeNodeMetrics+1)
+	}
+	for _, m := range got {
+		if len(m.Key) > sednav1.MaxMetricKeyBytes || len(m.Value) > sednav1.MaxMetricValueBytes {
+			t.Errorf("metric of %d+%d bytes", len(m.Key), len(m.Value))
+		}
+	}
+	if got := StatusMetrics(map[string]json.RawMessage{"precision": json.RawMessage(`[0.9, 0.8]`)}); len(got) != 1 || got[0].Value != "[0.9,0.8]" {
+		t.Errorf("StatusMetrics = %v", got)
+	}
+}

@@ -154,7 +154,7 @@ func (c *Controller[J]) move(ctx context.Context, m *machine, job J, r *edgeprot
 	var metrics []sednav1.Metric
 	if len(info.Results) > 0 {
 		if res, ok := ParseResult(info.Results[0]); ok {
-			metrics = FlattenMetrics(res.Metrics)
+			metrics = common.StatusMetrics(res.Metrics)
 		}
 	}
 	deploy, sentence := c.kind.Decide(job, info.Results)

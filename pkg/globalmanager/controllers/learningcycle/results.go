@@ -115,13 +115,6 @@ func checkModels(models []sednav1.RoundModel, outputDir string) string {
 	return ""
 }
 
-// FlattenMetrics turns a result's metrics into status metrics, sorted by
-// key: strings and numbers as text, lists and objects as compact JSON,
-// bounded as common.StatusMetrics says.
-func FlattenMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
-	return common.StatusMetrics(metrics)
-}
-
 // ownerInfo is what the cycle reads of a report's ownerInfo.
 type ownerInfo map[string]json.RawMessage
 

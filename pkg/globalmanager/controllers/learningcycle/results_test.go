@@ -1,7 +1,6 @@
 package learningcycle
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,26 +46,5 @@ func TestReportedPathsStayWithinTheOutputDir(t *testing.T) {
 	}
 	if why := checkModels(many[:MaxRoundModels], "/output"); why != "" {
 		t.Errorf("%d models refused: %s", MaxRoundModels, why)
-	}
-}
-
-// An eval worker's metrics go into the round's status bounded, as an edge
-// node's do.
-func TestRoundMetricsAreBounded(t *testing.T) {
-	metrics := map[string]json.RawMessage{}
-	for i := range 1000 {
-		metrics[fmt.Sprintf("%s-%04d", strings.Repeat("k", 300), i)] = json.RawMessage(`"` + strings.Repeat("v", 1000) + `"`)
-	}
-	got := FlattenMetrics(metrics)
-	if len(got) != sednav1.MaxEdgeNodeMetrics+1 || got[len(got)-1].Key != sednav1.DroppedMetricsKey {
-		t.Fatalf("%d metrics, last %q; want %d and the count of those dropped", len(got), got[len(got)-1].Key, sednav1.MaxEdgeNodeMetrics+1)
-	}
-	for _, m := range got {
-		if len(m.Key) > sednav1.MaxMetricKeyBytes || len(m.Value) > sednav1.MaxMetricValueBytes {
-			t.Errorf("metric of %d+%d bytes", len(m.Key), len(m.Value))
-		}
-	}
-	if got := FlattenMetrics(map[string]json.RawMessage{"precision": json.RawMessage(`[0.9, 0.8]`)}); len(got) != 1 || got[0].Value != "[0.9,0.8]" {
-		t.Errorf("FlattenMetrics = %v", got)
 	}
 }

@@ -87,13 +87,16 @@ type Controller struct {
 	pending map[string]map[string]bool // namespace → deleted Models no cache names a job of, waiting for a live list
 }
 
-// userIndex is one job kind's informer index by Model, and a live list of
-// the names of the kind's jobs in a namespace that name each of some Models.
+// userIndex is one job kind's informer index by Model, and its live list.
 type userIndex struct {
 	kind    string
 	indexer cache.Indexer
-	list    func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error)
+	list    liveLister
 }
+
+// liveLister lists, from the API server, the names of a kind's jobs in
+// namespace ns that name each of models, by Model.
+type liveLister func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error)
 
 // NewController watches Models and the job kinds that name them.
 func NewController(ctx context.Context, client sednaclient.Interface, models sednainformers.ModelInformer,
@@ -108,13 +111,13 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 		metrics:  metrics,
 		now:      time.Now,
 		recheck:  liveRecheck,
+		pending:  map[string]map[string]bool{},
 	}
 	handlers := []common.Handler{{Informer: models.Informer(), Handler: common.OwnerHandler(c.queue.Add)}}
 	v1 := client.SednaV1alpha1()
-	type lister = func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error)
 	for kind, u := range map[string]struct {
 		inf  cache.SharedIndexInformer
-		list lister
+		list liveLister
 	}{
 		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
 			return listNaming(ctx, models, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
@@ -336,9 +339,6 @@ func (c *Controller) awaitList(ns, name string) {
 func (c *Controller) keepAwaiting(ns string, names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending == nil {
-		c.pending = map[string]map[string]bool{}
-	}
 	if c.pending[ns] == nil {
 		c.pending[ns] = map[string]bool{}
 	}
