@@ -89,8 +89,10 @@ esac
 readonly SERVICE_CIDR="10.96.0.0/16"
 # Pod IPs that kwok hands out. Its default is a /24, which a benchmark of hundreds of
 # pods would exhaust. It hands out the given address first, so start past the network
-# address.
-readonly POD_CIDR="10.244.0.1/16"
+# address. They are loopback addresses, which are all this machine's: a LocalController
+# takes a worker's report only from the worker pod's address, and the demos and tests
+# post as a pod from its address.
+readonly POD_CIDR="127.64.0.1/16"
 # kwok manages only nodes carrying this annotation (the convention of kwok's own
 # tooling), so a node registered by something else is left alone.
 readonly KWOK_NODE_ANNOTATION="kwok.x-k8s.io/node"

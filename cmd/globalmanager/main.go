@@ -361,7 +361,9 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	// The edge hub adds indexes to the informers, so it is built before they start.
 	var hub *edgehub.Hub
 	if o.edgeAddress != "" {
-		hub, err = edgehub.New(ctx, kubeClient, sednaClient.SednaV1alpha1(), v1, kubeFactory.Core().V1().Pods(), edgehub.Appliers{Workers: map[string]edgehub.ReportApplier{
+		hub, err = edgehub.New(ctx, kubeClient, sednaClient.SednaV1alpha1(), v1, edgehub.WorkerCaches{
+			Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments(),
+		}, edgehub.Appliers{Workers: map[string]edgehub.ReportApplier{
 			sednav1.FederatedLearningJobKind.Kind:   fl,
 			sednav1.JointInferenceServiceKind.Kind:  ji,
 			sednav1.IncrementalLearningJobKind.Kind: il,

@@ -202,19 +202,31 @@ func run(ctx context.Context, o options) error {
 		_ = json.NewEncoder(w).Encode(inv)
 	})
 
+	workers := workerapi.NewServer(logger, outbox, st)
+	refusedConnections := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "nereid_localcontroller_worker_connections_refused_total",
+		Help: "Connections to the worker API closed as they were accepted: from an address that is no worker's of this node.",
+	})
+	reg.MustRegister(refusedConnections)
+	workers.Refused = refusedConnections.Inc
 	servers := []struct {
 		name, addr string
 		handler    http.Handler
 		limits     serving.Limits
+		// filter, when set, picks the connections served.
+		filter func(net.Listener) net.Listener
 	}{
-		{"worker API", o.workerAddress, workerapi.NewServer(logger, outbox, st).Handler(), workerapi.Limits},
-		{"health and metrics", o.healthAddress, health, serving.Limits{ReadHeaderTimeout: 5 * time.Second}},
+		{"worker API", o.workerAddress, workers.Handler(), workerapi.Limits, workers.Listener},
+		{"health and metrics", o.healthAddress, health, serving.Limits{ReadHeaderTimeout: 5 * time.Second}, nil},
 	}
 	errs := make(chan error, len(servers)+1)
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.addr)
 		if err != nil {
 			return fmt.Errorf("listening for the %s on %s: %w", s.name, s.addr, err)
+		}
+		if s.filter != nil {
+			ln = s.filter(ln)
 		}
 		ln = s.limits.Listener(ln)
 		srv := s.limits.Server(s.handler)

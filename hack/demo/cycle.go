@@ -145,7 +145,7 @@ func runCycle(outDir, ns, example string, rounds int, pause time.Duration) error
 			if st == "completed" {
 				body["results"] = results
 			}
-			if err := post(ctx, d.lcURL[ex.node], name, body); err != nil {
+			if err := post(ctx, d.kube, d.lcURL[ex.node], ns, name, body); err != nil {
 				return err
 			}
 		}

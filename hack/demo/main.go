@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -186,7 +187,7 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 				"ownerInfo": map[string]any{"currentRound": round, "totalRounds": rounds, "loss": 1.0 / float64(round+1)},
 				"results":   results,
 			}
-			if err := post(ctx, lcURL[p.Spec.NodeName], p.Name, body); err != nil {
+			if err := post(ctx, kube, lcURL[p.Spec.NodeName], ns, p.Name, body); err != nil {
 				return err
 			}
 			say("%s on %s: round %d/%d %s (posted to its LocalController)", p.Name, p.Spec.NodeName, round, rounds, status)
@@ -213,9 +214,13 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 	return nil
 }
 
-// post sends a worker's report to a LocalController, as Sedna's workers do. A
-// 404 (the LocalController has not received the job yet) is retried briefly.
-func post(ctx context.Context, lc, worker string, body map[string]any) error {
+// post sends a worker's report to a LocalController, as Sedna's workers do,
+// from the worker pod's address (kwok gives the local run's pods loopback
+// addresses, which this machine may speak from): a LocalController takes a
+// worker's report from nowhere else. While it has not been sent the job,
+// the pod or its address yet (the connection is closed, or 403), the report
+// is sent again, for up to 30 s.
+func post(ctx context.Context, kube kubernetes.Interface, lc, namespace, worker string, body map[string]any) error {
 	if lc == "" {
 		return fmt.Errorf("no LocalController for worker %s's node", worker)
 	}
@@ -225,8 +230,9 @@ func post(ctx context.Context, lc, worker string, body map[string]any) error {
 	}
 	var last error
 	for range 30 {
-		last = postOnce(ctx, lc, worker, data)
-		if last == nil || !strings.Contains(last.Error(), "404") {
+		var code int
+		code, last = postOnce(ctx, kube, lc, namespace, worker, data)
+		if last == nil || (code != 0 && code != http.StatusForbidden) {
 			return last
 		}
 		time.Sleep(time.Second)
@@ -234,20 +240,31 @@ func post(ctx context.Context, lc, worker string, body map[string]any) error {
 	return last
 }
 
-func postOnce(ctx context.Context, lc, worker string, data []byte) error {
+// postOnce posts a report from worker's pod's address; it returns the
+// status (0 when the connection failed) and an error unless it was 200.
+func postOnce(ctx context.Context, kube kubernetes.Interface, lc, namespace, worker string, data []byte) (int, error) {
+	pod, err := kube.CoreV1().Pods(namespace).Get(ctx, worker, metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("reading pod %s: %w", worker, err)
+	}
+	if pod.Status.PodIP == "" {
+		return 0, fmt.Errorf("pod %s has no address yet", worker)
+	}
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(pod.Status.PodIP)}, Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lc+"/sedna/workers/"+worker+"/info", bytes.NewReader(data))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("posting %s's report: %w", worker, err)
+		return 0, fmt.Errorf("posting %s's report from %s: %w", worker, pod.Status.PodIP, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("the LocalController refused %s's report: %s %s", worker, resp.Status, msg)
+		return resp.StatusCode, fmt.Errorf("the LocalController refused %s's report from %s: %s %s", worker, pod.Status.PodIP, resp.Status, msg)
 	}
-	return nil
+	return resp.StatusCode, nil
 }

@@ -7,6 +7,7 @@ package serving
 
 import (
 	"net"
+	"net/netip"
 	"net/http"
 	"sync"
 	"time"
@@ -101,4 +102,49 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// Admit decides, as a connection is accepted, whether it is served: ok
+// false closes it at once. A release that is not nil is called once when an
+// admitted connection closes.
+type Admit func(remote netip.Addr) (release func(), ok bool)
+
+// Filter is ln serving only the connections admit admits; the others are
+// closed as they are accepted, before a byte is read, and counted by
+// refused when it is not nil. Put it under Limits.Listener, so that a
+// refused connection never holds one of its slots.
+func Filter(ln net.Listener, admit Admit, refused func()) net.Listener {
+	return &filterListener{Listener: ln, admit: admit, refused: refused}
+}
+
+type filterListener struct {
+	net.Listener
+	admit   Admit
+	refused func()
+}
+
+// Accept returns the next connection admit admits.
+func (l *filterListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		var addr netip.Addr
+		if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			addr = tcp.AddrPort().Addr().Unmap()
+		}
+		release, ok := l.admit(addr)
+		if !ok {
+			_ = c.Close()
+			if l.refused != nil {
+				l.refused()
+			}
+			continue
+		}
+		if release == nil {
+			return c, nil
+		}
+		return &limitConn{Conn: c, release: release}, nil
+	}
 }

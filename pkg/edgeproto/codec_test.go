@@ -22,6 +22,13 @@ const storeID = "5f0c7a52-9a4e-4d0b-8a39-2c1e6b7d9f10"
 
 var jobVersion = ObjectVersion{ObjectRef: ObjectRef{"FederatedLearningJob", "ns", "fl"}, ResourceVersion: "42"}
 
+// upsertWithWorkers is jobVersion's Upsert naming workers, with their digest.
+func upsertWithWorkers(workers ...Worker) *Upsert {
+	v := jobVersion
+	v.Workers = WorkersDigest(workers)
+	return &Upsert{ObjectVersion: v, Object: json.RawMessage(jobObject), WorkerPods: workers}
+}
+
 // goldenMessages is one message of every type with its frame, byte for byte:
 // the wire format both ends agree on.
 var goldenMessages = map[string]struct {
@@ -398,9 +405,12 @@ func TestEncodeRejectsWhatDecodeWouldRefuse(t *testing.T) {
 		"upsert mismatching its object": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "43"}, Object: json.RawMessage(jobObject)}, ErrMalformed,
 			`metadata.resourceVersion "42" does not match resourceVersion "43"`},
 		"upsert whose workers digest is not its names'": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "42", Workers: "abc"},
-			Object: json.RawMessage(jobObject), WorkerNames: []string{"fl-train-0"}}, ErrMalformed, "is not the digest"},
-		"upsert with unsorted worker names": {&Upsert{ObjectVersion: ObjectVersion{ObjectRef: jobVersion.ObjectRef, ResourceVersion: "42",
-			Workers: WorkersDigest([]string{"b", "a"})}, Object: json.RawMessage(jobObject), WorkerNames: []string{"b", "a"}}, ErrMalformed, "workerNames[1]"},
+			Object: json.RawMessage(jobObject), WorkerPods: []Worker{{Name: "fl-train-0"}}}, ErrMalformed, "is not the digest"},
+		"upsert with unsorted worker names": {upsertWithWorkers(Worker{Name: "b"}, Worker{Name: "a"}), ErrMalformed, "workerPods[1].name"},
+		"upsert with a worker address not an IP": {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1:80"}}), ErrMalformed, "workerPods[0].ips[0]"},
+		"upsert with a worker address not canonical": {upsertWithWorkers(Worker{Name: "a", IPs: []string{"FD00::1"}}), ErrMalformed, "workerPods[0].ips[0]"},
+		"upsert with a worker address twice": {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1", "10.0.0.1"}}), ErrMalformed, "workerPods[0].ips[1]"},
+		"upsert with three worker addresses": {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1", "fd00::1", "10.0.0.2"}}), ErrMalformed, "3 addresses, at most 2"},
 		"upsert over the object frame limit": {&Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(big)}, ErrTooLarge, "upsert is 41"},
 		"a report over the frame limit": {&Report{ID: 1, Worker: "w", ReceivedAt: t0,
 			Body: json.RawMessage(`{"x":"` + strings.Repeat("x", MaxFrameBytes) + `"}`)}, ErrTooLarge, "report is 10"},

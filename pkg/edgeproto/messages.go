@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -272,11 +275,27 @@ type Upsert struct {
 	// the edge does not use). Its metadata's namespace, name and
 	// resourceVersion, and its kind when present, must equal the ref's.
 	Object json.RawMessage `json:"object"`
-	// WorkerNames are the names of the object's worker pods on the LC's node,
-	// sorted: the only workers whose reports the LC takes for the object.
-	// Their WorkersDigest is ObjectVersion.Workers.
-	WorkerNames []string `json:"workerNames,omitempty"`
+	// WorkerPods are the object's worker pods on the LC's node, sorted by
+	// name: the only workers whose reports the LC takes for the object, each
+	// only from its pod's addresses. Their WorkersDigest is
+	// ObjectVersion.Workers.
+	WorkerPods []Worker `json:"workerPods,omitempty"`
 }
+
+// Worker is one of an object's worker pods on a node: its name, and the
+// addresses its reports come from. Sedna's workers send no credentials, so
+// the address is what tells a worker from anything else on the node that
+// reaches the worker API: the pod's IPs (status.podIPs), which for a
+// hostNetwork pod are its node's. IPs is empty while the pod has none yet
+// (it is starting) and once it has finished (its address may be given to
+// another pod).
+type Worker struct {
+	Name string   `json:"name"`
+	IPs  []string `json:"ips,omitempty"`
+}
+
+// MaxWorkerIPs bounds a worker's addresses: a pod has one per IP family.
+const MaxWorkerIPs = 2
 
 // Type is TypeUpsert.
 func (*Upsert) Type() Type { return TypeUpsert }
@@ -288,11 +307,11 @@ func (u *Upsert) validate() error {
 	if err := checkObject("object", u.Object); err != nil {
 		return err
 	}
-	if err := checkWorkerNames(u.WorkerNames); err != nil {
+	if err := checkWorkers(u.WorkerPods); err != nil {
 		return err
 	}
-	if d := WorkersDigest(u.WorkerNames); d != u.Workers {
-		return fmt.Errorf("workers %q is not the digest %q of workerNames", clip(u.Workers), d)
+	if d := WorkersDigest(u.WorkerPods); d != u.Workers {
+		return fmt.Errorf("workers %q is not the digest %q of workerPods", clip(u.Workers), d)
 	}
 	// The LC files the object under the ref and later reports the ref and
 	// version in its inventory; an object that disagrees with its ref would be
@@ -324,43 +343,83 @@ func (u *Upsert) validate() error {
 
 func (u *Upsert) normalize() {
 	u.Object = compact(u.Object)
-	if len(u.WorkerNames) == 0 {
-		u.WorkerNames = nil
+	if len(u.WorkerPods) == 0 {
+		u.WorkerPods = nil
 	}
 }
 
-// MaxWorkerNames bounds the worker pods an Upsert names: far more than any
-// job runs on one node.
-const MaxWorkerNames = 10000
+// MaxWorkers bounds the worker pods an Upsert names: far more than any job
+// runs on one node.
+const MaxWorkers = 10000
 
-// checkWorkerNames checks that names are sorted, distinct pod names.
-func checkWorkerNames(names []string) error {
-	if len(names) > MaxWorkerNames {
-		return fmt.Errorf("workerNames: %d names, at most %d", len(names), MaxWorkerNames)
+// checkWorkers checks that workers are pods sorted by name, distinct, each
+// with at most MaxWorkerIPs distinct addresses in canonical form (the LC
+// compares them with the addresses it is called from).
+func checkWorkers(workers []Worker) error {
+	if len(workers) > MaxWorkers {
+		return fmt.Errorf("workerPods: %d pods, at most %d", len(workers), MaxWorkers)
 	}
-	for i, n := range names {
-		if n == "" || len(n) > 253 {
-			return fmt.Errorf("workerNames[%d]: not a pod name", i)
+	for i, w := range workers {
+		if w.Name == "" || len(w.Name) > MaxNameBytes {
+			return fmt.Errorf("workerPods[%d].name: not a pod name", i)
 		}
-		if i > 0 && names[i-1] >= n {
-			return fmt.Errorf("workerNames[%d]: %q is not after %q (the names are sorted and distinct)", i, clip(n), clip(names[i-1]))
+		if i > 0 && workers[i-1].Name >= w.Name {
+			return fmt.Errorf("workerPods[%d].name: %q is not after %q (the pods are sorted by name and distinct)", i, clip(w.Name), clip(workers[i-1].Name))
+		}
+		if len(w.IPs) > MaxWorkerIPs {
+			return fmt.Errorf("workerPods[%d].ips: %d addresses, at most %d", i, len(w.IPs), MaxWorkerIPs)
+		}
+		for j, ip := range w.IPs {
+			if !canonicalIP(ip) || (j > 0 && w.IPs[0] == ip) {
+				return fmt.Errorf("workerPods[%d].ips[%d]: %q is not a distinct IP address in canonical form", i, j, clip(ip))
+			}
 		}
 	}
 	return nil
 }
 
-// WorkersDigest is a short digest of sorted worker names, "" for none: what
-// an ObjectVersion says of the workers an Upsert named.
-func WorkersDigest(names []string) string {
-	if len(names) == 0 {
+// canonicalIP says whether s is an IP address without a zone, written as
+// netip writes it: two such strings are the same address if and only if
+// they are equal.
+func canonicalIP(s string) bool {
+	addr, err := netip.ParseAddr(s)
+	return err == nil && addr.Zone() == "" && addr.String() == s
+}
+
+// WorkersDigest is a short digest of workers (sorted by name), their names
+// and addresses, "" for none: what an ObjectVersion says of the workers an
+// Upsert named, so that a pod's new address is a new version on its node.
+func WorkersDigest(workers []Worker) string {
+	if len(workers) == 0 {
 		return ""
 	}
 	h := sha256.New()
-	for _, n := range names {
-		h.Write([]byte(n))
+	for _, w := range workers {
+		h.Write([]byte(w.Name))
+		for _, ip := range w.IPs {
+			h.Write([]byte{1})
+			h.Write([]byte(ip))
+		}
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Admits says whether a report of worker may come from addr: worker is one
+// of workers and addr one of its addresses (an IPv4 address mapped into
+// IPv6, as a dual-stack listener may give it, counts as the IPv4 one).
+func Admits(workers []Worker, worker string, addr netip.Addr) bool {
+	i, found := slices.BinarySearchFunc(workers, worker, func(w Worker, name string) int { return strings.Compare(w.Name, name) })
+	if !found {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	for _, ip := range workers[i].IPs {
+		if a, err := netip.ParseAddr(ip); err == nil && a.Unmap() == addr {
+			return true
+		}
+	}
+	return false
 }
 
 func mismatch(field, got, refField, want string) error {
@@ -434,6 +493,11 @@ type Report struct {
 	Body json.RawMessage `json:"body"`
 	// ReceivedAt is when the LC received the report from the worker.
 	ReceivedAt time.Time `json:"receivedAt"`
+	// From is the address the worker called from, which the LC checked is
+	// the worker pod's, in canonical form; "" for the LC's own reports and
+	// those of an LC that predates it. The GM checks it again against the
+	// pod's IPs.
+	From string `json:"from,omitempty"`
 }
 
 // Type is TypeReport.
@@ -450,6 +514,8 @@ func (r *Report) validate() error {
 		return errors.New("worker is required")
 	case r.ReceivedAt.IsZero():
 		return errors.New("receivedAt is required")
+	case r.From != "" && !canonicalIP(r.From):
+		return fmt.Errorf("from %q is not an IP address in canonical form", clip(r.From))
 	}
 	return checkObject("body", r.Body)
 }

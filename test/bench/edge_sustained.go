@@ -64,8 +64,8 @@ func (o sustainedOptions) parse(nodes int) ([]int, error) {
 			errs = append(errs, fmt.Errorf("-ji-workers: %q is not a positive count", f))
 		case len(steps) > 0 && n <= steps[len(steps)-1]:
 			errs = append(errs, fmt.Errorf("-ji-workers must rise: %d after %d", n, steps[len(steps)-1]))
-		case o.services > 0 && n/o.services > edgeproto.MaxWorkerNames:
-			errs = append(errs, fmt.Errorf("-ji-workers: %d workers over %d services is more than %d on one node", n, o.services, edgeproto.MaxWorkerNames))
+		case o.services > 0 && n/o.services > edgeproto.MaxWorkers:
+			errs = append(errs, fmt.Errorf("-ji-workers: %d workers over %d services is more than %d on one node", n, o.services, edgeproto.MaxWorkers))
 		default:
 			steps = append(steps, n)
 		}

@@ -1,8 +1,10 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -244,4 +246,34 @@ func WaitForReportsAcknowledged(t testing.TB, lc *LocalController) {
 		n, ok := m["nereid_cloudlink_outbox_reports"]
 		return ok && n == 0, nil
 	})
+}
+
+// PostAsWorker posts body to lc's worker API as worker, a pod of namespace,
+// would: from the pod's address. kwok gives the local run's pods addresses
+// in 127.64.0.0/16 (hack/local-up.sh), on the loopback interface, which a
+// test may speak from. A worker that is no pod, or a pod without an address
+// yet, posts from 127.0.0.1, its node's own address. It returns the HTTP
+// status and body; status 0 means the connection was closed (a
+// LocalController closes one from an address that is no worker's at once).
+func PostAsWorker(t testing.TB, lc *LocalController, namespace, worker string, body []byte) (int, string) {
+	t.Helper()
+	from := "127.0.0.1"
+	pod, err := KubeClient(t).CoreV1().Pods(namespace).Get(t.Context(), worker, metav1.GetOptions{})
+	if err == nil && pod.Status.PodIP != "" {
+		from = pod.Status.PodIP
+	}
+	return PostFrom(from, lc.WorkerURL+"/sedna/workers/"+worker+"/info", body)
+}
+
+// PostFrom posts body to url from the local address from.
+func PostFrom(from, url string, body []byte) (int, string) {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(msg)
 }

@@ -309,14 +309,18 @@ func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
 		status   string
 		wantCode []int
 	}{
-		"a name that is no pod":                  {worker: flJob + "-training-7-nothing", status: "running", wantCode: []int{http.StatusNotFound}},
-		"another node's worker of the job":       {worker: onEdge1, status: "running", wantCode: []int{http.StatusNotFound}},
-		"the aggregator saying it failed":        {worker: aggregator, status: "failed", wantCode: []int{http.StatusNotFound}},
-		"the reserved name in another case":      {worker: "Nereid-LocalController", status: "completed", wantCode: []int{http.StatusBadRequest, http.StatusNotFound}},
-		"the reserved name in upper case, again": {worker: strings.ToUpper(edgeproto.LocalControllerWorker), status: "completed", wantCode: []int{http.StatusBadRequest, http.StatusNotFound}},
+		// From the node's own address, which is no worker's: the
+		// connection is closed at once, or the report refused.
+		"a name that is no pod": {worker: flJob + "-training-7-nothing", status: "running", wantCode: []int{0, http.StatusForbidden}},
+		// From their own addresses, which edge-0 was not sent.
+		"another node's worker of the job": {worker: onEdge1, status: "running", wantCode: []int{0, http.StatusForbidden}},
+		"the aggregator saying it failed":  {worker: aggregator, status: "failed", wantCode: []int{0, http.StatusForbidden}},
+		// Answered (or closed) before the worker's address is looked at.
+		"the reserved name in another case":      {worker: "Nereid-LocalController", status: "completed", wantCode: []int{0, http.StatusBadRequest}},
+		"the reserved name in upper case, again": {worker: strings.ToUpper(edgeproto.LocalControllerWorker), status: "completed", wantCode: []int{0, http.StatusBadRequest}},
 	}
 	for name, tc := range cases {
-		code, msg := postBody(lc, tc.worker, report(tc.worker, tc.status))
+		code, msg := framework.PostAsWorker(t, lc, ns, tc.worker, report(tc.worker, tc.status))
 		if !slices.Contains(tc.wantCode, code) {
 			t.Errorf("%s: the LocalController answered %d %s, want one of %v", name, code, msg, tc.wantCode)
 		}

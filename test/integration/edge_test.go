@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -50,28 +49,23 @@ func postReport(t *testing.T, lc *framework.LocalController, ns, worker string, 
 		"name": worker, "namespace": ns, "ownerName": flJob, "ownerKind": "federatedlearningjob",
 		"kind": "train", "status": "running", "ownerInfo": map[string]any{"currentRound": round},
 	})
-	return postBody(lc, worker, body)
+	return framework.PostAsWorker(t, lc, ns, worker, body)
 }
 
-// postBody posts a worker's report body to its LocalController; status 0
-// means nothing listens there (yet).
-func postBody(lc *framework.LocalController, worker string, body []byte) (int, string) {
-	resp, err := http.Post(lc.WorkerURL+"/sedna/workers/"+worker+"/info", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(msg)
+// notYetKnown says whether a report's answer may mean only that the
+// LocalController has not yet been sent the worker or its address: the
+// connection closed (status 0) or 403.
+func notYetKnown(code int) bool {
+	return code == 0 || code == http.StatusForbidden
 }
 
 // postUntilKnown posts a report, retrying while the LocalController has not
-// received the job yet (404).
+// received the job, its worker or the worker's address yet.
 func postUntilKnown(t *testing.T, lc *framework.LocalController, ns, worker string, round int) {
 	t.Helper()
 	framework.Eventually(t, 30*time.Second, "the LocalController to take a report", func(context.Context) (bool, error) {
 		code, msg := postReport(t, lc, ns, worker, round)
-		if code != http.StatusOK && code != http.StatusNotFound && code != 0 {
+		if code != http.StatusOK && !notYetKnown(code) {
 			return false, fmt.Errorf("status %d: %s", code, msg)
 		}
 		return code == http.StatusOK, nil
@@ -539,7 +533,7 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 			"inferenceNumber": 120, "hardExampleNumber": 30, "uploadCloudRatio": 0.25},
 	})
 	framework.Eventually(t, 30*time.Second, "the LocalController to take the report", func(context.Context) (bool, error) {
-		code, _ := postBody(lc, worker, body)
+		code, _ := framework.PostAsWorker(t, lc, ns, worker, body)
 		return code == http.StatusOK, nil
 	})
 	framework.Eventually(t, 30*time.Second, "the counts in the service's status", func(ctx context.Context) (bool, error) {

@@ -236,8 +236,8 @@ func (c *cycle) post(worker, stage, status string, results []map[string]any) {
 		c.t.Fatal(err)
 	}
 	framework.Eventually(c.t, 30*time.Second, fmt.Sprintf("the LocalController to take %s's %s report", worker, status), func(context.Context) (bool, error) {
-		code, msg := postBody(c.lc, worker, body)
-		if code != http.StatusOK && code != http.StatusNotFound && code != 0 {
+		code, msg := framework.PostAsWorker(c.t, c.lc, c.ns, worker, body)
+		if code != http.StatusOK && !notYetKnown(code) {
 			return false, fmt.Errorf("status %d: %s", code, msg)
 		}
 		return code == http.StatusOK, nil

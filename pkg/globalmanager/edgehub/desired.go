@@ -2,7 +2,9 @@ package edgehub
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +48,7 @@ var (
 type objVersion struct {
 	resourceVersion string
 	digest          string // edgeproto.ObjectDigest of the object as sent
-	workers         string // edgeproto.WorkersDigest of the names
+	workers         string // edgeproto.WorkersDigest of the workers
 }
 
 func versionOf(v edgeproto.ObjectVersion) objVersion {
@@ -71,7 +73,7 @@ func (v objVersion) sameOnEdge(w objVersion) bool {
 type desiredObject struct {
 	kind    *kind
 	obj     metav1.Object
-	workers []string // its pods on the node, sorted
+	workers []edgeproto.Worker // its pods on the node, sorted by name
 	version objVersion
 }
 
@@ -181,18 +183,45 @@ func getCached(inf cache.SharedIndexInformer, namespace, name string) (metav1.Ob
 	return m, ok
 }
 
-// workersOn are the names of obj's pods bound to node, sorted. A pod counts
-// where it was scheduled, whatever its template said.
-func (h *Hub) workersOn(obj metav1.Object, node string) []string {
+// workersOn are obj's pods bound to node, sorted by name, with their
+// addresses. A pod counts where it was scheduled, whatever its template
+// said.
+func (h *Hub) workersOn(obj metav1.Object, node string) []edgeproto.Worker {
 	pods := byIndex(h.pods, podIndexOwnerNode, string(obj.GetUID())+"/"+node)
-	names := make([]string, 0, len(pods))
+	workers := make([]edgeproto.Worker, 0, len(pods))
 	for _, p := range pods {
-		if isWorkerOf(p, obj) {
-			names = append(names, p.GetName())
+		if h.chain.IsWorkerPod(p, obj) {
+			workers = append(workers, edgeproto.Worker{Name: p.GetName(), IPs: workerIPs(p)})
 		}
 	}
-	slices.Sort(names)
-	return names
+	slices.SortFunc(workers, func(a, b edgeproto.Worker) int { return strings.Compare(a.Name, b.Name) })
+	return workers
+}
+
+// workerIPs are the addresses a worker pod's reports come from: its IPs
+// (status.podIPs; a hostNetwork pod's are its node's), in canonical form, at
+// most edgeproto.MaxWorkerIPs. A pod that has finished has none: its
+// address may be given to another pod.
+func workerIPs(o metav1.Object) []string {
+	pod, ok := o.(*corev1.Pod)
+	if !ok || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	podIPs := pod.Status.PodIPs
+	if len(podIPs) == 0 && pod.Status.PodIP != "" {
+		podIPs = []corev1.PodIP{{IP: pod.Status.PodIP}}
+	}
+	var ips []string
+	for _, p := range podIPs {
+		addr, err := netip.ParseAddr(p.IP)
+		if err != nil || len(ips) == edgeproto.MaxWorkerIPs {
+			continue
+		}
+		if ip := addr.Unmap().String(); !contains(ips, ip) {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
 }
 
 // desired is the latest version of every object that concerns node: those
@@ -240,13 +269,15 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 		if seenOwner[owner] {
 			continue
 		}
-		seenOwner[owner] = true
 		for _, k := range h.kinds {
 			if !k.workers {
 				continue
 			}
 			for _, obj := range byIndex(k.informer, indexUID, uid) {
-				if obj.GetNamespace() == pod.GetNamespace() {
+				// The label only finds the object: a pod anyone labelled
+				// brings it nowhere (another pod of the object may yet).
+				if h.chain.IsWorkerPod(pod, obj) {
+					seenOwner[owner] = true
 					add(k, obj)
 				}
 			}
@@ -277,26 +308,20 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 	return out
 }
 
-// isWorkerOf says whether pod is one of obj's workers: in its namespace, with
-// its owner-uid label, and controlled by it, or by a ReplicaSet (a service's
-// Deployment's; the ReplicaSet's own owner is not checked, the hub caches no
-// ReplicaSets). A pod a user made with the label but no such controller is
-// no worker.
-func isWorkerOf(pod, obj metav1.Object) bool {
-	if pod.GetNamespace() != obj.GetNamespace() || pod.GetLabels()[common.LabelOwnerUID] != string(obj.GetUID()) {
-		return false
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && (ref.UID == obj.GetUID() || (ref.Kind == "ReplicaSet" && ref.APIVersion == "apps/v1"))
-}
-
-// checkWorker refuses a report of worker about obj from node unless worker is
-// one of obj's pods bound to node, or the LocalController itself (whose
-// reserved name the worker API refuses to workers). The LocalController has
-// checked it already with the names the hub sent; this is the cloud's own
-// check, against the latest pods.
-func (h *Hub) checkWorker(node string, obj metav1.Object, worker string) error {
+// checkWorker refuses a report of worker about obj, of kind k, from node,
+// that came from the address from ("" if the LocalController did not say),
+// unless worker is one of obj's pods bound to node and from is one of its
+// IPs, or worker is the LocalController itself and k's LocalControllers
+// report under their own name (the learning cycles'; the worker API refuses
+// the name to workers). The LocalController has checked it already with
+// the workers and addresses the hub sent; this is the cloud's own check,
+// against the latest pods. A finished pod's IPs still count here: its last
+// report may be applied after it has finished.
+func (h *Hub) checkWorker(node string, k *kind, obj metav1.Object, worker, from string) error {
 	if worker == edgeproto.LocalControllerWorker {
+		if !k.ownReports {
+			return edgeproto.Refuse("the LocalController reports under its own name only for learning cycles, not for a %s", k.name)
+		}
 		return nil
 	}
 	o, exists, err := h.pods.GetIndexer().GetByKey(nsKey(obj.GetNamespace(), worker))
@@ -304,12 +329,28 @@ func (h *Hub) checkWorker(node string, obj metav1.Object, worker string) error {
 	switch {
 	case err != nil || !exists || !isPod:
 		return edgeproto.Refuse("worker %s is not a pod of %s/%s", worker, obj.GetNamespace(), obj.GetName())
-	case !isWorkerOf(pod, obj):
+	case !h.chain.IsWorkerPod(pod, obj):
 		return edgeproto.Refuse("pod %s/%s is not a worker of %s", pod.Namespace, pod.Name, obj.GetName())
 	case pod.Spec.NodeName != node:
 		return edgeproto.Refuse("pod %s/%s runs on %q, not on node %s", pod.Namespace, pod.Name, pod.Spec.NodeName, node)
+	case from != "" && !hasIP(pod, from):
+		return edgeproto.Refuse("the report of pod %s/%s came from %s, which is not the pod's address", pod.Namespace, pod.Name, from)
 	}
 	return nil
+}
+
+// hasIP says whether ip (canonical) is one of pod's IPs, in any phase.
+func hasIP(pod *corev1.Pod, ip string) bool {
+	want, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	for _, p := range append([]corev1.PodIP{{IP: pod.Status.PodIP}}, pod.Status.PodIPs...) {
+		if addr, err := netip.ParseAddr(p.IP); err == nil && addr.Unmap() == want.Unmap() {
+			return true
+		}
+	}
+	return false
 }
 
 // concerns reports whether the object ref (a job, a service or a Dataset:

@@ -1,11 +1,14 @@
 package edgehub
 
 import (
+	"strings"
+
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -95,8 +98,8 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 	all := objects{
 		datasets: []*sednav1.Dataset{dataset("data-a", "edge-a"), dataset("data-b", "edge-b"), otherNS},
 		pods: []*corev1.Pod{
-			workerPod("fl-sched-train-0", "uid-fl-sched", "edge-d"),
-			workerPod("fl-sched-train-1", "uid-fl-sched", "edge-d"),
+			withIPs(workerPod("fl-sched-train-0", "uid-fl-sched", "edge-d"), corev1.PodRunning, "10.1.0.5", "fd00::5"),
+			withIPs(workerPod("fl-sched-train-1", "uid-fl-sched", "edge-d"), corev1.PodSucceeded, "10.1.0.6"),
 			workerPod("fl-sched-agg", "uid-fl-sched", "cloud"),
 			workerPod("stray", "uid-nobody", "edge-d"),
 			forgedPod("forged", "uid-fl-sched", "edge-d"),
@@ -198,11 +201,11 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 				"Model default/ji-cloud-small",
 			},
 		},
-		"edge-d: a job whose pods the scheduler bound there, with their names": {
+		"edge-d: a job whose pods the scheduler bound there, with their names and addresses (a finished pod's none)": {
 			node: "edge-d",
 			objs: all,
 			want: []string{
-				"FederatedLearningJob default/fl-sched [fl-sched-train-0 fl-sched-train-1]",
+				"FederatedLearningJob default/fl-sched [fl-sched-train-0@10.1.0.5,fd00::5 fl-sched-train-1@]",
 				"Model default/fl-sched-model",
 			},
 		},
@@ -224,7 +227,11 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 				}
 				line := ref.String()
 				if len(d.workers) > 0 {
-					line += fmt.Sprintf(" %v", d.workers)
+					var ws []string
+					for _, w := range d.workers {
+						ws = append(ws, w.Name+"@"+strings.Join(w.IPs, ","))
+					}
+					line += fmt.Sprintf(" %v", ws)
 				}
 				if d.version.workers != edgeproto.WorkersDigest(d.workers) {
 					t.Errorf("%s: version %+v does not carry the digest of its workers", ref, d.version)
@@ -248,6 +255,8 @@ type objects struct {
 	incrementalJobs        []*sednav1.IncrementalLearningJob
 	lifelongJobs           []*sednav1.LifelongLearningJob
 	pods                   []*corev1.Pod
+	replicaSets            []*appsv1.ReplicaSet
+	deployments            []*appsv1.Deployment
 }
 
 // seededHub is a hub, not running, whose informers' caches hold objs.
@@ -256,8 +265,9 @@ func seededHub(t *testing.T, objs objects) *Hub {
 	sedna := sednafake.NewSimpleClientset()
 	factory := sednainformers.NewSharedInformerFactory(sedna, 0)
 	kube := kubefake.NewClientset()
-	pods := kubeinformers.NewSharedInformerFactory(kube, 0).Core().V1().Pods()
-	h, err := New(t.Context(), kube, sedna.SednaV1alpha1(), factory.Sedna().V1alpha1(), pods, Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
+	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
+	workers := WorkerCaches{Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments()}
+	h, err := New(t.Context(), kube, sedna.SednaV1alpha1(), factory.Sedna().V1alpha1(), workers, Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +282,101 @@ func seededHub(t *testing.T, objs objects) *Hub {
 			t.Fatal(err)
 		}
 	}
+	for _, rs := range objs.replicaSets {
+		if err := h.chain.ReplicaSets.Add(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range objs.deployments {
+		if err := h.chain.Deployments.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return h
+}
+
+// withIPs gives pod a phase and addresses.
+func withIPs(pod *corev1.Pod, phase corev1.PodPhase, ips ...string) *corev1.Pod {
+	pod.Status.Phase = phase
+	for i, ip := range ips {
+		if i == 0 {
+			pod.Status.PodIP = ip
+		}
+		pod.Status.PodIPs = append(pod.Status.PodIPs, corev1.PodIP{IP: ip})
+	}
+	return pod
+}
+
+// controlledBy makes obj controlled by owner, of kind.
+func controlledBy(obj metav1.Object, apiVersion, kind string, owner metav1.Object) {
+	controller := true
+	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: &controller}})
+}
+
+// A service's pod is its worker through the chain Nereid made, UIDs checked
+// at each link: the service controls a Deployment, which controls a
+// ReplicaSet, which controls the pod. A pod with the service's label under
+// anything else is nobody's worker: it brings the service to no node and
+// reports for nothing.
+func TestAServicesWorkersAreFoundThroughItsOwnDeployment(t *testing.T) {
+	svc := jointService("ji", "", "cloud")
+	svc.UID = "uid-ji"
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "ji-edge", Namespace: testNS, UID: "uid-deploy",
+		Labels: map[string]string{common.LabelOwnerUID: "uid-ji"}}}
+	controlledBy(deploy, "sedna.io/v1alpha1", "JointInferenceService", svc)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "ji-edge-abc", Namespace: testNS, UID: "uid-rs",
+		Labels: map[string]string{common.LabelOwnerUID: "uid-ji"}}}
+	controlledBy(rs, "apps/v1", "Deployment", deploy)
+	// A user's own Deployment and ReplicaSet, copying the labels.
+	userDeploy := deploy.DeepCopy()
+	userDeploy.Name, userDeploy.UID, userDeploy.OwnerReferences = "mine", "uid-mine", nil
+	userRS := rs.DeepCopy()
+	userRS.Name, userRS.UID = "mine-abc", "uid-mine-rs"
+	controlledBy(userRS, "apps/v1", "Deployment", userDeploy)
+	bareRS := rs.DeepCopy()
+	bareRS.Name, bareRS.UID, bareRS.OwnerReferences = "bare", "uid-bare", nil
+	// A ReplicaSet naming the service's Deployment by name with another UID.
+	staleRS := rs.DeepCopy()
+	staleRS.Name, staleRS.UID = "stale", "uid-stale"
+	staleRS.OwnerReferences[0].UID = "uid-old-deploy"
+
+	pod := func(name, node string, owner *appsv1.ReplicaSet) *corev1.Pod {
+		p := withIPs(workerPod(name, "uid-ji", node), corev1.PodRunning, "10.1.0.9")
+		controlledBy(p, "apps/v1", "ReplicaSet", owner)
+		return p
+	}
+	h := seededHub(t, objects{
+		jointInferenceServices: []*sednav1.JointInferenceService{svc},
+		deployments:            []*appsv1.Deployment{deploy, userDeploy},
+		replicaSets:            []*appsv1.ReplicaSet{rs, userRS, bareRS, staleRS},
+		pods: []*corev1.Pod{
+			pod("ji-edge-abc-1", "edge-0", rs),
+			pod("mine-abc-1", "edge-1", userRS), pod("bare-1", "edge-1", bareRS), pod("stale-1", "edge-1", staleRS),
+		},
+	})
+	ref := edgeproto.ObjectRef{Kind: sednav1.JointInferenceServiceKind.Kind, Namespace: testNS, Name: "ji"}
+	d, ok := h.desired("edge-0")[ref]
+	if want := []edgeproto.Worker{{Name: "ji-edge-abc-1", IPs: []string{"10.1.0.9"}}}; !ok || !cmp.Equal(d.workers, want) {
+		t.Errorf("edge-0, where the service's own pod runs: sent %v with workers %v, want %v", ok, d.workers, want)
+	}
+	if _, ok := h.desired("edge-1")[ref]; ok {
+		t.Errorf("edge-1, where only pods of other ReplicaSets carry the service's label, is sent the service")
+	}
+	k := h.byName[sednav1.JointInferenceServiceKind.Kind]
+	for _, worker := range []string{"mine-abc-1", "bare-1", "stale-1"} {
+		if err := h.checkWorker("edge-1", k, svc, worker, "10.1.0.9"); err == nil {
+			t.Errorf("a report of %s, a pod with the service's label that is not its worker, was taken", worker)
+		}
+	}
+	if err := h.checkWorker("edge-0", k, svc, "ji-edge-abc-1", "10.1.0.9"); err != nil {
+		t.Errorf("a report of the service's own pod, from its address: %v", err)
+	}
+	if err := h.checkWorker("edge-0", k, svc, "ji-edge-abc-1", "10.1.0.10"); err == nil {
+		t.Errorf("a report of the service's own pod that the LocalController says came from another address was taken")
+	}
+	if err := h.checkWorker("edge-0", k, svc, edgeproto.LocalControllerWorker, ""); err == nil {
+		t.Errorf("a report under the LocalController's own name was taken for a joint inference service")
+	}
 }
 
 // forgedPod carries owner's label on node, but no controller reference.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -44,7 +46,9 @@ type Hub struct {
 	kinds  []*kind
 	byName map[string]*kind
 	// pods are the GlobalManager's worker pods (the children cache).
-	pods   cache.SharedIndexInformer
+	pods cache.SharedIndexInformer
+	// chain finds a pod's object through its controllers (IsWorkerPod).
+	chain  common.WorkerChain
 	synced []cache.InformerSynced
 	auth   *authenticator
 	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
@@ -94,16 +98,27 @@ type Hub struct {
 	addr  net.Addr
 }
 
+// WorkerCaches are the caches of the GlobalManager's children the hub finds
+// worker pods in: its pods (which carry the owner-uid label), and the
+// ReplicaSets and Deployments between a service and its pods. Without
+// ReplicaSets or Deployments, only pods an object controls itself are its
+// workers.
+type WorkerCaches struct {
+	Pods        coreinformers.PodInformer
+	ReplicaSets appsinformers.ReplicaSetInformer
+	Deployments appsinformers.DeploymentInformer
+}
+
 // New wires the hub to the sedna informers (those of
-// factory.Sedna().V1alpha1()) and to the GlobalManager's worker pods (pods,
-// which carry the owner-uid label); it adds its indexes and event handlers,
+// factory.Sedna().V1alpha1()) and to the caches of the GlobalManager's
+// children (workers); it adds its indexes and event handlers,
 // so it must be called before the factories start, and starts nothing.
 // Reports go to appliers (see Appliers); events about objects (one that
 // cannot be sent to a node) go to recorder, and the EdgeSynced condition of
 // such an object is written with sednaClient. Metrics are registered with reg
 // when it is not nil.
 func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sednaclient.SednaV1alpha1Interface,
-	informers sednainformers.Interface, pods coreinformers.PodInformer,
+	informers sednainformers.Interface, workers WorkerCaches,
 	appliers Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -117,7 +132,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		client:   kubeClient,
 		kinds:    sednaKinds(sednaClient, informers),
 		byName:   make(map[string]*kind),
-		pods:     pods.Informer(),
+		pods:     workers.Pods.Informer(),
 		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
 		recorder: recorder,
@@ -182,7 +197,8 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		AddFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
-			if o.Spec.NodeName != n.Spec.NodeName || o.Labels[common.LabelOwnerUID] != n.Labels[common.LabelOwnerUID] {
+			if o.Spec.NodeName != n.Spec.NodeName || o.Labels[common.LabelOwnerUID] != n.Labels[common.LabelOwnerUID] ||
+				!sameController(o, n) || !slices.Equal(workerIPs(o), workerIPs(n)) {
 				h.markDirty(podNodes(oldObj, newObj))
 			}
 		},
@@ -192,7 +208,80 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		return nil, fmt.Errorf("adding edge hub pod handler: %w", err)
 	}
 	h.synced = append(h.synced, h.pods.HasSynced, podReg.HasSynced)
+	if err := h.followWorkerChain(workers); err != nil {
+		return nil, err
+	}
 	return h, nil
+}
+
+// followWorkerChain caches the ReplicaSets and Deployments of workers for
+// IsWorkerPod, and marks the nodes of a ReplicaSet's pods dirty when it
+// comes, goes or changes controller: a pod seen before its ReplicaSet is
+// taken for a worker only then.
+func (h *Hub) followWorkerChain(workers WorkerCaches) error {
+	if workers.ReplicaSets != nil {
+		inf := workers.ReplicaSets.Informer()
+		if err := h.watchChainLink(inf); err != nil {
+			return err
+		}
+		h.chain.ReplicaSets = inf.GetIndexer()
+	}
+	if workers.Deployments != nil {
+		inf := workers.Deployments.Informer()
+		if err := h.watchChainLink(inf); err != nil {
+			return err
+		}
+		h.chain.Deployments = inf.GetIndexer()
+	}
+	return nil
+}
+
+// watchChainLink marks dirty the nodes whose workers an object of inf may
+// make or unmake, as it comes, goes or changes controller.
+func (h *Hub) watchChainLink(inf cache.SharedIndexInformer) error {
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.markDirty(h.chainNodes(obj)) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(metav1.Object), newObj.(metav1.Object)
+			if !sameController(o, n) {
+				h.markDirty(h.chainNodes(newObj))
+			}
+		},
+		DeleteFunc: func(obj any) { h.markDirty(h.chainNodes(obj)) },
+	})
+	if err != nil {
+		return fmt.Errorf("adding edge hub worker chain handler: %w", err)
+	}
+	h.synced = append(h.synced, inf.HasSynced, reg.HasSynced)
+	return nil
+}
+
+// sameController says whether o and n have the same controller reference.
+func sameController(o, n metav1.Object) bool {
+	a, b := metav1.GetControllerOfNoCopy(o), metav1.GetControllerOfNoCopy(n)
+	return (a == nil && b == nil) || (a != nil && b != nil && a.UID == b.UID)
+}
+
+// chainNodes are the nodes of the pods that carry the owner-uid label of
+// obj (a ReplicaSet or Deployment, or its tombstone): those whose workers it
+// may make or unmake.
+func (h *Hub) chainNodes(obj any) []string {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok || o.GetLabels()[common.LabelOwnerUID] == "" {
+		return nil
+	}
+	owner := &metav1.ObjectMeta{Namespace: o.GetNamespace(), UID: types.UID(o.GetLabels()[common.LabelOwnerUID])}
+	pods, _ := common.ListOwned[*corev1.Pod](h.pods.GetIndexer(), owner) // the index is the hub's own (addIndexers)
+	var nodes []string
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	return nodes
 }
 
 // watchLocalControllerPods makes one informer per accepted ServiceAccount,

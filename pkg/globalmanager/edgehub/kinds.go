@@ -33,6 +33,10 @@ type kind struct {
 	// LocalController; the hub sends each node the names of the object's pods
 	// on it, and accepts reports only from those.
 	workers bool
+	// ownReports is set for the kinds whose LocalControllers report under
+	// their own name (edgeproto.LocalControllerWorker: a learning cycle's
+	// round data ready, a model deployed); any other kind refuses the name.
+	ownReports bool
 	// conditions reads and writes the EdgeSynced condition of its objects.
 	conditions conditionAccess
 }
@@ -82,13 +86,13 @@ func sednaKinds(client sednaclient.SednaV1alpha1Interface, inf sednainformers.In
 					return client.JointInferenceServices(ns)
 				})},
 		{name: sednav1.IncrementalLearningJobKind.Kind, apiVersion: gv, informer: inf.IncrementalLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: sendsStatus[sednav1.IncrementalLearningJobKind.Kind],
+			workers: true, sendStatus: sendsStatus[sednav1.IncrementalLearningJobKind.Kind], ownReports: true,
 			conditions: jobConditions(func(o *sednav1.IncrementalLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
 				func(ns string) statusUpdater[*sednav1.IncrementalLearningJob] {
 					return client.IncrementalLearningJobs(ns)
 				})},
 		{name: sednav1.LifelongLearningJobKind.Kind, apiVersion: gv, informer: inf.LifelongLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: sendsStatus[sednav1.LifelongLearningJobKind.Kind],
+			workers: true, sendStatus: sendsStatus[sednav1.LifelongLearningJobKind.Kind], ownReports: true,
 			conditions: jobConditions(func(o *sednav1.LifelongLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
 				func(ns string) statusUpdater[*sednav1.LifelongLearningJob] { return client.LifelongLearningJobs(ns) })},
 	}

@@ -317,11 +317,11 @@ func (s *session) checkWorker(r *edgeproto.Report) (string, *checkedReport, erro
 		return "", nil, edgeproto.Refuse("the report is of worker %s, its body names %s", edgeproto.ClipName(r.Worker), edgeproto.ClipName(info.Name))
 	}
 	o := info.Owner()
-	obj, _, ok := s.hub.concerns(s.node, o)
+	obj, k, ok := s.hub.concerns(s.node, o)
 	if !ok {
 		return "", nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
 	}
-	if err := s.hub.checkWorker(s.node, obj, info.Name); err != nil {
+	if err := s.hub.checkWorker(s.node, k, obj, info.Name, r.From); err != nil {
 		return "", nil, err
 	}
 	a := s.hub.appliers[o.Kind]

@@ -638,7 +638,7 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 		frame, err = edgeproto.Encode(&edgeproto.Upsert{
 			ObjectVersion: d.objectVersion(ref),
 			Object:        obj,
-			WorkerNames:   d.workers,
+			WorkerPods:    d.workers,
 		})
 	}
 	if err != nil {

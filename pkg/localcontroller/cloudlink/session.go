@@ -365,7 +365,7 @@ func (l *Link) apply(ctx context.Context, msgs []edgeproto.Message, acks *ackQue
 		switch m := msg.(type) {
 		case *edgeproto.Upsert:
 			changes = append(changes, store.ObjectChange{Key: storeKey(m.ObjectRef), ResourceVersion: m.ResourceVersion, Digest: m.Digest,
-				Workers: m.WorkerNames, Data: m.Object})
+				Workers: m.WorkerPods, Data: m.Object})
 			versions = append(versions, m.ObjectVersion)
 			upserts++
 			continue

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 // Key names one sedna.io object the GlobalManager sent.
@@ -63,10 +65,10 @@ type Object struct {
 	// Digest is the GlobalManager's digest of what the edge uses of the
 	// object (edgeproto.ObjectVersion.Digest); "" when it sent none.
 	Digest string
-	// Workers are the names of the object's pods on this node, as the
+	// Workers are the object's pods on this node, sorted by name, as the
 	// GlobalManager last sent them: the workers whose reports the worker API
-	// takes for it.
-	Workers []string
+	// takes for it, each from its addresses.
+	Workers []edgeproto.Worker
 	Data    []byte
 }
 
@@ -76,7 +78,7 @@ type Version struct {
 	Key             Key
 	ResourceVersion string
 	Digest          string
-	Workers         []string
+	Workers         []edgeproto.Worker
 }
 
 // The formats of a stored value, its first byte, so the layout can change
@@ -90,23 +92,37 @@ const (
 	// objectFormatV3: as V2 with, after the resourceVersion, uvarint
 	// len(digest), digest.
 	objectFormatV3 byte = 3
+	// objectFormatV4: as V3 with, after each worker's name, uvarint number
+	// of its addresses, each as uvarint len(ip), ip. A worker read from an
+	// earlier format has no address, so its reports are refused until the
+	// GlobalManager sends its addresses (the digest it is stated back with
+	// differs, so it does on the next connection).
+	objectFormatV4 byte = 4
 )
 
-func encodeObject(resourceVersion, digest string, workers []string, data []byte) []byte {
+func encodeObject(resourceVersion, digest string, workers []edgeproto.Worker, data []byte) []byte {
 	size := 1 + 3*binary.MaxVarintLen64 + len(resourceVersion) + len(digest) + len(data)
 	for _, w := range workers {
-		size += binary.MaxVarintLen64 + len(w)
+		size += 2*binary.MaxVarintLen64 + len(w.Name)
+		for _, ip := range w.IPs {
+			size += binary.MaxVarintLen64 + len(ip)
+		}
 	}
 	b := make([]byte, 0, size)
-	b = append(b, objectFormatV3)
-	b = binary.AppendUvarint(b, uint64(len(resourceVersion)))
-	b = append(b, resourceVersion...)
-	b = binary.AppendUvarint(b, uint64(len(digest)))
-	b = append(b, digest...)
+	b = append(b, objectFormatV4)
+	field := func(f string) {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	field(resourceVersion)
+	field(digest)
 	b = binary.AppendUvarint(b, uint64(len(workers)))
 	for _, w := range workers {
-		b = binary.AppendUvarint(b, uint64(len(w)))
-		b = append(b, w...)
+		field(w.Name)
+		b = binary.AppendUvarint(b, uint64(len(w.IPs)))
+		for _, ip := range w.IPs {
+			field(ip)
+		}
 	}
 	return append(b, data...)
 }
@@ -115,7 +131,7 @@ func encodeObject(resourceVersion, digest string, workers []string, data []byte)
 // length of the transaction. With withData false the data is not read.
 func decodeObject(k Key, v []byte, withData bool) (Object, error) {
 	malformed := fmt.Errorf("object %s: malformed value", k)
-	if len(v) == 0 || (v[0] != objectFormatV1 && v[0] != objectFormatV2 && v[0] != objectFormatV3) {
+	if len(v) == 0 || v[0] < objectFormatV1 || v[0] > objectFormatV4 {
 		return Object{}, fmt.Errorf("object %s: unknown format", k)
 	}
 	format, rest := v[0], v[1:]
@@ -134,23 +150,44 @@ func decodeObject(k Key, v []byte, withData bool) (Object, error) {
 		return Object{}, malformed
 	}
 	o := Object{Key: k, ResourceVersion: rv}
-	if format == objectFormatV3 {
+	// count reads a count off rest; each of its items takes a byte at least.
+	count := func() (uint64, bool) {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return 0, false
+		}
+		rest = rest[w:]
+		return n, true
+	}
+	if format >= objectFormatV3 {
 		if o.Digest, ok = field(); !ok {
 			return Object{}, malformed
 		}
 	}
-	if format == objectFormatV2 || format == objectFormatV3 {
-		count, w := binary.Uvarint(rest)
-		if w <= 0 || count > uint64(len(rest)) {
+	if format >= objectFormatV2 {
+		workers, ok := count()
+		if !ok {
 			return Object{}, malformed
 		}
-		rest = rest[w:]
-		for range count {
-			name, ok := field()
-			if !ok {
+		for range workers {
+			var w edgeproto.Worker
+			if w.Name, ok = field(); !ok {
 				return Object{}, malformed
 			}
-			o.Workers = append(o.Workers, name)
+			if format >= objectFormatV4 {
+				ips, ok := count()
+				if !ok {
+					return Object{}, malformed
+				}
+				for range ips {
+					ip, ok := field()
+					if !ok {
+						return Object{}, malformed
+					}
+					w.IPs = append(w.IPs, ip)
+				}
+			}
+			o.Workers = append(o.Workers, w)
 		}
 	}
 	if withData {
@@ -163,13 +200,8 @@ func decodeObject(k Key, v []byte, withData bool) (Object, error) {
 // the names of its worker pods on this node, replacing any previous one. It
 // returns only once the write is committed to disk, because the
 // LocalController acknowledges to the GlobalManager only what is persisted.
-func (s *Store) PutObject(key Key, resourceVersion string, workers []string, data []byte) error {
-	if err := key.validate(); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(objectsBucket).Put(key.encode(), encodeObject(resourceVersion, "", workers, data))
-	})
+func (s *Store) PutObject(key Key, resourceVersion string, workers []edgeproto.Worker, data []byte) error {
+	err := s.ApplyObjects([]ObjectChange{{Key: key, ResourceVersion: resourceVersion, Workers: workers, Data: data}})
 	if err != nil {
 		return fmt.Errorf("storing object %s: %w", key, err)
 	}
@@ -179,13 +211,7 @@ func (s *Store) PutObject(key Key, resourceVersion string, workers []string, dat
 // DeleteObject removes an object, committed to disk before it returns.
 // Deleting an absent object is not an error: deletions can be sent again.
 func (s *Store) DeleteObject(key Key) error {
-	if err := key.validate(); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(objectsBucket).Delete(key.encode())
-	})
-	if err != nil {
+	if err := s.ApplyObjects([]ObjectChange{{Key: key, Delete: true}}); err != nil {
 		return fmt.Errorf("deleting object %s: %w", key, err)
 	}
 	return nil
@@ -199,7 +225,7 @@ type ObjectChange struct {
 	Delete          bool
 	ResourceVersion string
 	Digest          string
-	Workers         []string // the object's worker pods on this node
+	Workers         []edgeproto.Worker // the object's worker pods on this node
 	Data            []byte
 }
 
@@ -213,9 +239,21 @@ func (s *Store) ApplyObjects(changes []ObjectChange) error {
 			return err
 		}
 	}
+	// The workers index follows what is committed: what each change takes
+	// out and puts in, applied once the transaction is.
+	var gone, added [][]edgeproto.Worker
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		gone, added = gone[:0], added[:0]
 		b := tx.Bucket(objectsBucket)
 		for _, c := range changes {
+			if old := b.Get(c.Key.encode()); old != nil {
+				if o, err := decodeObject(c.Key, old, false); err == nil {
+					gone = append(gone, o.Workers)
+				}
+			}
+			if !c.Delete {
+				added = append(added, c.Workers)
+			}
 			var err error
 			if c.Delete {
 				err = b.Delete(c.Key.encode())
@@ -231,6 +269,7 @@ func (s *Store) ApplyObjects(changes []ObjectChange) error {
 	if err != nil {
 		return fmt.Errorf("applying %d object changes: %w", len(changes), err)
 	}
+	s.workers.update(gone, added)
 	return nil
 }
 
@@ -239,10 +278,10 @@ func (s *Store) GetObject(key Key) (Object, bool, error) {
 	return s.getObject(key, true)
 }
 
-// GetWorkers returns the names of the pods on this node of the object
-// stored under key, and whether there is one; unlike GetObject it does not
-// copy the object's data.
-func (s *Store) GetWorkers(key Key) ([]string, bool, error) {
+// GetWorkers returns the pods on this node of the object stored under key,
+// and whether there is one; unlike GetObject it does not copy the object's
+// data.
+func (s *Store) GetWorkers(key Key) ([]edgeproto.Worker, bool, error) {
 	o, found, err := s.getObject(key, false)
 	return o.Workers, found, err
 }

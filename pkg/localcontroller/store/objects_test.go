@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 func openTestStore(t *testing.T, path string, opts Options) *Store {
@@ -255,7 +257,7 @@ func TestObjectKeepsItsWorkersAndOldValuesStillRead(t *testing.T) {
 	defer s.Close()
 	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
 	old := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "old"}
-	if err := s.PutObject(job, "5", []string{"job-a", "job-b"}, []byte(`{"spec":{}}`)); err != nil {
+	if err := s.PutObject(job, "5", []edgeproto.Worker{{Name: "job-a", IPs: []string{"10.0.0.1", "fd00::1"}}, {Name: "job-b"}}, []byte(`{"spec":{}}`)); err != nil {
 		t.Fatal(err)
 	}
 	// A value of the first format, as an earlier LocalController wrote it.
@@ -267,7 +269,7 @@ func TestObjectKeepsItsWorkersAndOldValuesStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Object{Key: job, ResourceVersion: "5", Workers: []string{"job-a", "job-b"}, Data: []byte(`{"spec":{}}`)}
+	want := Object{Key: job, ResourceVersion: "5", Workers: []edgeproto.Worker{{Name: "job-a", IPs: []string{"10.0.0.1", "fd00::1"}}, {Name: "job-b"}}, Data: []byte(`{"spec":{}}`)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GetObject (-want,+got):\n%s", diff)
 	}
@@ -275,7 +277,7 @@ func TestObjectKeepsItsWorkersAndOldValuesStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantInv := []Version{{Key: job, ResourceVersion: "5", Workers: []string{"job-a", "job-b"}}, {Key: old, ResourceVersion: "3"}}
+	wantInv := []Version{{Key: job, ResourceVersion: "5", Workers: want.Workers}, {Key: old, ResourceVersion: "3"}}
 	if diff := cmp.Diff(wantInv, inv); diff != "" {
 		t.Errorf("Inventory (-want,+got):\n%s", diff)
 	}
@@ -295,7 +297,7 @@ func TestObjectKeepsItsDigestAndSecondFormatValuesStillRead(t *testing.T) {
 	defer s.Close()
 	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
 	old := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "old"}
-	err = s.ApplyObjects([]ObjectChange{{Key: job, ResourceVersion: "9", Digest: "0123456789abcdef", Workers: []string{"w"}, Data: []byte(`{}`)}})
+	err = s.ApplyObjects([]ObjectChange{{Key: job, ResourceVersion: "9", Digest: "0123456789abcdef", Workers: []edgeproto.Worker{{Name: "w", IPs: []string{"10.0.0.9"}}}, Data: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +309,8 @@ func TestObjectKeepsItsDigestAndSecondFormatValuesStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Version{{Key: job, ResourceVersion: "9", Digest: "0123456789abcdef", Workers: []string{"w"}}, {Key: old, ResourceVersion: "4", Workers: []string{"x"}}}
+	want := []Version{{Key: job, ResourceVersion: "9", Digest: "0123456789abcdef", Workers: []edgeproto.Worker{{Name: "w", IPs: []string{"10.0.0.9"}}}},
+		{Key: old, ResourceVersion: "4", Workers: []edgeproto.Worker{{Name: "x"}}}}
 	if diff := cmp.Diff(want, inv); diff != "" {
 		t.Errorf("Inventory (-want,+got):\n%s", diff)
 	}
@@ -322,11 +325,11 @@ func TestObjectKeepsItsDigestAndSecondFormatValuesStillRead(t *testing.T) {
 func TestGetWorkersCopiesNoData(t *testing.T) {
 	s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
 	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
-	if err := s.PutObject(job, "7", []string{"job-training-0"}, make([]byte, 1<<20)); err != nil {
+	if err := s.PutObject(job, "7", []edgeproto.Worker{{Name: "job-training-0", IPs: []string{"10.0.0.1"}}}, make([]byte, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
 	workers, found, err := s.GetWorkers(job)
-	if err != nil || !found || !cmp.Equal(workers, []string{"job-training-0"}) {
+	if err != nil || !found || !cmp.Equal(workers, []edgeproto.Worker{{Name: "job-training-0", IPs: []string{"10.0.0.1"}}}) {
 		t.Fatalf("GetWorkers = %v, %v, %v; want [job-training-0], found", workers, found, err)
 	}
 	if _, found, err := s.GetWorkers(Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "other"}); found || err != nil {

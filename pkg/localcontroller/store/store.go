@@ -108,6 +108,9 @@ type Store struct {
 	outboxMu    sync.Mutex
 	outboxCount int
 	outboxBytes int64
+
+	// workers indexes the stored objects' workers by address.
+	workers *workerIndex
 }
 
 // Open opens the store file at path, creating it (and its directory) if
@@ -126,7 +129,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &Store{db: db, opts: opts}
+	s := &Store{db: db, opts: opts, workers: newWorkerIndex()}
 	// The counters are recomputed from the outbox itself rather than kept on
 	// disk, so there is no second record that could disagree with it.
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -141,6 +144,9 @@ func Open(path string, opts Options) (*Store, error) {
 			return err
 		}
 		s.identity = id
+		if err := s.workers.load(tx); err != nil {
+			return err
+		}
 		b, err := tx.CreateBucketIfNotExists(outboxBucket)
 		if err != nil {
 			return err

@@ -3,16 +3,38 @@
 // LocalController's on-disk outbox before the worker gets its 200, so an
 // answered report is never lost; a report that cannot be taken gets a 4xx or
 // 5xx with the reason, never a silent 200.
+//
+// # Who may report
+//
+// Sedna's workers send no credentials, so a worker is known by where it
+// calls from. The GlobalManager sends, with each object, its worker pods on
+// this node and their addresses (a pod's IPs; a hostNetwork pod's are its
+// node's, the weaker case: any process of the node's network speaks from
+// them). A report for a worker is taken only from that worker's address:
+//
+//   - a connection from an address that is no worker's of the node is closed
+//     as it is accepted (Server.Listener), so it holds none of the API's
+//     connections; while a worker of the node has no address yet (its pod is
+//     starting), at most MaxUnknownConnections such connections are served
+//     at once, for it may be that worker;
+//   - a request naming a worker that is not at the caller's address is
+//     answered 403 before its body is read; a worker whose address has not
+//     come yet is waited for, up to AddressWait;
+//   - once the body is read, the worker must be a pod of the object it reports
+//     for, at that address.
 package workerapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"slices"
+	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -63,10 +85,26 @@ type Outbox interface {
 
 // Owners says whether the LocalController holds the object a worker reports
 // for (the GlobalManager sends each node the jobs and services it has workers
-// of), and which of its pods are on the node.
+// of), which of its pods are on the node, and at which addresses.
 type Owners interface {
-	GetWorkers(key store.Key) (workers []string, found bool, err error)
+	GetWorkers(key store.Key) (workers []edgeproto.Worker, found bool, err error)
+	// AddressAdmission says whether addr is some worker's, and whether
+	// some worker has no address yet.
+	AddressAdmission(addr netip.Addr) (known, awaiting bool)
+	// WaitWorkerAt says whether worker is at addr, waiting, until ctx
+	// ends, while worker has no address yet.
+	WaitWorkerAt(ctx context.Context, worker string, addr netip.Addr) bool
 }
+
+// AddressWait is how long a report naming a worker whose address has not
+// come yet waits for it: the pod's IP comes to the GlobalManager with the
+// kubelet's status and then down to the node, a second or so after the
+// worker may first call.
+const AddressWait = 10 * time.Second
+
+// MaxUnknownConnections bounds the connections served at once from
+// addresses that are no worker's, while some worker has no address yet.
+const MaxUnknownConnections = 16
 
 // Server serves the worker API.
 type Server struct {
@@ -74,17 +112,56 @@ type Server struct {
 	owners   Owners
 	logger   klog.Logger
 	inFlight chan struct{}
+	// unknown counts the connections open from addresses no worker has.
+	unknown atomic.Int64
+	// Refused counts the connections closed as they were accepted, from
+	// addresses no worker has; nil counts nothing.
+	Refused func()
 
 	// Test seams.
 	now          func() time.Time
 	maxBodyBytes int64         // MaxBodyBytes
 	inFlightWait time.Duration // inFlightWait
+	addressWait  time.Duration // AddressWait
 }
 
 // NewServer returns a worker API that appends to outbox and checks owners.
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
 	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes,
-		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait}
+		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait, addressWait: AddressWait}
+}
+
+// Listener is ln serving only the connections from workers' addresses (and,
+// while a worker has none yet, at most MaxUnknownConnections others); put
+// it under Limits.Listener.
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	return serving.Filter(ln, s.admit, s.Refused)
+}
+
+// admit admits a connection from a worker's address; from another, one of
+// MaxUnknownConnections while some worker has no address yet.
+func (s *Server) admit(addr netip.Addr) (func(), bool) {
+	known, awaiting := s.owners.AddressAdmission(addr)
+	switch {
+	case known:
+		return nil, true
+	case !awaiting:
+		return nil, false
+	}
+	if s.unknown.Add(1) > MaxUnknownConnections {
+		s.unknown.Add(-1)
+		return nil, false
+	}
+	return func() { s.unknown.Add(-1) }, true
+}
+
+// callerAddress is the address r came from.
+func callerAddress(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }
 
 // Handler routes the worker API.
@@ -104,6 +181,15 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusBadRequest, fmt.Sprintf("the worker name %q is reserved for the LocalController's own reports", worker))
 		return
 	}
+	// Before the body is read: a caller that is not the worker costs no more.
+	addr := callerAddress(r)
+	wait, cancel := context.WithTimeout(r.Context(), s.addressWait)
+	at := s.owners.WaitWorkerAt(wait, worker, addr)
+	cancel()
+	if !at {
+		s.refuse(w, worker, http.StatusForbidden, notFromWorker(worker, addr))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -114,12 +200,12 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	wait := time.NewTimer(s.inFlightWait)
-	defer wait.Stop()
+	slotWait := time.NewTimer(s.inFlightWait)
+	defer slotWait.Stop()
 	select {
 	case s.inFlight <- struct{}{}:
 		defer func() { <-s.inFlight }()
-	case <-wait.C:
+	case <-slotWait.C:
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, worker, http.StatusServiceUnavailable, fmt.Sprintf("%d reports are being taken; try again", cap(s.inFlight)))
 		return
@@ -142,18 +228,19 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusInternalServerError, "reading the local store: "+err.Error())
 		return
 	}
-	// Only the object's own pods on this node report for it: the
-	// GlobalManager sends their names with the object. One answer for an
-	// object the node does not hold and for a name that is not its pod, so
-	// that a caller cannot probe which objects the node holds.
-	if !known || !slices.Contains(workers, worker) {
-		s.refuse(w, worker, http.StatusNotFound, fmt.Sprintf("unknown worker: %s is not a pod of %s %s/%s on this node "+
-			"(or this node has not heard of it yet, or it was deleted)", worker, info.OwnerKind, info.Namespace, info.OwnerName))
+	// Only the object's own pods on this node report for it, each from its
+	// address: the GlobalManager sends them with the object. One answer for
+	// an object the node does not hold, a name that is not its pod and a
+	// pod at another address, so that a caller cannot probe which objects
+	// the node holds.
+	if !known || !edgeproto.Admits(workers, worker, addr) {
+		s.refuse(w, worker, http.StatusForbidden, fmt.Sprintf("worker %s is not a pod of %s %s/%s on this node at %s "+
+			"(or this node has not heard of it yet, or it was deleted)", worker, info.OwnerKind, info.Namespace, info.OwnerName, addr))
 		return
 	}
 	// The record is what the cloud link will send, byte for byte: a report
 	// that could not go up in one frame is refused now, not dropped later.
-	report, err := edgeproto.OutboxRecord(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC()})
+	report, err := edgeproto.OutboxRecord(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC(), From: addr.String()})
 	switch {
 	case errors.Is(err, edgeproto.ErrTooLarge):
 		s.refuse(w, worker, http.StatusRequestEntityTooLarge, "the report does not fit in a frame to the GlobalManager: "+err.Error())
@@ -180,6 +267,13 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	s.logger.V(4).Info("Report buffered", "worker", worker, "id", id, "owner", key.String(), "kind", info.Kind, "status", info.Status)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"id": id})
+}
+
+// notFromWorker is why a report is refused that names a worker not at the
+// caller's address.
+func notFromWorker(worker string, addr netip.Addr) string {
+	return fmt.Sprintf("a report for worker %s is taken only from the address of its pod on this node, and %s is not it "+
+		"(or this node has not heard of the pod or its address yet)", worker, addr)
 }
 
 // refuse answers with a status and a reason the worker's log will show.

@@ -1,12 +1,15 @@
 package workerapi
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +34,10 @@ func newServer(t *testing.T, opts store.Options) (*Server, *store.Store) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	job := store.Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
-	if err := st.PutObject(job, "1", []string{"job-aggregation-0", "job-training-0-abc"}, []byte(`{}`)); err != nil {
+	// httptest.NewRequest's requests come from 192.0.2.1; a real
+	// connection from 127.0.0.1.
+	workers := []edgeproto.Worker{{Name: "job-aggregation-0", IPs: []string{aggregatorAddr}}, {Name: "job-training-0-abc", IPs: []string{trainerAddr, "127.0.0.1"}}}
+	if err := st.PutObject(job, "1", workers, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	s := NewServer(klog.Background(), st, st)
@@ -39,10 +45,23 @@ func newServer(t *testing.T, opts store.Options) (*Server, *store.Store) {
 	return s, st
 }
 
+// The addresses of newServer's workers.
+const (
+	trainerAddr    = "192.0.2.1" // httptest.NewRequest's
+	aggregatorAddr = "192.0.2.2"
+)
+
 func post(t *testing.T, s *Server, worker, body string) *httptest.ResponseRecorder {
 	t.Helper()
+	return postFrom(t, s, trainerAddr, http.MethodPost, worker, strings.NewReader(body))
+}
+
+// postFrom calls s as a caller at addr.
+func postFrom(t *testing.T, s *Server, addr, method, worker string, body io.Reader) *httptest.ResponseRecorder {
+	t.Helper()
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, "/sedna/workers/"+worker+"/info", strings.NewReader(body))
+	req := httptest.NewRequest(method, "/sedna/workers/"+worker+"/info", body)
+	req.RemoteAddr = net.JoinHostPort(addr, "40000")
 	s.Handler().ServeHTTP(rec, req)
 	return rec
 }
@@ -61,7 +80,7 @@ func TestReportIsOnDiskBeforeTheWorkerGets200(t *testing.T) {
 	if err := json.Unmarshal(pending[0].Data, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := edgeproto.Report{Worker: "job-training-0-abc", Body: json.RawMessage(trainReport), ReceivedAt: time.Unix(1000, 0).UTC()}
+	want := edgeproto.Report{Worker: "job-training-0-abc", Body: json.RawMessage(trainReport), ReceivedAt: time.Unix(1000, 0).UTC(), From: trainerAddr}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("buffered report (-want,+got):\n%s", diff)
 	}
@@ -71,21 +90,27 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 	cases := map[string]struct {
 		worker, body string
 		method       string
+		from         string // trainerAddr if empty
 		wantCode     int
 		wantReason   string
 	}{
-		"not JSON": {worker: "w", body: `{"name":`, wantCode: http.StatusBadRequest, wantReason: "JSON"},
+		"not JSON": {worker: "job-training-0-abc", body: `{"name":`, wantCode: http.StatusBadRequest, wantReason: "JSON"},
 		"unknown ownerKind": {worker: "job-training-0-abc", wantCode: http.StatusBadRequest, wantReason: "ownerKind",
 			body: strings.Replace(trainReport, "federatedlearningjob", "cronjob", 1)},
 		"missing status": {worker: "job-training-0-abc", wantCode: http.StatusBadRequest, wantReason: "status",
 			body: strings.Replace(trainReport, `"status":"running",`, "", 1)},
-		"name differs from the URL": {worker: "someone-else", body: trainReport, wantCode: http.StatusBadRequest, wantReason: "someone-else"},
-		"owner not on this node": {worker: "job-training-0-abc", wantCode: http.StatusNotFound,
+		"name differs from the URL": {worker: "job-aggregation-0", from: aggregatorAddr, body: trainReport, wantCode: http.StatusBadRequest,
+			wantReason: "in the body is not the worker"},
+		"owner not on this node": {worker: "job-training-0-abc", wantCode: http.StatusForbidden,
 			wantReason: "job-training-0-abc is not a pod of federatedlearningjob ns/other on this node",
 			body:       strings.Replace(trainReport, `"ownerName":"job"`, `"ownerName":"other"`, 1)},
-		"a name that is no pod of the job on this node": {worker: "job-training-9-xyz", wantCode: http.StatusNotFound,
-			wantReason: "job-training-9-xyz is not a pod of federatedlearningjob ns/job on this node",
+		"a name that is no pod of the node": {worker: "job-training-9-xyz", wantCode: http.StatusForbidden,
+			wantReason: "a report for worker job-training-9-xyz is taken only from the address of its pod on this node, and 192.0.2.1 is not it",
 			body:       strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"job-training-9-xyz"`, 1)},
+		"a worker's report from another worker's address": {worker: "job-training-0-abc", from: aggregatorAddr, body: trainReport, wantCode: http.StatusForbidden,
+			wantReason: "a report for worker job-training-0-abc is taken only from the address of its pod on this node, and 192.0.2.2 is not it"},
+		"a worker's report from an address no worker has": {worker: "job-training-0-abc", from: "10.1.2.3", body: trainReport, wantCode: http.StatusForbidden,
+			wantReason: "and 10.1.2.3 is not it"},
 		"too large": {worker: "job-training-0-abc", wantCode: http.StatusRequestEntityTooLarge, wantReason: "bytes",
 			body: strings.Replace(trainReport, `"results":[]`, `"results":[{"pad":"`+strings.Repeat("x", MaxBodyBytes)+`"}]`, 1)},
 		"the LocalController's own name": {worker: edgeproto.LocalControllerWorker, wantCode: http.StatusBadRequest, wantReason: "reserved for the LocalController",
@@ -97,12 +122,14 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, st := newServer(t, store.Options{})
-			rec := httptest.NewRecorder()
-			method := tc.method
+			method, from := tc.method, tc.from
 			if method == "" {
 				method = http.MethodPost
 			}
-			s.Handler().ServeHTTP(rec, httptest.NewRequest(method, "/sedna/workers/"+tc.worker+"/info", strings.NewReader(tc.body)))
+			if from == "" {
+				from = trainerAddr
+			}
+			rec := postFrom(t, s, from, method, tc.worker, strings.NewReader(tc.body))
 			if rec.Code != tc.wantCode {
 				t.Errorf("status %d, want %d: %s", rec.Code, tc.wantCode, rec.Body)
 			}
@@ -258,9 +285,10 @@ func TestTheWorkerAPIsServerIsBounded(t *testing.T) {
 func TestRefusalsAreBounded(t *testing.T) {
 	s, _ := newServer(t, store.Options{})
 	long := strings.Repeat("x", 100<<10)
-	rec := post(t, s, "w", `{"name":"w","namespace":"`+long+`","ownerName":"`+long+`","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`)
-	if rec.Code != http.StatusNotFound || rec.Body.Len() > maxReasonBytes+64 {
-		t.Errorf("refusal %d of %d bytes, want 404 in at most %d", rec.Code, rec.Body.Len(), maxReasonBytes+64)
+	w := "job-training-0-abc"
+	rec := post(t, s, w, `{"name":"`+w+`","namespace":"`+long+`","ownerName":"`+long+`","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`)
+	if rec.Code != http.StatusForbidden || rec.Body.Len() > maxReasonBytes+64 {
+		t.Errorf("refusal %d of %d bytes, want 403 in at most %d", rec.Code, rec.Body.Len(), maxReasonBytes+64)
 	}
 }
 
@@ -289,5 +317,126 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
 		t.Errorf("a report while %d slow bodies are being sent: %d %s, want 200", cap(s.inFlight)+1, resp.StatusCode, body)
+	}
+}
+
+// readRecorder records whether a body was read.
+type readRecorder struct {
+	io.Reader
+	read bool
+}
+
+func (r *readRecorder) Read(p []byte) (int, error) {
+	r.read = true
+	return r.Reader.Read(p)
+}
+
+// A caller that is not the worker it names is refused before its body is
+// read; a worker whose pod has no address yet is waited for, and taken from
+// the address it gets.
+func TestAReportIsTakenOnlyFromItsWorkersAddress(t *testing.T) {
+	s, st := newServer(t, store.Options{})
+	body := &readRecorder{Reader: strings.NewReader(trainReport)}
+	if rec := postFrom(t, s, aggregatorAddr, http.MethodPost, "job-training-0-abc", body); rec.Code != http.StatusForbidden {
+		t.Errorf("the trainer's report from the aggregator's address: %d %s, want 403", rec.Code, rec.Body)
+	}
+	if body.read {
+		t.Errorf("the body of a caller at another worker's address was read")
+	}
+
+	// A pod starting: its name is known, its address not yet.
+	starting := strings.Replace(trainReport, "job-training-0-abc", "job-training-1-def", 1)
+	job := store.Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
+	workers := []edgeproto.Worker{{Name: "job-training-1-def"}}
+	if err := st.PutObject(job, "2", workers, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	go func() { done <- postFrom(t, s, "192.0.2.7", http.MethodPost, "job-training-1-def", strings.NewReader(starting)).Code }()
+	time.Sleep(50 * time.Millisecond) // the report waits: nothing to observe
+	workers[0].IPs = []string{"192.0.2.7"}
+	if err := st.PutObject(job, "3", workers, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("a starting worker's report, its address sent while it waited: %d, want 200", code)
+	}
+	s.addressWait = 50 * time.Millisecond
+	workers = append(workers, edgeproto.Worker{Name: "job-training-2-ghi"})
+	if err := st.PutObject(job, "4", workers, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if rec := postFrom(t, s, "192.0.2.8", http.MethodPost, "job-training-2-ghi", strings.NewReader(trainReport)); rec.Code != http.StatusForbidden {
+		t.Errorf("a starting worker's report whose address never came: %d, want 403", rec.Code)
+	}
+}
+
+// A connection from an address no worker of the node has is closed as it
+// is accepted, holding none of the API's connections; while a worker has no
+// address yet, a bounded number are served.
+func TestConnectionsFromNoWorkersAddressAreClosedAtOnce(t *testing.T) {
+	s, st := newServer(t, store.Options{})
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan struct{}, 64)
+	s.Refused = func() { refused <- struct{}{} }
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Listener = Limits.Listener(s.Listener(raw))
+	srv.Start()
+	defer srv.Close()
+	dialFrom := func(ip string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	closedAtOnce := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF || (err != nil && !errors.Is(err, os.ErrDeadlineExceeded))
+	}
+	// 127.0.0.1 is the trainer's; 127.0.0.2 no worker's.
+	stranger := dialFrom("127.0.0.2")
+	defer stranger.Close()
+	if !closedAtOnce(stranger) {
+		t.Errorf("a connection from an address no worker has was not closed")
+	}
+	<-refused
+	worker := dialFrom("127.0.0.1")
+	defer worker.Close()
+	if _, err := io.WriteString(worker, "POST /sedna/workers/job-training-0-abc/info HTTP/1.1\r\nHost: x\r\nContent-Length: "+
+		strconv.Itoa(len(trainReport))+"\r\n\r\n"+trainReport); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(worker), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the worker's own connection: %v, %v; want 200", resp, err)
+	}
+
+	// A starting worker: strangers are served, MaxUnknownConnections at once.
+	job := store.Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "starting"}
+	if err := st.PutObject(job, "1", []edgeproto.Worker{{Name: "starting-0"}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var open []net.Conn
+	for range MaxUnknownConnections {
+		c := dialFrom("127.0.0.3")
+		open = append(open, c)
+		defer c.Close()
+	}
+	// The server has taken them when a request on the last is answered.
+	if _, err := io.WriteString(open[len(open)-1], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(bufio.NewReader(open[len(open)-1]), nil); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a stranger's request while a worker starts: %v, %v; want served (404)", resp, err)
+	}
+	if extra := dialFrom("127.0.0.3"); !closedAtOnce(extra) {
+		t.Errorf("connection %d from an unknown address was served, past MaxUnknownConnections", MaxUnknownConnections+1)
 	}
 }

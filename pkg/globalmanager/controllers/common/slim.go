@@ -1,15 +1,23 @@
 package common
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // SlimChildren is the transform of the cache of the controllers' children:
-// managedFields are dropped from every object (DropManagedFields), and a
-// pod keeps only what is read of a child pod (SlimPod).
+// managedFields are dropped from every object (DropManagedFields), a pod
+// keeps only what is read of a child pod (SlimPod), and a ReplicaSet (a
+// service's Deployment's) only its metadata, which is all the edge hub reads
+// of it (WorkerChain).
 func SlimChildren(obj any) (any, error) {
-	if p, ok := obj.(*corev1.Pod); ok {
-		return SlimPod(p), nil
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return SlimPod(o), nil
+	case *appsv1.ReplicaSet:
+		slim := &appsv1.ReplicaSet{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta}
+		slim.ManagedFields = nil
+		return slim, nil
 	}
 	return DropManagedFields(obj)
 }

@@ -1,0 +1,48 @@
+package edgeproto
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestAdmitsOnlyAWorkerFromItsAddresses(t *testing.T) {
+	workers := []Worker{
+		{Name: "a", IPs: []string{"127.64.0.5", "fd00::5"}},
+		{Name: "b"}, // starting: no address yet
+		{Name: "c", IPs: []string{"127.64.0.7"}},
+	}
+	cases := map[string]struct {
+		worker string
+		addr   string
+		want   bool
+	}{
+		"its IPv4 address":              {"a", "127.64.0.5", true},
+		"its IPv6 address":              {"a", "fd00::5", true},
+		"its IPv4 address mapped in v6": {"a", "::ffff:127.64.0.5", true},
+		"another worker's address":      {"a", "127.64.0.7", false},
+		"the node's loopback":           {"a", "127.0.0.1", false},
+		"a worker with no address yet":  {"b", "127.64.0.5", false},
+		"a name that is no worker":      {"d", "127.64.0.7", false},
+		"the last worker from its own":  {"c", "127.64.0.7", true},
+		"a name before every worker":    {"0", "127.64.0.5", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Admits(workers, tc.worker, netip.MustParseAddr(tc.addr)); got != tc.want {
+				t.Errorf("Admits(%q from %s) = %v, want %v", tc.worker, tc.addr, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWorkersDigestCoversAddresses(t *testing.T) {
+	named := WorkersDigest([]Worker{{Name: "a"}})
+	addressed := WorkersDigest([]Worker{{Name: "a", IPs: []string{"127.64.0.5"}}})
+	moved := WorkersDigest([]Worker{{Name: "a", IPs: []string{"127.64.0.6"}}})
+	if named == addressed || addressed == moved {
+		t.Errorf("digests of a worker without an address, with one and with another: %q, %q, %q; want all different", named, addressed, moved)
+	}
+	if split := WorkersDigest([]Worker{{Name: "a", IPs: []string{"1"}}}); split == WorkersDigest([]Worker{{Name: "a1"}}) {
+		t.Errorf("a name and an address hash as a longer name")
+	}
+}
