@@ -7,8 +7,8 @@ package serving
 
 import (
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )

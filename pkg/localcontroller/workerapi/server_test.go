@@ -352,7 +352,9 @@ func TestAReportIsTakenOnlyFromItsWorkersAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan int)
-	go func() { done <- postFrom(t, s, "192.0.2.7", http.MethodPost, "job-training-1-def", strings.NewReader(starting)).Code }()
+	go func() {
+		done <- postFrom(t, s, "192.0.2.7", http.MethodPost, "job-training-1-def", strings.NewReader(starting)).Code
+	}()
 	time.Sleep(50 * time.Millisecond) // the report waits: nothing to observe
 	workers[0].IPs = []string{"192.0.2.7"}
 	if err := st.PutObject(job, "3", workers, []byte(`{}`)); err != nil {
