@@ -18,7 +18,10 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
 const jobObject = `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"},"spec":{"note":"a<b && c>d"}}`
 
 // storeID is a LocalController store's identity.
-const storeID = "5f0c7a52-9a4e-4d0b-8a39-2c1e6b7d9f10"
+var storeID = StoreIdentity(storeKey)
+
+// storeKey is that store's key.
+const storeKey = "5f0c7a529a4e4d0b8a392c1e6b7d9f105f0c7a529a4e4d0b8a392c1e6b7d9f10"
 
 var jobVersion = ObjectVersion{ObjectRef: ObjectRef{"FederatedLearningJob", "ns", "fl"}, ResourceVersion: "42"}
 
@@ -36,14 +39,14 @@ var goldenMessages = map[string]struct {
 	frame string
 }{
 	"hello": {
-		msg: &Hello{Node: "edge-1", Store: storeID, Inventory: []ObjectVersion{jobVersion, {ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}},
-		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","inventory":[` +
+		msg: &Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey, Inventory: []ObjectVersion{jobVersion, {ObjectRef: ObjectRef{"Model", "ns", "m"}, ResourceVersion: "7"}}},
+		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","storeKey":"` + storeKey + `","inventory":[` +
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"},` +
 			`{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}]}}`,
 	},
 	"hello with more to come": {
-		msg: &Hello{Node: "edge-1", Store: storeID, Inventory: []ObjectVersion{jobVersion}, More: true},
-		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","inventory":[` +
+		msg: &Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey, Inventory: []ObjectVersion{jobVersion}, More: true},
+		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","storeKey":"` + storeKey + `","inventory":[` +
 			`{"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"}],"more":true}}`,
 	},
 	"inventory": {
@@ -56,8 +59,8 @@ var goldenMessages = map[string]struct {
 		frame: `{"v":1,"type":"inventory","payload":{"inventory":[{"kind":"Model","namespace":"ns","name":"m","resourceVersion":"7"}]}}`,
 	},
 	"hello with an empty store": {
-		msg:   &Hello{Node: "edge-1", Store: storeID},
-		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `"}}`,
+		msg:   &Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey},
+		frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","storeKey":"` + storeKey + `"}}`,
 	},
 	"upsert": {
 		msg: &Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(jobObject)},
@@ -161,12 +164,12 @@ func TestDecodeAcceptsAndCanonicalizes(t *testing.T) {
 			want:  &Heartbeat{Time: t0},
 		},
 		"white space around and inside": {
-			frame: " \n{ \"v\" : 1 , \"payload\" : { \"node\" : \"edge-1\" , \"store\" : \"s\" } , \"type\" : \"hello\" }\n ",
-			want:  &Hello{Node: "edge-1", Store: "s"},
+			frame: " \n{ \"v\" : 1 , \"payload\" : { \"node\" : \"edge-1\" , \"store\" : \"" + storeID + "\" , \"storeKey\" : \"" + storeKey + "\" } , \"type\" : \"hello\" }\n ",
+			want:  &Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey},
 		},
 		"an empty inventory is nil": {
-			frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"s","inventory":[]}}`,
-			want:  &Hello{Node: "edge-1", Store: "s"},
+			frame: `{"v":1,"type":"hello","payload":{"node":"edge-1","store":"` + storeID + `","storeKey":"` + storeKey + `","inventory":[]}}`,
+			want:  &Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey},
 		},
 		"an empty refused list is nil": {
 			frame: `{"v":1,"type":"reportAck","payload":{"ids":[3],"refused":[]}}`,

@@ -69,7 +69,7 @@ func TestEncodeHelloSplitsWhatHelloStreamJoins(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			hello := &Hello{Node: "edge-1", Store: storeID, Inventory: tc.inventory}
+			hello := &Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey, Inventory: tc.inventory}
 			frames, err := EncodeHello(hello)
 			if err != nil {
 				t.Fatalf("EncodeHello: %v", err)
@@ -86,7 +86,7 @@ func TestEncodeHelloSplitsWhatHelloStreamJoins(t *testing.T) {
 			}
 			got := assemble(t, frames)
 			// cmp.Diff takes seconds over 100,000 entries; it only says what differs.
-			if want := (&Hello{Node: "edge-1", Store: storeID, Inventory: tc.inventory}); !reflect.DeepEqual(want, got) {
+			if want := (&Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey, Inventory: tc.inventory}); !reflect.DeepEqual(want, got) {
 				diff := cmp.Diff(want, got)
 				t.Errorf("the hello put together (-want,+got):\n%s", diff)
 			}
@@ -98,7 +98,7 @@ func TestEncodeHelloSplitsWhatHelloStreamJoins(t *testing.T) {
 }
 
 func TestEncodeHelloSetsMoreOnAllButTheLastFrame(t *testing.T) {
-	frames, err := EncodeHello(&Hello{Node: "edge-1", Store: storeID, Inventory: inventory(30_000, true)})
+	frames, err := EncodeHello(&Hello{Node: "edge-1", Store: storeID, StoreKey: storeKey, Inventory: inventory(30_000, true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +134,9 @@ func TestEncodeHelloRefuses(t *testing.T) {
 	}{
 		"nil":                                  {nil, ErrMalformed, "nil message"},
 		"no node":                              {&Hello{Inventory: inv}, ErrMalformed, "hello: node is required"},
-		"a ref listed in two frames":           {&Hello{Node: "n", Store: storeID, Inventory: twice}, ErrMalformed, "hello: inventory[20000]: IncrementalLearningJob " + longestNamespace},
-		"more entries than MaxInventory":       {&Hello{Node: "n", Store: storeID, Inventory: inventory(MaxInventory+1, false)}, ErrTooLarge, "an inventory of 200001 entries, the limit is 200000"},
-		"a name longer than Kubernetes allows": {&Hello{Node: "n", Store: storeID, Inventory: append(inventory(3, false), huge)}, ErrMalformed, "inventory[3]: name of 1048576 bytes, more than 253"},
+		"a ref listed in two frames":           {&Hello{Node: "n", Store: storeID, StoreKey: storeKey, Inventory: twice}, ErrMalformed, "hello: inventory[20000]: IncrementalLearningJob " + longestNamespace},
+		"more entries than MaxInventory":       {&Hello{Node: "n", Store: storeID, StoreKey: storeKey, Inventory: inventory(MaxInventory+1, false)}, ErrTooLarge, "an inventory of 200001 entries, the limit is 200000"},
+		"a name longer than Kubernetes allows": {&Hello{Node: "n", Store: storeID, StoreKey: storeKey, Inventory: append(inventory(3, false), huge)}, ErrMalformed, "inventory[3]: name of 1048576 bytes, more than 253"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestHelloStreamRefusesWhatBreaksTheStream(t *testing.T) {
 	ref := func(name string) ObjectVersion {
 		return ObjectVersion{ObjectRef: ObjectRef{"Model", "ns", name}, ResourceVersion: "1"}
 	}
-	helloMore := &Hello{Node: "n", Store: storeID, Inventory: []ObjectVersion{ref("a")}, More: true}
+	helloMore := &Hello{Node: "n", Store: storeID, StoreKey: storeKey, Inventory: []ObjectVersion{ref("a")}, More: true}
 	cases := map[string]struct {
 		// msgs are added in order; all but the last must be taken.
 		msgs     []Message
@@ -166,9 +166,9 @@ func TestHelloStreamRefusesWhatBreaksTheStream(t *testing.T) {
 			want: ErrUnexpected, wantText: "the first message must be hello, not heartbeat"},
 		"a heartbeat while the inventory is due": {msgs: []Message{helloMore, &Heartbeat{Time: t0}},
 			want: ErrUnexpected, wantText: "heartbeat while the hello's inventory was due"},
-		"a second hello while the inventory is due": {msgs: []Message{helloMore, &Hello{Node: "n", Store: storeID}},
+		"a second hello while the inventory is due": {msgs: []Message{helloMore, &Hello{Node: "n", Store: storeID, StoreKey: storeKey}},
 			want: ErrUnexpected, wantText: "hello while the hello's inventory was due"},
-		"an inventory after a whole hello": {msgs: []Message{&Hello{Node: "n", Store: storeID}, &Inventory{Inventory: []ObjectVersion{ref("b")}}},
+		"an inventory after a whole hello": {msgs: []Message{&Hello{Node: "n", Store: storeID, StoreKey: storeKey}, &Inventory{Inventory: []ObjectVersion{ref("b")}}},
 			want: ErrUnexpected, wantText: "inventory after the hello was whole"},
 		"an inventory after the last inventory": {msgs: []Message{helloMore, &Inventory{Inventory: []ObjectVersion{ref("b")}}, &Inventory{Inventory: []ObjectVersion{ref("c")}}},
 			want: ErrUnexpected, wantText: "inventory after the hello was whole"},
@@ -177,7 +177,7 @@ func TestHelloStreamRefusesWhatBreaksTheStream(t *testing.T) {
 		"a ref in two inventories": {msgs: []Message{helloMore, &Inventory{Inventory: []ObjectVersion{ref("b")}, More: true}, &Inventory{Inventory: []ObjectVersion{ref("b")}}},
 			want: ErrMalformed, wantText: "Model ns/b is listed twice"},
 		"more than MaxInventory entries in all": {
-			msgs: []Message{&Hello{Node: "n", Store: storeID, Inventory: inventory(MaxInventory/2, false), More: true},
+			msgs: []Message{&Hello{Node: "n", Store: storeID, StoreKey: storeKey, Inventory: inventory(MaxInventory/2, false), More: true},
 				&Inventory{Inventory: inventory(MaxInventory/2, true), More: true}, &Inventory{Inventory: []ObjectVersion{ref("one-too-many")}}},
 			want: ErrTooLarge, wantText: "an inventory of more than 200000 entries"},
 	}
@@ -202,7 +202,7 @@ func TestHelloStreamRefusesWhatBreaksTheStream(t *testing.T) {
 
 func TestHelloStreamTakesAWholeHelloAtOnce(t *testing.T) {
 	var s HelloStream
-	want := &Hello{Node: "n", Store: storeID, Inventory: inventory(3, false)}
+	want := &Hello{Node: "n", Store: storeID, StoreKey: storeKey, Inventory: inventory(3, false)}
 	got, err := s.Add(want)
 	if err != nil {
 		t.Fatal(err)

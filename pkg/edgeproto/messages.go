@@ -1,6 +1,7 @@
 package edgeproto
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -186,6 +187,20 @@ type Hello struct {
 	// and a GM that took IDs without their store would ignore a new store's
 	// reports as already applied.
 	Store string `json:"store"`
+	// StoreKey is the store's secret, 32 random bytes in hex made with the
+	// store and kept in it, which only the node holds; Store must be its
+	// StoreIdentity. So a session can use no store identity but one whose
+	// key it holds: one it created, or that its node's disk holds. The
+	// identity is public (the GM writes it on the node's Lease); the key
+	// goes only to the GM, over the TLS connection.
+	StoreKey string `json:"storeKey"`
+	// LastReportID is the highest ID the store has given a report (0 for
+	// none). Every report the LC sends after the Hello is one it held then
+	// or one it takes after, in order, so the k-th report of the connection
+	// has an ID of at most LastReportID+k: the GM refuses an ID past it as
+	// one that cannot be real (an ID far ahead would make the store's later
+	// reports look applied).
+	LastReportID uint64 `json:"lastReportID,omitempty"`
 	// Inventory is every object the LC holds in its store, at the version it
 	// holds, each ref at most once; the GM answers with the difference. When
 	// it does not fit in one frame (a frame holds about 2,500 entries with
@@ -208,8 +223,48 @@ func (h *Hello) validate() error {
 		return errors.New("store is required")
 	case len(h.Store) > MaxStoreIdentityBytes:
 		return fmt.Errorf("store is %d bytes, the limit is %d", len(h.Store), MaxStoreIdentityBytes)
+	case h.LastReportID > math.MaxInt64:
+		return fmt.Errorf("lastReportID %d is more than %d", h.LastReportID, int64(math.MaxInt64))
 	}
-	return checkInventory(h.Inventory, nil)
+	if err := checkInventory(h.Inventory, nil); err != nil {
+		return err
+	}
+	switch {
+	case !validStoreKey(h.StoreKey):
+		return fmt.Errorf("storeKey is not %d lowercase hexadecimal digits", 2*StoreKeyBytes)
+	case h.Store != StoreIdentity(h.StoreKey):
+		return fmt.Errorf("store %q is not the identity of its storeKey", clip(h.Store))
+	}
+	return nil
+}
+
+// StoreKeyBytes is the length of a store's key (Hello.StoreKey), in bytes.
+const StoreKeyBytes = 32
+
+// NewStoreKey makes a store's key: StoreKeyBytes random bytes, in hex.
+func NewStoreKey() string {
+	b := make([]byte, StoreKeyBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b)
+}
+
+// StoreIdentity is the identity of the store whose key is key: a digest of
+// it, which tells nothing of the key.
+func StoreIdentity(key string) string {
+	sum := sha256.Sum256([]byte("nereid store identity\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+func validStoreKey(key string) bool {
+	if len(key) != 2*StoreKeyBytes {
+		return false
+	}
+	for _, c := range key {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkInventory checks the entries of one part of an inventory, and that

@@ -1,7 +1,9 @@
 package edgeproto
 
 import (
+	"math"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +46,33 @@ func TestWorkersDigestCoversAddresses(t *testing.T) {
 	}
 	if split := WorkersDigest([]Worker{{Name: "a", IPs: []string{"1"}}}); split == WorkersDigest([]Worker{{Name: "a1"}}) {
 		t.Errorf("a name and an address hash as a longer name")
+	}
+}
+
+// A Hello may claim only the store whose key it holds.
+func TestAHelloClaimsOnlyTheStoreOfItsKey(t *testing.T) {
+	key := NewStoreKey()
+	other := NewStoreKey()
+	if key == other || StoreIdentity(key) == StoreIdentity(other) {
+		t.Fatalf("two new keys, or their identities, are the same")
+	}
+	cases := map[string]struct {
+		hello   Hello
+		wantErr string
+	}{
+		"its own store":             {hello: Hello{Node: "n", Store: StoreIdentity(key), StoreKey: key}},
+		"another store's identity":  {hello: Hello{Node: "n", Store: StoreIdentity(other), StoreKey: key}, wantErr: "is not the identity of its storeKey"},
+		"an identity without a key": {hello: Hello{Node: "n", Store: StoreIdentity(key)}, wantErr: "storeKey is not 64"},
+		"a key in upper case":       {hello: Hello{Node: "n", Store: StoreIdentity(key), StoreKey: strings.ToUpper(key)}, wantErr: "storeKey is not 64"},
+		"a last report ID past int64": {hello: Hello{Node: "n", Store: StoreIdentity(key), StoreKey: key, LastReportID: math.MaxInt64 + 1},
+			wantErr: "lastReportID"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Encode(&tc.hello)
+			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Encode = %v, want an error with %q", err, tc.wantErr)
+			}
+		})
 	}
 }

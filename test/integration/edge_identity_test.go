@@ -135,7 +135,7 @@ func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dialing with the LocalController's token: %v", err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	zero := int64(0)
 	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), "localcontroller-edge-1",
 		metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -331,7 +331,7 @@ func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	send(t, conn, &edgeproto.Report{ID: 1, Worker: onEdge0, Body: report(onEdge0, "completed"), ReceivedAt: time.Now()})
 	if ack := readReportAck(t, conn); len(ack.Refused) != 1 || !strings.Contains(ack.Refused[0].Reason, "not on node edge-1") {
 		t.Fatalf("got %+v, want report 1 refused because the pod runs on edge-0", ack)

@@ -251,8 +251,14 @@ func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
 	}
 }
 
-// testStore is the store identity the raw connections' Hellos state.
-const testStore = "raw-connection-store"
+// The store key and identity the raw connections' Hellos state, and the
+// last report ID: their reports come with any ID below it.
+const (
+	testStoreKey     = "3333333333333333333333333333333333333333333333333333333333333333"
+	testLastReportID = 1 << 20
+)
+
+var testStore = edgeproto.StoreIdentity(testStoreKey)
 
 // rawEdgeConn dials the hub as a LocalController would, without being one:
 // for the tests of what a misbehaving or lying peer gets.
@@ -325,7 +331,7 @@ func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dialing the hub with a valid token: %v", err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: testStore}) // the token says edge-1
+	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}) // the token says edge-1
 	msgs, closed := readUntilClosed(conn, 5*time.Second)
 	for _, m := range msgs {
 		if m.Type() != edgeproto.TypeHeartbeat {
@@ -352,7 +358,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
+			send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 			if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +385,7 @@ func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
+	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	body, _ := json.Marshal(map[string]any{
 		"name": "intruder", "namespace": ns, "ownerName": jiName, "ownerKind": "jointinferenceservice",
 		"kind": "inference", "ownerInfo": map[string]any{"inferenceNumber": 1000, "hardExampleNumber": 999},

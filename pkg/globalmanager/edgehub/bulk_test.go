@@ -126,7 +126,7 @@ func TestHelloOfThirtyThousandLongNamesIsAnsweredWithTheDifference(t *testing.T)
 	name := func(i int) string { return longName("d", i) }
 	f := newFixture(t, bulkConfig(), manyDatasets(20_000, "edge-a", name)...)
 	var want []string
-	hello := &edgeproto.Hello{Node: "edge-a", Store: testStore}
+	hello := &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}
 	for i := range 20_000 {
 		switch {
 		case i < 15_000:
@@ -169,7 +169,7 @@ func TestBulkSyncOfTwentyThousandObjectsKeepsAcksAndReportsFlowing(t *testing.T)
 		t.Fatalf("the hub wants %d objects on edge-a, want 20,006", len(want))
 	}
 
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	w := c.startWriter()
 	// Reports go up while the difference comes down: their ReportAcks
 	// must not wait for the end of it.
@@ -216,7 +216,7 @@ func TestSendWindowBoundsWhatIsUnacknowledged(t *testing.T) {
 	cfg := bulkConfig()
 	cfg.SendWindow = 100
 	f := newFixture(t, cfg, manyDatasets(250, "edge-a", shortName)...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 
 	// received reads what comes until a quiet moment.
 	received := func() (got []edgeproto.ObjectVersion, synced bool) {
@@ -271,7 +271,7 @@ func TestHelloStreamOutOfOrderClosesTheConnection(t *testing.T) {
 			inv = append(inv, ref(shortName(j)))
 		}
 		if i == 0 {
-			tooMany = append(tooMany, &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: inv, More: true})
+			tooMany = append(tooMany, &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: inv, More: true})
 		} else {
 			tooMany = append(tooMany, &edgeproto.Inventory{Inventory: inv, More: true})
 		}
@@ -287,14 +287,14 @@ func TestHelloStreamOutOfOrderClosesTheConnection(t *testing.T) {
 		"an inventory before the hello": {msgs: []edgeproto.Message{&edgeproto.Inventory{Inventory: []edgeproto.ObjectVersion{ref("a")}}},
 			wantCode: websocket.ClosePolicyViolation, wantReason: "the first message must be hello, not inventory"},
 		"a heartbeat while the hello's inventory is due": {
-			msgs:     []edgeproto.Message{&edgeproto.Hello{Node: "edge-a", Store: testStore, More: true}, &edgeproto.Heartbeat{Time: time.Now()}},
+			msgs:     []edgeproto.Message{&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, More: true}, &edgeproto.Heartbeat{Time: time.Now()}},
 			wantCode: websocket.ClosePolicyViolation, wantReason: "heartbeat while the hello's inventory was due"},
 		"an inventory after the hello ended": {
-			msgs:      []edgeproto.Message{&edgeproto.Hello{Node: "edge-a", Store: testStore}, &edgeproto.Inventory{Inventory: []edgeproto.ObjectVersion{ref("a")}}},
+			msgs:      []edgeproto.Message{&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}, &edgeproto.Inventory{Inventory: []edgeproto.ObjectVersion{ref("a")}}},
 			afterSync: true,
 			wantCode:  websocket.ClosePolicyViolation, wantReason: "unexpected inventory message from a LocalController: its hello has ended"},
 		"a ref in the hello and in an inventory": {
-			msgs: []edgeproto.Message{&edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: []edgeproto.ObjectVersion{ref("a")}, More: true},
+			msgs: []edgeproto.Message{&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: []edgeproto.ObjectVersion{ref("a")}, More: true},
 				&edgeproto.Inventory{Inventory: []edgeproto.ObjectVersion{ref("a")}}},
 			wantCode: websocket.CloseInvalidFramePayloadData, wantReason: "Model default/a is listed twice"},
 		"an inventory one entry over MaxInventory": {msgs: tooMany,

@@ -47,7 +47,7 @@ func inventoryOf(held map[string]edgeproto.ObjectVersion, withDigests bool) []ed
 // reconnect. A LocalController that predates digests gets it as before.
 func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	held := syncAndAck(c)
 	if len(held) != len(upToDate()) {
 		t.Fatalf("sent %v, want the %d objects of edge-a", held, len(upToDate()))
@@ -85,12 +85,12 @@ func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 	}
 
 	// A reconnect holding fl-a at 40 needs nothing of 44.
-	c2 := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: inventoryOf(held, true)})
+	c2 := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: inventoryOf(held, true)})
 	if got := c2.untilSynced(); len(got) != 0 {
 		t.Errorf("a reconnect holding the versions before the status writes got %v, want nothing", got)
 	}
 	// Without digests the resourceVersion alone tells: 40 is not 44.
-	c3 := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: inventoryOf(held, false)})
+	c3 := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: inventoryOf(held, false)})
 	got := c3.untilSynced()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "upsert FederatedLearningJob default/fl-a@44") {
 		t.Errorf("a LocalController without digests got %v, want fl-a at 44", got)
@@ -119,7 +119,7 @@ func TestCycleStatusReachesTheEdgeButItsReportsDoNot(t *testing.T) {
 	il := incrementalJob("il-a", "data-a", "edge-a", "edge-a", "edge-a")
 	il.ResourceVersion = "70"
 	f := newFixture(t, testConfig, d, il)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	held := syncAndAck(c)
 	if _, ok := held["il-a"]; !ok {
 		t.Fatalf("sent %v, want il-a", held)

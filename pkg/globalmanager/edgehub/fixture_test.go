@@ -37,8 +37,19 @@ import (
 
 const hubNS = "nereid-system"
 
-// testStore is the identity of the test LocalControllers' stores.
-const testStore = "store-1"
+// The keys and identities of the test LocalControllers' stores.
+const (
+	testStoreKey   = "1111111111111111111111111111111111111111111111111111111111111111"
+	secondStoreKey = "2222222222222222222222222222222222222222222222222222222222222222"
+	// testLastReportID is the last report ID the test Hellos state: the
+	// tests' reports come with any ID below it.
+	testLastReportID = 1 << 20
+)
+
+var (
+	testStore   = edgeproto.StoreIdentity(testStoreKey)
+	secondStore = edgeproto.StoreIdentity(secondStoreKey)
+)
 
 // testConfig is quick enough for tests and slow enough not to be flaky: the
 // hub's heartbeats are skipped by the clients' recv, and the clients send

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -107,7 +108,7 @@ func TestHelloGetsTheDifferenceThenSynced(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: tc.inventory})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: tc.inventory})
 			if diff := cmp.Diff(tc.want, c.untilSynced()); diff != "" {
 				t.Errorf("answer to the hello (-want,+got):\n%s", diff)
 			}
@@ -182,7 +183,7 @@ func TestATokenIsReviewedOnceWhileItsOutcomeIsFresh(t *testing.T) {
 		t.Errorf("5 connections with one forged token made %d TokenReviews, want 1", got)
 	}
 	for range 3 {
-		c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+		c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 		c.untilSynced()
 	}
 	if got := reviews(); got != 2 {
@@ -235,7 +236,7 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	}
 	release()
 	// The slot is free again.
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	c.untilSynced()
 }
 
@@ -253,11 +254,11 @@ func TestAConnectionFromACachedEdgeNodeReadsNoNode(t *testing.T) {
 		}
 		return n
 	}
-	f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore}).untilSynced()
+	f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}).untilSynced()
 	if got := reads("edge-a"); got != 0 {
 		t.Errorf("a connection from the cached edge node edge-a read it %d times, want 0", got)
 	}
-	f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore}).untilSynced()
+	f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}).untilSynced()
 	if got := reads("edge-b"); got != 1 {
 		t.Errorf("a connection from edge-b, not cached, read it %d times, want 1", got)
 	}
@@ -310,7 +311,7 @@ func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 	if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	c.untilSynced()
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -340,9 +341,9 @@ func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 // reviews as its own, and its connection goes on.
 func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	ca := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	ca := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	ca.untilSynced()
-	cb := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
+	cb := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	cb.untilSynced()
 	f.hub.mu.Lock()
 	sa, sb := f.hub.sessions["edge-a"], f.hub.sessions["edge-b"]
@@ -385,7 +386,7 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	frame, err := edgeproto.Encode(&edgeproto.Hello{Node: "edge-a", Store: testStore})
+	frame, err := edgeproto.Encode(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 
 func TestHelloClaimingAnotherNodeGetsNothingAndIsClosed(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-b", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	ce := c.closed() // fails on any message before the close frame
 	if ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "token is bound to node edge-b") {
 		t.Errorf("closed with %d %q, want policy violation naming the token's node", ce.Code, ce.Text)
@@ -433,7 +434,7 @@ func TestFirstMessageMustBeHello(t *testing.T) {
 // replaces first, which is closed saying so.
 func replaceConnection(t *testing.T, f *fixture, first *client) *client {
 	t.Helper()
-	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	second := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	ce := first.closed()
 	if ce.Code != websocket.CloseNormalClosure || ce.Text != "replaced by a newer connection" {
 		t.Errorf("first closed with %d %q, want the replacement reason", ce.Code, ce.Text)
@@ -446,7 +447,7 @@ func replaceConnection(t *testing.T, f *fixture, first *client) *client {
 
 func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	first := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	first.untilSynced()
 
 	second := replaceConnection(t, f, first)
@@ -464,7 +465,7 @@ func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 func TestNewerConnectionReplacesAnOlderOneStillInItsHello(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	first := f.open("edge-a")
-	first.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: []edgeproto.ObjectVersion{version("Model", "a", "1")}, More: true})
+	first.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: []edgeproto.ObjectVersion{version("Model", "a", "1")}, More: true})
 	waitFor(t, func() (bool, string) { return f.hub.greetingFor("edge-a") != nil, "the first connection in its hello" })
 
 	replaceConnection(t, f, first)
@@ -475,7 +476,7 @@ func TestNewerConnectionReplacesAnOlderOneStillInItsHello(t *testing.T) {
 
 func TestEditReachesTheNodeOnceAndIsResentUntilAcked(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	if got := c.untilSynced(); len(got) != 0 {
 		t.Fatalf("got %v before synced, want nothing", got)
 	}
@@ -579,11 +580,11 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 		"long reason text": {frame: []byte(`{"v":1,"type":"` + strings.Repeat("é", 200) + `","payload":{}}`), wantCode: websocket.CloseUnsupportedData, wantText: "unknown message type"},
 	}
 	f := newFixture(t, testConfig, edgeObjects()...)
-	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
+	bystander := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	bystander.untilSynced()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 			c.untilSynced()
 			if err := c.conn.WriteMessage(websocket.TextMessage, tc.frame); err != nil {
 				t.Fatal(err)
@@ -614,7 +615,7 @@ func workers() []runtime.Object {
 
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 
 	report := workerReport
@@ -727,7 +728,7 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 		})
 	}
 
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	for _, id := range []uint64{1, 2, 3} {
 		c.send(report(id))
@@ -736,16 +737,46 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	leaseSays("3", testStore)
 
 	// The node's store is wiped: a new identity, IDs from 1 again.
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: "store-2", Inventory: f.inventory("edge-a")})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: secondStore, StoreKey: secondStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
-	leaseSays("0", "store-2")
+	leaseSays("0", secondStore)
 	c.send(report(1))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Errorf("got %q, want the new store's report 1 acknowledged", got)
 	}
-	leaseSays("1", "store-2")
+	leaseSays("1", secondStore)
 	want := []recordedReport{{"edge-a", testStore, 1, "FederatedLearningJob"}, {"edge-a", testStore, 2, "FederatedLearningJob"},
-		{"edge-a", testStore, 3, "FederatedLearningJob"}, {"edge-a", "store-2", 1, "FederatedLearningJob"}}
+		{"edge-a", testStore, 3, "FederatedLearningJob"}, {"edge-a", secondStore, 1, "FederatedLearningJob"}}
+	if diff := cmp.Diff(want, f.reports(), cmp.AllowUnexported(recordedReport{})); diff != "" {
+		t.Errorf("applier calls (-want,+got):\n%s", diff)
+	}
+}
+
+// A report ID no store could have given yet (more than one past the
+// Hello's last ID for each report since) is refused for good, so it never
+// records the store's later IDs as applied: the reports after it apply.
+func TestAReportIDThatCannotBeRealIsRefusedAndTheNextOnesApply(t *testing.T) {
+	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
+	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	report := func(id uint64) *edgeproto.Report {
+		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
+	}
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: 5, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
+	c.send(report(6)) // taken after the Hello: the connection's first
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
+		t.Fatalf("got %q, want report 6 acknowledged", got)
+	}
+	c.send(report(math.MaxInt64))
+	ack, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
+	if !ok || len(ack.Refused) != 1 || !strings.Contains(ack.Refused[0].Reason, "cannot be real") {
+		t.Fatalf("got %+v, want report %d refused as one that cannot be real", ack, int64(math.MaxInt64))
+	}
+	c.send(report(7)) // the connection's third: up to 8 may be real
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
+		t.Errorf("got %q, want report 7 acknowledged", got)
+	}
+	want := []recordedReport{{"edge-a", testStore, 6, "FederatedLearningJob"}, {"edge-a", testStore, 7, "FederatedLearningJob"}}
 	if diff := cmp.Diff(want, f.reports(), cmp.AllowUnexported(recordedReport{})); diff != "" {
 		t.Errorf("applier calls (-want,+got):\n%s", diff)
 	}
@@ -765,7 +796,7 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	body := `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"completed"}`
 	r := &edgeproto.Report{ID: 7, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
 
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(r)
 	ce := c.closed() // fails on a ReportAck
@@ -779,7 +810,7 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	f.mu.Lock()
 	fail = false
 	f.mu.Unlock()
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(r)
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
@@ -827,7 +858,7 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 				return nil
 			}
 			f.mu.Unlock()
-			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+			c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 			c.untilSynced()
 			c.send(workerReport(1, flA))
 			c.send(workerReport(2, jiA))
@@ -932,7 +963,7 @@ func waitFor(t *testing.T, cond func() (bool, string)) {
 
 func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 
 	// Hold the event handlers (they need the hub's lock to reach the
@@ -963,7 +994,7 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 // is sent.
 func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	f.hub.mu.RLock()
 	s := f.hub.sessions["edge-a"]
@@ -1002,7 +1033,7 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 func TestASessionWritesNothingBeforeItRuns(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	// No connection: a writer that started would fail on it.
-	s := newSession(t.Context(), f.hub, &identity{node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore}, klog.Background())
+	s := newSession(t.Context(), f.hub, &identity{node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}, klog.Background())
 	s.markDirty()
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
@@ -1016,7 +1047,7 @@ func TestASessionWritesNothingBeforeItRuns(t *testing.T) {
 
 func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	if got := f.metric("connected_nodes"); got != 1 {
 		t.Errorf("connected_nodes %v, want 1", got)
@@ -1042,7 +1073,7 @@ func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing
 	small := federatedJob("fl-small", "cloud", "edge-a")
 	small.ResourceVersion = "61"
 	f := newFixture(t, testConfig, huge, small)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	got := c.untilSynced()
 	if !slices.Contains(got, "upsert FederatedLearningJob default/fl-small@61 (sedna.io/v1alpha1 FederatedLearningJob)") {
 		t.Errorf("got %v, want fl-small sent", got)
@@ -1124,7 +1155,7 @@ func (f *fixture) untilEdgeSynced(name string, st corev1.ConditionStatus) sednav
 
 func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: upToDate()})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	c.send(&edgeproto.Heartbeat{Time: time.Now(), Outbox: &edgeproto.OutboxFill{Reports: 8500, Bytes: 4 << 20, MaxReports: 10000, MaxBytes: 64 << 20}})
 	waitFor(t, func() (bool, string) {
@@ -1146,7 +1177,7 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() (bool, string) { return f.hub.auth.podDeleted("uid-edge-a"), "the hub has not seen the deletion" })
-	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore})
+	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	for {
 		_, err := c.recv(5 * time.Second)
 		if err == nil {
@@ -1211,7 +1242,7 @@ func holdReportOne(t *testing.T, cfg Config) (f *fixture, c *client, release fun
 		return nil
 	}
 	f.mu.Unlock()
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	return f, c, release
 }
@@ -1318,7 +1349,7 @@ func TestAReportWindowGathersANodesBurst(t *testing.T) {
 	cfg := testConfig
 	cfg.ReportWindow = time.Second
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	for id := uint64(1); id <= 5; id++ {
 		c.send(workerReport(id, flA))
@@ -1361,7 +1392,7 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 		return nil
 	}
 	f.mu.Unlock()
-	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, Inventory: f.inventory("edge-a")})
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	c.send(workerReport(1, flA))
 	<-failed
@@ -1459,7 +1490,7 @@ func TestANodeConnectingTooOftenIsToldWhenToComeBack(t *testing.T) {
 	if n := f.metric("connections_refused_total", "reason", refusedTooOften); n != 1 {
 		t.Errorf("refused too_often %v, want 1", n)
 	}
-	other := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore})
+	other := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	other.untilSynced()
 }
 

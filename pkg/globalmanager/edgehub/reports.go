@@ -121,6 +121,7 @@ type reportLanes struct {
 	held    *heldReports                        // the reports read and not yet acknowledged
 	turns   chan struct{}                       // one per turn the lanes hold (turnsPerNode)
 	running sync.WaitGroup                      // the lanes' goroutines
+	read    uint64                              // the reports read so far (the reader's)
 }
 
 // dispatchReport checks a report, in the reader, in the order the
@@ -294,8 +295,18 @@ func (s *session) answer(r *edgeproto.Report, about string, err error) {
 }
 
 // check checks a report and returns the key of the object it is about and
-// the report checked; an error refuses it.
+// the report checked; an error refuses it. The reader calls it, in the
+// order the reports came.
 func (s *session) check(r *edgeproto.Report) (string, *checkedReport, error) {
+	// The k-th report of the connection is one the store held at the Hello
+	// or one taken since, so its ID is at most the Hello's last ID plus k.
+	// An ID past that would record the store's later IDs as applied, and
+	// they would be acknowledged without effect: it is refused, for good.
+	s.reports.read++
+	if limit := s.hello.LastReportID + s.reports.read; r.ID > limit {
+		return "", nil, edgeproto.Refuse("report ID %d cannot be real: the store had given IDs up to %d when the connection began, and this is its report %d since",
+			r.ID, s.hello.LastReportID, s.reports.read)
+	}
 	switch r.Kind {
 	case edgeproto.ReportWorker:
 		return s.checkWorker(r)

@@ -60,7 +60,7 @@ func TestLinkSaysTheHelloOfAHundredThousandObjectsInSeveralFrames(t *testing.T) 
 		t.Errorf("the hello took %d frames, want the many that 100,000 long names take", frames)
 	}
 	// cmp.Diff takes seconds over 100,000 entries; it only says what differs.
-	if wantHello := (&edgeproto.Hello{Node: "edge-1", Store: l.st.Identity(), Inventory: want}); !reflect.DeepEqual(wantHello, hello) {
+	if wantHello := (&edgeproto.Hello{Node: "edge-1", Store: l.st.Identity(), StoreKey: l.st.Key(), Inventory: want}); !reflect.DeepEqual(wantHello, hello) {
 		t.Errorf("the hello (-want,+got):\n%s", cmp.Diff(wantHello, hello))
 	}
 }

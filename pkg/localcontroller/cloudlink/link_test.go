@@ -29,7 +29,7 @@ func TestLinkHelloStatesNodeStoreAndInventory(t *testing.T) {
 
 	c := gm.accept(t)
 	hello := recvAs[*edgeproto.Hello](t, c)
-	want := &edgeproto.Hello{Node: "edge-1", Store: l.st.Identity(), Inventory: []edgeproto.ObjectVersion{job, model}} // in key order
+	want := &edgeproto.Hello{Node: "edge-1", Store: l.st.Identity(), StoreKey: l.st.Key(), Inventory: []edgeproto.ObjectVersion{job, model}} // in key order
 	if diff := cmp.Diff(want, hello); diff != "" {
 		t.Errorf("Hello (-want,+got):\n%s", diff)
 	}

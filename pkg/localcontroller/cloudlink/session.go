@@ -216,13 +216,22 @@ func (l *Link) converse(ctx context.Context, conn *websocket.Conn) error {
 }
 
 // hello encodes the Hello, in as many frames as it takes: the node, the
-// store's identity (the report IDs are its) and every object the store holds.
+// store's identity and key (the report IDs are its), the last ID it gave,
+// and every object the store holds.
 func (l *Link) hello() ([][]byte, error) {
+	// Read before any report is sent on the connection: every report sent
+	// after is one held now or taken after, so the k-th has an ID of at
+	// most lastID+k, as the GlobalManager checks.
+	lastID, err := l.st.LastReportID()
+	if err != nil {
+		return nil, err
+	}
 	inv, err := l.st.Inventory()
 	if err != nil {
 		return nil, err
 	}
-	h := &edgeproto.Hello{Node: l.cfg.Node, Store: l.st.Identity(), Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
+	h := &edgeproto.Hello{Node: l.cfg.Node, Store: l.st.Identity(), StoreKey: l.st.Key(), LastReportID: lastID,
+		Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
 	for _, v := range inv {
 		h.Inventory = append(h.Inventory, edgeproto.ObjectVersion{
 			ObjectRef:       edgeproto.ObjectRef{Kind: v.Key.Kind, Namespace: v.Key.Namespace, Name: v.Key.Name},

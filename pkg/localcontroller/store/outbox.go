@@ -183,3 +183,17 @@ func (s *Store) OutboxLen() (count int, size int64, err error) {
 func (s *Store) OutboxBounds() (maxReports int, maxBytes int64) {
 	return s.opts.MaxOutboxReports, s.opts.MaxOutboxBytes
 }
+
+// LastReportID is the highest ID the outbox has given a report, 0 for none:
+// what the LocalController states in its Hello (edgeproto.Hello.LastReportID).
+func (s *Store) LastReportID() (uint64, error) {
+	var id uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id = tx.Bucket(outboxBucket).Sequence()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading the last report ID: %w", err)
+	}
+	return id, nil
+}

@@ -12,11 +12,17 @@
 // The store is a single bbolt file, pure Go, so an edge node needs no cgo and
 // no database server to keep serving its workers while the cloud is away.
 //
-// Each store file has an identity, a random UUID written into it when it is
-// created. Report IDs count per store, and a store that is wiped or replaced
-// starts them again at 1; the identity, which the LocalController states in
-// its Hello, is how the GlobalManager tells the new store's report 1 from the
-// old store's report 1 it has already applied.
+// Each store file has a key, 32 random bytes written into it when it is
+// created, and an identity derived from it (edgeproto.StoreIdentity). Report
+// IDs count per store, and a store that is wiped or replaced starts them
+// again at 1; the identity, which the LocalController states in its Hello
+// with the key, is how the GlobalManager tells the new store's report 1 from
+// the old store's report 1 it has already applied. The identity is public
+// (it is on the node's Lease); the key is what proves a connection speaks
+// for the store, so no one without the node's disk can claim its reports'
+// IDs. A file made before stores had keys gets one when it is next opened,
+// and so a new identity: reports it held that the GlobalManager had applied
+// but not acknowledged are applied again, once.
 package store
 
 import (
@@ -27,9 +33,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 // Defaults of Options. The outbox bound is what an edge node buffers while the
@@ -92,15 +99,17 @@ var (
 	outboxBucket  = []byte("outbox")
 	stateBucket   = []byte("state")
 	// metaBucket holds what describes the file itself: identityKey.
-	metaBucket  = []byte("meta")
-	identityKey = []byte("identity")
+	metaBucket = []byte("meta")
+	// storeKey is the file's key (edgeproto.NewStoreKey).
+	storeKey = []byte("key")
 )
 
 // Store is the LocalController's on-disk store. It is safe for concurrent use.
 type Store struct {
-	db       *bolt.DB
-	opts     Options
-	identity string
+	db   *bolt.DB
+	opts Options
+	// key is the file's key, identity the identity it gives.
+	key, identity string
 
 	// outboxMu is held across every outbox write transaction and guards the
 	// counters below, so the bound check and the counters always agree with
@@ -139,11 +148,11 @@ func Open(path string, opts Options) (*Store, error) {
 		if _, err := tx.CreateBucketIfNotExists(stateBucket); err != nil {
 			return err
 		}
-		id, err := identity(tx)
+		key, err := fileKey(tx)
 		if err != nil {
 			return err
 		}
-		s.identity = id
+		s.key, s.identity = key, edgeproto.StoreIdentity(key)
 		if err := s.workers.load(tx); err != nil {
 			return err
 		}
@@ -163,29 +172,34 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// identity reads the file's identity, creating it in a file that has none:
-// a new file, or one made before stores had identities (whose report IDs go
-// on where they were, so the GlobalManager may take it for the store it was).
-func identity(tx *bolt.Tx) (string, error) {
+// fileKey reads the file's key, creating it in a file that has none: a new
+// file, or one made before stores had keys.
+func fileKey(tx *bolt.Tx) (string, error) {
 	meta, err := tx.CreateBucketIfNotExists(metaBucket)
 	if err != nil {
 		return "", err
 	}
-	if id := meta.Get(identityKey); len(id) > 0 {
-		return string(id), nil
+	if key := meta.Get(storeKey); len(key) > 0 {
+		return string(key), nil
 	}
-	id := uuid.NewString()
-	if err := meta.Put(identityKey, []byte(id)); err != nil {
+	key := edgeproto.NewStoreKey()
+	if err := meta.Put(storeKey, []byte(key)); err != nil {
 		return "", err
 	}
-	return id, nil
+	return key, nil
 }
 
-// Identity is the store file's identity, a UUID made when the file was
-// created: a wiped or replaced store has a new one. The report IDs of
-// AppendReport are unique per identity.
+// Identity is the store file's identity, edgeproto.StoreIdentity of its key:
+// a wiped or replaced store has a new one. The report IDs of AppendReport
+// are unique per identity.
 func (s *Store) Identity() string {
 	return s.identity
+}
+
+// Key is the store file's key, which proves to the GlobalManager that a
+// connection speaks for the store (edgeproto.Hello.StoreKey).
+func (s *Store) Key() string {
+	return s.key
 }
 
 // Close closes the store file, releasing its lock.
