@@ -64,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &sednav1alpha1.DatasetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatasetRef"):
 		return &sednav1alpha1.DatasetRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DatasetReportID"):
+		return &sednav1alpha1.DatasetReportIDApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatasetSpec"):
 		return &sednav1alpha1.DatasetSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatasetStatus"):

@@ -52,15 +52,26 @@ func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Ap
 }
 
 // ApplyDatasetReport records a count in the Dataset's status: numberOfSamples
-// and updateTime when the count changed, and the Readable condition. A count
-// equal to the status writes nothing, so a resent report is harmless; the
-// LocalController's reports of one Dataset arrive in order, so an older count
-// never overwrites a newer one. It follows common.EdgeReports' rule.
+// and updateTime when the count changed, the Readable condition, and the
+// report's node, store and id (status.lastReport). A report applied already
+// (the same node and store, an id not above the last) changes nothing: the
+// LocalController sends a report again until it is acknowledged, and an
+// older count must not come back over a newer one meanwhile. The
+// LocalController's reports of one Dataset arrive in order. It follows
+// common.EdgeReports' rule.
 func (a *Applier) ApplyDatasetReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 	return a.reports.Apply(ctx, d.Namespace, d.Name, func(ds *sednav1.Dataset) (bool, []common.Event, error) {
+		if applied(ds.Status.LastReport, from, r.ID) {
+			return false, nil, nil
+		}
 		before := apimeta.FindStatusCondition(ds.Status.Conditions, ConditionReadable)
 		wasReadable := before != nil && before.Status == metav1.ConditionTrue
-		if !Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.now())) {
+		changed := Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.now()))
+		if last := ds.Status.LastReport; last == nil || last.Node != from.Node || last.Store != from.Store || last.ID != int64(r.ID) {
+			ds.Status.LastReport = &sednav1.DatasetReportID{Node: from.Node, Store: from.Store, ID: int64(r.ID)}
+			changed = true
+		}
+		if !changed {
 			return false, nil, nil
 		}
 		// Tell the user when the file becomes unreadable, or readable again.
@@ -74,6 +85,12 @@ func (a *Applier) ApplyDatasetReport(ctx context.Context, from edgeproto.Source,
 		}
 		return true, nil, nil
 	})
+}
+
+// applied says whether the report id from from is one last, the last
+// applied, counts already: the same node and store, and an id not above it.
+func applied(last *sednav1.DatasetReportID, from edgeproto.Source, id uint64) bool {
+	return last != nil && last.Node == from.Node && last.Store == from.Store && int64(id) <= last.ID
 }
 
 // Apply folds a count into status and says whether anything changed.

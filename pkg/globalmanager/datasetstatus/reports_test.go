@@ -38,11 +38,28 @@ func TestApplyDatasetReport(t *testing.T) {
 			report: edgeproto.DatasetReport{Error: "index file /data/a.txt: no such file or directory", CountedAt: counted},
 			want:   want{samples: 12, updated: true, readable: metav1.ConditionFalse, reason: ReasonUnreadable, events: 1, writesNow: true},
 		},
-		"the same count again writes nothing": {
+		"the same report again writes nothing": {
 			before: sednav1.DatasetStatus{NumberOfSamples: 12, UpdateTime: &metav1.Time{Time: counted}, ObservedGeneration: 1,
-				Conditions: []metav1.Condition{{Type: ConditionReadable, Status: metav1.ConditionTrue, Reason: ReasonCounted, Message: "12 samples counted", ObservedGeneration: 1}}},
+				Conditions: []metav1.Condition{{Type: ConditionReadable, Status: metav1.ConditionTrue, Reason: ReasonCounted, Message: "12 samples counted", ObservedGeneration: 1}},
+				LastReport: &sednav1.DatasetReportID{Node: "edge-0", Store: "store-1", ID: 1}},
 			report: edgeproto.DatasetReport{NumberOfSamples: 12, CountedAt: counted.Add(time.Minute)},
 			want:   want{samples: 12, updated: true, readable: metav1.ConditionTrue, reason: ReasonCounted},
+		},
+		// Report 1 sent again after report 2 was applied (its ack was lost):
+		// its older count does not come back, nor its events.
+		"an older report sent again changes nothing": {
+			before: sednav1.DatasetStatus{NumberOfSamples: 40, UpdateTime: &metav1.Time{Time: counted}, ObservedGeneration: 1,
+				Conditions: []metav1.Condition{{Type: ConditionReadable, Status: metav1.ConditionTrue, Reason: ReasonCounted, Message: "40 samples counted", ObservedGeneration: 1}},
+				LastReport: &sednav1.DatasetReportID{Node: "edge-0", Store: "store-1", ID: 2}},
+			report: edgeproto.DatasetReport{Error: "index file /data/a.txt: no such file or directory", CountedAt: counted},
+			want:   want{samples: 40, updated: true, readable: metav1.ConditionTrue, reason: ReasonCounted},
+		},
+		"a report of another store applies": {
+			before: sednav1.DatasetStatus{NumberOfSamples: 40, UpdateTime: &metav1.Time{Time: counted}, ObservedGeneration: 1,
+				Conditions: []metav1.Condition{{Type: ConditionReadable, Status: metav1.ConditionTrue, Reason: ReasonCounted, Message: "40 samples counted", ObservedGeneration: 1}},
+				LastReport: &sednav1.DatasetReportID{Node: "edge-0", Store: "wiped-store", ID: 9}},
+			report: edgeproto.DatasetReport{NumberOfSamples: 3, CountedAt: counted},
+			want:   want{samples: 3, updated: true, readable: metav1.ConditionTrue, reason: ReasonCounted, writesNow: true},
 		},
 	}
 	for name, tc := range tests {

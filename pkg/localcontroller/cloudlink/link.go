@@ -216,6 +216,12 @@ func (o Outbox) AppendReport(data []byte) (uint64, error) {
 	return o.woken(o.l.st.AppendReport(data))
 }
 
+// AppendWorkerReport appends a report of a named worker, held to its share
+// (see store.Store.AppendWorkerReport).
+func (o Outbox) AppendWorkerReport(worker string, data []byte) (uint64, error) {
+	return o.woken(o.l.st.AppendWorkerReport(worker, data))
+}
+
 // AppendReportWithState appends a report of the LocalController's own and
 // sets a state in one transaction (see store.Store.AppendReportWithState).
 func (o Outbox) AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error) {

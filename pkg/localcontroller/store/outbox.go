@@ -40,7 +40,24 @@ func reportKey(id uint64) []byte {
 // worker is told to retry. A report larger than the share by itself gets
 // ErrReportTooLarge instead.
 func (s *Store) AppendReport(data []byte) (uint64, error) {
-	return s.appendReport(data, "", nil, true)
+	return s.appendReport(data, "", nil, true, "")
+}
+
+// AppendWorkerReport appends a report of the worker named worker, as
+// AppendReport does, and holds each worker to its share: once the workers'
+// reports fill half of their share of the outbox, a worker that holds more
+// than the share divided by the workers of the node's objects is refused
+// (ErrOutboxFull), so one worker, or anyone who reaches the worker API as
+// it, cannot take the room of the others. A node with one worker may still
+// fill the whole share.
+func (s *Store) AppendWorkerReport(worker string, data []byte) (uint64, error) {
+	return s.appendReport(data, "", nil, true, worker)
+}
+
+// held is what one worker's reports hold of the outbox.
+type held struct {
+	count int
+	bytes int64
 }
 
 // ReservedOutboxShare: one in ReservedOutboxShare of the outbox's bounds is
@@ -62,10 +79,10 @@ func workersShare[N int | int64](bound N) N {
 // records "round 3 prepared" with the report saying so can never, after a
 // crash, hold one without the other. An empty stateKey sets nothing.
 func (s *Store) AppendReportWithState(data []byte, stateKey string, state []byte) (uint64, error) {
-	return s.appendReport(data, stateKey, state, false)
+	return s.appendReport(data, stateKey, state, false, "")
 }
 
-func (s *Store) appendReport(data []byte, stateKey string, state []byte, worker bool) (uint64, error) {
+func (s *Store) appendReport(data []byte, stateKey string, state []byte, worker bool, name string) (uint64, error) {
 	size := int64(len(data))
 	maxReports, maxBytes, whose := s.opts.MaxOutboxReports, s.opts.MaxOutboxBytes, ""
 	if worker {
@@ -81,6 +98,14 @@ func (s *Store) appendReport(data []byte, stateKey string, state []byte, worker 
 		return 0, fmt.Errorf("appending report of %d bytes: %w: %s%d reports of at most %d, %d bytes of at most %d",
 			size, ErrOutboxFull, whose, s.outboxCount, maxReports, s.outboxBytes, maxBytes)
 	}
+	if name != "" && (s.outboxCount+1 > maxReports/2 || s.outboxBytes+size > maxBytes/2) {
+		workers := max(1, s.workers.names())
+		fairReports, fairBytes := max(1, maxReports/workers), max(1, maxBytes/int64(workers))
+		if h := s.heldBy[name]; h.count+1 > fairReports || h.bytes+size > fairBytes {
+			return 0, fmt.Errorf("appending report of %d bytes: %w: the outbox is over half full and worker %s holds %d reports (%d bytes), "+
+				"its share is %d reports (%d bytes) of %d workers'", size, ErrOutboxFull, name, h.count, h.bytes, fairReports, fairBytes, workers)
+		}
+	}
 	var id uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(outboxBucket)
@@ -93,6 +118,11 @@ func (s *Store) appendReport(data []byte, stateKey string, state []byte, worker 
 				return err
 			}
 		}
+		if name != "" {
+			if err := tx.Bucket(outboxWorkersBucket).Put(reportKey(id), []byte(name)); err != nil {
+				return err
+			}
+		}
 		return b.Put(reportKey(id), data)
 	})
 	if err != nil {
@@ -100,6 +130,10 @@ func (s *Store) appendReport(data []byte, stateKey string, state []byte, worker 
 	}
 	s.outboxCount++
 	s.outboxBytes += size
+	if name != "" {
+		h := s.heldBy[name]
+		s.heldBy[name] = held{count: h.count + 1, bytes: h.bytes + size}
+	}
 	return id, nil
 }
 
@@ -141,9 +175,13 @@ func (s *Store) AckReports(ids ...uint64) error {
 		removed      int
 		removedBytes int64
 	)
+	freed := make(map[string]held)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		// A cursor, not Get, tells an absent report from an empty one.
 		c := tx.Bucket(outboxBucket).Cursor()
+		names := tx.Bucket(outboxWorkersBucket)
+		clear(freed)
+		removed, removedBytes = 0, 0
 		for _, id := range ids {
 			want := reportKey(id)
 			k, v := c.Seek(want)
@@ -157,6 +195,13 @@ func (s *Store) AckReports(ids ...uint64) error {
 			}
 			removed++
 			removedBytes += size
+			if name := names.Get(want); name != nil {
+				h := freed[string(name)]
+				freed[string(name)] = held{count: h.count + 1, bytes: h.bytes + size}
+				if err := names.Delete(want); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -165,6 +210,13 @@ func (s *Store) AckReports(ids ...uint64) error {
 	}
 	s.outboxCount -= removed
 	s.outboxBytes -= removedBytes
+	for name, f := range freed {
+		if h := s.heldBy[name]; h.count <= f.count {
+			delete(s.heldBy, name)
+		} else {
+			s.heldBy[name] = held{count: h.count - f.count, bytes: h.bytes - f.bytes}
+		}
+	}
 	return nil
 }
 

@@ -97,6 +97,9 @@ func (o Options) withDefaults() Options {
 var (
 	objectsBucket = []byte("objects")
 	outboxBucket  = []byte("outbox")
+	// outboxWorkersBucket names the worker of each report of the outbox
+	// that AppendWorkerReport appended, by the report's key.
+	outboxWorkersBucket = []byte("outbox-workers")
 	stateBucket   = []byte("state")
 	// metaBucket holds what describes the file itself: identityKey.
 	metaBucket = []byte("meta")
@@ -117,6 +120,9 @@ type Store struct {
 	outboxMu    sync.Mutex
 	outboxCount int
 	outboxBytes int64
+	// heldBy is what each worker's reports hold of the outbox
+	// (AppendWorkerReport), by worker name.
+	heldBy map[string]held
 
 	// workers indexes the stored objects' workers by address.
 	workers *workerIndex
@@ -138,7 +144,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &Store{db: db, opts: opts, workers: newWorkerIndex()}
+	s := &Store{db: db, opts: opts, workers: newWorkerIndex(), heldBy: make(map[string]held)}
 	// The counters are recomputed from the outbox itself rather than kept on
 	// disk, so there is no second record that could disagree with it.
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -160,9 +166,17 @@ func Open(path string, opts Options) (*Store, error) {
 		if err != nil {
 			return err
 		}
-		return b.ForEach(func(_, v []byte) error {
+		names, err := tx.CreateBucketIfNotExists(outboxWorkersBucket)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
 			s.outboxCount++
 			s.outboxBytes += int64(len(v))
+			if name := names.Get(k); name != nil {
+				h := s.heldBy[string(name)]
+				s.heldBy[string(name)] = held{count: h.count + 1, bytes: h.bytes + int64(len(v))}
+			}
 			return nil
 		})
 	})

@@ -98,6 +98,22 @@ func countName(m map[string]int, name string, n int) {
 	}
 }
 
+// names is how many distinct workers the stored objects name.
+func (x *workerIndex) names() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	seen := make(map[string]bool, len(x.pending))
+	for name := range x.pending {
+		seen[name] = true
+	}
+	for _, names := range x.byAddr {
+		for name := range names {
+			seen[name] = true
+		}
+	}
+	return len(seen)
+}
+
 // AddressAdmission says what the stored objects say of callers from addr:
 // whether addr is some worker's, and whether some worker has no address yet
 // (a pod starting, whose address the GlobalManager has not sent: a caller

@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +94,78 @@ func TestWaitWorkerAtWaitsForAStartingWorkersAddress(t *testing.T) {
 	}
 	if s.WaitWorkerAt(ctx, "job-0", netip.MustParseAddr("127.64.0.1")) {
 		t.Errorf("admitted after the wait ended with no address")
+	}
+}
+
+// One worker fills no more than half the workers' share of the outbox while
+// other workers are on the node; each then has its fair part, and the
+// counts survive a restart and follow acknowledgements.
+func TestAWorkerHoldsOnlyItsShareOfTheOutbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lc.db")
+	s := openTestStore(t, path, Options{MaxOutboxReports: 20}) // workers' share: 18, half of it 9
+	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
+	three := []edgeproto.Worker{{Name: "a", IPs: []string{"10.0.0.1"}}, {Name: "b", IPs: []string{"10.0.0.2"}}, {Name: "c"}}
+	if err := s.PutObject(job, "1", three, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	fill := func(worker string) (taken int, ids []uint64, last error) {
+		for range 30 {
+			id, err := s.AppendWorkerReport(worker, []byte(`{"worker":"`+worker+`"}`))
+			if err != nil {
+				return taken, ids, err
+			}
+			taken++
+			ids = append(ids, id)
+		}
+		return taken, ids, nil
+	}
+	takenA, idsA, err := fill("a")
+	if takenA != 9 || !errors.Is(err, ErrOutboxFull) || !strings.Contains(err.Error(), "worker a holds 9 reports") {
+		t.Errorf("worker a alone: %d taken, then %v; want 9 (half the workers' share) then its share refused", takenA, err)
+	}
+	if taken, _, err := fill("b"); taken != 6 || !strings.Contains(fmt.Sprint(err), "worker b holds 6") {
+		t.Errorf("worker b: %d taken, then %v; want 6 (18 ÷ 3 workers)", taken, err)
+	}
+	takenC, idsC, err := fill("c")
+	if takenC != 3 || !errors.Is(err, ErrOutboxFull) {
+		t.Errorf("worker c: %d taken, then %v; want the 3 left of the share", takenC, err)
+	}
+	// The LocalController's own reports still go: its part is kept.
+	if _, err := s.AppendReportWithState([]byte(`{}`), "", nil); err != nil {
+		t.Errorf("the LocalController's own report: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, path, Options{MaxOutboxReports: 20})
+	if err := s.AckReports(idsC...); err != nil { // room under the share
+		t.Fatal(err)
+	}
+	if _, err := s.AppendWorkerReport("a", []byte(`{}`)); !strings.Contains(fmt.Sprint(err), "worker a holds 9") {
+		t.Errorf("worker a after a restart: %v, want its 9 reports counted again", err)
+	}
+	if err := s.AckReports(idsA...); err != nil {
+		t.Fatal(err)
+	}
+	if taken, _, _ := fill("a"); taken != 6 {
+		t.Errorf("worker a once its reports were acknowledged: %d taken, want 6 (its share, the outbox over half full with b's)", taken)
+	}
+}
+
+// A node with one worker lets it fill the whole workers' share.
+func TestALoneWorkerMayFillTheWorkersShare(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{MaxOutboxReports: 20})
+	job := Key{Kind: "JointInferenceService", Namespace: "ns", Name: "ji"}
+	if err := s.PutObject(job, "1", []edgeproto.Worker{{Name: "only", IPs: []string{"10.0.0.1"}}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for ; taken < 30; taken++ {
+		if _, err := s.AppendWorkerReport("only", []byte(`{}`)); err != nil {
+			break
+		}
+	}
+	if taken != 18 {
+		t.Errorf("a lone worker took %d reports, want the workers' share, 18", taken)
 	}
 }

@@ -77,10 +77,11 @@ const inFlightWait = 10 * time.Second
 // request.
 const maxReasonBytes = 4 << 10
 
-// Outbox is where reports wait for the cloud; AppendReport returns once the
-// report is on disk.
+// Outbox is where reports wait for the cloud; AppendWorkerReport returns
+// once the report is on disk, or refuses it when the worker holds more than
+// its share.
 type Outbox interface {
-	AppendReport(data []byte) (uint64, error)
+	AppendWorkerReport(worker string, data []byte) (uint64, error)
 }
 
 // Owners says whether the LocalController holds the object a worker reports
@@ -249,7 +250,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusInternalServerError, "encoding the report: "+err.Error())
 		return
 	}
-	id, err := s.outbox.AppendReport(report)
+	id, err := s.outbox.AppendWorkerReport(worker, report)
 	switch {
 	case errors.Is(err, store.ErrOutboxFull):
 		// The cloud has been away long enough to fill the buffer; the worker

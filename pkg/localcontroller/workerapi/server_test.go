@@ -144,7 +144,9 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 }
 
 func TestFullOutboxAsksTheWorkerToRetryAndLosesNothing(t *testing.T) {
-	s, st := newServer(t, store.Options{MaxOutboxReports: 3}) // workers' share: 2
+	// Workers' share: 4; the trainer's, with the outbox over half full, 2 (of
+	// the node's 2 workers).
+	s, st := newServer(t, store.Options{MaxOutboxReports: 5})
 	for i := range 2 {
 		if rec := post(t, s, "job-training-0-abc", trainReport); rec.Code != http.StatusOK {
 			t.Fatalf("report %d: status %d", i, rec.Code)
@@ -235,7 +237,7 @@ type blockedOutbox struct {
 	release chan struct{}
 }
 
-func (b blockedOutbox) AppendReport([]byte) (uint64, error) {
+func (b blockedOutbox) AppendWorkerReport(string, []byte) (uint64, error) {
 	b.entered <- struct{}{}
 	<-b.release
 	return 1, nil

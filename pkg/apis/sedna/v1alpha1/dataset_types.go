@@ -56,6 +56,21 @@ type DatasetStatus struct {
 	// The metadata.generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// The last report of a count applied: its node, the LocalController
+	// store it came from and its id. A report sent again after its
+	// acknowledgement was lost is known by them and applied once.
+	// +optional
+	LastReport *DatasetReportID `json:"lastReport,omitempty"`
+}
+
+// DatasetReportID names one LocalController report of a Dataset's count.
+type DatasetReportID struct {
+	// The node whose LocalController counted.
+	Node string `json:"node"`
+	// The identity of its store, whose ids the report's is.
+	Store string `json:"store"`
+	// The report's outbox id.
+	ID int64 `json:"id"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -36,6 +36,10 @@ type DatasetStatusApplyConfiguration struct {
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// The metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// The last report of a count applied: its node, the LocalController
+	// store it came from and its id. A report sent again after its
+	// acknowledgement was lost is known by them and applied once.
+	LastReport *DatasetReportIDApplyConfiguration `json:"lastReport,omitempty"`
 }
 
 // DatasetStatusApplyConfiguration constructs a declarative configuration of the DatasetStatus type for use with
@@ -78,5 +82,13 @@ func (b *DatasetStatusApplyConfiguration) WithConditions(values ...*metav1.Condi
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *DatasetStatusApplyConfiguration) WithObservedGeneration(value int64) *DatasetStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithLastReport sets the LastReport field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastReport field is set to the value of the last call.
+func (b *DatasetStatusApplyConfiguration) WithLastReport(value *DatasetReportIDApplyConfiguration) *DatasetStatusApplyConfiguration {
+	b.LastReport = value
 	return b
 }
