@@ -100,7 +100,7 @@ var (
 	// outboxWorkersBucket names the worker of each report of the outbox
 	// that AppendWorkerReport appended, by the report's key.
 	outboxWorkersBucket = []byte("outbox-workers")
-	stateBucket   = []byte("state")
+	stateBucket         = []byte("state")
 	// metaBucket holds what describes the file itself: identityKey.
 	metaBucket = []byte("meta")
 	// storeKey is the file's key (edgeproto.NewStoreKey).
