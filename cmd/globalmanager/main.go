@@ -143,7 +143,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Close()
-	owner, err := edgehub.OwnerOf(ctx, kubeClient, o.edgeNamespace, o.ownerDeployment)
+	owner, err := edgehub.FollowOwner(ctx, kubeClient, o.edgeNamespace, o.ownerDeployment)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func run(ctx context.Context, o options) error {
 		return runControllers(ctx)
 	}
 	if o.leaseNamespace == o.edgeNamespace {
-		if err := ownLeaderLease(ctx, kubeClient, o.leaseNamespace, o.leaseName, owner); err != nil {
+		if err := ownLeaderLease(ctx, kubeClient, o.leaseNamespace, o.leaseName, owner()); err != nil {
 			return err
 		}
 	}
@@ -241,7 +241,7 @@ func run(ctx context.Context, o options) error {
 // startControllers builds the informers and controllers and runs them until
 // ctx is done.
 func startControllers(ctx context.Context, o options, kubeClient kubernetes.Interface, sednaClient sednaclient.Interface, dynamicClient dynamic.Interface,
-	owner *metav1.OwnerReference, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
+	owner edgehub.Owner, metrics *common.Metrics, reg prometheus.Registerer, ready *atomic.Value) error {
 	// One part failing (the hub's port taken, say) stops the others, the
 	// informers included: a GlobalManager half running would hold the lease
 	// and do half the job.

@@ -204,7 +204,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"leave it off once the switch is done.")
 	fs.StringVar(&o.ownerDeployment, "owner-deployment", "",
 		"The GlobalManager's Deployment in --edge-namespace. What the GlobalManager creates there (one Lease per edge node, the hub's Secret and CA ConfigMap, "+
-			"and the leader election Lease when --leader-elect-namespace is the same) is owned by it, so deleting it (helm uninstall) deletes them too. Empty: no owner.")
+			"and the leader election Lease when --leader-elect-namespace is the same) is owned by it, so deleting it (helm uninstall) deletes them too. "+
+			"It is followed with a watch, not read once: what is made is owned by the Deployment as it is then (none while it is not there). Empty: no owner.")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace of --pod-name (default $POD_NAMESPACE).")
 	fs.StringVar(&o.edgeAudience, "edge-token-audience", edgehub.DefaultTokenAudience,

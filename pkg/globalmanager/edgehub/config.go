@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -80,9 +79,9 @@ type Config struct {
 	// CAOutFile, when set, is where the hub also writes the CA's PEM (for a
 	// local run, where LocalControllers read it from a file).
 	CAOutFile string
-	// Owner, when set, owns the Leases, Secret and ConfigMap the hub
-	// creates in Namespace (see OwnerOf).
-	Owner *metav1.OwnerReference
+	// Owner, when set, says what owns the Leases, Secret and ConfigMap the
+	// hub creates in Namespace, as they are made (see FollowOwner).
+	Owner Owner
 	// Pod is the GlobalManager's own Pod, labelled LabelServing while the
 	// hub listens (see SetServing); zero outside a Pod.
 	Pod PodRef

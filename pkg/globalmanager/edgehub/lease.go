@@ -79,7 +79,7 @@ type link struct {
 type links struct {
 	client    kubernetes.Interface
 	namespace string
-	owner     *metav1.OwnerReference // of the Leases, if set
+	owner     Owner // of the Leases, if set
 	period    time.Duration          // the shortest between two renewals of a node
 	rate      float64                // renewals a second, at most
 	grace     time.Duration          // added to a renewal's period in leaseDurationSeconds
@@ -370,7 +370,7 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link, duration
 		lease.Labels = map[string]string{}
 	}
 	lease.Labels[LabelEdgeNode] = labelValue(node)
-	OwnedBy(&lease.ObjectMeta, l.owner)
+	OwnedBy(&lease.ObjectMeta, l.owner.ref())
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
 	}

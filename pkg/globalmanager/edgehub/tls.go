@@ -91,7 +91,7 @@ func (h *Hub) ensureTLSSecret(ctx context.Context) (*corev1.Secret, error) {
 				Type:       corev1.SecretTypeTLS,
 				Data:       data,
 			}
-			OwnedBy(&s.ObjectMeta, h.cfg.Owner)
+			OwnedBy(&s.ObjectMeta, h.cfg.Owner.ref())
 			created, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue // another replica made it first: use that one
@@ -105,7 +105,8 @@ func (h *Hub) ensureTLSSecret(ctx context.Context) (*corev1.Secret, error) {
 		}
 		why := servingCertProblem(secret.Data, names, now)
 		renewed := secret.DeepCopy()
-		owned := OwnedBy(&renewed.ObjectMeta, h.cfg.Owner)
+		owner := h.cfg.Owner.ref()
+		owned := OwnedBy(&renewed.ObjectMeta, owner)
 		if why == "" && !owned {
 			return secret, nil
 		}
@@ -126,7 +127,7 @@ func (h *Hub) ensureTLSSecret(ctx context.Context) (*corev1.Secret, error) {
 			return nil, fmt.Errorf("renewing secret %s/%s: %w", h.cfg.Namespace, TLSSecretName, err)
 		}
 		if why == "" {
-			logger.Info("Set the owner of the edge hub's Secret", "secret", klog.KObj(updated), "owner", h.cfg.Owner.Name)
+			logger.Info("Set the owner of the edge hub's Secret", "secret", klog.KObj(updated), "owner", klog.KRef(h.cfg.Namespace, owner.Name))
 		} else {
 			logger.Info("Renewed the edge hub's serving certificate", "secret", klog.KObj(updated), "why", why, "newCA", ca == nil)
 		}
@@ -281,7 +282,7 @@ func (h *Hub) publishCA(ctx context.Context, caPEM []byte) error {
 				ObjectMeta: metav1.ObjectMeta{Name: CAConfigMapName, Namespace: h.cfg.Namespace},
 				Data:       map[string]string{CAKey: string(caPEM)},
 			}
-			OwnedBy(&cm.ObjectMeta, h.cfg.Owner)
+			OwnedBy(&cm.ObjectMeta, h.cfg.Owner.ref())
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue
@@ -293,7 +294,7 @@ func (h *Hub) publishCA(ctx context.Context, caPEM []byte) error {
 			return fmt.Errorf("reading configmap %s/%s: %w", h.cfg.Namespace, CAConfigMapName, err)
 		}
 		cm = cm.DeepCopy()
-		if owned := OwnedBy(&cm.ObjectMeta, h.cfg.Owner); cm.Data[CAKey] == string(caPEM) && !owned {
+		if owned := OwnedBy(&cm.ObjectMeta, h.cfg.Owner.ref()); cm.Data[CAKey] == string(caPEM) && !owned {
 			return nil
 		}
 		if cm.Data == nil {
