@@ -413,6 +413,7 @@ func TestEncodeRejectsWhatDecodeWouldRefuse(t *testing.T) {
 		"upsert with a worker address not an IP":     {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1:80"}}), ErrMalformed, "workerPods[0].ips[0]"},
 		"upsert with a worker address not canonical": {upsertWithWorkers(Worker{Name: "a", IPs: []string{"FD00::1"}}), ErrMalformed, "workerPods[0].ips[0]"},
 		"upsert with a worker address twice":         {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1", "10.0.0.1"}}), ErrMalformed, "workerPods[0].ips[1]"},
+		"upsert with a worker done that has an address": {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1"}, Done: true}), ErrMalformed, "done has no address"},
 		"upsert with three worker addresses":         {upsertWithWorkers(Worker{Name: "a", IPs: []string{"10.0.0.1", "fd00::1", "10.0.0.2"}}), ErrMalformed, "3 addresses, at most 2"},
 		"upsert over the object frame limit":         {&Upsert{ObjectVersion: jobVersion, Object: json.RawMessage(big)}, ErrTooLarge, "upsert is 41"},
 		"a report over the frame limit": {&Report{ID: 1, Worker: "w", ReceivedAt: t0,

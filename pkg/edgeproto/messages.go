@@ -230,6 +230,8 @@ func (h *Hello) validate() error {
 		return err
 	}
 	switch {
+	case h.StoreKey == "":
+		return errors.New("storeKey is required: is the LocalController older than the GlobalManager? Upgrade them together")
 	case !validStoreKey(h.StoreKey):
 		return fmt.Errorf("storeKey is not %d lowercase hexadecimal digits", 2*StoreKeyBytes)
 	case h.Store != StoreIdentity(h.StoreKey):
@@ -342,11 +344,14 @@ type Upsert struct {
 // the address is what tells a worker from anything else on the node that
 // reaches the worker API: the pod's IPs (status.podIPs), which for a
 // hostNetwork pod are its node's. IPs is empty while the pod has none yet
-// (it is starting) and once it has finished (its address may be given to
-// another pod).
+// (it is starting) and once it has finished (Done: its address may be given
+// to another pod, and it reports no more).
 type Worker struct {
 	Name string   `json:"name"`
 	IPs  []string `json:"ips,omitempty"`
+	// Done says the pod has finished: no report is taken for it any more
+	// (its last ones were, before it finished), and it is not waited for.
+	Done bool `json:"done,omitempty"`
 }
 
 // MaxWorkerIPs bounds a worker's addresses: a pod has one per IP family.
@@ -366,6 +371,10 @@ func (u *Upsert) validate() error {
 		return err
 	}
 	if d := WorkersDigest(u.WorkerPods); d != u.Workers {
+		if len(u.WorkerPods) == 0 {
+			// A GlobalManager from before workerPods sends workerNames.
+			return fmt.Errorf("workers %q is not the digest of workerPods, which is empty: is the GlobalManager older than this LocalController? Upgrade them together", clip(u.Workers))
+		}
 		return fmt.Errorf("workers %q is not the digest %q of workerPods", clip(u.Workers), d)
 	}
 	// The LC files the object under the ref and later reports the ref and
@@ -424,6 +433,9 @@ func checkWorkers(workers []Worker) error {
 		if len(w.IPs) > MaxWorkerIPs {
 			return fmt.Errorf("workerPods[%d].ips: %d addresses, at most %d", i, len(w.IPs), MaxWorkerIPs)
 		}
+		if w.Done && len(w.IPs) > 0 {
+			return fmt.Errorf("workerPods[%d]: a pod that is done has no address", i)
+		}
 		for j, ip := range w.IPs {
 			if !canonicalIP(ip) || (j > 0 && w.IPs[0] == ip) {
 				return fmt.Errorf("workerPods[%d].ips[%d]: %q is not a distinct IP address in canonical form", i, j, clip(ip))
@@ -454,6 +466,9 @@ func WorkersDigest(workers []Worker) string {
 		for _, ip := range w.IPs {
 			h.Write([]byte{1})
 			h.Write([]byte(ip))
+		}
+		if w.Done {
+			h.Write([]byte{2})
 		}
 		h.Write([]byte{0})
 	}

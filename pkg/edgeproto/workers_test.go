@@ -44,6 +44,9 @@ func TestWorkersDigestCoversAddresses(t *testing.T) {
 	if named == addressed || addressed == moved {
 		t.Errorf("digests of a worker without an address, with one and with another: %q, %q, %q; want all different", named, addressed, moved)
 	}
+	if done := WorkersDigest([]Worker{{Name: "a", Done: true}}); done == named {
+		t.Errorf("a worker done and one starting have the same digest")
+	}
 	if split := WorkersDigest([]Worker{{Name: "a", IPs: []string{"1"}}}); split == WorkersDigest([]Worker{{Name: "a1"}}) {
 		t.Errorf("a name and an address hash as a longer name")
 	}
@@ -62,7 +65,7 @@ func TestAHelloClaimsOnlyTheStoreOfItsKey(t *testing.T) {
 	}{
 		"its own store":             {hello: Hello{Node: "n", Store: StoreIdentity(key), StoreKey: key}},
 		"another store's identity":  {hello: Hello{Node: "n", Store: StoreIdentity(other), StoreKey: key}, wantErr: "is not the identity of its storeKey"},
-		"an identity without a key": {hello: Hello{Node: "n", Store: StoreIdentity(key)}, wantErr: "storeKey is not 64"},
+		"an identity without a key": {hello: Hello{Node: "n", Store: StoreIdentity(key)}, wantErr: "storeKey is required: is the LocalController older"},
 		"a key in upper case":       {hello: Hello{Node: "n", Store: StoreIdentity(key), StoreKey: strings.ToUpper(key)}, wantErr: "storeKey is not 64"},
 		"a last report ID past int64": {hello: Hello{Node: "n", Store: StoreIdentity(key), StoreKey: key, LastReportID: math.MaxInt64 + 1},
 			wantErr: "lastReportID"},

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,7 +192,7 @@ func (h *Hub) workersOn(obj metav1.Object, node string) []edgeproto.Worker {
 	workers := make([]edgeproto.Worker, 0, len(pods))
 	for _, p := range pods {
 		if h.chain.IsWorkerPod(p, obj) {
-			workers = append(workers, edgeproto.Worker{Name: p.GetName(), IPs: workerIPs(p)})
+			workers = append(workers, edgeproto.Worker{Name: p.GetName(), IPs: workerIPs(p), Done: finished(p)})
 		}
 	}
 	slices.SortFunc(workers, func(a, b edgeproto.Worker) int { return strings.Compare(a.Name, b.Name) })
@@ -204,7 +205,7 @@ func (h *Hub) workersOn(obj metav1.Object, node string) []edgeproto.Worker {
 // address may be given to another pod.
 func workerIPs(o metav1.Object) []string {
 	pod, ok := o.(*corev1.Pod)
-	if !ok || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if !ok || finished(pod) {
 		return nil
 	}
 	podIPs := pod.Status.PodIPs
@@ -308,16 +309,41 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 	return out
 }
 
+// finished says whether o is a pod that has finished.
+func finished(o metav1.Object) bool {
+	pod, ok := o.(*corev1.Pod)
+	return ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+}
+
+// finishedAt is when pod's last container finished, zero when no container
+// says.
+func finishedAt(pod *corev1.Pod) time.Time {
+	var last time.Time
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(last) {
+			last = t.FinishedAt.Time
+		}
+	}
+	return last
+}
+
+// finishSlack is how much later than a pod's last container finished its
+// node's LocalController may have taken a report of it: both clocks are the
+// node's, and the kubelet writes the time a moment after the process ends.
+const finishSlack = 2 * time.Second
+
 // checkWorker refuses a report of worker about obj, of kind k, from node,
-// that came from the address from ("" if the LocalController did not say),
+// that came from the address from ("" if the LocalController did not say)
+// at receivedAt,
 // unless worker is one of obj's pods bound to node and from is one of its
 // IPs, or worker is the LocalController itself and k's LocalControllers
 // report under their own name (the learning cycles'; the worker API refuses
 // the name to workers). The LocalController has checked it already with
 // the workers and addresses the hub sent; this is the cloud's own check,
 // against the latest pods. A finished pod's IPs still count here: its last
-// report may be applied after it has finished.
-func (h *Hub) checkWorker(node string, k *kind, obj metav1.Object, worker, from string) error {
+// report may be applied after it has finished, but only a report taken
+// before then: after, its address may be another pod's.
+func (h *Hub) checkWorker(node string, k *kind, obj metav1.Object, worker, from string, receivedAt time.Time) error {
 	if worker == edgeproto.LocalControllerWorker {
 		if !k.ownReports {
 			return edgeproto.Refuse("the LocalController reports under its own name only for learning cycles, not for a %s", k.name)
@@ -335,6 +361,10 @@ func (h *Hub) checkWorker(node string, k *kind, obj metav1.Object, worker, from 
 		return edgeproto.Refuse("pod %s/%s runs on %q, not on node %s", pod.Namespace, pod.Name, pod.Spec.NodeName, node)
 	case from != "" && !hasIP(pod, from):
 		return edgeproto.Refuse("the report of pod %s/%s came from %s, which is not the pod's address", pod.Namespace, pod.Name, from)
+	}
+	if at := finishedAt(pod); from != "" && finished(pod) && !at.IsZero() && receivedAt.After(at.Add(finishSlack)) {
+		return edgeproto.Refuse("the report of pod %s/%s was taken at %s, after the pod finished at %s: its address %s may be another pod's",
+			pod.Namespace, pod.Name, receivedAt.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339), from)
 	}
 	return nil
 }

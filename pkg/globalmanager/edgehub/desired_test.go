@@ -2,6 +2,7 @@ package edgehub
 
 import (
 	"strings"
+	"time"
 
 	"fmt"
 	"slices"
@@ -205,7 +206,7 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 			node: "edge-d",
 			objs: all,
 			want: []string{
-				"FederatedLearningJob default/fl-sched [fl-sched-train-0@10.1.0.5,fd00::5 fl-sched-train-1@]",
+				"FederatedLearningJob default/fl-sched [fl-sched-train-0@10.1.0.5,fd00::5 fl-sched-train-1@ done]",
 				"Model default/fl-sched-model",
 			},
 		},
@@ -229,7 +230,11 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 				if len(d.workers) > 0 {
 					var ws []string
 					for _, w := range d.workers {
-						ws = append(ws, w.Name+"@"+strings.Join(w.IPs, ","))
+						line := w.Name + "@" + strings.Join(w.IPs, ",")
+						if w.Done {
+							line += " done"
+						}
+						ws = append(ws, line)
 					}
 					line += fmt.Sprintf(" %v", ws)
 				}
@@ -364,18 +369,37 @@ func TestAServicesWorkersAreFoundThroughItsOwnDeployment(t *testing.T) {
 	}
 	k := h.byName[sednav1.JointInferenceServiceKind.Kind]
 	for _, worker := range []string{"mine-abc-1", "bare-1", "stale-1"} {
-		if err := h.checkWorker("edge-1", k, svc, worker, "10.1.0.9"); err == nil {
+		if err := h.checkWorker("edge-1", k, svc, worker, "10.1.0.9", time.Now()); err == nil {
 			t.Errorf("a report of %s, a pod with the service's label that is not its worker, was taken", worker)
 		}
 	}
-	if err := h.checkWorker("edge-0", k, svc, "ji-edge-abc-1", "10.1.0.9"); err != nil {
+	if err := h.checkWorker("edge-0", k, svc, "ji-edge-abc-1", "10.1.0.9", time.Now()); err != nil {
 		t.Errorf("a report of the service's own pod, from its address: %v", err)
 	}
-	if err := h.checkWorker("edge-0", k, svc, "ji-edge-abc-1", "10.1.0.10"); err == nil {
+	if err := h.checkWorker("edge-0", k, svc, "ji-edge-abc-1", "10.1.0.10", time.Now()); err == nil {
 		t.Errorf("a report of the service's own pod that the LocalController says came from another address was taken")
 	}
-	if err := h.checkWorker("edge-0", k, svc, edgeproto.LocalControllerWorker, ""); err == nil {
+	if err := h.checkWorker("edge-0", k, svc, edgeproto.LocalControllerWorker, "", time.Now()); err == nil {
 		t.Errorf("a report under the LocalController's own name was taken for a joint inference service")
+	}
+}
+
+// A finished worker's report taken before it finished applies; one taken
+// after, from its address, may be another pod's that got the address.
+func TestAFinishedWorkersAddressCountsOnlyUntilItFinished(t *testing.T) {
+	job := federatedJob("fl", "cloud", "edge-0")
+	job.UID = "uid-fl"
+	pod := withIPs(workerPod("fl-train-0", "uid-fl", "edge-0"), corev1.PodSucceeded, "10.1.0.7")
+	done := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "train", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(done)}}}}
+	h := seededHub(t, objects{federatedLearningJobs: []*sednav1.FederatedLearningJob{job}, pods: []*corev1.Pod{pod}})
+	k := h.byName[sednav1.FederatedLearningJobKind.Kind]
+	if err := h.checkWorker("edge-0", k, job, "fl-train-0", "10.1.0.7", done.Add(-time.Second)); err != nil {
+		t.Errorf("its last report, taken before it finished: %v", err)
+	}
+	if err := h.checkWorker("edge-0", k, job, "fl-train-0", "10.1.0.7", done.Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "after the pod finished") {
+		t.Errorf("a report taken a minute after it finished: %v, want refused", err)
 	}
 }
 

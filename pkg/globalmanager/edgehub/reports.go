@@ -332,7 +332,7 @@ func (s *session) checkWorker(r *edgeproto.Report) (string, *checkedReport, erro
 	if !ok {
 		return "", nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
 	}
-	if err := s.hub.checkWorker(s.node, k, obj, info.Name, r.From); err != nil {
+	if err := s.hub.checkWorker(s.node, k, obj, info.Name, r.From, r.ReceivedAt); err != nil {
 		return "", nil, err
 	}
 	a := s.hub.appliers[o.Kind]

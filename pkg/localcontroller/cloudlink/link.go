@@ -51,6 +51,9 @@ type Link struct {
 
 	mu     sync.Mutex
 	status Status
+	// helloLastID is the last report ID the current connection's Hello
+	// stated (the session's writer reads it).
+	helloLastID uint64
 }
 
 // Status is what the link can say about itself, for /healthz.

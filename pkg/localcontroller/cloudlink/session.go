@@ -230,6 +230,7 @@ func (l *Link) hello() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.helloLastID = lastID
 	h := &edgeproto.Hello{Node: l.cfg.Node, Store: l.st.Identity(), StoreKey: l.st.Key(), LastReportID: lastID,
 		Inventory: make([]edgeproto.ObjectVersion, 0, len(inv))}
 	for _, v := range inv {
@@ -512,6 +513,15 @@ func (l *Link) sendReports(ctx context.Context, conn *websocket.Conn, lastSent *
 			}
 			l.metrics.reportsDropped.Inc()
 			*lastSent = r.ID
+			if r.ID > l.helloLastID {
+				// The GlobalManager takes the k-th report of a connection
+				// only with an ID of at most the Hello's last ID plus k: a
+				// report taken after the Hello and never sent would have it
+				// refuse the ones after it. A new connection states the IDs
+				// afresh.
+				return false, endSession(reasonEncode, websocket.CloseTryAgainLater,
+					fmt.Errorf("report %d, taken after the hello, dropped from the outbox; connecting again", r.ID))
+			}
 			continue
 		}
 		if err := l.writeFrame(conn, edgeproto.TypeReport, frame); err != nil {

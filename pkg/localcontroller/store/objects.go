@@ -93,7 +93,8 @@ const (
 	// len(digest), digest.
 	objectFormatV3 byte = 3
 	// objectFormatV4: as V3 with, after each worker's name, uvarint number
-	// of its addresses, each as uvarint len(ip), ip. A worker read from an
+	// of its addresses, each as uvarint len(ip), ip, then a byte, 1 when the
+	// worker is done, else 0. A worker read from an
 	// earlier format has no address, so its reports are refused until the
 	// GlobalManager sends its addresses (the digest it is stated back with
 	// differs, so it does on the next connection).
@@ -103,7 +104,7 @@ const (
 func encodeObject(resourceVersion, digest string, workers []edgeproto.Worker, data []byte) []byte {
 	size := 1 + 3*binary.MaxVarintLen64 + len(resourceVersion) + len(digest) + len(data)
 	for _, w := range workers {
-		size += 2*binary.MaxVarintLen64 + len(w.Name)
+		size += 2*binary.MaxVarintLen64 + len(w.Name) + 1
 		for _, ip := range w.IPs {
 			size += binary.MaxVarintLen64 + len(ip)
 		}
@@ -123,6 +124,11 @@ func encodeObject(resourceVersion, digest string, workers []edgeproto.Worker, da
 		for _, ip := range w.IPs {
 			field(ip)
 		}
+		done := byte(0)
+		if w.Done {
+			done = 1
+		}
+		b = append(b, done)
 	}
 	return append(b, data...)
 }
@@ -186,6 +192,10 @@ func decodeObject(k Key, v []byte, withData bool) (Object, error) {
 					}
 					w.IPs = append(w.IPs, ip)
 				}
+				if len(rest) == 0 {
+					return Object{}, malformed
+				}
+				w.Done, rest = rest[0] == 1, rest[1:]
 			}
 			o.Workers = append(o.Workers, w)
 		}

@@ -69,8 +69,12 @@ func (x *workerIndex) update(gone, added [][]edgeproto.Worker) {
 	x.changed = make(chan struct{})
 }
 
-// add counts w's addresses (or its lack of one) by n; x.mu is held.
+// add counts w's addresses (or its lack of one) by n; x.mu is held. A
+// worker done counts nowhere: it is no caller's, and not awaited.
 func (x *workerIndex) add(w edgeproto.Worker, n int) {
+	if w.Done {
+		return
+	}
 	if len(w.IPs) == 0 {
 		countName(x.pending, w.Name, n)
 		return
@@ -98,7 +102,8 @@ func countName(m map[string]int, name string, n int) {
 	}
 }
 
-// names is how many distinct workers the stored objects name.
+// names is how many distinct workers the stored objects name that are not
+// done.
 func (x *workerIndex) names() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()

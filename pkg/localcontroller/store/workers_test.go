@@ -51,6 +51,14 @@ func TestWorkerIndexFollowsTheStoredObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b deleted", "127.64.0.2", want{false, false})
+	// A worker that is done is awaited by no one and is no caller's.
+	if err := s.PutObject(b, "2", []edgeproto.Worker{{Name: "b-0", Done: true}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	check("b-0 done", "127.64.0.2", want{false, false})
+	if s.WaitWorkerAt(t.Context(), "b-0", addr("127.64.0.2")) {
+		t.Errorf("a worker that is done was admitted")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

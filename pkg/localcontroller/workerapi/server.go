@@ -16,7 +16,8 @@
 //     as it is accepted (Server.Listener), so it holds none of the API's
 //     connections; while a worker of the node has no address yet (its pod is
 //     starting), at most MaxUnknownConnections such connections are served
-//     at once, for it may be that worker;
+//     at once, for it may be that worker; from one worker's address, at most
+//     MaxConnectionsPerAddress;
 //   - a request naming a worker that is not at the caller's address is
 //     answered 403 before its body is read; a worker whose address has not
 //     come yet is waited for, up to AddressWait;
@@ -34,6 +35,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +109,12 @@ const AddressWait = 10 * time.Second
 // addresses that are no worker's, while some worker has no address yet.
 const MaxUnknownConnections = 16
 
+// MaxConnectionsPerAddress bounds the connections served at once from one
+// worker's address, so that one worker (or anything at the node's address,
+// a hostNetwork worker's) cannot hold all of Limits.MaxConnections and shut
+// the node's other workers out.
+const MaxConnectionsPerAddress = 32
+
 // Server serves the worker API.
 type Server struct {
 	outbox   Outbox
@@ -115,6 +123,9 @@ type Server struct {
 	inFlight chan struct{}
 	// unknown counts the connections open from addresses no worker has.
 	unknown atomic.Int64
+	// perAddress counts the connections open from each worker's address.
+	perAddressMu sync.Mutex
+	perAddress   map[netip.Addr]int
 	// Refused counts the connections closed as they were accepted, from
 	// addresses no worker has; nil counts nothing.
 	Refused func()
@@ -129,7 +140,8 @@ type Server struct {
 // NewServer returns a worker API that appends to outbox and checks owners.
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
 	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes,
-		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait, addressWait: AddressWait}
+		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait, addressWait: AddressWait,
+		perAddress: make(map[netip.Addr]int)}
 }
 
 // Listener is ln serving only the connections from workers' addresses (and,
@@ -145,7 +157,7 @@ func (s *Server) admit(addr netip.Addr) (func(), bool) {
 	known, awaiting := s.owners.AddressAdmission(addr)
 	switch {
 	case known:
-		return nil, true
+		return s.admitFrom(addr)
 	case !awaiting:
 		return nil, false
 	}
@@ -154,6 +166,24 @@ func (s *Server) admit(addr netip.Addr) (func(), bool) {
 		return nil, false
 	}
 	return func() { s.unknown.Add(-1) }, true
+}
+
+// admitFrom admits a connection from addr unless MaxConnectionsPerAddress
+// are open from it.
+func (s *Server) admitFrom(addr netip.Addr) (func(), bool) {
+	s.perAddressMu.Lock()
+	defer s.perAddressMu.Unlock()
+	if s.perAddress[addr] >= MaxConnectionsPerAddress {
+		return nil, false
+	}
+	s.perAddress[addr]++
+	return func() {
+		s.perAddressMu.Lock()
+		defer s.perAddressMu.Unlock()
+		if s.perAddress[addr]--; s.perAddress[addr] <= 0 {
+			delete(s.perAddress, addr)
+		}
+	}, true
 }
 
 // callerAddress is the address r came from.
@@ -250,7 +280,8 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusInternalServerError, "encoding the report: "+err.Error())
 		return
 	}
-	id, err := s.outbox.AppendWorkerReport(worker, report)
+	// A worker's share of the outbox is its pod's: by namespace and name.
+	id, err := s.outbox.AppendWorkerReport(info.Namespace+"/"+worker, report)
 	switch {
 	case errors.Is(err, store.ErrOutboxFull):
 		// The cloud has been away long enough to fill the buffer; the worker

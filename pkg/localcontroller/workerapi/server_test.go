@@ -444,3 +444,51 @@ func TestConnectionsFromNoWorkersAddressAreClosedAtOnce(t *testing.T) {
 		t.Errorf("connection %d from an unknown address was served, past MaxUnknownConnections", MaxUnknownConnections+1)
 	}
 }
+
+// One worker's address holds at most MaxConnectionsPerAddress connections:
+// the next is closed as it comes, and another worker is still served.
+func TestOneAddressHoldsABoundedShareOfTheConnections(t *testing.T) {
+	s, _ := newServer(t, store.Options{})
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Listener = Limits.Listener(s.Listener(raw))
+	srv.Start()
+	defer srv.Close()
+	// The trainer is at 127.0.0.1 (newServer); edge-0's other worker here.
+	job := store.Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "other"}
+	if err := s.owners.(*store.Store).PutObject(job, "1", []edgeproto.Worker{{Name: "other-0", IPs: []string{"127.0.0.9"}}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	dial := func(ip string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	served := func(c net.Conn) bool {
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return false
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		return err == nil && resp.StatusCode == http.StatusNotFound
+	}
+	for i := range MaxConnectionsPerAddress {
+		if c := dial("127.0.0.1"); !served(c) {
+			t.Fatalf("connection %d from the trainer's address was not served", i+1)
+		}
+	}
+	if served(dial("127.0.0.1")) {
+		t.Errorf("connection %d from one address was served, past MaxConnectionsPerAddress", MaxConnectionsPerAddress+1)
+	}
+	if !served(dial("127.0.0.9")) {
+		t.Errorf("another worker's connection was not served while the trainer's address held its share")
+	}
+}
