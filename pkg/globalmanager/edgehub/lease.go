@@ -79,10 +79,10 @@ type link struct {
 type links struct {
 	client    kubernetes.Interface
 	namespace string
-	owner     Owner // of the Leases, if set
-	period    time.Duration          // the shortest between two renewals of a node
-	rate      float64                // renewals a second, at most
-	grace     time.Duration          // added to a renewal's period in leaseDurationSeconds
+	owner     Owner         // of the Leases, if set
+	period    time.Duration // the shortest between two renewals of a node
+	rate      float64       // renewals a second, at most
+	grace     time.Duration // added to a renewal's period in leaseDurationSeconds
 	now       func() time.Time
 
 	mu    sync.Mutex
