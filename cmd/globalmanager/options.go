@@ -86,6 +86,7 @@ type options struct {
 	edgeAudience       string
 	edgeReviewAll      bool
 	edgeSAs            string
+	edgeDaemonSet      string
 	edgeNodeSelector   string
 	shutdownGracePhase time.Duration
 }
@@ -216,6 +217,12 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"A token the hub accepted itself is still reviewed after its connection starts, at most 20 a second, and a refusal closes the connection.")
 	fs.StringVar(&o.edgeSAs, "edge-service-accounts", edgehub.DefaultServiceAccount,
 		"Comma-separated namespace/name of the ServiceAccounts whose tokens the edge hub accepts: the LocalControllers'. Any other Pod's token, on any node, is refused.")
+	fs.StringVar(&o.edgeDaemonSet, "edge-daemonset", edgehub.DefaultDaemonSet,
+		"namespace/name of the LocalControllers' DaemonSet: the edge hub accepts a token only from a Pod this DaemonSet controls (the Pod's controller "+
+			"ownerReference names it with its current UID), so a bare Pod of an --edge-service-accounts ServiceAccount, or one of another controller, is refused (403). "+
+			"The default is the chart's DaemonSet under its default release name and namespace; the ServiceAccounts must be in its namespace. "+
+			"It cannot be empty: without it any Pod made to run as the ServiceAccount would be a LocalController, so the GlobalManager does not start. "+
+			"The GlobalManager needs get, list and watch on this DaemonSet.")
 	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,
 		"Label selector the node of a LocalController's Pod must match: a LocalController's Pod on any other node is refused.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
@@ -277,9 +284,15 @@ func (o *options) validate() error {
 	if (o.edgeCertFile == "") != (o.edgeKeyFile == "") {
 		errs = append(errs, errors.New("--edge-cert-file and --edge-key-file go together"))
 	}
+	dsNamespace, _, _ := strings.Cut(o.edgeDaemonSet, "/")
+	if err := edgehub.CheckNamespacedName(o.edgeDaemonSet); err != nil {
+		errs = append(errs, fmt.Errorf("--edge-daemonset: %w", err))
+	}
 	for _, sa := range o.edgeServiceAccounts() {
-		if err := edgehub.CheckServiceAccount(sa); err != nil {
+		if err := edgehub.CheckNamespacedName(sa); err != nil {
 			errs = append(errs, fmt.Errorf("--edge-service-accounts: %w", err))
+		} else if ns, _, _ := strings.Cut(sa, "/"); ns != dsNamespace {
+			errs = append(errs, fmt.Errorf("--edge-service-accounts: %s is not in the namespace of --edge-daemonset %s, so none of its Pods could be a LocalController", sa, o.edgeDaemonSet))
 		}
 	}
 	if len(o.edgeServiceAccounts()) == 0 {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -130,14 +132,15 @@ func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
 func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
-	token := framework.PodToken(t, ns, framework.EdgeServiceAccount, "localcontroller-edge-1", "edge-1", edgehub.DefaultTokenAudience)
+	pod := framework.EdgeDaemonSetPod(t, ns, "edge-1")
+	token := boundToken(t, pod)
 	conn, _, err := dialEdge(t, hub, token)
 	if err != nil {
 		t.Fatalf("dialing with the LocalController's token: %v", err)
 	}
 	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore})
 	zero := int64(0)
-	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), "localcontroller-edge-1",
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), pod.Name,
 		metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +181,9 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 		return m.Get(series)
 	}
 	verified := func(by string) float64 { return metric(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`) }
-	attempt := 0
+	pod := framework.EdgeDaemonSetPod(t, ns, "edge-0")
 	framework.Eventually(t, 30*time.Second, "a LocalController token verified by the hub", func(context.Context) (bool, error) {
-		attempt++
-		token := framework.PodToken(t, ns, framework.EdgeServiceAccount, "localcontroller-edge-0-"+strconv.Itoa(attempt), "edge-0", edgehub.DefaultTokenAudience)
-		conn, resp, err := dialEdge(t, hub, token)
+		conn, resp, err := dialEdge(t, hub, boundToken(t, pod)) // a new token each time: not the cached outcome
 		if err != nil {
 			if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 				return false, nil
@@ -192,22 +193,25 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 		conn.Close()
 		return verified("hub") > 0, nil
 	})
+	// The Pod deleted: the DaemonSet makes another on the node (another
+	// name and UID), and the old Pod's token is refused.
 	kube := framework.KubeClient(t)
-	name := "localcontroller-edge-0-again"
-	stale := framework.PodToken(t, ns, framework.EdgeServiceAccount, name, "edge-0", edgehub.DefaultTokenAudience)
+	stale := boundToken(t, pod)
 	zero := int64(0)
-	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the Pod to be gone", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	framework.PodToken(t, ns, framework.EdgeServiceAccount, name, "edge-0", edgehub.DefaultTokenAudience) // the same name, another UID
+	if again := framework.EdgeDaemonSetPod(t, ns, "edge-0"); again.UID == pod.UID {
+		t.Fatal("the DaemonSet's Pod on edge-0 is the deleted one")
+	}
 	conn, resp, err := dialEdge(t, hub, stale)
 	if err == nil {
 		conn.Close()
-		t.Fatal("the token of a Pod deleted and made again was accepted")
+		t.Fatal("the token of a deleted Pod was accepted")
 	}
 	if resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("got %v (%v), want 401", resp, err)
@@ -228,6 +232,105 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 	}
 }
 
+// boundToken is a new token with the edge hub's audience bound to pod.
+func boundToken(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	token, err := framework.NewBoundToken(t.Context(), framework.KubeClient(t), pod, edgehub.DefaultTokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// refused dials the hub with token and fails unless the hub refuses it
+// before the upgrade with status and a body that says wantReason.
+func refused(t *testing.T, hub *framework.EdgeHub, token string, status int, wantReason string) {
+	t.Helper()
+	conn, resp, err := dialEdge(t, hub, token)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("the connection was upgraded; want %d saying %q", status, wantReason)
+	}
+	if resp == nil {
+		t.Fatalf("%v, want an HTTP refusal", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status || !strings.Contains(string(body), wantReason) {
+		t.Fatalf("got %d %q, want %d with %q", resp.StatusCode, body, status, wantReason)
+	}
+}
+
+// TestOnlyPodsOfTheLocalControllersDaemonSetConnect gives tokens of the
+// LocalController's ServiceAccount, with the hub's audience, to Pods on an
+// edge node that are not the LocalControllers' DaemonSet's: a bare Pod, and
+// a Pod of a ReplicaSet. Each is refused with 403 and a reason naming what
+// it is, counted as not_daemonset_pod; the DaemonSet's own Pod on that node
+// connects and is sent the node's objects.
+func TestOnlyPodsOfTheLocalControllersDaemonSetConnect(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	kube := framework.KubeClient(t)
+	lcPod := framework.EdgeDaemonSetPod(t, ns, "edge-0") // and the ServiceAccount
+
+	bare := framework.PodToken(t, ns, framework.EdgeServiceAccount, "bare-on-edge-0", "edge-0", edgehub.DefaultTokenAudience)
+	one := int32(1)
+	rsLabels := map[string]string{"app": "impostor"}
+	rs, err := kube.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: rsLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rsLabels}, Spec: corev1.PodSpec{
+				NodeName: "edge-0", ServiceAccountName: framework.EdgeServiceAccount,
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				Containers:  []corev1.Container{{Name: "main", Image: "impostor"}},
+			}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rsPod *corev1.Pod
+	framework.Eventually(t, 60*time.Second, "the ReplicaSet's Pod", func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=impostor"})
+		if err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && ref.UID == rs.UID {
+				rsPod = &pods.Items[i]
+			}
+		}
+		return rsPod != nil, nil
+	})
+
+	for name, tc := range map[string]struct {
+		token      string
+		wantReason string
+	}{
+		"a bare Pod":         {token: bare, wantReason: "it has no controller (a bare Pod)"},
+		"a ReplicaSet's Pod": {token: boundToken(t, rsPod), wantReason: "its controller is ReplicaSet impostor"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			refused(t, hub, tc.token, http.StatusForbidden, tc.wantReason)
+		})
+	}
+	m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Get(`nereid_edgehub_connections_refused_total{reason="not_daemonset_pod"}`); n != 2 {
+		t.Errorf("%v refusals counted as not_daemonset_pod, want 2", n)
+	}
+
+	conn, resp, err := dialEdge(t, hub, boundToken(t, lcPod))
+	if err != nil {
+		t.Fatalf("the DaemonSet's Pod was refused: %v (%v)", err, resp)
+	}
+	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: testStore})
+	msgs, closed := readUntilClosed(conn, 5*time.Second)
+	if closed || !slices.ContainsFunc(msgs, func(m edgeproto.Message) bool { _, ok := m.(*edgeproto.Synced); return ok }) {
+		t.Fatalf("the DaemonSet's Pod got %v (closed: %v), want its node's objects and Synced", msgs, closed)
+	}
+}
+
 // TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits starts a leader
 // whose edge hub port is taken: it must not sit on the lease. It exits
 // non-zero with the reason, releasing the lease, and a standby leads at once
@@ -241,7 +344,8 @@ func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
 	defer taken.Close()
 	election := []string{"--leader-elect=true", "--leader-elect-namespace=" + ns,
 		"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=500ms",
-		"--edge-namespace=" + ns, "--edge-service-accounts=" + ns + "/" + framework.EdgeServiceAccount}
+		"--edge-namespace=" + ns, "--edge-service-accounts=" + ns + "/" + framework.EdgeServiceAccount,
+		"--edge-daemonset=" + ns + "/" + framework.EdgeDaemonSet}
 	a := framework.StartGlobalManager(t, ns, append(election, "--edge-address="+taken.Addr().String())...)
 	code, exited := a.Wait(60 * time.Second)
 	if !exited {

@@ -9,7 +9,10 @@
 // "Authorization: Bearer"). Before it upgrades the connection the hub sends a
 // TokenReview naming that audience and accepts only a token of one of
 // Config.ServiceAccounts, bound to a Pod whose node matches
-// Config.NodeSelector; the node is the one the review names
+// Config.NodeSelector and whose controller is the LocalControllers'
+// DaemonSet, Config.DaemonSet, by UID (daemonset.go: a bare Pod of the
+// ServiceAccount, or one of another controller, is refused with 403); the
+// node is the one the review names
 // (user.extra["authentication.kubernetes.io/node-name"]). Every refusal is an
 // HTTP status with the reason, counted by reason; outcomes are cached briefly
 // by the token's hash and reviews run a bounded number at a time (see
@@ -94,8 +97,9 @@
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //	nereid.io/outbox           how full the node's outbox is, from its LocalController's heartbeats
 //
-// The hub needs permission to create TokenReviews; to get Nodes; to list and
-// watch Pods in the namespaces of Config.ServiceAccounts; to get, create and
-// update Secrets, ConfigMaps and Leases (coordination.k8s.io) in its
-// namespace.
+// The hub needs permission to create TokenReviews; to get, list and watch
+// Nodes; to get, list and watch Pods in the namespaces of
+// Config.ServiceAccounts, and the DaemonSet Config.DaemonSet; to list and
+// watch the ServiceAccounts; to get, create and update Secrets, ConfigMaps
+// and Leases (coordination.k8s.io) in its namespace.
 package edgehub

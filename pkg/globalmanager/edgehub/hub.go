@@ -16,10 +16,12 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -54,6 +56,9 @@ type Hub struct {
 	// verification of tokens (verifyLocally); none when every token is
 	// reviewed.
 	lcAccounts []cache.SharedIndexInformer
+	// lcDaemonSet watches the LocalControllers' DaemonSet alone, which must
+	// control a LocalController's Pod (daemonset.go).
+	lcDaemonSet cache.SharedIndexInformer
 	// edgeNodes are the nodes the node selector picks, their labels only:
 	// a connection's node is checked here, not with a read of the API
 	// server each (a reconnect storm of every node would double its load).
@@ -155,6 +160,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		return nil, err
 	}
 	if err := h.watchEdgeNodes(); err != nil {
+		return nil, err
+	}
+	if err := h.watchDaemonSet(); err != nil {
 		return nil, err
 	}
 	for _, k := range h.kinds {
@@ -280,13 +288,50 @@ func (h *Hub) watchEdgeNodes() error {
 	return nil
 }
 
-// podMetadataOnly keeps of a cached Pod only what identifies it.
+// watchDaemonSet caches the LocalControllers' DaemonSet, its identity only.
+// A DaemonSet made, deleted or made again takes the cached outcomes of
+// tokens with it.
+func (h *Hub) watchDaemonSet() error {
+	ds := h.auth.daemonSet
+	h.lcDaemonSet = appsinformers.NewFilteredDaemonSetInformer(h.client, ds.Namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ds.Name).String()
+	})
+	err := h.lcDaemonSet.SetTransform(func(obj any) (any, error) {
+		if d, ok := obj.(*appsv1.DaemonSet); ok {
+			return &appsv1.DaemonSet{ObjectMeta: identifyingMeta(d.ObjectMeta)}, nil
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
+	}
+	if _, err := h.lcDaemonSet.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { h.auth.forgetDaemonSet() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if o, n := oldObj.(*appsv1.DaemonSet), newObj.(*appsv1.DaemonSet); o.UID != n.UID || (n.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil) {
+				h.auth.forgetDaemonSet()
+			}
+		},
+		DeleteFunc: func(any) { h.auth.forgetDaemonSet() },
+	}); err != nil {
+		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
+	}
+	h.auth.daemonSets = h.lcDaemonSet.GetStore()
+	return nil
+}
+
+// podMetadataOnly keeps of a cached Pod only what identifies it, and its
+// controller reference.
 func podMetadataOnly(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{ObjectMeta: identifyingMeta(pod.ObjectMeta)}, nil
+	meta := identifyingMeta(pod.ObjectMeta)
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		meta.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return &corev1.Pod{ObjectMeta: meta}, nil
 }
 
 // identifyingMeta is what of an object's metadata identifies it, for a
@@ -340,7 +385,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Waiting for caches to sync")
 	synced := append([]cache.InformerSynced(nil), h.synced...)
-	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes}, h.lcPods...) {
+	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes, h.lcDaemonSet}, h.lcPods...) {
 		go inf.Run(ctx.Done())
 		synced = append(synced, inf.HasSynced)
 	}

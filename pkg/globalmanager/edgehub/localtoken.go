@@ -264,9 +264,10 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) *identi
 	}
 	id := &identity{
 		node: k.Node.Name, serviceAccount: sa,
-		pod:    types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
-		podUID: types.UID(k.Pod.UID),
-		byHub:  true,
+		pod:               types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
+		podUID:            types.UID(k.Pod.UID),
+		serviceAccountUID: account.UID,
+		byHub:             true,
 	}
 	// The earlier of exp and warnafter, as verified.
 	id.expires = public.Expiry.Time()

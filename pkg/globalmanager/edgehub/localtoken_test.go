@@ -159,14 +159,16 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	}
 	la.pods = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	la.accounts = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	la.daemonSets = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	nodes := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	for _, o := range []struct {
 		store cache.Store
 		obj   any
 	}{
-		{la.pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-edge-0", UID: "uid-edge-0"}}},
-		{la.pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-cloud-0", UID: "uid-cloud-0"}}},
+		{la.pods, lcPod("edge-0")},
+		{la.pods, lcPod("cloud-0")},
 		{la.accounts, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID}}},
+		{la.daemonSets, lcDaemonSet(testDaemonSetUID)},
 		{nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-0", Labels: map[string]string{"node-role.kubernetes.io/edge": ""}}}},
 	} {
 		if err := o.store.Add(o.obj); err != nil {

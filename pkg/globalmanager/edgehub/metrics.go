@@ -14,6 +14,7 @@ const (
 	refusedNotLocalController = "not_localcontroller"
 	refusedNoNode             = "no_node_identity"
 	refusedNotEdgeNode        = "not_edge_node"
+	refusedNotDaemonSetPod    = "not_daemonset_pod"
 	refusedReviewError        = "token_review_error"
 	refusedBusy               = "busy"
 	refusedNoHello            = "no_hello"
