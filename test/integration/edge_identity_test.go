@@ -2,10 +2,16 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/gorilla/websocket"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +38,12 @@ import (
 // dialEdge dials the hub with a bearer token; resp is the handshake's answer.
 func dialEdge(t *testing.T, hub *framework.EdgeHub, token string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
+	return dialEdgeFrom(t, hub, token, nil)
+}
+
+// dialEdgeFrom is dialEdge from the local address from (nil: any).
+func dialEdgeFrom(t *testing.T, hub *framework.EdgeHub, token string, from net.IP) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
 	pem, err := os.ReadFile(hub.CAFile)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +51,9 @@ func dialEdge(t *testing.T, hub *framework.EdgeHub, token string) (*websocket.Co
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, HandshakeTimeout: 10 * time.Second}
+	if from != nil {
+		dialer.NetDialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: from}}).DialContext
+	}
 	conn, resp, err := dialer.DialContext(t.Context(), "wss://"+hub.Address+"/edge/v1/connect",
 		http.Header{"Authorization": {"Bearer " + token}})
 	if err == nil {
@@ -100,13 +116,15 @@ func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
 				t.Fatalf("%s: got %d %q, want %d with %q", name, resp.StatusCode, body, im.wantStatus, im.wantReason)
 			}
 		}
-		if attempt%5 == 0 {
+		if attempt%2 == 0 {
 			if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
 				t.Fatalf("the real worker's report: %d %s", code, msg)
 			}
 			round++
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Within the refusals the hub takes from one address in a minute
+		// (--edge-max-refusals-per-address, 60).
+		time.Sleep(400 * time.Millisecond)
 	}
 	waitForReports(t, ns, "edge-0", int64(round-1))
 	if after := connects(); after != before {
@@ -329,6 +347,150 @@ func TestOnlyPodsOfTheLocalControllersDaemonSetConnect(t *testing.T) {
 	if closed || !slices.ContainsFunc(msgs, func(m edgeproto.Message) bool { _, ok := m.(*edgeproto.Synced); return ok }) {
 		t.Fatalf("the DaemonSet's Pod got %v (closed: %v), want its node's objects and Synced", msgs, closed)
 	}
+}
+
+// apiTokenReviews is how many TokenReviews the API server has served, from
+// its own metrics.
+func apiTokenReviews(t *testing.T) float64 {
+	t.Helper()
+	raw, err := framework.KubeClient(t).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	var n float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// junkToken is a token shaped like a LocalController's, claims and all,
+// that the API server never signed: made-up key ID and random signature
+// bytes when key is nil, else signed by key with alg under the key ID kid.
+func junkToken(t *testing.T, claims []byte, kid string, alg jose.SignatureAlgorithm, key any) string {
+	t.Helper()
+	if key == nil {
+		header, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": kid, "typ": "JWT"})
+		sig := make([]byte, 256)
+		_, _ = rand.Read(sig)
+		enc := base64.RawURLEncoding.EncodeToString
+		return enc(header) + "." + enc(claims) + "." + enc(sig)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := signer.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// TestJunkTokensCostNoTokenReview sends the hub tokens the API server never
+// signed, with a real LocalController token's claims (the hub's audience, a
+// DaemonSet Pod on an edge node): a JWT with a made-up key ID and random
+// signature bytes, and one signed by another key under the API server's
+// own key ID. The hub refuses each itself, once it holds the issuer's keys:
+// the API server serves no TokenReview meanwhile. Past 60 refusals in a
+// minute the address is told to come back (429) before its token is read,
+// while the real token connects from another address.
+func TestJunkTokensCostNoTokenReview(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	metrics := func() framework.Metrics {
+		m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	framework.Eventually(t, 30*time.Second, "the hub to hold the issuer's keys", func(context.Context) (bool, error) {
+		return metrics().Get("nereid_edgehub_token_issuer_keys") > 0, nil
+	})
+	real := boundToken(t, framework.EdgeDaemonSetPod(t, ns, "edge-0"))
+	parts := strings.Split(real, ".")
+	header, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		KeyID     string                  `json:"kid"`
+		Algorithm jose.SignatureAlgorithm `json:"alg"`
+	}
+	if err := json.Unmarshal(header, &h); err != nil || h.KeyID == "" {
+		t.Fatalf("the API server's token header %s: %v", header, err)
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another key of the same kind as the API server's.
+	var stranger any
+	switch h.Algorithm {
+	case jose.RS256:
+		stranger, err = rsa.GenerateKey(rand.Reader, 2048)
+	case jose.ES256:
+		stranger, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	default:
+		t.Fatalf("the API server signs with %s", h.Algorithm)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reviewsBefore := apiTokenReviews(t)
+	const limit = 60 // --edge-max-refusals-per-address
+	for i := range limit {
+		token, want := junkToken(t, claims, fmt.Sprintf("made-up-%d", i), "", nil), "signed with a key the API server does not publish"
+		if i%2 == 1 {
+			token, want = junkToken(t, claims, h.KeyID, h.Algorithm, stranger), "its signature does not verify"
+		}
+		conn, resp, err := dialEdge(t, hub, token)
+		if err == nil {
+			conn.Close()
+			t.Fatal("junk was upgraded")
+		}
+		if resp == nil {
+			t.Fatalf("junk: %v, want an HTTP refusal", err)
+		}
+		if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), want) {
+			t.Errorf("junk %d: got %d %q, want 401 saying %q", i, resp.StatusCode, body, want)
+		}
+	}
+	if n := apiTokenReviews(t) - reviewsBefore; n != 0 {
+		t.Errorf("the API server served %v TokenReviews while the hub was sent junk, want none", n)
+	}
+	conn, resp, err := dialEdge(t, hub, junkToken(t, claims, "made-up", "", nil))
+	if err == nil {
+		conn.Close()
+		t.Fatal("junk was upgraded")
+	}
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("junk past %d refusals: %v (%v), want 429 with Retry-After", limit, resp, err)
+	}
+	m := metrics()
+	if n := m.Get(`nereid_edgehub_connections_refused_total{reason="invalid_token"}`); n != limit {
+		t.Errorf("%v refused as invalid_token, want %d", n, limit)
+	}
+	if n := m.Get(`nereid_edgehub_connections_refused_total{reason="too_many_refusals"}`); n != 1 {
+		t.Errorf("%v refused as too_many_refusals, want 1", n)
+	}
+	// Another address is not held up by it.
+	conn, resp, err = dialEdgeFrom(t, hub, real, net.IPv4(127, 0, 0, 2))
+	if err != nil {
+		t.Fatalf("the real token from another address: %v (%v)", err, resp)
+	}
+	conn.Close()
 }
 
 // TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits starts a leader

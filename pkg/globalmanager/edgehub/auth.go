@@ -97,12 +97,16 @@ type authenticator struct {
 	// token's Pod; daemonSets caches it alone (daemonset.go).
 	daemonSet  types.NamespacedName
 	daemonSets cache.Store
+	// reviewEvery has every token reviewed before it is accepted, even one
+	// the hub verified itself; the keys still refuse junk.
+	reviewEvery bool
 	// nodes caches the nodes nodeSelector picks (their labels), so that a
 	// connection from one costs no read of the API server; nil reads each.
 	nodes cache.Store
 	// keys, when set, are the token issuer's, with which the hub verifies
 	// a token itself (verifyLocally) from the caches of the accepted
-	// ServiceAccounts and of their Pods; nil reviews every token.
+	// ServiceAccounts and of their Pods, and refuses junk; nil reviews
+	// every token.
 	keys         *issuerKeys
 	accountCache stores
 	podCache     stores
@@ -152,6 +156,7 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 		serviceAccounts: accounts,
 		nodeSelector:    cfg.nodeSelector,
 		daemonSet:       types.NamespacedName{Namespace: dsNamespace, Name: dsName},
+		reviewEvery:     cfg.ReviewEveryToken,
 		ttl:             cfg.ReviewCacheTTL,
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
@@ -181,8 +186,15 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
 	}
-	// A token the hub can verify itself costs the API server nothing.
-	if id := a.verifyLocally(ctx, token); id != nil && !a.mustReview(id.podUID) {
+	// A token the hub can verify itself costs the API server nothing, and
+	// one it can refuse itself never reaches it. Such a refusal is not
+	// cached: a signature checked again costs less than the entries junk
+	// would push out of the cache.
+	id, refusal := a.verifyLocally(ctx, token)
+	if refusal != nil {
+		return nil, refusal
+	}
+	if id != nil && !a.reviewEvery && !a.mustReview(id.podUID) {
 		if a.podDeleted(id.podUID) {
 			return nil, podDeletedRefusal()
 		}
@@ -222,7 +234,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return res.id, res.refusal
 	}
 	started := a.now()
-	id, refusal := a.review(ctx, token, claims)
+	id, refusal = a.review(ctx, token, claims)
 	a.retry.reviewed(a.now().Sub(started))
 	if id != nil && a.podDeleted(id.podUID) {
 		// Deleted while the review was in flight.

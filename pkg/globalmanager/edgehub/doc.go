@@ -18,7 +18,13 @@
 // by the token's hash and reviews run a bounded number at a time (see
 // authenticator). The hub verifies a token itself where it can, as the
 // review would (localtoken.go), and has the API server review such a token
-// after the connection starts, paced (confirm.go). A Hello that claims
+// after the connection starts, paced (confirm.go). While it holds the
+// issuer's keys it also refuses itself every token they do not verify (a
+// made-up key ID, after the keys are read again, paced; another key; wrong
+// claims): junk never reaches a TokenReview. An address refused for its
+// tokens Config.MaxRefusalsPerAddress times within a minute is refused
+// before its token is read for a minute (addresslimit.go), and refusals are
+// logged at a bounded rate (refusallog.go). A Hello that claims
 // another node is answered with a close frame (websocket.ClosePolicyViolation)
 // and nothing else. An open connection is closed when its token expires (or
 // is due for rotation), when its Pod is deleted, and when the review after

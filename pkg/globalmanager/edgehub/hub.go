@@ -77,7 +77,11 @@ type Hub struct {
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
-	upgrader   websocket.Upgrader
+	// addresses count the refusals by client address (addresslimit.go),
+	// refusals logs them at a bounded rate (refusallog.go).
+	addresses *addressLimiter
+	refusals  *refusalLog
+	upgrader  websocket.Upgrader
 
 	// digests are the objects' digests, by UID (see encode.go).
 	digests digestCache
@@ -149,9 +153,11 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		}
 	}
 	h.conditions = newConditionWriter(h)
+	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, func() time.Time { return h.now() })
+	h.refusals = newRefusalLog(func() time.Time { return h.now() })
 	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
 	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
-	h.auth.verified = m.tokenVerified
+	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
 	h.confirmer = newConfirmer(h.auth, m)
 	if err := h.addIndexers(); err != nil {
 		return nil, err
@@ -164,6 +170,14 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 	}
 	if err := h.watchDaemonSet(); err != nil {
 		return nil, err
+	}
+	if reg != nil && h.auth.keys != nil {
+		keys := h.auth.keys
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
+			Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
+			func() float64 { return float64(keys.count()) })); err != nil {
+			return nil, fmt.Errorf("registering edge hub metrics: %w", err)
+		}
 	}
 	for _, k := range h.kinds {
 		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -230,9 +244,7 @@ func (h *Hub) watchLocalControllerPods() error {
 		h.lcPods = append(h.lcPods, inf)
 		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
 	}
-	if h.cfg.ReviewEveryToken {
-		return nil
-	}
+	// The keys refuse junk even when every token is reviewed.
 	if h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() }); h.auth.keys == nil {
 		return nil
 	}
@@ -429,6 +441,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 
 	go h.conditions.run(ctx)
+	go h.refusals.run(ctx)
 	leasesCtx, stopLeases := context.WithCancel(ctx)
 	leasesDone := make(chan struct{})
 	go func() {
@@ -506,8 +519,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		h.metrics.refuse(refusedShuttingDown)
-		http.Error(w, "the GlobalManager is shutting down", http.StatusServiceUnavailable)
+		h.refuse(ctx, r, &authError{status: http.StatusServiceUnavailable, metric: refusedShuttingDown, reason: "the GlobalManager is shutting down"}, w)
 		return
 	}
 	h.conns.Add(1)
@@ -519,18 +531,20 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 	}()
 
+	// An address that sent bad tokens in a loop is refused before its token
+	// is read.
+	if after, blocked := h.addresses.blocked(r.RemoteAddr); blocked {
+		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooManyRefusals, retryAfter: after,
+			reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
+				h.cfg.MaxRefusalsPerAddress, after)}, w)
+		return
+	}
 	id, aerr := h.auth.authenticate(r.Context(), r)
 	if aerr != nil {
-		h.metrics.refuse(aerr.metric)
-		// The token is never logged; the reason says whose it was.
-		logger.Info("Refused an edge connection", "status", aerr.status, "reason", aerr.reason, "err", aerr.err)
-		if aerr.status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
+		if aerr.cacheable() {
+			h.addresses.refused(r.RemoteAddr)
 		}
-		if aerr.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
-		}
-		http.Error(w, aerr.reason, aerr.status)
+		h.refuse(ctx, r, aerr, w)
 		return
 	}
 	node := id.node
@@ -538,10 +552,8 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	if after, ok := h.connectAllowed(node); !ok {
 		// Each connection costs a Lease write and its hello's difference:
 		// a node connecting in a loop must not cost more than its share.
-		h.metrics.refuse(refusedTooOften)
-		logger.V(2).Info("Refused an edge connection: the node connects too often", "retryAfter", after)
-		w.Header().Set("Retry-After", strconv.Itoa(after))
-		http.Error(w, fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery), http.StatusTooManyRequests)
+		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooOften, retryAfter: after,
+			reason: fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery)}, w)
 		return
 	}
 	conn, err := h.upgrader.Upgrade(w, r, nil)
@@ -563,6 +575,20 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 		defer h.conns.Done()
 		h.serveConn(ctx, logger, id, token, conn)
 	}()
+}
+
+// refuse answers r with the refusal, counts it and logs it, at a bounded
+// rate (refusallog.go).
+func (h *Hub) refuse(ctx context.Context, r *http.Request, aerr *authError, w http.ResponseWriter) {
+	h.metrics.refuse(aerr.metric)
+	h.refusals.refused(klog.FromContext(ctx), aerr.metric, refusedConn{remote: r.RemoteAddr, status: aerr.status, reason: aerr.reason, err: aerr.err})
+	if aerr.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
+	}
+	if aerr.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
+	}
+	http.Error(w, aerr.reason, aerr.status)
 }
 
 // A node may connect connectBurst times at once, then once every

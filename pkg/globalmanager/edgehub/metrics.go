@@ -21,6 +21,7 @@ const (
 	refusedNodeMismatch       = "node_mismatch"
 	refusedShuttingDown       = "shutting_down"
 	refusedTooOften           = "too_often"
+	refusedTooManyRefusals    = "too_many_refusals"
 )
 
 // Reasons an open connection is closed because its identity no longer holds,
@@ -48,6 +49,8 @@ type metrics struct {
 	// tokensConfirmed counts the reviews of tokens the hub accepted
 	// itself, by result.
 	tokensConfirmed *prometheus.CounterVec
+	// tokenReviews counts every TokenReview the hub sends, by result.
+	tokenReviews *prometheus.CounterVec
 }
 
 // newMetrics makes the hub's metrics and registers them with reg, if not nil.
@@ -78,6 +81,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Worker reports refused for good and acknowledged."))),
 		lanesWaiting: prometheus.NewGauge(prometheus.GaugeOpts(opts("report_lanes_waiting",
 			"Lanes of reports (one object's reports from one node) waiting for their turn to be applied (Config.ReportWrites, --edge-report-writes, apply at once); their reports gather meanwhile, for one status write."))),
+		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts(opts("token_reviews_total",
+			"TokenReviews the hub sent the API server, to authenticate a connection or confirm one, by result: authenticated, unauthenticated, error. "+
+				"A token the hub can refuse itself (not signed by the API server's published keys) is never sent.")), []string{"result"}),
 		tokensConfirmed: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tokens_confirmed_total",
 			"TokenReviews, after the connection started, of tokens the hub verified itself, by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -88,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed, m.tokenReviews} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -101,3 +107,4 @@ func (m *metrics) sentMessage(t edgeproto.Type)     { m.sent.WithLabelValues(str
 func (m *metrics) receivedMessage(t edgeproto.Type) { m.received.WithLabelValues(string(t)).Inc() }
 func (m *metrics) refuse(reason string)             { m.refused.WithLabelValues(reason).Inc() }
 func (m *metrics) tokenVerified(by string)          { m.tokens.WithLabelValues(by).Inc() }
+func (m *metrics) tokenReviewed(result string)      { m.tokenReviews.WithLabelValues(result).Inc() }
