@@ -575,6 +575,14 @@ func (a *authenticator) mustReview(uid types.UID) bool {
 	return ok && a.now().Sub(at) <= deletedMemory
 }
 
+// forgetPodIdentities drops the cached identities of the Pod uid, whose
+// controller changed.
+func (a *authenticator) forgetPodIdentities(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dropPod(uid)
+}
+
 // dropPod drops the cached identities of the Pod uid; a.mu is held.
 func (a *authenticator) dropPod(uid types.UID) {
 	for k, v := range a.cache {

@@ -26,9 +26,22 @@
 // before its token is read for a minute (addresslimit.go), and refusals are
 // logged at a bounded rate (refusallog.go). A Hello that claims
 // another node is answered with a close frame (websocket.ClosePolicyViolation)
-// and nothing else. An open connection is closed when its token expires (or
-// is due for rotation), when its Pod is deleted, and when the review after
-// the fact refuses its token.
+// and nothing else.
+//
+// Revocation: an open connection is closed (websocket.ClosePolicyViolation,
+// counted by reason) within one minute (revocationBound) of what admitted it
+// going. Its token expiring (or due for rotation) closes it then; the
+// hub's watches close it as soon as their event comes when its Pod is
+// deleted or released by the DaemonSet, its ServiceAccount or the DaemonSet
+// is deleted or made again (another UID), or its node is deleted or no
+// longer matches Config.NodeSelector (revoke.go). Every open connection is
+// also checked again in full every 30 s (recheck.go): its token, verified
+// here where the hub holds the issuer's keys, else by a TokenReview in the
+// confirmer's turn; its node; its Pod's DaemonSet. So what a watch missed,
+// and a token that stops verifying, close it within 35 s, and a review it
+// needs comes in its turn, 20 a second across nodes: when the hub cannot
+// read the keys at all, each connection's token is reviewed every
+// connections ÷ 20 seconds, within the minute up to 1,200 connections.
 //
 // Downstream: for each connected node the hub computes which objects concern
 // it (see Hub.desired) from the informers' caches, each with the names of its

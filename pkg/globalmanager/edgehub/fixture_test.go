@@ -239,8 +239,8 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	// The fake clientset's watch starts after the informer's list; wait for
 	// every watch so that no event falls between them.
 	// Six sedna informers; the worker pods', the LocalController pods', the
-	// edge nodes' and the DaemonSet's.
-	const informers = 10
+	// ServiceAccount's, the edge nodes' and the DaemonSet's.
+	const informers = 11
 	watches := make(chan struct{}, informers)
 	f.sedna.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := f.sedna.Tracker().Watch(action.GetResource(), action.GetNamespace())

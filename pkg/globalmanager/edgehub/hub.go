@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -230,6 +231,12 @@ func (h *Hub) watchLocalControllerPods() error {
 			return fmt.Errorf("watching LocalController pods: %w", err)
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(oldObj, newObj any) {
+				o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+				if controllerUID(o) != controllerUID(n) {
+					h.podControllerChanged(n)
+				}
+			},
 			DeleteFunc: func(obj any) {
 				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 					obj = tomb.Obj
@@ -245,9 +252,7 @@ func (h *Hub) watchLocalControllerPods() error {
 		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
 	}
 	// The keys refuse junk even when every token is reviewed.
-	if h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() }); h.auth.keys == nil {
-		return nil
-	}
+	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() })
 	for _, sa := range h.cfg.ServiceAccounts {
 		ns, name, _ := strings.Cut(sa, "/")
 		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
@@ -261,15 +266,17 @@ func (h *Hub) watchLocalControllerPods() error {
 		}); err != nil {
 			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
 		}
-		// A ServiceAccount deleted (or made again, another UID) takes the
-		// cached acceptances of its tokens with it.
+		// A ServiceAccount deleted (or made again, another UID) ends the
+		// connections of its tokens, and takes the cached acceptances of
+		// its tokens with it.
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { h.serviceAccountChanged(sa, obj.(*corev1.ServiceAccount)) },
 			UpdateFunc: func(oldObj, newObj any) {
 				if o, n := oldObj.(*corev1.ServiceAccount), newObj.(*corev1.ServiceAccount); o.UID != n.UID || n.DeletionTimestamp != nil {
-					h.auth.forgetServiceAccount(sa)
+					h.serviceAccountChanged(sa, n)
 				}
 			},
-			DeleteFunc: func(any) { h.auth.forgetServiceAccount(sa) },
+			DeleteFunc: func(any) { h.serviceAccountChanged(sa, nil) },
 		}); err != nil {
 			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
 		}
@@ -296,13 +303,32 @@ func (h *Hub) watchEdgeNodes() error {
 	if err != nil {
 		return fmt.Errorf("watching edge nodes: %w", err)
 	}
+	// A node deleted, or whose labels no longer match (the watch of a
+	// label selector then sends a deletion), is no longer an edge node.
+	if _, err := h.edgeNodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, newObj any) {
+			if n := newObj.(*corev1.Node); !h.cfg.nodeSelector.Matches(labels.Set(n.Labels)) {
+				h.nodeLeft(n.Name)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if n, ok := obj.(*corev1.Node); ok {
+				h.nodeLeft(n.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching edge nodes: %w", err)
+	}
 	h.auth.nodes = h.edgeNodes.GetStore()
 	return nil
 }
 
 // watchDaemonSet caches the LocalControllers' DaemonSet, its identity only.
 // A DaemonSet made, deleted or made again takes the cached outcomes of
-// tokens with it.
+// tokens with it, and the connections of its old Pods.
 func (h *Hub) watchDaemonSet() error {
 	ds := h.auth.daemonSet
 	h.lcDaemonSet = appsinformers.NewFilteredDaemonSetInformer(h.client, ds.Namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
@@ -318,13 +344,13 @@ func (h *Hub) watchDaemonSet() error {
 		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
 	}
 	if _, err := h.lcDaemonSet.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { h.auth.forgetDaemonSet() },
+		AddFunc: func(obj any) { h.daemonSetChanged(obj.(*appsv1.DaemonSet)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			if o, n := oldObj.(*appsv1.DaemonSet), newObj.(*appsv1.DaemonSet); o.UID != n.UID || (n.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil) {
-				h.auth.forgetDaemonSet()
+				h.daemonSetChanged(n)
 			}
 		},
-		DeleteFunc: func(any) { h.auth.forgetDaemonSet() },
+		DeleteFunc: func(any) { h.daemonSetChanged(nil) },
 	}); err != nil {
 		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
 	}
@@ -411,6 +437,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		go h.auth.keys.run(ctx)
 	}
 	go h.confirmer.run(ctx) // idle while every token is reviewed
+	go h.runRechecks(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
 	}
@@ -567,10 +594,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	// (its buffers, the request and its headers, a stack grown by the TLS
 	// handshake), which thousands of long-lived connections would keep.
 	handedOn = true
-	var token string // to confirm, if the hub verified it itself
-	if id.byHub {
-		token = bearerToken(r)
-	}
+	token := bearerToken(r) // checked again while the connection lasts (recheck.go)
 	go func() {
 		defer h.conns.Done()
 		h.serveConn(ctx, logger, id, token, conn)
@@ -632,7 +656,7 @@ var httpIdleTimeout = 30 * time.Second
 
 // serveConn reads the Hello of an authenticated connection and runs its
 // session, after the one it replaces has fully stopped. A token the hub
-// verified itself, when not "", is confirmed by a review meanwhile.
+// verified itself is confirmed by a review meanwhile.
 func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, token string, conn *websocket.Conn) {
 	node := id.node
 	// One connection of a node reads its Hello at a time: a newer one
@@ -680,6 +704,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	h.metrics.receivedMessage(edgeproto.TypeHello)
 
 	s := newSession(ctx, h, id, conn, hello, logger)
+	s.token = token
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
@@ -694,7 +719,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	// the older's Lease and token confirmation never come after the
 	// newer's (the older's end would then forget the newer's token).
 	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
-	if token != "" {
+	if id.byHub {
 		h.confirmer.add(s, token)
 	}
 	h.mu.Unlock()
@@ -703,6 +728,9 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 		// this session yet.
 		s.revokePodDeleted()
 	}
+	// Likewise the DaemonSet and the ServiceAccount: what changed before
+	// the session was recorded is in the caches now.
+	h.revokeIfGone(s)
 	if prev != nil {
 		logger.Info("A new connection replaces the node's current one")
 		prev.stop(websocket.CloseNormalClosure, "replaced by a newer connection")

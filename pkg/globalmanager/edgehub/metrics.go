@@ -27,9 +27,14 @@ const (
 // Reasons an open connection is closed because its identity no longer holds,
 // the label of connections_revoked_total.
 const (
-	revokedTokenExpired = "token_expired"
-	revokedPodDeleted   = "pod_deleted"
-	revokedTokenRefused = "token_review_refused"
+	revokedTokenExpired          = "token_expired"
+	revokedPodDeleted            = "pod_deleted"
+	revokedTokenRefused          = "token_review_refused"
+	revokedTokenInvalid          = "token_invalid"
+	revokedServiceAccountDeleted = "serviceaccount_deleted"
+	revokedDaemonSetDeleted      = "daemonset_deleted"
+	revokedNotDaemonSetPod       = "not_daemonset_pod"
+	revokedNotEdgeNode           = "not_edge_node"
 )
 
 // metrics are the hub's Prometheus metrics.
@@ -64,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_refused_total",
 			"Connections refused, by reason.")), []string{"reason"}),
 		revoked: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_revoked_total",
-			"Open connections closed because their identity no longer holds (token expired, Pod deleted), by reason.")), []string{"reason"}),
+			"Open connections closed because their identity no longer holds (token expired or no longer valid, Pod, ServiceAccount or DaemonSet deleted, node no longer an edge node), by reason.")), []string{"reason"}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_sent_total",
 			"Messages sent to LocalControllers, by type.")), []string{"type"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_received_total",
@@ -85,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"TokenReviews the hub sent the API server, to authenticate a connection or confirm one, by result: authenticated, unauthenticated, error. "+
 				"A token the hub can refuse itself (not signed by the API server's published keys) is never sent.")), []string{"result"}),
 		tokensConfirmed: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tokens_confirmed_total",
-			"TokenReviews, after the connection started, of tokens the hub verified itself, by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
+			"TokenReviews of open connections' tokens: those the hub verified itself, once, and those it cannot check again itself, every recheck; by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nereid", Subsystem: "edgehub", Name: "object_ack_latency_seconds",
 			Help:    "Time from the first send of an object's version to its Ack.",
