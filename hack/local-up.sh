@@ -455,6 +455,9 @@ EOF
 # its health/metrics at +13+2i (so at most four edge nodes get a LocalController).
 readonly NEREID_SYSTEM_NAMESPACE=nereid-system
 readonly LC_SERVICE_ACCOUNT=nereid-localcontroller
+# The LocalControllers' DaemonSet: the GlobalManager's --edge-daemonset (its default).
+readonly LC_DAEMONSET=nereid-localcontroller
+readonly EDGE_NODE_LABEL=node-role.kubernetes.io/edge
 # The audience of the LocalControllers' tokens: the GlobalManager's
 # --edge-token-audience (its default). A Pod's default token is refused.
 readonly EDGE_TOKEN_AUDIENCE=nereid-edgehub
@@ -464,43 +467,74 @@ gm_edge_port() { echo $((NEREID_RESERVED_PORT_FIRST + 1)); }
 lc_worker_port() { echo $((NEREID_RESERVED_PORT_FIRST + 2 + 2 * $1)); }
 lc_health_port() { echo $((NEREID_RESERVED_PORT_FIRST + 3 + 2 * $1)); }
 
-# ensure_edge_identities gives each edge node's LocalController a real identity: a Pod
-# bound to the node (kwok runs it) with the LocalController's ServiceAccount, and a token
-# with the edge hub's audience bound to that Pod, whose TokenReview names the node. The
-# GlobalManager accepts nothing else: not another ServiceAccount, not another audience,
-# not a node without the edge role.
+# ensure_edge_identities gives each edge node's LocalController a real identity: the Pod
+# on that node of the LocalControllers' DaemonSet (nereid-system/nereid-localcontroller,
+# on the edge nodes, tolerating every taint; the controller-manager's daemonset controller
+# makes its Pods, the scheduler binds them, kwok runs them), whose ServiceAccount is the
+# LocalController's, and a token with the edge hub's audience bound to that Pod, whose
+# TokenReview names the node. The GlobalManager accepts nothing else: not another
+# ServiceAccount, not another audience, not a Pod the DaemonSet does not control, not a
+# node without the edge role.
 ensure_edge_identities() {
-  local node manifest
-  manifest="apiVersion: v1
+  local node pod
+  # The bare Pods an earlier version of this script made, which the DaemonSet would adopt.
+  for node in ${EDGE_NODES}; do
+    kubectl_admin delete pod "localcontroller-${node}" -n "${NEREID_SYSTEM_NAMESPACE}" --ignore-not-found >/dev/null 2>&1 || true
+  done
+  printf '%s' "apiVersion: v1
 kind: Namespace
 metadata: {name: ${NEREID_SYSTEM_NAMESPACE}}
 ---
 apiVersion: v1
 kind: ServiceAccount
 metadata: {name: ${LC_SERVICE_ACCOUNT}, namespace: ${NEREID_SYSTEM_NAMESPACE}}
-"
-  for node in ${EDGE_NODES}; do
-    manifest+="---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: localcontroller-${node}
-  namespace: ${NEREID_SYSTEM_NAMESPACE}
-  labels: {app.kubernetes.io/name: nereid-localcontroller}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ${LC_DAEMONSET}, namespace: ${NEREID_SYSTEM_NAMESPACE}}
 spec:
-  nodeName: ${node}
-  serviceAccountName: ${LC_SERVICE_ACCOUNT}
-  tolerations: [{operator: Exists}]
-  containers: [{name: localcontroller, image: nereid/localcontroller:local}]
-"
-  done
-  printf '%s' "${manifest}" | kubectl_admin apply -f - >/dev/null || nereid::fatal "creating the LocalControllers' identities failed"
+  selector:
+    matchLabels: {app.kubernetes.io/name: nereid-localcontroller}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: nereid-localcontroller}
+    spec:
+      serviceAccountName: ${LC_SERVICE_ACCOUNT}
+      nodeSelector: {${EDGE_NODE_LABEL}: \"\"}
+      tolerations: [{operator: Exists}]
+      containers: [{name: localcontroller, image: nereid/localcontroller:local}]
+" | kubectl_admin apply -f - >/dev/null || nereid::fatal "creating the LocalControllers' DaemonSet failed"
   for node in ${EDGE_NODES}; do
+    pod="$(wait_for_daemonset_pod "${node}")"
     mkdir -p "${NEREID_OUT_DIR}/edge/${node}"
     kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${NEREID_SYSTEM_NAMESPACE}" \
       --audience "${EDGE_TOKEN_AUDIENCE}" \
-      --bound-object-kind Pod --bound-object-name "localcontroller-${node}" --duration 48h \
+      --bound-object-kind Pod --bound-object-name "${pod}" --duration 48h \
       >"${NEREID_OUT_DIR}/edge/${node}/token" || nereid::fatal "creating the token of ${node}'s LocalController failed"
+    nereid::log "LocalController of ${node}: Pod ${NEREID_SYSTEM_NAMESPACE}/${pod}"
+  done
+}
+
+# wait_for_daemonset_pod NODE prints the name of the LocalControllers' DaemonSet's Pod
+# bound to NODE (not being deleted), once there is one: a token bound to a Pod names its
+# node only once the Pod is bound.
+wait_for_daemonset_pod() {
+  local node="$1" uid pod deadline=$((SECONDS + READY_TIMEOUT))
+  while true; do
+    uid="$(kubectl_admin get daemonset "${LC_DAEMONSET}" -n "${NEREID_SYSTEM_NAMESPACE}" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || uid=""
+    pod="$(kubectl_admin get pods -n "${NEREID_SYSTEM_NAMESPACE}" -l app.kubernetes.io/name=nereid-localcontroller \
+      --field-selector "spec.nodeName=${node}" \
+      -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.ownerReferences[?(@.controller==true)].uid} {.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
+      awk -v uid="${uid}" '$2 == uid && NF == 2 {print $1; exit}')" || pod=""
+    if [[ -n "${uid}" && -n "${pod}" ]]; then
+      printf '%s\n' "${pod}"
+      return
+    fi
+    if ((SECONDS >= deadline)); then
+      kubectl_admin get pods -n "${NEREID_SYSTEM_NAMESPACE}" -o wide >&2 || true
+      nereid::process::fail_component kube-controller-manager "did not make the LocalControllers' DaemonSet's Pod on ${node} within ${READY_TIMEOUT}s (or the scheduler did not bind it)"
+    fi
+    sleep 0.5
   done
 }
 
@@ -519,7 +553,7 @@ restart() {
 
 # ensure_nereid builds the GlobalManager and the LocalController from the working tree
 # and (re)starts them: the GlobalManager with its edge hub, one LocalController per edge
-# node, each proving its node with its Pod-bound token.
+# node, each proving its node with a token bound to its DaemonSet Pod.
 ensure_nereid() {
   if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
     return
@@ -539,6 +573,8 @@ ensure_nereid() {
     --health-address="127.0.0.1:$(gm_health_port)" \
     --edge-address="127.0.0.1:$(gm_edge_port)" \
     --edge-namespace="${NEREID_SYSTEM_NAMESPACE}" \
+    --edge-service-accounts="${NEREID_SYSTEM_NAMESPACE}/${LC_SERVICE_ACCOUNT}" \
+    --edge-daemonset="${NEREID_SYSTEM_NAMESPACE}/${LC_DAEMONSET}" \
     --edge-ca-out="${ca}"
   nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port $(gm_health_port)" \
     curl -fsS "http://127.0.0.1:$(gm_health_port)/readyz"

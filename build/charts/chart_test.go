@@ -121,6 +121,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"edge-hostnames":        "nereid-edgehub,nereid-edgehub.nereid-system,nereid-edgehub.nereid-system.svc,nereid-edgehub.nereid-system.svc.cluster.local",
 		"edge-token-audience":   "nereid-edgehub",
 		"edge-service-accounts": "nereid-system/nereid-localcontroller",
+		"edge-daemonset":        "nereid-system/nereid-localcontroller",
 		"edge-node-selector":    "node-role.kubernetes.io/edge",
 		"lc-port":               "9100",
 		"owner-deployment":      "nereid-globalmanager",
@@ -362,6 +363,7 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 	f := flags(c)
 	want := map[string]string{
 		"edge-namespace": ns, "leader-elect-namespace": ns, "edge-service-accounts": ns + "/nereid-localcontroller",
+		"edge-daemonset":      ns + "/nereid-localcontroller",
 		"edge-hostnames":      "nereid-edgehub,nereid-edgehub.ml-edge,nereid-edgehub.ml-edge.svc,nereid-edgehub.ml-edge.svc.cluster.local,hub.example.com,203.0.113.7",
 		"edge-token-audience": "my-hub", "lc-port": "9200", "gang-scheduler": "volcano",
 	}

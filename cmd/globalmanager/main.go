@@ -371,8 +371,9 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		}, Datasets: datasetstatus.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
-			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), NodeSelector: o.edgeNodeSelector,
-			ReviewEveryToken: o.edgeReviewAll, ReportWindow: o.reportWindow, ReportWrites: o.reportWrites,
+			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), DaemonSet: o.edgeDaemonSet, NodeSelector: o.edgeNodeSelector,
+			ReviewEveryToken: o.edgeReviewAll, MaxRefusalsPerAddress: o.edgeRefusalsPerAddress(),
+			ReportWindow: o.reportWindow, ReportWrites: o.reportWrites,
 		})
 		if err != nil {
 			return fmt.Errorf("building the edge hub: %w", err)

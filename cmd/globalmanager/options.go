@@ -86,6 +86,8 @@ type options struct {
 	edgeAudience       string
 	edgeReviewAll      bool
 	edgeSAs            string
+	edgeDaemonSet      string
+	edgeMaxRefusals    int
 	edgeNodeSelector   string
 	shutdownGracePhase time.Duration
 }
@@ -211,12 +213,24 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.edgeAudience, "edge-token-audience", edgehub.DefaultTokenAudience,
 		"Audience a LocalController's token must have: the LocalController presents a projected ServiceAccount token with this audience, and the hub's TokenReview names it. A Pod's default token (for the API server) is refused.")
 	fs.BoolVar(&o.edgeReviewAll, "edge-review-every-token", false,
-		"Send every LocalController token to a TokenReview. By default the hub verifies a token itself when it can, as the API server would, "+
+		"Send every LocalController token the hub does not refuse itself to a TokenReview. By default the hub verifies a token itself when it can, as the API server would, "+
 			"and costs it nothing: the signature against the API server's ServiceAccount keys (read from its /openid/v1/jwks, which every ServiceAccount may read), "+
 			"the issuer, the audience and the times, and the token's ServiceAccount and Pod by UID in the hub's caches; any token it cannot verify so is reviewed. "+
-			"A token the hub accepted itself is still reviewed after its connection starts, at most 20 a second, and a refusal closes the connection.")
+			"A token the hub accepted itself is still reviewed after its connection starts, at most 20 a second, and a refusal closes the connection. "+
+			"Either way, while the hub holds the keys, a token they do not verify (junk: another key, a made-up key ID, wrong claims) is refused without a review.")
 	fs.StringVar(&o.edgeSAs, "edge-service-accounts", edgehub.DefaultServiceAccount,
 		"Comma-separated namespace/name of the ServiceAccounts whose tokens the edge hub accepts: the LocalControllers'. Any other Pod's token, on any node, is refused.")
+	fs.StringVar(&o.edgeDaemonSet, "edge-daemonset", edgehub.DefaultDaemonSet,
+		"namespace/name of the LocalControllers' DaemonSet: the edge hub accepts a token only from a Pod this DaemonSet controls (the Pod's controller "+
+			"ownerReference names it with its current UID), so a bare Pod of an --edge-service-accounts ServiceAccount, or one of another controller, is refused (403). "+
+			"The default is the chart's DaemonSet under its default release name and namespace; the ServiceAccounts must be in its namespace. "+
+			"It cannot be empty: without it any Pod made to run as the ServiceAccount would be a LocalController, so the GlobalManager does not start. "+
+			"The GlobalManager needs get, list and watch on this DaemonSet.")
+	fs.IntVar(&o.edgeMaxRefusals, "edge-max-refusals-per-address", edgehub.DefaultMaxRefusalsPerAddress,
+		"Connections from one client address (an IPv6 address's /64) the edge hub refuses for their token (401 or 403) within a minute before it refuses "+
+			"that address for a minute, 429 with Retry-After, without reading its token. Only refusals count: any number of LocalControllers behind one "+
+			"address connect. Behind a proxy that hides client addresses (a LoadBalancer Service with externalTrafficPolicy Cluster), every client shares "+
+			"the proxy's: raise it, or set 0 for no limit.")
 	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,
 		"Label selector the node of a LocalController's Pod must match: a LocalController's Pod on any other node is refused.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
@@ -278,9 +292,15 @@ func (o *options) validate() error {
 	if (o.edgeCertFile == "") != (o.edgeKeyFile == "") {
 		errs = append(errs, errors.New("--edge-cert-file and --edge-key-file go together"))
 	}
+	dsNamespace, _, _ := strings.Cut(o.edgeDaemonSet, "/")
+	if err := edgehub.CheckNamespacedName(o.edgeDaemonSet); err != nil {
+		errs = append(errs, fmt.Errorf("--edge-daemonset: %w", err))
+	}
 	for _, sa := range o.edgeServiceAccounts() {
-		if err := edgehub.CheckServiceAccount(sa); err != nil {
+		if err := edgehub.CheckNamespacedName(sa); err != nil {
 			errs = append(errs, fmt.Errorf("--edge-service-accounts: %w", err))
+		} else if ns, _, _ := strings.Cut(sa, "/"); ns != dsNamespace {
+			errs = append(errs, fmt.Errorf("--edge-service-accounts: %s is not in the namespace of --edge-daemonset %s, so none of its Pods could be a LocalController", sa, o.edgeDaemonSet))
 		}
 	}
 	if len(o.edgeServiceAccounts()) == 0 {
@@ -288,6 +308,9 @@ func (o *options) validate() error {
 	}
 	if _, err := labels.Parse(o.edgeNodeSelector); err != nil {
 		errs = append(errs, fmt.Errorf("--edge-node-selector %q: %w", o.edgeNodeSelector, err))
+	}
+	if o.edgeMaxRefusals < 0 {
+		errs = append(errs, fmt.Errorf("--edge-max-refusals-per-address %d: want 0 (no limit) or more", o.edgeMaxRefusals))
 	}
 	if strings.TrimSpace(o.edgeAudience) == "" {
 		errs = append(errs, errors.New("--edge-token-audience must not be empty"))
@@ -302,6 +325,15 @@ func (o *options) validate() error {
 // pod is the GlobalManager's own Pod, when it runs in one.
 func (o *options) pod() edgehub.PodRef {
 	return edgehub.PodRef{Namespace: o.podNamespace, Name: o.podName}
+}
+
+// edgeRefusalsPerAddress is --edge-max-refusals-per-address as
+// edgehub.Config takes it: negative for no limit.
+func (o *options) edgeRefusalsPerAddress() int {
+	if o.edgeMaxRefusals == 0 {
+		return -1
+	}
+	return o.edgeMaxRefusals
 }
 
 func (o *options) edgeServiceAccounts() []string {

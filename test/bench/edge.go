@@ -174,7 +174,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		return nil, err
 	}
 
-	progress("edge: creating %d kwok edge nodes, each with a LocalController Pod and a token bound to it and a Dataset, the first %d with a FederatedLearningJob (%d at a time)", o.nodes, o.jobs, setupWorkers)
+	progress("edge: creating %d kwok edge nodes, each with a Pod of the LocalControllers' DaemonSet, a token bound to it and a Dataset, the first %d with a FederatedLearningJob (%d at a time)", o.nodes, o.jobs, setupWorkers)
 	if external {
 		defer func() {
 			if err := deleteEdgeObjects(context.WithoutCancel(ctx), kube, o.nodes); err != nil {
@@ -207,7 +207,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	args := []string{"--kubeconfig", kubeconfig,
 		"--namespace", ns, "--leader-elect=false", "--health-address", "127.0.0.1:0",
 		"--edge-address", hubAddr, "--edge-namespace", ns, "--edge-ca-out", caFile,
-		"--edge-service-accounts", ns + "/" + edgeServiceAccount,
+		"--edge-service-accounts", ns + "/" + edgeServiceAccount, "--edge-daemonset", ns + "/" + edgeDaemonSet,
 		// The channel is measured here; gangs would only route the jobs'
 		// pods through the scheduler. --profiling serves the heap and CPU
 		// profiles the section saves.

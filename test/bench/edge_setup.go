@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -22,6 +24,11 @@ import (
 const (
 	edgeNamespace      = "bench-edge"
 	edgeServiceAccount = "localcontroller"
+	// edgeDaemonSet is the LocalControllers' DaemonSet: a Pod on each bench
+	// node, which the controller-manager makes at its own pace (its
+	// --kube-api-qps, 20 by default: 1,000 nodes take about a minute,
+	// 9,800 about 8).
+	edgeDaemonSet = "localcontroller"
 	// edgeAggregatorNode is where the jobs' aggregation workers run: the
 	// local control plane's cloud node.
 	edgeAggregatorNode = "cloud-0"
@@ -60,11 +67,11 @@ type edgeObjects struct {
 }
 
 // createEdgeObjects creates, for each of n edge nodes, what a real edge node
-// has: a kwok Node labelled as an edge node, a LocalController Pod bound to
-// it with a token bound to that Pod (written to a file in dir), and something
-// that concerns it: a Dataset on the node and, on the first jobs nodes, a
-// FederatedLearningJob whose training worker runs there (its aggregator runs
-// on the cloud node; all the jobs share one Model).
+// has: a kwok Node labelled as an edge node, the Pod of the LocalControllers'
+// DaemonSet on it with a token bound to that Pod (written to a file in dir),
+// and something that concerns it: a Dataset on the node and, on the first
+// jobs nodes, a FederatedLearningJob whose training worker runs there (its
+// aggregator runs on the cloud node; all the jobs share one Model).
 func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, n, jobs int, dir string) (*edgeObjects, error) {
 	ns := edgeNamespace
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -73,21 +80,32 @@ func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sed
 	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
 		return nil, fmt.Errorf("waiting for the default ServiceAccount of %s: %w", ns, err)
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: edgeServiceAccount, Namespace: ns}}
-	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating the LocalControllers' ServiceAccount: %w", err)
-	}
 	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, benchModel(), metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the model: %w", err)
 	}
+	nodes := make([]string, n)
+	err := framework.ForEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
+		nodes[i] = edgeNodeName(i)
+		return createKwokNode(ctx, kube, nodes[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The bench's nodes alone: not the control plane's own edge nodes.
+	ds, err := framework.EnsureEdgeDaemonSet(ctx, kube, ns, edgeDaemonSet, edgeServiceAccount,
+		map[string]string{framework.EdgeNodeLabel: "", benchNodeLabel: benchNodeValue})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := framework.DaemonSetPods(ctx, kube, ds, nodes, max(5*time.Minute, time.Duration(n)*time.Second/10))
+	if err != nil {
+		return nil, err
+	}
 	objs := &edgeObjects{tokenFiles: make([]string, n), datasets: make([]*sednav1.Dataset, n)}
 	var mu sync.Mutex
-	err := framework.ForEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
-		node := edgeNodeName(i)
-		if err := createKwokNode(ctx, kube, node); err != nil {
-			return err
-		}
-		token, err := framework.NewEdgeIdentity(ctx, kube, ns, edgeServiceAccount, node)
+	err = framework.ForEach(ctx, n, setupWorkers, func(ctx context.Context, i int) error {
+		node := nodes[i]
+		token, err := framework.NewBoundToken(ctx, kube, pods[node], edgehub.DefaultTokenAudience)
 		if err != nil {
 			return err
 		}
@@ -115,6 +133,12 @@ func createEdgeObjects(ctx context.Context, kube kubernetes.Interface, sedna sed
 	return objs, err
 }
 
+// The label that tells the bench's kwok nodes from the control plane's own.
+const (
+	benchNodeLabel = "nereid.io/bench"
+	benchNodeValue = "edge"
+)
+
 // createKwokNode registers a node for kwok to manage, as hack/local-up.sh's
 // node_manifest does for an edge node.
 func createKwokNode(ctx context.Context, kube kubernetes.Interface, name string) error {
@@ -130,7 +154,7 @@ func createKwokNode(ctx context.Context, kube kubernetes.Interface, name string)
 			"kubernetes.io/arch":           "amd64",
 			"type":                         "kwok",
 			"node-role.kubernetes.io/edge": "",
-			"nereid.io/bench":              "edge",
+			benchNodeLabel:                 benchNodeValue,
 		},
 	}}
 	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
@@ -52,14 +54,24 @@ type EdgeHub struct {
 }
 
 // EdgeServiceAccount is the ServiceAccount EdgeIdentity gives the
-// LocalControllers of a test namespace; StartGlobalManagerWithEdgeHub accepts
-// it (and only it).
-const EdgeServiceAccount = "localcontroller"
+// LocalControllers of a test namespace, and EdgeDaemonSet their DaemonSet;
+// StartGlobalManagerWithEdgeHub accepts the tokens of that ServiceAccount
+// bound to that DaemonSet's Pods (and only those). The DaemonSet has the
+// chart's name: the chart's Role, which the tests' GlobalManagers get in
+// their namespace, grants the DaemonSet by name.
+const (
+	EdgeServiceAccount = "localcontroller"
+	EdgeDaemonSet      = "nereid-localcontroller"
+)
+
+// EdgeNodeLabel is the label of the local control plane's edge nodes (and
+// the GlobalManager's default --edge-node-selector).
+const EdgeNodeLabel = "node-role.kubernetes.io/edge"
 
 // StartGlobalManagerWithEdgeHub runs a GlobalManager for namespace whose edge
 // hub listens on a free loopback port, keeps its certificate, CA and node
 // Leases in namespace, and accepts the tokens of namespace's
-// EdgeServiceAccount.
+// EdgeServiceAccount bound to Pods of its EdgeDaemonSet.
 func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...string) *EdgeHub {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
@@ -67,6 +79,7 @@ func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...stri
 	gm := StartGlobalManager(t, namespace, append([]string{
 		"--edge-address", addr, "--edge-namespace", namespace, "--edge-ca-out", ca,
 		"--edge-service-accounts", namespace + "/" + EdgeServiceAccount,
+		"--edge-daemonset", namespace + "/" + EdgeDaemonSet,
 	}, extra...)...)
 	Eventually(t, 30*time.Second, "the edge hub's CA file", func(context.Context) (bool, error) {
 		info, err := os.Stat(ca)
@@ -84,30 +97,62 @@ func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...stri
 	return &EdgeHub{Process: gm, Address: addr, CAFile: ca}
 }
 
-// EdgeIdentity gives a LocalController of node the identity a real one has: a
-// Pod of EdgeServiceAccount bound to node in namespace, and a token of it with
-// the edge hub's audience, bound to that Pod, written to a file. The
-// GlobalManager's TokenReview reads the node from it.
+// EdgeIdentity gives a LocalController of node the identity a real one has:
+// the Pod on node of namespace's EdgeDaemonSet (made if missing, as
+// EnsureEdgeDaemonSet does), whose ServiceAccount is EdgeServiceAccount, and
+// a token with the edge hub's audience bound to that Pod, written to a file.
+// The GlobalManager reads the node from the token.
 func EdgeIdentity(t testing.TB, namespace, node string) (tokenFile string) {
 	t.Helper()
-	return WriteToken(t, node, PodToken(t, namespace, EdgeServiceAccount, "localcontroller-"+node, node, edgehub.DefaultTokenAudience))
+	token, err := NewEdgeIdentity(t.Context(), KubeClient(t), namespace, EdgeServiceAccount, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return WriteToken(t, node, token)
 }
 
-// PodToken creates, in namespace, serviceAccount (if missing) and a Pod named
-// pod on node that runs as it, and returns a token of serviceAccount bound to
-// that Pod with audience ("" for the API server's own).
+// EdgeDaemonSetPod is the Pod of namespace's EdgeDaemonSet on node, made if
+// missing, once the scheduler has bound it there.
+func EdgeDaemonSetPod(t testing.TB, namespace, node string) *corev1.Pod {
+	t.Helper()
+	kube := KubeClient(t)
+	ds, err := EnsureEdgeDaemonSet(t.Context(), kube, namespace, EdgeDaemonSet, EdgeServiceAccount, map[string]string{EdgeNodeLabel: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := DaemonSetPods(t.Context(), kube, ds, []string{node}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods[node]
+}
+
+// PodToken creates, in namespace, serviceAccount (if missing) and a bare Pod
+// (no controller) named pod on node that runs as it, and returns a token of
+// serviceAccount bound to that Pod with audience ("" for the API server's
+// own). The edge hub refuses such a Pod: it is not one of the
+// LocalControllers' DaemonSet.
 func PodToken(t testing.TB, namespace, serviceAccount, pod, node, audience string) string {
 	t.Helper()
 	kube := KubeClient(t)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount, Namespace: namespace}}
-	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating ServiceAccount %s: %v", serviceAccount, err)
+	if err := ensureServiceAccount(t.Context(), kube, namespace, serviceAccount); err != nil {
+		t.Fatal(err)
 	}
 	token, err := NewPodToken(t.Context(), kube, namespace, serviceAccount, pod, node, audience)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return token
+}
+
+// ensureServiceAccount creates the ServiceAccount namespace/name unless it
+// exists.
+func ensureServiceAccount(ctx context.Context, kube kubernetes.Interface, namespace, name string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }
 
 // WriteToken writes token to a file named for name and returns its path.
@@ -120,18 +165,97 @@ func WriteToken(t testing.TB, name, token string) string {
 	return path
 }
 
-// NewEdgeIdentity creates, in namespace, a LocalController Pod on node that
-// runs as serviceAccount and returns a token of it with the edge hub's
-// audience, bound to that Pod.
+// NewEdgeIdentity returns a token with the edge hub's audience bound to the
+// Pod on node of namespace's EdgeDaemonSet, whose Pods run as
+// serviceAccount; it makes the ServiceAccount and the DaemonSet (on the
+// nodes labelled EdgeNodeLabel) if missing and waits for that Pod.
 func NewEdgeIdentity(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, node string) (token string, err error) {
-	return NewPodToken(ctx, kube, namespace, serviceAccount, "localcontroller-"+node, node, edgehub.DefaultTokenAudience)
+	ds, err := EnsureEdgeDaemonSet(ctx, kube, namespace, EdgeDaemonSet, serviceAccount, map[string]string{EdgeNodeLabel: ""})
+	if err != nil {
+		return "", err
+	}
+	pods, err := DaemonSetPods(ctx, kube, ds, []string{node}, time.Minute)
+	if err != nil {
+		return "", err
+	}
+	return NewBoundToken(ctx, kube, pods[node], edgehub.DefaultTokenAudience)
 }
 
-// NewPodToken creates, in namespace, a Pod named pod on node that runs as
-// serviceAccount (it tolerates every taint, as the LocalController's DaemonSet
-// does, so an unready node does not evict it and void its token), and returns
-// a token of serviceAccount bound to that Pod, with audience ("" for the API
-// server's own, the one every Pod gets by default).
+// EnsureEdgeDaemonSet creates in namespace, unless they exist,
+// serviceAccount and a DaemonSet named name of LocalController Pods that run
+// as it on the nodes nodeSelector picks, tolerating every taint (as the
+// chart's do, so that an unready node does not evict them and void their
+// tokens), and returns the DaemonSet. The controller-manager makes its
+// Pods, the scheduler binds them, kwok runs them.
+func EnsureEdgeDaemonSet(ctx context.Context, kube kubernetes.Interface, namespace, name, serviceAccount string, nodeSelector map[string]string) (*appsv1.DaemonSet, error) {
+	if err := ensureServiceAccount(ctx, kube, namespace, serviceAccount); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "nereid-localcontroller", "nereid.io/daemonset": name}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: serviceAccount, NodeSelector: nodeSelector,
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:test"}},
+				},
+			},
+		},
+	}
+	created, err := kube.AppsV1().DaemonSets(namespace).Create(ctx, ds, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating DaemonSet %s/%s: %w", namespace, name, err)
+	}
+	return created, nil
+}
+
+// DaemonSetPods waits up to timeout until ds has a Pod bound to each of
+// nodes, not being deleted, and returns them by node. A token bound to a Pod
+// names its node only once the Pod is bound.
+func DaemonSetPods(ctx context.Context, kube kubernetes.Interface, ds *appsv1.DaemonSet, nodes []string, timeout time.Duration) (map[string]*corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		want[n] = true
+	}
+	found := make(map[string]*corev1.Pod, len(nodes))
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		// From the API server's cache: a fleet's thousands of Pods are
+		// listed every poll.
+		list, err := kube.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String(), ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			ref := metav1.GetControllerOfNoCopy(p)
+			if want[p.Spec.NodeName] && ref != nil && ref.UID == ds.UID && p.DeletionTimestamp == nil {
+				found[p.Spec.NodeName] = p
+			}
+		}
+		return len(found) == len(want), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the Pods of DaemonSet %s/%s on %d nodes (%d bound): %w", ds.Namespace, ds.Name, len(want), len(found), err)
+	}
+	return found, nil
+}
+
+// NewPodToken creates, in namespace, a bare Pod named pod on node that runs
+// as serviceAccount (it tolerates every taint, so an unready node does not
+// evict it and void its token), and returns a token of serviceAccount bound
+// to that Pod, with audience ("" for the API server's own, the one every Pod
+// gets by default).
 func NewPodToken(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, pod, node, audience string) (string, error) {
 	created, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: namespace},

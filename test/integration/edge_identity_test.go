@@ -2,10 +2,16 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +22,10 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/gorilla/websocket"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,6 +38,12 @@ import (
 // dialEdge dials the hub with a bearer token; resp is the handshake's answer.
 func dialEdge(t *testing.T, hub *framework.EdgeHub, token string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
+	return dialEdgeFrom(t, hub, token, nil)
+}
+
+// dialEdgeFrom is dialEdge from the local address from (nil: any).
+func dialEdgeFrom(t *testing.T, hub *framework.EdgeHub, token string, from net.IP) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
 	pem, err := os.ReadFile(hub.CAFile)
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +51,9 @@ func dialEdge(t *testing.T, hub *framework.EdgeHub, token string) (*websocket.Co
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, HandshakeTimeout: 10 * time.Second}
+	if from != nil {
+		dialer.NetDialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: from}}).DialContext
+	}
 	conn, resp, err := dialer.DialContext(t.Context(), "wss://"+hub.Address+"/edge/v1/connect",
 		http.Header{"Authorization": {"Bearer " + token}})
 	if err == nil {
@@ -98,13 +116,15 @@ func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
 				t.Fatalf("%s: got %d %q, want %d with %q", name, resp.StatusCode, body, im.wantStatus, im.wantReason)
 			}
 		}
-		if attempt%5 == 0 {
+		if attempt%2 == 0 {
 			if code, msg := postReport(t, lc, ns, worker, round); code != http.StatusOK {
 				t.Fatalf("the real worker's report: %d %s", code, msg)
 			}
 			round++
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Within the refusals the hub takes from one address in a minute
+		// (--edge-max-refusals-per-address, 60).
+		time.Sleep(400 * time.Millisecond)
 	}
 	waitForReports(t, ns, "edge-0", int64(round-1))
 	if after := connects(); after != before {
@@ -130,14 +150,15 @@ func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
 func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
-	token := framework.PodToken(t, ns, framework.EdgeServiceAccount, "localcontroller-edge-1", "edge-1", edgehub.DefaultTokenAudience)
+	pod := framework.EdgeDaemonSetPod(t, ns, "edge-1")
+	token := boundToken(t, pod)
 	conn, _, err := dialEdge(t, hub, token)
 	if err != nil {
 		t.Fatalf("dialing with the LocalController's token: %v", err)
 	}
 	send(t, conn, &edgeproto.Hello{Node: "edge-1", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	zero := int64(0)
-	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), "localcontroller-edge-1",
+	if err := framework.KubeClient(t).CoreV1().Pods(ns).Delete(t.Context(), pod.Name,
 		metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +199,9 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 		return m.Get(series)
 	}
 	verified := func(by string) float64 { return metric(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`) }
-	attempt := 0
+	pod := framework.EdgeDaemonSetPod(t, ns, "edge-0")
 	framework.Eventually(t, 30*time.Second, "a LocalController token verified by the hub", func(context.Context) (bool, error) {
-		attempt++
-		token := framework.PodToken(t, ns, framework.EdgeServiceAccount, "localcontroller-edge-0-"+strconv.Itoa(attempt), "edge-0", edgehub.DefaultTokenAudience)
-		conn, resp, err := dialEdge(t, hub, token)
+		conn, resp, err := dialEdge(t, hub, boundToken(t, pod)) // a new token each time: not the cached outcome
 		if err != nil {
 			if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 				return false, nil
@@ -192,22 +211,25 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 		conn.Close()
 		return verified("hub") > 0, nil
 	})
+	// The Pod deleted: the DaemonSet makes another on the node (another
+	// name and UID), and the old Pod's token is refused.
 	kube := framework.KubeClient(t)
-	name := "localcontroller-edge-0-again"
-	stale := framework.PodToken(t, ns, framework.EdgeServiceAccount, name, "edge-0", edgehub.DefaultTokenAudience)
+	stale := boundToken(t, pod)
 	zero := int64(0)
-	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := kube.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the Pod to be gone", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	framework.PodToken(t, ns, framework.EdgeServiceAccount, name, "edge-0", edgehub.DefaultTokenAudience) // the same name, another UID
+	if again := framework.EdgeDaemonSetPod(t, ns, "edge-0"); again.UID == pod.UID {
+		t.Fatal("the DaemonSet's Pod on edge-0 is the deleted one")
+	}
 	conn, resp, err := dialEdge(t, hub, stale)
 	if err == nil {
 		conn.Close()
-		t.Fatal("the token of a Pod deleted and made again was accepted")
+		t.Fatal("the token of a deleted Pod was accepted")
 	}
 	if resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("got %v (%v), want 401", resp, err)
@@ -228,6 +250,249 @@ func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
 	}
 }
 
+// boundToken is a new token with the edge hub's audience bound to pod.
+func boundToken(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	token, err := framework.NewBoundToken(t.Context(), framework.KubeClient(t), pod, edgehub.DefaultTokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// refused dials the hub with token and fails unless the hub refuses it
+// before the upgrade with status and a body that says wantReason.
+func refused(t *testing.T, hub *framework.EdgeHub, token string, status int, wantReason string) {
+	t.Helper()
+	conn, resp, err := dialEdge(t, hub, token)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("the connection was upgraded; want %d saying %q", status, wantReason)
+	}
+	if resp == nil {
+		t.Fatalf("%v, want an HTTP refusal", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status || !strings.Contains(string(body), wantReason) {
+		t.Fatalf("got %d %q, want %d with %q", resp.StatusCode, body, status, wantReason)
+	}
+}
+
+// TestOnlyPodsOfTheLocalControllersDaemonSetConnect gives tokens of the
+// LocalController's ServiceAccount, with the hub's audience, to Pods on an
+// edge node that are not the LocalControllers' DaemonSet's: a bare Pod, and
+// a Pod of a ReplicaSet. Each is refused with 403 and a reason naming what
+// it is, counted as not_daemonset_pod; the DaemonSet's own Pod on that node
+// connects and is sent the node's objects.
+func TestOnlyPodsOfTheLocalControllersDaemonSetConnect(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	kube := framework.KubeClient(t)
+	lcPod := framework.EdgeDaemonSetPod(t, ns, "edge-0") // and the ServiceAccount
+
+	bare := framework.PodToken(t, ns, framework.EdgeServiceAccount, "bare-on-edge-0", "edge-0", edgehub.DefaultTokenAudience)
+	one := int32(1)
+	rsLabels := map[string]string{"app": "impostor"}
+	rs, err := kube.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: rsLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rsLabels}, Spec: corev1.PodSpec{
+				NodeName: "edge-0", ServiceAccountName: framework.EdgeServiceAccount,
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				Containers:  []corev1.Container{{Name: "main", Image: "impostor"}},
+			}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rsPod *corev1.Pod
+	framework.Eventually(t, 60*time.Second, "the ReplicaSet's Pod", func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=impostor"})
+		if err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && ref.UID == rs.UID {
+				rsPod = &pods.Items[i]
+			}
+		}
+		return rsPod != nil, nil
+	})
+
+	for name, tc := range map[string]struct {
+		token      string
+		wantReason string
+	}{
+		"a bare Pod":         {token: bare, wantReason: "it has no controller (a bare Pod)"},
+		"a ReplicaSet's Pod": {token: boundToken(t, rsPod), wantReason: "its controller is ReplicaSet impostor"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			refused(t, hub, tc.token, http.StatusForbidden, tc.wantReason)
+		})
+	}
+	m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Get(`nereid_edgehub_connections_refused_total{reason="not_daemonset_pod"}`); n != 2 {
+		t.Errorf("%v refusals counted as not_daemonset_pod, want 2", n)
+	}
+
+	conn, resp, err := dialEdge(t, hub, boundToken(t, lcPod))
+	if err != nil {
+		t.Fatalf("the DaemonSet's Pod was refused: %v (%v)", err, resp)
+	}
+	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
+	msgs, closed := readUntilClosed(conn, 5*time.Second)
+	if closed || !slices.ContainsFunc(msgs, func(m edgeproto.Message) bool { _, ok := m.(*edgeproto.Synced); return ok }) {
+		t.Fatalf("the DaemonSet's Pod got %v (closed: %v), want its node's objects and Synced", msgs, closed)
+	}
+}
+
+// apiTokenReviews is how many TokenReviews the API server has served, from
+// its own metrics.
+func apiTokenReviews(t *testing.T) float64 {
+	t.Helper()
+	raw, err := framework.KubeClient(t).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	var n float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// junkToken is a token shaped like a LocalController's, claims and all,
+// that the API server never signed: made-up key ID and random signature
+// bytes when key is nil, else signed by key with alg under the key ID kid.
+func junkToken(t *testing.T, claims []byte, kid string, alg jose.SignatureAlgorithm, key any) string {
+	t.Helper()
+	if key == nil {
+		header, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": kid, "typ": "JWT"})
+		sig := make([]byte, 256)
+		_, _ = rand.Read(sig)
+		enc := base64.RawURLEncoding.EncodeToString
+		return enc(header) + "." + enc(claims) + "." + enc(sig)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := signer.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// TestJunkTokensCostNoTokenReview sends the hub tokens the API server never
+// signed, with a real LocalController token's claims (the hub's audience, a
+// DaemonSet Pod on an edge node): a JWT with a made-up key ID and random
+// signature bytes, and one signed by another key under the API server's
+// own key ID. The hub refuses each itself, once it holds the issuer's keys:
+// the API server serves no TokenReview meanwhile. Past 60 refusals in a
+// minute the address is told to come back (429) before its token is read,
+// while the real token connects from another address.
+func TestJunkTokensCostNoTokenReview(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	metrics := func() framework.Metrics {
+		m, err := framework.ScrapeMetrics(t.Context(), "http://"+hub.HealthAddress())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	framework.Eventually(t, 30*time.Second, "the hub to hold the issuer's keys", func(context.Context) (bool, error) {
+		return metrics().Get("nereid_edgehub_token_issuer_keys") > 0, nil
+	})
+	real := boundToken(t, framework.EdgeDaemonSetPod(t, ns, "edge-0"))
+	parts := strings.Split(real, ".")
+	header, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		KeyID     string                  `json:"kid"`
+		Algorithm jose.SignatureAlgorithm `json:"alg"`
+	}
+	if err := json.Unmarshal(header, &h); err != nil || h.KeyID == "" {
+		t.Fatalf("the API server's token header %s: %v", header, err)
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another key of the same kind as the API server's.
+	var stranger any
+	switch h.Algorithm {
+	case jose.RS256:
+		stranger, err = rsa.GenerateKey(rand.Reader, 2048)
+	case jose.ES256:
+		stranger, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	default:
+		t.Fatalf("the API server signs with %s", h.Algorithm)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reviewsBefore := apiTokenReviews(t)
+	const limit = 60 // --edge-max-refusals-per-address
+	for i := range limit {
+		token, want := junkToken(t, claims, fmt.Sprintf("made-up-%d", i), "", nil), "signed with a key the API server does not publish"
+		if i%2 == 1 {
+			token, want = junkToken(t, claims, h.KeyID, h.Algorithm, stranger), "its signature does not verify"
+		}
+		conn, resp, err := dialEdge(t, hub, token)
+		if err == nil {
+			conn.Close()
+			t.Fatal("junk was upgraded")
+		}
+		if resp == nil {
+			t.Fatalf("junk: %v, want an HTTP refusal", err)
+		}
+		if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), want) {
+			t.Errorf("junk %d: got %d %q, want 401 saying %q", i, resp.StatusCode, body, want)
+		}
+	}
+	if n := apiTokenReviews(t) - reviewsBefore; n != 0 {
+		t.Errorf("the API server served %v TokenReviews while the hub was sent junk, want none", n)
+	}
+	conn, resp, err := dialEdge(t, hub, junkToken(t, claims, "made-up", "", nil))
+	if err == nil {
+		conn.Close()
+		t.Fatal("junk was upgraded")
+	}
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("junk past %d refusals: %v (%v), want 429 with Retry-After", limit, resp, err)
+	}
+	m := metrics()
+	if n := m.Get(`nereid_edgehub_connections_refused_total{reason="invalid_token"}`); n != limit {
+		t.Errorf("%v refused as invalid_token, want %d", n, limit)
+	}
+	if n := m.Get(`nereid_edgehub_connections_refused_total{reason="too_many_refusals"}`); n != 1 {
+		t.Errorf("%v refused as too_many_refusals, want 1", n)
+	}
+	// Another address is not held up by it.
+	conn, resp, err = dialEdgeFrom(t, hub, real, net.IPv4(127, 0, 0, 2))
+	if err != nil {
+		t.Fatalf("the real token from another address: %v (%v)", err, resp)
+	}
+	conn.Close()
+}
+
 // TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits starts a leader
 // whose edge hub port is taken: it must not sit on the lease. It exits
 // non-zero with the reason, releasing the lease, and a standby leads at once
@@ -241,7 +506,8 @@ func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
 	defer taken.Close()
 	election := []string{"--leader-elect=true", "--leader-elect-namespace=" + ns,
 		"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=500ms",
-		"--edge-namespace=" + ns, "--edge-service-accounts=" + ns + "/" + framework.EdgeServiceAccount}
+		"--edge-namespace=" + ns, "--edge-service-accounts=" + ns + "/" + framework.EdgeServiceAccount,
+		"--edge-daemonset=" + ns + "/" + framework.EdgeDaemonSet}
 	a := framework.StartGlobalManager(t, ns, append(election, "--edge-address="+taken.Addr().String())...)
 	code, exited := a.Wait(60 * time.Second)
 	if !exited {

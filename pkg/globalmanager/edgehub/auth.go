@@ -51,6 +51,12 @@ type identity struct {
 	// byHub is set when the hub verified the token itself, without a
 	// review: a review confirms it later (confirm.go).
 	byHub bool
+	// serviceAccountUID is the UID of the ServiceAccount when the token was
+	// verified, daemonSet the UID of the LocalControllers' DaemonSet that
+	// controls the Pod (daemonset.go): either made again is another, and
+	// ends the connection (revoke.go).
+	serviceAccountUID types.UID
+	daemonSet         types.UID
 }
 
 // authError is why a connection is refused before the websocket upgrade.
@@ -87,18 +93,28 @@ type authenticator struct {
 	audience        string
 	serviceAccounts map[string]bool // namespace/name
 	nodeSelector    labels.Selector
+	// daemonSet is the LocalControllers' DaemonSet, which must control the
+	// token's Pod; daemonSets caches it alone (daemonset.go).
+	daemonSet  types.NamespacedName
+	daemonSets cache.Store
+	// reviewEvery has every token reviewed before it is accepted, even one
+	// the hub verified itself; the keys still refuse junk.
+	reviewEvery bool
 	// nodes caches the nodes nodeSelector picks (their labels), so that a
 	// connection from one costs no read of the API server; nil reads each.
 	nodes cache.Store
 	// keys, when set, are the token issuer's, with which the hub verifies
 	// a token itself (verifyLocally) from the caches of the accepted
-	// ServiceAccounts and of their Pods; nil reviews every token.
+	// ServiceAccounts and of their Pods, and refuses junk; nil reviews
+	// every token.
 	keys         *issuerKeys
 	accountCache stores
 	podCache     stores
 	// verified counts the tokens accepted, by who verified them ("hub",
-	// "token_review"); nil counts nothing.
+	// "token_review"); reviewed counts the TokenReviews sent, by result;
+	// nil counts nothing.
 	verified     func(by string)
+	reviewed     func(result string)
 	ttl          time.Duration
 	maxEntries   int
 	slots        chan struct{} // one per review in flight
@@ -133,11 +149,14 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 	for _, sa := range cfg.ServiceAccounts {
 		accounts[sa] = true
 	}
+	dsNamespace, dsName, _ := strings.Cut(cfg.DaemonSet, "/")
 	return &authenticator{
 		client:          client,
 		audience:        cfg.TokenAudience,
 		serviceAccounts: accounts,
 		nodeSelector:    cfg.nodeSelector,
+		daemonSet:       types.NamespacedName{Namespace: dsNamespace, Name: dsName},
+		reviewEvery:     cfg.ReviewEveryToken,
 		ttl:             cfg.ReviewCacheTTL,
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
@@ -167,12 +186,19 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
 	}
-	// A token the hub can verify itself costs the API server nothing.
-	if id := a.verifyLocally(ctx, token); id != nil && !a.mustReview(id.podUID) {
+	// A token the hub can verify itself costs the API server nothing, and
+	// one it can refuse itself never reaches it. Such a refusal is not
+	// cached: a signature checked again costs less than the entries junk
+	// would push out of the cache.
+	id, refusal := a.verifyLocally(ctx, token)
+	if refusal != nil {
+		return nil, refusal
+	}
+	if id != nil && !a.reviewEvery && !a.mustReview(id.podUID) {
 		if a.podDeleted(id.podUID) {
 			return nil, podDeletedRefusal()
 		}
-		refusal := a.checkNode(ctx, id.node)
+		refusal := a.admit(ctx, id)
 		if refusal == nil {
 			a.count("hub")
 			a.store(key, reviewResult{id: id})
@@ -208,11 +234,16 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		return res.id, res.refusal
 	}
 	started := a.now()
-	id, refusal := a.review(ctx, token, claims)
+	id, refusal = a.review(ctx, token, claims)
 	a.retry.reviewed(a.now().Sub(started))
 	if id != nil && a.podDeleted(id.podUID) {
 		// Deleted while the review was in flight.
 		id, refusal = nil, podDeletedRefusal()
+	}
+	if refusal == nil {
+		if refusal = a.admit(ctx, id); refusal != nil {
+			id = nil
+		}
 	}
 	if refusal == nil {
 		a.count("token_review")
@@ -242,6 +273,13 @@ func podDeletedRefusal() *authError {
 func (a *authenticator) count(by string) {
 	if a.verified != nil {
 		a.verified(by)
+	}
+}
+
+// countReview counts a TokenReview sent, by its result.
+func (a *authenticator) countReview(result string) {
+	if a.reviewed != nil {
+		a.reviewed(result)
 	}
 }
 
@@ -326,22 +364,19 @@ const maxWaitingPerSlot = 16
 // review would accept: not a JWT, too long, for another audience, or
 // expired. Otherwise it returns the claims.
 func (a *authenticator) precheck(token string) (*claims, *authError) {
-	invalid := func(why string) *authError {
-		return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: "the token is not valid: " + why}
-	}
 	if len(token) > maxTokenBytes {
-		return nil, invalid(fmt.Sprintf("longer than %d bytes", maxTokenBytes))
+		return nil, invalidToken(fmt.Sprintf("longer than %d bytes", maxTokenBytes))
 	}
 	claims := readClaims(token)
 	switch {
 	case claims == nil:
-		return nil, invalid("not a ServiceAccount token (a JWT)")
+		return nil, invalidToken("not a ServiceAccount token (a JWT)")
 	case len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience):
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
 				edgeproto.Clip(strings.Join(claims.Audience, ","), 256, "…"), a.audience)}
 	case claims.Expiry > 0 && !a.now().Before(time.Unix(claims.Expiry, 0)):
-		return nil, invalid("expired")
+		return nil, invalidToken("expired")
 	}
 	return claims, nil
 }
@@ -353,17 +388,20 @@ func (a *authenticator) review(ctx context.Context, token string, claims *claims
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{a.audience}},
 	}, metav1.CreateOptions{})
 	if err != nil {
+		a.countReview("error")
 		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
 			reason: "the token could not be reviewed, try again later", err: fmt.Errorf("creating token review: %w", err)}
 	}
 	st := review.Status
 	if !st.Authenticated {
+		a.countReview("unauthenticated")
 		reason := "the token is not valid"
 		if st.Error != "" {
 			reason += ": " + st.Error
 		}
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: reason}
 	}
+	a.countReview("authenticated")
 	// An audience-aware TokenReview says which of the audiences it checked.
 	if !slices.Contains(st.Audiences, a.audience) {
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
@@ -373,25 +411,55 @@ func (a *authenticator) review(ctx context.Context, token string, claims *claims
 	sa, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
 	sa = strings.Replace(sa, ":", "/", 1)
 	if !isSA || !a.serviceAccounts[sa] {
-		return nil, &authError{status: http.StatusForbidden, metric: refusedNotLocalController,
-			reason: fmt.Sprintf("user %q is not a LocalController: only the ServiceAccounts %s may connect", user.Username, a.accepted())}
+		return nil, a.notLocalController(user.Username)
 	}
 	node, podName, podUID := oneExtra(user, NodeNameExtra), oneExtra(user, PodNameExtra), oneExtra(user, PodUIDExtra)
 	if node == "" || podName == "" || podUID == "" {
-		return nil, &authError{status: http.StatusForbidden, metric: refusedNoNode,
-			reason: fmt.Sprintf("the token of %q is not bound to a Pod on a node: use a token projected into the LocalController's Pod", user.Username)}
-	}
-	if refusal := a.checkNode(ctx, node); refusal != nil {
-		return nil, refusal
+		return nil, notBoundToPod(user.Username)
 	}
 	saNamespace, _, _ := strings.Cut(sa, "/")
 	id := &identity{
 		node: node, serviceAccount: sa,
-		pod:    types.NamespacedName{Namespace: saNamespace, Name: podName},
-		podUID: types.UID(podUID),
+		pod:               types.NamespacedName{Namespace: saNamespace, Name: podName},
+		podUID:            types.UID(podUID),
+		serviceAccountUID: types.UID(user.UID),
 	}
 	id.expires = claims.expiry()
 	return id, nil
+}
+
+// notLocalController refuses the token of user, which is not of an accepted
+// ServiceAccount.
+func (a *authenticator) notLocalController(user string) *authError {
+	return &authError{status: http.StatusForbidden, metric: refusedNotLocalController,
+		reason: fmt.Sprintf("user %q is not a LocalController: only the ServiceAccounts %s may connect", user, a.accepted())}
+}
+
+// notBoundToPod refuses the token of user, which is bound to no Pod on a
+// node.
+func notBoundToPod(user string) *authError {
+	return &authError{status: http.StatusForbidden, metric: refusedNoNode,
+		reason: fmt.Sprintf("the token of %q is not bound to a Pod on a node: use a token projected into the LocalController's Pod", user)}
+}
+
+// invalidToken refuses a token that is not valid, saying why.
+func invalidToken(why string) *authError {
+	return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: "the token is not valid: " + why}
+}
+
+// admit checks what makes the Pod of a verified token a LocalController on
+// an edge node, beyond the token: its node is an edge node, and its
+// controller is the LocalControllers' DaemonSet, whose UID it records in id.
+func (a *authenticator) admit(ctx context.Context, id *identity) *authError {
+	if refusal := a.checkNode(ctx, id.node); refusal != nil {
+		return refusal
+	}
+	ds, refusal := a.checkController(ctx, id.pod, id.podUID)
+	if refusal != nil {
+		return refusal
+	}
+	id.daemonSet = ds
+	return nil
 }
 
 // checkNode refuses a node that does not exist or is not an edge node. An
@@ -507,6 +575,14 @@ func (a *authenticator) mustReview(uid types.UID) bool {
 	return ok && a.now().Sub(at) <= deletedMemory
 }
 
+// forgetPodIdentities drops the cached identities of the Pod uid, whose
+// controller changed.
+func (a *authenticator) forgetPodIdentities(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dropPod(uid)
+}
+
 // dropPod drops the cached identities of the Pod uid; a.mu is held.
 func (a *authenticator) dropPod(uid types.UID) {
 	for k, v := range a.cache {
@@ -532,10 +608,30 @@ func remember(m map[types.UID]time.Time, uid types.UID, now time.Time, limit int
 // forgetServiceAccount drops the cached identities of sa (namespace/name),
 // once it is deleted or made again: its tokens are verified again.
 func (a *authenticator) forgetServiceAccount(sa string) {
+	a.forgetWhere(func(id *identity) bool { return id.serviceAccount == sa })
+}
+
+// forgetNode drops the cached identities on node, once it is no longer an
+// edge node.
+func (a *authenticator) forgetNode(node string) {
+	a.forgetWhere(func(id *identity) bool { return id.node == node })
+}
+
+// forgetDaemonSet drops every cached outcome once the LocalControllers'
+// DaemonSet is made, deleted or made again: acceptances named its old UID,
+// refusals may have said it did not exist.
+func (a *authenticator) forgetDaemonSet() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.cache)
+}
+
+// forgetWhere drops the cached identities for which drop says so.
+func (a *authenticator) forgetWhere(drop func(*identity) bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, v := range a.cache {
-		if v.id != nil && v.id.serviceAccount == sa {
+		if v.id != nil && drop(v.id) {
 			delete(a.cache, k)
 		}
 	}

@@ -38,9 +38,18 @@ const (
 	// DefaultServiceAccount is the one ServiceAccount accepted by default,
 	// namespace/name: the LocalController's.
 	DefaultServiceAccount = "nereid-system/nereid-localcontroller"
+	// DefaultDaemonSet is the LocalControllers' DaemonSet, namespace/name:
+	// the chart's, with its default release name and namespace.
+	DefaultDaemonSet = "nereid-system/nereid-localcontroller"
 	// DefaultNodeSelector selects the edge nodes a LocalController may
 	// connect from: KubeEdge's edge node role.
 	DefaultNodeSelector = "node-role.kubernetes.io/edge"
+	// DefaultMaxRefusalsPerAddress is Config.MaxRefusalsPerAddress's
+	// default: a LocalController refused for its token tries again with
+	// backoff (at most every 30 s, two a minute), so sixty refusals a
+	// minute from one address is dozens of broken LocalControllers behind
+	// it, or someone trying tokens.
+	DefaultMaxRefusalsPerAddress = 60
 
 	DefaultReviewCacheTTL       = 10 * time.Second
 	DefaultMaxCachedReviews     = 20000
@@ -129,9 +138,23 @@ type Config struct {
 	// are accepted (default DefaultServiceAccount). Any other Pod's token,
 	// on any node, is refused.
 	ServiceAccounts []string
+	// DaemonSet is the LocalControllers' DaemonSet, namespace/name
+	// (default DefaultDaemonSet): a token is accepted only from a Pod whose
+	// controller is this DaemonSet, by UID, in its namespace, where the
+	// ServiceAccounts must be too. A bare Pod of the ServiceAccount, or one
+	// of another controller, is refused.
+	DaemonSet string
 	// NodeSelector is a label selector the node of the token's Pod must
 	// match (default DefaultNodeSelector).
 	NodeSelector string
+	// MaxRefusalsPerAddress is how many connections from one client
+	// address (an IPv6 address's /64) may be refused for their token (401,
+	// 403) within a minute; past it the address is refused for a minute
+	// (429 with Retry-After) before its token is read. 0 takes
+	// DefaultMaxRefusalsPerAddress; a negative value sets no limit.
+	// Successes are not counted: thousands of nodes behind one address
+	// connect as they would alone.
+	MaxRefusalsPerAddress int
 	// ReviewCacheTTL is how long the outcome of a token's review is reused
 	// for the same token (default 10s; never past the token's expiry).
 	ReviewCacheTTL time.Duration
@@ -175,8 +198,14 @@ func (c Config) withDefaults() Config {
 	if len(c.ServiceAccounts) == 0 {
 		c.ServiceAccounts = []string{DefaultServiceAccount}
 	}
+	if c.DaemonSet == "" {
+		c.DaemonSet = DefaultDaemonSet
+	}
 	if c.NodeSelector == "" {
 		c.NodeSelector = DefaultNodeSelector
+	}
+	if c.MaxRefusalsPerAddress == 0 {
+		c.MaxRefusalsPerAddress = DefaultMaxRefusalsPerAddress
 	}
 	if c.MaxCachedReviews <= 0 {
 		c.MaxCachedReviews = DefaultMaxCachedReviews
@@ -214,9 +243,15 @@ func (c *Config) validate() error {
 	if c.LeaseWriteRate < 0 || math.IsNaN(c.LeaseWriteRate) || math.IsInf(c.LeaseWriteRate, 0) {
 		errs = append(errs, errors.New("LeaseWriteRate must be a finite number, not negative"))
 	}
+	dsNamespace, _, _ := strings.Cut(c.DaemonSet, "/")
+	if err := CheckNamespacedName(c.DaemonSet); err != nil {
+		errs = append(errs, fmt.Errorf("DaemonSet: %w", err))
+	}
 	for _, sa := range c.ServiceAccounts {
-		if err := CheckServiceAccount(sa); err != nil {
+		if err := CheckNamespacedName(sa); err != nil {
 			errs = append(errs, fmt.Errorf("ServiceAccounts: %w", err))
+		} else if ns, _, _ := strings.Cut(sa, "/"); ns != dsNamespace {
+			errs = append(errs, fmt.Errorf("ServiceAccount %s is not in the namespace of the DaemonSet %s: its Pods could not be the DaemonSet's", sa, c.DaemonSet))
 		}
 	}
 	sel, err := labels.Parse(c.NodeSelector)
@@ -227,11 +262,11 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// CheckServiceAccount checks that sa is namespace/name.
-func CheckServiceAccount(sa string) error {
-	ns, name, ok := strings.Cut(sa, "/")
+// CheckNamespacedName checks that s is namespace/name.
+func CheckNamespacedName(s string) error {
+	ns, name, ok := strings.Cut(s, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("%q is not namespace/name", sa)
+		return fmt.Errorf("%q is not namespace/name", s)
 	}
 	return nil
 }

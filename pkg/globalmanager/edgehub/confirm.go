@@ -17,7 +17,8 @@ import (
 // So the API server still checks every token the hub accepted itself, after
 // the connection has started: a TokenReview in the background, at most
 // confirmRate a second, so that a storm of connections costs it nothing at
-// once. A connection whose token the review refuses, or finds bound to
+// once. The recheck of open connections (recheck.go) hands it, in the same
+// way, each token the hub cannot check again itself. A connection whose token the review refuses, or finds bound to
 // another Pod, is closed, and that Pod's tokens are reviewed before they are
 // accepted from then on (for deletedMemory). How long a connection waits
 // for its review is bounded by the connections waiting ÷ confirmRate
@@ -130,7 +131,7 @@ func (c *confirmer) confirmNode(ctx context.Context, node string) {
 		c.forget(p.s)
 		c.metrics.tokensConfirmed.WithLabelValues("refused").Inc()
 		c.auth.reviewFirst(p.s.id.podUID)
-		p.s.revoke(revokedTokenRefused, "a TokenReview refused the token the hub had accepted: "+refusal.reason)
+		p.s.revoke(revokedTokenRefused, "a TokenReview refused the connection's token: "+refusal.reason)
 	}
 }
 

@@ -312,8 +312,8 @@ func withIPs(pod *corev1.Pod, phase corev1.PodPhase, ips ...string) *corev1.Pod 
 	return pod
 }
 
-// controlledBy makes obj controlled by owner, of kind.
-func controlledBy(obj metav1.Object, apiVersion, kind string, owner metav1.Object) {
+// setController makes obj controlled by owner, of kind.
+func setController(obj metav1.Object, apiVersion, kind string, owner metav1.Object) {
 	controller := true
 	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: &controller}})
 }
@@ -328,16 +328,16 @@ func TestAServicesWorkersAreFoundThroughItsOwnDeployment(t *testing.T) {
 	svc.UID = "uid-ji"
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "ji-edge", Namespace: testNS, UID: "uid-deploy",
 		Labels: map[string]string{common.LabelOwnerUID: "uid-ji"}}}
-	controlledBy(deploy, "sedna.io/v1alpha1", "JointInferenceService", svc)
+	setController(deploy, "sedna.io/v1alpha1", "JointInferenceService", svc)
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "ji-edge-abc", Namespace: testNS, UID: "uid-rs",
 		Labels: map[string]string{common.LabelOwnerUID: "uid-ji"}}}
-	controlledBy(rs, "apps/v1", "Deployment", deploy)
+	setController(rs, "apps/v1", "Deployment", deploy)
 	// A user's own Deployment and ReplicaSet, copying the labels.
 	userDeploy := deploy.DeepCopy()
 	userDeploy.Name, userDeploy.UID, userDeploy.OwnerReferences = "mine", "uid-mine", nil
 	userRS := rs.DeepCopy()
 	userRS.Name, userRS.UID = "mine-abc", "uid-mine-rs"
-	controlledBy(userRS, "apps/v1", "Deployment", userDeploy)
+	setController(userRS, "apps/v1", "Deployment", userDeploy)
 	bareRS := rs.DeepCopy()
 	bareRS.Name, bareRS.UID, bareRS.OwnerReferences = "bare", "uid-bare", nil
 	// A ReplicaSet naming the service's Deployment by name with another UID.
@@ -347,7 +347,7 @@ func TestAServicesWorkersAreFoundThroughItsOwnDeployment(t *testing.T) {
 
 	pod := func(name, node string, owner *appsv1.ReplicaSet) *corev1.Pod {
 		p := withIPs(workerPod(name, "uid-ji", node), corev1.PodRunning, "10.1.0.9")
-		controlledBy(p, "apps/v1", "ReplicaSet", owner)
+		setController(p, "apps/v1", "ReplicaSet", owner)
 		return p
 	}
 	h := seededHub(t, objects{

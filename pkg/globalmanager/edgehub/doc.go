@@ -9,17 +9,39 @@
 // "Authorization: Bearer"). Before it upgrades the connection the hub sends a
 // TokenReview naming that audience and accepts only a token of one of
 // Config.ServiceAccounts, bound to a Pod whose node matches
-// Config.NodeSelector; the node is the one the review names
+// Config.NodeSelector and whose controller is the LocalControllers'
+// DaemonSet, Config.DaemonSet, by UID (daemonset.go: a bare Pod of the
+// ServiceAccount, or one of another controller, is refused with 403); the
+// node is the one the review names
 // (user.extra["authentication.kubernetes.io/node-name"]). Every refusal is an
 // HTTP status with the reason, counted by reason; outcomes are cached briefly
 // by the token's hash and reviews run a bounded number at a time (see
 // authenticator). The hub verifies a token itself where it can, as the
 // review would (localtoken.go), and has the API server review such a token
-// after the connection starts, paced (confirm.go). A Hello that claims
+// after the connection starts, paced (confirm.go). While it holds the
+// issuer's keys it also refuses itself every token they do not verify (a
+// made-up key ID, after the keys are read again, paced; another key; wrong
+// claims): junk never reaches a TokenReview. An address refused for its
+// tokens Config.MaxRefusalsPerAddress times within a minute is refused
+// before its token is read for a minute (addresslimit.go), and refusals are
+// logged at a bounded rate (refusallog.go). A Hello that claims
 // another node is answered with a close frame (websocket.ClosePolicyViolation)
-// and nothing else. An open connection is closed when its token expires (or
-// is due for rotation), when its Pod is deleted, and when the review after
-// the fact refuses its token.
+// and nothing else.
+//
+// Revocation: an open connection is closed (websocket.ClosePolicyViolation,
+// counted by reason) within one minute (revocationBound) of what admitted it
+// going. Its token expiring (or due for rotation) closes it then; the
+// hub's watches close it as soon as their event comes when its Pod is
+// deleted or released by the DaemonSet, its ServiceAccount or the DaemonSet
+// is deleted or made again (another UID), or its node is deleted or no
+// longer matches Config.NodeSelector (revoke.go). Every open connection is
+// also checked again in full every 30 s (recheck.go): its token, verified
+// here where the hub holds the issuer's keys, else by a TokenReview in the
+// confirmer's turn; its node; its Pod's DaemonSet. So what a watch missed,
+// and a token that stops verifying, close it within 35 s, and a review it
+// needs comes in its turn, 20 a second across nodes: when the hub cannot
+// read the keys at all, each connection's token is reviewed every
+// connections ÷ 20 seconds, within the minute up to 1,200 connections.
 //
 // Downstream: for each connected node the hub computes which objects concern
 // it (see Hub.desired) from the informers' caches, each with the names of its
@@ -94,8 +116,9 @@
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //	nereid.io/outbox           how full the node's outbox is, from its LocalController's heartbeats
 //
-// The hub needs permission to create TokenReviews; to get Nodes; to list and
-// watch Pods in the namespaces of Config.ServiceAccounts; to get, create and
-// update Secrets, ConfigMaps and Leases (coordination.k8s.io) in its
-// namespace.
+// The hub needs permission to create TokenReviews; to get, list and watch
+// Nodes; to get, list and watch Pods in the namespaces of
+// Config.ServiceAccounts, and the DaemonSet Config.DaemonSet; to list and
+// watch the ServiceAccounts; to get, create and update Secrets, ConfigMaps
+// and Leases (coordination.k8s.io) in its namespace.
 package edgehub

@@ -19,11 +19,13 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -106,6 +108,44 @@ func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
 	}
 	review.Status = ok
 	return true, review, nil
+}
+
+// The LocalControllers' DaemonSet of the tests: DefaultDaemonSet.
+const (
+	testDaemonSet    = "nereid-localcontroller"
+	testDaemonSetUID = "ds-uid"
+)
+
+// lcDaemonSet is the LocalControllers' DaemonSet, of UID uid.
+func lcDaemonSet(uid types.UID) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: testDaemonSet, UID: uid}}
+}
+
+// lcPod is the LocalController Pod of node as reviewTokens binds its token:
+// lc-<node> (uid uid-<node>), controlled by the DaemonSet of UID
+// testDaemonSetUID.
+func lcPod(node string) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-" + node, UID: types.UID("uid-" + node)},
+		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: node}}
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(lcDaemonSet(testDaemonSetUID), daemonSetKind)}
+	return pod
+}
+
+// getLocalControllerPods answers reads of a Pod the tracker does not hold
+// that reviewTokens binds a token to (lc-<node> in hubNS) with lcPod(node),
+// as if it had just been made.
+func getLocalControllerPods(tracker clienttesting.ObjectTracker) clienttesting.ReactionFunc {
+	return func(action clienttesting.Action) (bool, runtime.Object, error) {
+		get := action.(clienttesting.GetAction)
+		if _, err := tracker.Get(get.GetResource(), get.GetNamespace(), get.GetName()); !apierrors.IsNotFound(err) {
+			return false, nil, nil
+		}
+		node, ok := strings.CutPrefix(get.GetName(), "lc-")
+		if get.GetNamespace() != hubNS || !ok {
+			return false, nil, nil
+		}
+		return true, lcPod(node), nil
+	}
 }
 
 // getNodes answers Node reads: edge-* nodes are edge nodes, cloud-* nodes
@@ -193,23 +233,25 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
-	var pods, sednaObjs []runtime.Object
+	kubeObjs, sednaObjs := []runtime.Object{lcDaemonSet(testDaemonSetUID)}, []runtime.Object(nil)
 	for _, o := range objs {
 		switch o.(type) {
-		case *corev1.Pod, *corev1.Node:
-			pods = append(pods, o)
+		case *corev1.Pod, *corev1.Node, *corev1.ServiceAccount:
+			kubeObjs = append(kubeObjs, o)
 		default:
 			sednaObjs = append(sednaObjs, o)
 		}
 	}
-	f := &fixture{t: t, kube: kubefake.NewClientset(pods...), sedna: sednafake.NewSimpleClientset(sednaObjs...), callOf: map[uint64]int{}}
+	f := &fixture{t: t, kube: kubefake.NewClientset(kubeObjs...), sedna: sednafake.NewSimpleClientset(sednaObjs...), callOf: map[uint64]int{}}
 	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
 	f.kube.PrependReactor("get", "nodes", getNodes)
+	f.kube.PrependReactor("get", "pods", getLocalControllerPods(f.kube.Tracker()))
 
 	// The fake clientset's watch starts after the informer's list; wait for
 	// every watch so that no event falls between them.
-	// Six sedna informers, the worker pods' and the LocalController pods'.
-	const informers = 8
+	// Six sedna informers; the worker pods', the LocalController pods', the
+	// ServiceAccount's, the edge nodes' and the DaemonSet's.
+	const informers = 11
 	watches := make(chan struct{}, informers)
 	f.sedna.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := f.sedna.Tracker().Watch(action.GetResource(), action.GetNamespace())
@@ -219,7 +261,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		watches <- struct{}{}
 		return true, w, nil
 	})
-	f.kube.PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+	f.kube.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := f.kube.Tracker().Watch(action.GetResource(), action.GetNamespace())
 		if err != nil {
 			return false, nil, err

@@ -17,9 +17,11 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -58,6 +60,9 @@ type Hub struct {
 	// verification of tokens (verifyLocally); none when every token is
 	// reviewed.
 	lcAccounts []cache.SharedIndexInformer
+	// lcDaemonSet watches the LocalControllers' DaemonSet alone, which must
+	// control a LocalController's Pod (daemonset.go).
+	lcDaemonSet cache.SharedIndexInformer
 	// edgeNodes are the nodes the node selector picks, their labels only:
 	// a connection's node is checked here, not with a read of the API
 	// server each (a reconnect storm of every node would double its load).
@@ -76,7 +81,11 @@ type Hub struct {
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
-	upgrader   websocket.Upgrader
+	// addresses count the refusals by client address (addresslimit.go),
+	// refusals logs them at a bounded rate (refusallog.go).
+	addresses *addressLimiter
+	refusals  *refusalLog
+	upgrader  websocket.Upgrader
 
 	// digests are the objects' digests, by UID (see encode.go).
 	digests digestCache
@@ -159,9 +168,11 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 		}
 	}
 	h.conditions = newConditionWriter(h)
+	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, func() time.Time { return h.now() })
+	h.refusals = newRefusalLog(func() time.Time { return h.now() })
 	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
 	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
-	h.auth.verified = m.tokenVerified
+	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
 	h.confirmer = newConfirmer(h.auth, m)
 	if err := h.addIndexers(); err != nil {
 		return nil, err
@@ -171,6 +182,17 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 	}
 	if err := h.watchEdgeNodes(); err != nil {
 		return nil, err
+	}
+	if err := h.watchDaemonSet(); err != nil {
+		return nil, err
+	}
+	if reg != nil && h.auth.keys != nil {
+		keys := h.auth.keys
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
+			Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
+			func() float64 { return float64(keys.count()) })); err != nil {
+			return nil, fmt.Errorf("registering edge hub metrics: %w", err)
+		}
 	}
 	for _, k := range h.kinds {
 		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -297,6 +319,12 @@ func (h *Hub) watchLocalControllerPods() error {
 			return fmt.Errorf("watching LocalController pods: %w", err)
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(oldObj, newObj any) {
+				o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+				if controllerUID(o) != controllerUID(n) {
+					h.podControllerChanged(n)
+				}
+			},
 			DeleteFunc: func(obj any) {
 				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 					obj = tomb.Obj
@@ -311,12 +339,8 @@ func (h *Hub) watchLocalControllerPods() error {
 		h.lcPods = append(h.lcPods, inf)
 		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
 	}
-	if h.cfg.ReviewEveryToken {
-		return nil
-	}
-	if h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() }); h.auth.keys == nil {
-		return nil
-	}
+	// The keys refuse junk even when every token is reviewed.
+	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() })
 	for _, sa := range h.cfg.ServiceAccounts {
 		ns, name, _ := strings.Cut(sa, "/")
 		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
@@ -330,15 +354,17 @@ func (h *Hub) watchLocalControllerPods() error {
 		}); err != nil {
 			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
 		}
-		// A ServiceAccount deleted (or made again, another UID) takes the
-		// cached acceptances of its tokens with it.
+		// A ServiceAccount deleted (or made again, another UID) ends the
+		// connections of its tokens, and takes the cached acceptances of
+		// its tokens with it.
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { h.serviceAccountChanged(sa, obj.(*corev1.ServiceAccount)) },
 			UpdateFunc: func(oldObj, newObj any) {
 				if o, n := oldObj.(*corev1.ServiceAccount), newObj.(*corev1.ServiceAccount); o.UID != n.UID || n.DeletionTimestamp != nil {
-					h.auth.forgetServiceAccount(sa)
+					h.serviceAccountChanged(sa, n)
 				}
 			},
-			DeleteFunc: func(any) { h.auth.forgetServiceAccount(sa) },
+			DeleteFunc: func(any) { h.serviceAccountChanged(sa, nil) },
 		}); err != nil {
 			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
 		}
@@ -365,17 +391,73 @@ func (h *Hub) watchEdgeNodes() error {
 	if err != nil {
 		return fmt.Errorf("watching edge nodes: %w", err)
 	}
+	// A node deleted, or whose labels no longer match (the watch of a
+	// label selector then sends a deletion), is no longer an edge node.
+	if _, err := h.edgeNodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, newObj any) {
+			if n := newObj.(*corev1.Node); !h.cfg.nodeSelector.Matches(labels.Set(n.Labels)) {
+				h.nodeLeft(n.Name)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if n, ok := obj.(*corev1.Node); ok {
+				h.nodeLeft(n.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching edge nodes: %w", err)
+	}
 	h.auth.nodes = h.edgeNodes.GetStore()
 	return nil
 }
 
-// podMetadataOnly keeps of a cached Pod only what identifies it.
+// watchDaemonSet caches the LocalControllers' DaemonSet, its identity only.
+// A DaemonSet made, deleted or made again takes the cached outcomes of
+// tokens with it, and the connections of its old Pods.
+func (h *Hub) watchDaemonSet() error {
+	ds := h.auth.daemonSet
+	h.lcDaemonSet = appsinformers.NewFilteredDaemonSetInformer(h.client, ds.Namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ds.Name).String()
+	})
+	err := h.lcDaemonSet.SetTransform(func(obj any) (any, error) {
+		if d, ok := obj.(*appsv1.DaemonSet); ok {
+			return &appsv1.DaemonSet{ObjectMeta: identifyingMeta(d.ObjectMeta)}, nil
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
+	}
+	if _, err := h.lcDaemonSet.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.daemonSetChanged(obj.(*appsv1.DaemonSet)) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if o, n := oldObj.(*appsv1.DaemonSet), newObj.(*appsv1.DaemonSet); o.UID != n.UID || (n.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil) {
+				h.daemonSetChanged(n)
+			}
+		},
+		DeleteFunc: func(any) { h.daemonSetChanged(nil) },
+	}); err != nil {
+		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
+	}
+	h.auth.daemonSets = h.lcDaemonSet.GetStore()
+	return nil
+}
+
+// podMetadataOnly keeps of a cached Pod only what identifies it, and its
+// controller reference.
 func podMetadataOnly(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{ObjectMeta: identifyingMeta(pod.ObjectMeta)}, nil
+	meta := identifyingMeta(pod.ObjectMeta)
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		meta.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return &corev1.Pod{ObjectMeta: meta}, nil
 }
 
 // identifyingMeta is what of an object's metadata identifies it, for a
@@ -429,7 +511,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Waiting for caches to sync")
 	synced := append([]cache.InformerSynced(nil), h.synced...)
-	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes}, h.lcPods...) {
+	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes, h.lcDaemonSet}, h.lcPods...) {
 		go inf.Run(ctx.Done())
 		synced = append(synced, inf.HasSynced)
 	}
@@ -443,6 +525,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		go h.auth.keys.run(ctx)
 	}
 	go h.confirmer.run(ctx) // idle while every token is reviewed
+	go h.runRechecks(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
 	}
@@ -473,6 +556,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 
 	go h.conditions.run(ctx)
+	go h.refusals.run(ctx)
 	leasesCtx, stopLeases := context.WithCancel(ctx)
 	leasesDone := make(chan struct{})
 	go func() {
@@ -550,8 +634,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		h.metrics.refuse(refusedShuttingDown)
-		http.Error(w, "the GlobalManager is shutting down", http.StatusServiceUnavailable)
+		h.refuse(ctx, r, &authError{status: http.StatusServiceUnavailable, metric: refusedShuttingDown, reason: "the GlobalManager is shutting down"}, w)
 		return
 	}
 	h.conns.Add(1)
@@ -563,18 +646,20 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 	}()
 
+	// An address that sent bad tokens in a loop is refused before its token
+	// is read.
+	if after, blocked := h.addresses.blocked(r.RemoteAddr); blocked {
+		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooManyRefusals, retryAfter: after,
+			reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
+				h.cfg.MaxRefusalsPerAddress, after)}, w)
+		return
+	}
 	id, aerr := h.auth.authenticate(r.Context(), r)
 	if aerr != nil {
-		h.metrics.refuse(aerr.metric)
-		// The token is never logged; the reason says whose it was.
-		logger.Info("Refused an edge connection", "status", aerr.status, "reason", aerr.reason, "err", aerr.err)
-		if aerr.status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
+		if aerr.cacheable() {
+			h.addresses.refused(r.RemoteAddr)
 		}
-		if aerr.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
-		}
-		http.Error(w, aerr.reason, aerr.status)
+		h.refuse(ctx, r, aerr, w)
 		return
 	}
 	node := id.node
@@ -582,10 +667,8 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	if after, ok := h.connectAllowed(node); !ok {
 		// Each connection costs a Lease write and its hello's difference:
 		// a node connecting in a loop must not cost more than its share.
-		h.metrics.refuse(refusedTooOften)
-		logger.V(2).Info("Refused an edge connection: the node connects too often", "retryAfter", after)
-		w.Header().Set("Retry-After", strconv.Itoa(after))
-		http.Error(w, fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery), http.StatusTooManyRequests)
+		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooOften, retryAfter: after,
+			reason: fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery)}, w)
 		return
 	}
 	conn, err := h.upgrader.Upgrade(w, r, nil)
@@ -599,14 +682,25 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	// (its buffers, the request and its headers, a stack grown by the TLS
 	// handshake), which thousands of long-lived connections would keep.
 	handedOn = true
-	var token string // to confirm, if the hub verified it itself
-	if id.byHub {
-		token = bearerToken(r)
-	}
+	token := bearerToken(r) // checked again while the connection lasts (recheck.go)
 	go func() {
 		defer h.conns.Done()
 		h.serveConn(ctx, logger, id, token, conn)
 	}()
+}
+
+// refuse answers r with the refusal, counts it and logs it, at a bounded
+// rate (refusallog.go).
+func (h *Hub) refuse(ctx context.Context, r *http.Request, aerr *authError, w http.ResponseWriter) {
+	h.metrics.refuse(aerr.metric)
+	h.refusals.refused(klog.FromContext(ctx), aerr.metric, refusedConn{remote: r.RemoteAddr, status: aerr.status, reason: aerr.reason, err: aerr.err})
+	if aerr.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
+	}
+	if aerr.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
+	}
+	http.Error(w, aerr.reason, aerr.status)
 }
 
 // A node may connect connectBurst times at once, then once every
@@ -650,7 +744,7 @@ var httpIdleTimeout = 30 * time.Second
 
 // serveConn reads the Hello of an authenticated connection and runs its
 // session, after the one it replaces has fully stopped. A token the hub
-// verified itself, when not "", is confirmed by a review meanwhile.
+// verified itself is confirmed by a review meanwhile.
 func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, token string, conn *websocket.Conn) {
 	node := id.node
 	// One connection of a node reads its Hello at a time: a newer one
@@ -698,6 +792,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	h.metrics.receivedMessage(edgeproto.TypeHello)
 
 	s := newSession(ctx, h, id, conn, hello, logger)
+	s.token = token
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
@@ -712,7 +807,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	// the older's Lease and token confirmation never come after the
 	// newer's (the older's end would then forget the newer's token).
 	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
-	if token != "" {
+	if id.byHub {
 		h.confirmer.add(s, token)
 	}
 	h.mu.Unlock()
@@ -721,6 +816,9 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 		// this session yet.
 		s.revokePodDeleted()
 	}
+	// Likewise the DaemonSet and the ServiceAccount: what changed before
+	// the session was recorded is in the caches now.
+	h.revokeIfGone(s)
 	if prev != nil {
 		logger.Info("A new connection replaces the node's current one")
 		prev.stop(websocket.CloseNormalClosure, "replaced by a newer connection")

@@ -306,8 +306,7 @@ func TestRetryAfterSpreadsTheRefusedOverTheReviewsTime(t *testing.T) {
 
 func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lc-edge-a", Namespace: "nereid-system", UID: "uid-edge-a"},
-		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: "edge-a"}}
+	pod := lcPod("edge-a")
 	if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -1169,8 +1168,7 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 }
 
 func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lc-edge-a", Namespace: "nereid-system", UID: "uid-edge-a"},
-		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: "edge-a"}}
+	pod := lcPod("edge-a")
 	f := newFixture(t, testConfig, append(edgeObjects(), pod)...)
 	c := f.open("edge-a") // authenticated, no hello yet
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {

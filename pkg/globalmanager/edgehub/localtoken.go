@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 // The API server's OpenID discovery document and key set (served to every
@@ -35,12 +38,17 @@ type issuerKeys struct {
 	fetch func(ctx context.Context, path string) ([]byte, error)
 	now   func() time.Time
 
-	mu      sync.Mutex
-	issuer  string
-	keys    map[string]jose.JSONWebKey // by key ID
-	read    time.Time                  // the last successful read
-	tried   time.Time                  // the last read begun, successful or not
-	reading bool
+	mu     sync.Mutex
+	issuer string
+	keys   map[string]jose.JSONWebKey // by key ID
+	read   time.Time                  // the last successful read
+	tried  time.Time                  // the last read begun, successful or not
+	failed bool                       // whether the last read ended in an error
+	// reading is closed when the read in flight ends; nil when none is.
+	reading chan struct{}
+	// firstRead is closed once the first read has ended.
+	firstRead     chan struct{}
+	firstReadOnce sync.Once
 }
 
 const (
@@ -59,7 +67,7 @@ func newIssuerKeys(client rest.Interface, now func() time.Time) *issuerKeys {
 	if rc, ok := client.(*rest.RESTClient); !ok || rc == nil {
 		return nil
 	}
-	return &issuerKeys{now: now, fetch: func(ctx context.Context, path string) ([]byte, error) {
+	return newKeys(func(ctx context.Context, path string) ([]byte, error) {
 		// The client may ask for protobuf; these are JSON documents.
 		body, err := client.Get().AbsPath(path).SetHeader("Accept", "application/json, application/jwk-set+json").Stream(ctx)
 		if err != nil {
@@ -67,7 +75,12 @@ func newIssuerKeys(client rest.Interface, now func() time.Time) *issuerKeys {
 		}
 		defer body.Close()
 		return io.ReadAll(io.LimitReader(body, maxKeySetBytes+1))
-	}}
+	}, now)
+}
+
+// newKeys are the keys fetch reads.
+func newKeys(fetch func(ctx context.Context, path string) ([]byte, error), now func() time.Time) *issuerKeys {
+	return &issuerKeys{fetch: fetch, now: now, firstRead: make(chan struct{})}
 }
 
 // signingAlgorithms are those of the keys the API server signs
@@ -128,9 +141,9 @@ func (k *issuerKeys) load(ctx context.Context) error {
 func (k *issuerKeys) run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	for {
-		if k.start() {
+		if done, mine := k.begin(); mine {
 			err := k.load(ctx)
-			k.done()
+			k.end(done, err)
 			if err != nil && ctx.Err() == nil {
 				logger.Info("Cannot verify LocalController tokens here; each is sent to a TokenReview", "err", err)
 			} else if err == nil {
@@ -145,21 +158,45 @@ func (k *issuerKeys) run(ctx context.Context) {
 	}
 }
 
-// start marks a read begun, unless one is.
-func (k *issuerKeys) start() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.reading {
-		return false
+// readNow reads the keys, or waits for the read in flight.
+func (k *issuerKeys) readNow(ctx context.Context) error {
+	done, mine := k.begin()
+	if !mine {
+		<-done
+		return nil
 	}
-	k.reading = true
-	return true
+	err := k.load(ctx)
+	k.end(done, err)
+	return err
 }
 
-func (k *issuerKeys) done() {
+// begin marks a read begun unless one is in flight: it returns the channel
+// closed when the read in flight ends, and whether the caller is to make
+// the read (and then call end).
+func (k *issuerKeys) begin() (done chan struct{}, mine bool) {
 	k.mu.Lock()
-	k.reading = false
+	defer k.mu.Unlock()
+	return k.beginLocked()
+}
+
+func (k *issuerKeys) beginLocked() (chan struct{}, bool) {
+	if k.reading != nil {
+		return k.reading, false
+	}
+	k.reading = make(chan struct{})
+	return k.reading, true
+}
+
+// end marks the read begun with done ended with err.
+func (k *issuerKeys) end(done chan struct{}, err error) {
+	k.mu.Lock()
+	k.failed = err != nil
+	if k.reading == done {
+		k.reading = nil
+	}
 	k.mu.Unlock()
+	close(done)
+	k.firstReadOnce.Do(func() { close(k.firstRead) })
 }
 
 func (k *issuerKeys) issuerName() string {
@@ -168,23 +205,87 @@ func (k *issuerKeys) issuerName() string {
 	return k.issuer
 }
 
-// key is the issuer and the key of ID kid. A key not held has them read
-// again in the background (the API server may have a new one), at most
-// every keysRetryPeriod; keys older than keysMaxAge are not held.
-func (k *issuerKeys) key(ctx context.Context, kid string) (string, jose.JSONWebKey, bool) {
+// held says whether the keys may be used (read successfully within
+// keysMaxAge) and how many there are; k.mu is held.
+func (k *issuerKeys) heldLocked() bool {
+	return len(k.keys) > 0 && k.now().Sub(k.read) < keysMaxAge
+}
+
+// count is how many keys are held, 0 when they may not be used.
+func (k *issuerKeys) count() int {
 	k.mu.Lock()
-	key, ok := k.keys[kid]
-	ok = ok && k.now().Sub(k.read) < keysMaxAge
-	issuer := k.issuer
-	stale := !ok && !k.reading && k.now().Sub(k.tried) >= keysRetryPeriod
-	k.mu.Unlock()
-	if stale && k.start() {
-		go func() {
-			defer k.done()
-			_ = k.load(context.WithoutCancel(ctx)) // bounded by keysReadTimeout
-		}()
+	defer k.mu.Unlock()
+	if !k.heldLocked() {
+		return 0
 	}
-	return issuer, key, ok
+	return len(k.keys)
+}
+
+// usable waits for the first read of the keys to end, and says whether they
+// may be used to verify, and to refuse, tokens: they were read
+// successfully within keysMaxAge.
+func (k *issuerKeys) usable(ctx context.Context) bool {
+	select {
+	case <-k.firstRead:
+	case <-ctx.Done():
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.heldLocked()
+}
+
+// keyLookup is what the keys say of a key ID.
+type keyLookup int
+
+const (
+	// keysUnusable: the keys could not be read; a review decides.
+	keysUnusable keyLookup = iota
+	// keyFound: the key is the API server's.
+	keyFound
+	// keyUnknown: the keys, read again lately and successfully, do not
+	// have it: the token is not the API server's.
+	keyUnknown
+)
+
+// lookup is the issuer and the key of ID kid. A key not held has the keys
+// read again (the API server may have a new one), at most every
+// keysRetryPeriod, and lookup waits for that read or the one in flight;
+// while reads are paced, a key not held is unknown at once. So tokens
+// naming made-up keys cost the API server two reads every
+// keysRetryPeriod, however many there are.
+func (k *issuerKeys) lookup(ctx context.Context, kid string) (string, jose.JSONWebKey, keyLookup) {
+	for waited := false; ; waited = true {
+		k.mu.Lock()
+		held := k.heldLocked()
+		key, ok := k.keys[kid]
+		issuer, failed := k.issuer, k.failed
+		var done chan struct{}
+		mine := false
+		if !(ok && held) && !waited && (k.reading != nil || k.now().Sub(k.tried) >= keysRetryPeriod) {
+			done, mine = k.beginLocked()
+		}
+		k.mu.Unlock()
+		switch {
+		case ok && held:
+			return issuer, key, keyFound
+		case done != nil:
+			if mine {
+				go func() {
+					k.end(done, k.load(context.WithoutCancel(ctx))) // bounded by keysReadTimeout
+				}()
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return "", jose.JSONWebKey{}, keysUnusable
+			}
+		case held && !failed:
+			return issuer, jose.JSONWebKey{}, keyUnknown
+		default:
+			return "", jose.JSONWebKey{}, keysUnusable
+		}
+	}
 }
 
 // ref is a bound object in a ServiceAccount token's kubernetes.io claim.
@@ -210,70 +311,111 @@ type boundClaims struct {
 	} `json:"kubernetes.io"`
 }
 
+// apiServerLeeway is how far the API server lets a token's times be off
+// (go-jose's jwt.DefaultLeeway, which it uses).
+const apiServerLeeway = jwt.DefaultLeeway
+
 // verifyLocally authenticates token as the API server's TokenReview would,
-// without asking it: the signature against the issuer's keys, the issuer,
-// the hub's audience, the times (without the API server's leeway), and, as the
-// API server does for a token bound to a Pod, that its ServiceAccount and
-// its Pod still exist with the UIDs it names and are not being deleted,
-// here from the hub's caches. It returns nil whenever it cannot say yes (a
-// key, ServiceAccount or Pod it does not hold, or anything that does not
-// check): the token then goes to a TokenReview, which decides. So it only
-// ever saves the review of a token the review would accept.
-func (a *authenticator) verifyLocally(ctx context.Context, token string) *identity {
-	if a.keys == nil {
-		return nil
+// without asking it, once the hub holds the issuer's keys (until then, or
+// when it cannot read them, it returns nil, nil: the token is reviewed). It
+// returns:
+//
+//   - the identity, when everything checks: the signature against the
+//     issuer's keys, the issuer, the hub's audience, the times (without the
+//     API server's leeway), and, as the API server does for a token bound to
+//     a Pod, that its ServiceAccount and its Pod still exist with the UIDs it
+//     names and are not being deleted, here from the hub's caches;
+//   - a refusal, when the token cannot be one the API server issued to a
+//     LocalController Pod for the hub's audience, or was but is not valid
+//     beyond doubt: not signed as the API server signs, signed with a key ID
+//     it does not publish (after the keys are read again, paced) or by
+//     another key, another issuer or audience, times wrong past the API
+//     server's leeway, no Pod and node bound, a subject that is not its
+//     ServiceAccount, a ServiceAccount not accepted. Such junk never reaches
+//     a TokenReview: anyone who reaches the hub can send it;
+//   - nil, nil whenever its answer could differ from the API server's: a
+//     token near its times, a ServiceAccount or Pod its caches do not hold as
+//     the token names them (the caches may lag). Only tokens the API server
+//     signed get there, and a review decides.
+func (a *authenticator) verifyLocally(ctx context.Context, token string) (*identity, *authError) {
+	if a.keys == nil || !a.keys.usable(ctx) {
+		return nil, nil
 	}
 	parsed, err := jwt.ParseSigned(token, signingAlgorithms)
-	if err != nil || len(parsed.Headers) != 1 || parsed.Headers[0].KeyID == "" {
-		return nil
+	if err != nil || len(parsed.Headers) != 1 {
+		return nil, invalidToken("not signed as the API server signs ServiceAccount tokens")
 	}
-	issuer, key, ok := a.keys.key(ctx, parsed.Headers[0].KeyID)
-	if !ok || (key.Algorithm != "" && key.Algorithm != parsed.Headers[0].Algorithm) {
-		return nil
+	header := parsed.Headers[0]
+	issuer, key, found := a.keys.lookup(ctx, header.KeyID)
+	switch found {
+	case keysUnusable:
+		return nil, nil
+	case keyUnknown:
+		return nil, invalidToken("signed with a key the API server does not publish")
+	}
+	if key.Algorithm != "" && key.Algorithm != header.Algorithm {
+		return nil, invalidToken("signed with another algorithm than its key's")
 	}
 	var public jwt.Claims
 	var private boundClaims
 	if err := parsed.Claims(key.Key, &public, &private); err != nil {
-		return nil
+		return nil, invalidToken("its signature does not verify")
 	}
-	// No leeway: a token near its times, or a clock apart from the API
-	// server's, is reviewed.
+	if public.Issuer != issuer {
+		return nil, invalidToken(fmt.Sprintf("issued by %q, not by the API server (%q)", edgeproto.Clip(public.Issuer, 256, "…"), issuer))
+	}
+	if !public.Audience.Contains(a.audience) {
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
+			reason: fmt.Sprintf("the token is not for the edge hub: the hub takes only tokens with audience %q (a projected ServiceAccount token)", a.audience)}
+	}
 	now := a.now()
-	if public.Expiry == nil ||
-		public.ValidateWithLeeway(jwt.Expected{Issuer: issuer, AnyAudience: jwt.Audience{a.audience}, Time: now}, 0) != nil {
-		return nil
+	if public.Expiry == nil {
+		return nil, invalidToken("it has no expiry")
+	}
+	if public.ValidateWithLeeway(jwt.Expected{Time: now}, apiServerLeeway) != nil {
+		return nil, invalidToken("expired, or not valid yet")
 	}
 	k := private.Kubernetes
+	subject := serviceAccountPrefix + k.Namespace + ":" + k.ServiceAccount.Name
 	if k.Pod == nil || k.Node == nil || k.Secret != nil || k.Validating != nil || k.Mutating != nil ||
 		k.Node.Name == "" || k.Pod.Name == "" || k.Pod.UID == "" {
-		return nil
+		return nil, notBoundToPod(public.Subject)
+	}
+	if k.Namespace == "" || k.ServiceAccount.Name == "" || public.Subject != subject {
+		return nil, invalidToken("its subject is not its ServiceAccount")
 	}
 	sa := k.Namespace + "/" + k.ServiceAccount.Name
-	if !a.serviceAccounts[sa] || public.Subject != serviceAccountPrefix+k.Namespace+":"+k.ServiceAccount.Name {
-		return nil
+	if !a.serviceAccounts[sa] {
+		return nil, a.notLocalController(subject)
+	}
+	// No leeway here: a token near its times, or a clock apart from the API
+	// server's, is reviewed.
+	if public.ValidateWithLeeway(jwt.Expected{Time: now}, 0) != nil {
+		return nil, nil
 	}
 	// Stricter than the API server: a ServiceAccount or Pod being deleted
 	// is reviewed.
 	account, ok := get[*corev1.ServiceAccount](a.accountCache, sa)
 	if !ok || string(account.UID) != k.ServiceAccount.UID || account.DeletionTimestamp != nil {
-		return nil
+		return nil, nil
 	}
 	pod, ok := get[*corev1.Pod](a.podCache, k.Namespace+"/"+k.Pod.Name)
 	if !ok || string(pod.UID) != k.Pod.UID || pod.DeletionTimestamp != nil {
-		return nil
+		return nil, nil
 	}
 	id := &identity{
 		node: k.Node.Name, serviceAccount: sa,
-		pod:    types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
-		podUID: types.UID(k.Pod.UID),
-		byHub:  true,
+		pod:               types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
+		podUID:            types.UID(k.Pod.UID),
+		serviceAccountUID: account.UID,
+		byHub:             true,
 	}
 	// The earlier of exp and warnafter, as verified.
 	id.expires = public.Expiry.Time()
 	if w := k.WarnAfter; w != nil && w.Time().Before(id.expires) {
 		id.expires = w.Time()
 	}
-	return id
+	return id, nil
 }
 
 // cachedObject is the object of key in store, if it holds one of type T.

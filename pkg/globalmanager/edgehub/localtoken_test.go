@@ -1,7 +1,6 @@
 package edgehub
 
 import (
-	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -19,6 +18,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,7 +80,10 @@ func (ti *tokenIssuer) fetch(_ context.Context, path string) ([]byte, error) {
 			if _, ok := k.(*rsa.PrivateKey); ok {
 				alg = string(jose.RS256)
 			}
-			private := jose.JSONWebKey{Key: k, KeyID: kid, Use: "sig", Algorithm: cmp.Or(ti.alg[kid], alg)}
+			if a, ok := ti.alg[kid]; ok {
+				alg = a
+			}
+			private := jose.JSONWebKey{Key: k, KeyID: kid, Use: "sig", Algorithm: alg}
 			keys = append(keys, private.Public())
 		}
 		return json.Marshal(map[string]any{"keys": keys})
@@ -153,20 +156,22 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	kube.PrependReactor("get", "nodes", getNodes)
 	now := func() time.Time { return la.clock }
 	la.authenticator = newAuthenticator(kube, cfg, now)
-	la.keys = &issuerKeys{fetch: ti.fetch, now: now}
-	if err := la.keys.load(t.Context()); err != nil {
+	la.keys = newKeys(ti.fetch, now)
+	if err := la.keys.readNow(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	la.pods = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	la.accounts = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	la.daemonSets = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	nodes := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	for _, o := range []struct {
 		store cache.Store
 		obj   any
 	}{
-		{la.pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-edge-0", UID: "uid-edge-0"}}},
-		{la.pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-cloud-0", UID: "uid-cloud-0"}}},
+		{la.pods, lcPod("edge-0")},
+		{la.pods, lcPod("cloud-0")},
 		{la.accounts, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID}}},
+		{la.daemonSets, lcDaemonSet(testDaemonSetUID)},
 		{nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-0", Labels: map[string]string{"node-role.kubernetes.io/edge": ""}}}},
 	} {
 		if err := o.store.Add(o.obj); err != nil {
@@ -188,7 +193,10 @@ func (la *localAuth) connect(t *testing.T, token string) (*identity, *authError)
 }
 
 // The hub accepts a token it can verify as a TokenReview would, without
-// one; every other token goes to a review, which decides.
+// one; it refuses junk, any token the API server did not sign for the hub's
+// audience to a LocalController Pod, without one; only what it cannot say
+// (a token near its times, a ServiceAccount or Pod its caches do not hold as
+// the token names them, keys it cannot use) goes to a review, which decides.
 func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 	ti := newTokenIssuer(t)
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -202,25 +210,40 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 	encJWK := jose.JSONWebKey{Key: encKey, KeyID: "enc", Use: "enc", Algorithm: string(jose.ES256)}
 	ti.extra = append(ti.extra, encJWK.Public(), map[string]string{"kty": "nonsense", "kid": "bad"})
 	now := time.Now()
-	cases := []struct {
-		name    string
+	// verdict is what became of a token: accepted by the hub ("hub"), or
+	// refused with metric, after a review or not.
+	type verdict struct {
+		By     string
+		Status int
+		Metric string
+		Review bool
+	}
+	hub := verdict{By: "hub"}
+	junk := verdict{Status: http.StatusUnauthorized, Metric: refusedInvalidToken}
+	reviewed := verdict{Status: http.StatusUnauthorized, Metric: refusedInvalidToken, Review: true} // the test's reviews refuse all
+	cases := map[string]struct {
 		token   func(t *testing.T, la *localAuth) string
-		local   bool      // accepted without a review
-		expires time.Time // then: when it expires, if not at exp
-		status  int       // else: refused so, after a review when reviewed
-		review  bool
+		want    verdict
+		expires time.Time // when accepted: when it expires, if not at exp
 	}{
-		{name: "a valid ES256 token", local: true,
-			token: keyed(ti.keys["k1"], "k1", jose.ES256, now)},
-		{name: "a valid RS256 token", local: true,
-			token: keyed(rsaKey, "rsa", jose.RS256, now)},
-		{name: "signed by another key under a known key ID", status: http.StatusUnauthorized, review: true,
-			token: keyed(stranger, "k1", jose.ES256, now)},
-		{name: "a key the key set gives another algorithm", status: http.StatusUnauthorized, review: true,
-			token: keyed(rsaKey, "rs384", jose.RS256, now)},
-		{name: "a key the key set has for encryption", status: http.StatusUnauthorized, review: true,
-			token: keyed(encKey, "enc", jose.ES256, now)},
-		{name: "an HMAC signature (keyed with the public key's bytes)", status: http.StatusUnauthorized, review: true,
+		"a valid ES256 token": {want: hub, token: keyed(ti.keys["k1"], "k1", jose.ES256, now)},
+		"a valid RS256 token": {want: hub, token: keyed(rsaKey, "rsa", jose.RS256, now)},
+		"a rotated token: it expires at warnafter": {want: hub, expires: now.Add(10 * time.Minute),
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) {
+				b.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(10 * time.Minute))
+			})},
+
+		// Junk: refused here, never reviewed.
+		"signed by another key under a known key ID":    {want: junk, token: keyed(stranger, "k1", jose.ES256, now)},
+		"signed by another key under an unknown key ID": {want: junk, token: keyed(stranger, "made-up", jose.ES256, now)},
+		"random bytes for a signature": {want: junk, token: func(t *testing.T, la *localAuth) string {
+			parts := strings.Split(keyed(ti.keys["k1"], "k1", jose.ES256, now)(t, la), ".")
+			return parts[0] + "." + parts[1] + ".c2lnbmF0dXJlIG9mIG5vdGhpbmc"
+		}},
+		"no key ID": {want: junk, token: keyed(ti.keys["k1"], "", jose.ES256, now)},
+		"a key the key set gives another algorithm": {want: junk, token: keyed(rsaKey, "rs384", jose.RS256, now)},
+		"a key the key set has for encryption":      {want: junk, token: keyed(encKey, "enc", jose.ES256, now)},
+		"an HMAC signature (keyed with the public key's bytes)": {want: junk,
 			token: func(t *testing.T, _ *localAuth) string {
 				p, b := lcClaims(now)
 				pub, err := json.Marshal(jose.JSONWebKey{Key: &rsaKey.PublicKey, KeyID: "rsa"})
@@ -229,7 +252,31 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				}
 				return signWith(t, pub, "rsa", jose.HS256, p, b)
 			}},
-		{name: "keys not read again for too long", status: http.StatusUnauthorized, review: true,
+		"another issuer": {want: junk,
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Issuer = "https://elsewhere" })},
+		"no audience": {want: verdict{Status: http.StatusUnauthorized, Metric: refusedWrongAudience},
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Audience = nil })},
+		"not valid for another 10 minutes": {want: junk,
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.NotBefore = jwt.NewNumericDate(now.Add(10 * time.Minute)) })},
+		"no expiry": {want: junk, token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Expiry = nil })},
+		"another subject": {want: junk,
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Subject = serviceAccountPrefix + hubNS + ":other" })},
+		"a ServiceAccount not accepted": {want: verdict{Status: http.StatusForbidden, Metric: refusedNotLocalController},
+			token: withClaims(ti, now, func(p *jwt.Claims, b *boundClaims) {
+				p.Subject = serviceAccountPrefix + "default:default"
+				b.Kubernetes.Namespace, b.Kubernetes.ServiceAccount.Name = "default", "default"
+			})},
+		"bound to no node": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Node = nil })},
+		"bound to no Pod": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod = nil })},
+		"bound to a Secret": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Secret = &ref{Name: "s", UID: "s"} })},
+		"bound to a webhook configuration": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Validating = &ref{Name: "w", UID: "w"} })},
+
+		// What the hub cannot say: reviewed.
+		"keys not read again for too long": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
 				la.keys.mu.Lock()
 				la.keys.read, la.keys.tried = now.Add(-keysMaxAge), now // no read again in the test
@@ -237,19 +284,13 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				p, b := lcClaims(now)
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
-		{name: "no audience", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Audience = nil })},
-		{name: "issued in the future", status: http.StatusUnauthorized, review: true,
+		"issued in the future (within the API server's leeway)": {want: reviewed,
 			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.IssuedAt = jwt.NewNumericDate(now.Add(30 * time.Second)) })},
-		{name: "not valid for another 30s (within the API server's leeway)", status: http.StatusUnauthorized, review: true,
+		"not valid for another 30s (within the API server's leeway)": {want: reviewed,
 			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) {
 				p.IssuedAt, p.NotBefore = nil, jwt.NewNumericDate(now.Add(30*time.Second))
 			})},
-		{name: "bound to no node", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Node = nil })},
-		{name: "bound to a webhook configuration", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Validating = &ref{Name: "w", UID: "w"} })},
-		{name: "its ServiceAccount being deleted", status: http.StatusUnauthorized, review: true,
+		"its ServiceAccount being deleted": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
 				gone := metav1.NewTime(now)
 				if err := la.accounts.Update(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID, DeletionTimestamp: &gone}}); err != nil {
@@ -258,39 +299,9 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				p, b := lcClaims(now)
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
-		{name: "a rotated token: it expires at warnafter", local: true, expires: now.Add(10 * time.Minute),
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) {
-				b.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(10 * time.Minute))
-			})},
-		{name: "another issuer", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Issuer = "https://elsewhere" })},
-		{name: "not valid yet", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.NotBefore = jwt.NewNumericDate(now.Add(10 * time.Minute)) })},
-		{name: "no expiry", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Expiry = nil })},
-		{name: "another subject", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Subject = serviceAccountPrefix + hubNS + ":other" })},
-		{name: "a ServiceAccount not accepted", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(p *jwt.Claims, b *boundClaims) {
-				p.Subject = serviceAccountPrefix + "default:default"
-				b.Kubernetes.Namespace, b.Kubernetes.ServiceAccount.Name = "default", "default"
-			})},
-		{name: "its ServiceAccount made again (another UID)", status: http.StatusUnauthorized, review: true,
+		"its ServiceAccount made again (another UID)": {want: reviewed,
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.ServiceAccount.UID = "old-sa-uid" })},
-		{name: "its Pod made again (another UID)", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod.UID = "old-uid" })},
-		{name: "a Pod not cached", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod = &ref{Name: "lc-edge-9", UID: "uid-edge-9"} })},
-		{name: "its Pod being deleted", status: http.StatusUnauthorized, review: true,
-			token: func(t *testing.T, la *localAuth) string {
-				gone := metav1.NewTime(now)
-				if err := la.pods.Update(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-edge-0", UID: "uid-edge-0", DeletionTimestamp: &gone}}); err != nil {
-					t.Fatal(err)
-				}
-				p, b := lcClaims(now)
-				return ti.sign(t, "k1", jose.ES256, p, b)
-			}},
-		{name: "its ServiceAccount not cached yet", status: http.StatusUnauthorized, review: true,
+		"its ServiceAccount not cached yet": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
 				if err := la.accounts.Replace(nil, ""); err != nil {
 					t.Fatal(err)
@@ -298,44 +309,80 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				p, b := lcClaims(now)
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
-		{name: "bound to no Pod", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod = nil })},
-		{name: "bound to a Secret", status: http.StatusUnauthorized, review: true,
-			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Secret = &ref{Name: "s", UID: "s"} })},
-		{name: "a Pod on a node that is not an edge node", status: http.StatusForbidden,
+		"its Pod made again (another UID)": {want: reviewed,
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod.UID = "old-uid" })},
+		"a Pod not cached": {want: reviewed,
+			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod = &ref{Name: "lc-edge-9", UID: "uid-edge-9"} })},
+		"its Pod being deleted": {want: reviewed,
+			token: func(t *testing.T, la *localAuth) string {
+				gone := metav1.NewTime(now)
+				p := lcPod("edge-0")
+				p.DeletionTimestamp = &gone
+				if err := la.pods.Update(p); err != nil {
+					t.Fatal(err)
+				}
+				pc, b := lcClaims(now)
+				return ti.sign(t, "k1", jose.ES256, pc, b)
+			}},
+
+		// Verified, then refused for what is not in the token.
+		"a Pod on a node that is not an edge node": {want: verdict{Status: http.StatusForbidden, Metric: refusedNotEdgeNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) {
 				b.Kubernetes.Pod, b.Kubernetes.Node = &ref{Name: "lc-cloud-0", UID: "uid-cloud-0"}, &ref{Name: "cloud-0"}
 			})},
-		{name: "its Pod deleted lately", status: http.StatusUnauthorized,
+		"its Pod deleted lately": {want: junk,
 			token: func(t *testing.T, la *localAuth) string {
 				la.forgetPod("uid-edge-0")
 				p, b := lcClaims(now)
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			la := newLocalAuth(t, ti)
 			la.clock = now
 			id, refusal := la.connect(t, tc.token(t, la))
-			if reviews := la.reviews.Load(); (reviews > 0) != tc.review {
-				t.Errorf("%d TokenReviews; want a review: %v", reviews, tc.review)
+			got := verdict{Review: la.reviews.Load() > 0}
+			if refusal != nil {
+				got.Status, got.Metric = refusal.status, refusal.metric
+			} else if id.byHub {
+				got.By = "hub"
 			}
-			if tc.local {
-				if refusal != nil {
-					t.Fatalf("refused: %s (%v)", refusal.reason, refusal.err)
-				}
-				wantExpires := time.Unix(cmp.Or(tc.expires, now.Add(time.Hour)).Unix(), 0)
-				if id.node != "edge-0" || id.pod.Name != "lc-edge-0" || id.podUID != "uid-edge-0" || id.serviceAccount != DefaultServiceAccount ||
-					!id.expires.Equal(wantExpires) {
-					t.Errorf("identity %+v", id)
-				}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("(-want,+got):\n%s\nrefusal: %+v", diff, refusal)
+			}
+			if refusal != nil {
 				return
 			}
-			if refusal == nil || refusal.status != tc.status {
-				t.Fatalf("identity %+v, refusal %+v; want status %d", id, refusal, tc.status)
+			wantExpires := time.Unix(cmpOrTime(tc.expires, now.Add(time.Hour)).Unix(), 0)
+			if id.node != "edge-0" || id.pod.Name != "lc-edge-0" || id.podUID != "uid-edge-0" || id.serviceAccount != DefaultServiceAccount ||
+				id.serviceAccountUID != testAccountID || id.daemonSet != testDaemonSetUID || !id.expires.Equal(wantExpires) {
+				t.Errorf("identity %+v", id)
 			}
 		})
+	}
+}
+
+// cmpOrTime is t, or def when t is zero.
+func cmpOrTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
+}
+
+// With --edge-review-every-token the hub still refuses junk itself, and has
+// every token it verified reviewed before it accepts it.
+func TestEveryTokenReviewedStillCostsJunkNoReview(t *testing.T) {
+	ti := newTokenIssuer(t)
+	la := newLocalAuth(t, ti)
+	la.reviewEvery = true
+	if _, refusal := la.connect(t, keyed(newECKey(t), "made-up", jose.ES256, la.clock)(t, la)); refusal == nil || la.reviews.Load() != 0 {
+		t.Fatalf("junk: refusal %v after %d reviews; want refused without a review", refusal, la.reviews.Load())
+	}
+	p, b := lcClaims(la.clock)
+	if _, refusal := la.connect(t, ti.sign(t, "k1", jose.ES256, p, b)); refusal == nil || la.reviews.Load() != 1 {
+		t.Fatalf("a valid token: refusal %v after %d reviews; want it reviewed (the test's reviews refuse it)", refusal, la.reviews.Load())
 	}
 }
 
@@ -356,46 +403,47 @@ func withClaims(ti *tokenIssuer, now time.Time, change func(*jwt.Claims, *boundC
 	}
 }
 
-// A token signed with a key the hub does not hold yet is reviewed, and has
-// the keys read again (at most every keysRetryPeriod): the next token of
-// that key is verified here.
-func TestANewSigningKeyIsReadAgainAndThenVerifiedHere(t *testing.T) {
+// A token naming a key the hub does not hold has the keys read again, at
+// most every keysRetryPeriod, and waits for that read: a key the API server
+// has just added verifies at once, and a made-up one is refused without a
+// review. Between reads, a key not held is refused without reading.
+func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	ti := newTokenIssuer(t)
 	la := newLocalAuth(t, ti)
 	ti.addKey("k2", newECKey(t))
 	p, b := lcClaims(la.clock)
-	token := ti.sign(t, "k2", jose.ES256, p, b)
 	fetched := ti.fetches.Load()
-	// Within keysRetryPeriod of the last read, the keys are not read again.
-	if _, refusal := la.connect(t, token); refusal == nil || la.reviews.Load() != 1 {
-		t.Fatalf("refusal %v after %d reviews; want one review (that refuses)", refusal, la.reviews.Load())
+	// Within keysRetryPeriod of the last read, the keys are not read again:
+	// k2 is not known yet, and its token is refused.
+	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal == nil || refusal.metric != refusedInvalidToken {
+		t.Fatalf("refusal %+v; want the token refused as invalid", refusal)
 	}
 	if n := ti.fetches.Load(); n != fetched {
 		t.Fatalf("the keys were read again %d times within %s", n-fetched, keysRetryPeriod)
 	}
-	// Past it, the next such token has them read again (it is still
-	// reviewed). ECDSA signatures differ each time: each token is new to
-	// the cache of outcomes.
+	// Past it, the next such token has them read again, and is verified
+	// here with the new key. ECDSA signatures differ each time: each token
+	// is new to the cache of outcomes.
 	la.clock = la.clock.Add(keysRetryPeriod)
-	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal == nil {
-		t.Fatal("a token of a key not read yet was accepted")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, _, ok := la.keys.key(t.Context(), "k2"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the keys were not read again within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	reviews := la.reviews.Load()
 	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal != nil {
 		t.Fatalf("refused after the keys were read again: %s", refusal.reason)
 	}
-	if la.reviews.Load() != reviews {
-		t.Error("a token of the new key was reviewed")
+	if n := ti.fetches.Load(); n != fetched+2 {
+		t.Errorf("%d reads of the two documents, want 2", n-fetched)
+	}
+	// Tokens of made-up keys, many: one more read of the keys once the
+	// period is past again, and no review.
+	la.clock = la.clock.Add(keysRetryPeriod)
+	for i := range 50 {
+		if _, refusal := la.connect(t, keyed(newECKey(t), fmt.Sprintf("made-up-%d", i), jose.ES256, la.clock)(t, la)); refusal == nil {
+			t.Fatal("a token of a made-up key was accepted")
+		}
+	}
+	if n := ti.fetches.Load(); n != fetched+4 {
+		t.Errorf("50 tokens of made-up keys read the documents %d times, want 2", n-fetched-2)
+	}
+	if n := la.reviews.Load(); n != 0 {
+		t.Errorf("%d TokenReviews, want none", n)
 	}
 }
 
@@ -416,12 +464,12 @@ func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
 		"over the bound":     {openIDConfigPath: `{"issuer":"` + strings.Repeat("a", maxKeySetBytes) + `"}`, jwksPath: valid},
 	} {
 		t.Run(name, func(t *testing.T) {
-			k := &issuerKeys{now: time.Now, fetch: func(_ context.Context, path string) ([]byte, error) {
+			k := newKeys(func(_ context.Context, path string) ([]byte, error) {
 				if d, ok := docs[path]; ok {
 					return []byte(d), nil
 				}
 				return nil, fmt.Errorf("no %s", path)
-			}}
+			}, time.Now)
 			if err := k.load(t.Context()); err == nil {
 				t.Fatal("load: no error")
 			}

@@ -14,20 +14,27 @@ const (
 	refusedNotLocalController = "not_localcontroller"
 	refusedNoNode             = "no_node_identity"
 	refusedNotEdgeNode        = "not_edge_node"
+	refusedNotDaemonSetPod    = "not_daemonset_pod"
 	refusedReviewError        = "token_review_error"
 	refusedBusy               = "busy"
 	refusedNoHello            = "no_hello"
 	refusedNodeMismatch       = "node_mismatch"
 	refusedShuttingDown       = "shutting_down"
 	refusedTooOften           = "too_often"
+	refusedTooManyRefusals    = "too_many_refusals"
 )
 
 // Reasons an open connection is closed because its identity no longer holds,
 // the label of connections_revoked_total.
 const (
-	revokedTokenExpired = "token_expired"
-	revokedPodDeleted   = "pod_deleted"
-	revokedTokenRefused = "token_review_refused"
+	revokedTokenExpired          = "token_expired"
+	revokedPodDeleted            = "pod_deleted"
+	revokedTokenRefused          = "token_review_refused"
+	revokedTokenInvalid          = "token_invalid"
+	revokedServiceAccountDeleted = "serviceaccount_deleted"
+	revokedDaemonSetDeleted      = "daemonset_deleted"
+	revokedNotDaemonSetPod       = "not_daemonset_pod"
+	revokedNotEdgeNode           = "not_edge_node"
 )
 
 // metrics are the hub's Prometheus metrics.
@@ -47,6 +54,8 @@ type metrics struct {
 	// tokensConfirmed counts the reviews of tokens the hub accepted
 	// itself, by result.
 	tokensConfirmed *prometheus.CounterVec
+	// tokenReviews counts every TokenReview the hub sends, by result.
+	tokenReviews *prometheus.CounterVec
 }
 
 // newMetrics makes the hub's metrics and registers them with reg, if not nil.
@@ -60,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_refused_total",
 			"Connections refused, by reason.")), []string{"reason"}),
 		revoked: prometheus.NewCounterVec(prometheus.CounterOpts(opts("connections_revoked_total",
-			"Open connections closed because their identity no longer holds (token expired, Pod deleted), by reason.")), []string{"reason"}),
+			"Open connections closed because their identity no longer holds (token expired or no longer valid, Pod, ServiceAccount or DaemonSet deleted, node no longer an edge node), by reason.")), []string{"reason"}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_sent_total",
 			"Messages sent to LocalControllers, by type.")), []string{"type"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts(opts("messages_received_total",
@@ -77,8 +86,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Worker reports refused for good and acknowledged."))),
 		lanesWaiting: prometheus.NewGauge(prometheus.GaugeOpts(opts("report_lanes_waiting",
 			"Lanes of reports (one object's reports from one node) waiting for their turn to be applied (Config.ReportWrites, --edge-report-writes, apply at once); their reports gather meanwhile, for one status write."))),
+		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts(opts("token_reviews_total",
+			"TokenReviews the hub sent the API server, to authenticate a connection or confirm one, by result: authenticated, unauthenticated, error. "+
+				"A token the hub can refuse itself (not signed by the API server's published keys) is never sent.")), []string{"result"}),
 		tokensConfirmed: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tokens_confirmed_total",
-			"TokenReviews, after the connection started, of tokens the hub verified itself, by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
+			"TokenReviews of open connections' tokens: those the hub verified itself, once, and those it cannot check again itself, every recheck; by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nereid", Subsystem: "edgehub", Name: "object_ack_latency_seconds",
 			Help:    "Time from the first send of an object's version to its Ack.",
@@ -87,7 +99,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed, m.tokenReviews} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -100,3 +112,4 @@ func (m *metrics) sentMessage(t edgeproto.Type)     { m.sent.WithLabelValues(str
 func (m *metrics) receivedMessage(t edgeproto.Type) { m.received.WithLabelValues(string(t)).Inc() }
 func (m *metrics) refuse(reason string)             { m.refused.WithLabelValues(reason).Inc() }
 func (m *metrics) tokenVerified(by string)          { m.tokens.WithLabelValues(by).Inc() }
+func (m *metrics) tokenReviewed(result string)      { m.tokenReviews.WithLabelValues(result).Inc() }

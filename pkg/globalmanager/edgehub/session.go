@@ -133,12 +133,17 @@ type reportResult struct {
 // only while it has work (wake): an idle connection holds one goroutine, its
 // reader's, not two.
 type session struct {
-	hub    *Hub
-	node   string
-	id     *identity
-	conn   *websocket.Conn
-	logger klog.Logger
-	hello  *edgeproto.Hello
+	hub  *Hub
+	node string
+	id   *identity
+	// token is the one the connection was authenticated with, checked
+	// again every recheckPeriod (recheck.go); checkedAt is when it last
+	// was (Unix nanoseconds).
+	token     string
+	checkedAt atomic.Int64
+	conn      *websocket.Conn
+	logger    klog.Logger
+	hello     *edgeproto.Hello
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -199,6 +204,7 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		unsendable:   make(map[edgeproto.ObjectRef]objVersion),
 		lastAcked:    h.now(),
 	}
+	s.checkedAt.Store(h.now().UnixNano())
 	for _, v := range hello.Inventory {
 		s.held[v.ObjectRef] = versionOf(v)
 	}

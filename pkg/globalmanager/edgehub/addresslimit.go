@@ -1,0 +1,108 @@
+package edgehub
+
+import (
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/nereid-ml/nereid/internal/boundedmap"
+)
+
+// Junk costs whoever sends it. A token the hub refuses itself costs a
+// signature check, but every connection costs a TLS handshake, and a token
+// the API server signed (an old one, another Pod's) may still cost a
+// TokenReview now and then. So an address whose connections were refused
+// for their token (401, 403) Config.MaxRefusalsPerAddress times within a
+// minute is refused for refusalBlock, before its token is read: 429 with
+// Retry-After. Only refusals count: thousands of LocalControllers
+// behind one address (a NAT, or the tests' and the bench's 127.0.0.1)
+// connect as they would alone. An IPv6 client is counted by its /64, which
+// one host usually has whole.
+
+// refusalBlock is how long an address past its refusals is refused.
+const refusalBlock = time.Minute
+
+// maxLimitedAddresses bounds the addresses whose refusals are counted at
+// once; one whose count is back to nothing is forgotten first.
+const maxLimitedAddresses = 100_000
+
+// addressLimiter counts refusals by client address.
+type addressLimiter struct {
+	perMinute int // 0 or less: no limit
+	now       func() time.Time
+
+	mu    sync.Mutex
+	addrs map[string]*addressRefusals
+}
+
+// addressRefusals are an address's recent refusals.
+type addressRefusals struct {
+	refusals     *rate.Limiter // perMinute a minute, as many at once
+	blockedUntil time.Time
+}
+
+func newAddressLimiter(perMinute int, now func() time.Time) *addressLimiter {
+	return &addressLimiter{perMinute: perMinute, now: now, addrs: make(map[string]*addressRefusals)}
+}
+
+// blocked says whether connections from remoteAddr (host:port) are refused
+// now, and for how many more seconds.
+func (l *addressLimiter) blocked(remoteAddr string) (after int, blocked bool) {
+	if l.perMinute <= 0 {
+		return 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.addrs[clientAddress(remoteAddr)]
+	now := l.now()
+	if r == nil || !now.Before(r.blockedUntil) {
+		return 0, false
+	}
+	return max(1, int(math.Ceil(r.blockedUntil.Sub(now).Seconds()))), true
+}
+
+// refused counts a connection from remoteAddr refused for its token; past
+// the limit, the address is blocked for refusalBlock.
+func (l *addressLimiter) refused(remoteAddr string) {
+	if l.perMinute <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key, now := clientAddress(remoteAddr), l.now()
+	r := l.addrs[key]
+	if r == nil {
+		boundedmap.MakeRoom(l.addrs, maxLimitedAddresses, func(r *addressRefusals) bool {
+			return !now.Before(r.blockedUntil) && r.refusals.TokensAt(now) >= float64(l.perMinute)
+		})
+		r = &addressRefusals{refusals: rate.NewLimiter(rate.Limit(float64(l.perMinute)/60), l.perMinute)}
+		l.addrs[key] = r
+	}
+	// Its share spent, the address's next connection is refused.
+	if !r.refusals.AllowN(now, 1) || r.refusals.TokensAt(now) < 1 {
+		r.blockedUntil = now.Add(refusalBlock)
+	}
+}
+
+// clientAddress is the address remoteAddr's refusals are counted under: its
+// IP, or for IPv6 its /64.
+func clientAddress(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		prefix, _ := ip.Prefix(64)
+		return prefix.String()
+	}
+	return ip.String()
+}

@@ -1,0 +1,108 @@
+package edgehub
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Every open connection's identity is checked again in full every
+// recheckPeriod, as if it connected anew, so that what the watches miss
+// (revoke.go) still ends it within revocationBound: its token, locally where
+// the hub can verify it (a signing key the API server no longer publishes,
+// its ServiceAccount or Pod gone from the caches), else by a TokenReview
+// in the confirmer's turn, paced at confirmRate across nodes; then its node
+// and its Pod's DaemonSet, from the caches. A local check of a token costs a
+// signature check (tens of microseconds): 10,000 connections cost well
+// under a core's percent. Only when the hub cannot read the issuer's keys
+// is each token reviewed again, and then 20 a second take longer than
+// recheckPeriod past 600 connections: each is reviewed every connections ÷
+// 20 seconds (10,000: about 8 minutes).
+
+// recheckPeriod is how often each open connection is checked again;
+// recheckTick how often the due ones are looked for.
+const (
+	recheckPeriod = 30 * time.Second
+	recheckTick   = 5 * time.Second
+)
+
+// revocationBound is the most time, after what admitted a connection goes,
+// before the connection is closed, while the hub holds the issuer's keys:
+// a watch's event closes it at once; the recheck within recheckPeriod and a
+// tick; a TokenReview it needs comes in its turn after that.
+const revocationBound = time.Minute
+
+// runRechecks checks the due connections again every recheckTick until ctx
+// ends.
+func (h *Hub) runRechecks(ctx context.Context) {
+	t := time.NewTicker(recheckTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.recheckDue(ctx)
+		}
+	}
+}
+
+// recheckDue checks again the connections last checked recheckPeriod ago
+// or more.
+func (h *Hub) recheckDue(ctx context.Context) {
+	now := h.now()
+	var due []*session
+	h.mu.RLock()
+	for _, s := range h.sessions {
+		if now.Sub(time.Unix(0, s.checkedAt.Load())) >= recheckPeriod {
+			due = append(due, s)
+		}
+	}
+	h.mu.RUnlock()
+	for _, s := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		s.checkedAt.Store(now.UnixNano())
+		h.recheck(ctx, s)
+	}
+}
+
+// recheck checks s's identity again, and ends s if it no longer holds.
+func (h *Hub) recheck(ctx context.Context, s *session) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	id, refusal := h.auth.verifyLocally(ctx, s.token)
+	switch {
+	case refusal != nil:
+		s.revoke(revokedTokenInvalid, "the LocalController's token is no longer valid: "+refusal.reason)
+		return
+	case id == nil || h.auth.mustReview(s.id.podUID):
+		// The hub cannot say: a review does, in its turn.
+		h.confirmer.add(s, s.token)
+	case id.node != s.id.node || id.pod != s.id.pod || id.podUID != s.id.podUID || id.serviceAccount != s.id.serviceAccount:
+		s.revoke(revokedTokenInvalid, "the LocalController's token now names another Pod or node")
+		return
+	}
+	if h.auth.podDeleted(s.id.podUID) {
+		s.revokePodDeleted()
+		return
+	}
+	check := *s.id
+	refusal = h.auth.admit(ctx, &check)
+	if refusal == nil && check.daemonSet != s.id.daemonSet {
+		refusal = notDaemonSetPod("the LocalControllers' DaemonSet %s was deleted and made again", h.auth.daemonSet)
+	}
+	if refusal == nil || refusal.status == http.StatusServiceUnavailable {
+		return // admitted still, or not known now: the next recheck
+	}
+	reason := revokedNotDaemonSetPod
+	switch refusal.metric {
+	case refusedNotEdgeNode:
+		reason = revokedNotEdgeNode
+	case refusedInvalidToken:
+		reason = revokedPodDeleted
+	}
+	s.revoke(reason, refusal.reason)
+}
