@@ -24,6 +24,8 @@
 #                                  before 1.37 (default 1: the GenericWorkload gate on the
 #                                  API server, scheduler and controller-manager, and
 #                                  scheduling.k8s.io/v1beta1 served: Workloads, PodGroups)
+#   NEREID_POD_CIDR                the addresses kwok gives pods (default 127.64.0.1/16,
+#                                  loopback: a test or demo speaks from a pod's address)
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
 #   NEREID_SKIP_BUILD=1            use the binaries in the cache as they are
 #   NEREID_GLOBALMANAGER=0         do not start Nereid's GlobalManager and LocalControllers
@@ -91,8 +93,9 @@ readonly SERVICE_CIDR="10.96.0.0/16"
 # pods would exhaust. It hands out the given address first, so start past the network
 # address. They are loopback addresses, which are all this machine's: a LocalController
 # takes a worker's report only from the worker pod's address, and the demos and tests
-# post as a pod from its address.
-readonly POD_CIDR="127.64.0.1/16"
+# post as a pod from its address. (The EndpointSlice controller refuses loopback
+# addresses and retries: the benchmark, which posts as no pod, takes others.)
+readonly POD_CIDR="${NEREID_POD_CIDR:-127.64.0.1/16}"
 # kwok manages only nodes carrying this annotation (the convention of kwok's own
 # tooling), so a node registered by something else is left alone.
 readonly KWOK_NODE_ANNOTATION="kwok.x-k8s.io/node"
