@@ -44,8 +44,10 @@
 // connections ÷ 20 seconds, within the minute up to 1,200 connections.
 //
 // Downstream: for each connected node the hub computes which objects concern
-// it (see Hub.desired) from the informers' caches, each with the names of its
-// worker pods on the node (see kinds.go for what the hub knows of each kind),
+// it (see Hub.desired) from the informers' caches, each with its worker pods
+// on the node and their addresses, a finished pod marked done (workers are
+// found through the controllers Nereid made, common.WorkerChain, never by
+// a label; see kinds.go for what the hub knows of each kind),
 // sends the difference from what the LocalController says it holds in its
 // Hello (read whole, over as many frames as it takes, before anything is
 // sent), then Synced, and after
@@ -67,11 +69,14 @@
 // Nothing relies on an informer resync.
 //
 // Upstream: each Report is checked (its body parses, the object it is about
-// concerns the node, and its worker is a pod of that object bound to the node,
-// or the LocalController itself) and handed to the ReportApplier of the
-// object's kind, with its Source: the node and the identity of the
-// LocalController's store that the Hello stated, since report IDs count per
-// store (a wiped or replaced store starts again at 1). A session's reports
+// concerns the node, and its worker is a pod of that object bound to the node
+// that the report came from, taken before the pod finished, or the
+// LocalController itself for a learning cycle; its ID is at most the Hello's
+// last ID plus the reports read on the connection) and handed to the
+// ReportApplier of the object's kind, with its Source: the node and the
+// identity of the LocalController's store, which the Hello proves with the
+// store's key, since report IDs count per store (a wiped or replaced store
+// starts again at 1). A session's reports
 // go through one lane per object (reports.go): a lane's reports are handed
 // over in the order received, all that waited during the lane's last call
 // in its next (one status write for a node's burst about one object), and
