@@ -91,8 +91,12 @@ func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
 	ji := applyJointInferenceExample(t, ns) // its workers run on edge-0 and cloud-0
 	replicas := int32(1)
 	labels := map[string]string{common.LabelOwnerUID: string(ji.UID), common.LabelOwnerName: ji.Name, common.LabelWorkerRole: "edge"}
+	// The ReplicaSet's own labels leave out the worker role: with all of
+	// the service's labels it would match its Deployment's selector and be
+	// adopted (then scaled to zero), which only an admission policy can stop
+	// (docs/trust-model.md). Its pods carry them all.
 	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: ns, Labels: map[string]string{common.LabelOwnerUID: string(ji.UID)}},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "impostor"}},
