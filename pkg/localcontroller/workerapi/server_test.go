@@ -390,15 +390,7 @@ func TestConnectionsFromNoWorkersAddressAreClosedAtOnce(t *testing.T) {
 	srv.Listener = Limits.Listener(s.Listener(raw))
 	srv.Start()
 	defer srv.Close()
-	dialFrom := func(ip string) net.Conn {
-		t.Helper()
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		c, err := d.Dial("tcp", raw.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	dialFrom := func(ip string) net.Conn { return dialFrom(t, raw.Addr().String(), ip) }
 	closedAtOnce := func(c net.Conn) bool {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		_, err := c.Read(make([]byte, 1))
@@ -462,16 +454,7 @@ func TestOneAddressHoldsABoundedShareOfTheConnections(t *testing.T) {
 	if err := s.owners.(*store.Store).PutObject(job, "1", []edgeproto.Worker{{Name: "other-0", IPs: []string{"127.0.0.9"}}}, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	dial := func(ip string) net.Conn {
-		t.Helper()
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		c, err := d.Dial("tcp", raw.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func(ip string) net.Conn { return dialFrom(t, raw.Addr().String(), ip) }
 	served := func(c net.Conn) bool {
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 			return false
@@ -491,4 +474,17 @@ func TestOneAddressHoldsABoundedShareOfTheConnections(t *testing.T) {
 	if !served(dial("127.0.0.9")) {
 		t.Errorf("another worker's connection was not served while the trainer's address held its share")
 	}
+}
+
+// dialFrom connects to addr from the local address ip; the connection is
+// closed when the test ends.
+func dialFrom(t *testing.T, addr, ip string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
