@@ -36,9 +36,12 @@ func PlainManifests() string {
 }
 
 // rbacKinds are the objects of the plain manifests that make the
-// GlobalManager's identity and permissions.
+// GlobalManager's identity and permissions, and the admission policy that
+// keeps its owner label for it (so every test runs under it, as a cluster
+// with the chart does).
 var rbacKinds = map[string]bool{
 	"Namespace": true, "ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 }
 
 var globalManagerIdentity struct {

@@ -12,7 +12,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -91,10 +96,12 @@ func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
 	ji := applyJointInferenceExample(t, ns) // its workers run on edge-0 and cloud-0
 	replicas := int32(1)
 	labels := map[string]string{common.LabelOwnerUID: string(ji.UID), common.LabelOwnerName: ji.Name, common.LabelWorkerRole: "edge"}
-	// The ReplicaSet's own labels leave out the worker role: with all of
-	// the service's labels it would match its Deployment's selector and be
-	// adopted (then scaled to zero), which only an admission policy can stop
-	// (docs/trust-model.md). Its pods carry them all.
+	// Made by a cluster administrator, whom the chart's admission policy
+	// lets set the owner label (TestOnlyNereidAndItsControllersSetTheOwnerLabel
+	// shows it refused to others): the chain of controllers is what refuses
+	// the pod. The ReplicaSet's own labels leave out the worker role: with
+	// all of the service's labels it would match its Deployment's selector
+	// and be adopted (then scaled to zero). Its pods carry them all.
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: ns, Labels: map[string]string{common.LabelOwnerUID: string(ji.UID)}},
 		Spec: appsv1.ReplicaSetSpec{
@@ -190,4 +197,91 @@ func TestAConnectionCannotClaimAnotherStore(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not the identity of its storeKey") {
 		t.Errorf("a hello claiming edge-0's store with another key: %v, want the connection closed saying why", err)
 	}
+}
+
+// Only the GlobalManager, and the controllers that copy its templates, may
+// set the label that makes an object a child of a Nereid job (the chart's
+// ValidatingAdmissionPolicy): a user who may create Pods, ReplicaSets and
+// Deployments in a job's namespace cannot make one carry it, nor add it to
+// one, so no ReplicaSet or Pod of theirs is adopted into a service's
+// Deployment; a Deployment of theirs whose template carries it still runs,
+// its ReplicaSet and Pods made by the kube-controller-manager.
+func TestOnlyNereidAndItsControllersSetTheOwnerLabel(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.GlobalManagerKubeconfig(t, ns) // applies the chart's policy
+	token := serviceAccountToken(t, ns, "author", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+	})
+	cfg := rest.AnonymousClientConfig(framework.RESTConfig())
+	cfg.BearerToken = token
+	author := kubernetes.NewForConfigOrDie(cfg)
+	owner := map[string]string{common.LabelOwnerUID: "0b6a3a43-0b5e-4c55-9d0b-2f4e1e8a1c11", common.LabelWorkerRole: "edge"}
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	refused := func(what string, err error) bool {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: allowed", what)
+			return false
+		}
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.labels[nereid.io/owner-uid]") {
+			t.Errorf("%s: %v, want the policy's refusal naming metadata.labels[nereid.io/owner-uid]", what, err)
+			return false
+		}
+		return true
+	}
+	// The API server loads a new policy within a few seconds.
+	framework.Eventually(t, 30*time.Second, "the policy to refuse a Pod carrying the owner label", func(ctx context.Context) (bool, error) {
+		_, err := author.CoreV1().Pods(ns).Create(ctx, pod("labelled", owner), metav1.CreateOptions{})
+		if err == nil { // not loaded yet
+			return false, author.CoreV1().Pods(ns).Delete(ctx, "labelled", metav1.DeleteOptions{})
+		}
+		return refused("a Pod carrying the owner label", err), nil
+	})
+
+	// Adding the label to a Pod of one's own, or changing its value.
+	if _, err := author.CoreV1().Pods(ns).Create(t.Context(), pod("plain", map[string]string{"app": "plain"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, common.LabelOwnerUID, owner[common.LabelOwnerUID])
+	_, err := author.CoreV1().Pods(ns).Patch(t.Context(), "plain", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	refused("adding the owner label to a Pod", err)
+
+	// A ReplicaSet carrying it, which a Deployment selecting those labels
+	// would adopt.
+	replicas := int32(1)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "adoptee", Namespace: ns, Labels: owner},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: owner},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: owner}, Spec: pod("", nil).Spec}},
+	}
+	_, err = author.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{})
+	refused("a ReplicaSet carrying the owner label", err)
+	_, err = author.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: ns, Labels: owner}, Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas, Selector: rs.Spec.Selector, Template: rs.Spec.Template}}, metav1.CreateOptions{})
+	refused("a Deployment carrying the owner label", err)
+
+	// A Deployment whose template alone carries it: the deployment and
+	// replicaset controllers copy the label, and may.
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: rs.Spec.Selector, Template: rs.Spec.Template}}
+	if _, err := author.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, "the Deployment's Pod, made by the replicaset controller, to carry the owner label", func(ctx context.Context) (bool, error) {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelOwnerUID})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "ReplicaSet" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
