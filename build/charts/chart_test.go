@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/test/framework"
@@ -29,19 +30,31 @@ func TestChartLints(t *testing.T) {
 	}
 }
 
+// clusterScoped are the cluster-scoped kinds the chart may render: objects
+// without a namespace, named with nereid.clusterScopedName (the CRDs aside).
+var clusterScoped = map[string]bool{
+	"CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+}
+
 // release is a rendered chart, its objects by kind and name.
 type release map[string]*unstructured.Unstructured
 
 func render(t *testing.T, namespace string, args ...string) release {
 	t.Helper()
+	return renderRelease(t, "nereid", namespace, args...)
+}
+
+// renderRelease is render for a release of another name.
+func renderRelease(t *testing.T, name, namespace string, args ...string) release {
+	t.Helper()
 	r := release{}
-	for _, obj := range framework.ReadManifests(t, framework.RenderChart(t, namespace, args...)) {
+	for _, obj := range framework.ReadManifests(t, framework.RenderRelease(t, name, namespace, args...)) {
 		key := obj.GetKind() + "/" + obj.GetName()
 		if _, dup := r[key]; dup {
 			t.Fatalf("two objects %s", key)
 		}
-		if obj.GetKind() != "CustomResourceDefinition" && obj.GetKind() != "ClusterRole" && obj.GetKind() != "ClusterRoleBinding" &&
-			obj.GetNamespace() != namespace {
+		if !clusterScoped[obj.GetKind()] && obj.GetNamespace() != namespace {
 			t.Errorf("%s is in namespace %q, not the release's %q", key, obj.GetNamespace(), namespace)
 		}
 		r[key] = obj
@@ -95,7 +108,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	r := render(t, ns)
 
 	wantKeys := []string{
-		"ClusterRole/nereid-globalmanager", "ClusterRoleBinding/nereid-globalmanager",
+		"ClusterRole/nereid-system-nereid-globalmanager", "ClusterRoleBinding/nereid-system-nereid-globalmanager",
 		"CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
 		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
@@ -103,6 +116,8 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
 		"Service/nereid-di-server", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
 		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
+		"ValidatingAdmissionPolicy/nereid-system-nereid-globalmanager-owner-label",
+		"ValidatingAdmissionPolicyBinding/nereid-system-nereid-globalmanager-owner-label",
 	}
 	if diff := cmp.Diff(wantKeys, r.keys()); diff != "" {
 		t.Errorf("objects (-want,+got):\n%s", diff)
@@ -269,6 +284,78 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 				t.Errorf("%s grants %s %s, want only the GlobalManager's ServiceAccount", key, s.Kind, s.Name)
 			}
 		}
+	}
+}
+
+// TestChartReleasesOfOneNameInTwoNamespacesKeepTheirOwnClusterObjects: the
+// cluster-scoped objects of release "nereid" in team-a and of release
+// "nereid" in team-b have different names, each starting with its release's
+// namespace, so that installing the second neither fails nor takes over the
+// first's; each ClusterRoleBinding binds its own release's ClusterRole to its
+// own namespace's ServiceAccount, and each admission policy binding its own
+// release's policy. The CRDs alone are shared: they define the API, one per
+// cluster.
+func TestChartReleasesOfOneNameInTwoNamespacesKeepTheirOwnClusterObjects(t *testing.T) {
+	renderedBy := map[string]string{} // a cluster-scoped kind/name: the namespace of the release that renders it
+	for _, ns := range []string{"team-a", "team-b"} {
+		r := render(t, ns)
+		for _, want := range []string{"ClusterRole/" + ns + "-nereid-globalmanager", "ClusterRoleBinding/" + ns + "-nereid-globalmanager"} {
+			if _, ok := r[want]; !ok {
+				t.Errorf("the release in %s renders no %s", ns, want)
+			}
+		}
+		for key, obj := range r {
+			if !clusterScoped[obj.GetKind()] || obj.GetKind() == "CustomResourceDefinition" {
+				continue
+			}
+			if other, dup := renderedBy[key]; dup {
+				t.Errorf("the releases in %s and %s both render %s", other, ns, key)
+			}
+			renderedBy[key] = ns
+			if !strings.HasPrefix(obj.GetName(), ns+"-") {
+				t.Errorf("%s of the release in %s is not named after its namespace", key, ns)
+			}
+			switch obj.GetKind() {
+			case "ClusterRoleBinding":
+				var b rbacv1.ClusterRoleBinding
+				r.get(t, key, &b)
+				want := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "nereid-globalmanager", Namespace: ns}}
+				if diff := cmp.Diff(want, b.Subjects); diff != "" {
+					t.Errorf("%s of the release in %s binds (-want,+got):\n%s", key, ns, diff)
+				}
+				if _, ok := r["ClusterRole/"+b.RoleRef.Name]; !ok || b.RoleRef.Kind != "ClusterRole" {
+					t.Errorf("%s of the release in %s binds %s %s, not its release's ClusterRole", key, ns, b.RoleRef.Kind, b.RoleRef.Name)
+				}
+			case "ValidatingAdmissionPolicyBinding":
+				policy, _, _ := unstructured.NestedString(obj.Object, "spec", "policyName")
+				if _, ok := r["ValidatingAdmissionPolicy/"+policy]; !ok {
+					t.Errorf("%s of the release in %s binds policy %q, not its release's", key, ns, policy)
+				}
+			}
+		}
+	}
+}
+
+// TestChartClusterObjectNamesAreValidWithTheLongestNames: the longest
+// namespace (63 characters) and release name (53, Helm's limit) still give
+// cluster-scoped names the API server takes (DNS subdomains).
+func TestChartClusterObjectNamesAreValidWithTheLongestNames(t *testing.T) {
+	ns := strings.Repeat("n", 63)
+	var seen int
+	for key, obj := range renderRelease(t, strings.Repeat("r", 53), ns) {
+		if !clusterScoped[obj.GetKind()] || obj.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		seen++
+		if errs := validation.IsDNS1123Subdomain(obj.GetName()); len(errs) > 0 {
+			t.Errorf("%s: %v", key, errs)
+		}
+		if !strings.HasPrefix(obj.GetName(), ns+"-") {
+			t.Errorf("%s is not named after the release namespace %s", key, ns)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no cluster-scoped object rendered: nothing checked")
 	}
 }
 

@@ -53,10 +53,10 @@ func RenderChart(t testing.TB, namespace string, args ...string) string {
 	return RenderRelease(t, "nereid", namespace, args...)
 }
 
-// RenderRelease is RenderChart for a release of another name, whose
-// cluster-wide objects (the GlobalManager's ClusterRole and its binding) are
-// named after it and so do not replace those of the default release, which
-// the GlobalManagers of the tests run with.
+// RenderRelease is RenderChart for a release of another name. Its cluster-wide
+// objects (the GlobalManager's ClusterRole and its binding) are named after
+// the release and its namespace, so do not replace those of the default
+// release in SystemNamespace, which the GlobalManagers of the tests run with.
 func RenderRelease(t testing.TB, release, namespace string, args ...string) string {
 	t.Helper()
 	out, err := Helm(t, append([]string{"template", release, ChartDir(), "--namespace", namespace, "--include-crds"}, args...)...)

@@ -106,10 +106,17 @@ func TestChartRBAC(t *testing.T) {
 	const release = "rbac-test"
 	rendered := framework.ReadManifests(t, framework.RenderRelease(t, release, ns))
 	var rbac []any
+	var clusterRoles, clusterRoleBindings []string
 	for _, obj := range rendered {
 		switch obj.GetKind() {
 		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
 			rbac = append(rbac, obj.Object)
+		}
+		switch obj.GetKind() {
+		case "ClusterRole":
+			clusterRoles = append(clusterRoles, obj.GetName())
+		case "ClusterRoleBinding":
+			clusterRoleBindings = append(clusterRoleBindings, obj.GetName())
 		}
 	}
 	if len(rbac) != 6 {
@@ -125,11 +132,15 @@ func TestChartRBAC(t *testing.T) {
 	cleanupCtx := context.WithoutCancel(t.Context())
 	rbacClient := framework.KubeClient(t).RbacV1()
 	t.Cleanup(func() {
-		if err := rbacClient.ClusterRoleBindings().Delete(cleanupCtx, release+"-nereid-globalmanager", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the ClusterRoleBinding: %v", err)
+		for _, name := range clusterRoleBindings {
+			if err := rbacClient.ClusterRoleBindings().Delete(cleanupCtx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting the ClusterRoleBinding %s: %v", name, err)
+			}
 		}
-		if err := rbacClient.ClusterRoles().Delete(cleanupCtx, release+"-nereid-globalmanager", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the ClusterRole: %v", err)
+		for _, name := range clusterRoles {
+			if err := rbacClient.ClusterRoles().Delete(cleanupCtx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting the ClusterRole %s: %v", name, err)
+			}
 		}
 	})
 

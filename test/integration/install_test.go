@@ -260,7 +260,9 @@ func listChartPods(ctx context.Context, t *testing.T, ns, component string) ([]*
 // Secret and CA ConfigMap).
 func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, error) {
 	release := "app.kubernetes.io/instance=" + installRelease
-	gmName := installRelease + "-nereid-globalmanager"
+	// The cluster-wide objects are named after the release namespace too
+	// (the chart's nereid.clusterScopedName).
+	clusterName := ns + "-" + installRelease + "-nereid-globalmanager"
 	checks := []struct {
 		gvr             schema.GroupVersionResource
 		namespaced      bool
@@ -277,8 +279,8 @@ func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, er
 		{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), namespaced: true},
 		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: edgehub.TLSSecretName},
 		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespaced: true, named: edgehub.CAConfigMapName},
-		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), named: gmName},
-		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), named: gmName},
+		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), named: clusterName},
+		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), named: clusterName},
 	}
 	client := dynamicClient(t)
 	var left []string

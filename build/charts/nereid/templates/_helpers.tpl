@@ -57,6 +57,19 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-globalmanager" (include "nereid.fullname" .) -}}
 {{- end -}}
 
+{{/*
+nereid.clusterScopedName names the release's cluster-scoped objects (the
+GlobalManager's ClusterRole and ClusterRoleBinding): the release namespace, then
+the GlobalManager's name ("nereid-system-nereid-globalmanager" by default).
+Namespaced objects are told apart by their namespace; cluster-scoped ones are
+not, so without it two releases of one name in two namespaces would share them
+and the second would replace the first's binding. A valid DNS subdomain of at
+most 253 characters.
+*/}}
+{{- define "nereid.clusterScopedName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "nereid.globalManager.name" .) | trunc 253 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "nereid.localController.name" -}}
 {{- printf "%s-localcontroller" (include "nereid.fullname" .) -}}
 {{- end -}}
