@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -133,20 +134,22 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	wantFlags := map[string]string{
 		"leader-elect": "true", "leader-elect-namespace": ns, "leader-elect-name": "nereid-globalmanager",
 		"health-address": "0.0.0.0:10350", "edge-address": "0.0.0.0:10351", "edge-namespace": ns,
-		"edge-hostnames":        "nereid-edgehub,nereid-edgehub.nereid-system,nereid-edgehub.nereid-system.svc,nereid-edgehub.nereid-system.svc.cluster.local",
-		"edge-token-audience":   "nereid-edgehub",
-		"edge-service-accounts": "nereid-system/nereid-localcontroller",
-		"edge-daemonset":        "nereid-system/nereid-localcontroller",
-		"edge-node-selector":    "node-role.kubernetes.io/edge",
-		"lc-port":               "9100",
-		"owner-deployment":      "nereid-globalmanager",
-		"v":                     "0",
-		"allocator":             "pack-and-spread",
-		"allocator-period":      "1m",
-		"edge-link-grace":       "10m",
-		"di-server-address":     "0.0.0.0:8081",
-		"di-server-url":         "http://nereid-di-server.nereid-system.svc:8081",
-		"gang-scheduler":        "auto",
+		"edge-hostnames":            "nereid-edgehub,nereid-edgehub.nereid-system,nereid-edgehub.nereid-system.svc,nereid-edgehub.nereid-system.svc.cluster.local",
+		"edge-token-audience":       "nereid-edgehub",
+		"edge-service-accounts":     "nereid-system/nereid-localcontroller",
+		"edge-daemonset":            "nereid-system/nereid-localcontroller",
+		"edge-node-selector":        "node-role.kubernetes.io/edge",
+		"lc-port":                   "9100",
+		"owner-deployment":          "nereid-globalmanager",
+		"v":                         "0",
+		"allocator":                 "pack-and-spread",
+		"allocator-period":          "1m",
+		"edge-link-grace":           "10m",
+		"di-server-address":         "0.0.0.0:8081",
+		"di-server-url":             "https://nereid-di-server.nereid-system.svc:8081",
+		"di-server-tls-secret":      "nereid-di-server-tls",
+		"di-server-token-audiences": "nereid-di-server",
+		"gang-scheduler":            "auto",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
 		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)
@@ -542,5 +545,60 @@ func TestChartValuesCannotAddFields(t *testing.T) {
 	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
 	if lc.Spec.Template.Spec.HostPID || len(lc.Spec.Template.Spec.Volumes) != 7 {
 		t.Errorf("LocalController hostPID %t, %d volumes: a value added a field", lc.Spec.Template.Spec.HostPID, len(lc.Spec.Template.Spec.Volumes))
+	}
+}
+
+// TestChartReplicasAPIOverPlainHTTP: dijob.server.tls=false serves plain
+// HTTP: the URL says http, no certificate Secret is named or granted.
+func TestChartReplicasAPIOverPlainHTTP(t *testing.T) {
+	r := render(t, "nereid-system", "--set", "globalManager.dijob.server.tls=false")
+	var gm appsv1.Deployment
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	f := flags(gm.Spec.Template.Spec.Containers[0])
+	if _, ok := f["di-server-tls-secret"]; ok || f["di-server-url"] != "http://nereid-di-server.nereid-system.svc:8081" {
+		t.Errorf("flags with tls off: %v", f)
+	}
+	var role rbacv1.Role
+	r.get(t, "Role/nereid-globalmanager", &role)
+	for _, rule := range role.Rules {
+		if slices.Contains(rule.ResourceNames, "nereid-di-server-tls") {
+			t.Errorf("the Role grants the replicas API's Secret with tls off: %+v", rule)
+		}
+	}
+}
+
+// TestChartOwnerLabelPolicy: the policy names the release's own
+// GlobalManager, and ownerLabelPolicy.enabled=false renders none.
+func TestChartOwnerLabelPolicy(t *testing.T) {
+	r := render(t, "ml-edge")
+	var vap admissionregistrationv1.ValidatingAdmissionPolicy
+	r.get(t, "ValidatingAdmissionPolicy/ml-edge-nereid-globalmanager-owner-label", &vap)
+	if len(vap.Spec.Variables) != 1 || !strings.Contains(vap.Spec.Variables[0].Expression, `"system:serviceaccount:ml-edge:nereid-globalmanager"`) {
+		t.Errorf("the policy does not name the release's GlobalManager: %+v", vap.Spec.Variables)
+	}
+	if vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy %v, want Fail", vap.Spec.FailurePolicy)
+	}
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	r.get(t, "ValidatingAdmissionPolicyBinding/ml-edge-nereid-globalmanager-owner-label", &binding)
+	if binding.Spec.PolicyName != vap.Name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("binding %+v, want Deny on %s", binding.Spec, vap.Name)
+	}
+	// Another release's GlobalManager, and the namespaces guarded.
+	two := render(t, "ml-edge", "--set-json", `ownerLabelPolicy.extraWriters=["system:serviceaccount:other:nereid-globalmanager"]`,
+		"--set-json", `ownerLabelPolicy.namespaceSelector={"matchLabels":{"team":"ml"}}`)
+	two.get(t, "ValidatingAdmissionPolicy/ml-edge-nereid-globalmanager-owner-label", &vap)
+	if want := `["system:serviceaccount:ml-edge:nereid-globalmanager","system:serviceaccount:other:nereid-globalmanager"]`; !strings.Contains(vap.Spec.Variables[0].Expression, want) {
+		t.Errorf("with extraWriters the policy allows %s, want %s", vap.Spec.Variables[0].Expression, want)
+	}
+	two.get(t, "ValidatingAdmissionPolicyBinding/ml-edge-nereid-globalmanager-owner-label", &binding)
+	if ms := binding.Spec.MatchResources; ms == nil || ms.NamespaceSelector == nil || ms.NamespaceSelector.MatchLabels["team"] != "ml" {
+		t.Errorf("the binding's matchResources %+v, want the namespaceSelector team=ml", ms)
+	}
+	off := render(t, "ml-edge", "--set", "ownerLabelPolicy.enabled=false")
+	for key := range off {
+		if strings.HasPrefix(key, "ValidatingAdmissionPolicy") {
+			t.Errorf("%s rendered with the policy off", key)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/diserver"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 )
 
 func main() {
@@ -327,11 +329,20 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
 		}
 	}
+	// The replicas API's certificate comes before the pods that get its CA.
+	var diTLS *tls.Config
+	var diCA []byte
+	if diServed && o.diServerAddress != "" {
+		if diTLS, diCA, err = replicasAPITLS(ctx, o, kubeClient, owner); err != nil {
+			return err
+		}
+	}
 	var di *dijob.Controller
 	if diServed {
 		di, err = dijob.NewController(kubeClient, sednaClient, sednaFactory.Diengine().V2alpha1().DIJobs(),
 			kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
-				ServerURL: o.diServerURL, ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
+				ServerURL: o.diServerURL, ServerTokenAudience: firstOf(command.SplitList(o.diServerAudiences)), ServerCA: diCA,
+				ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
 				Allocation: allocation, EdgeLinkGrace: o.edgeLinkGrace, Gangs: gangs,
 				Links: edgehub.Links{Client: kubeClient, Namespace: o.edgeNamespace},
 			})
@@ -439,7 +450,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		runs = append(runs, func() error { return di.Run(ctx, o.diWorkers) })
 	}
 	if replicasAPI != nil {
-		runs = append(runs, func() error { return serveReplicasAPI(ctx, o, replicasAPI) })
+		runs = append(runs, func() error { return serveReplicasAPI(ctx, o, replicasAPI, diTLS) })
 	}
 	errs := make(chan error, len(runs))
 	for _, r := range runs {
@@ -553,23 +564,50 @@ func ownLeaderLease(ctx context.Context, client kubernetes.Interface, namespace,
 	return fmt.Errorf("the leader election Lease %s/%s keeps changing", namespace, name)
 }
 
-// serveReplicasAPI serves the DIJob replicas HTTP API on --di-server-address
-// until ctx is done, over HTTPS when a certificate is given.
-func serveReplicasAPI(ctx context.Context, o options, api *diserver.Server) error {
-	var tlsConfig *tls.Config
-	if o.diServerCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.diServerCert, o.diServerKey)
-		if err != nil {
-			return fmt.Errorf("loading --di-server-cert-file: %w", err)
+// replicasAPITLS is the replicas API's TLS configuration and the CA DIJob
+// pods verify it with: from --di-server-cert-file (no CA for the pods: the
+// certificate's issuer is the operator's), from the Secret
+// --di-server-tls-secret (made the first time), or nil for plain HTTP.
+func replicasAPITLS(ctx context.Context, o options, client kubernetes.Interface, owner edgehub.Owner) (*tls.Config, []byte, error) {
+	var cert tls.Certificate
+	var ca []byte
+	var err error
+	switch {
+	case o.diServerCert != "":
+		if cert, err = tls.LoadX509KeyPair(o.diServerCert, o.diServerKey); err != nil {
+			return nil, nil, fmt.Errorf("loading --di-server-cert-file: %w", err)
 		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	case o.diServerTLSSecret != "":
+		u, _ := url.Parse(o.diServerURL) // validated
+		cert, ca, err = selfcert.Secret{
+			Client: client, Namespace: o.edgeNamespace, Name: o.diServerTLSSecret, Hostnames: []string{u.Hostname()}, Subject: "nereid-di-server",
+			Own: func(m *metav1.ObjectMeta) bool { return edgehub.OwnedBy(m, owner()) },
+		}.Certificate(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the replicas API's certificate (--di-server-tls-secret): %w", err)
+		}
+	default:
+		return nil, nil, nil
 	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ca, nil
+}
+
+// serveReplicasAPI serves the DIJob replicas HTTP API on --di-server-address
+// until ctx is done, over HTTPS when tlsConfig is set.
+func serveReplicasAPI(ctx context.Context, o options, api *diserver.Server, tlsConfig *tls.Config) error {
 	ln, err := net.Listen("tcp", o.diServerAddress)
 	if err != nil {
 		return fmt.Errorf("listening on --di-server-address %s: %w", o.diServerAddress, err)
 	}
 	klog.FromContext(ctx).Info("Serving the DIJob replicas API", "address", ln.Addr().String(), "tls", tlsConfig != nil)
 	return api.Serve(ctx, ln, tlsConfig)
+}
+
+func firstOf(list []string) string {
+	if len(list) == 0 {
+		return ""
+	}
+	return list[0]
 }
 
 // servesDIJobs says whether the API server serves the DIJob resource.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/internal/command"
@@ -52,6 +54,7 @@ type options struct {
 	diServerAddress   string
 	diServerCert      string
 	diServerKey       string
+	diServerTLSSecret string
 	diServerAudiences string
 	allocatorPeriod   time.Duration
 	clusterDomain     string
@@ -122,8 +125,13 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Serving certificate (PEM) of the replicas API; with --di-server-key-file it serves HTTPS. Empty serves plain HTTP: put it behind a network that carries tokens safely.")
 	fs.StringVar(&o.diServerKey, "di-server-key-file", "",
 		"Private key of --di-server-cert-file (PEM).")
+	fs.StringVar(&o.diServerTLSSecret, "di-server-tls-secret", "",
+		"Secret in --edge-namespace holding a serving certificate the GlobalManager makes itself for the replicas API, and its CA: generated the first time, "+
+			"reissued from the same CA when it nears expiry or lacks the host of --di-server-url. The API then serves HTTPS, and every DIJob pod gets the CA "+
+			"(the file DI_SERVER_CA_FILE names). --di-server-cert-file, when given, wins.")
 	fs.StringVar(&o.diServerAudiences, "di-server-token-audiences", "",
-		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience.")
+		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience. "+
+			"Every DIJob pod gets a token of its ServiceAccount for the first one, bound to the pod (the file DI_SERVER_TOKEN_FILE names).")
 	fs.DurationVar(&o.edgeLinkGrace, "edge-link-grace", 10*time.Minute,
 		"How long a DIJob replica on an edge node whose link is down (its Lease in --edge-namespace says so) is counted as running: a failed or unknown phase "+
 			"seen meanwhile neither restarts the job nor counts it lost, and its pod tolerates the node's unreachable and not-ready taints that long before eviction.")
@@ -261,6 +269,14 @@ func (o *options) validate() error {
 	}
 	if (o.diServerCert == "") != (o.diServerKey == "") {
 		errs = append(errs, errors.New("--di-server-cert-file and --di-server-key-file go together"))
+	}
+	if o.diServerTLSSecret != "" {
+		if msgs := validation.IsDNS1123Subdomain(o.diServerTLSSecret); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--di-server-tls-secret %q: %s", o.diServerTLSSecret, strings.Join(msgs, "; ")))
+		}
+		if u, err := url.Parse(o.diServerURL); o.diServerCert == "" && (err != nil || u.Scheme != "https" || u.Hostname() == "") {
+			errs = append(errs, fmt.Errorf("--di-server-tls-secret needs --di-server-url of the form https://<host>:<port> (its host goes into the certificate), not %q", o.diServerURL))
+		}
 	}
 	if o.edgeLinkGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--edge-link-grace %s: want a positive duration", o.edgeLinkGrace))

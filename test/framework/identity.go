@@ -30,6 +30,12 @@ const (
 	GlobalManagerServiceAccount = "nereid-globalmanager"
 )
 
+// OwnOwnerLabelPolicy labels the namespace of a test that installs a release
+// of its own, with its own GlobalManager: the policy keeping the owner label
+// that the tests' GlobalManager identity brings (for the GlobalManager in
+// SystemNamespace) leaves that namespace to the release's policy.
+const OwnOwnerLabelPolicy = "nereid-test/own-owner-label-policy"
+
 // PlainManifests is the chart rendered with its default values.
 func PlainManifests() string {
 	return filepath.Join(RepoRoot(), "build", "deploy", "nereid.yaml")
@@ -74,6 +80,15 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 		for _, obj := range ReadManifests(t, source) {
 			if !rbacKinds[obj.GetKind()] {
 				continue
+			}
+			if obj.GetKind() == "ValidatingAdmissionPolicyBinding" {
+				// A test that installs a release of its own brings its own policy.
+				err := unstructured.SetNestedField(obj.Object, map[string]any{"matchExpressions": []any{
+					map[string]any{"key": OwnOwnerLabelPolicy, "operator": "DoesNotExist"},
+				}}, "spec", "matchResources", "namespaceSelector")
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 			all = append(all, obj)
 			if (obj.GetKind() == "Role" || obj.GetKind() == "RoleBinding") && obj.GetNamespace() == SystemNamespace {

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -75,6 +78,12 @@ type diResponse struct {
 // callReplicasAPI sends one request and returns the HTTP status and the body.
 func callReplicasAPI(t *testing.T, method, url, token, body string) (int, diResponse) {
 	t.Helper()
+	return callReplicasAPIWith(t, http.DefaultClient, method, url, token, body)
+}
+
+// callReplicasAPIWith is callReplicasAPI through client.
+func callReplicasAPIWith(t *testing.T, client *http.Client, method, url, token, body string) (int, diResponse) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +92,7 @@ func callReplicasAPI(t *testing.T, method, url, token, body string) (int, diResp
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,4 +183,74 @@ func TestDIJobReplicasAPIChangesThePodsForWhoMayEditTheJob(t *testing.T) {
 		j, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, diExample, metav1.GetOptions{})
 		return err == nil && j.Status.Profilings != nil && strings.Contains(string(j.Status.Profilings.Raw), "1200"), err
 	})
+}
+
+// As the chart serves it: HTTPS with a certificate the GlobalManager made
+// itself, and tokens of the API's own audience. Every pod of a DIJob gets
+// the CA and a token of that audience bound to it; with them a replica is
+// let in over TLS it verifies. A token for the API server, plain HTTP and a
+// client that does not trust the CA get nothing.
+func TestDIJobReplicasAPIServesTLSToItsOwnAudience(t *testing.T) {
+	ns := framework.Namespace(t)
+	const audience = "nereid-di-server"
+	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, "--di-server-address", "127.0.0.1:0",
+		"--di-server-tls-secret", "nereid-di-server-tls", "--di-server-url", "https://127.0.0.1:8081", "--di-server-token-audiences", audience)
+	addr := strings.TrimPrefix(replicasAPIAddress(t, gm), "http://")
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	pods, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	learner := pods["cartpole-dqn-learner-0"]
+	if learner == nil {
+		t.Fatalf("no learner among %v", keys(pods))
+	}
+	for _, want := range []string{"DI_SERVER_TOKEN_FILE", "DI_SERVER_CA_FILE"} {
+		if !slices.ContainsFunc(learner.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == want }) {
+			t.Errorf("the learner's environment lacks %s", want)
+		}
+	}
+	caPEM := learner.Annotations[dijob.AnnotationServerCA]
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(caPEM)) {
+		t.Fatalf("the learner's %s is no PEM certificate: %q", dijob.AnnotationServerCA, caPEM)
+	}
+	secret, err := framework.KubeClient(t).CoreV1().Secrets(ns).Get(t.Context(), "nereid-di-server-tls", metav1.GetOptions{})
+	if err != nil || string(secret.Data["ca.crt"]) != caPEM {
+		t.Fatalf("the Secret's CA is not the pods' (err %v)", err)
+	}
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	url := fmt.Sprintf("https://%s/v2alpha1/job/%s.%s/replicas", addr, ns, diExample)
+
+	// The token the kubelet projects into the learner: its ServiceAccount's,
+	// for the API's audience, bound to the pod.
+	own, err := framework.NewBoundToken(t.Context(), framework.KubeClient(t), learner, audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, r := callReplicasAPIWith(t, trusting, http.MethodGet, url, own, ""); code != http.StatusOK || !r.Success {
+		t.Errorf("GET with the learner's own token over verified TLS: %d %+v, want 200", code, r)
+	}
+	// The same pod's token for the API server is not one for this API.
+	apiServer, err := framework.NewBoundToken(t.Context(), framework.KubeClient(t), learner, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, r := callReplicasAPIWith(t, trusting, http.MethodGet, url, apiServer, ""); code != http.StatusUnauthorized {
+		t.Errorf("GET with a token for the API server: %d %+v, want 401", code, r)
+	}
+	// No token crosses in clear, nor to a server the client cannot verify.
+	resp, err := http.Get("http://" + addr + "/v2alpha1/job/" + ns + "." + diExample + "/replicas")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP: 200, want the TLS server's refusal")
+		}
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Error("a client that does not trust the GlobalManager's CA connected")
+	}
 }

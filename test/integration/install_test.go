@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,14 @@ const installRelease = "install"
 func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *testing.T) {
 	ns := framework.Namespace(t)
 	kube := framework.KubeClient(t)
-	if out, err := framework.Helm(t, "install", installRelease, framework.ChartDir(), "--namespace", ns); err != nil {
+	// The release's GlobalManager makes children here, under the release's
+	// own owner-label policy, kept to this namespace so that it lets other
+	// tests' GlobalManagers be; the tests' policy leaves it alone.
+	if _, err := framework.Kubectl(t, "label", "namespace", ns, framework.OwnOwnerLabelPolicy+"=true"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := framework.Helm(t, "install", installRelease, framework.ChartDir(), "--namespace", ns,
+		"--set-json", `ownerLabelPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"`+ns+`"}}`); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	uninstalled := false
@@ -278,9 +286,12 @@ func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, er
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), namespaced: true, selector: release},
 		{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), namespaced: true},
 		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: edgehub.TLSSecretName},
+		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: installRelease + "-nereid-di-server-tls"},
 		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespaced: true, named: edgehub.CAConfigMapName},
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), named: clusterName},
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), named: clusterName},
+		{gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), named: clusterName + "-owner-label"},
+		{gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"), named: clusterName + "-owner-label"},
 	}
 	client := dynamicClient(t)
 	var left []string

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 )
 
 // Defaults of Config.
@@ -69,7 +71,7 @@ const (
 	// LocalControllers trust.
 	CAConfigMapName = "nereid-edgehub-ca"
 	// CAKey is the key of the CA certificate in the Secret and the ConfigMap.
-	CAKey = "ca.crt"
+	CAKey = selfcert.CAKey
 )
 
 // Config is the hub's configuration. A zero duration takes its default.

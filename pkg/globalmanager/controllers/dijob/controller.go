@@ -33,6 +33,13 @@ var jobKind = div2.DIJobKind
 type Config struct {
 	// ServerURL is the replicas HTTP API, as workers reach it (DI_SERVER_URL).
 	ServerURL string
+	// ServerTokenAudience, when set, is the audience of a token of the
+	// pod's ServiceAccount projected into every pod for the replicas API
+	// (DI_SERVER_TOKEN_FILE).
+	ServerTokenAudience string
+	// ServerCA, when set, is the CA (PEM) of the replicas API's certificate,
+	// put into every pod (DI_SERVER_CA_FILE).
+	ServerCA []byte
 	// ClusterDomain is the cluster's DNS domain, the tail of every replica's
 	// name in DI_NODES.
 	ClusterDomain string

@@ -164,6 +164,7 @@ func (c *Controller) newPod(job *div2.DIJob, r replica, total int, shared []core
 	if selectsEdge(&pod.Spec) {
 		tolerateLinkLoss(&pod.Spec, c.config.EdgeLinkGrace)
 	}
+	c.addServerCredentials(pod)
 	pod.Spec.Hostname = r.name
 	pod.Spec.Subdomain = ServiceName(job.Name)
 	// DI-engine's workers do not resume; the controller restarts the job.

@@ -485,3 +485,59 @@ func TestRestartsAfterTheFirstBackOff(t *testing.T) {
 		t.Errorf("the delay after 20 restarts is %v, want the cap %v", d, restartBackoffMax)
 	}
 }
+
+// With a token audience and a CA for the replicas API, every container of
+// every pod finds a token for that audience, bound to its pod, and the CA,
+// in files the environment names; a template volume of the same name is
+// the author's and is left alone.
+func TestPodsCarryTheReplicasAPIsTokenAndCA(t *testing.T) {
+	job := exampleJob(t)
+	f := newFixture(t, job)
+	f.c.config.ServerURL = "https://nereid-di-server.nereid-system.svc:8081"
+	f.c.config.ServerTokenAudience = "nereid-di-server"
+	f.c.config.ServerCA = []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	created, _ := f.sync(t, job)
+	if len(created) == 0 {
+		t.Fatal("no pods made")
+	}
+	for _, p := range created {
+		if p.Annotations[AnnotationServerCA] != string(f.c.config.ServerCA) {
+			t.Errorf("%s: annotation %s = %q, want the CA", p.Name, AnnotationServerCA, p.Annotations[AnnotationServerCA])
+		}
+		i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == serverVolume })
+		if i < 0 || p.Spec.Volumes[i].Projected == nil || len(p.Spec.Volumes[i].Projected.Sources) != 2 {
+			t.Fatalf("%s: volumes %+v, want a projected %s of a token and the CA", p.Name, p.Spec.Volumes, serverVolume)
+		}
+		token, ca := p.Spec.Volumes[i].Projected.Sources[0].ServiceAccountToken, p.Spec.Volumes[i].Projected.Sources[1].DownwardAPI
+		if token == nil || token.Audience != "nereid-di-server" || token.Path != "token" || token.ExpirationSeconds == nil || *token.ExpirationSeconds != ServerTokenLifetime {
+			t.Errorf("%s: token projection %+v, want audience nereid-di-server at token, %d s", p.Name, token, ServerTokenLifetime)
+		}
+		if ca == nil || ca.Items[0].Path != "ca.crt" || ca.Items[0].FieldRef.FieldPath != "metadata.annotations['"+AnnotationServerCA+"']" {
+			t.Errorf("%s: CA projection %+v, want the annotation at ca.crt", p.Name, ca)
+		}
+		for _, c := range p.Spec.Containers {
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == serverVolume && m.MountPath == ServerCredentialsDir && m.ReadOnly
+			}) {
+				t.Errorf("%s/%s: mounts %+v, want %s read-only at %s", p.Name, c.Name, c.VolumeMounts, serverVolume, ServerCredentialsDir)
+			}
+		}
+		if got := env(p, "DI_SERVER_TOKEN_FILE"); got != ServerCredentialsDir+"/token" {
+			t.Errorf("%s: DI_SERVER_TOKEN_FILE = %q", p.Name, got)
+		}
+		if got := env(p, "DI_SERVER_CA_FILE"); got != ServerCredentialsDir+"/ca.crt" {
+			t.Errorf("%s: DI_SERVER_CA_FILE = %q", p.Name, got)
+		}
+	}
+
+	// A template volume of that name is the author's.
+	job = exampleJob(t)
+	job.Spec.Tasks[0].Template.Spec.Volumes = append(job.Spec.Tasks[0].Template.Spec.Volumes,
+		corev1.Volume{Name: serverVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	f = newFixture(t, job)
+	f.c.config = Config{ServerURL: "https://x:8081", ServerTokenAudience: "nereid-di-server"}
+	created, _ = f.sync(t, job)
+	if i := slices.IndexFunc(created[0].Spec.Volumes, func(v corev1.Volume) bool { return v.Name == serverVolume }); i < 0 || created[0].Spec.Volumes[i].EmptyDir == nil {
+		t.Errorf("%s: the template's own %s volume was replaced: %+v", created[0].Name, serverVolume, created[0].Spec.Volumes)
+	}
+}
