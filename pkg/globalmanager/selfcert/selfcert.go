@@ -286,4 +286,3 @@ func serialNumber() *big.Int {
 	}
 	return n
 }
-
