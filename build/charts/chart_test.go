@@ -573,8 +573,15 @@ func TestChartOwnerLabelPolicy(t *testing.T) {
 	r := render(t, "ml-edge")
 	var vap admissionregistrationv1.ValidatingAdmissionPolicy
 	r.get(t, "ValidatingAdmissionPolicy/ml-edge-nereid-globalmanager-owner-label", &vap)
-	if len(vap.Spec.Variables) != 1 || !strings.Contains(vap.Spec.Variables[0].Expression, `"system:serviceaccount:ml-edge:nereid-globalmanager"`) {
-		t.Errorf("the policy does not name the release's GlobalManager: %+v", vap.Spec.Variables)
+	writers := func() string {
+		i := slices.IndexFunc(vap.Spec.Variables, func(v admissionregistrationv1.Variable) bool { return v.Name == "globalManager" })
+		if i < 0 {
+			t.Fatalf("the policy has no variable globalManager: %+v", vap.Spec.Variables)
+		}
+		return vap.Spec.Variables[i].Expression
+	}
+	if got, want := writers(), `variables.user in ["system:serviceaccount:ml-edge:nereid-globalmanager"]`; got != want {
+		t.Errorf("the policy's GlobalManager is %s, want %s", got, want)
 	}
 	if vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
 		t.Errorf("failurePolicy %v, want Fail", vap.Spec.FailurePolicy)
@@ -588,8 +595,8 @@ func TestChartOwnerLabelPolicy(t *testing.T) {
 	two := render(t, "ml-edge", "--set-json", `ownerLabelPolicy.extraWriters=["system:serviceaccount:other:nereid-globalmanager"]`,
 		"--set-json", `ownerLabelPolicy.namespaceSelector={"matchLabels":{"team":"ml"}}`)
 	two.get(t, "ValidatingAdmissionPolicy/ml-edge-nereid-globalmanager-owner-label", &vap)
-	if want := `["system:serviceaccount:ml-edge:nereid-globalmanager","system:serviceaccount:other:nereid-globalmanager"]`; !strings.Contains(vap.Spec.Variables[0].Expression, want) {
-		t.Errorf("with extraWriters the policy allows %s, want %s", vap.Spec.Variables[0].Expression, want)
+	if want := `["system:serviceaccount:ml-edge:nereid-globalmanager","system:serviceaccount:other:nereid-globalmanager"]`; !strings.Contains(writers(), want) {
+		t.Errorf("with extraWriters the policy allows %s, want %s", writers(), want)
 	}
 	two.get(t, "ValidatingAdmissionPolicyBinding/ml-edge-nereid-globalmanager-owner-label", &binding)
 	if ms := binding.Spec.MatchResources; ms == nil || ms.NamespaceSelector == nil || ms.NamespaceSelector.MatchLabels["team"] != "ml" {

@@ -184,6 +184,16 @@ func servingCertProblem(data map[string][]byte, names []string, now time.Time) s
 			return "the certificate does not hold " + n
 		}
 	}
+	// What trusts the CA must be able to verify the certificate: one the CA
+	// did not sign (a Secret put together by hand, half replaced) is made
+	// again.
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data[CAKey]) {
+		return "the CA certificate does not parse"
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return "the certificate does not verify against the CA: " + err.Error()
+	}
 	return ""
 }
 
