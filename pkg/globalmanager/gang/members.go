@@ -24,8 +24,9 @@ func (m *Members) Add(spec *corev1.PodSpec, n int32) {
 		m.PriorityClassName = spec.PriorityClassName
 	}
 	// The pod's effective requests: init containers, sidecars and overhead
-	// counted as the scheduler counts them.
-	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
+	// counted as the scheduler counts them, of the pod the API server will
+	// make (a container's limits stand for its unset requests).
+	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *requestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{})
 	if m.Requests == nil {
 		m.Requests = corev1.ResourceList{}
 	}
@@ -36,4 +37,35 @@ func (m *Members) Add(spec *corev1.PodSpec, n int32) {
 		}
 		m.Requests[name] = total
 	}
+}
+
+// requestsDefaulted is spec with each container's unset requests taken from
+// its limits, as the API server defaults a pod (templates are not
+// defaulted); spec itself when nothing is to take.
+func requestsDefaulted(spec *corev1.PodSpec) *corev1.PodSpec {
+	var out *corev1.PodSpec
+	for _, list := range []func(*corev1.PodSpec) []corev1.Container{
+		func(s *corev1.PodSpec) []corev1.Container { return s.InitContainers },
+		func(s *corev1.PodSpec) []corev1.Container { return s.Containers },
+	} {
+		for i, c := range list(spec) {
+			for name, q := range c.Resources.Limits {
+				if _, set := c.Resources.Requests[name]; set {
+					continue
+				}
+				if out == nil {
+					out = spec.DeepCopy()
+				}
+				r := &list(out)[i].Resources
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
+	if out == nil {
+		return spec
+	}
+	return out
 }

@@ -84,7 +84,8 @@ func (g *group) workload() *schedulingv1beta1.Workload {
 			ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{
 				APIGroup: g.ownerKind.Group, Kind: g.ownerKind.Kind, Name: g.owner.GetName(),
 			},
-			PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{Name: templateName, SchedulingPolicy: g.gangPolicy()}},
+			PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{Name: templateName, SchedulingPolicy: g.gangPolicy(),
+				PriorityClassName: g.priorityClassName}},
 		},
 	}
 }
@@ -94,8 +95,9 @@ func (g *group) podGroup() *schedulingv1beta1.PodGroup {
 	return &schedulingv1beta1.PodGroup{
 		ObjectMeta: g.meta(),
 		Spec: schedulingv1beta1.PodGroupSpec{
-			WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: g.name, TemplateName: templateName},
-			SchedulingPolicy: g.gangPolicy(),
+			WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: g.name, TemplateName: templateName},
+			SchedulingPolicy:  g.gangPolicy(),
+			PriorityClassName: g.priorityClassName,
 		},
 	}
 }

@@ -33,6 +33,10 @@ func TestMembersAddSumsRequestsTimesReplicas(t *testing.T) {
 	}}}
 	withOverhead := workerSpec("500m", "1Gi")
 	withOverhead.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}
+	limitsOnly := workerSpec("500m", "1Gi")
+	limitsOnly.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), "nvidia.com/gpu": resource.MustParse("1"),
+	}, Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 
 	for name, tc := range map[string]struct {
 		adds         []add
@@ -64,6 +68,11 @@ func TestMembersAddSumsRequestsTimesReplicas(t *testing.T) {
 			adds:         []add{{withOverhead, 2}},
 			wantCount:    2,
 			wantRequests: map[string]any{"cpu": "1", "memory": "2304Mi"},
+		},
+		"limits stand for unset requests, as the API server defaults them": {
+			adds:         []add{{limitsOnly, 2}},
+			wantCount:    2,
+			wantRequests: map[string]any{"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "2"},
 		},
 		"no replicas add nothing": {
 			adds:      []add{{workerSpec("1", "1Gi"), 0}, {workerSpec("1", "1Gi"), -1}},
@@ -99,6 +108,23 @@ func TestMembersAddSumsRequestsTimesReplicas(t *testing.T) {
 				t.Errorf("PriorityClassName = %q, want %q", m.PriorityClassName, tc.wantPriority)
 			}
 		})
+	}
+	if _, set := limitsOnly.Containers[0].Resources.Requests[corev1.ResourceCPU]; set {
+		t.Error("Add set requests on the template it was given")
+	}
+}
+
+// The Kubernetes Workload's PodGroup template and the PodGroup carry the
+// job's priority class, which Kubernetes' gang scheduling weighs.
+func TestKubernetesGroupCarriesThePriorityClass(t *testing.T) {
+	m := members(2)
+	m.PriorityClassName = "high"
+	g := testGroup(Kubernetes, nil, m, 0)
+	if got := g.workload().Spec.PodGroupTemplates[0].PriorityClassName; got != "high" {
+		t.Errorf("the Workload's template has priorityClassName %q, want high", got)
+	}
+	if got := g.podGroup().Spec.PriorityClassName; got != "high" {
+		t.Errorf("the PodGroup has priorityClassName %q, want high", got)
 	}
 }
 
