@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,13 +118,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 	}
 
 	// The allocator found a better placement for this preemptible job: every
-	// pod is made again there.
-	if satisfied && c.placer.startMove(key) {
-		if err := c.children.DeletePods(ctx, key, job, live, "the allocator moves the job to a better placement"); err != nil {
-			return nil, err
-		}
-		status.Reschedules++
-		return setPhase(status, div2.JobRescheduling, "Moved", fmt.Sprintf("the allocator moves the job to a better placement (move %d); every pod is made again", status.Reschedules), now, corev1.EventTypeNormal), nil
+	// pod is made again there, the move counted first (AnnotationMove).
+	if n, marked := moveOf(live); marked || (satisfied && c.placer.startMove(key)) {
+		return c.move(ctx, key, job, status, live, n, marked, satisfied, now)
 	}
 	byName := common.ByName(pods)
 	var missingReplicas []replica
@@ -266,9 +264,8 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 			return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
 		}
 		n = status.Restarts + 1
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationRestart, strconv.Itoa(int(n)))
-		if _, err := c.children.Client.CoreV1().Pods(failed.Namespace).Patch(ctx, failed.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return nil, fmt.Errorf("marking failed pod %s/%s with restart %d: %w", failed.Namespace, failed.Name, n, err)
+		if err := c.mark(ctx, failed, AnnotationRestart, n); err != nil {
+			return nil, err
 		}
 	}
 	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, n, limit)
@@ -284,6 +281,63 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 		return nil, err
 	}
 	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
+}
+
+// AnnotationMove, on a pod of a preemptible job, is the number of the move
+// (status.reschedules) that deletes it, written before the count and the
+// deletions as AnnotationRestart is: a lost status write or a GlobalManager
+// stopping in between neither loses a move nor counts one twice. (A
+// GlobalManager that starts again finds the mark without the placement
+// chosen, and places the job afresh.)
+const AnnotationMove = "nereid.io/move"
+
+// move carries out a move of the job in three steps, each its own sync: a
+// live pod is marked with the move's number, the count is written, then
+// every pod goes and is made again on the new placement.
+func (c *Controller) move(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, n int32, marked, satisfied bool, now metav1.Time) ([]common.Event, error) {
+	if !marked {
+		if len(live) == 0 {
+			return nil, nil // nothing to move; the placement applies as pods are made
+		}
+		n = status.Reschedules + 1
+		first := slices.MinFunc(live, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+		if err := c.mark(ctx, first, AnnotationMove, n); err != nil {
+			return nil, err
+		}
+	}
+	msg := fmt.Sprintf("the allocator moves the job to a better placement (move %d); every pod is made again", n)
+	if status.Reschedules < n {
+		// The count first: the pods go once the status holds it.
+		status.Reschedules = n
+		return setPhase(status, div2.JobRescheduling, "Moved", msg, now, corev1.EventTypeNormal), nil
+	}
+	if !satisfied {
+		return nil, nil
+	}
+	if err := c.children.DeletePods(ctx, key, job, live, "the allocator moves the job to a better placement"); err != nil {
+		return nil, err
+	}
+	return setPhase(status, div2.JobRescheduling, "Moved", msg, now, corev1.EventTypeNormal), nil
+}
+
+// mark writes n under annotation on pod: the number of the restart or move
+// that is to delete it, before the count and the deletions.
+func (c *Controller) mark(ctx context.Context, pod *corev1.Pod, annotation string, n int32) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotation, strconv.Itoa(int(n)))
+	if _, err := c.children.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("marking pod %s/%s with %s %d: %w", pod.Namespace, pod.Name, annotation, n, err)
+	}
+	return nil
+}
+
+// moveOf is the move a live pod is marked for, when one is.
+func moveOf(live []*corev1.Pod) (int32, bool) {
+	for _, p := range live {
+		if n, err := strconv.ParseInt(p.Annotations[AnnotationMove], 10, 32); err == nil && n > 0 {
+			return int32(n), true
+		}
+	}
+	return 0, false
 }
 
 // restartOf is the restart a failed pod's failure causes, when it is marked.

@@ -541,3 +541,56 @@ func TestPodsCarryTheReplicasAPIsTokenAndCA(t *testing.T) {
 		t.Errorf("%s: the template's own %s volume was replaced: %+v", created[0].Name, serverVolume, created[0].Spec.Volumes)
 	}
 }
+
+// A move of a preemptible job is counted before its pods go, as a restart
+// is: the move's number is marked on a pod, written to status, and only
+// then is every pod deleted; a lost status write neither loses the move nor
+// counts it twice, and a mark found after a restart of the GlobalManager is
+// carried out.
+func TestAMoveIsCountedBeforeItsPodsGo(t *testing.T) {
+	job := exampleJob(t)
+	job.Spec.Preemptible = true
+	made, _ := newFixture(t, job).sync(t, job)
+	running := withPhase(made, corev1.PodRunning)
+	f := newFixture(t, job, running...)
+	f.sync(t, job)
+	job.Status = f.status(t, job)
+
+	// The move chosen: one pod is marked, the count goes to status, nothing
+	// is deleted.
+	f = newFixture(t, job, running...)
+	status := job.Status.DeepCopy()
+	if _, err := f.c.move(t.Context(), ns+"/"+job.Name, job, status, running, 0, false, true, metav1.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.kube.Actions()); n != 1 {
+		t.Errorf("%d API calls, want the one mark: %v", n, f.kube.Actions())
+	}
+	got, err := f.kube.CoreV1().Pods(ns).Get(t.Context(), "cartpole-dqn-collector-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[AnnotationMove] != "1" || status.Reschedules != 1 || status.Phase != div2.JobRescheduling {
+		t.Fatalf("after the move was chosen: mark %q, reschedules %d, phase %s; want 1, 1, Rescheduling",
+			got.Annotations[AnnotationMove], status.Reschedules, status.Phase)
+	}
+
+	markedPods := append([]*corev1.Pod(nil), running...)
+	markedPods[1] = got // collector-0, rank 1
+	// A sync whose status write was lost (or a GlobalManager that started
+	// again) finds the mark and counts it, once, deleting nothing.
+	f = newFixture(t, job, markedPods...)
+	if _, deleted := f.sync(t, job); len(deleted) != 0 || f.status(t, job).Reschedules != 1 {
+		t.Fatalf("with the mark, the count not written: deleted %v, reschedules %d; want nothing and 1", deleted, f.status(t, job).Reschedules)
+	}
+	// The count written: every pod goes, and the count stays.
+	job.Status.Reschedules = 1
+	f = newFixture(t, job, markedPods...)
+	_, deleted := f.sync(t, job)
+	if want := []string{"cartpole-dqn-collector-0", "cartpole-dqn-collector-1", "cartpole-dqn-evaluator-0", "cartpole-dqn-learner-0"}; !slices.Equal(deleted, want) {
+		t.Fatalf("after the count was written deleted %v, want every pod %v", deleted, want)
+	}
+	if st := f.status(t, job); st.Reschedules != 1 || st.Phase != div2.JobRescheduling {
+		t.Errorf("status reschedules %d phase %s, want 1 Rescheduling", st.Reschedules, st.Phase)
+	}
+}
