@@ -39,33 +39,24 @@ func (m *Members) Add(spec *corev1.PodSpec, n int32) {
 	}
 }
 
-// requestsDefaulted is spec with each container's unset requests taken from
-// its limits, as the API server defaults a pod (templates are not
-// defaulted); spec itself when nothing is to take.
+// requestsDefaulted is a copy of spec with each container's unset requests
+// taken from its limits, as the API server defaults a pod (templates are
+// not defaulted).
 func requestsDefaulted(spec *corev1.PodSpec) *corev1.PodSpec {
-	var out *corev1.PodSpec
-	for _, list := range []func(*corev1.PodSpec) []corev1.Container{
-		func(s *corev1.PodSpec) []corev1.Container { return s.InitContainers },
-		func(s *corev1.PodSpec) []corev1.Container { return s.Containers },
-	} {
-		for i, c := range list(spec) {
-			for name, q := range c.Resources.Limits {
-				if _, set := c.Resources.Requests[name]; set {
+	out := spec.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.InitContainers, out.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, q := range r.Limits {
+				if _, set := r.Requests[name]; set {
 					continue
 				}
-				if out == nil {
-					out = spec.DeepCopy()
-				}
-				r := &list(out)[i].Resources
 				if r.Requests == nil {
 					r.Requests = corev1.ResourceList{}
 				}
 				r.Requests[name] = q.DeepCopy()
 			}
 		}
-	}
-	if out == nil {
-		return spec
 	}
 	return out
 }

@@ -333,8 +333,8 @@ func (c *Controller) mark(ctx context.Context, pod *corev1.Pod, annotation strin
 // moveOf is the move a live pod is marked for, when one is.
 func moveOf(live []*corev1.Pod) (int32, bool) {
 	for _, p := range live {
-		if n, err := strconv.ParseInt(p.Annotations[AnnotationMove], 10, 32); err == nil && n > 0 {
-			return int32(n), true
+		if n, ok := markOf(p, AnnotationMove); ok {
+			return n, true
 		}
 	}
 	return 0, false
@@ -342,7 +342,12 @@ func moveOf(live []*corev1.Pod) (int32, bool) {
 
 // restartOf is the restart a failed pod's failure causes, when it is marked.
 func restartOf(pod *corev1.Pod) (int32, bool) {
-	n, err := strconv.ParseInt(pod.Annotations[AnnotationRestart], 10, 32)
+	return markOf(pod, AnnotationRestart)
+}
+
+// markOf is the number mark wrote under annotation on pod, when it did.
+func markOf(pod *corev1.Pod, annotation string) (int32, bool) {
+	n, err := strconv.ParseInt(pod.Annotations[annotation], 10, 32)
 	return int32(n), err == nil && n > 0
 }
 
