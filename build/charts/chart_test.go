@@ -150,6 +150,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"di-server-tls-secret":      "nereid-di-server-tls",
 		"di-server-token-audiences": "nereid-di-server",
 		"gang-scheduler":            "auto",
+		"quota-backfill-limit":      "3",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
 		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)

@@ -42,6 +42,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
@@ -268,12 +269,16 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		return err
 	}
 
+	// Jobs are made whole or not at all under the namespace's quotas.
+	admitter := admission.NewManager(admission.Config{Kube: kubeClient, Namespace: o.namespace, BackfillLimit: o.quotaBackfill})
+
 	fl, err := federatedlearning.NewController(ctx, kubeClient, sednaClient,
 		v1.FederatedLearningJobs(), v1.Models(), v1.Datasets(),
 		kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(),
 		recorder, metrics, federatedlearning.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 			AggregationPort: int32(o.aggregationPort), ChildEventBatchPeriod: o.childBatchPeriod, Gangs: gangs,
+			Admission: admitter,
 		})
 	if err != nil {
 		return fmt.Errorf("building federated learning controller: %w", err)
@@ -284,6 +289,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		kubeFactory.Autoscaling().V2().HorizontalPodAutoscalers(),
 		recorder, metrics, jointinference.Config{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
+			Admission: admitter,
 		})
 	if err != nil {
 		return fmt.Errorf("building joint inference controller: %w", err)
@@ -291,6 +297,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	cycleConfig := learningcycle.Config{
 		LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		StageAttempts: int32(o.stageAttempts), HistoryLimit: o.cycleHistoryLimit, ChildEventBatchPeriod: o.childBatchPeriod,
+		Admission: admitter,
 	}
 	il, err := incrementallearning.NewController(ctx, kubeClient, sednaClient,
 		v1.IncrementalLearningJobs(), v1.Models(), v1.Datasets(), kubeFactory.Core().V1().Pods(),
@@ -343,7 +350,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 			kubeFactory.Core().V1().Pods(), kubeFactory.Core().V1().Services(), recorder, metrics, dijob.Config{
 				ServerURL: o.diServerURL, ServerTokenAudience: firstOf(command.SplitList(o.diServerAudiences)), ServerCA: diCA,
 				ClusterDomain: o.clusterDomain, ChildEventBatchPeriod: o.childBatchPeriod,
-				Allocation: allocation, EdgeLinkGrace: o.edgeLinkGrace, Gangs: gangs,
+				Allocation: allocation, EdgeLinkGrace: o.edgeLinkGrace, Gangs: gangs, Admission: admitter,
 				Links: edgehub.Links{Client: kubeClient, Namespace: o.edgeNamespace},
 			})
 		if err != nil {
@@ -414,6 +421,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 	sednaFactory.Start(ctx.Done())
 	gangs.Start(ctx)
 	defer gangs.Shutdown()
+	admitter.Start(ctx)
 	if usageFactory != nil {
 		// Started by the DIJob controller when it first syncs a DIJob.
 		defer usageFactory.Shutdown()

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/internal/command"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
@@ -59,6 +60,7 @@ type options struct {
 	allocatorPeriod   time.Duration
 	clusterDomain     string
 	gangScheduler     string
+	quotaBackfill     int
 
 	leaderElect      bool
 	leaseNamespace   string
@@ -148,6 +150,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"coscheduling (a PodGroup of scheduling.x-k8s.io/v1alpha1, for the scheduler-plugins coscheduling plugin), "+
 			"none (pods are placed one by one), or auto: the first of kubernetes, volcano, coscheduling the API server serves, else none. "+
 			"A job's annotation "+gang.AnnotationScheduler+" overrides it. A mode named here that the API server does not serve stops the GlobalManager.")
+	fs.IntVar(&o.quotaBackfill, "quota-backfill-limit", admission.DefaultBackfillLimit,
+		"In a namespace with ResourceQuotas, jobs are admitted whole, highest pod priority first, then oldest first. "+
+			"A job that does not fit lets later, smaller jobs that fit go ahead of it at most this many times; "+
+			"then the jobs behind it wait until it fits. 0 keeps strict order.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local",
 		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
 	fs.StringVar(&o.lcServer, "lc-server", "",
@@ -283,6 +289,9 @@ func (o *options) validate() error {
 	}
 	if _, err := gang.ParseMode(o.gangScheduler); err != nil {
 		errs = append(errs, fmt.Errorf("--gang-scheduler: %w", err))
+	}
+	if o.quotaBackfill < 0 {
+		errs = append(errs, fmt.Errorf("--quota-backfill-limit %d: want 0 or more", o.quotaBackfill))
 	}
 	if o.allocatorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", o.allocatorPeriod))

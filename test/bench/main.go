@@ -41,6 +41,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -63,6 +64,7 @@ type options struct {
 	respec     int
 	out        string
 	gmFlags    string // more flags for the section's GlobalManager
+	quota      bool
 	dijob      dijobOptions
 	edge       edgeOptions
 }
@@ -84,10 +86,15 @@ func main() {
 	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
 	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
 	flag.StringVar(&o.gmFlags, "gm-flags", "", "More flags for the GlobalManager section's GlobalManager, space-separated (say \"--federatedlearningjob-workers=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
+	flag.BoolVar(&o.quota, "quota", false, "Give the ceiling's, the floor's and the GlobalManager's namespaces a ResourceQuota (pods, services; room for every job): "+
+		"all three then pay the API server's quota admission, and the GlobalManager's ratio to them shows what its own admission of jobs under a quota costs.")
 	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
 	o.dijob.addFlags(flag.CommandLine)
 	o.edge.addFlags(flag.CommandLine)
 	flag.Parse()
+	if o.quota {
+		quotaJobs = o.jobs
+	}
 	if o.only != "" && o.only != "globalmanager" && o.only != "dijob" && o.only != "edge" && o.only != "edge-scale" {
 		fmt.Fprintf(os.Stderr, "bench: -only %q: want globalmanager, dijob, edge or edge-scale\n", o.only)
 		os.Exit(2)
@@ -285,7 +292,7 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 	gmRate := float64(4*o.jobs) / took.Seconds()
 	results = append(results,
 		result{Name: "GlobalManager: pods+services created", Value: round(gmRate), Unit: "objects/s",
-			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs, profiled(), gmProfiled()) + gmFlagsNote(o.gmFlags)},
+			Note: fmt.Sprintf("%d objects in %s; %s; %s; %s; %s", 4*o.jobs, took.Round(time.Millisecond), describeUsage(u0, u1, took), syncs, profiled(), gmProfiled()) + gmFlagsNote(o.gmFlags) + quotaNote()},
 		result{Name: "GlobalManager rate / ceiling", Value: round(gmRate / c.rate), Unit: "ratio", Goal: ">= 0.8"},
 		result{Name: "GlobalManager rate / floor", Value: round(gmRate / floor.rate), Unit: "ratio",
 			Note: "what the GlobalManager costs beyond the writes its jobs need"},
@@ -368,6 +375,9 @@ func measureCeiling(ctx context.Context, kube kubernetes.Interface, n int) (ceil
 		return ceiling{}, err
 	}
 	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
+		return ceiling{}, err
+	}
+	if err := addQuota(ctx, kube, ns); err != nil {
 		return ceiling{}, err
 	}
 	u0, err := sampleUsage(ctx, kube, 0)
@@ -536,11 +546,51 @@ func waitForServiceAccount(ctx context.Context, kube kubernetes.Interface, ns st
 	})
 }
 
+// quotaNote says, in a result's note, that the namespaces had quotas.
+func quotaNote() string {
+	if quotaJobs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; every namespace (ceiling, floor, GlobalManager) had a ResourceQuota with room for %d jobs (-quota)", 2*quotaJobs)
+}
+
+// quotaJobs, when not 0 (-quota), is how many jobs the ResourceQuota of
+// each bench namespace has room for.
+var quotaJobs int
+
+// addQuota gives ns a ResourceQuota with room for quotaJobs jobs (3 pods
+// and 1 Service each, and as much again) and waits until the quota
+// controller has counted its usage; nothing without -quota.
+func addQuota(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	if quotaJobs == 0 {
+		return nil
+	}
+	n := int64(2 * quotaJobs)
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		corev1.ResourcePods: *resource.NewQuantity(3*n, resource.DecimalSI), corev1.ResourceServices: *resource.NewQuantity(n, resource.DecimalSI),
+	}}}
+	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, "bench", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, pods := q.Status.Used[corev1.ResourcePods]
+		_, services := q.Status.Used[corev1.ResourceServices]
+		return pods && services, nil
+	})
+}
+
 func setupNamespace(ctx context.Context, kube kubernetes.Interface, sedna sednaclient.Interface, ns string) error {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
+		return err
+	}
+	if err := addQuota(ctx, kube, ns); err != nil {
 		return err
 	}
 	if _, err := sedna.SednaV1alpha1().Models(ns).Create(ctx, benchModel(), metav1.CreateOptions{}); err != nil {

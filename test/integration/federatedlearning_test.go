@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/test/framework"
@@ -281,10 +282,11 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
 }
 
-// TestFederatedLearningJobShowsCreationFailuresAndRecovers refuses pods with a
-// quota: the job says so in a condition and an event, is never Running with
-// workers missing, and completes its workers once the quota allows.
-func TestFederatedLearningJobShowsCreationFailuresAndRecovers(t *testing.T) {
+// TestFederatedLearningJobLargerThanItsQuotaWaitsWholeAndRecovers: a quota
+// of 2 pods cannot hold the example's 3: the job makes none of them, says
+// why in a condition and an event, is never Running, and is made whole
+// once the quota allows.
+func TestFederatedLearningJobLargerThanItsQuotaWaitsWholeAndRecovers(t *testing.T) {
 	ns := framework.Namespace(t)
 	kube := framework.KubeClient(t)
 	quota := &corev1.ResourceQuota{
@@ -294,41 +296,32 @@ func TestFederatedLearningJobShowsCreationFailuresAndRecovers(t *testing.T) {
 	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 30*time.Second, "the quota to be enforced", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 30*time.Second, "the quota to be counted", func(ctx context.Context) (bool, error) {
 		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, "pods", metav1.GetOptions{})
-		return err == nil && q.Status.Hard != nil, err
+		return err == nil && q.Status.Used != nil, err
 	})
 	framework.StartGlobalManager(t, ns)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
 	}
-	framework.Eventually(t, 30*time.Second, "a condition saying creation failed", func(ctx context.Context) (bool, error) {
-		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if job.Status.Phase == sednav1.FLJobRunning {
-			return false, fmt.Errorf("the job is Running with only 2 of 3 pods allowed")
-		}
-		c := common.FindJobCondition(job.Status.Conditions, "WorkersCreated")
-		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "CreateFailed" && strings.Contains(c.Message, "exceeded quota"), nil
+	flAdmitted(t, ns, flJob, corev1.ConditionFalse, admission.ReasonWaitingForQuota, "needs pods=3, more than the 2 quota pods allows in all")
+	framework.Eventually(t, 30*time.Second, "a WaitingForQuota event", func(ctx context.Context) (bool, error) {
+		out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
+		return err == nil && strings.Contains(out, admission.ReasonWaitingForQuota), nil
 	})
-	out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
-	if err != nil || !strings.Contains(out, "FailedCreate") {
-		t.Errorf("kubectl describe shows no FailedCreate event (%v):\n%s", err, out)
-	}
-	quota.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
-	q, err := kube.CoreV1().ResourceQuotas(ns).Get(t.Context(), "pods", metav1.GetOptions{})
+	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.Spec = quota.Spec
-	if _, err := kube.CoreV1().ResourceQuotas(ns).Update(t.Context(), q, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	if pods, err := livePods(t.Context(), t, ns, job); err != nil || len(pods) != 0 || job.Status.Phase != sednav1.FLJobPending {
+		t.Fatalf("phase %s and pods %v (%v) while waiting, want Pending and none", job.Status.Phase, podUIDs(pods), err)
 	}
-	job := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
-	if !common.IsJobConditionTrue(job.Status.Conditions, "WorkersCreated") {
-		t.Errorf("Running without WorkersCreated=True: %+v", job.Status.Conditions)
+	framework.Edit(t, kube.CoreV1().ResourceQuotas(ns).Get, kube.CoreV1().ResourceQuotas(ns).Update, "pods", func(q *corev1.ResourceQuota) {
+		q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
+	})
+	job = waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	if !common.IsJobConditionTrue(job.Status.Conditions, "WorkersCreated") || !common.IsJobConditionTrue(job.Status.Conditions, admission.ConditionAdmitted) {
+		t.Errorf("Running without WorkersCreated=True and Admitted=True: %+v", job.Status.Conditions)
 	}
 }
 

@@ -3,6 +3,8 @@ package gang
 import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // Members is what a job's pods add up to, from its templates: how many
@@ -26,7 +28,7 @@ func (m *Members) Add(spec *corev1.PodSpec, n int32) {
 	// The pod's effective requests: init containers, sidecars and overhead
 	// counted as the scheduler counts them, of the pod the API server will
 	// make (a container's limits stand for its unset requests).
-	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *requestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{})
+	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *common.RequestsDefaulted(spec)}, resourcehelper.PodResourcesOptions{})
 	if m.Requests == nil {
 		m.Requests = corev1.ResourceList{}
 	}
@@ -37,26 +39,4 @@ func (m *Members) Add(spec *corev1.PodSpec, n int32) {
 		}
 		m.Requests[name] = total
 	}
-}
-
-// requestsDefaulted is a copy of spec with each container's unset requests
-// taken from its limits, as the API server defaults a pod (templates are
-// not defaulted).
-func requestsDefaulted(spec *corev1.PodSpec) *corev1.PodSpec {
-	out := spec.DeepCopy()
-	for _, cs := range [][]corev1.Container{out.InitContainers, out.Containers} {
-		for i := range cs {
-			r := &cs[i].Resources
-			for name, q := range r.Limits {
-				if _, set := r.Requests[name]; set {
-					continue
-				}
-				if r.Requests == nil {
-					r.Requests = corev1.ResourceList{}
-				}
-				r.Requests[name] = q.DeepCopy()
-			}
-		}
-	}
-	return out
 }

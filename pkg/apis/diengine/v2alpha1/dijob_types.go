@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
 // +kubebuilder:printcolumn:name="Reschedules",type=integer,JSONPath=`.status.reschedules`
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine: tasks
@@ -205,18 +206,24 @@ const (
 type TaskStatus map[corev1.PodPhase]int32
 
 // ConditionType is the type of a DIJob's condition: one per phase, as
-// DI-orchestrator's, and Scheduled, whether its pods are placed (False with
-// reason WaitingForGang while its gang waits).
-// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled
+// DI-orchestrator's; Scheduled, whether its pods are placed (False with
+// reason WaitingForGang while its gang waits); and Admitted, whether the
+// namespace's ResourceQuotas hold it (False with reason WaitingForQuota
+// while it waits; none without quotas).
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted
 type ConditionType string
 
-// ConditionScheduled says whether a job's pods are placed.
-const ConditionScheduled ConditionType = "Scheduled"
+const (
+	// ConditionScheduled says whether a job's pods are placed.
+	ConditionScheduled ConditionType = "Scheduled"
+	// ConditionAdmitted says whether the namespace's quotas hold the job.
+	ConditionAdmitted ConditionType = "Admitted"
+)
 
-// JobCondition is one observation of a DIJob; its type is a phase, or
-// Scheduled.
+// JobCondition is one observation of a DIJob; its type is a phase,
+// Scheduled or Admitted.
 type JobCondition struct {
-	// The phase this condition is about, or Scheduled.
+	// The phase this condition is about, Scheduled or Admitted.
 	Type ConditionType `json:"type"`
 	// True, False or Unknown.
 	Status corev1.ConditionStatus `json:"status"`

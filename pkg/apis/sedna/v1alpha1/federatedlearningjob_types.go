@@ -13,6 +13,7 @@ import (
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // FederatedLearningJob trains one model from data that stays on the edge: a

@@ -199,3 +199,25 @@ func PodsToClean(pods []*corev1.Pod, policy string) []*corev1.Pod {
 	}
 	return doomed
 }
+
+// RequestsDefaulted is a copy of spec with each container's unset requests
+// taken from its limits, as the API server defaults a pod (templates are
+// not defaulted).
+func RequestsDefaulted(spec *corev1.PodSpec) *corev1.PodSpec {
+	out := spec.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.InitContainers, out.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, q := range r.Limits {
+				if _, set := r.Requests[name]; set {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}

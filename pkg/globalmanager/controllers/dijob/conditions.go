@@ -1,10 +1,13 @@
 package dijob
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
@@ -19,7 +22,7 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 	found := false
 	for i := range status.Conditions {
 		c := &status.Conditions[i]
-		if c.Type == div2.ConditionScheduled {
+		if c.Type == div2.ConditionScheduled || c.Type == div2.ConditionAdmitted {
 			continue // not a phase
 		}
 		if c.Type == div2.ConditionType(phase) {
@@ -61,26 +64,48 @@ func conditionMessage(status *div2.DIJobStatus, phase div2.Phase) string {
 // setScheduled sets the job's Scheduled condition to what its gang says,
 // and returns the events its change calls for.
 func setScheduled(status *div2.DIJobStatus, st gang.Status, now metav1.Time) []common.Event {
-	cond := div2.JobCondition{Type: div2.ConditionScheduled, Status: corev1.ConditionFalse, Reason: st.Reason, Message: st.Message,
+	return setCondition(status, div2.ConditionScheduled, st.Scheduled, st.Reason, st.Message, now, func(had, was bool, wasReason string) []common.Event {
+		return gang.Events(had, was, wasReason, st)
+	})
+}
+
+// setAdmitted sets the job's Admitted condition to what the quotas' admission
+// says, and returns the events its change calls for.
+func setAdmitted(status *div2.DIJobStatus, d admission.Decision, now metav1.Time) []common.Event {
+	had := slices.ContainsFunc(status.Conditions, func(c div2.JobCondition) bool { return c.Type == div2.ConditionAdmitted })
+	admitted, reason, message, ok := d.Condition(had)
+	if !ok {
+		return nil
+	}
+	return setCondition(status, div2.ConditionAdmitted, admitted, reason, message, now, func(had, was bool, _ string) []common.Event {
+		return admission.Events(had, was, admitted, reason, message)
+	})
+}
+
+// setCondition sets a condition that is not a phase to (ok, reason,
+// message) and returns the events events says its change calls for, given
+// whether it existed, was True, and with which reason.
+func setCondition(status *div2.DIJobStatus, t div2.ConditionType, ok bool, reason, message string, now metav1.Time, events func(had, was bool, wasReason string) []common.Event) []common.Event {
+	cond := div2.JobCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: message,
 		LastUpdateTime: now, LastTransitionTime: now}
-	if st.Scheduled {
+	if ok {
 		cond.Status = corev1.ConditionTrue
 	}
 	for i := range status.Conditions {
 		c := &status.Conditions[i]
-		if c.Type != div2.ConditionScheduled {
+		if c.Type != t {
 			continue
 		}
-		events := gang.Events(true, c.Status == corev1.ConditionTrue, c.Reason, st)
+		ev := events(true, c.Status == corev1.ConditionTrue, c.Reason)
 		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
-			return events
+			return ev
 		}
 		if c.Status == cond.Status {
 			cond.LastTransitionTime = c.LastTransitionTime
 		}
 		*c = cond
-		return events
+		return ev
 	}
 	status.Conditions = append(status.Conditions, cond)
-	return gang.Events(false, false, "", st)
+	return events(false, false, "")
 }

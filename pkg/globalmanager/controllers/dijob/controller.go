@@ -19,6 +19,7 @@ import (
 	diclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine/v2alpha1"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
@@ -58,6 +59,9 @@ type Config struct {
 	// Gangs hands each job's replicas to the cluster's gang scheduler; nil
 	// places them one by one.
 	Gangs *gang.Manager
+	// Admission admits each job's replicas against the namespace's
+	// ResourceQuotas, whole or not at all; nil admits all.
+	Admission *admission.Manager
 }
 
 // Controller reconciles DIJobs.
@@ -119,9 +123,12 @@ func NewController(
 		Status:       func(job *div2.DIJob) any { return &job.Status },
 		Recorder:     recorder,
 		Expectations: exp,
-		Forget:       func(key string) { c.placer.forget(key) },
-		Pods:         children[0],
-		Services:     children[1],
+		Forget: func(key string) {
+			c.placer.forget(key)
+			config.Admission.Forget(jobKind, key)
+		},
+		Pods:     children[0],
+		Services: children[1],
 	}
 	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, func() time.Time { return c.now() })
 	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
@@ -132,7 +139,7 @@ func NewController(
 	); err != nil {
 		return nil, err
 	}
-	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched))
+	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched), config.Admission.Watch(jobKind, c.queue.Add))
 	return c, nil
 }
 

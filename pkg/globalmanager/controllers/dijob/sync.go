@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
@@ -187,6 +188,30 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 			plan.Decorate(p, members)
 		}
 	}
+	// What is missing of the job (a scale-up's new replicas, its Service)
+	// is made only when the quotas hold all of it.
+	var quotaEvents []common.Event
+	var waiting string
+	req := admission.Request{Kind: jobKind, Key: key, Owner: job, Charge: admission.Charge{Pods: toCreate}}
+	if satisfied && len(toCreate) == 0 && len(missingReplicas) == 0 {
+		quotaEvents = setAdmitted(status, admission.Made, now)
+	}
+	if satisfied && len(toCreate) > 0 {
+		req.PriorityClassName = toCreate[0].Spec.PriorityClassName
+		if !haveService {
+			req.Charge.Objects = append(req.Charge.Objects, admission.Service)
+		}
+		d, err := c.config.Admission.Admit(ctx, req)
+		if err != nil {
+			c.placer.release(toCreate)
+			return nil, err
+		}
+		quotaEvents = setAdmitted(status, d, now)
+		if !d.Admitted {
+			c.placer.release(toCreate)
+			req.Charge.Pods, haveService, waiting = nil, true, d.Message
+		}
+	}
 	var actErr error
 	if satisfied {
 		errs := make([]error, 5)
@@ -198,19 +223,25 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, extra, "the job has fewer replicas") })
 		wg.Go(func() { errs[2] = c.children.DeletePods(ctx, key, job, stale, "the task's template changed") })
 		var made []*corev1.Pod
+		var undone []common.Event
 		wg.Go(func() {
-			if made, errs[3] = c.children.CreatePods(ctx, key, job, toCreate); errs[3] != nil {
+			if made, undone, errs[3] = c.config.Admission.CreatePods(ctx, c.children, req); errs[3] != nil {
 				// The room of pods that were not made is free again (those
 				// that were are counted from the cache soon).
-				c.placer.release(toCreate)
+				c.placer.release(req.Charge.Pods)
 			}
 		})
 		wg.Wait()
+		quotaEvents = append(quotaEvents, undone...)
 		actErr = errors.Join(errs...)
 		// The pods just made count as the next sync will count them.
 		current = append(current, made...)
 	}
 	missing := len(wanted) - len(current)
+	if waiting != "" {
+		msg := fmt.Sprintf("%d of %d pods wait for quota: %s", missing, len(wanted), waiting)
+		return append(quotaEvents, setPhase(status, div2.JobPending, admission.ReasonWaitingForQuota, msg, now, corev1.EventTypeNormal)...), actErr
+	}
 	if noRoom != "" {
 		msg := fmt.Sprintf("%d of %d pods wait for room: %s", missing, len(wanted), noRoom)
 		events := setPhase(status, div2.JobPending, "InsufficientResources", msg, now, corev1.EventTypeWarning)
@@ -219,7 +250,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		}
 		return events, actErr
 	}
-	return c.advance(job, status, wanted, current, missing, isHeld, holding, actErr, now), actErr
+	return append(quotaEvents, c.advance(job, status, wanted, current, missing, isHeld, holding, actErr, now)...), actErr
 }
 
 // AnnotationRestart, on a failed pod, is the number of the restart its

@@ -19,6 +19,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
@@ -53,6 +54,9 @@ type Config struct {
 	// Gangs hands each job's workers to the cluster's gang scheduler; nil
 	// places them one by one.
 	Gangs *gang.Manager
+	// Admission admits each job's workers against the namespace's
+	// ResourceQuotas, whole or not at all; nil admits all.
+	Admission *admission.Manager
 }
 
 // Controller reconciles FederatedLearningJobs.
@@ -118,6 +122,7 @@ func NewController(
 		Expectations: exp,
 		Pods:         children[0],
 		Services:     children[1],
+		Forget:       func(key string) { config.Admission.Forget(jobKind, key) },
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
@@ -138,7 +143,7 @@ func NewController(
 	); err != nil {
 		return nil, err
 	}
-	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched))
+	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched), config.Admission.Watch(jobKind, c.queue.Add))
 	return c, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
@@ -74,7 +75,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					actErr = c.children.RemoveAdopted(ctx, key, job, adopted)
 				}
 			} else {
-				current, missingWorkers, actErr = c.manageWorkers(ctx, key, job, workers, pods, s.Services, plan, satisfied)
+				var admitted *admission.Decision
+				var admitEvents []common.Event
+				current, missingWorkers, admitted, admitEvents, actErr = c.manageWorkers(ctx, key, job, workers, pods, s.Services, plan, satisfied)
+				events = append(events, admitEvents...)
+				if admitted != nil {
+					status.Conditions, admitEvents = admission.SetJobCondition(job, status.Conditions, *admitted, now)
+					events = append(events, admitEvents...)
+				}
 			}
 			c.setWorkersCreated(job, status, len(workers), missingWorkers, actErr, now)
 			var gangEvents []common.Event
@@ -92,9 +100,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // manageWorkers makes the pods match the workers: old-spec pods are deleted,
-// missing ones created. It returns the pods of the current spec, those it
-// made included, and how many workers have no pod yet.
-func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, plan *gang.Plan, satisfied bool) ([]*corev1.Pod, int, error) {
+// missing ones created, all of them once the namespace's quotas admit them.
+// It returns the pods of the current spec, those it made included, how many
+// workers have no pod yet, and the admission decision when it asked for
+// one, with the events of a refusal.
+func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1.FederatedLearningJob, workers []common.Worker, pods []*corev1.Pod, services []*corev1.Service, plan *gang.Plan, satisfied bool) ([]*corev1.Pod, int, *admission.Decision, []common.Event, error) {
 	byName := common.ByName(pods)
 	var current, stale []*corev1.Pod
 	var toCreate []*corev1.Pod
@@ -115,7 +125,7 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 	if !satisfied {
 		// Our own creates and deletes are not all in the cache yet; acting now
 		// could do them twice. Their events requeue the job.
-		return current, len(toCreate), nil
+		return current, len(toCreate), nil, nil, nil
 	}
 	var members gang.Members
 	for _, w := range workers {
@@ -131,20 +141,42 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 	for _, p := range toCreate {
 		plan.Decorate(p, members)
 	}
+	// What is missing of the job (its Service included) is made only when
+	// the quotas hold all of it.
+	var decision *admission.Decision
+	if missing == 0 {
+		decision = &admission.Made
+	}
+	needService := len(services) == 0
+	req := admission.Request{Kind: jobKind, Key: key, Owner: job, PriorityClassName: members.PriorityClassName, Charge: admission.Charge{Pods: toCreate}}
+	if len(toCreate) > 0 {
+		if needService {
+			req.Charge.Objects = append(req.Charge.Objects, admission.Service)
+		}
+		d, err := c.config.Admission.Admit(ctx, req)
+		if err != nil {
+			return current, missing, nil, nil, err
+		}
+		decision = &d
+		if !d.Admitted {
+			req.Charge.Pods, needService = nil, false
+		}
+	}
 	// The Service, the deletions and the creations do not depend on each other.
 	errs := make([]error, 4)
 	errs[3] = gangErr
 	var wg sync.WaitGroup
-	if len(services) == 0 {
+	if needService {
 		wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, c.aggregationService(job)) })
 	}
 	wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, stale, "the job's spec changed") })
 	var made []*corev1.Pod
-	wg.Go(func() { made, errs[2] = c.children.CreatePods(ctx, key, job, toCreate) })
+	var undone []common.Event
+	wg.Go(func() { made, undone, errs[2] = c.config.Admission.CreatePods(ctx, c.children, req) })
 	wg.Wait()
 	// The pods just made count as the next sync will count them from the
 	// cache, so the status this sync writes need not be written again.
-	return append(current, made...), missing - len(made), errors.Join(errs...)
+	return append(current, made...), missing - len(made), decision, undone, errors.Join(errs...)
 }
 
 // cleanPods applies the clean-pod policy to a finished job.

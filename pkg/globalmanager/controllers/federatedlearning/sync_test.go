@@ -1,14 +1,17 @@
 package federatedlearning
 
 import (
+	"errors"
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +25,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -374,5 +378,63 @@ func TestFinishedJobAppliesCleanPodPolicy(t *testing.T) {
 				t.Errorf("deleted %d pods, want %d", deletes, tc.wantDelete)
 			}
 		})
+	}
+}
+
+// TestAQuotaRefusalRemovesWhatWasMade: the API server refuses a pod for
+// quota after the job was admitted (another writer took the room): the
+// pods made of the job go again, so no part of it holds the quota while it
+// waits, and a QuotaExceeded warning says so.
+func TestAQuotaRefusalRemovesWhatWasMade(t *testing.T) {
+	job := exampleJob(t)
+	f := newFixture(t, append(referencedObjects(), job)...)
+	var creates atomic.Int32
+	f.kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if creates.Add(1) == 2 {
+			name := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Name
+			return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), name,
+				errors.New("exceeded quota: q, requested: requests.cpu=1, used: requests.cpu=4, limited: requests.cpu=4"))
+		}
+		return false, nil, nil
+	})
+	err := f.c.sync(t.Context(), ns+"/"+job.Name)
+	if !admission.IsQuotaRefusal(err) {
+		t.Fatalf("sync error %v, want the quota's refusal", err)
+	}
+	var made, deleted []string
+	for _, a := range f.kube.Actions() {
+		switch a := a.(type) {
+		case clienttesting.CreateAction:
+			if p, ok := a.GetObject().(*corev1.Pod); ok {
+				made = append(made, p.Name)
+			}
+		case clienttesting.DeleteAction:
+			deleted = append(deleted, a.GetName())
+		}
+	}
+	// The refused pod is among those the client was asked for; the others
+	// made were deleted, every one.
+	sort.Strings(deleted)
+	kept := map[string]bool{}
+	for _, n := range made {
+		kept[n] = true
+	}
+	for _, n := range deleted {
+		delete(kept, n)
+	}
+	if len(deleted) == 0 || len(kept) != 1 {
+		t.Errorf("made %v, deleted %v: want every pod made deleted, only the refused one never made", made, deleted)
+	}
+	st := f.status(t, job.Name)
+	if c := common.FindJobCondition(st.Conditions, condWorkersCreated); c == nil || c.Status != corev1.ConditionFalse {
+		t.Errorf("WorkersCreated %+v, want False while the job waits whole", c)
+	}
+	events := f.c.children.Recorder.(*record.FakeRecorder).Events
+	found := false
+	for len(events) > 0 && !found {
+		found = strings.Contains(<-events, "Warning "+admission.ReasonQuotaExceeded)
+	}
+	if !found {
+		t.Error("no QuotaExceeded warning")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	// LCPeriod is how often, in seconds, edge workers report to their
 	// LocalController (LC_PERIOD); 0 means DefaultLCPeriod.
 	LCPeriod int32
+	// Admission admits a service's Deployments (their pods and their
+	// count) against the namespace's ResourceQuotas before they are made;
+	// nil admits all.
+	Admission *admission.Manager
 }
 
 // Controller reconciles JointInferenceServices.
@@ -131,6 +136,7 @@ func NewController(
 		Services:    children[0],
 		Deployments: children[1],
 		HPAs:        children[2],
+		Forget:      func(key string) { config.Admission.Forget(serviceKind, key) },
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
@@ -147,6 +153,7 @@ func NewController(
 	); err != nil {
 		return nil, err
 	}
+	c.synced = append(c.synced, config.Admission.Watch(serviceKind, c.queue.Add))
 	return c, nil
 }
 

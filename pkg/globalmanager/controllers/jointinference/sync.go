@@ -1,6 +1,7 @@
 package jointinference
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -62,11 +64,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			actErr = c.children.RemoveAdopted(ctx, key, ji, kids.adopted)
 			status.Conditions = common.SetJobCondition(status.Conditions, replacingAdopted(ji, kids.adopted, actErr), now)
 		} else {
-			actErr = c.manageChildren(ctx, ji, []workerSpec{
+			var decision *admission.Decision
+			decision, actErr = c.manageChildren(ctx, key, ji, []workerSpec{
 				{worker: cloud, hpa: ji.Spec.CloudWorker.HPA},
 				{worker: edge, hpa: ji.Spec.EdgeWorker.HPA},
 			}, kids)
 			status.Conditions = common.SetJobCondition(status.Conditions, workersCreated(ji, actErr), now)
+			if decision != nil {
+				var admitEvents []common.Event
+				status.Conditions, admitEvents = admission.SetJobCondition(ji, status.Conditions, *decision, now)
+				events = append(events, admitEvents...)
+			}
 		}
 	}
 	events = append(events, c.setStatusFromDeployments(ji, status, kids.deployments, now)...)
@@ -82,17 +90,54 @@ type workerSpec struct {
 
 // manageChildren makes the children match the spec: the cloud Service first
 // (so its name resolves when the edge worker starts), then each worker's
-// Deployment and autoscaler. It tries every child and returns every error.
-func (c *Controller) manageChildren(ctx context.Context, ji *sednav1.JointInferenceService, workers []workerSpec, kids children) error {
+// Deployment and autoscaler. What is missing (Deployments, their pods as
+// their replicas make them, the Service) is made only when the namespace's
+// quotas admit all of it; the decision is returned when one was asked
+// for. It tries every child and returns every error.
+func (c *Controller) manageChildren(ctx context.Context, key string, ji *sednav1.JointInferenceService, workers []workerSpec, kids children) (*admission.Decision, error) {
+	_, haveService := kids.services[workerName(ji, roleCloud)]
+	var charge admission.Charge
+	var class string
+	for _, w := range workers {
+		if kids.deployments[w.worker.Name] != nil {
+			continue
+		}
+		d := common.NewWorkerDeployment(ji, serviceKind, w.worker, initialReplicas(w.hpa))
+		class = cmp.Or(class, d.Spec.Template.Spec.PriorityClassName)
+		for range *d.Spec.Replicas {
+			charge.Pods = append(charge.Pods, &corev1.Pod{Spec: d.Spec.Template.Spec})
+		}
+		charge.Objects = append(charge.Objects, admission.Deployment)
+	}
+	decision := &admission.Made
+	if len(charge.Objects) > 0 {
+		if !haveService {
+			charge.Objects = append(charge.Objects, admission.Service)
+		}
+		d, err := c.config.Admission.Admit(ctx, admission.Request{Kind: serviceKind, Key: key, Owner: ji,
+			PriorityClassName: class, Charge: charge})
+		if err != nil {
+			return nil, err
+		}
+		decision = &d
+		if d.Admitted {
+			defer c.config.Admission.Done(serviceKind, key)
+		}
+	}
+	waiting := !decision.Admitted
 	var errs []error
-	if _, ok := kids.services[workerName(ji, roleCloud)]; !ok {
+	if !haveService && !waiting {
 		errs = append(errs, c.children.CreateService(ctx, ji, c.cloudService(ji)))
 	}
 	for _, w := range workers {
-		errs = append(errs, c.manageDeployment(ctx, ji, w, kids.deployments[w.worker.Name]))
+		existing := kids.deployments[w.worker.Name]
+		if existing == nil && waiting {
+			continue
+		}
+		errs = append(errs, c.manageDeployment(ctx, ji, w, existing))
 		errs = append(errs, c.manageHPA(ctx, ji, w, kids.hpas[w.worker.Name]))
 	}
-	return errors.Join(errs...)
+	return decision, errors.Join(errs...)
 }
 
 // manageDeployment creates a worker's Deployment, or updates it when its pod

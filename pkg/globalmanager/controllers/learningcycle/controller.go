@@ -17,6 +17,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	// ChildEventBatchPeriod is how long pod events of a job are gathered
 	// into one sync.
 	ChildEventBatchPeriod time.Duration
+	// Admission admits each stage's pod against the namespace's
+	// ResourceQuotas before it is made; nil admits all.
+	Admission *admission.Manager
 }
 
 // Indexes of jobs by what they reference, so a Model or Dataset that appears
@@ -124,6 +128,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		Recorder:     recorder,
 		Expectations: exp,
 		Pods:         children[0],
+		Forget:       func(key string) { config.Admission.Forget(gvk, key) },
 	}
 	c.reports = c.syncer.EdgeReports(name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
@@ -156,6 +161,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 	); err != nil {
 		return nil, err
 	}
+	c.synced = append(c.synced, config.Admission.Watch(gvk, c.queue.Add))
 	return c, nil
 }
 

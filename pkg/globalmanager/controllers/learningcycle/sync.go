@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -86,8 +87,28 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 	if err != nil {
 		return errors.Join(stageErr, err)
 	}
-	_, err = c.children.CreatePods(ctx, key, job, []*corev1.Pod{pod})
+	_, err = c.createAdmitted(ctx, key, job, m, pod)
 	return errors.Join(stageErr, err)
+}
+
+// createAdmitted makes a worker's pod once the namespace's quotas admit
+// it, the job's Admitted condition saying so, and says whether it made it.
+func (c *Controller[J]) createAdmitted(ctx context.Context, key string, job J, m *machine, pod *corev1.Pod) (bool, error) {
+	req := admission.Request{Kind: c.gvk, Key: key, Owner: job, PriorityClassName: pod.Spec.PriorityClassName,
+		Charge: admission.Charge{Pods: []*corev1.Pod{pod}}}
+	d, err := c.config.Admission.Admit(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	var events []common.Event
+	m.st.JobConditions, events = admission.SetJobCondition(job, m.st.JobConditions, d, m.now)
+	m.events = append(m.events, events...)
+	if !d.Admitted {
+		return false, nil
+	}
+	made, undone, err := c.config.Admission.CreatePods(ctx, c.children, req)
+	m.events = append(m.events, undone...)
+	return len(made) > 0, err
 }
 
 // manageStage moves the stage on its pod's phase and creates the pod of the
@@ -109,7 +130,7 @@ func (c *Controller[J]) manageStage(ctx context.Context, key string, job J, spec
 			if err != nil {
 				return err
 			}
-			if _, err := c.children.CreatePods(ctx, key, job, []*corev1.Pod{p}); err != nil {
+			if made, err := c.createAdmitted(ctx, key, job, m, p); err != nil || !made {
 				return err
 			}
 			m.starting(name)

@@ -27,10 +27,10 @@ import (
 // JobConditionApplyConfiguration represents a declarative configuration of the JobCondition type for use
 // with apply.
 //
-// JobCondition is one observation of a DIJob; its type is a phase, or
-// Scheduled.
+// JobCondition is one observation of a DIJob; its type is a phase,
+// Scheduled or Admitted.
 type JobConditionApplyConfiguration struct {
-	// The phase this condition is about, or Scheduled.
+	// The phase this condition is about, Scheduled or Admitted.
 	Type *dienginev2alpha1.ConditionType `json:"type,omitempty"`
 	// True, False or Unknown.
 	Status *v1.ConditionStatus `json:"status,omitempty"`
