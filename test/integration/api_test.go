@@ -316,10 +316,10 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 	}{
 		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "AGE"}},
 		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
-		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "ACTIVE", "FAILED", "AGE"}},
-		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ACTIVE", "SUCCEEDED", "FAILED", "AGE"}},
-		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "AGE"}},
-		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "AGE"}},
+		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "ACTIVE", "FAILED", "ADMISSION", "AGE"}},
+		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "AGE"}},
+		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "AGE"}},
+		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "AGE"}},
 	}
 	for kind, tc := range cases {
 		t.Run(kind, func(t *testing.T) {

@@ -329,3 +329,24 @@ func TestARefusedJobBacksOff(t *testing.T) {
 	}
 	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/a") }, "a woken when its backoff ends")
 }
+
+// TestAJobThatAsksNoMoreDoesNotHoldTheQueue: a waiting head that stops
+// asking (its Model was deleted, it finished, it was deleted) is forgotten;
+// the job behind it is woken and admitted.
+func TestAJobThatAsksNoMoreDoesNotHoldTheQueue(t *testing.T) {
+	h := start(t, 0, quota("q", cpu("4"), cpu("2")))
+	if d := h.admit(t, request(newJob("large", time.Hour), "", 3, "1")); d.Admitted {
+		t.Fatal("large admitted with 2 of 4 free")
+	}
+	if d := h.admit(t, request(newJob("small", 0), "", 1, "1")); d.Admitted {
+		t.Fatal("small admitted past large in strict order")
+	}
+	h.takeWoken()
+	h.m.Forget(jobKind, ns+"/large")
+	if got := h.takeWoken(); !slices.Equal(got, []string{ns + "/small"}) {
+		t.Errorf("woken %v, want small", got)
+	}
+	if d := h.admit(t, request(newJob("small", 0), "", 1, "1")); !d.Admitted {
+		t.Fatalf("small: %+v, want admitted once large is forgotten", d)
+	}
+}

@@ -13,6 +13,7 @@ import (
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Round",type=integer,JSONPath=`.status.round`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.jobConditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // IncrementalLearningJob retrains a model as its edge dataset grows: train,

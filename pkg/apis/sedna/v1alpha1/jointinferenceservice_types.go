@@ -12,6 +12,7 @@ import (
 // +kubebuilder:printcolumn:name="Edge-Node",type=string,JSONPath=`.spec.edgeWorker.template.spec.nodeName`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // JointInferenceService runs a small model on an edge node and sends the hard

@@ -13,6 +13,7 @@ import (
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Round",type=integer,JSONPath=`.status.round`
 // +kubebuilder:printcolumn:name="Models",type=integer,JSONPath=`.status.knowledgeBase.AIModels.numberOfAIModels`
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.jobConditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // LifelongLearningJob learns new tasks from an edge dataset round after round,

@@ -54,10 +54,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	switch {
 	case finished(status.Phase):
+		// A job that asks no more holds no place in its namespace's queue.
+		c.config.Admission.Forget(jobKind, key)
 		if satisfied {
 			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 		}
 	case tooLarge != nil:
+		c.config.Admission.Forget(jobKind, key)
 		// The CRD refuses such a job; under another CRD (DI-orchestrator's
 		// has no bounds) building its replicas would exhaust the
 		// GlobalManager's memory. It waits for a spec edit.

@@ -46,6 +46,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	var current []*corev1.Pod // pods of the current spec
 	if finished {
+		// A job that asks no more holds no place in its namespace's queue.
+		c.config.Admission.Forget(jobKind, key)
 		if satisfied {
 			actErr = c.cleanPods(ctx, key, job, append(pods, adopted.Pods...))
 		}
@@ -60,6 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		events = append(events, missingEvents...)
 		if len(missing) > 0 {
 			status.Phase = sednav1.FLJobPending
+			c.config.Admission.Forget(jobKind, key)
 		} else {
 			workers, err := c.desiredWorkers(job, refs)
 			if err != nil {

@@ -53,7 +53,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status.Conditions, missingEvents = common.SetReferencesResolved(ji, status.Conditions, missing, now)
 	events = append(events, missingEvents...)
 	// Nothing is created or changed without its Models; workers that run
-	// already (a Model deleted later) keep running on what they have.
+	// already (a Model deleted later) keep running on what they have, and
+	// a service that asks no more holds no place in its namespace's queue.
+	if len(missing) > 0 {
+		c.config.Admission.Forget(serviceKind, key)
+	}
 	if len(missing) == 0 {
 		edge, cloud, err := c.desiredWorkers(ji, refs)
 		if err != nil {

@@ -41,6 +41,8 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 	default:
 		if !st.Finished() {
 			errs = append(errs, c.manageWorkers(ctx, key, job, m, pods, satisfied))
+		} else {
+			c.config.Admission.Forget(c.gvk, key)
 		}
 		if satisfied {
 			errs = append(errs, c.deleteStale(ctx, key, job, &st, pods))
@@ -66,6 +68,8 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 	m.st.JobConditions, events = common.SetReferencesResolved(job, m.st.JobConditions, missing, m.now)
 	m.events = append(m.events, events...)
 	if len(missing) > 0 {
+		// A job that asks no more holds no place in its namespace's queue.
+		c.config.Admission.Forget(c.gvk, key)
 		return nil
 	}
 	st := m.st
