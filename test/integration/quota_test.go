@@ -11,6 +11,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -447,4 +448,47 @@ func refusePod(t *testing.T, ns, name string) func() {
 			return err == nil || !strings.Contains(err.Error(), "refused by the test"), nil
 		})
 	}
+}
+
+// TestQuotaRefusalAfterAdmissionRemovesWhatWasMade: the API server charges
+// more than admission counted (a RuntimeClass's overhead, which the API
+// server adds to each pod: 1 CPU more per pod here), so it refuses the
+// third pod of a job that was admitted. The pods made of the job are
+// removed, not left holding the quota: the job says so (a QuotaExceeded
+// warning, Admitted=False naming the refusal) and waits with none.
+func TestQuotaRefusalAfterAdmissionRemovesWhatWasMade(t *testing.T) {
+	ns, tolerations, made := quotaNamespace(t, "4")
+	kube := framework.KubeClient(t)
+	class := "nereid-overhead-" + ns[len(ns)-5:]
+	if _, err := kube.NodeV1().RuntimeClasses().Create(t.Context(), &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class}, Handler: "runc",
+		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.NodeV1().RuntimeClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	framework.StartGlobalManager(t, ns, "--gang-scheduler=none")
+	job := quotaJob("heavy", "1", 2, "", tolerations)
+	job.Spec.AggregationWorker.Template.Spec.RuntimeClassName = &class
+	for i := range job.Spec.TrainingWorkers {
+		job.Spec.TrainingWorkers[i].Template.Spec.RuntimeClassName = &class
+	}
+	heavy := createFL(t, ns, job)
+	framework.Eventually(t, 60*time.Second, "a QuotaExceeded warning", func(context.Context) (bool, error) {
+		return countEvents(t, ns, heavy.UID, admission.ReasonQuotaExceeded, "exceeded quota") > 0, nil
+	})
+	msg := flAdmitted(t, ns, "heavy", corev1.ConditionFalse, admission.ReasonWaitingForQuota, "")
+	if !strings.Contains(msg, "the API server refused a pod of it for quota after it was admitted") {
+		t.Errorf("Admitted message %q, want it to name the refusal and the backoff", msg)
+	}
+	if got := made.of(heavy.UID); len(got) == 0 {
+		t.Fatal("no pod of heavy was ever made: the refusal was not met")
+	}
+	// Removed, all of them: nothing of the job holds the quota.
+	waitForPods(t, ns, heavy, 0)
+	q, err := kube.CoreV1().ResourceQuotas(ns).Get(t.Context(), "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pods made and removed: %v; quota used %s", made.of(heavy.UID), q.Status.Used.Name(corev1.ResourceRequestsCPU, resource.DecimalSI))
 }

@@ -466,7 +466,7 @@ func (q *namespace) decide(quotas []corev1.ResourceQuota, backfill int, now time
 			continue
 		}
 		if now.Before(e.notBefore) {
-			e.why = fmt.Sprintf("the API server refused a pod of it for quota after it was admitted (%d times); it asks again at %s",
+			e.why = fmt.Sprintf("the API server refused a pod of it for quota after it was admitted (%d refusals so far); it asks again at %s",
 				e.refusals, e.notBefore.UTC().Format(time.RFC3339))
 			continue
 		}

@@ -322,7 +322,7 @@ func TestARefusedJobBacksOff(t *testing.T) {
 		}
 		h.m.Done(jobKind, ns+"/a") // the sync's deferred Done keeps a refused job
 		d := h.admit(t, request(a, "", 2, "1"))
-		if d.Admitted || !strings.Contains(d.Message, fmt.Sprintf("refused a pod of it for quota after it was admitted (%d times)", i+1)) {
+		if d.Admitted || !strings.Contains(d.Message, fmt.Sprintf("refused a pod of it for quota after it was admitted (%d refusals so far)", i+1)) {
 			t.Fatalf("refusal %d: %+v, want waiting out its backoff", i+1, d)
 		}
 		now = now.Add(want)
