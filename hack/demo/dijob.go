@@ -148,8 +148,10 @@ func waitDIJob(ctx context.Context, d *demoRun, ns string, timeout time.Duration
 // says why it is where it is (an allocator that finds no room says what is
 // missing there).
 func conditionMessage(job *div2.DIJob) string {
+	// The condition of the job's phase: Scheduled and Admitted are True too
+	// and say other things.
 	for _, c := range job.Status.Conditions {
-		if c.Status == corev1.ConditionTrue {
+		if c.Type == div2.ConditionType(job.Status.Phase) && c.Status == corev1.ConditionTrue {
 			return c.Message
 		}
 	}

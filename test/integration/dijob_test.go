@@ -206,8 +206,15 @@ func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
 			failed = &job.Status.Conditions[i]
 		}
 	}
-	if failed == nil || failed.Reason != "BackoffLimitExceeded" || !strings.Contains(failed.Message, "learner-0 failed: diverged") {
-		t.Errorf("Failed condition %+v, want BackoffLimitExceeded naming the pod", failed)
+	if failed == nil || failed.Reason != "BackoffLimitExceeded" || !strings.Contains(failed.Message, "learner-0 failed: diverged") ||
+		!strings.Contains(failed.Message, "the job restarted 1 times, as many as its backoffLimit (1) allows") {
+		t.Errorf("Failed condition %+v, want BackoffLimitExceeded naming the pod and the limit", failed)
+	}
+	// The other phases' conditions no longer say what held then.
+	for _, c := range job.Status.Conditions {
+		if c.Type == div2.ConditionType(div2.JobRunning) && (c.Status != corev1.ConditionFalse || !strings.HasPrefix(c.Message, "the job left this phase for Failed; it said: ")) {
+			t.Errorf("Running condition %+v on a failed job, want False saying the job left it", c)
+		}
 	}
 	if out, err := framework.Kubectl(t, "describe", "dijob", "-n", ns, diExample); err != nil || !strings.Contains(out, "BackoffLimitExceeded") && !strings.Contains(out, "backoffLimit") {
 		t.Errorf("kubectl describe does not tell why the job failed: %v\n%s", err, out)
@@ -267,15 +274,33 @@ func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T)
 	})
 }
 
-// countEvents counts the events of an object with a reason whose message names name.
-func countEvents(t *testing.T, ns string, uid types.UID, reason, name string) int {
+// eventsOf are the events of an object.
+func eventsOf(t *testing.T, ns string, uid types.UID) []corev1.Event {
 	t.Helper()
 	events, err := framework.KubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uid)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return events.Items
+}
+
+// countEventsOfType counts the events of an object of a type (Normal, Warning).
+func countEventsOfType(t *testing.T, ns string, uid types.UID, eventType string) int {
+	t.Helper()
 	n := 0
-	for _, e := range events.Items {
+	for _, e := range eventsOf(t, ns, uid) {
+		if e.Type == eventType {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+// countEvents counts the events of an object with a reason whose message names name.
+func countEvents(t *testing.T, ns string, uid types.UID, reason, name string) int {
+	t.Helper()
+	n := 0
+	for _, e := range eventsOf(t, ns, uid) {
 		if e.Reason == reason && strings.Contains(e.Message, name) {
 			n += int(max(e.Count, 1))
 		}
@@ -343,7 +368,22 @@ func TestDIJobScalesByEditAndByKubectlScale(t *testing.T) {
 	if out, err := framework.Kubectl(t, "get", "--subresource=scale", "-n", ns, "dijob/solo", "-o", "jsonpath={.spec.replicas}/{.status.replicas}"); err != nil || out != "3/3" {
 		t.Errorf("the scale subresource reads %q (%v), want 3/3", out, err)
 	}
-	out, err := framework.Kubectl(t, "scale", "-n", ns, "dijob/"+diExample, "--replicas=3")
+	// Scaled, the task's own replicas no longer decide: an edit of them alone
+	// is refused, not silently ignored; removing spec.replicas with it works.
+	out, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, "solo", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/tasks/0/replicas","value":2}]`)
+	if err == nil || !strings.Contains(out+err.Error(), "spec.replicas (set by kubectl scale)") {
+		t.Errorf("a patch of tasks[0].replicas of a scaled job: %v\n%s; want a refusal naming spec.replicas", err, out)
+	}
+	if out, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, "solo", "--type=json",
+		"-p", `[{"op":"remove","path":"/spec/replicas"},{"op":"replace","path":"/spec/tasks/0/replicas","value":2}]`); err != nil {
+		t.Fatalf("removing spec.replicas with the task's edit: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 60*time.Second, "two learners", func(ctx context.Context) (bool, error) {
+		pods, err := diPods(ctx, t, ns, solo)
+		return err == nil && slices.Equal(keys(pods), []string{"solo-learner-0", "solo-learner-1"}), err
+	})
+	out, err = framework.Kubectl(t, "scale", "-n", ns, "dijob/"+diExample, "--replicas=3")
 	if err == nil || !strings.Contains(out+err.Error(), "spec.replicas") {
 		t.Errorf("kubectl scale on a job of three tasks: %v\n%s; want a refusal naming spec.replicas", err, out)
 	}

@@ -14,17 +14,20 @@ import (
 const ConditionScheduled = "Scheduled"
 
 // Events are what to record when a job's Scheduled condition goes from
-// (was, wasReason; had says it existed) to st: a warning when it starts
-// waiting for its gang or its annotations stop it, a normal event when
-// its gang is placed. A job without a gang hears nothing: its condition
-// says so once.
+// (was, wasReason; had says it existed) to st: a warning when its
+// annotations stop it (a person must act), a normal event when it starts
+// waiting for its gang (every gang does, for a moment, when it is made)
+// and when its gang is placed. A job without a gang hears nothing: its
+// condition says so once.
 func Events(had, was bool, wasReason string, st Status) []common.Event {
 	if had && was == st.Scheduled && wasReason == st.Reason {
 		return nil
 	}
 	switch st.Reason {
-	case ReasonWaitingForGang, ReasonInvalidGangAnnotation, ReasonGangSchedulerUnavailable:
+	case ReasonInvalidGangAnnotation, ReasonGangSchedulerUnavailable:
 		return []common.Event{{Type: corev1.EventTypeWarning, Reason: st.Reason, Message: st.Message}}
+	case ReasonWaitingForGang:
+		return []common.Event{{Type: corev1.EventTypeNormal, Reason: st.Reason, Message: st.Message}}
 	case ReasonGangScheduled:
 		if !had || !was {
 			return []common.Event{{Type: corev1.EventTypeNormal, Reason: st.Reason, Message: st.Message}}

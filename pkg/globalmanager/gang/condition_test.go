@@ -31,17 +31,17 @@ func TestEventsOnlyOnTransitions(t *testing.T) {
 		st        Status
 		want      []common.Event
 	}{
-		"starts waiting":                 {st: waiting, want: warning(waiting)},
+		"starts waiting":                 {st: waiting, want: normal(waiting)},
 		"still waiting, another message": {had: true, wasReason: ReasonWaitingForGang, st: Status{Reason: ReasonWaitingForGang, Message: "1 of 3"}},
 		"placed":                         {had: true, wasReason: ReasonWaitingForGang, st: placed, want: normal(placed)},
 		"placed at once":                 {st: placed, want: normal(placed)},
 		"still placed":                   {had: true, was: true, wasReason: ReasonGangScheduled, st: placed},
 		"a gang where pods were already placed without one": {had: true, was: true, wasReason: ReasonNoGangScheduler, st: placed},
-		"waits again after being placed":                    {had: true, was: true, wasReason: ReasonGangScheduled, st: waiting, want: warning(waiting)},
+		"waits again after being placed":                    {had: true, was: true, wasReason: ReasonGangScheduled, st: waiting, want: normal(waiting)},
 		"an invalid annotation":                             {had: true, was: true, wasReason: ReasonGangScheduled, st: invalid, want: warning(invalid)},
 		"the invalid annotation stays":                      {had: true, wasReason: ReasonInvalidGangAnnotation, st: invalid},
 		"an unserved scheduler":                             {st: unavailable, want: warning(unavailable)},
-		"from an invalid annotation to waiting":             {had: true, wasReason: ReasonInvalidGangAnnotation, st: waiting, want: warning(waiting)},
+		"from an invalid annotation to waiting":             {had: true, wasReason: ReasonInvalidGangAnnotation, st: waiting, want: normal(waiting)},
 		"no gang scheduler is said only by the condition":   {st: noGang},
 		"gang scheduling off":                               {had: true, wasReason: ReasonWaitingForGang, st: off},
 	} {
@@ -54,7 +54,7 @@ func TestEventsOnlyOnTransitions(t *testing.T) {
 }
 
 // TestSetJobConditionWaitsThenSchedules walks a job's Scheduled condition
-// through a gang's life: the warning once when it starts waiting, nothing
+// through a gang's life: a normal event once when it starts waiting, nothing
 // while it waits, the normal event once when it is placed.
 func TestSetJobConditionWaitsThenSchedules(t *testing.T) {
 	job := newJob(nil, nil)
@@ -72,7 +72,7 @@ func TestSetJobConditionWaitsThenSchedules(t *testing.T) {
 		wantTransition metav1.Time
 	}{
 		{name: "waiting", st: Status{Reason: ReasonWaitingForGang, Message: "0 of 3 pods are placed"},
-			wantStatus: corev1.ConditionFalse, wantEvent: "Warning WaitingForGang", wantTransition: at(0)},
+			wantStatus: corev1.ConditionFalse, wantEvent: "Normal WaitingForGang", wantTransition: at(0)},
 		{name: "same again", st: Status{Reason: ReasonWaitingForGang, Message: "0 of 3 pods are placed"},
 			wantStatus: corev1.ConditionFalse, wantTransition: at(0)},
 		{name: "one placed", st: Status{Reason: ReasonWaitingForGang, Message: "1 of 3 pods are placed"},

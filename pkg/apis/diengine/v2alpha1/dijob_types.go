@@ -33,6 +33,7 @@ type DIJob struct {
 
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.tasks.size() == 1",message="spec.replicas (the scale subresource) is for a job of one task; scale a task of this job by its spec.tasks[i].replicas",fieldPath=".replicas"
 // +kubebuilder:validation:XValidation:rule="self.tasks.map(t, has(t.replicas) ? t.replicas : 1).sum() <= 1024",message="a job runs at most 1024 replicas, every task's together",fieldPath=".tasks"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(oldSelf.replicas) || self.replicas != oldSelf.replicas || self.tasks.size() != 1 || oldSelf.tasks.size() != 1 || (has(self.tasks[0].replicas) ? self.tasks[0].replicas : 0) == (has(oldSelf.tasks[0].replicas) ? oldSelf.tasks[0].replicas : 0)",message="spec.replicas (set by kubectl scale) decides the replicas of this one-task job, so a change of spec.tasks[0].replicas would do nothing: scale with kubectl scale, or remove spec.replicas in the same edit",fieldPath=".tasks"
 
 // DIJobSpec is what a DIJob runs. Its rules are in CEL, above, out of this
 // comment, which gofmt reformats. The bounds on replicas are MaxTaskReplicas
@@ -64,7 +65,8 @@ type DIJobSpec struct {
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 	// For a job of one task, that task's replicas, set by the scale
 	// subresource (kubectl scale dijob/<name> --replicas=n); it wins over
-	// tasks[0].replicas. A job of several tasks scales each task by its
+	// tasks[0].replicas, and while it is set an edit of tasks[0].replicas
+	// alone is refused. A job of several tasks scales each task by its
 	// tasks[i].replicas, or through the replicas HTTP API.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024

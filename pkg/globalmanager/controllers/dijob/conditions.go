@@ -36,7 +36,10 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 			continue
 		}
 		if c.Status == corev1.ConditionTrue {
+			// What it said held in that phase, not now ("all 3 pods are
+			// running" on a failed job would mislead): kept, as what it said.
 			c.Status, c.LastTransitionTime, c.LastUpdateTime = corev1.ConditionFalse, now, now
+			c.Message = "the job left this phase for " + string(phase) + "; it said: " + c.Message
 		}
 	}
 	if !found {

@@ -57,8 +57,8 @@ func TestSetScheduledEventsOnChangesOnly(t *testing.T) {
 	var status div2.DIJobStatus
 
 	events := setScheduled(&status, waiting, t0)
-	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Reason != gang.ReasonWaitingForGang {
-		t.Errorf("events when a job starts waiting: %+v; want one WaitingForGang warning", events)
+	if len(events) != 1 || events[0].Type != corev1.EventTypeNormal || events[0].Reason != gang.ReasonWaitingForGang {
+		t.Errorf("events when a job starts waiting: %+v; want one normal WaitingForGang event", events)
 	}
 	if c := scheduledCondition(t, &status); c.Status != corev1.ConditionFalse || c.Reason != gang.ReasonWaitingForGang || c.Message != waiting.Message {
 		t.Errorf("condition while waiting: %+v", c)
@@ -102,5 +102,33 @@ func TestSetScheduledWithoutAGangSaysSoOnce(t *testing.T) {
 	}
 	if c := scheduledCondition(t, &status); c.Reason != gang.ReasonNoGangScheduler || c.Status != corev1.ConditionTrue {
 		t.Errorf("condition: %+v", c)
+	}
+}
+
+func TestSpentBackoffSaysWhatTheLimitAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		restarts, limit int32
+		want            string
+	}{
+		{0, 0, "pod a failed; its backoffLimit is 0: the job does not restart"},
+		{3, 3, "pod a failed; the job restarted 3 times, as many as its backoffLimit (3) allows"},
+	} {
+		if got := spentBackoff("pod a failed", tc.restarts, tc.limit); got != tc.want {
+			t.Errorf("spentBackoff(%d, %d) = %q, want %q", tc.restarts, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// TestAPhaseLeftNoLongerSaysWhatHeldInIt: a Failed job's Running condition
+// does not still say its pods are running.
+func TestAPhaseLeftNoLongerSaysWhatHeldInIt(t *testing.T) {
+	now := metav1.Now()
+	status := &div2.DIJobStatus{}
+	setPhase(status, div2.JobRunning, "AllPodsRunning", "all 3 pods are running", now, corev1.EventTypeNormal)
+	setPhase(status, div2.JobFailed, "BackoffLimitExceeded", "pod a failed", now, corev1.EventTypeWarning)
+	for _, c := range status.Conditions {
+		if c.Type == div2.ConditionType(div2.JobRunning) && (c.Status != corev1.ConditionFalse || c.Message != "the job left this phase for Failed; it said: all 3 pods are running") {
+			t.Errorf("Running condition %+v, want False saying the job left it", c)
+		}
 	}
 }

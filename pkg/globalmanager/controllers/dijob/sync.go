@@ -264,6 +264,15 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 // one twice.
 const AnnotationRestart = "nereid.io/restart"
 
+// spentBackoff is the message of a job that fails because of why after
+// restarts restarts, its backoffLimit limit.
+func spentBackoff(why string, restarts, limit int32) string {
+	if limit == 0 {
+		return why + "; its backoffLimit is 0: the job does not restart"
+	}
+	return fmt.Sprintf("%s; the job restarted %d times, as many as its backoffLimit (%d) allows", why, restarts, limit)
+}
+
 // restart makes every pod of the job again after one failed, counting it in
 // status.restarts, or fails the job when its backoff limit is spent. In
 // three steps, each its own sync: the failure is marked with its restart
@@ -277,7 +286,7 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 	n, counted := restartOf(failed)
 	if !counted {
 		if status.Restarts >= limit {
-			msg := fmt.Sprintf("%s; the job restarted %d times, its backoffLimit", why, status.Restarts)
+			msg := spentBackoff(why, status.Restarts, limit)
 			status.CompletionTimestamp = &now
 			var err error
 			if satisfied {

@@ -46,7 +46,8 @@ type DIJobSpecApplyConfiguration struct {
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 	// For a job of one task, that task's replicas, set by the scale
 	// subresource (kubectl scale dijob/<name> --replicas=n); it wins over
-	// tasks[0].replicas. A job of several tasks scales each task by its
+	// tasks[0].replicas, and while it is set an edit of tasks[0].replicas
+	// alone is refused. A job of several tasks scales each task by its
 	// tasks[i].replicas, or through the replicas HTTP API.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Volumes added to every pod of the job.
