@@ -46,15 +46,18 @@ kube::codegen::gen_client \
 
 (cd hack/tools/codegen && go build -o "${GOBIN}/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
 # allowDangerousTypes: Sedna's trainProb and threshold are floats that users write
-# as 0.8. maxDescLen=0: CRDs that embed pod templates with descriptions exceed the
-# 256 KiB annotation of client-side apply (see DESIGN.md). generateEmbeddedObjectMeta:
-# without it the labels and annotations of worker templates are pruned.
+# as 0.8. generateEmbeddedObjectMeta: without it the labels and annotations of
+# worker templates are pruned. Every description is generated, then crddesc keeps
+# only those of Nereid's own fields (kubectl explain): CRDs that embed pod
+# templates with their descriptions exceed the 256 KiB annotation of client-side
+# apply (see DESIGN.md).
 CHART_CRDS="build/charts/nereid/crds"
 rm -rf "${ROOT:?}/${CHART_CRDS}" "${ROOT}/build/crds"
 controller-gen \
-  crd:allowDangerousTypes=true,maxDescLen=0,generateEmbeddedObjectMeta=true \
+  crd:allowDangerousTypes=true,generateEmbeddedObjectMeta=true \
   paths="./pkg/apis/..." \
   output:crd:artifacts:config="${CHART_CRDS}"
+go run ./hack/crddesc "${ROOT}/${CHART_CRDS}"
 # The chart installs the CRDs from its crds/; users who apply them by hand find
 # the same files where they always were.
 mkdir -p "${ROOT}/build/crds"

@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,6 +299,35 @@ func TestStatusSubresourceDoesNotBumpGeneration(t *testing.T) {
 	}
 	if job.Status.Phase != sednav1.FLJobRunning {
 		t.Errorf("a write to the main resource changed status.phase to %q", job.Status.Phase)
+	}
+}
+
+// TestKubectlExplainDescribesNereidsFields: the fields Nereid defines carry
+// their descriptions, and the CRDs with them still apply client-side (the
+// last-applied annotation holds at most 256 KiB).
+func TestKubectlExplainDescribesNereidsFields(t *testing.T) {
+	for field, want := range map[string]string{
+		"fl.spec.aggregationWorker":            "AggregationWorker merges the training workers' updates.",
+		"dijob.spec.backoffLimit":              "How many times the job may restart",
+		"il.status.jobConditions":              "Conditions about the job as a whole",
+		"ji.spec.edgeWorker.hardExampleMining": "How the worker picks the examples it sends to the cloud.",
+	} {
+		// Discovery and the OpenAPI of CRDs just made may lag a moment.
+		var out string
+		framework.Eventually(t, 30*time.Second, "kubectl explain "+field+" describing it", func(context.Context) (bool, error) {
+			var err error
+			out, err = framework.Kubectl(t, "explain", field)
+			return err == nil && strings.Contains(out, want), nil
+		})
+	}
+	crds, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "build", "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in build/crds (%v)", err)
+	}
+	for _, f := range crds {
+		if out, err := framework.Kubectl(t, "apply", "--dry-run=server", "-f", f); err != nil {
+			t.Errorf("client-side kubectl apply of %s: %v\n%s", filepath.Base(f), err, out)
+		}
 	}
 }
 
