@@ -163,6 +163,44 @@ func strip(s map[string]any) {
 	}
 }
 
+// undescribed lists the fields of Nereid's types in s, the schema of a
+// value of type t at path, whose schema has no description.
+func undescribed(s map[string]any, t reflect.Type, path string) []string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		switch t.Kind() {
+		case reflect.Slice, reflect.Array:
+			s, _ = s["items"].(map[string]any)
+			path += "[]"
+		case reflect.Map:
+			s, _ = s["additionalProperties"].(map[string]any)
+			path += "{}"
+		}
+		t = t.Elem()
+	}
+	if s == nil || t.Kind() != reflect.Struct || !strings.HasPrefix(t.PkgPath(), ours) {
+		return nil
+	}
+	props, _ := s["properties"].(map[string]any)
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, inline := jsonName(f)
+		if inline {
+			out = append(out, undescribed(s, f.Type, path)...)
+			continue
+		}
+		prop, ok := props[name].(map[string]any)
+		if !ok || name == "metadata" {
+			continue
+		}
+		if d, _ := prop["description"].(string); d == "" {
+			out = append(out, path+"."+name)
+		}
+		out = append(out, undescribed(prop, f.Type, path+"."+name)...)
+	}
+	return out
+}
+
 // jsonName is a field's name in JSON, and whether it is inlined.
 func jsonName(f reflect.StructField) (string, bool) {
 	tag := f.Tag.Get("json")

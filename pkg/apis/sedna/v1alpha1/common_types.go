@@ -22,14 +22,18 @@ type DatasetRef struct {
 
 // Metric is one named measurement, as Sedna's workers report it.
 type Metric struct {
-	Key   string `json:"key"`
+	// The measurement's name, for example precision or recall.
+	Key string `json:"key"`
+	// Its value, as the worker wrote it (a number, or a JSON array).
 	Value string `json:"value"`
 }
 
 // ParaSpec is one key/value parameter.
 type ParaSpec struct {
+	// The parameter's name, for example threshold_img.
 	// +kubebuilder:validation:MinLength=1
-	Key   string `json:"key"`
+	Key string `json:"key"`
+	// Its value, as the algorithm reads it.
 	Value string `json:"value"`
 }
 
@@ -47,13 +51,20 @@ type HardExampleMining struct {
 // HPA asks for a HorizontalPodAutoscaler on a worker's Deployment.
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas",fieldPath=".minReplicas"
 type HPA struct {
+	// The fewest replicas the autoscaler keeps (1 when unset); also the
+	// Deployment's replicas when it is made.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// The most replicas the autoscaler makes.
 	// +kubebuilder:validation:Minimum=1
 	MaxReplicas int32 `json:"maxReplicas"`
+	// What the autoscaler scales on, as a HorizontalPodAutoscaler's
+	// spec.metrics (autoscaling/v2).
 	// +optional
 	Metrics []autoscalingv2.MetricSpec `json:"metrics,omitempty"`
+	// How fast it scales up and down, as a HorizontalPodAutoscaler's
+	// spec.behavior (autoscaling/v2).
 	// +optional
 	Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 }
@@ -74,14 +85,17 @@ type Trigger struct {
 // Timer is a daily window, start and end as HH:MM (24-hour clock; 24:00 is the
 // end of the day, as Sedna's examples write it).
 type Timer struct {
+	// When the window opens each day, HH:MM.
 	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
 	Start string `json:"start"`
+	// When it closes, HH:MM.
 	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
 	End string `json:"end"`
 }
 
 // TriggerCondition compares a metric with a threshold: metric operator threshold.
 type TriggerCondition struct {
+	// How the metric is compared with the threshold: >, <, >=, <= or =.
 	// +kubebuilder:validation:Enum=">";"<";">=";"<=";"="
 	Operator string `json:"operator"`
 	// A number, for example 0.8 or 500.
@@ -246,7 +260,9 @@ type RoundStatus struct {
 
 // RoundModel is a model a round trained.
 type RoundModel struct {
+	// Where the model is: a path on a node or a URL such as s3://.
 	URL string `json:"url"`
+	// Its format, for example pb or pkl.
 	// +optional
 	Format string `json:"format,omitempty"`
 	// Its evaluation; list values are JSON arrays.

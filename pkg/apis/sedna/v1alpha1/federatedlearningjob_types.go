@@ -84,8 +84,10 @@ type Transmitter struct {
 
 // S3Transmitter exchanges updates through an S3 path.
 type S3Transmitter struct {
+	// The S3 path the workers exchange their updates through.
 	// +kubebuilder:validation:MinLength=1
 	AggDataPath string `json:"aggDataPath"`
+	// The Secret, in the job's namespace, with the S3 credentials.
 	// +optional
 	CredentialName string `json:"credentialName,omitempty"`
 }

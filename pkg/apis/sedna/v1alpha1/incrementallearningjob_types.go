@@ -84,6 +84,7 @@ type DeploySpec struct {
 
 // DeployModel is the model the deploy stage updates.
 type DeployModel struct {
+	// Name of the Model the deploy stage updates with the round's model.
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 	// Update the running inference worker in place instead of recreating it.

@@ -61,33 +61,42 @@ type KnowledgeBase struct {
 
 // AIModels lists the models in the knowledge base.
 type AIModels struct {
+	// How many models the knowledge base holds.
 	// +optional
 	NumberOfAIModels int32 `json:"numberOfAIModels"`
+	// The models, as the knowledge base reports them.
 	// +optional
 	ListOfAIModels []AIModel `json:"listOfAIModels,omitempty"`
 }
 
 // AIModel is one model in the knowledge base.
 type AIModel struct {
+	// The model's id in the knowledge base.
 	ModelID string `json:"modelID"`
+	// Its average precision on its tasks.
 	// +optional
 	AveragePrecision float64 `json:"averagePrecision"`
+	// How many samples it was trained on.
 	// +optional
 	NumberOfTrainSamples int32 `json:"numberOfTrainSamples"`
 }
 
 // AIClasses lists the classes the knowledge base knows.
 type AIClasses struct {
+	// How many classes the knowledge base knows.
 	// +optional
 	NumberOfAIClasses int32 `json:"numberOfAIClasses"`
+	// Their names.
 	// +optional
 	ListOfAIClasses []string `json:"listOfAIClasses,omitempty"`
 }
 
 // Samples counts the unseen samples.
 type Samples struct {
+	// How many unseen samples have been labelled.
 	// +optional
 	NumberOfLabeledUnseenSample int32 `json:"numberOfLabeledUnseenSample"`
+	// How many samples the knowledge base has not seen before.
 	// +optional
 	NumberOfUnseenSample int32 `json:"numberOfUnseenSample"`
 }

@@ -23,8 +23,10 @@ package v1alpha1
 //
 // AIClasses lists the classes the knowledge base knows.
 type AIClassesApplyConfiguration struct {
-	NumberOfAIClasses *int32   `json:"numberOfAIClasses,omitempty"`
-	ListOfAIClasses   []string `json:"listOfAIClasses,omitempty"`
+	// How many classes the knowledge base knows.
+	NumberOfAIClasses *int32 `json:"numberOfAIClasses,omitempty"`
+	// Their names.
+	ListOfAIClasses []string `json:"listOfAIClasses,omitempty"`
 }
 
 // AIClassesApplyConfiguration constructs a declarative configuration of the AIClasses type for use with

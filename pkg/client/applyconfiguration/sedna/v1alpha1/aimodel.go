@@ -23,9 +23,12 @@ package v1alpha1
 //
 // AIModel is one model in the knowledge base.
 type AIModelApplyConfiguration struct {
-	ModelID              *string  `json:"modelID,omitempty"`
-	AveragePrecision     *float64 `json:"averagePrecision,omitempty"`
-	NumberOfTrainSamples *int32   `json:"numberOfTrainSamples,omitempty"`
+	// The model's id in the knowledge base.
+	ModelID *string `json:"modelID,omitempty"`
+	// Its average precision on its tasks.
+	AveragePrecision *float64 `json:"averagePrecision,omitempty"`
+	// How many samples it was trained on.
+	NumberOfTrainSamples *int32 `json:"numberOfTrainSamples,omitempty"`
 }
 
 // AIModelApplyConfiguration constructs a declarative configuration of the AIModel type for use with

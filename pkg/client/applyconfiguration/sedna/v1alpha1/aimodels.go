@@ -23,8 +23,10 @@ package v1alpha1
 //
 // AIModels lists the models in the knowledge base.
 type AIModelsApplyConfiguration struct {
-	NumberOfAIModels *int32                      `json:"numberOfAIModels,omitempty"`
-	ListOfAIModels   []AIModelApplyConfiguration `json:"listOfAIModels,omitempty"`
+	// How many models the knowledge base holds.
+	NumberOfAIModels *int32 `json:"numberOfAIModels,omitempty"`
+	// The models, as the knowledge base reports them.
+	ListOfAIModels []AIModelApplyConfiguration `json:"listOfAIModels,omitempty"`
 }
 
 // AIModelsApplyConfiguration constructs a declarative configuration of the AIModels type for use with

@@ -23,6 +23,7 @@ package v1alpha1
 //
 // DeployModel is the model the deploy stage updates.
 type DeployModelApplyConfiguration struct {
+	// Name of the Model the deploy stage updates with the round's model.
 	Name *string `json:"name,omitempty"`
 	// Update the running inference worker in place instead of recreating it.
 	HotUpdateEnabled *bool `json:"hotUpdateEnabled,omitempty"`

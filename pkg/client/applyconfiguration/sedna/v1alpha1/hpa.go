@@ -27,10 +27,17 @@ import (
 //
 // HPA asks for a HorizontalPodAutoscaler on a worker's Deployment.
 type HPAApplyConfiguration struct {
-	MinReplicas *int32                              `json:"minReplicas,omitempty"`
-	MaxReplicas *int32                              `json:"maxReplicas,omitempty"`
-	Metrics     []v2.MetricSpec                     `json:"metrics,omitempty"`
-	Behavior    *v2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
+	// The fewest replicas the autoscaler keeps (1 when unset); also the
+	// Deployment's replicas when it is made.
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// The most replicas the autoscaler makes.
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// What the autoscaler scales on, as a HorizontalPodAutoscaler's
+	// spec.metrics (autoscaling/v2).
+	Metrics []v2.MetricSpec `json:"metrics,omitempty"`
+	// How fast it scales up and down, as a HorizontalPodAutoscaler's
+	// spec.behavior (autoscaling/v2).
+	Behavior *v2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 }
 
 // HPAApplyConfiguration constructs a declarative configuration of the HPA type for use with

@@ -23,7 +23,9 @@ package v1alpha1
 //
 // Metric is one named measurement, as Sedna's workers report it.
 type MetricApplyConfiguration struct {
-	Key   *string `json:"key,omitempty"`
+	// The measurement's name, for example precision or recall.
+	Key *string `json:"key,omitempty"`
+	// Its value, as the worker wrote it (a number, or a JSON array).
 	Value *string `json:"value,omitempty"`
 }
 

@@ -23,7 +23,9 @@ package v1alpha1
 //
 // ParaSpec is one key/value parameter.
 type ParaSpecApplyConfiguration struct {
-	Key   *string `json:"key,omitempty"`
+	// The parameter's name, for example threshold_img.
+	Key *string `json:"key,omitempty"`
+	// Its value, as the algorithm reads it.
 	Value *string `json:"value,omitempty"`
 }
 

@@ -23,7 +23,9 @@ package v1alpha1
 //
 // RoundModel is a model a round trained.
 type RoundModelApplyConfiguration struct {
-	URL    *string `json:"url,omitempty"`
+	// Where the model is: a path on a node or a URL such as s3://.
+	URL *string `json:"url,omitempty"`
+	// Its format, for example pb or pkl.
 	Format *string `json:"format,omitempty"`
 	// Its evaluation; list values are JSON arrays.
 	Metrics []MetricApplyConfiguration `json:"metrics,omitempty"`

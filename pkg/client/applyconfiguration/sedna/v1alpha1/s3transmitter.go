@@ -23,7 +23,9 @@ package v1alpha1
 //
 // S3Transmitter exchanges updates through an S3 path.
 type S3TransmitterApplyConfiguration struct {
-	AggDataPath    *string `json:"aggDataPath,omitempty"`
+	// The S3 path the workers exchange their updates through.
+	AggDataPath *string `json:"aggDataPath,omitempty"`
+	// The Secret, in the job's namespace, with the S3 credentials.
 	CredentialName *string `json:"credentialName,omitempty"`
 }
 

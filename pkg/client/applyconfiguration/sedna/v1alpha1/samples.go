@@ -23,8 +23,10 @@ package v1alpha1
 //
 // Samples counts the unseen samples.
 type SamplesApplyConfiguration struct {
+	// How many unseen samples have been labelled.
 	NumberOfLabeledUnseenSample *int32 `json:"numberOfLabeledUnseenSample,omitempty"`
-	NumberOfUnseenSample        *int32 `json:"numberOfUnseenSample,omitempty"`
+	// How many samples the knowledge base has not seen before.
+	NumberOfUnseenSample *int32 `json:"numberOfUnseenSample,omitempty"`
 }
 
 // SamplesApplyConfiguration constructs a declarative configuration of the Samples type for use with

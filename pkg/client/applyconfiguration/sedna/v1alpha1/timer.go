@@ -24,8 +24,10 @@ package v1alpha1
 // Timer is a daily window, start and end as HH:MM (24-hour clock; 24:00 is the
 // end of the day, as Sedna's examples write it).
 type TimerApplyConfiguration struct {
+	// When the window opens each day, HH:MM.
 	Start *string `json:"start,omitempty"`
-	End   *string `json:"end,omitempty"`
+	// When it closes, HH:MM.
+	End *string `json:"end,omitempty"`
 }
 
 // TimerApplyConfiguration constructs a declarative configuration of the Timer type for use with

@@ -23,6 +23,7 @@ package v1alpha1
 //
 // TriggerCondition compares a metric with a threshold: metric operator threshold.
 type TriggerConditionApplyConfiguration struct {
+	// How the metric is compared with the threshold: >, <, >=, <= or =.
 	Operator *string `json:"operator,omitempty"`
 	// A number, for example 0.8 or 500.
 	Threshold *float64 `json:"threshold,omitempty"`
