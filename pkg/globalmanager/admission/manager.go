@@ -50,7 +50,6 @@ type Manager struct {
 	backfill int
 	now      func() time.Time
 
-	factory  kubeinformers.SharedInformerFactory
 	quotas   corelisters.ResourceQuotaLister
 	ranges   corelisters.LimitRangeLister
 	classes  schedulinglisters.PriorityClassLister
@@ -104,7 +103,7 @@ func NewManager(cfg Config) *Manager {
 	ranges := factory.Core().V1().LimitRanges()
 	classes := classFactory.Scheduling().V1().PriorityClasses()
 	m := &Manager{
-		kube: cfg.Kube, backfill: cfg.BackfillLimit, factory: factory, now: time.Now,
+		kube: cfg.Kube, backfill: cfg.BackfillLimit, now: time.Now,
 		quotas: quotas.Lister(), ranges: ranges.Lister(), classes: classes.Lister(),
 		synced:     []cache.InformerSynced{quotas.Informer().HasSynced, ranges.Informer().HasSynced, classes.Informer().HasSynced},
 		handlers:   map[schema.GroupVersionKind]func(string){},
@@ -184,6 +183,9 @@ type Decision struct {
 	made bool
 }
 
+// admitted is what a job admitted in a namespace with quotas is told.
+var admitted = Decision{Admitted: true, Quotas: true, Message: "admitted: every quota of the namespace holds the job"}
+
 // Made is what a job that lacks nothing is told: its Admitted condition,
 // when it has one, is True (a status write lost after its creation must not
 // leave it waiting).
@@ -202,24 +204,16 @@ func (m *Manager) Admit(ctx context.Context, req Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	// Pods are charged as the API server will charge them: with the
-	// defaults of the namespace's LimitRanges.
-	if ranges, err := m.ranges.LimitRanges(ns).List(labels.Everything()); err == nil && len(ranges) > 0 {
-		req.Charge.Pods = withLimitRangeDefaults(req.Charge.Pods, ranges)
+	if len(cached) == 0 {
+		return m.admitWithoutQuota(ns, req), nil
 	}
+	req.Charge = m.defaulted(ns, req.Charge)
 	q := m.namespace(ns)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e := q.upsert(req, m.priority(req.PriorityClassName))
-	if len(cached) == 0 && !e.admitted {
-		// No quota to hold: nothing is queued. A quota made meanwhile is
-		// met by the API server, which refuses what does not fit (the
-		// controllers then remove what they made of the job).
-		delete(q.entries, entryKey(req.Kind, req.Key))
-		return Decision{Admitted: true}, nil
-	}
 	if e.admitted {
-		return Decision{Admitted: true, Quotas: true, Message: "admitted: every quota of the namespace holds the job"}, nil
+		return admitted, nil
 	}
 	// The cache may lag what the API server has charged (our own creates
 	// included); the decision reads the quotas as they are.
@@ -237,32 +231,47 @@ func (m *Manager) Admit(ctx context.Context, req Request) (Decision, error) {
 		}
 	}
 	if e.admitted {
-		return Decision{Admitted: true, Quotas: true, Message: "admitted: every quota of the namespace holds the job"}, nil
+		return admitted, nil
 	}
 	return Decision{Quotas: true, Message: e.why}, nil
 }
 
+// admitWithoutQuota admits req's job in namespace ns, which the cache says
+// has no quota: nothing is queued and no room held (a quota made meanwhile
+// is met by the API server, which refuses what does not fit; the
+// controllers then remove what they made of the job). Only a job admitted
+// before the quota went, asking the same, is told it was admitted.
+func (m *Manager) admitWithoutQuota(ns string, req Request) Decision {
+	q := m.lookup(ns)
+	if q == nil {
+		return Decision{Admitted: true}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k := entryKey(req.Kind, req.Key)
+	if e := q.entries[k]; e != nil && e.admitted && e.uid == req.Owner.GetUID() && e.sig == signature(m.defaulted(ns, req.Charge)) {
+		return admitted
+	}
+	delete(q.entries, k)
+	return Decision{Admitted: true}
+}
+
+// defaulted is c with its pods as the API server will charge them: with
+// the defaults of the LimitRanges of namespace ns.
+func (m *Manager) defaulted(ns string, c Charge) Charge {
+	if ranges, err := m.ranges.LimitRanges(ns).List(labels.Everything()); err == nil && len(ranges) > 0 {
+		c.Pods = withLimitRangeDefaults(c.Pods, ranges)
+	}
+	return c
+}
+
 // Done says the job of kind and key created what it was admitted for (or
 // gave up): its room is no longer held, the quotas count what it made. A
-// job whose creation was refused (Undo) stays in the queue.
+// job whose creation was refused (Undo) stays in the queue. A decision made
+// while this job's pods were charged and its room still held counted them
+// twice: the first job waiting decides again.
 func (m *Manager) Done(kind schema.GroupVersionKind, key string) {
-	if m == nil {
-		return
-	}
-	ns, _, _ := cache.SplitMetaNamespaceKey(key)
-	q := m.namespace(ns)
-	q.mu.Lock()
-	e := q.entries[entryKey(kind, key)]
-	done := e != nil && e.admitted
-	if done {
-		delete(q.entries, entryKey(kind, key))
-	}
-	q.mu.Unlock()
-	// A decision made while this job's pods were charged and its room still
-	// held counted them twice: the first job waiting decides again.
-	if done {
-		m.wakeFirst(ns)
-	}
+	m.remove(kind, key, func(e *entry) bool { return e.admitted })
 }
 
 // refused puts the job of kind and key back in its queue, not admitted,
@@ -272,7 +281,10 @@ func (m *Manager) refused(kind schema.GroupVersionKind, key string) time.Duratio
 		return 0
 	}
 	ns, _, _ := cache.SplitMetaNamespaceKey(key)
-	q := m.namespace(ns)
+	q := m.lookup(ns)
+	if q == nil {
+		return 0
+	}
 	q.mu.Lock()
 	e := q.entries[entryKey(kind, key)]
 	if e == nil {
@@ -298,37 +310,35 @@ const (
 // gone or finished) and wakes the first one waiting there: the room it
 // held, or its place at the head, is free.
 func (m *Manager) Forget(kind schema.GroupVersionKind, key string) {
-	if m.drop(kind, key) {
-		ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	m.remove(kind, key, func(*entry) bool { return true })
+}
+
+// remove drops the job of kind and key from its queue when it is there and
+// which says so, then wakes the first job waiting in its namespace.
+func (m *Manager) remove(kind schema.GroupVersionKind, key string, which func(*entry) bool) {
+	if m == nil {
+		return
+	}
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	q := m.lookup(ns)
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	e := q.entries[entryKey(kind, key)]
+	removed := e != nil && which(e)
+	if removed {
+		delete(q.entries, entryKey(kind, key))
+	}
+	q.mu.Unlock()
+	if removed {
 		m.wakeFirst(ns)
 	}
 }
 
-// drop removes the job of kind and key from its queue, saying whether it
-// was there.
-func (m *Manager) drop(kind schema.GroupVersionKind, key string) bool {
-	if m == nil {
-		return false
-	}
-	ns, _, _ := cache.SplitMetaNamespaceKey(key)
-	m.mu.Lock()
-	q := m.namespaces[ns]
-	m.mu.Unlock()
-	if q == nil {
-		return false
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	_, ok := q.entries[entryKey(kind, key)]
-	delete(q.entries, entryKey(kind, key))
-	return ok
-}
-
 // Waiting says how many jobs of the namespace wait (for tests and metrics).
 func (m *Manager) Waiting(ns string) int {
-	m.mu.Lock()
-	q := m.namespaces[ns]
-	m.mu.Unlock()
+	q := m.lookup(ns)
 	if q == nil {
 		return 0
 	}
@@ -343,6 +353,14 @@ func (m *Manager) Waiting(ns string) int {
 	return n
 }
 
+// lookup is the queue of ns, nil when none was ever made.
+func (m *Manager) lookup(ns string) *namespace {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.namespaces[ns]
+}
+
+// namespace is the queue of ns, made when there is none.
 func (m *Manager) namespace(ns string) *namespace {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -357,9 +375,7 @@ func (m *Manager) namespace(ns string) *namespace {
 // wakeFirst wakes the first job waiting in ns, whose decision then
 // admits, in order, all that fit.
 func (m *Manager) wakeFirst(ns string) {
-	m.mu.Lock()
-	q := m.namespaces[ns]
-	m.mu.Unlock()
+	q := m.lookup(ns)
 	if q == nil {
 		return
 	}
