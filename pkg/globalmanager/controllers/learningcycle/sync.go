@@ -96,7 +96,9 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 }
 
 // createAdmitted makes a worker's pod once the namespace's quotas admit
-// it, the job's Admitted condition saying so, and says whether it made it.
+// it, the job's Admitted condition saying so, and says whether it asked
+// the API server for it (a pod that exists already counts, as CreatePods
+// counts it): false while it waits, or when a refusal for quota removed it.
 func (c *Controller[J]) createAdmitted(ctx context.Context, key string, job J, m *machine, pod *corev1.Pod) (bool, error) {
 	req := admission.Request{Kind: c.gvk, Key: key, Owner: job, PriorityClassName: pod.Spec.PriorityClassName,
 		Charge: admission.Charge{Pods: []*corev1.Pod{pod}}}
@@ -110,9 +112,9 @@ func (c *Controller[J]) createAdmitted(ctx context.Context, key string, job J, m
 	if !d.Admitted {
 		return false, nil
 	}
-	made, undone, err := c.config.Admission.CreatePods(ctx, c.children, req)
+	_, undone, err := c.config.Admission.CreatePods(ctx, c.children, req)
 	m.events = append(m.events, undone...)
-	return len(made) > 0, err
+	return undone == nil, err
 }
 
 // manageStage moves the stage on its pod's phase and creates the pod of the
@@ -134,7 +136,7 @@ func (c *Controller[J]) manageStage(ctx context.Context, key string, job J, spec
 			if err != nil {
 				return err
 			}
-			if made, err := c.createAdmitted(ctx, key, job, m, p); err != nil || !made {
+			if asked, err := c.createAdmitted(ctx, key, job, m, p); err != nil || !asked {
 				return err
 			}
 			m.starting(name)
