@@ -163,19 +163,27 @@ func pinnedFLJob(name, cpu string, tolerations []corev1.Toleration, aggNode stri
 // its message.
 func flScheduled(t *testing.T, ns, name string, status corev1.ConditionStatus, reason string) string {
 	t.Helper()
+	return flCondition(t, ns, name, gang.ConditionScheduled, status, reason, func(msg string) bool {
+		return reason != gang.ReasonWaitingForGang || strings.Contains(msg, "the scheduler says")
+	})
+}
+
+// flCondition waits for the job's condition of condType to have status and
+// reason and a message that says holds of, and returns the message.
+func flCondition(t *testing.T, ns, name, condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
+	t.Helper()
 	var msg string
-	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s Scheduled=%s %s", name, status, reason), func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s %s=%s %s", name, condType, status, reason), func(ctx context.Context) (bool, error) {
 		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		c := common.FindJobCondition(job.Status.Conditions, gang.ConditionScheduled)
+		c := common.FindJobCondition(job.Status.Conditions, condType)
 		if c == nil {
 			return false, nil
 		}
 		msg = c.Message
-		saysWhy := reason != gang.ReasonWaitingForGang || strings.Contains(msg, "the scheduler says")
-		return c.Status == status && c.Reason == reason && saysWhy, nil
+		return c.Status == status && c.Reason == reason && says(msg), nil
 	})
 	return msg
 }

@@ -122,20 +122,9 @@ func (m *podsMade) firstIndex(prefix string) int {
 // and, unless "", message; it returns the message.
 func flAdmitted(t *testing.T, ns, name string, status corev1.ConditionStatus, reason, message string) string {
 	t.Helper()
-	var msg string
-	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s Admitted=%s %s %q", name, status, reason, message), func(ctx context.Context) (bool, error) {
-		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		c := common.FindJobCondition(job.Status.Conditions, admission.ConditionAdmitted)
-		if c == nil {
-			return false, nil
-		}
-		msg = c.Message
-		return c.Status == status && c.Reason == reason && (message == "" || msg == message), nil
+	return flCondition(t, ns, name, admission.ConditionAdmitted, status, reason, func(msg string) bool {
+		return message == "" || msg == message
 	})
-	return msg
 }
 
 // waitForPods waits until the job has n live pods.
