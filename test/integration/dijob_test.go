@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -462,4 +463,73 @@ func conditionOf(j *div2.DIJob, phase div2.Phase) string {
 		}
 	}
 	return ""
+}
+
+// TestDIJobScaledOnItsFirstTaskKeepsRanksUniqueAndDINodesAgree is
+// DI-orchestrator's sample-atari-dqn-dist (a learner, an evaluator, two
+// collectors) with its first task scaled: the new learner takes the next
+// free rank, no running pod's rank moves, and every pod's DI_NODES names the
+// same pod at each index it lists, each pod at its own DI_RANK.
+func TestDIJobScaledOnItsFirstTaskKeepsRanksUniqueAndDINodesAgree(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	task := func(typ string, replicas int64) map[string]any {
+		return map[string]any{"type": typ, "replicas": replicas, "template": podTemplate()}
+	}
+	atari := dijobManifest("atari-dqn-dist", task("learner", 1), task("evaluator", 1), task("collector", 2))
+	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, atari.Object), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := waitForDIJob(t, ns, "atari-dqn-dist", "Running", diPhaseIs(div2.JobRunning))
+	before, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, "atari-dqn-dist", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/tasks/0/replicas","value":2}]`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	waitForDIJob(t, ns, "atari-dqn-dist", "Running with 5 replicas", func(j *div2.DIJob) bool {
+		return j.Status.Phase == div2.JobRunning && j.Status.Replicas == 5
+	})
+	after, err := diPods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 5 {
+		t.Fatalf("pods %v, want 5", keys(after))
+	}
+	for n, p := range before {
+		if after[n].UID != p.UID || after[n].Annotations[dijob.AnnotationRank] != p.Annotations[dijob.AnnotationRank] {
+			t.Errorf("scaling the learners replaced pod %s or moved its rank", n)
+		}
+	}
+	ranks := map[string]string{}
+	lists := map[string][]string{}
+	for n, p := range after {
+		env := map[string]string{}
+		for _, e := range p.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		if other, ok := ranks[env["DI_RANK"]]; ok {
+			t.Errorf("pods %s and %s both have DI_RANK %s", other, n, env["DI_RANK"])
+		}
+		ranks[env["DI_RANK"]] = n
+		lists[n] = strings.Split(env["DI_NODES"], ",")
+		rank, _ := strconv.Atoi(env["DI_RANK"])
+		if rank >= len(lists[n]) || !strings.HasPrefix(lists[n][rank], n+".") {
+			t.Errorf("pod %s has DI_RANK %d, but its DI_NODES %v names another there", n, rank, lists[n])
+		}
+	}
+	if got := ranks["4"]; got != "atari-dqn-dist-learner-1" {
+		t.Errorf("DI_RANK 4 is %q, want the new learner (after the 4 running pods)", got)
+	}
+	for a, la := range lists {
+		for b, lb := range lists {
+			n := min(len(la), len(lb))
+			if !slices.Equal(la[:n], lb[:n]) {
+				t.Errorf("the DI_NODES of %s and %s disagree:\n%v\n%v", a, b, la, lb)
+			}
+		}
+	}
 }

@@ -37,7 +37,7 @@
 // no route (404).
 //
 // GET: data is the job's replicas as "ip:port" in global rank order (each
-// pod's place in the current spec, dijob.Ranks), one entry per live pod of
+// pod's own diengine/rank, its DI_RANK, which it keeps for life), one entry per live pod of
 // the job (labelled as its child and controlled by it, by UID, not being
 // deleted, not Failed or Succeeded; found by the controllers' owner index,
 // so a GET costs the same however many pods share the namespace); the port is the
@@ -45,7 +45,7 @@
 // (22270). A pod that has no IP yet is given as its DNS name behind the job's
 // headless Service, "<pod>.di-<job>.<namespace>.svc:port" (its spec.hostname
 // and spec.subdomain when set; Config.ServiceDomain for "svc"), rather than
-// left out as DI did: an entry's index stays its rank, and DI-engine's workers
+// left out as DI did: no live replica goes missing, and DI-engine's workers
 // already resolve these names (DI_NODES is made of them); the name resolves
 // once the pod has an address. A job without such pods answers [] (DI
 // answered null). An IPv6 address is bracketed, "[fd00::5]:22270" (DI wrote

@@ -38,16 +38,16 @@ func (s *Server) getReplicas(ctx context.Context, job *div2alpha1.DIJob) *reply 
 	if err != nil {
 		return internal(fmt.Errorf("listing the pods of DIJob %s: %w", klog.KObj(job), err), "the DIJob's pods could not be listed")
 	}
-	// The rank of a replica is its place in the current spec.
-	ranks := dijob.Ranks(job)
+	// The rank of a replica is the one it was made with, which it keeps
+	// (its DI_RANK); a scale leaves other pods' ranks where they were.
 	replicas := make([]replica, 0, len(pods))
 	for _, pod := range pods {
 		if !isLiveReplicaOf(pod, job) {
 			continue
 		}
-		rank, ok := ranks[pod.Name]
+		rank, ok := dijob.RankOf(pod)
 		if !ok {
-			klog.FromContext(ctx).V(4).Info("Pod of a DIJob that is no replica of its spec", "pod", klog.KObj(pod))
+			klog.FromContext(ctx).V(4).Info("Pod of a DIJob without a rank", "pod", klog.KObj(pod))
 			continue
 		}
 		replicas = append(replicas, replica{rank: rank, pod: pod})

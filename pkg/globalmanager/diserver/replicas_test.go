@@ -19,9 +19,10 @@ import (
 )
 
 func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
-	// Ranks are places in the current spec: 4 collectors, so collector-4
-	// onwards (failed, deleting, or past the spec) are no replicas.
-	job := newJob(testJob, newTask(div2alpha1.TaskTypeLearner, "", 1), newTask(div2alpha1.TaskTypeCollector, "", 4))
+	// Ranks are the pods' own (diengine/rank, their DI_RANK): a learner
+	// added by a later scale comes after the collectors, not at its place
+	// in the spec. Failed and deleting pods are no replicas.
+	job := newJob(testJob, newTask(div2alpha1.TaskTypeLearner, "", 2), newTask(div2alpha1.TaskTypeCollector, "", 4))
 	other := newJob("other")
 	learner := newPod(job, "learner", 0, 0, "10.0.0.1")
 	collector0 := newPod(job, "collector", 0, 1, "10.0.0.2")
@@ -29,6 +30,7 @@ func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
 	collector1.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9000}, {Name: portName, ContainerPort: 3333}}
 	collector2 := newPod(job, "collector", 2, 3, "") // not placed yet
 	ipv6 := newPod(job, "collector", 3, 4, "fd00::5")
+	scaledLearner := newPod(job, "learner", 1, 8, "10.0.0.10")
 
 	failed := newPod(job, "collector", 4, 5, "10.0.0.6")
 	failed.Status.Phase = corev1.PodFailed
@@ -39,10 +41,10 @@ func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
 	impostor := newPod(other, "collector", 9, 7, "10.0.0.8")
 	impostor.Labels[labelJob] = job.Name
 	noRank := newPod(job, "collector", 7, 0, "10.0.0.9")
-	delete(noRank.Annotations, "diengine/task-rank")
+	delete(noRank.Annotations, "diengine/rank")
 
 	// Seeded out of order: the answer is ordered by rank, not by cache.
-	f := newFixture(t, Config{}, job, other, ipv6, collector2, failed, collector1, impostor, learner, deleting, noRank, collector0)
+	f := newFixture(t, Config{}, job, other, scaledLearner, ipv6, collector2, failed, collector1, impostor, learner, deleting, noRank, collector0)
 	a := f.do(http.MethodGet, replicasPath(testJob), "admin", "")
 	if a.status != http.StatusOK {
 		t.Fatalf("GET replicas: %d %q", a.status, a.raw)
@@ -53,6 +55,7 @@ func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
 		"10.0.0.3:3333",
 		"cartpole-collector-2.di-cartpole.rl.svc:22270",
 		"[fd00::5]:22270",
+		"10.0.0.10:22270",
 	}
 	if diff := cmp.Diff(want, a.body.Data); diff != "" {
 		t.Errorf("GET replicas data (-want,+got):\n%s", diff)

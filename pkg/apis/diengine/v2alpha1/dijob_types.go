@@ -166,7 +166,9 @@ type DIJobStatus struct {
 	// Per task name, how many of its pods are in each pod phase.
 	// +optional
 	TaskStatus map[string]TaskStatus `json:"taskStatus,omitempty"`
-	// The node of each replica, in rank order.
+	// The node of each replica, in the spec's order (tasks, then each
+	// task's replicas): rank order unless a scale gave new replicas ranks
+	// past the running ones'.
 	// +optional
 	Allocation []string `json:"allocation,omitempty"`
 	// What the job last reported of its own performance

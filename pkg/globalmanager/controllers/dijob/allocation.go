@@ -132,8 +132,8 @@ func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) er
 	byRank := map[int]*corev1.Pod{}
 	for _, r := range wanted {
 		if pod, ok := byName[r.name]; ok {
-			part.Replicas = append(part.Replicas, whole.Replicas[r.rank])
-			byRank[r.rank] = pod
+			part.Replicas = append(part.Replicas, whole.Replicas[r.index])
+			byRank[r.index] = pod
 		}
 	}
 	key := whole.Key

@@ -20,9 +20,10 @@ const (
 	LabelTaskName = "diengine/task-name"
 	LabelPod      = "diengine/pod"
 
-	// AnnotationReplicas is how many replicas the job had when the pod was made.
+	// AnnotationReplicas is how many names the pod's DI_NODES lists.
 	AnnotationReplicas = "diengine/replicas"
-	// AnnotationRank is the pod's global rank: its place in DI_NODES.
+	// AnnotationRank is the pod's global rank (DI_RANK): its place in
+	// DI_NODES, kept for the pod's life (ranks.go).
 	AnnotationRank = "diengine/rank"
 	// AnnotationTaskRank is the pod's rank within its task (the end of its name).
 	AnnotationTaskRank = "diengine/task-rank"
@@ -38,38 +39,29 @@ const (
 type replica struct {
 	task     *div2.Task
 	taskName string
-	// taskRank is the rank within the task; rank the rank within the job:
-	// tasks in spec order, each task's replicas in rank order.
-	taskRank, rank int
-	name           string
+	// taskRank is the rank within the task; index the replica's place in
+	// the spec: tasks in spec order, each task's replicas in rank order
+	// (the allocator's order; the rank in DI_NODES is given by ranks.go).
+	taskRank, index int
+	name            string
 }
 
-// replicasOf lists the replicas of the job's current spec in rank order.
+// replicasOf lists the replicas of the job's current spec in spec order.
 func replicasOf(job *div2.DIJob) []replica {
 	var out []replica
 	for i := range job.Spec.Tasks {
 		t := &job.Spec.Tasks[i]
 		for r := range int(job.TaskReplicas(i)) {
-			out = append(out, replica{task: t, taskName: t.TaskName(), taskRank: r, rank: len(out), name: PodName(job.Name, t.TaskName(), r)})
+			out = append(out, replica{task: t, taskName: t.TaskName(), taskRank: r, index: len(out), name: PodName(job.Name, t.TaskName(), r)})
 		}
 	}
 	return out
 }
 
-// Ranks is the rank of each replica of job's current spec, by pod name: its
-// place in DI_NODES for a pod made now (a pod's diengine/rank is the rank
-// it had when made, which a scaled task before it may have shifted since).
-// Nil for a job past the replica bounds.
-func Ranks(job *div2.DIJob) map[string]int {
-	if job.CheckReplicas() != nil {
-		return nil
-	}
-	all := replicasOf(job)
-	ranks := make(map[string]int, len(all))
-	for _, r := range all {
-		ranks[r.name] = r.rank
-	}
-	return ranks
+// RankOf is the pod's global rank, as its diengine/rank annotation says.
+func RankOf(pod *corev1.Pod) (int, bool) {
+	r, err := strconv.Atoi(pod.Annotations[AnnotationRank])
+	return r, err == nil && r >= 0
 }
 
 // PodName is the name of a task's replica: <job>-<task>-<rank>, also its
@@ -117,24 +109,13 @@ func taskHashes(job *div2.DIJob) (map[string]string, error) {
 	return out, nil
 }
 
-// nodesEnv is the environment every pod of the job shares after its rank:
-// DI_NODES and each task's DI_<TASK>_NODES (every replica of the job, all),
-// and DI_SERVER_URL. It is built once per sync that makes pods.
-func (c *Controller) nodesEnv(job *div2.DIJob, all []replica) []corev1.EnvVar {
-	var nodes []string
-	byTask := map[string][]string{}
-	var order []string
-	for _, o := range all {
-		f := c.fqdn(job, o)
-		nodes = append(nodes, f)
-		if _, ok := byTask[o.taskName]; !ok {
-			order = append(order, o.taskName)
-		}
-		byTask[o.taskName] = append(byTask[o.taskName], f)
-	}
-	env := []corev1.EnvVar{common.Env("DI_NODES", strings.Join(nodes, ","))}
-	for _, t := range order {
-		env = append(env, common.Env(envName(t), strings.Join(byTask[t], ",")))
+// nodesEnv is the environment every pod made from table shares after its
+// rank: DI_NODES, each task's DI_<TASK>_NODES and DI_SERVER_URL. It is
+// built once per sync that makes pods.
+func (c *Controller) nodesEnv(table *rankTable) []corev1.EnvVar {
+	env := []corev1.EnvVar{common.Env(envNodes, strings.Join(table.nodes, ","))}
+	for _, t := range table.order {
+		env = append(env, common.Env(envName(t), strings.Join(table.tasks[t], ",")))
 	}
 	if c.config.ServerURL != "" {
 		env = append(env, common.Env("DI_SERVER_URL", c.config.ServerURL))
@@ -142,12 +123,12 @@ func (c *Controller) nodesEnv(job *div2.DIJob, all []replica) []corev1.EnvVar {
 	return env
 }
 
-// newPod builds the pod of replica r of a job of total replicas, shared
-// being the job's nodesEnv.
-func (c *Controller) newPod(job *div2.DIJob, r replica, total int, shared []corev1.EnvVar, hash string) *corev1.Pod {
+// newPod builds the pod of replica r at rank, its DI_NODES listing total
+// names, shared being the job's nodesEnv.
+func (c *Controller) newPod(job *div2.DIJob, r replica, rank, total int, shared []corev1.EnvVar, hash string) *corev1.Pod {
 	env := append([]corev1.EnvVar{
 		common.Env("DI_JOB_ID", job.Namespace+"/"+job.Name),
-		common.Env("DI_RANK", strconv.Itoa(r.rank)),
+		common.Env("DI_RANK", strconv.Itoa(rank)),
 	}, shared...)
 	pod := common.NewWorkerPod(job, jobKind, common.Worker{
 		Name: r.name, Role: string(r.task.Type), Hash: hash, Template: &r.task.Template, Env: env,
@@ -158,7 +139,7 @@ func (c *Controller) newPod(job *div2.DIJob, r replica, total int, shared []core
 	}, jobLabel(job), podLabel(r.name))
 	pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{
 		AnnotationReplicas: strconv.Itoa(total),
-		AnnotationRank:     strconv.Itoa(r.rank),
+		AnnotationRank:     strconv.Itoa(rank),
 		AnnotationTaskRank: strconv.Itoa(r.taskRank),
 	})
 	if selectsEdge(&pod.Spec) {

@@ -151,10 +151,19 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 		return c.restart(ctx, key, job, status, live, failed, satisfied, now)
 	}
 	var toCreate []*corev1.Pod
-	if len(missingReplicas) > 0 {
-		shared := c.nodesEnv(job, wanted)
-		for _, r := range missingReplicas {
-			toCreate = append(toCreate, c.newPod(job, r, len(wanted), shared, hashes[r.taskName]))
+	if satisfied && len(missingReplicas) > 0 {
+		// Each new replica's rank and DI_NODES agree with every pod's (ranks.go).
+		table, held, err := c.currentTable(ctx, job, pods)
+		if err != nil {
+			return nil, err
+		}
+		ranks := table.assign(missingReplicas, func(r replica) string { return c.fqdn(job, r) }, held)
+		if len(table.nodes) > div2.MaxJobReplicas {
+			return c.renumber(ctx, key, job, status, live, len(table.nodes), now)
+		}
+		shared := c.nodesEnv(table)
+		for i, r := range missingReplicas {
+			toCreate = append(toCreate, c.newPod(job, r, ranks[i], len(table.nodes), shared, hashes[r.taskName]))
 		}
 	}
 	// Pods no replica wants any more (scaled down, task removed) go, and
@@ -324,6 +333,19 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 		return nil, err
 	}
 	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
+}
+
+// renumber makes every pod of the job again, with ranks afresh, when the
+// names its pods know would pass the bound a job's DI_NODES keeps to (tasks
+// renamed or replaced while older pods ran). Not a failure: it is not
+// counted in status.restarts.
+func (c *Controller) renumber(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, names int, now metav1.Time) ([]common.Event, error) {
+	msg := fmt.Sprintf("DI_NODES would list %d names, more than the %d a job's pods may carry; every pod is made again with ranks afresh",
+		names, div2.MaxJobReplicas)
+	if err := c.children.DeletePods(ctx, key, job, live, "renumbering the job's ranks"); err != nil {
+		return nil, err
+	}
+	return setPhase(status, div2.JobRestarting, "Renumbered", msg, now, corev1.EventTypeNormal), nil
 }
 
 // AnnotationMove, on a pod of a preemptible job, is the number of the move

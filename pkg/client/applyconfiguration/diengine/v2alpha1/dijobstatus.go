@@ -43,7 +43,9 @@ type DIJobStatusApplyConfiguration struct {
 	Reschedules *int32 `json:"reschedules,omitempty"`
 	// Per task name, how many of its pods are in each pod phase.
 	TaskStatus map[string]dienginev2alpha1.TaskStatus `json:"taskStatus,omitempty"`
-	// The node of each replica, in rank order.
+	// The node of each replica, in the spec's order (tasks, then each
+	// task's replicas): rank order unless a scale gave new replicas ranks
+	// past the running ones'.
 	Allocation []string `json:"allocation,omitempty"`
 	// What the job last reported of its own performance
 	// (POST .../profilings), bounded in size.
