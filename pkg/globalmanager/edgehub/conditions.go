@@ -38,10 +38,15 @@ const (
 	ReasonSent = "Sent"
 )
 
-// syncCondition is the EdgeSynced condition the hub wants on an object.
+// syncCondition is a condition the hub wants on an object: EdgeSynced, or
+// EdgeLinked (reach.go).
 type syncCondition struct {
+	typ             string
 	ok              bool
 	reason, message string
+	// eventType, when set, is the type of the event that says the same
+	// once the condition is written.
+	eventType string
 }
 
 // unsendableCondition is the condition for an object that cannot be sent for
@@ -50,22 +55,23 @@ type syncCondition struct {
 // new version, which is tried again) settles at once.
 func unsendableCondition(err error) syncCondition {
 	if errors.Is(err, edgeproto.ErrTooLarge) {
-		return syncCondition{reason: ReasonObjectTooLarge, message: fmt.Sprintf(
+		return syncCondition{typ: ConditionEdgeSynced, reason: ReasonObjectTooLarge, message: fmt.Sprintf(
 			"cannot be sent to its edge nodes: over the %d MiB the edge channel carries, even without its status, managedFields "+
 				"and last-applied annotation; their LocalControllers keep the previous version or none (see the %s events for the nodes)",
 			edgeproto.MaxObjectFrameBytes>>20, ReasonUnsendable)}
 	}
-	return syncCondition{reason: ReasonNotEncodable, message: fmt.Sprintf(
+	return syncCondition{typ: ConditionEdgeSynced, reason: ReasonNotEncodable, message: fmt.Sprintf(
 		"cannot be sent to its edge nodes: %v; their LocalControllers keep the previous version or none", err)}
 }
 
-var sentCondition = syncCondition{ok: true, reason: ReasonSent, message: "the current version was sent to its edge nodes"}
+var sentCondition = syncCondition{typ: ConditionEdgeSynced, ok: true, reason: ReasonSent, message: "the current version was sent to its edge nodes"}
 
-// conditionAccess reads and writes an object's EdgeSynced condition, in the
-// condition type its kind's status keeps.
+// conditionAccess reads and writes the hub's conditions of an object, in
+// the condition type its kind's status keeps.
 type conditionAccess struct {
-	// status of obj's EdgeSynced condition; "" when it has none.
-	status func(obj metav1.Object) corev1.ConditionStatus
+	// status and message of obj's condition of type typ; "" when it has
+	// none.
+	status func(obj metav1.Object, typ string) (corev1.ConditionStatus, string)
 	// set sets it on obj, saying whether that changed anything.
 	set func(obj metav1.Object, c syncCondition, now metav1.Time) bool
 	// update writes obj's status.
@@ -95,15 +101,15 @@ func updateWith[T metav1.Object](client func(namespace string) statusUpdater[T])
 // metaConditions are the kinds whose status keeps metav1.Conditions.
 func metaConditions[T metav1.Object](conds func(T) *[]metav1.Condition, client func(namespace string) statusUpdater[T]) conditionAccess {
 	return conditionAccess{
-		status: func(obj metav1.Object) corev1.ConditionStatus {
-			if c := apimeta.FindStatusCondition(*conds(obj.(T)), ConditionEdgeSynced); c != nil {
-				return corev1.ConditionStatus(c.Status)
+		status: func(obj metav1.Object, typ string) (corev1.ConditionStatus, string) {
+			if c := apimeta.FindStatusCondition(*conds(obj.(T)), typ); c != nil {
+				return corev1.ConditionStatus(c.Status), c.Message
 			}
-			return ""
+			return "", ""
 		},
 		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
 			return apimeta.SetStatusCondition(conds(obj.(T)), metav1.Condition{
-				Type: ConditionEdgeSynced, Status: metav1.ConditionStatus(c.status()), Reason: c.reason, Message: c.message,
+				Type: c.typ, Status: metav1.ConditionStatus(c.status()), Reason: c.reason, Message: c.message,
 				ObservedGeneration: obj.GetGeneration(), LastTransitionTime: now,
 			})
 		},
@@ -114,35 +120,41 @@ func metaConditions[T metav1.Object](conds func(T) *[]metav1.Condition, client f
 // jobConditions are the kinds whose status keeps sedna JobConditions.
 func jobConditions[T metav1.Object](conds func(T) *[]sednav1.JobCondition, client func(namespace string) statusUpdater[T]) conditionAccess {
 	return conditionAccess{
-		status: func(obj metav1.Object) corev1.ConditionStatus {
-			if c := common.FindJobCondition(*conds(obj.(T)), ConditionEdgeSynced); c != nil {
-				return c.Status
+		status: func(obj metav1.Object, typ string) (corev1.ConditionStatus, string) {
+			if c := common.FindJobCondition(*conds(obj.(T)), typ); c != nil {
+				return c.Status, c.Message
 			}
-			return ""
+			return "", ""
 		},
 		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
-			return common.SetJobConditionIn(conds(obj.(T)), common.JobConditionFor(obj, ConditionEdgeSynced, c.ok, c.reason, c.message), now)
+			return common.SetJobConditionIn(conds(obj.(T)), common.JobConditionFor(obj, c.typ, c.ok, c.reason, c.message), now)
 		},
 		update: updateWith(client),
 	}
 }
 
-// conditionWriter writes the EdgeSynced conditions the sessions want, one
-// object at a time, off their loops.
+// conditionWriter writes the conditions the sessions and the reach scan
+// want, one object at a time, off their loops.
 type conditionWriter struct {
 	hub   *Hub
 	mu    sync.Mutex
-	want  map[edgeproto.ObjectRef]syncCondition
-	queue workqueue.TypedRateLimitingInterface[edgeproto.ObjectRef]
+	want  map[conditionKey]syncCondition
+	queue workqueue.TypedRateLimitingInterface[conditionKey]
+}
+
+// conditionKey is one condition of one object.
+type conditionKey struct {
+	ref edgeproto.ObjectRef
+	typ string
 }
 
 func newConditionWriter(h *Hub) *conditionWriter {
 	return &conditionWriter{
 		hub:  h,
-		want: make(map[edgeproto.ObjectRef]syncCondition),
+		want: make(map[conditionKey]syncCondition),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[edgeproto.ObjectRef](100*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[edgeproto.ObjectRef]{Name: "edgehub_conditions"}),
+			workqueue.NewTypedItemExponentialFailureRateLimiter[conditionKey](100*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[conditionKey]{Name: "edgehub_conditions"}),
 	}
 }
 
@@ -154,16 +166,17 @@ func (w *conditionWriter) unsendable(ref edgeproto.ObjectRef, err error) {
 // sent records that obj was sent: an object whose condition says it could
 // not be has it set True.
 func (w *conditionWriter) sent(k *kind, ref edgeproto.ObjectRef, obj metav1.Object) {
-	if k.conditions.status(obj) == corev1.ConditionFalse {
+	if st, _ := k.conditions.status(obj, ConditionEdgeSynced); st == corev1.ConditionFalse {
 		w.wants(ref, sentCondition)
 	}
 }
 
 func (w *conditionWriter) wants(ref edgeproto.ObjectRef, c syncCondition) {
+	key := conditionKey{ref: ref, typ: c.typ}
 	w.mu.Lock()
-	w.want[ref] = c
+	w.want[key] = c
 	w.mu.Unlock()
-	w.queue.Add(ref)
+	w.queue.Add(key)
 }
 
 // run writes conditions until ctx is done.
@@ -173,26 +186,27 @@ func (w *conditionWriter) run(ctx context.Context) {
 		w.queue.ShutDown()
 	}()
 	for {
-		ref, quit := w.queue.Get()
+		key, quit := w.queue.Get()
 		if quit {
 			return
 		}
-		if err := w.write(ctx, ref); err != nil {
-			klog.FromContext(ctx).V(2).Info("Cannot write an object's EdgeSynced condition yet; retrying", "object", ref, "err", err)
-			w.queue.AddRateLimited(ref)
+		if err := w.write(ctx, key); err != nil {
+			klog.FromContext(ctx).V(2).Info("Cannot write an object's condition yet; retrying", "object", key.ref, "condition", key.typ, "err", err)
+			w.queue.AddRateLimited(key)
 		} else {
-			w.queue.Forget(ref)
+			w.queue.Forget(key)
 		}
-		w.queue.Done(ref)
+		w.queue.Done(key)
 	}
 }
 
-// write sets the condition wanted for ref on the object as the cache holds
-// it. A conflict is retried once the cache has the newer version; an object
-// that is gone needs nothing.
-func (w *conditionWriter) write(ctx context.Context, ref edgeproto.ObjectRef) error {
+// write sets the condition wanted for key on the object as the cache holds
+// it, and records its event. A conflict is retried once the cache has the
+// newer version; an object that is gone needs nothing.
+func (w *conditionWriter) write(ctx context.Context, key conditionKey) error {
+	ref := key.ref
 	w.mu.Lock()
-	c, ok := w.want[ref]
+	c, ok := w.want[key]
 	w.mu.Unlock()
 	k := w.hub.byName[ref.Kind]
 	if !ok || k == nil {
@@ -216,16 +230,20 @@ func (w *conditionWriter) write(ctx context.Context, ref edgeproto.ObjectRef) er
 		return err
 	}
 	w.forget(ref, c)
-	klog.FromContext(ctx).V(2).Info("Set the EdgeSynced condition", "object", ref, "status", c.status(), "reason", c.reason)
+	klog.FromContext(ctx).V(2).Info("Set a condition", "object", ref, "condition", c.typ, "status", c.status(), "reason", c.reason)
+	if c.eventType != "" && w.hub.recorder != nil {
+		w.hub.recorder.Event(obj.(runtime.Object), c.eventType, c.reason, c.message)
+	}
 	return nil
 }
 
 // forget drops what was wanted for ref, unless a session wanted something
 // else meanwhile.
 func (w *conditionWriter) forget(ref edgeproto.ObjectRef, c syncCondition) {
+	key := conditionKey{ref: ref, typ: c.typ}
 	w.mu.Lock()
-	if w.want[ref] == c {
-		delete(w.want, ref)
+	if w.want[key] == c {
+		delete(w.want, key)
 	}
 	w.mu.Unlock()
 }

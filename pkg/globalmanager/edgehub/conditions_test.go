@@ -38,7 +38,7 @@ func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
 	failed := unsendableCondition(edgeproto.ErrTooLarge)
 	for _, k := range kinds {
 		obj := objs[k.name].DeepCopyObject().(metav1.Object)
-		if got := k.conditions.status(obj); got != "" {
+		if got, _ := k.conditions.status(obj, ConditionEdgeSynced); got != "" {
 			t.Errorf("%s: status %q before any was set", k.name, got)
 		}
 		if !k.conditions.set(obj, failed, now) {
@@ -47,13 +47,13 @@ func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
 		if k.conditions.set(obj, failed, now) {
 			t.Errorf("%s: setting the same condition again changed something", k.name)
 		}
-		if got := k.conditions.status(obj); got != corev1.ConditionFalse {
+		if got, _ := k.conditions.status(obj, ConditionEdgeSynced); got != corev1.ConditionFalse {
 			t.Errorf("%s: status %q, want False", k.name, got)
 		}
 		if err := k.conditions.update(t.Context(), obj); err != nil {
 			t.Fatalf("%s: %v", k.name, err)
 		}
-		if !k.conditions.set(obj, sentCondition, now) || k.conditions.status(obj) != corev1.ConditionTrue {
+		if !k.conditions.set(obj, sentCondition, now) || func() bool { st, _ := k.conditions.status(obj, ConditionEdgeSynced); return st != corev1.ConditionTrue }() {
 			t.Errorf("%s: setting it True did not take", k.name)
 		}
 	}

@@ -146,6 +146,9 @@ type Config struct {
 	// ServiceAccounts must be too. A bare Pod of the ServiceAccount, or one
 	// of another controller, is refused.
 	DaemonSet string
+	// ReachPeriod is how often every object's nodes are looked at for the
+	// EdgeLinked condition (default DefaultReachPeriod; reach.go).
+	ReachPeriod time.Duration
 	// NodeSelector is a label selector the node of the token's Pod must
 	// match (default DefaultNodeSelector).
 	NodeSelector string
@@ -189,6 +192,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.ResendAfter, DefaultResendAfter)
 	setDefault(&c.LeaseUpdatePeriod, DefaultLeaseUpdatePeriod)
+	setDefault(&c.ReachPeriod, DefaultReachPeriod)
 	if c.LeaseWriteRate == 0 {
 		c.LeaseWriteRate = DefaultLeaseWriteRate
 	}

@@ -556,6 +556,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 
 	go h.conditions.run(ctx)
+	go h.runReach(ctx)
 	go h.refusals.run(ctx)
 	leasesCtx, stopLeases := context.WithCancel(ctx)
 	leasesDone := make(chan struct{})

@@ -397,3 +397,15 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link, duration
 	}
 	return lease
 }
+
+// state is node's link as this hub knows it: connected now, when last
+// heard from, and whether it has known the node at all since it started.
+func (l *links) state(node string) (connected bool, lastHeard time.Time, known bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k, ok := l.nodes[node]
+	if !ok {
+		return false, time.Time{}, false
+	}
+	return k.connected, k.lastHeard, true
+}

@@ -1,0 +1,316 @@
+package edgehub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// ConditionEdgeLinked says whether every node an object needs a
+// LocalController on has one connected: a Dataset's node, the nodes of a
+// job's Datasets, and the edge nodes its workers are pinned to or run on.
+// False names each node that has none and why; it goes True again once they
+// all have. An object that never missed one has no such condition: the hub
+// writes nothing for objects whose nodes are all linked.
+const ConditionEdgeLinked = "EdgeLinked"
+
+// The reasons of ConditionEdgeLinked, the first that applies to any node.
+const (
+	// ReasonNoSuchNode: the object names a node the cluster does not have.
+	ReasonNoSuchNode = "NoSuchNode"
+	// ReasonNoLocalController: the node is not one LocalControllers serve
+	// (it does not match the hub's node selector), or no LocalController
+	// has ever connected from it.
+	ReasonNoLocalController = "NoLocalController"
+	// ReasonLinkDown: the node's LocalController was connected and is not.
+	ReasonLinkDown = "LinkDown"
+	// ReasonLinked: every node has its LocalController connected again.
+	ReasonLinked = "Linked"
+)
+
+// DefaultReachPeriod is how often the hub looks at every object's nodes.
+const DefaultReachPeriod = 2 * time.Second
+
+// nodeCacheTTL is how long the hub trusts what it read of a node it does
+// not watch (one LocalControllers do not serve) or of a Lease.
+const nodeCacheTTL = 10 * time.Second
+
+// nodeReach is why a node fails an object; reason "" is a node that serves.
+type nodeReach struct {
+	reason, why string
+}
+
+// readNode is what the hub read of a node outside its edge nodes' cache.
+type readNode struct {
+	exists bool
+	at     time.Time
+}
+
+// reach judges nodes and sets the objects' EdgeLinked conditions. It runs
+// in the hub's leader only, as the hub does.
+type reach struct {
+	hub     *Hub
+	started time.Time
+	// nodes caches node reads for nodeCacheTTL; the scan is its only user.
+	nodes map[string]readNode
+}
+
+func (h *Hub) runReach(ctx context.Context) {
+	r := &reach{hub: h, started: h.now(), nodes: map[string]readNode{}}
+	t := time.NewTicker(h.cfg.ReachPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.scan(ctx)
+		}
+	}
+}
+
+// scan looks at every object the hub sends and wants the condition its
+// nodes call for.
+func (r *reach) scan(ctx context.Context) {
+	now := r.hub.now()
+	judged := map[string]nodeReach{}
+	judge := func(node string, pinned bool) nodeReach {
+		key := node
+		if pinned {
+			key = "\x00" + node
+		}
+		if j, ok := judged[key]; ok {
+			return j
+		}
+		j := r.judge(ctx, node, pinned, now)
+		judged[key] = j
+		return j
+	}
+	onEdge := r.podNodes()
+	for _, k := range r.hub.kinds {
+		if !k.workers && k.name != datasetKind {
+			continue
+		}
+		for _, item := range k.informer.GetStore().List() {
+			obj, ok := item.(metav1.Object)
+			if !ok || obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			failing := map[string]nodeReach{}
+			for node, pinned := range r.neededNodes(ctx, k, obj, onEdge[string(obj.GetUID())]) {
+				if j := judge(node, pinned); j.reason != "" {
+					failing[node] = j
+				}
+			}
+			r.want(k, obj, failing)
+		}
+	}
+}
+
+// neededNodes are the nodes obj needs a LocalController on, each saying
+// whether obj names it itself (a Dataset's node, a Dataset's of the job, a
+// template's nodeName) rather than finding a worker there.
+func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, running []string) map[string]bool {
+	out := map[string]bool{}
+	if p, ok := obj.(placed); ok && p.NodeName() != "" {
+		out[p.NodeName()] = true
+	}
+	if ds := r.hub.byName[datasetKind]; ds != nil {
+		for _, name := range datasetNames(obj) {
+			if d, ok := getCached(ds.informer, obj.GetNamespace(), name); ok {
+				if p, ok := d.(placed); ok && p.NodeName() != "" {
+					out[p.NodeName()] = true
+				}
+			}
+		}
+	}
+	if k.workers {
+		// A pinned template names its node; only an edge node needs a
+		// LocalController for it (a cloud worker pinned to a cloud node
+		// needs none), and a node that does not exist is said so.
+		if t, ok := obj.(templated); ok {
+			for _, tmpl := range t.PodTemplates() {
+				if n := tmpl.Spec.NodeName; n != "" {
+					if _, isEdge := r.edgeNode(n); isEdge || !r.nodeExists(ctx, n) {
+						out[n] = true
+					}
+				}
+			}
+		}
+		for _, n := range running {
+			if _, ok := out[n]; !ok {
+				out[n] = false
+			}
+		}
+	}
+	return out
+}
+
+// podNodes are, by owner UID, the edge nodes the owner's unfinished worker
+// pods are bound to.
+func (r *reach) podNodes() map[string][]string {
+	out := map[string][]string{}
+	for _, item := range r.hub.pods.GetStore().List() {
+		p, ok := item.(*corev1.Pod)
+		if !ok || p.Spec.NodeName == "" || finished(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		owner := p.Labels[common.LabelOwnerUID]
+		if owner == "" {
+			continue
+		}
+		if _, isEdge := r.edgeNode(p.Spec.NodeName); !isEdge {
+			continue
+		}
+		// The label is the pod's maker's to choose: the pod counts only
+		// for the object its controllers lead to.
+		for _, k := range r.hub.kinds {
+			if !k.workers {
+				continue
+			}
+			for _, obj := range byIndex(k.informer, indexUID, owner) {
+				if r.hub.chain.IsWorkerPod(p, obj) && !slices.Contains(out[owner], p.Spec.NodeName) {
+					out[owner] = append(out[owner], p.Spec.NodeName)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// edgeNode says whether node is one the hub's node selector picks (so one
+// LocalControllers serve), from the hub's cache of them.
+func (r *reach) edgeNode(node string) (*corev1.Node, bool) {
+	o, exists, err := r.hub.edgeNodes.GetStore().GetByKey(node)
+	if err != nil || !exists {
+		return nil, false
+	}
+	n, ok := o.(*corev1.Node)
+	return n, ok
+}
+
+// nodeExists reads a node the hub does not watch, at most once per
+// nodeCacheTTL; an error reading it counts as existing (nothing is said).
+func (r *reach) nodeExists(ctx context.Context, node string) bool {
+	now := r.hub.now()
+	if c, ok := r.nodes[node]; ok && now.Sub(c.at) < nodeCacheTTL {
+		return c.exists
+	}
+	_, err := r.hub.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	exists := !apierrors.IsNotFound(err)
+	if err != nil && exists {
+		klog.FromContext(ctx).V(2).Info("Cannot read a node an object names", "node", node, "err", err)
+	}
+	r.nodes[node] = readNode{exists: exists, at: now}
+	return exists
+}
+
+// judge says whether node has a LocalController connected, and if not why.
+func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Time) nodeReach {
+	if _, isEdge := r.edgeNode(node); !isEdge {
+		if !r.nodeExists(ctx, node) {
+			return nodeReach{ReasonNoSuchNode, fmt.Sprintf("no node %s exists", node)}
+		}
+		if !pinned {
+			return nodeReach{} // a worker the scheduler put on a cloud node
+		}
+		return nodeReach{ReasonNoLocalController, fmt.Sprintf(
+			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; set it to {} to run them on every node, as Sedna does)",
+			node, r.hub.cfg.NodeSelector)}
+	}
+	connected, lastHeard, known := r.hub.links.state(node)
+	if connected {
+		return nodeReach{}
+	}
+	since := ""
+	if known {
+		// A LocalController that restarts is back within a heartbeat.
+		if now.Sub(lastHeard) < r.hub.cfg.HeartbeatPeriod {
+			return nodeReach{}
+		}
+		since = lastHeard.UTC().Format(time.RFC3339)
+	} else {
+		// A hub that just started waits for the nodes to reconnect, as
+		// long as a Lease lasts, before it takes their silence for a
+		// loss; then the Lease says when the node was last heard from.
+		if now.Sub(r.started) < r.hub.cfg.ReadTimeout+r.hub.cfg.LeaseUpdatePeriod {
+			return nodeReach{}
+		}
+		down, heard, ok := r.lease(ctx, node, now)
+		switch {
+		case !ok:
+			return nodeReach{ReasonNoLocalController, fmt.Sprintf("no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node)}
+		case !down:
+			return nodeReach{}
+		case !heard.IsZero():
+			since = heard.UTC().Format(time.RFC3339)
+		}
+	}
+	why := fmt.Sprintf("the link of edge node %s is down", node)
+	if since != "" {
+		why += " since " + since
+	}
+	return nodeReach{ReasonLinkDown, why}
+}
+
+// lease reads node's Lease: whether its link is down and when it was last
+// heard from; ok false when it has none (it never connected).
+func (r *reach) lease(ctx context.Context, node string, now time.Time) (down bool, heard time.Time, ok bool) {
+	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, time.Time{}, false
+	}
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot read a node's Lease", "node", node, "err", err)
+		return false, time.Time{}, true
+	}
+	down, heard = LinkDown(lease, now)
+	return down, heard, true
+}
+
+// want wants obj's EdgeLinked condition for the nodes failing it: False
+// naming them, or True where it was False. Nothing for an object that never
+// had it and is fine.
+func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
+	ref := edgeproto.ObjectRef{Kind: k.name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	status, said := k.conditions.status(obj, ConditionEdgeLinked)
+	if len(failing) == 0 {
+		if status == corev1.ConditionFalse {
+			r.hub.conditions.wants(ref, syncCondition{typ: ConditionEdgeLinked, ok: true, reason: ReasonLinked,
+				message: "every node it needs a LocalController on has one connected", eventType: corev1.EventTypeNormal})
+		}
+		return
+	}
+	nodes := make([]string, 0, len(failing))
+	for n := range failing {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	reason := ""
+	whys := make([]string, 0, len(nodes))
+	for _, rank := range []string{ReasonNoSuchNode, ReasonNoLocalController, ReasonLinkDown} {
+		for _, n := range nodes {
+			if failing[n].reason == rank {
+				if reason == "" {
+					reason = rank
+				}
+				whys = append(whys, failing[n].why)
+			}
+		}
+	}
+	c := syncCondition{typ: ConditionEdgeLinked, reason: reason, message: strings.Join(whys, "; "), eventType: corev1.EventTypeWarning}
+	if status == corev1.ConditionFalse && said == c.message {
+		return
+	}
+	r.hub.conditions.wants(ref, c)
+}
