@@ -457,6 +457,8 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 		"edge-daemonset":      ns + "/nereid-localcontroller",
 		"edge-hostnames":      "nereid-edgehub,nereid-edgehub.ml-edge,nereid-edgehub.ml-edge.svc,nereid-edgehub.ml-edge.svc.cluster.local,hub.example.com,203.0.113.7",
 		"edge-token-audience": "my-hub", "lc-port": "9200", "gang-scheduler": "volcano",
+		// The hub accepts the nodes the LocalControllers run on.
+		"edge-node-selector": "kubeedge=yes,node-role.kubernetes.io/edge",
 	}
 	for k, v := range want {
 		if f[k] != v {
@@ -487,6 +489,32 @@ func TestChartValuesReachTheObjects(t *testing.T) {
 	}
 	if aud := lp.Volumes[0].Projected.Sources[0].ServiceAccountToken.Audience; aud != "my-hub" {
 		t.Errorf("LocalController token audience %q, want the hub's my-hub", aud)
+	}
+}
+
+// TestChartCanRunALocalControllerOnEveryNode is Sedna's placement: no
+// nodeSelector, every taint tolerated, and a hub that accepts every node.
+func TestChartCanRunALocalControllerOnEveryNode(t *testing.T) {
+	r := render(t, "nereid-system", "--set", "localController.everyNode=true")
+	var lc appsv1.DaemonSet
+	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
+	lp := lc.Spec.Template.Spec
+	if len(lp.NodeSelector) != 0 {
+		t.Errorf("LocalController nodeSelector %v, want none", lp.NodeSelector)
+	}
+	if diff := cmp.Diff([]corev1.Toleration{{Operator: corev1.TolerationOpExists}}, lp.Tolerations); diff != "" {
+		t.Errorf("LocalController tolerations (-want,+got):\n%s", diff)
+	}
+	var gm appsv1.Deployment
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	if f, ok := flags(gm.Spec.Template.Spec.Containers[0])["edge-node-selector"]; !ok || f != "" {
+		t.Errorf("GlobalManager --edge-node-selector=%q (set: %v), want it empty: every node", f, ok)
+	}
+	// An explicit rule wins.
+	r = render(t, "nereid-system", "--set", "localController.everyNode=true", "--set", "globalManager.edgeHub.edgeNodeSelector=zone=a")
+	r.get(t, "Deployment/nereid-globalmanager", &gm)
+	if f := flags(gm.Spec.Template.Spec.Containers[0])["edge-node-selector"]; f != "zone=a" {
+		t.Errorf("GlobalManager --edge-node-selector=%q, want the value given, zone=a", f)
 	}
 }
 

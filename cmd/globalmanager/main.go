@@ -389,7 +389,7 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		}, Datasets: datasetstatus.NewApplier(sednaClient, recorder)}, recorder, reg, edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
-			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), DaemonSet: o.edgeDaemonSet, NodeSelector: o.edgeNodeSelector,
+			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), DaemonSet: o.edgeDaemonSet, NodeSelector: o.hubNodeSelector(),
 			ReviewEveryToken: o.edgeReviewAll, MaxRefusalsPerAddress: o.edgeRefusalsPerAddress(),
 			ReportWindow: o.reportWindow, ReportWrites: o.reportWrites,
 		})

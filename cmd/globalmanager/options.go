@@ -246,7 +246,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"address connect. Behind a proxy that hides client addresses (a LoadBalancer Service with externalTrafficPolicy Cluster), every client shares "+
 			"the proxy's: raise it, or set 0 for no limit.")
 	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,
-		"Label selector the node of a LocalController's Pod must match: a LocalController's Pod on any other node is refused.")
+		"Label selector the node of a LocalController's Pod must match: a LocalController's Pod on any other node is refused. "+
+			"Empty (--edge-node-selector=) accepts every node, for LocalControllers on every node as Sedna runs them. "+
+			"Datasets and pinned workers on nodes it does not match get the EdgeLinked condition, reason NoLocalController.")
 	fs.StringVar(&o.healthAddress, "health-address", "127.0.0.1:10350",
 		"Address of /healthz, /readyz and /metrics (Prometheus).")
 	fs.DurationVar(&o.shutdownGracePhase, "shutdown-timeout", 10*time.Second,
@@ -331,7 +333,7 @@ func (o *options) validate() error {
 	if len(o.edgeServiceAccounts()) == 0 {
 		errs = append(errs, errors.New("--edge-service-accounts must name at least one ServiceAccount"))
 	}
-	if _, err := labels.Parse(o.edgeNodeSelector); err != nil {
+	if _, err := labels.Parse(o.edgeNodeSelector); err != nil && o.edgeNodeSelector != edgehub.EveryNode {
 		errs = append(errs, fmt.Errorf("--edge-node-selector %q: %w", o.edgeNodeSelector, err))
 	}
 	if o.edgeMaxRefusals < 0 {
@@ -388,4 +390,13 @@ func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool) er
 		}
 	}
 	return nil
+}
+
+// hubNodeSelector is --edge-node-selector for the hub: an empty one (the
+// default is not) accepts every node.
+func (o *options) hubNodeSelector() string {
+	if o.edgeNodeSelector == "" {
+		return edgehub.EveryNode
+	}
+	return o.edgeNodeSelector
 }

@@ -46,6 +46,9 @@ const (
 	// DefaultNodeSelector selects the edge nodes a LocalController may
 	// connect from: KubeEdge's edge node role.
 	DefaultNodeSelector = "node-role.kubernetes.io/edge"
+	// EveryNode as NodeSelector lets a LocalController on any node connect,
+	// as Sedna runs one on every node (an empty NodeSelector is the default).
+	EveryNode = "*"
 	// DefaultMaxRefusalsPerAddress is Config.MaxRefusalsPerAddress's
 	// default: a LocalController refused for its token tries again with
 	// backoff (at most every 30 s, two a minute), so sixty refusals a
@@ -150,7 +153,7 @@ type Config struct {
 	// EdgeLinked condition (default DefaultReachPeriod; reach.go).
 	ReachPeriod time.Duration
 	// NodeSelector is a label selector the node of the token's Pod must
-	// match (default DefaultNodeSelector).
+	// match (default DefaultNodeSelector; EveryNode for any node).
 	NodeSelector string
 	// MaxRefusalsPerAddress is how many connections from one client
 	// address (an IPv6 address's /64) may be refused for their token (401,
@@ -260,7 +263,10 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("ServiceAccount %s is not in the namespace of the DaemonSet %s: its Pods could not be the DaemonSet's", sa, c.DaemonSet))
 		}
 	}
-	sel, err := labels.Parse(c.NodeSelector)
+	sel, err := labels.Everything(), error(nil)
+	if c.NodeSelector != EveryNode {
+		sel, err = labels.Parse(c.NodeSelector)
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("NodeSelector %q: %w", c.NodeSelector, err))
 	}

@@ -225,7 +225,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 			return nodeReach{} // a worker the scheduler put on a cloud node
 		}
 		return nodeReach{ReasonNoLocalController, fmt.Sprintf(
-			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; set it to {} to run them on every node, as Sedna does)",
+			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; localController.everyNode=true runs them on every node, as Sedna does)",
 			node, r.hub.cfg.NodeSelector)}
 	}
 	connected, lastHeard, known := r.hub.links.state(node)

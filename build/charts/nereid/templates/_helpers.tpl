@@ -113,3 +113,21 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* nereid.edgeNodeSelector: the hub's node rule (--edge-node-selector). globalManager.edgeHub.edgeNodeSelector when set; else the nodes the LocalControllers run on: every node (empty) with localController.everyNode or an empty localController.nodeSelector, else that nodeSelector as a label selector (a label whose value is empty, as KubeEdge's edge role is, by its key alone). */}}
+{{- define "nereid.edgeNodeSelector" -}}
+{{- $lc := .Values.localController -}}
+{{- if .Values.globalManager.edgeHub.edgeNodeSelector -}}
+{{- .Values.globalManager.edgeHub.edgeNodeSelector -}}
+{{- else if not $lc.everyNode -}}
+{{- $terms := list -}}
+{{- range $k, $v := $lc.nodeSelector -}}
+{{- if eq (toString $v) "" -}}
+{{- $terms = append $terms $k -}}
+{{- else -}}
+{{- $terms = append $terms (printf "%s=%s" $k (toString $v)) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $terms -}}
+{{- end -}}
+{{- end -}}
