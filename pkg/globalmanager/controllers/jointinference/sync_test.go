@@ -836,3 +836,36 @@ func TestModelWakesServicesThatNameIt(t *testing.T) {
 		})
 	}
 }
+
+// Of what Nereid sets, a template overrides what Sedna's GlobalManager does
+// not set for the worker type (createOrUpdateWorker): MODEL_NAME of either
+// worker (Sedna's answer_generation_inference example names its API's model
+// there), and the cloud worker's LC_SERVER. A template's own entry is kept.
+func TestJointInferenceWorkersKeepTheTemplatesOwnEnvironment(t *testing.T) {
+	ji, objs := exampleObjects(t)
+	f := newFixture(t, objs...)
+	refs, missing, err := f.c.resolve(ji)
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("resolving the example: missing %v, err %v", missing, err)
+	}
+	ji.Spec.CloudWorker.Template.Spec.Containers[0].Env = append(ji.Spec.CloudWorker.Template.Spec.Containers[0].Env,
+		corev1.EnvVar{Name: "MODEL_NAME", Value: "deepseek-chat"}, corev1.EnvVar{Name: "BIG_MODEL_BIND_PORT", Value: "1"})
+	edge, cloud, err := f.c.desiredWorkers(ji, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		roleEdge:  {"LOG_LEVEL", "MODEL_NAME", "NEREID_NODE_IP", "LC_SERVER", "LC_PERIOD"},
+		roleCloud: {"LOG_LEVEL", "MODEL_NAME", "NEREID_NODE_IP", "LC_SERVER"},
+	}
+	for _, w := range []common.Worker{edge, cloud} {
+		if diff := cmp.Diff(want[w.Role], w.Defaults()); diff != "" {
+			t.Errorf("%s worker: what a template overrides (-want,+got):\n%s", w.Role, diff)
+		}
+	}
+	got := envOf(common.NewWorkerTemplate(ji, serviceKind, cloud).Spec.Containers[0])
+	if got["MODEL_NAME"] != "deepseek-chat" || got["BIG_MODEL_BIND_PORT"] != "5000" || got["SERVICE_NAME"] != ji.Name {
+		t.Errorf("cloud worker's MODEL_NAME %q, BIG_MODEL_BIND_PORT %q, SERVICE_NAME %q; want the template's deepseek-chat, and Sedna's 5000 and %s",
+			got["MODEL_NAME"], got["BIG_MODEL_BIND_PORT"], got["SERVICE_NAME"], ji.Name)
+	}
+}

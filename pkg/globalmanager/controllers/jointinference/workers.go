@@ -19,6 +19,17 @@ const (
 	roleCloud = "cloud"
 )
 
+// The variables Sedna's GlobalManager sets for each worker, beyond those of
+// every worker (common.SednaEveryWorker): its createOrUpdateWorker in
+// pkg/globalmanager/controllers/jointinference/jointinferenceservice.go, and
+// MODEL_URL from the model's mount. Nereid's others (MODEL_NAME, LOG_LEVEL,
+// LC_PERIOD, and LC_SERVER on the cloud worker) are defaults a template
+// overrides.
+var (
+	sednaEdgeEnv  = []string{"MODEL_URL", "BIG_MODEL_IP", "BIG_MODEL_PORT", "HEM_NAME", "HEM_PARAMETERS", common.EnvLCServer}
+	sednaCloudEnv = []string{"MODEL_URL", "BIG_MODEL_BIND_PORT"}
+)
+
 // references are the Models a service names, resolved from the lister.
 type references struct {
 	edgeModel, cloudModel *sednav1.Model
@@ -50,11 +61,11 @@ func (c *Controller) desiredWorkers(ji *sednav1.JointInferenceService, refs refe
 		common.Env("HEM_PARAMETERS", common.HEMParameters(hem.Parameters)),
 		common.Env("LC_PERIOD", strconv.Itoa(int(c.config.LCPeriod))),
 	)
-	if edge, err = c.worker(ji, roleEdge, &ji.Spec.EdgeWorker.Template, edgeEnv, refs.edgeModel); err != nil {
+	if edge, err = c.worker(ji, roleEdge, &ji.Spec.EdgeWorker.Template, edgeEnv, sednaEdgeEnv, refs.edgeModel); err != nil {
 		return edge, cloud, err
 	}
 	cloudEnv := append(c.baseEnv(ji, refs.cloudModel), common.Env("BIG_MODEL_BIND_PORT", port))
-	cloud, err = c.worker(ji, roleCloud, &ji.Spec.CloudWorker.Template, cloudEnv, refs.cloudModel)
+	cloud, err = c.worker(ji, roleCloud, &ji.Spec.CloudWorker.Template, cloudEnv, sednaCloudEnv, refs.cloudModel)
 	return edge, cloud, err
 }
 
@@ -72,12 +83,13 @@ func (c *Controller) baseEnv(ji *sednav1.JointInferenceService, model *sednav1.M
 // worker assembles one worker; its hash covers everything its pod template is
 // built from, so an edit of the template, the hard example mining, the Model
 // or the GlobalManager's settings gives a new hash, and a status write does not.
-func (c *Controller) worker(ji *sednav1.JointInferenceService, role string, template *corev1.PodTemplateSpec, env []corev1.EnvVar, model *sednav1.Model) (common.Worker, error) {
+func (c *Controller) worker(ji *sednav1.JointInferenceService, role string, template *corev1.PodTemplateSpec, env []corev1.EnvVar, sednaEnv []string, model *sednav1.Model) (common.Worker, error) {
 	w := common.Worker{
 		Name:           workerName(ji, role),
 		Role:           role,
 		Template:       template,
 		Env:            env,
+		SednaEnv:       sednaEnv,
 		HostPaths:      []string{model.Spec.URL},
 		DataPathPrefix: c.config.DataPathPrefix,
 	}
