@@ -72,8 +72,8 @@ func TestJointInferenceServiceDeleteRemovesEverythingItOwns(t *testing.T) {
 	kube := framework.KubeClient(t)
 	sel := metav1.ListOptions{LabelSelector: common.OwnerSelector(ji).String()}
 	hpas, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).List(t.Context(), sel)
-	if err != nil || len(hpas.Items) != 1 {
-		t.Fatalf("the service's autoscalers: %v, %d, want 1 (the cloud worker's)", err, len(hpas.Items))
+	if err != nil || len(hpas.Items) != 1 || hpas.Items[0].Name != "hpa-"+jiName+"-deployment-cloud" {
+		t.Fatalf("the service's autoscalers: %v, %d, want 1: the cloud worker's, by Sedna's name", err, len(hpas.Items))
 	}
 	if out, err := framework.Kubectl(t, "delete", "-n", ns, "ji", jiName, "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete: %v\n%s", err, out)
@@ -229,4 +229,63 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForReadyService(t, ns)
+}
+
+// TestJointInferenceServiceKeepsTheTemplatesOwnEnvironment applies Sedna's
+// answer_generation_inference example, whose cloud worker sets MODEL_NAME
+// to the model of the API it calls. Sedna sets no MODEL_NAME for a joint
+// inference worker, so the worker keeps the template's; what Sedna does set
+// is there, under the objects' Sedna names.
+func TestJointInferenceServiceKeepsTheTemplatesOwnEnvironment(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	const name = "answer-generation-inference-example"
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", "testdata/sedna-answer-generation-inference.yaml"); err != nil {
+		t.Fatalf("applying Sedna's answer generation example: %v\n%s", err, out)
+	}
+	kube := framework.KubeClient(t)
+	var cloud corev1.Pod
+	framework.Eventually(t, 90*time.Second, "the cloud worker's pod of Deployment "+name+"-deployment-cloud", func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelWorkerRole + "=cloud"})
+		if err != nil || len(pods.Items) != 1 {
+			return false, err
+		}
+		cloud = pods.Items[0]
+		return true, nil
+	})
+	d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name+"-deployment-cloud", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the cloud worker's Deployment by Sedna's name: %v", err)
+	}
+	env := map[string]string{}
+	for _, e := range cloud.Spec.Containers[0].Env {
+		if _, dup := env[e.Name]; dup {
+			t.Errorf("the cloud pod sets %s twice", e.Name)
+		}
+		env[e.Name] = e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = "from " + e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	want := map[string]string{
+		// The template's own, MODEL_NAME among them.
+		"MODEL_NAME": "deepseek-chat", "BACKEND_TYPE": "TORCH", "MODEL_LOAD_MODE": "https", "API_KEY": "sk-not-a-real-key",
+		// What Sedna sets for a cloud worker.
+		"NAMESPACE": ns, "SERVICE_NAME": name, "WORKER_NAME": "from metadata.name", "BIG_MODEL_BIND_PORT": "5000",
+		"MODEL_URL": "/home/data/api.deepseek.com/v1", "DATA_PATH_PREFIX": "/home/data",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("cloud pod %s=%q, want %q", k, env[k], v)
+		}
+	}
+	if got := envValue(d, "MODEL_NAME"); got != "deepseek-chat" {
+		t.Errorf("Deployment %s's MODEL_NAME %q, want the template's deepseek-chat", d.Name, got)
+	}
+	if _, err := kube.CoreV1().Services(ns).Get(t.Context(), name+"-cloud", metav1.GetOptions{}); err != nil {
+		t.Errorf("the cloud worker's Service by Sedna's name: %v", err)
+	}
+	if _, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name+"-deployment-edge", metav1.GetOptions{}); err != nil {
+		t.Errorf("the edge worker's Deployment by Sedna's name: %v", err)
+	}
 }

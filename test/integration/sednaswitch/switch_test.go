@@ -292,7 +292,10 @@ func (c *podCounter) maxOf(owner types.UID) (int, error) {
 // Nereid's CRDs over Sedna's and starts Nereid's GlobalManager. The objects are
 // served through Nereid's types with their specs as they were, status writes
 // work, the jobs are reconciled, and Sedna's workers are replaced, never
-// doubled: a watch sees no owner with more worker pods than its spec asks for.
+// doubled: a watch sees no owner with more worker pods than its spec asks for
+// (a joint inference service's Deployments, which have the names Nereid
+// gives them and are kept, roll their pods over as any template update
+// does: one new pod before the old one goes).
 func TestSwitchFromSednaInPlace(t *testing.T) {
 	compat := framework.SednaCompat(t)
 	ctx := t.Context()
@@ -346,6 +349,21 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		t.Fatalf("writing Sedna's status of %s: %v", fl.GetName(), err)
 	}
 	kube := framework.KubeClient(t)
+	// Sedna's children of the joint inference service, which have the names
+	// Nereid gives them: kept, so their UIDs stay.
+	sednaUIDs := map[string]types.UID{}
+	for _, name := range []string{ji.GetName() + "-deployment-cloud", ji.GetName() + "-deployment-edge"} {
+		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sednaUIDs["Deployment "+name] = d.UID
+	}
+	sednaCloud, err := kube.CoreV1().Services(ns).Get(ctx, ji.GetName()+"-cloud", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sednaUIDs["Service "+sednaCloud.Name] = sednaCloud.UID
 	framework.Eventually(t, waitLong, "Sedna's 2 joint inference worker pods to run", func(ctx context.Context) (bool, error) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "jointinferenceservice.sedna.io/uid=" + string(ji.GetUID())})
 		if err != nil {
@@ -467,7 +485,7 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		t.Errorf("the aggregator's Service after the switch: selector %v, err %v; want Nereid's selector", svc.Spec.Selector, err)
 	}
 
-	framework.Eventually(t, waitLong, "the joint inference service to be Ready on Nereid's Deployments alone", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, waitLong, "the joint inference service to be Ready on Sedna's Deployments, updated to Nereid's workers", func(ctx context.Context) (bool, error) {
 		svc, err := sc.SednaV1alpha1().JointInferenceServices(ns).Get(ctx, ji.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -480,12 +498,40 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		for _, d := range deployments.Items {
 			names = append(names, d.Name)
 		}
-		want := []string{ji.GetName() + "-cloud", ji.GetName() + "-edge"}
+		want := []string{ji.GetName() + "-deployment-cloud", ji.GetName() + "-deployment-edge"}
 		return common.IsJobConditionTrue(svc.Status.Conditions, "Ready") && svc.Status.ObservedGeneration == svc.Generation && cmp.Equal(names, want), nil
 	})
+	for _, name := range []string{ji.GetName() + "-deployment-cloud", ji.GetName() + "-deployment-edge"} {
+		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.UID != sednaUIDs["Deployment "+name] || common.IsAdopted(d) || d.Spec.Template.Labels[common.LabelOwnerUID] != string(ji.GetUID()) {
+			t.Errorf("Deployment %s after the switch: UID %s (Sedna's %s), labels %v, template labels %v; want Sedna's, kept and Nereid's",
+				name, d.UID, sednaUIDs["Deployment "+name], d.Labels, d.Spec.Template.Labels)
+		}
+	}
+	ours, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelOwnerUID + "=" + string(ji.GetUID())})
+	if err != nil || len(ours.Items) < 2 {
+		t.Errorf("the joint inference service's pods of Nereid's template: %d, err %v; want its 2 workers", len(ours.Items), err)
+	}
+	for _, p := range ours.Items {
+		// Sedna's WORKER_NAME (<type>worker-<random>) is gone: the pod
+		// reports under its own name, as Nereid's LocalController wants.
+		var names []string
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.Name == "WORKER_NAME" {
+				names = append(names, fmt.Sprintf("%s%+v", e.Value, e.ValueFrom))
+			}
+		}
+		if len(names) != 1 || !strings.Contains(names[0], "metadata.name") {
+			t.Errorf("pod %s's WORKER_NAME entries %v; want one, its own name", p.Name, names)
+		}
+	}
 	cloud, err := kube.CoreV1().Services(ns).Get(ctx, ji.GetName()+"-cloud", metav1.GetOptions{})
-	if err != nil || cloud.Spec.Selector[common.LabelOwnerUID] != string(ji.GetUID()) {
-		t.Errorf("the cloud worker's Service after the switch: selector %v, err %v; want Nereid's selector", cloud.Spec.Selector, err)
+	if err != nil || cloud.UID != sednaCloud.UID || cloud.Spec.Selector[common.LabelOwnerUID] != string(ji.GetUID()) || cloud.Spec.ClusterIP != sednaCloud.Spec.ClusterIP {
+		t.Errorf("the cloud worker's Service after the switch: UID %s (Sedna's %s), address %s (Sedna's %s), selector %v, err %v; want Sedna's, kept, with Nereid's selector",
+			cloud.UID, sednaCloud.UID, cloud.Spec.ClusterIP, sednaCloud.Spec.ClusterIP, cloud.Spec.Selector, err)
 	}
 
 	framework.Eventually(t, waitLong, "the learning jobs to be reconciled, Sedna's train pod gone", func(ctx context.Context) (bool, error) {
@@ -507,7 +553,7 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 	for _, o := range []struct {
 		obj  *unstructured.Unstructured
 		want int
-	}{{fl, 3}, {ji, 2}, {il, 2}} {
+	}{{fl, 3}, {ji, 4}, {il, 2}} {
 		got, err := counter.maxOf(o.obj.GetUID())
 		if err != nil {
 			t.Fatal(err)

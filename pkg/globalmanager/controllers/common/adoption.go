@@ -64,14 +64,19 @@ func IsAdopted(obj metav1.Object) bool {
 
 // SplitAdopted separates adopted children from the controller's own.
 func SplitAdopted[T metav1.Object](objs []T) (own, adopted []T) {
+	return partition(objs, func(o T) bool { return !IsAdopted(o) })
+}
+
+// partition separates the objects that in accepts from the others, in order.
+func partition[T any](objs []T, in func(T) bool) (yes, no []T) {
 	for _, o := range objs {
-		if IsAdopted(o) {
-			adopted = append(adopted, o)
+		if in(o) {
+			yes = append(yes, o)
 		} else {
-			own = append(own, o)
+			no = append(no, o)
 		}
 	}
-	return own, adopted
+	return yes, no
 }
 
 // Adopted are an owner's adopted children, by kind.
@@ -120,6 +125,27 @@ func (c *Children) RemoveAdopted(ctx context.Context, key string, owner Owner, a
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Keep separates the adopted children that keep accepts — those a controller
+// keeps and updates to its spec, rather than replaces, because they are
+// already what it would make under the same name — from the rest.
+func (a Adopted) Keep(keep func(kind string, obj metav1.Object) bool) (kept, rest Adopted) {
+	kept.Pods, rest.Pods = partition(a.Pods, func(o *corev1.Pod) bool { return keep("Pod", o) })
+	kept.Services, rest.Services = partition(a.Services, func(o *corev1.Service) bool { return keep("Service", o) })
+	kept.Deployments, rest.Deployments = partition(a.Deployments, func(o *appsv1.Deployment) bool { return keep("Deployment", o) })
+	kept.HPAs, rest.HPAs = partition(a.HPAs, func(o *autoscalingv2.HorizontalPodAutoscaler) bool { return keep("HorizontalPodAutoscaler", o) })
+	return kept, rest
+}
+
+// UpdatedLabels are the labels of a child a controller updates: its own with
+// desired set, and without LabelAdoptedFrom, so an adopted child the
+// controller keeps is its own from then on. The labels Sedna gave it stay,
+// for what selects by them.
+func UpdatedLabels(existing, desired map[string]string) map[string]string {
+	l := MergeLabels(existing, desired)
+	delete(l, LabelAdoptedFrom)
+	return l
 }
 
 // adoptable is one kind of child that Sedna's GlobalManager makes: how to

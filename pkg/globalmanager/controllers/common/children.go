@@ -162,6 +162,12 @@ func (c *Children) CreateService(ctx context.Context, owner Owner, svc *corev1.S
 	return CreateChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc)
 }
 
+// UpdateService writes svc, a changed deep copy of a Service of owner read
+// from the cache; a stale copy fails with a conflict, for the caller to retry.
+func (c *Children) UpdateService(ctx context.Context, owner Owner, svc *corev1.Service, why string) error {
+	return UpdateChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc, why)
+}
+
 // CreateDeployment creates a Deployment of owner; one that exists and is owner's is fine.
 func (c *Children) CreateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment) error {
 	return CreateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d)
@@ -171,6 +177,12 @@ func (c *Children) CreateDeployment(ctx context.Context, owner Owner, d *appsv1.
 // from the cache; a stale copy fails with a conflict, for the caller to retry.
 func (c *Children) UpdateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment, why string) error {
 	return UpdateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why)
+}
+
+// DeleteDeployment deletes a Deployment of owner, only if it is still the one
+// with that UID; the garbage collector then deletes its ReplicaSets and pods.
+func (c *Children) DeleteDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment, why string) error {
+	return deleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why, nil)
 }
 
 // CreateHPA creates a HorizontalPodAutoscaler of owner; one that exists and is owner's is fine.

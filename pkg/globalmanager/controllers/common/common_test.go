@@ -107,6 +107,66 @@ func TestMergeEnvReplacesInPlaceAndAppends(t *testing.T) {
 	}
 }
 
+// The rule of Sedna's GlobalManager, which appends what it sets for the
+// worker type after the template's entries (the last of a name wins): what
+// it sets is ours, whatever the template says; what only Nereid sets is the
+// template's when the template sets it.
+func TestContainerEnvKeepsTheTemplatesOwnWhereSednaSetsNothing(t *testing.T) {
+	ours := []corev1.EnvVar{Env("WORKER_NAME", "w"), Env("DATA_PATH_PREFIX", "/home/data"), Env("MODEL_NAME", "big-model"),
+		Env("MODEL_URL", "s3://m"), Env("LOG_LEVEL", "info"), Env("LC_SERVER", "http://node:9100")}
+	cases := map[string]struct {
+		template  []corev1.EnvVar
+		sednaEnv  []string
+		hostPaths []string
+		want      []corev1.EnvVar
+	}{
+		"a template that sets nothing gets everything": {
+			sednaEnv: []string{"MODEL_URL"},
+			want:     ours,
+		},
+		"Nereid's own variable is the template's": {
+			template: []corev1.EnvVar{Env("MODEL_NAME", "deepseek-chat"), Env("LOG_LEVEL", "debug")},
+			sednaEnv: []string{"MODEL_URL"},
+			want: []corev1.EnvVar{Env("MODEL_NAME", "deepseek-chat"), Env("LOG_LEVEL", "debug"), Env("WORKER_NAME", "w"),
+				Env("DATA_PATH_PREFIX", "/home/data"), Env("MODEL_URL", "s3://m"), Env("LC_SERVER", "http://node:9100")},
+		},
+		"a variable Sedna sets for the worker type replaces the template's in place": {
+			template: []corev1.EnvVar{Env("MODEL_NAME", "mine"), Env("MODEL_URL", "mine")},
+			sednaEnv: []string{"MODEL_NAME", "MODEL_URL"},
+			want: []corev1.EnvVar{Env("MODEL_NAME", "big-model"), Env("MODEL_URL", "s3://m"), Env("WORKER_NAME", "w"),
+				Env("DATA_PATH_PREFIX", "/home/data"), Env("LOG_LEVEL", "info"), Env("LC_SERVER", "http://node:9100")},
+		},
+		"what Sedna sets for every worker is ours unlisted": {
+			template: []corev1.EnvVar{Env("WORKER_NAME", "mine")},
+			want:     ours,
+		},
+		"DATA_PATH_PREFIX is ours with a node path mounted": {
+			template:  []corev1.EnvVar{Env("DATA_PATH_PREFIX", "/mine")},
+			hostPaths: []string{"/models/m.pb"},
+			want:      []corev1.EnvVar{Env("DATA_PATH_PREFIX", "/home/data"), Env("WORKER_NAME", "w"), Env("MODEL_NAME", "big-model"), Env("MODEL_URL", "s3://m"), Env("LOG_LEVEL", "info"), Env("LC_SERVER", "http://node:9100")},
+		},
+		"DATA_PATH_PREFIX is the template's with none": {
+			template:  []corev1.EnvVar{Env("DATA_PATH_PREFIX", "/mine")},
+			hostPaths: []string{"s3://models/m.pb"},
+			want:      []corev1.EnvVar{Env("DATA_PATH_PREFIX", "/mine"), Env("WORKER_NAME", "w"), Env("MODEL_NAME", "big-model"), Env("MODEL_URL", "s3://m"), Env("LOG_LEVEL", "info"), Env("LC_SERVER", "http://node:9100")},
+		},
+		"LC_SERVER is the template's even where Sedna sets it": {
+			template: []corev1.EnvVar{Env("LC_SERVER", "http://proxy:1")},
+			sednaEnv: []string{"LC_SERVER"},
+			want: []corev1.EnvVar{Env("LC_SERVER", "http://proxy:1"), Env("WORKER_NAME", "w"), Env("DATA_PATH_PREFIX", "/home/data"),
+				Env("MODEL_NAME", "big-model"), Env("MODEL_URL", "s3://m"), Env("LOG_LEVEL", "info")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ContainerEnv(tc.template, Worker{Env: ours, SednaEnv: tc.sednaEnv, HostPaths: tc.hostPaths})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("env (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A worker finds the LocalController on its own node's address, unless its
 // template says where it is; every other variable of ours wins over the user's.
 func TestWorkerLCServerIsTheNodeAddressUnlessTheTemplateSetsIt(t *testing.T) {

@@ -54,7 +54,7 @@ func (b BaseEnv) Env() []corev1.EnvVar {
 		owner,
 		worker,
 		Env("LOG_LEVEL", b.LogLevel),
-		Env("DATA_PATH_PREFIX", b.DataPathPrefix),
+		Env(EnvDataPathPrefix, b.DataPathPrefix),
 	}
 	if b.Model != nil {
 		env = append(env,
@@ -63,6 +63,17 @@ func (b BaseEnv) Env() []corev1.EnvVar {
 	}
 	return append(env, b.LocalController.Env()...)
 }
+
+// SednaEveryWorker are the variables Sedna's GlobalManager sets for a worker
+// of any type (NAMESPACE, WORKER_NAME, and JOB_NAME or SERVICE_NAME, in each
+// kind's createPod/createOrUpdateWorker), with the S3 credentials of a URL
+// the worker reads itself (runtime.buildS3SecretEnvs): Nereid's workers read
+// every URL themselves, where Sedna's storage initializer downloads some.
+var SednaEveryWorker = []string{"NAMESPACE", "JOB_NAME", "SERVICE_NAME", "WORKER_NAME", "ACCESS_KEY_ID", "SECRET_ACCESS_KEY"}
+
+// EnvDataPathPrefix is where node paths appear inside a worker; Sedna sets it
+// when it mounts one (runtime.injectHostPathMount).
+const EnvDataPathPrefix = "DATA_PATH_PREFIX"
 
 // The environment that tells a worker where its node's LocalController is.
 const (

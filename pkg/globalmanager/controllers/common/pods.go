@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Worker describes one worker pod a controller wants.
@@ -23,10 +24,14 @@ type Worker struct {
 	Hash string
 	// Template from the user's spec.
 	Template *corev1.PodTemplateSpec
-	// Env the controller adds to every container; it replaces user entries of
-	// the same name, since workers must see what the controller resolved,
-	// except LC_SERVER (and what it is built from), which the user may set.
+	// Env the controller adds to every container, by Sedna's rule (see
+	// ContainerEnv): a variable Sedna's GlobalManager sets for this worker
+	// type replaces the template's entry of that name; every other one is a
+	// default, which the template's own entry overrides.
 	Env []corev1.EnvVar
+	// SednaEnv names the variables of Env that Sedna's GlobalManager sets for
+	// this worker type, beyond those it sets for every worker (SednaEveryWorker).
+	SednaEnv []string
 	// HostPaths are model and dataset paths on the node that the worker reads
 	// or writes; they are mounted under DataPathPrefix.
 	HostPaths []string
@@ -62,7 +67,7 @@ func NewWorkerTemplate(owner metav1.Object, ownerKind schema.GroupVersionKind, w
 	})
 	for i := range t.Spec.Containers {
 		c := &t.Spec.Containers[i]
-		c.Env = MergeEnv(c.Env, withoutUserSet(w.Env, c.Env))
+		c.Env = ContainerEnv(c.Env, w)
 	}
 	mountHostPaths(&t.Spec, w.HostPaths, w.DataPathPrefix)
 	return t
@@ -99,21 +104,53 @@ func MergeLabels(maps ...map[string]string) map[string]string {
 	return out
 }
 
-// withoutUserSet is env without the entries the user may set and user sets.
-func withoutUserSet(env, user []corev1.EnvVar) []corev1.EnvVar {
-	out := make([]corev1.EnvVar, 0, len(env))
-	for _, e := range env {
-		if userSettable[e.Name] && slices.ContainsFunc(user, func(u corev1.EnvVar) bool { return u.Name == e.Name }) {
+// ContainerEnv is a container's environment: the template's (user), with
+// w.Env set in it as Sedna's GlobalManager sets a worker's environment.
+// Sedna appends the variables it sets for the worker type after the
+// template's, and of two entries with one name a container gets the last
+// (the kubelet builds the environment in order, a later entry overwriting an
+// earlier one): so a variable Sedna sets is the controller's, and replaces
+// the template's entry in place. Every other variable of w.Env is a default
+// (w.Defaults): Sedna's workers never got it from the controller, so the
+// template's entry, when there is one, stays as it is — the user's
+// environment is the user's (a joint inference cloud worker's MODEL_NAME
+// names the model of the API it calls, not Nereid's Model object).
+func ContainerEnv(user []corev1.EnvVar, w Worker) []corev1.EnvVar {
+	defaults := sets.New(w.Defaults()...)
+	set := make([]corev1.EnvVar, 0, len(w.Env))
+	for _, e := range w.Env {
+		if defaults.Has(e.Name) && slices.ContainsFunc(user, func(u corev1.EnvVar) bool { return u.Name == e.Name }) {
 			continue
 		}
-		out = append(out, e)
+		set = append(set, e)
 	}
-	return out
+	return MergeEnv(user, set)
 }
 
-// userSettable are the worker environment variables a user's template may
-// set itself: where the worker finds its LocalController.
-var userSettable = map[string]bool{EnvLCServer: true, EnvNodeIP: true}
+// Defaults are the variables of w.Env that a template overrides: those
+// Sedna's GlobalManager does not set for the worker type (neither in
+// w.SednaEnv nor in SednaEveryWorker, nor DATA_PATH_PREFIX when a node path
+// is mounted), and LC_SERVER (templateWins), in Env's order.
+func (w Worker) Defaults() []string {
+	sedna := sets.New(w.SednaEnv...).Insert(SednaEveryWorker...)
+	if len(mountedDirs(w.HostPaths)) > 0 {
+		// Sedna sets DATA_PATH_PREFIX when it mounts a node path.
+		sedna.Insert(EnvDataPathPrefix)
+	}
+	var names []string
+	for _, e := range w.Env {
+		if !sedna.Has(e.Name) || templateWins[e.Name] {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+// templateWins are the variables a template may set for itself even where
+// Sedna's GlobalManager sets them: where the worker finds its LocalController
+// (Nereid's LocalController listens on every node, and a template that names
+// another address, a proxy say, means it).
+var templateWins = map[string]bool{EnvLCServer: true}
 
 // PodFinished says whether the pod has run to an end.
 func PodFinished(p *corev1.Pod) bool {
@@ -150,20 +187,27 @@ func HostPathDir(p string) string {
 	return dir
 }
 
-// mountHostPaths mounts, read-write, the folder of each node path into every
-// container under prefix: the path itself when it names a folder (no file
-// extension), else its parent.
-func mountHostPaths(spec *corev1.PodSpec, paths []string, prefix string) {
-	seen := map[string]bool{}
+// mountedDirs are the node folders that paths make a worker mount, once
+// each: the folder of each node path (HostPathDir), never the root.
+func mountedDirs(paths []string) []string {
+	var dirs []string
 	for _, p := range paths {
 		if !IsLocalPath(p) {
 			continue
 		}
 		dir := HostPathDir(p)
-		if seen[dir] || dir == "/" {
+		if dir == "/" || slices.Contains(dirs, dir) {
 			continue
 		}
-		seen[dir] = true
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// mountHostPaths mounts, read-write, the folder of each node path into every
+// container under prefix (mountedDirs).
+func mountHostPaths(spec *corev1.PodSpec, paths []string, prefix string) {
+	for _, dir := range mountedDirs(paths) {
 		name := "nereid-data-" + strings.ToLower(rand.SafeEncodeString(fmt.Sprint(fnvSum(dir))))[:8]
 		spec.Volumes = append(spec.Volumes, corev1.Volume{
 			Name:         name,

@@ -438,3 +438,28 @@ func TestAQuotaRefusalRemovesWhatWasMade(t *testing.T) {
 		t.Error("no QuotaExceeded warning")
 	}
 }
+
+// Of what Nereid sets, a template overrides what Sedna's GlobalManager does
+// not set for the worker type (createAggPod, createTrainPod): the
+// aggregator's MODEL_NAME and LC_SERVER among them, never a trainer's.
+func TestWorkersDefaultsAreWhatSednaDoesNotSet(t *testing.T) {
+	f := newFixture(t, referencedObjects()...)
+	job := exampleJob(t)
+	refs, missing, err := f.c.resolve(job)
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("resolving the example: missing %v, err %v", missing, err)
+	}
+	workers, err := f.c.desiredWorkers(job, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		roleAggregation: {"LOG_LEVEL", "MODEL_NAME", "NEREID_NODE_IP", "LC_SERVER"},
+		roleTraining:    {"LOG_LEVEL", "NEREID_NODE_IP", "LC_SERVER"},
+	}
+	for _, w := range workers {
+		if diff := cmp.Diff(want[w.Role], w.Defaults()); diff != "" {
+			t.Errorf("%s worker %s: what a template overrides (-want,+got):\n%s", w.Role, w.Name, diff)
+		}
+	}
+}

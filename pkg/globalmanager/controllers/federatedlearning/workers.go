@@ -17,6 +17,18 @@ const (
 	roleTraining    = "training"
 )
 
+// The variables Sedna's GlobalManager sets for each worker, beyond those of
+// every worker (common.SednaEveryWorker): createAggPod, createTrainPod and
+// addTransmitterToWorkerParam in its federatedlearningjob.go, and the URLs of
+// the mounts it adds (addWorkerMount). Nereid's others (LOG_LEVEL, and
+// MODEL_NAME and LC_SERVER on the aggregator) are defaults a template
+// overrides.
+var (
+	sednaAggregationEnv = []string{"AGG_BIND_PORT", "PARTICIPANTS_COUNT", "TRANSMITTER", "AGG_DATA_PATH", "MODEL_URL", "PRETRAINED_MODEL_URL"}
+	sednaTrainingEnv    = []string{"AGG_IP", "AGG_PORT", "PARTICIPANTS_COUNT", "TRANSMITTER", "AGG_DATA_PATH", "MODEL_NAME", "MODEL_URL",
+		"PRETRAINED_MODEL_URL", "DATASET_NAME", "TRAIN_DATASET_URL", common.EnvLCServer}
+)
+
 // references are the Models and Datasets a job names, resolved from the listers.
 type references struct {
 	model      *sednav1.Model
@@ -84,6 +96,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 		Name: aggName, Role: roleAggregation, Hash: aggHash,
 		Template:       &spec.AggregationWorker.Template,
 		Env:            append(base(aggName), common.Env("AGG_BIND_PORT", port)),
+		SednaEnv:       sednaAggregationEnv,
 		HostPaths:      hostPaths,
 		DataPathPrefix: c.config.DataPathPrefix,
 	}}
@@ -107,6 +120,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 			Name: name, Role: roleTraining, Hash: hash,
 			Template:       &tw.Template,
 			Env:            env,
+			SednaEnv:       sednaTrainingEnv,
 			HostPaths:      append([]string{ds.Spec.URL}, hostPaths...),
 			DataPathPrefix: c.config.DataPathPrefix,
 		})

@@ -812,3 +812,27 @@ func TestReportsChooseNoPathsOutsideTheOutputDir(t *testing.T) {
 		t.Errorf("the round records models %v", job.Status.CurrentRound.Models)
 	}
 }
+
+// Of what Nereid sets, a template overrides what Sedna's GlobalManager does
+// not set for the worker type (createInferPod): the inference worker's
+// MODEL_NAME and LOG_LEVEL are the template's, its MODEL_URL, HEM_NAME and,
+// with hot update on, MODEL_HOT_UPDATE are Sedna's and so Nereid's.
+func TestInferenceWorkerKeepsTheTemplatesOwnWhereSednaSetsNothing(t *testing.T) {
+	job := exampleJob(t)
+	c := &job.Spec.DeploySpec.Template.Spec.Containers[0]
+	for _, name := range []string{"MODEL_NAME", "LOG_LEVEL", "MODEL_URL", "HEM_NAME", "MODEL_HOT_UPDATE"} {
+		c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: "template's"})
+	}
+	f := newFixture(t, job)
+	f.Sync(t, jobName)
+	env := cycletest.Env(f.Pod(t, deploy0))
+	want := map[string]string{"MODEL_NAME": "template's", "LOG_LEVEL": "template's",
+		"MODEL_URL": "/home/data/models/deploy_model/saved_model.pb", "HEM_NAME": "IBT", "MODEL_HOT_UPDATE": "true"}
+	got := map[string]string{}
+	for name := range want {
+		got[name] = env[name]
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("inference worker env (-want,+got):\n%s", diff)
+	}
+}

@@ -57,3 +57,23 @@ func (k *kind) Env(job *sednav1.IncrementalLearningJob, st *learningcycle.Status
 	}
 	return env, []string{deploy.Spec.URL}
 }
+
+// SednaEnv names what Sedna's GlobalManager sets of Env's variables for each
+// worker (createPod and createInferPod of its incrementallearningjob.go):
+// the models' URLs of its mounts, the hard example mining, and
+// MODEL_HOT_UPDATE only when hot update is on (setModelHotUpdateEnv).
+// Nereid's others (MODEL_NAME, the eval worker's MODEL_URL, OUTPUT_URL) are
+// defaults a template overrides.
+func (k *kind) SednaEnv(job *sednav1.IncrementalLearningJob, role learningcycle.Role) []string {
+	switch role {
+	case learningcycle.RoleTrain:
+		return []string{"BASE_MODEL_URL", "MODEL_URL"}
+	case learningcycle.RoleEval:
+		return []string{"MODEL_URLS"}
+	}
+	names := []string{"MODEL_URL", "HEM_NAME", "HEM_PARAMETERS"}
+	if job.Spec.DeploySpec.Model.HotUpdateEnabled {
+		names = append(names, "MODEL_HOT_UPDATE")
+	}
+	return names
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -16,8 +17,9 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
-// children are a service's claimed children in the cache, by name, and
-// apart those that Sedna's GlobalManager left.
+// children are a service's claimed children in the cache, by name, with
+// those Sedna's GlobalManager left under the names Nereid gives them, and
+// apart Sedna's others, to replace.
 type children struct {
 	deployments map[string]*appsv1.Deployment
 	services    map[string]*corev1.Service
@@ -33,9 +35,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	ji := s.Owner
+	// Sedna's children have the names Nereid gives them: they are kept and
+	// updated to the spec like Nereid's own, so the switch keeps the
+	// Deployments (their pods roll over to Nereid's template), the cloud
+	// Service (its address) and the autoscalers.
+	kept, replace := s.Adopted.Keep(func(kind string, obj metav1.Object) bool {
+		return slices.Contains(childNames(ji)[kind], obj.GetName())
+	})
 	kids := children{
-		deployments: common.ByName(s.Deployments), services: common.ByName(s.Services), hpas: common.ByName(s.HPAs),
-		adopted: s.Adopted,
+		deployments: common.ByName(append(s.Deployments, kept.Deployments...)),
+		services:    common.ByName(append(s.Services, kept.Services...)),
+		hpas:        common.ByName(append(s.HPAs, kept.HPAs...)),
+		adopted:     replace,
 	}
 
 	now := metav1.NewTime(c.now())
@@ -64,7 +75,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return fmt.Errorf("building workers of %s: %w", key, err)
 		}
 		if kids.adopted.Len() > 0 {
-			// Sedna's workers go before ours come: never two sets.
+			// Sedna's workers that Nereid does not keep (a name cut
+			// otherwise) go before ours come: never two sets.
 			actErr = c.children.RemoveAdopted(ctx, key, ji, kids.adopted)
 			status.Conditions = common.SetJobCondition(status.Conditions, replacingAdopted(ji, kids.adopted, actErr), now)
 		} else {
@@ -86,6 +98,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return s.End(ctx, actErr, events, "active", status.Active, "failed", status.Failed)
 }
 
+// childNames are the names of the children a service has, by kind.
+func childNames(ji *sednav1.JointInferenceService) map[string][]string {
+	return map[string][]string{
+		"Deployment":              {workerName(ji, roleCloud), workerName(ji, roleEdge)},
+		"Service":                 {cloudServiceName(ji)},
+		"HorizontalPodAutoscaler": {hpaName(ji, roleCloud), hpaName(ji, roleEdge)},
+	}
+}
+
 // workerSpec is a worker and the autoscaler its spec asks for, if any.
 type workerSpec struct {
 	worker common.Worker
@@ -97,9 +118,15 @@ type workerSpec struct {
 // Deployment and autoscaler. What is missing (Deployments, their pods as
 // their replicas make them, the Service) is made only when the namespace's
 // quotas admit all of it; the decision is returned when one was asked
-// for. It tries every child and returns every error.
+// for. Deployments and autoscalers of other names (an earlier Nereid's
+// <service>-edge, …) are deleted. It tries every child and returns every
+// error.
 func (c *Controller) manageChildren(ctx context.Context, key string, ji *sednav1.JointInferenceService, workers []workerSpec, kids children) (*admission.Decision, error) {
-	_, haveService := kids.services[workerName(ji, roleCloud)]
+	service, err := c.cloudService(ji)
+	if err != nil {
+		return nil, err
+	}
+	existingService, haveService := kids.services[service.Name]
 	var charge admission.Charge
 	var class string
 	for _, w := range workers {
@@ -130,8 +157,11 @@ func (c *Controller) manageChildren(ctx context.Context, key string, ji *sednav1
 	}
 	waiting := !decision.Admitted
 	var errs []error
-	if !haveService && !waiting {
-		errs = append(errs, c.children.CreateService(ctx, ji, c.cloudService(ji)))
+	switch {
+	case !haveService && !waiting:
+		errs = append(errs, c.children.CreateService(ctx, ji, service))
+	case haveService:
+		errs = append(errs, c.manageService(ctx, ji, service, existingService))
 	}
 	for _, w := range workers {
 		existing := kids.deployments[w.worker.Name]
@@ -139,9 +169,44 @@ func (c *Controller) manageChildren(ctx context.Context, key string, ji *sednav1
 			continue
 		}
 		errs = append(errs, c.manageDeployment(ctx, ji, w, existing))
-		errs = append(errs, c.manageHPA(ctx, ji, w, kids.hpas[w.worker.Name]))
+		errs = append(errs, c.manageHPA(ctx, ji, w, kids.hpas[hpaName(ji, w.worker.Role)]))
 	}
-	return decision, errors.Join(errs...)
+	return decision, errors.Join(append(errs, c.removeOthers(ctx, ji, kids))...)
+}
+
+// removeOthers deletes the service's Deployments and autoscalers that have
+// none of the names it gives them now: those an earlier Nereid named
+// <service>-<role>.
+func (c *Controller) removeOthers(ctx context.Context, ji *sednav1.JointInferenceService, kids children) error {
+	names := childNames(ji)
+	const why = "replaced by one of Sedna's name"
+	var errs []error
+	for name, d := range kids.deployments {
+		if !slices.Contains(names["Deployment"], name) && d.DeletionTimestamp == nil {
+			errs = append(errs, c.children.DeleteDeployment(ctx, ji, d, why))
+		}
+	}
+	for name, h := range kids.hpas {
+		if !slices.Contains(names["HorizontalPodAutoscaler"], name) && h.DeletionTimestamp == nil {
+			errs = append(errs, c.children.DeleteHPA(ctx, ji, h, why))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// manageService updates the cloud worker's Service when it was made from
+// another spec (its hash label differs) or is Sedna's, kept: its selector
+// and port become Nereid's, its address stays.
+func (c *Controller) manageService(ctx context.Context, ji *sednav1.JointInferenceService, desired, existing *corev1.Service) error {
+	if existing.DeletionTimestamp != nil ||
+		(!common.IsAdopted(existing) && existing.Labels[common.LabelTemplateHash] == desired.Labels[common.LabelTemplateHash]) {
+		return nil
+	}
+	svc := existing.DeepCopy()
+	svc.Labels = common.UpdatedLabels(svc.Labels, desired.Labels)
+	svc.Spec.Selector = desired.Spec.Selector
+	svc.Spec.Ports = desired.Spec.Ports
+	return c.children.UpdateService(ctx, ji, svc, "the cloud worker's Service was made from another spec")
 }
 
 // manageDeployment creates a worker's Deployment, or updates it when its pod
@@ -160,15 +225,21 @@ func (c *Controller) manageDeployment(ctx context.Context, ji *sednav1.JointInfe
 	}
 	templateChanged := existing.Spec.Template.Labels[common.LabelTemplateHash] != w.worker.Hash
 	rescale := w.hpa == nil && common.DeploymentReplicas(existing) != *desired.Spec.Replicas
-	if !templateChanged && !rescale {
+	if !templateChanged && !rescale && !common.IsAdopted(existing) {
 		return nil
 	}
 	d := existing.DeepCopy()
-	d.Labels = common.MergeLabels(d.Labels, desired.Labels)
+	d.Labels = common.UpdatedLabels(d.Labels, desired.Labels)
 	why := fmt.Sprintf("scaled back to %d replica: the worker has no autoscaler", *desired.Spec.Replicas)
 	if templateChanged {
 		d.Spec.Template = desired.Spec.Template
+		// A Deployment's selector is immutable: one Sedna made selects
+		// Sedna's labels, which its pods then carry too.
+		d.Spec.Template.Labels = common.MergeLabels(existing.Spec.Selector.MatchLabels, desired.Spec.Template.Labels)
 		why = "the service's spec changed"
+		if common.IsAdopted(existing) {
+			why = "kept from Sedna's GlobalManager; its pods roll over to the current spec"
+		}
 	}
 	if w.hpa == nil {
 		d.Spec.Replicas = desired.Spec.Replicas
@@ -191,11 +262,12 @@ func (c *Controller) manageHPA(ctx context.Context, ji *sednav1.JointInferenceSe
 	if existing == nil {
 		return c.children.CreateHPA(ctx, ji, desired)
 	}
-	if existing.DeletionTimestamp != nil || existing.Labels[common.LabelTemplateHash] == desired.Labels[common.LabelTemplateHash] {
+	if existing.DeletionTimestamp != nil ||
+		(!common.IsAdopted(existing) && existing.Labels[common.LabelTemplateHash] == desired.Labels[common.LabelTemplateHash]) {
 		return nil
 	}
 	h := existing.DeepCopy()
-	h.Labels = common.MergeLabels(h.Labels, desired.Labels)
+	h.Labels = common.UpdatedLabels(h.Labels, desired.Labels)
 	h.Spec = desired.Spec
 	return c.children.UpdateHPA(ctx, ji, h, "the worker's hpa changed")
 }

@@ -41,9 +41,13 @@ import (
 const (
 	ns        = "default"
 	jiName    = "helmet-detection-inference-example"
-	edgeName  = jiName + "-edge"
-	cloudName = jiName + "-cloud"
-	key       = ns + "/" + jiName
+	edgeName  = jiName + "-deployment-edge"
+	cloudName = jiName + "-deployment-cloud"
+	// Sedna's names of the cloud worker's Service and the autoscalers.
+	serviceName = jiName + "-cloud"
+	edgeHPA     = "hpa-" + edgeName
+	cloudHPA    = "hpa-" + cloudName
+	key         = ns + "/" + jiName
 )
 
 var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}
@@ -310,8 +314,8 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 	wantWrites := []string{
 		"create deployments " + cloudName,
 		"create deployments " + edgeName,
-		"create horizontalpodautoscalers " + cloudName,
-		"create services " + cloudName,
+		"create horizontalpodautoscalers " + cloudHPA,
+		"create services " + serviceName,
 	}
 	if diff := cmp.Diff(wantWrites, f.writes()); diff != "" {
 		t.Fatalf("writes (-want,+got):\n%s", diff)
@@ -332,7 +336,7 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 			wantEnv: common.MergeLabels(shared, map[string]string{
 				"MODEL_NAME":     "helmet-detection-inference-little-model",
 				"MODEL_URL":      "/home/data/data/little-model/yolov3_resnet18.pb",
-				"BIG_MODEL_IP":   cloudName + "." + ns,
+				"BIG_MODEL_IP":   serviceName + "." + ns,
 				"BIG_MODEL_PORT": "5000",
 				"HEM_NAME":       "IBT",
 				"HEM_PARAMETERS": `{"threshold_box":"0.9","threshold_img":"0.9"}`,
@@ -364,7 +368,7 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 			if diff := cmp.Diff([]metav1.OwnerReference{ownerRef()}, d.OwnerReferences); diff != "" {
 				t.Errorf("owner references (-want,+got):\n%s", diff)
 			}
-			role := strings.TrimPrefix(tc.deployment, jiName+"-")
+			role := strings.TrimPrefix(tc.deployment, jiName+"-deployment-")
 			wantSelector := map[string]string{common.LabelOwnerUID: "ji-uid", common.LabelWorkerRole: role}
 			if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
 				t.Errorf("selector (-want,+got):\n%s", diff)
@@ -402,18 +406,18 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 		})
 	}
 
-	svc := f.created(t, "services", cloudName).(*corev1.Service)
+	svc := f.created(t, "services", serviceName).(*corev1.Service)
 	if diff := cmp.Diff([]metav1.OwnerReference{ownerRef()}, svc.OwnerReferences); diff != "" {
 		t.Errorf("service owner references (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]string{common.LabelOwnerUID: "ji-uid", common.LabelWorkerRole: roleCloud}, svc.Spec.Selector); diff != "" {
 		t.Errorf("service selector (-want,+got):\n%s", diff)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 5000 || svc.Spec.Ports[0].TargetPort.IntVal != 5000 {
-		t.Errorf("service ports = %+v, want 5000 to 5000", svc.Spec.Ports)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "tcp-0" || svc.Spec.Ports[0].Port != 5000 || svc.Spec.Ports[0].TargetPort.IntVal != 5000 {
+		t.Errorf("service ports = %+v, want tcp-0, 5000 to 5000 (Sedna's)", svc.Spec.Ports)
 	}
 
-	hpa := f.created(t, "horizontalpodautoscalers", cloudName).(*autoscalingv2.HorizontalPodAutoscaler)
+	hpa := f.created(t, "horizontalpodautoscalers", cloudHPA).(*autoscalingv2.HorizontalPodAutoscaler)
 	wantHPA := autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: cloudName},
 		MinReplicas:    ptr.To[int32](1),
@@ -453,6 +457,51 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				ji := f.cachedService(t).DeepCopy()
 				ji.Status.Metrics = []sednav1.Metric{{Key: "inferenceNumber", Value: "42"}}
 				f.cache(t, ji)
+			},
+		},
+		"a Deployment and autoscaler of an earlier Nereid's names are deleted": {
+			change: func(t *testing.T, f *fixture) {
+				d := cachedDeployment(t, f, edgeName).DeepCopy()
+				d.Name, d.UID = jiName+"-edge", "old-uid"
+				f.cache(t, d)
+				h := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: jiName + "-cloud", Namespace: ns, UID: "old-hpa",
+					Labels: d.Labels, OwnerReferences: d.OwnerReferences}}
+				f.cache(t, h)
+			},
+			wantWrites: []string{"delete deployments " + jiName + "-edge", "delete horizontalpodautoscalers " + jiName + "-cloud"},
+		},
+		"a Service of an earlier spec gets Sedna's port name": {
+			change: func(t *testing.T, f *fixture) {
+				svc, err := f.kube.CoreV1().Services(ns).Get(t.Context(), serviceName, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				svc.Spec.Ports[0].Name = "inference"
+				delete(svc.Labels, common.LabelTemplateHash)
+				f.cache(t, svc)
+			},
+			wantWrites: []string{"update services " + serviceName},
+		},
+		// Sedna's Deployment selects Sedna's labels, and a selector cannot
+		// change: its pods get Nereid's template with those labels too.
+		"Sedna's Deployment of the same name is kept and its pods roll over": {
+			change: func(t *testing.T, f *fixture) {
+				sedna := map[string]string{"jointinferenceservice.sedna.io/uid": "ji-uid", "app.sedna.io": jiName + "-Edge-svc"}
+				d := cachedDeployment(t, f, edgeName).DeepCopy()
+				d.Labels = common.MergeLabels(sedna, common.OwnerLabels(&metav1.ObjectMeta{Name: jiName, UID: "ji-uid"}, "jointinferenceservice"),
+					map[string]string{common.LabelAdoptedFrom: common.AdoptedFromSedna})
+				d.Spec.Selector = &metav1.LabelSelector{MatchLabels: sedna}
+				d.Spec.Template.Labels = sedna
+				f.cache(t, d)
+			},
+			wantWrites: []string{"update deployments " + edgeName},
+			check: func(t *testing.T, f *fixture) {
+				d := updatedDeployment(t, f, edgeName)
+				if common.IsAdopted(d) || d.Spec.Template.Labels["app.sedna.io"] != jiName+"-Edge-svc" ||
+					d.Spec.Template.Labels[common.LabelWorkerRole] != roleEdge || d.Spec.Template.Labels[common.LabelTemplateHash] == "" {
+					t.Errorf("Sedna's Deployment updated to labels %v, template labels %v; want Nereid's, not adopted, with Sedna's selector in the template",
+						d.Labels, d.Spec.Template.Labels)
+				}
 			},
 		},
 		"an edited hard example mining parameter updates the edge Deployment's template": {
@@ -534,7 +583,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				ji.Spec.CloudWorker.HPA = nil
 				f.cache(t, ji)
 			},
-			wantWrites: []string{"delete horizontalpodautoscalers " + cloudName},
+			wantWrites: []string{"delete horizontalpodautoscalers " + cloudHPA},
 		},
 		"hpa edited updates the autoscaler": {
 			change: func(t *testing.T, f *fixture) {
@@ -543,7 +592,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				ji.Spec.CloudWorker.HPA.MaxReplicas = 5
 				f.cache(t, ji)
 			},
-			wantWrites: []string{"update horizontalpodautoscalers " + cloudName},
+			wantWrites: []string{"update horizontalpodautoscalers " + cloudHPA},
 			check: func(t *testing.T, f *fixture) {
 				for _, a := range f.kube.Actions() {
 					if u, ok := a.(clienttesting.UpdateAction); ok && a.GetVerb() == "update" {
@@ -561,9 +610,9 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				ji.Spec.EdgeWorker.HPA = &sednav1.HPA{MinReplicas: ptr.To[int32](2), MaxReplicas: 4}
 				f.cache(t, ji)
 			},
-			wantWrites: []string{"create horizontalpodautoscalers " + edgeName},
+			wantWrites: []string{"create horizontalpodautoscalers " + edgeHPA},
 			check: func(t *testing.T, f *fixture) {
-				hpa := f.created(t, "horizontalpodautoscalers", edgeName).(*autoscalingv2.HorizontalPodAutoscaler)
+				hpa := f.created(t, "horizontalpodautoscalers", edgeHPA).(*autoscalingv2.HorizontalPodAutoscaler)
 				got := [2]int32{ptr.Deref(hpa.Spec.MinReplicas, 0), hpa.Spec.MaxReplicas}
 				if got != [2]int32{2, 4} {
 					t.Errorf("min, max replicas = %v, want [2 4]", got)
@@ -576,7 +625,7 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				ji.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 				ji.Spec.CloudWorker.HPA = nil
 				f.cache(t, ji)
-				if err := f.indexers["Service"].Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cloudName}}); err != nil {
+				if err := f.indexers["Service"].Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: serviceName}}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -602,6 +651,15 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 			}
 		})
 	}
+}
+
+func cachedDeployment(t *testing.T, f *fixture, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := appslisters.NewDeploymentLister(f.c.syncer.Deployments).Deployments(ns).Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func updatedDeployment(t *testing.T, f *fixture, name string) *appsv1.Deployment {
@@ -834,5 +892,38 @@ func TestModelWakesServicesThatNameIt(t *testing.T) {
 				t.Errorf("enqueued (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Of what Nereid sets, a template overrides what Sedna's GlobalManager does
+// not set for the worker type (createOrUpdateWorker): MODEL_NAME of either
+// worker (Sedna's answer_generation_inference example names its API's model
+// there), and the cloud worker's LC_SERVER. A template's own entry is kept.
+func TestJointInferenceWorkersKeepTheTemplatesOwnEnvironment(t *testing.T) {
+	ji, objs := exampleObjects(t)
+	f := newFixture(t, objs...)
+	refs, missing, err := f.c.resolve(ji)
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("resolving the example: missing %v, err %v", missing, err)
+	}
+	ji.Spec.CloudWorker.Template.Spec.Containers[0].Env = append(ji.Spec.CloudWorker.Template.Spec.Containers[0].Env,
+		corev1.EnvVar{Name: "MODEL_NAME", Value: "deepseek-chat"}, corev1.EnvVar{Name: "BIG_MODEL_BIND_PORT", Value: "1"})
+	edge, cloud, err := f.c.desiredWorkers(ji, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		roleEdge:  {"LOG_LEVEL", "MODEL_NAME", "NEREID_NODE_IP", "LC_SERVER", "LC_PERIOD"},
+		roleCloud: {"LOG_LEVEL", "MODEL_NAME", "NEREID_NODE_IP", "LC_SERVER"},
+	}
+	for _, w := range []common.Worker{edge, cloud} {
+		if diff := cmp.Diff(want[w.Role], w.Defaults()); diff != "" {
+			t.Errorf("%s worker: what a template overrides (-want,+got):\n%s", w.Role, diff)
+		}
+	}
+	got := envOf(common.NewWorkerTemplate(ji, serviceKind, cloud).Spec.Containers[0])
+	if got["MODEL_NAME"] != "deepseek-chat" || got["BIG_MODEL_BIND_PORT"] != "5000" || got["SERVICE_NAME"] != ji.Name {
+		t.Errorf("cloud worker's MODEL_NAME %q, BIG_MODEL_BIND_PORT %q, SERVICE_NAME %q; want the template's deepseek-chat, and Sedna's 5000 and %s",
+			got["MODEL_NAME"], got["BIG_MODEL_BIND_PORT"], got["SERVICE_NAME"], ji.Name)
 	}
 }

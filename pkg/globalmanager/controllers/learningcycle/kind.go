@@ -34,6 +34,10 @@ type Kind[J Job[J]] interface {
 	// base) and the node paths that part names, for the worker of role in
 	// the round st describes. refs holds every Dataset and Model job names.
 	Env(job J, st *Status, role Role, refs Refs) (env []corev1.EnvVar, hostPaths []string)
+	// SednaEnv names the variables of the kind's part of the environment
+	// that Sedna's GlobalManager sets for the worker of role (see
+	// common.ContainerEnv); the others are defaults a template overrides.
+	SednaEnv(job J, role Role) []string
 	// Decide says whether an evaluated round is deployed, with a sentence
 	// saying why; results are the eval worker's, one per model of MODEL_URLS.
 	Decide(job J, results []json.RawMessage) (deploy bool, sentence string)

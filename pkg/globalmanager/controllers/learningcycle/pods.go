@@ -25,6 +25,10 @@ func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role 
 	}.Env()
 	var hostPaths []string
 	var template *corev1.PodTemplateSpec
+	// What Sedna's GlobalManager sets for the stage's worker of either kind
+	// (createPod and createInferPod of its incremental and lifelong learning
+	// controllers): LC_SERVER, and the datasets' URLs of its mounts.
+	sednaEnv := []string{common.EnvLCServer}
 	round := st.CurrentRound
 	if round == nil {
 		round = &sednav1.RoundStatus{}
@@ -39,6 +43,7 @@ func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role 
 			common.Env("TRAIN_DATASET_URL", local(round.TrainDatasetURL)),
 			common.Env("OUTPUT_URL", local(out)))
 		hostPaths = append(hostPaths, dataset, round.TrainDatasetURL, out)
+		sednaEnv = append(sednaEnv, "ORIGINAL_DATASET_URL", "TRAIN_DATASET_URL")
 	case RoleEval:
 		template = spec.Eval
 		out := RoundDir(spec.OutputDir, st.Round, role)
@@ -47,6 +52,7 @@ func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role 
 			common.Env("TEST_DATASET_URL", local(round.TestDatasetURL)),
 			common.Env("OUTPUT_URL", local(out)))
 		hostPaths = append(hostPaths, dataset, round.TestDatasetURL, out)
+		sednaEnv = append(sednaEnv, "ORIGINAL_DATASET_URL", "TEST_DATASET_URL")
 	case RoleInference:
 		template = spec.Inference
 	}
@@ -57,6 +63,7 @@ func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role 
 
 	w := common.Worker{
 		Name: name, Role: string(role), Template: template, Env: env,
+		SednaEnv:  append(sednaEnv, c.kind.SednaEnv(job, role)...),
 		HostPaths: hostPaths, DataPathPrefix: prefix,
 	}
 	hash, err := common.Hash(w.Role, w.Template, w.Env, w.HostPaths, w.DataPathPrefix)

@@ -36,3 +36,19 @@ func (k *kind) Env(job *sednav1.LifelongLearningJob, st *learningcycle.Status, r
 	index := KBIndex(job.Spec.OutputDir, kbRound)
 	return append(env, common.Env("CLOUD_KB_INDEX", common.ContainerPath(index, k.dataPathPrefix))), []string{index}
 }
+
+// SednaEnv names what Sedna's GlobalManager sets of the worker's environment
+// beyond the cycle's own (createPod and createInferPod of its
+// lifelonglearningjob.go): the knowledge base to the train and eval workers,
+// OUTPUT_URL to every worker. Nereid's others (HAS_COMPLETED_INITIAL_TRAINING
+// and CLOUD_KB_INDEX to the eval and inference workers, KB_SERVER to the
+// inference worker) are defaults a template overrides.
+func (k *kind) SednaEnv(_ *sednav1.LifelongLearningJob, role learningcycle.Role) []string {
+	switch role {
+	case learningcycle.RoleTrain:
+		return []string{"OUTPUT_URL", "HAS_COMPLETED_INITIAL_TRAINING", "KB_SERVER", "CLOUD_KB_INDEX"}
+	case learningcycle.RoleEval:
+		return []string{"OUTPUT_URL", "KB_SERVER", "MODEL_URLS"}
+	}
+	return []string{"OUTPUT_URL", "MODEL_URLS"}
+}
