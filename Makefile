@@ -33,8 +33,8 @@ tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-s
 	bash hack/build-tools.sh
 
 .PHONY: images
-images: ## Build the globalmanager and localcontroller images (docker or podman) under the chart's image names; fails if no engine works.
-	bash hack/images.sh
+images: ## Build the globalmanager and localcontroller images (docker or podman) under the chart's image names (REGISTRY=<registry> for yours, PUSH=1 to push); fails if no engine works.
+	NEREID_IMAGE_REGISTRY='$(REGISTRY)' NEREID_IMAGE_PUSH='$(PUSH)' bash hack/images.sh
 
 .PHONY: local-up
 local-up: ## Bring up the local control plane (builds the tools the first time: minutes).

@@ -9,8 +9,16 @@
 # no engine. Without one it says so and exits 1: `make images` did not make the
 # images, and a script that goes on to push or load them must not think it did.
 #
+# No image is published: the chart's default names (ghcr.io/nereid-ml/...) are where
+# a release would go, and nothing pushes there. NEREID_IMAGE_REGISTRY names the images
+# in a registry of yours instead (as the chart names them with
+# --set globalManager.image.registry=... --set localController.image.registry=...), and
+# NEREID_IMAGE_PUSH=1 pushes them there once built.
+#
 # Usage: hack/images.sh
 # Env:   NEREID_CONTAINER_ENGINE   docker or podman (default: the first that works)
+#        NEREID_IMAGE_REGISTRY     registry of both images (default: values.yaml's)
+#        NEREID_IMAGE_PUSH         1: push the images after building them
 set -euo pipefail
 
 # shellcheck source=hack/lib/init.sh
@@ -43,7 +51,8 @@ engine() {
 main() {
   cd "${NEREID_ROOT}"
   local eng refs go_version binary ref
-  refs="$(go run ./hack/imagerefs -chart build/charts/nereid)" || nereid::fatal "cannot read the image names from build/charts/nereid"
+  refs="$(go run ./hack/imagerefs -chart build/charts/nereid -registry "${NEREID_IMAGE_REGISTRY:-}")" ||
+    nereid::fatal "cannot read the image names from build/charts/nereid"
   if ! eng="$(engine)"; then
     nereid::fatal "no container engine works here, so no image was built (the images would be: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')). Run make images where docker or podman runs."
   fi
@@ -54,6 +63,12 @@ main() {
       nereid::fatal "${eng} build of ${ref} failed (its output is above)"
   done <<<"${refs}"
   nereid::log "built: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')"
+  if [[ "${NEREID_IMAGE_PUSH:-}" == "1" ]]; then
+    while read -r binary ref; do
+      nereid::log "pushing ${ref}"
+      "${eng}" push "${ref}" || nereid::fatal "${eng} push of ${ref} failed (its output is above)"
+    done <<<"${refs}"
+  fi
 }
 
 main "$@"

@@ -456,10 +456,19 @@ EOF
 # Nereid's own processes use the reserved ports: GlobalManager health/metrics at +10, its
 # edge hub (wss) at +11, then per edge node i a LocalController worker API at +12+2i and
 # its health/metrics at +13+2i (so at most four edge nodes get a LocalController).
-readonly NEREID_SYSTEM_NAMESPACE=nereid-system
+# The local run's stand-ins for what the chart installs (the LocalControllers'
+# ServiceAccount and DaemonSet, and the edge hub's Leases) live in a namespace of their
+# own, not in nereid-system: the README installs the chart there (helm install nereid
+# ... --namespace nereid-system), and Helm refuses to take over objects of the names
+# its release makes (nereid-system/nereid-localcontroller) that it did not make.
+readonly LOCAL_NAMESPACE=nereid-local
+# Where local-up made them before, which ensure_edge_identities cleans up.
+readonly OLD_LOCAL_NAMESPACE=nereid-system
 readonly LC_SERVICE_ACCOUNT=nereid-localcontroller
 # The LocalControllers' DaemonSet: the GlobalManager's --edge-daemonset (its default).
 readonly LC_DAEMONSET=nereid-localcontroller
+# The image of its Pods, which kwok runs without pulling: no real LocalController's.
+readonly LC_LOCAL_IMAGE=nereid/localcontroller:local
 readonly EDGE_NODE_LABEL=node-role.kubernetes.io/edge
 # The audience of the LocalControllers' tokens: the GlobalManager's
 # --edge-token-audience (its default). A Pod's default token is refused.
@@ -471,7 +480,7 @@ lc_worker_port() { echo $((NEREID_RESERVED_PORT_FIRST + 2 + 2 * $1)); }
 lc_health_port() { echo $((NEREID_RESERVED_PORT_FIRST + 3 + 2 * $1)); }
 
 # ensure_edge_identities gives each edge node's LocalController a real identity: the Pod
-# on that node of the LocalControllers' DaemonSet (nereid-system/nereid-localcontroller,
+# on that node of the LocalControllers' DaemonSet (nereid-local/nereid-localcontroller,
 # on the edge nodes, tolerating every taint; the controller-manager's daemonset controller
 # makes its Pods, the scheduler binds them, kwok runs them), whose ServiceAccount is the
 # LocalController's, and a token with the edge hub's audience bound to that Pod, whose
@@ -482,19 +491,20 @@ ensure_edge_identities() {
   local node pod
   # The bare Pods an earlier version of this script made, which the DaemonSet would adopt.
   for node in ${EDGE_NODES}; do
-    kubectl_admin delete pod "localcontroller-${node}" -n "${NEREID_SYSTEM_NAMESPACE}" --ignore-not-found >/dev/null 2>&1 || true
+    kubectl_admin delete pod "localcontroller-${node}" -n "${LOCAL_NAMESPACE}" --ignore-not-found >/dev/null 2>&1 || true
   done
+  remove_old_edge_identities
   printf '%s' "apiVersion: v1
 kind: Namespace
-metadata: {name: ${NEREID_SYSTEM_NAMESPACE}}
+metadata: {name: ${LOCAL_NAMESPACE}}
 ---
 apiVersion: v1
 kind: ServiceAccount
-metadata: {name: ${LC_SERVICE_ACCOUNT}, namespace: ${NEREID_SYSTEM_NAMESPACE}}
+metadata: {name: ${LC_SERVICE_ACCOUNT}, namespace: ${LOCAL_NAMESPACE}}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
-metadata: {name: ${LC_DAEMONSET}, namespace: ${NEREID_SYSTEM_NAMESPACE}}
+metadata: {name: ${LC_DAEMONSET}, namespace: ${LOCAL_NAMESPACE}}
 spec:
   selector:
     matchLabels: {app.kubernetes.io/name: nereid-localcontroller}
@@ -505,17 +515,33 @@ spec:
       serviceAccountName: ${LC_SERVICE_ACCOUNT}
       nodeSelector: {${EDGE_NODE_LABEL}: \"\"}
       tolerations: [{operator: Exists}]
-      containers: [{name: localcontroller, image: nereid/localcontroller:local}]
+      containers: [{name: localcontroller, image: ${LC_LOCAL_IMAGE}}]
 " | kubectl_admin apply -f - >/dev/null || nereid::fatal "creating the LocalControllers' DaemonSet failed"
   for node in ${EDGE_NODES}; do
     pod="$(wait_for_daemonset_pod "${node}")"
     mkdir -p "${NEREID_OUT_DIR}/edge/${node}"
-    kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${NEREID_SYSTEM_NAMESPACE}" \
+    kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${LOCAL_NAMESPACE}" \
       --audience "${EDGE_TOKEN_AUDIENCE}" \
       --bound-object-kind Pod --bound-object-name "${pod}" --duration 48h \
       >"${NEREID_OUT_DIR}/edge/${node}/token" || nereid::fatal "creating the token of ${node}'s LocalController failed"
-    nereid::log "LocalController of ${node}: Pod ${NEREID_SYSTEM_NAMESPACE}/${pod}"
+    nereid::log "LocalController of ${node}: Pod ${LOCAL_NAMESPACE}/${pod}"
   done
+}
+
+# remove_old_edge_identities deletes what an earlier version of this script made in
+# nereid-system (the DaemonSet and ServiceAccount nereid-localcontroller, the edge
+# Leases), so that a local run brought up before keeps nothing in the way of helm
+# install. That DaemonSet is known by its image, which no real one has; a DaemonSet of
+# that name from the chart or the plain manifests is left alone, with its ServiceAccount.
+remove_old_edge_identities() {
+  local image
+  image="$(kubectl_admin get daemonset "${LC_DAEMONSET}" -n "${OLD_LOCAL_NAMESPACE}" --ignore-not-found \
+    -o jsonpath='{.spec.template.spec.containers[0].image}' 2>/dev/null)" || image=""
+  [[ "${image}" == "${LC_LOCAL_IMAGE}" ]] || return 0
+  nereid::log "deleting ${OLD_LOCAL_NAMESPACE}/${LC_DAEMONSET}, which an earlier local-up made (the local run's is in ${LOCAL_NAMESPACE} now)"
+  kubectl_admin delete daemonset "${LC_DAEMONSET}" -n "${OLD_LOCAL_NAMESPACE}" --ignore-not-found >/dev/null || true
+  kubectl_admin delete serviceaccount "${LC_SERVICE_ACCOUNT}" -n "${OLD_LOCAL_NAMESPACE}" --ignore-not-found >/dev/null || true
+  kubectl_admin delete lease -n "${OLD_LOCAL_NAMESPACE}" -l nereid.io/edge-node --ignore-not-found >/dev/null || true
 }
 
 # wait_for_daemonset_pod NODE prints the name of the LocalControllers' DaemonSet's Pod
@@ -524,8 +550,8 @@ spec:
 wait_for_daemonset_pod() {
   local node="$1" uid pod deadline=$((SECONDS + READY_TIMEOUT))
   while true; do
-    uid="$(kubectl_admin get daemonset "${LC_DAEMONSET}" -n "${NEREID_SYSTEM_NAMESPACE}" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || uid=""
-    pod="$(kubectl_admin get pods -n "${NEREID_SYSTEM_NAMESPACE}" -l app.kubernetes.io/name=nereid-localcontroller \
+    uid="$(kubectl_admin get daemonset "${LC_DAEMONSET}" -n "${LOCAL_NAMESPACE}" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || uid=""
+    pod="$(kubectl_admin get pods -n "${LOCAL_NAMESPACE}" -l app.kubernetes.io/name=nereid-localcontroller \
       --field-selector "spec.nodeName=${node}" \
       -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.ownerReferences[?(@.controller==true)].uid} {.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
       awk -v uid="${uid}" '$2 == uid && NF == 2 {print $1; exit}')" || pod=""
@@ -534,7 +560,7 @@ wait_for_daemonset_pod() {
       return
     fi
     if ((SECONDS >= deadline)); then
-      kubectl_admin get pods -n "${NEREID_SYSTEM_NAMESPACE}" -o wide >&2 || true
+      kubectl_admin get pods -n "${LOCAL_NAMESPACE}" -o wide >&2 || true
       nereid::process::fail_component kube-controller-manager "did not make the LocalControllers' DaemonSet's Pod on ${node} within ${READY_TIMEOUT}s (or the scheduler did not bind it)"
     fi
     sleep 0.5
@@ -575,9 +601,9 @@ ensure_nereid() {
     --kubeconfig="${KUBECONFIG_ADMIN}" \
     --health-address="127.0.0.1:$(gm_health_port)" \
     --edge-address="127.0.0.1:$(gm_edge_port)" \
-    --edge-namespace="${NEREID_SYSTEM_NAMESPACE}" \
-    --edge-service-accounts="${NEREID_SYSTEM_NAMESPACE}/${LC_SERVICE_ACCOUNT}" \
-    --edge-daemonset="${NEREID_SYSTEM_NAMESPACE}/${LC_DAEMONSET}" \
+    --edge-namespace="${LOCAL_NAMESPACE}" \
+    --edge-service-accounts="${LOCAL_NAMESPACE}/${LC_SERVICE_ACCOUNT}" \
+    --edge-daemonset="${LOCAL_NAMESPACE}/${LC_DAEMONSET}" \
     --edge-ca-out="${ca}"
   nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port $(gm_health_port)" \
     curl -fsS "http://127.0.0.1:$(gm_health_port)/readyz"

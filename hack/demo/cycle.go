@@ -74,7 +74,7 @@ func runCycle(outDir, ns, example string, rounds int, pause time.Duration) error
 		return os.WriteFile(node(url), []byte(content), 0o644)
 	}
 
-	d, err := start(ctx, outDir, ns, "examples/"+example+"/", func(*demoRun) error {
+	d, err := start(ctx, outDir, ns, example+"/"+ex.job, "examples/"+example+"/", func(*demoRun) error {
 		if _, err := os.Stat(root); err != nil {
 			return fmt.Errorf("no node root for %s at %s: run make local-up first", ex.node, root)
 		}

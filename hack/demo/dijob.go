@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -29,9 +28,7 @@ const diJobName = "cartpole-dqn"
 func runDIJob(outDir, ns string, pause time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	d, err := start(ctx, outDir, ns, "examples/dijob/dijob.yaml", func(d *demoRun) error {
-		return deleteDIJob(ctx, d, ns)
-	})
+	d, err := start(ctx, outDir, ns, "dijob/"+diJobName, "examples/dijob/dijob.yaml", nil)
 	if err != nil {
 		return err
 	}
@@ -105,25 +102,6 @@ func runDIJob(outDir, ns string, pause time.Duration) error {
 		return err
 	}
 	return kubectl(ctx, d, "get", "dijob", "-n", ns, diJobName)
-}
-
-// deleteDIJob deletes the job an earlier run left, with its pods, so that
-// this run starts afresh.
-func deleteDIJob(ctx context.Context, d *demoRun, ns string) error {
-	jobs := d.sedna.DiengineV2alpha1().DIJobs(ns)
-	foreground := metav1.DeletePropagationForeground
-	err := jobs.Delete(ctx, diJobName, metav1.DeleteOptions{PropagationPolicy: &foreground})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("deleting the earlier run's job: %w", err)
-	}
-	say("deleting job %s of an earlier run, and its pods", diJobName)
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := jobs.Get(ctx, diJobName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
 }
 
 // waitDIJob waits until the job has a status of its current generation
@@ -247,7 +225,7 @@ func finishPod(ctx context.Context, d *demoRun, p corev1.Pod) error {
 // kubectl runs kubectl on the local run and prints the command and its output.
 func kubectl(ctx context.Context, d *demoRun, args ...string) error {
 	fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", d.kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, kubectlPath(), append([]string{"--kubeconfig", d.kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)

@@ -107,10 +107,11 @@ type demoRun struct {
 	outDir string
 }
 
-// start connects to the local run, creates ns if needed and applies
-// manifests (a file or folder of examples/) in it; before runs first (it
-// prepares the node's files, or removes an earlier run's job).
-func start(ctx context.Context, outDir, ns, manifests string, before func(*demoRun) error) (*demoRun, error) {
+// start connects to the local run, deletes the job an earlier run of the
+// demo left (job is "<resource>/<name>"), creates ns if needed and applies
+// manifests (a file or folder of examples/) in it; before runs after the
+// delete and before the apply (it prepares the node's files).
+func start(ctx context.Context, outDir, ns, job, manifests string, before func(*demoRun) error) (*demoRun, error) {
 	kubeconfig, lcURL, err := localRun(outDir)
 	if err != nil {
 		return nil, err
@@ -120,6 +121,9 @@ func start(ctx context.Context, outDir, ns, manifests string, before func(*demoR
 		return nil, err
 	}
 	d := &demoRun{kube: kubernetes.NewForConfigOrDie(cfg), sedna: sednaclient.NewForConfigOrDie(cfg), kubeconfig: kubeconfig, lcURL: lcURL, outDir: outDir}
+	if err := d.deleteEarlierRun(ctx, ns, job); err != nil {
+		return nil, err
+	}
 	if before != nil {
 		if err := before(d); err != nil {
 			return nil, err
@@ -131,7 +135,7 @@ func start(ctx context.Context, outDir, ns, manifests string, before func(*demoR
 		}
 	}
 	say("applying %s in namespace %s", manifests, ns)
-	apply := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", manifests)
+	apply := exec.CommandContext(ctx, kubectlPath(), "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", manifests)
 	apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
 	if err := apply.Run(); err != nil {
 		return nil, fmt.Errorf("kubectl apply: %w", err)
@@ -139,15 +143,54 @@ func start(ctx context.Context, outDir, ns, manifests string, before func(*demoR
 	return d, nil
 }
 
+// deleteEarlierRun deletes the job an earlier run of the demo left (it has
+// finished, or stands where that run stopped), and waits until it is gone
+// with its pods, so that this run starts the job afresh rather than finding
+// it done. Its Datasets and Models stay: applying them again changes nothing.
+func (d *demoRun) deleteEarlierRun(ctx context.Context, ns, job string) error {
+	get := exec.CommandContext(ctx, kubectlPath(), "--kubeconfig", d.kubeconfig, "get", "-n", ns, job, "--ignore-not-found", "-o", "name")
+	out, err := get.Output()
+	if err != nil {
+		return fmt.Errorf("looking for %s of an earlier run: %w", job, err)
+	}
+	if strings.TrimSpace(string(out)) == "" {
+		return nil
+	}
+	say("deleting %s of an earlier run, and its pods", job)
+	// Foreground: the job goes only once the garbage collector has deleted
+	// its pods, so none of them is left to be mistaken for this run's.
+	del := exec.CommandContext(ctx, kubectlPath(), "--kubeconfig", d.kubeconfig, "delete", "-n", ns, job,
+		"--ignore-not-found", "--cascade=foreground", "--wait", "--timeout=2m")
+	del.Stdout, del.Stderr = os.Stdout, os.Stderr
+	if err := del.Run(); err != nil {
+		return fmt.Errorf("deleting %s of an earlier run: %w", job, err)
+	}
+	return nil
+}
+
+// kubectlPath is the kubectl that make tools builds, of the local run's
+// Kubernetes version, when it is there; else the one on PATH.
+func kubectlPath() string {
+	cache := os.Getenv("NEREID_CACHE_DIR")
+	if cache == "" {
+		cache = ".cache"
+	}
+	p := filepath.Join(cache, "bin", "kubectl")
+	if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+		return p
+	}
+	return "kubectl"
+}
+
 func run(outDir, ns string, rounds int, pause time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	d, err := start(ctx, outDir, ns, "examples/federatedlearningjob/", nil)
+	const jobName = "surface-defect-detection"
+	d, err := start(ctx, outDir, ns, "federatedlearningjob/"+jobName, "examples/federatedlearningjob/", nil)
 	if err != nil {
 		return err
 	}
 	kube, sedna, lcURL := d.kube, d.sedna, d.lcURL
-	const jobName = "surface-defect-detection"
 	var job *sednav1.FederatedLearningJob
 	say("waiting for the GlobalManager to start the workers (kubectl get fl -n %s -w)", ns)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -4,7 +4,11 @@
 // means the chart's appVersion (Chart.yaml), as the chart's templates say.
 // `make images` (hack/images.sh) builds the images under these names.
 //
-// Usage: go run ./hack/imagerefs [-chart build/charts/nereid]
+// Usage: go run ./hack/imagerefs [-chart build/charts/nereid] [-registry <registry>]
+//
+// -registry names the images in another registry, as the chart names them
+// with --set globalManager.image.registry=<registry> --set
+// localController.image.registry=<registry>: where a user pushes them.
 //
 // It prints one line per binary: the binary's name (its cmd/ and Dockerfile
 // name) and the image reference, for example
@@ -50,8 +54,9 @@ type binaryImage struct {
 
 func main() {
 	dir := flag.String("chart", "build/charts/nereid", "Directory of the Helm chart.")
+	registry := flag.String("registry", "", "Registry of both images instead of values.yaml's (as the chart's globalManager.image.registry and localController.image.registry).")
 	flag.Parse()
-	refs, err := imageRefs(*dir)
+	refs, err := imageRefs(*dir, *registry)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagerefs:", err)
 		os.Exit(1)
@@ -62,8 +67,9 @@ func main() {
 }
 
 // imageRefs reads the images of the chart in dir, in the order of the
-// binaries: globalmanager, localcontroller.
-func imageRefs(dir string) ([]binaryImage, error) {
+// binaries: globalmanager, localcontroller; a registry that is not empty
+// replaces values.yaml's.
+func imageRefs(dir, registry string) ([]binaryImage, error) {
 	var c chart
 	if err := readYAML(filepath.Join(dir, "Chart.yaml"), &c); err != nil {
 		return nil, err
@@ -77,6 +83,9 @@ func imageRefs(dir string) ([]binaryImage, error) {
 		name string
 		img  image
 	}{{"globalmanager", v.GlobalManager.Image}, {"localcontroller", v.LocalController.Image}} {
+		if registry != "" {
+			b.img.Registry = registry
+		}
 		ref, err := b.img.ref(c.AppVersion)
 		if err != nil {
 			return nil, fmt.Errorf("the %s image in %s: %w", b.name, filepath.Join(dir, "values.yaml"), err)

@@ -13,14 +13,23 @@ import (
 )
 
 // TestImageRefsAreWhatTheChartRuns checks that `make images` names the images
-// as the chart's Pods run them: with the chart's values, and with a values.yaml
-// that sets a tag and leaves a registry out.
+// as the chart's Pods run them: with the chart's values, with a values.yaml
+// that sets a tag and leaves a registry out, and with another registry
+// (make images REGISTRY=..., the chart installed with that registry set).
 func TestImageRefsAreWhatTheChartRuns(t *testing.T) {
 	for name, tc := range map[string]struct {
-		edit func(values string) string
-		want map[string]string
+		edit     func(values string) string
+		registry string
+		want     map[string]string
 	}{
 		"the chart's values": {edit: func(v string) string { return v }},
+		"another registry": {
+			edit: func(v string) string { return v }, registry: "registry.example.com:5000/team",
+			want: map[string]string{
+				"globalmanager":   "registry.example.com:5000/team/nereid-ml/nereid-globalmanager:v0.1.0",
+				"localcontroller": "registry.example.com:5000/team/nereid-ml/nereid-localcontroller:v0.1.0",
+			},
+		},
 		"a tag and no registry": {
 			edit: func(v string) string {
 				v = strings.Replace(v, `tag: ""`, `tag: "v9.9.9"`, 1)                                                // the GlobalManager's, first
@@ -32,7 +41,7 @@ func TestImageRefsAreWhatTheChartRuns(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := copyChart(t, tc.edit)
-			refs, err := imageRefs(dir)
+			refs, err := imageRefs(dir, tc.registry)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,11 +54,15 @@ func TestImageRefsAreWhatTheChartRuns(t *testing.T) {
 					t.Errorf("%s: %q, want %q", binary, fromRefs[binary], ref)
 				}
 			}
-			if lc := fromRefs["localcontroller"]; tc.want != nil && !strings.HasPrefix(lc, "nereid-ml/") {
+			if lc := fromRefs["localcontroller"]; tc.want != nil && tc.registry == "" && !strings.HasPrefix(lc, "nereid-ml/") {
 				t.Errorf("localcontroller: %q, want no registry", lc)
 			}
 
-			out, err := framework.Helm(t, "template", "nereid", dir)
+			args := []string{"template", "nereid", dir}
+			if tc.registry != "" {
+				args = append(args, "--set", "globalManager.image.registry="+tc.registry, "--set", "localController.image.registry="+tc.registry)
+			}
+			out, err := framework.Helm(t, args...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -176,12 +176,13 @@ type Option func(*runOptions)
 type runOptions struct {
 	withoutNereidCRDs bool
 	withoutGangAPI    bool
+	localRun          bool
 }
 
 // ownCluster says whether the options change cluster-wide things, so that the
 // tests need a control plane of their own even when NEREID_TEST_KUBECONFIG is
 // set.
-func (o runOptions) ownCluster() bool { return o.withoutNereidCRDs || o.withoutGangAPI }
+func (o runOptions) ownCluster() bool { return o.withoutNereidCRDs || o.withoutGangAPI || o.localRun }
 
 // WithChartValues runs the tests' GlobalManagers with the permissions of the
 // chart rendered with these helm arguments (--set ...) instead of its
@@ -201,7 +202,20 @@ func (o runOptions) env() []string {
 	if o.withoutGangAPI {
 		env = append(env, "NEREID_GANG_API=0")
 	}
+	if o.localRun {
+		// After startControlPlane's NEREID_GLOBALMANAGER=0: the last wins.
+		env = append(env, "NEREID_GLOBALMANAGER=1")
+	}
 	return env
+}
+
+// AsLocalRun starts the control plane exactly as `make local-up` does, its
+// GlobalManager and a LocalController per edge node included, for tests of
+// what the README does on the local run (make demo, helm install onto it).
+// Its GlobalManager acts on every namespace, so these tests get a control
+// plane of their own, even when NEREID_TEST_KUBECONFIG is set.
+func AsLocalRun() Option {
+	return func(o *runOptions) { o.localRun = true }
 }
 
 // WithoutNereidCRDs starts a control plane without Nereid's CRDs, for tests

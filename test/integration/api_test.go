@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -382,8 +384,8 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 // the round never fired again).
 func TestOutputDirCannotChange(t *testing.T) {
 	ns := framework.Namespace(t)
-	applyExampleFiles(t, ns, "incrementallearningjob", "incrementallearningjob.yaml")
-	applyExampleFiles(t, ns, "lifelonglearningjob", "lifelonglearningjob.yaml")
+	applyExampleFiles(t, ns, "incrementallearningjob", "10-incrementallearningjob.yaml")
+	applyExampleFiles(t, ns, "lifelonglearningjob", "10-lifelonglearningjob.yaml")
 	for _, obj := range []string{"incrementallearningjob/helmet-detection-demo", "lifelonglearningjob/atcii-classifier-demo"} {
 		out, err := framework.Kubectl(t, "patch", "-n", ns, obj, "--type=merge", "-p", `{"spec":{"outputDir":"/elsewhere"}}`)
 		if err == nil || !strings.Contains(err.Error(), "spec.outputDir") || !strings.Contains(err.Error(), "outputDir cannot change") {
@@ -392,5 +394,63 @@ func TestOutputDirCannotChange(t *testing.T) {
 		if out, err := framework.Kubectl(t, "label", "-n", ns, obj, "edited=yes"); err != nil {
 			t.Errorf("another edit of %s: %v\n%s", obj, err, out)
 		}
+	}
+}
+
+// TestExamplesApplyInKubectlsOrderWithoutMissingReference applies every
+// example folder as the README says, `kubectl apply -f examples/<kind>/`,
+// with a GlobalManager running: kubectl applies a folder's files in lexical
+// order, so the Datasets and Models a job names must come in files that sort
+// before the job's, or the job's first sync finds them missing and the user's
+// first sight of the example is a Warning MissingReference.
+func TestExamplesApplyInKubectlsOrderWithoutMissingReference(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "examples", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no example folders (%v)", err)
+	}
+	for _, path := range dirs {
+		dir := filepath.Base(path)
+		t.Run(dir, func(t *testing.T) {
+			ns := framework.Namespace(t)
+			framework.StartGlobalManager(t, ns)
+			if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example(dir)); err != nil {
+				t.Fatalf("kubectl apply -f examples/%s: %v\n%s", dir, err, out)
+			}
+			// Every job has been synced (Datasets and Models get their
+			// status from the edge and a finalizer, not a sync of this kind).
+			framework.Eventually(t, 60*time.Second, "every job of examples/"+dir+" to have a status of its spec", func(ctx context.Context) (bool, error) {
+				out, err := framework.Kubectl(t, "get", "-n", ns, "-f", example(dir), "-o", "json")
+				if err != nil {
+					return false, err
+				}
+				var list struct {
+					Items []unstructured.Unstructured `json:"items"`
+				}
+				if err := json.Unmarshal([]byte(out), &list); err != nil {
+					return false, err
+				}
+				for _, obj := range list.Items {
+					if kind := obj.GetKind(); kind == "Dataset" || kind == "Model" {
+						continue
+					}
+					observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+					if observed != obj.GetGeneration() {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			// Events are written a moment after the sync that records them.
+			time.Sleep(2 * time.Second)
+			events, err := framework.KubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events.Items {
+				if e.Type == corev1.EventTypeWarning && e.Reason == "MissingReference" {
+					t.Errorf("applying examples/%s, %s %s got a Warning MissingReference: %s", dir, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+				}
+			}
+		})
 	}
 }

@@ -264,7 +264,7 @@ func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "federatedlearningjob.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "10-federatedlearningjob.yaml")
 	framework.Eventually(t, 30*time.Second, "a condition naming the missing model", func(ctx context.Context) (bool, error) {
 		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
@@ -278,7 +278,7 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	if err != nil || !strings.Contains(out, "MissingReference") {
 		t.Errorf("kubectl describe shows no MissingReference event (%v):\n%s", err, out)
 	}
-	applyExampleFiles(t, ns, "federatedlearningjob", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "01-model.yaml")
 	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
 }
 
@@ -348,7 +348,7 @@ func bigJob(name string, n int) *sednav1.FederatedLearningJob {
 func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 	const workers = 120
 	ns := framework.Namespace(t)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	// A slow client, so the kill lands in the middle of the creates.
 	gm := framework.StartGlobalManager(t, ns, "--kube-api-qps=20", "--kube-api-burst=1")
 	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), bigJob("large", workers), metav1.CreateOptions{})
@@ -402,7 +402,7 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	a, err := jobs.Create(t.Context(), bigJob("a", 2), metav1.CreateOptions{})
 	if err != nil {
@@ -452,7 +452,7 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	job := bigJob("slow", 2)
 	for _, tmpl := range []*corev1.PodTemplateSpec{&job.Spec.AggregationWorker.Template, &job.Spec.TrainingWorkers[0].Template, &job.Spec.TrainingWorkers[1].Template} {

@@ -235,7 +235,7 @@ func TestFederatedLearningGangsNeverHalfPlace(t *testing.T) {
 	pool := "gang-" + ns[len(ns)-5:]
 	n1, n2 := pool+"-1", pool+"-2"
 	tolerations := gangPool(t, pool, false, n1, n2)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	seen := watchBindings(t, ns)
 	framework.StartGlobalManager(t, ns)
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
@@ -402,7 +402,7 @@ func TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull(t *testing.T) {
 	cloud, e1, e2 := pool+"-c", pool+"-e1", pool+"-e2"
 	tolerations := gangPool(t, pool, false, cloud)
 	gangPool(t, pool, true, e1, e2)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	kube := framework.KubeClient(t)
 	// Something else fills e2 (bound by name, as kubelets are given pods).
 	filler := cpuTemplate(e2, "4", tolerations)
@@ -438,7 +438,7 @@ func TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull(t *testing.T) {
 // objects), and its Scheduled condition says why, once.
 func TestGangSchedulingNoneRunsJobsAsBefore(t *testing.T) {
 	ns := framework.Namespace(t)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	framework.StartGlobalManager(t, ns, "--gang-scheduler=none")
 	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(),
 		pinnedFLJob("plain", "1", nil, "cloud-0", "edge-0", "edge-1"), metav1.CreateOptions{})
@@ -509,7 +509,7 @@ var (
 func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 	installGangCRDs(t)
 	ns := framework.Namespace(t)
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	framework.StartGlobalManager(t, ns, "--allocator=none")
 
 	fl := pinnedFLJob("vc", "2", nil, "cloud-0", "edge-0", "edge-1")

@@ -17,7 +17,7 @@ import (
 func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
-	applyExampleFiles(t, ns, "incrementallearningjob", "models.yaml", "dataset.yaml", "incrementallearningjob.yaml")
+	applyExampleFiles(t, ns, "incrementallearningjob", "01-models.yaml", "00-dataset.yaml", "10-incrementallearningjob.yaml")
 	models := sednaClient(t).SednaV1alpha1().Models(ns)
 	framework.Eventually(t, 30*time.Second, "the deploy model protected", func(ctx context.Context) (bool, error) {
 		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})

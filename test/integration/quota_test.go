@@ -35,7 +35,7 @@ func quotaNamespace(t *testing.T, cpu string) (string, []corev1.Toleration, *pod
 	ns := framework.Namespace(t)
 	pool := "quota-" + ns[len(ns)-5:]
 	tolerations := gangPool(t, pool, false, pool+"-1", pool+"-2")
-	applyExampleFiles(t, ns, "federatedlearningjob", "datasets.yaml", "model.yaml")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	cpuQuota(t, ns, "q", cpu)
 	return ns, tolerations, watchPodsMade(t, ns)
 }

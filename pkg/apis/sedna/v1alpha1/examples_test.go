@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,4 +115,100 @@ func TestJSONFieldNamesFollowSedna(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExampleFoldersDefineReferencesFirst checks what `kubectl apply -f
+// examples/<kind>/` needs to start without a Warning MissingReference: kubectl
+// applies a folder's files in lexical order, so every Model and Dataset a job
+// names must be defined in the same folder, in a file that sorts before the
+// job's (or earlier in the job's own file). The integration test
+// TestExamplesApplyInKubectlsOrderWithoutMissingReference shows it on a
+// cluster.
+func TestExampleFoldersDefineReferencesFirst(t *testing.T) {
+	dirs, err := filepath.Glob("../../../../examples/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("finding examples: %v (found %d)", err, len(dirs))
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(files) // kubectl's order
+			defined := map[string]bool{}
+			for _, f := range files {
+				for _, obj := range readObjects(t, f) {
+					for _, ref := range references(obj["spec"]) {
+						if !defined[ref] {
+							t.Errorf("%s: %s %v names %s, which no file before it in the folder defines", filepath.Base(f), obj["kind"], name(obj), ref)
+						}
+					}
+					if kind, _ := obj["kind"].(string); kind == "Model" || kind == "Dataset" {
+						defined[kind+" "+name(obj)] = true
+					}
+				}
+			}
+		})
+	}
+}
+
+func name(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	n, _ := meta["name"].(string)
+	return n
+}
+
+// readObjects decodes every document of a manifest file.
+func readObjects(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []map[string]any
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if obj != nil {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// references are the Models and Datasets a spec names, as "Model <name>":
+// Sedna's references are objects {name: ...} under a key naming the kind
+// (model, initialModel, pretrainedModel, initialEvalModel, dataset).
+func references(v any) []string {
+	var refs []string
+	switch v := v.(type) {
+	case map[string]any:
+		for key, child := range v {
+			lower := strings.ToLower(key)
+			if ref, ok := child.(map[string]any); ok && (strings.HasSuffix(lower, "model") || lower == "dataset") {
+				if n, ok := ref["name"].(string); ok {
+					kind := "Model"
+					if lower == "dataset" {
+						kind = "Dataset"
+					}
+					refs = append(refs, kind+" "+n)
+				}
+			}
+			refs = append(refs, references(child)...)
+		}
+	case []any:
+		for _, child := range v {
+			refs = append(refs, references(child)...)
+		}
+	}
+	return refs
 }

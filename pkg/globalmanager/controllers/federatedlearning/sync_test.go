@@ -35,7 +35,7 @@ var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel:
 
 func exampleJob(t *testing.T) *sednav1.FederatedLearningJob {
 	t.Helper()
-	data, err := os.ReadFile("../../../../examples/federatedlearningjob/federatedlearningjob.yaml")
+	data, err := os.ReadFile("../../../../examples/federatedlearningjob/10-federatedlearningjob.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

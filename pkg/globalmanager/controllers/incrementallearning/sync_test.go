@@ -39,7 +39,7 @@ type fixture = cycletest.Fixture[*sednav1.IncrementalLearningJob]
 
 func exampleJob(t *testing.T) *sednav1.IncrementalLearningJob {
 	t.Helper()
-	data, err := os.ReadFile("../../../../examples/incrementallearningjob/incrementallearningjob.yaml")
+	data, err := os.ReadFile("../../../../examples/incrementallearningjob/10-incrementallearningjob.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

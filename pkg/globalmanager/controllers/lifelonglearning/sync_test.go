@@ -38,7 +38,7 @@ var testConfig = Config{
 
 func exampleJob(t *testing.T) *sednav1.LifelongLearningJob {
 	t.Helper()
-	data, err := os.ReadFile("../../../../examples/lifelonglearningjob/lifelonglearningjob.yaml")
+	data, err := os.ReadFile("../../../../examples/lifelonglearningjob/10-lifelonglearningjob.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
