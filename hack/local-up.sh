@@ -16,6 +16,10 @@
 #                                  checksum of the out dir (see hack/lib/ports.sh)
 #   NEREID_CLOUD_NODES             cloud node names (default "cloud-0")
 #   NEREID_EDGE_NODES              edge node names (default "edge-0 edge-1")
+#   NEREID_LC_NODES                the nodes that get a LocalController: "edge" (default:
+#                                  the edge nodes), "all" (every node, cloud ones too, as
+#                                  Sedna runs them; the hub then accepts every node), or
+#                                  a list of node names (at most 4)
 #   NEREID_KWOK_POD_DELETE_DELAY   how long a deleted pod stays Terminating before kwok
 #                                  removes it: 0 (default), 1500ms, 5s, 2m. Per pod, the
 #                                  annotation nereid.io/kwok-delete-delay overrides it
@@ -103,6 +107,11 @@ readonly KWOK_NODE_ANNOTATION_VALUE="fake"
 
 CLOUD_NODES="${NEREID_CLOUD_NODES-cloud-0}"
 EDGE_NODES="${NEREID_EDGE_NODES-edge-0 edge-1}"
+case "${NEREID_LC_NODES:-edge}" in
+edge) LC_NODES="${EDGE_NODES}" ;;
+all) LC_NODES="$(echo ${CLOUD_NODES} ${EDGE_NODES})" ;;
+*) LC_NODES="${NEREID_LC_NODES}" ;;
+esac
 READY_TIMEOUT="${NEREID_READY_TIMEOUT:-120}"
 
 # Kubernetes' own gang scheduling (Workload and PodGroup, scheduling.k8s.io/v1beta1) is
@@ -490,7 +499,7 @@ lc_health_port() { echo $((NEREID_RESERVED_PORT_FIRST + 3 + 2 * $1)); }
 ensure_edge_identities() {
   local node pod
   # The bare Pods an earlier version of this script made, which the DaemonSet would adopt.
-  for node in ${EDGE_NODES}; do
+  for node in ${LC_NODES}; do
     kubectl_admin delete pod "localcontroller-${node}" -n "${LOCAL_NAMESPACE}" --ignore-not-found >/dev/null 2>&1 || true
   done
   remove_old_edge_identities
@@ -513,11 +522,11 @@ spec:
       labels: {app.kubernetes.io/name: nereid-localcontroller}
     spec:
       serviceAccountName: ${LC_SERVICE_ACCOUNT}
-      nodeSelector: {${EDGE_NODE_LABEL}: \"\"}
+      nodeSelector: $(lc_node_selector)
       tolerations: [{operator: Exists}]
       containers: [{name: localcontroller, image: ${LC_LOCAL_IMAGE}}]
 " | kubectl_admin apply -f - >/dev/null || nereid::fatal "creating the LocalControllers' DaemonSet failed"
-  for node in ${EDGE_NODES}; do
+  for node in ${LC_NODES}; do
     pod="$(wait_for_daemonset_pod "${node}")"
     mkdir -p "${NEREID_OUT_DIR}/edge/${node}"
     kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${LOCAL_NAMESPACE}" \
@@ -526,6 +535,21 @@ spec:
       >"${NEREID_OUT_DIR}/edge/${node}/token" || nereid::fatal "creating the token of ${node}'s LocalController failed"
     nereid::log "LocalController of ${node}: Pod ${LOCAL_NAMESPACE}/${pod}"
   done
+}
+
+# lc_edge_only says whether the LocalControllers run on the edge nodes alone (the
+# default), where the DaemonSet selects them and the hub accepts only them.
+lc_edge_only() { [[ "$(echo ${LC_NODES})" == "$(echo ${EDGE_NODES})" ]]; }
+
+# lc_node_selector is the DaemonSet's nodeSelector: the edge label, or none for
+# LocalControllers on other nodes too (kwok runs the extra Pods; only LC_NODES get a
+# LocalController process).
+lc_node_selector() {
+  if lc_edge_only; then
+    printf '{%s: ""}' "${EDGE_NODE_LABEL}"
+  else
+    printf '{}'
+  fi
 }
 
 # remove_old_edge_identities deletes what an earlier version of this script made in
@@ -588,8 +612,15 @@ ensure_nereid() {
     return
   fi
   local edge_count
-  edge_count=$(wc -w <<<"${EDGE_NODES}")
-  ((edge_count <= 4)) || nereid::fatal "at most 4 edge nodes get a LocalController in the local run (ports ${NEREID_PORT_BASE}+12..19); set NEREID_EDGE_NODES"
+  edge_count=$(wc -w <<<"${LC_NODES}")
+  ((edge_count <= 4)) || nereid::fatal "at most 4 nodes get a LocalController in the local run (ports ${NEREID_PORT_BASE}+12..19); set NEREID_EDGE_NODES or NEREID_LC_NODES"
+  local known=" $(echo ${CLOUD_NODES} ${EDGE_NODES}) " node
+  for node in ${LC_NODES}; do
+    [[ "${known}" == *" ${node} "* ]] || nereid::fatal "NEREID_LC_NODES names ${node}, which is not one of the local run's nodes (${known# })"
+  done
+  # The hub accepts the nodes LocalControllers run on: the edge nodes, or every node.
+  local selector=()
+  lc_edge_only || selector=(--edge-node-selector=)
   nereid::log "building the GlobalManager and the LocalController from the working tree"
   (cd "${NEREID_ROOT}" && go build -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller) ||
     nereid::fatal "building cmd/globalmanager and cmd/localcontroller failed"
@@ -604,14 +635,14 @@ ensure_nereid() {
     --edge-namespace="${LOCAL_NAMESPACE}" \
     --edge-service-accounts="${LOCAL_NAMESPACE}/${LC_SERVICE_ACCOUNT}" \
     --edge-daemonset="${LOCAL_NAMESPACE}/${LC_DAEMONSET}" \
-    --edge-ca-out="${ca}"
+    --edge-ca-out="${ca}" "${selector[@]}"
   nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port $(gm_health_port)" \
     curl -fsS "http://127.0.0.1:$(gm_health_port)/readyz"
   nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "its edge hub's CA in ${ca}" test -s "${ca}"
   nereid::log "GlobalManager ready (metrics: http://127.0.0.1:$(gm_health_port)/metrics, edge hub: wss://127.0.0.1:$(gm_edge_port))"
 
-  local i=0 node
-  for node in ${EDGE_NODES}; do
+  local i=0
+  for node in ${LC_NODES}; do
     # The node's root filesystem as its LocalController sees it: Dataset and
     # Model URLs and outputDir are paths under it.
     mkdir -p "${NEREID_OUT_DIR}/edge/${node}/root"

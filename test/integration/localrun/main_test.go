@@ -13,5 +13,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// LocalControllers on every node, cloud-0 included, as Sedna runs them
+	// (NEREID_LC_NODES=all make local-up): the demos use the edge nodes as
+	// ever, and a Dataset on cloud-0 is counted (everynode_test.go).
+	if err := os.Setenv("NEREID_LC_NODES", "all"); err != nil {
+		panic(err)
+	}
 	os.Exit(framework.Run(m, framework.AsLocalRun()))
 }
