@@ -603,3 +603,40 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 		return true, nil
 	})
 }
+
+// TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy: a job whose aggregator
+// is pinned to a node whose taint it does not tolerate, and one whose
+// trainer is pinned to a node that does not exist, wait as gangs, each
+// naming the pod, its node and why, not only how many pods are placed.
+func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
+	ns := framework.Namespace(t)
+	pool := "pin-" + ns[len(ns)-5:]
+	n1 := pool + "-1"
+	tolerations := gangPool(t, pool, false, n1)
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
+	framework.StartGlobalManager(t, ns)
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	tainted := pinnedFLJob("tainted", "100m", nil, n1, n1)
+	missing := pinnedFLJob("missing", "100m", tolerations, n1, "no-such-node")
+	for _, j := range []*sednav1.FederatedLearningJob{tainted, missing} {
+		if _, err := jobs.Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	says := func(want ...string) func(string) bool {
+		return func(msg string) bool {
+			for _, w := range want {
+				if !strings.Contains(msg, w) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	msg := flCondition(t, ns, "tainted", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
+		says("is pinned to node "+n1+", whose taint nereid.io/test-pool="+pool+":NoSchedule it does not tolerate"))
+	t.Logf("tainted: %s", msg)
+	msg = flCondition(t, ns, "missing", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
+		says("is pinned to node no-such-node, which does not exist"))
+	t.Logf("missing: %s", msg)
+}

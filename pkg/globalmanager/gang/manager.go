@@ -54,6 +54,9 @@ type Manager struct {
 	kubeFactory    kubeinformers.SharedInformerFactory
 	dynamicFactory dynamicinformer.DynamicSharedInformerFactory
 
+	// pinned reads the nodes of pods pinned by their templates.
+	pinned *nodeReads
+
 	mu       sync.Mutex
 	served   Served
 	asked    time.Time
@@ -94,6 +97,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 			kubeinformers.WithNamespace(cfg.Namespace), kubeinformers.WithTweakListOptions(tweak),
 			kubeinformers.WithTransform(common.DropManagedFields)),
 		dynamicFactory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(cfg.Dynamic, 0, cfg.Namespace, tweak),
+		pinned:         &nodeReads{kube: cfg.Kube, now: time.Now},
 	}
 	m.activateServed()
 	klog.FromContext(ctx).Info("Gang scheduling", "flag", cfg.Mode, "mode", def,
@@ -324,4 +328,14 @@ func (m *Manager) groupSays(mode Mode, namespace, name string) string {
 		}
 	}
 	return ""
+}
+
+// context is Start's context, or a background one before Start.
+func (m *Manager) context() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx != nil {
+		return m.ctx
+	}
+	return context.Background()
 }

@@ -3,7 +3,9 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -87,6 +89,7 @@ func (p *Plan) Decorate(pod *corev1.Pod, members Members) {
 	if node := pod.Spec.NodeName; node != "" {
 		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, node)
 		pod.Spec.NodeName = ""
+		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{AnnotationPinnedNode: node})
 	}
 	switch p.Mode {
 	case Kubernetes:
@@ -268,6 +271,7 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 	}
 	placed := 0
 	var first *corev1.Pod // the first pod not placed, by name
+	var unplaced []*corev1.Pod
 	inGroup := 0
 	for _, pod := range live {
 		if common.PodTerminating(pod) {
@@ -278,7 +282,10 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 		}
 		if pod.Spec.NodeName != "" {
 			placed++
-		} else if first == nil || pod.Name < first.Name {
+			continue
+		}
+		unplaced = append(unplaced, pod)
+		if first == nil || pod.Name < first.Name {
 			first = pod
 		}
 	}
@@ -298,6 +305,15 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 			Message: fmt.Sprintf("%d of %d pods are placed, the gang's minimum of %d is met (%s gang %s)", placed, count, minimum, p.Mode, p.Name)}
 	}
 	msg := fmt.Sprintf("%d of %d pods are placed; the %s gang %s needs %d placed together", placed, count, p.Mode, p.Name, minimum)
+	// The gang's message says only that too few are placed; the node of a
+	// pinned pod may say why: the first such pod's, by name.
+	slices.SortFunc(unplaced, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, pod := range unplaced {
+		if says := p.m.pinned.pinnedSays(p.m.context(), pod); says != "" {
+			msg += "; " + says
+			break
+		}
+	}
 	if says := p.schedulerSays(first); says != "" {
 		msg += "; the scheduler says: " + says
 	} else if inGroup < count {

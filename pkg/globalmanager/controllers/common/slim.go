@@ -25,11 +25,12 @@ func SlimChildren(obj any) (any, error) {
 // SlimPod is what the GlobalManager reads of a child pod: its metadata, the
 // node it runs on, its host name, subdomain and containers' ports (where a
 // DI-engine replica listens), its scheduler and scheduling group (which
-// gang it is in), and its status's phase, reason, message, IP, conditions
-// and containers' states. The rest, most of a worker pod's
-// weight (containers' images, commands, env, mounts and resources; volumes,
-// tolerations), is never read: the template-hash label says which spec a
-// pod was made from. The cache holds thousands of worker pods.
+// gang it is in), its tolerations (whether a node it is pinned to takes
+// it), and its status's phase, reason, message, IP, conditions and
+// containers' states. The rest, most of a worker pod's weight (containers'
+// images, commands, env, mounts and resources; volumes), is never read: the
+// template-hash label says which spec a pod was made from. The cache holds
+// thousands of worker pods.
 func SlimPod(p *corev1.Pod) *corev1.Pod {
 	slim := &corev1.Pod{
 		TypeMeta:   p.TypeMeta,
@@ -40,6 +41,7 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 			Subdomain:       p.Spec.Subdomain,
 			SchedulerName:   p.Spec.SchedulerName,
 			SchedulingGroup: p.Spec.SchedulingGroup,
+			Tolerations:     p.Spec.Tolerations,
 		},
 		Status: corev1.PodStatus{
 			Phase:      p.Status.Phase,

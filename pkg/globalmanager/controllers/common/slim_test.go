@@ -36,8 +36,8 @@ func TestSlimChildrenKeepsWhatIsReadOfAPod(t *testing.T) {
 	want := full.DeepCopy()
 	want.ManagedFields = nil
 	want.Spec = corev1.PodSpec{NodeName: "edge-0", Hostname: "h0", Subdomain: "di-job", SchedulerName: "volcano",
-		SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("g")},
-		Containers:      []corev1.Container{{Name: "worker", Ports: []corev1.ContainerPort{{Name: "di", ContainerPort: 22270}}}}}
+		SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("g")}, Tolerations: []corev1.Toleration{{Key: "k"}},
+		Containers: []corev1.Container{{Name: "worker", Ports: []corev1.ContainerPort{{Name: "di", ContainerPort: 22270}}}}}
 	want.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "worker", RestartCount: 2,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
