@@ -347,12 +347,12 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 		shortName   string
 		wantColumns []string
 	}{
-		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "AGE"}},
+		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "EDGE", "AGE"}},
 		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
-		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "ACTIVE", "FAILED", "ADMISSION", "AGE"}},
-		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "AGE"}},
-		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "AGE"}},
-		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "AGE"}},
+		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
 	}
 	for kind, tc := range cases {
 		t.Run(kind, func(t *testing.T) {

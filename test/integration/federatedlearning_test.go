@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -278,8 +279,20 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	if err != nil || !strings.Contains(out, "MissingReference") {
 		t.Errorf("kubectl describe shows no MissingReference event (%v):\n%s", err, out)
 	}
+	// Blocked, not waiting, in kubectl get: the REFERENCES column says so
+	// for the federated job and for an incremental one, whose STATE column
+	// (Sedna's Waiting) alone could not tell.
+	applyExampleFiles(t, ns, "incrementallearningjob", "00-dataset.yaml", "10-incrementallearningjob.yaml")
+	framework.Eventually(t, 30*time.Second, "kubectl get to show both jobs blocked", func(context.Context) (bool, error) {
+		fl, err1 := framework.Kubectl(t, "get", "fl", flJob, "-n", ns)
+		il, err2 := framework.Kubectl(t, "get", "il", "-n", ns)
+		return strings.Contains(fl, "MissingReference") && strings.Contains(il, "MissingReference"), errors.Join(err1, err2)
+	})
 	applyExampleFiles(t, ns, "federatedlearningjob", "01-model.yaml")
 	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	if out, err := framework.Kubectl(t, "get", "fl", flJob, "-n", ns); err != nil || !strings.Contains(out, "Resolved") {
+		t.Errorf("kubectl get fl once its Model exists (%v):\n%s\nwant REFERENCES Resolved", err, out)
+	}
 }
 
 // TestFederatedLearningJobLargerThanItsQuotaWaitsWholeAndRecovers: a quota

@@ -13,6 +13,7 @@ import (
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
+// +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.conditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
