@@ -152,7 +152,8 @@ func TestDIJobReplicasAPIChangesThePodsForWhoMayEditTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, n := range []string{"learner-0", "collector-0", "collector-1", "collector-2", "collector-3", "evaluator-0"} {
+	// Ranks stay put: the collectors added come after the evaluator.
+	for _, n := range []string{"learner-0", "collector-0", "collector-1", "evaluator-0", "collector-2", "collector-3"} {
 		want = append(want, pods["cartpole-dqn-"+n].Status.PodIP+":22270")
 	}
 	if !slices.Equal(got, want) {

@@ -19,6 +19,9 @@ import (
 // ConditionEdgeLinked says whether every node an object needs a
 // LocalController on has one connected: a Dataset's node, the nodes of a
 // job's Datasets, and the edge nodes its workers are pinned to or run on.
+// A Dataset is told only of what the cluster's shape decides (no such node,
+// a node LocalControllers do not serve); a job also of a link that is down
+// or never came up.
 // False names each node that has none and why; it goes True again once they
 // all have. An object that never missed one has no such condition: the hub
 // writes nothing for objects whose nodes are all linked.
@@ -46,8 +49,13 @@ const DefaultReachPeriod = 2 * time.Second
 const nodeCacheTTL = 10 * time.Second
 
 // nodeReach is why a node fails an object; reason "" is a node that serves.
+// link marks what the node's link says (down, or never up) rather than the
+// cluster's shape: jobs are told it, Datasets are not (a node may hold
+// thousands, and a LocalController's restart would write every one of them
+// twice; their jobs, and the node's Lease, say it).
 type nodeReach struct {
 	reason, why string
+	link        bool
 }
 
 // readNode is what the hub read of a node outside its edge nodes' cache.
@@ -108,7 +116,7 @@ func (r *reach) scan(ctx context.Context) {
 			}
 			failing := map[string]nodeReach{}
 			for node, pinned := range r.neededNodes(ctx, k, obj, onEdge[string(obj.GetUID())]) {
-				if j := judge(node, pinned); j.reason != "" {
+				if j := judge(node, pinned); j.reason != "" && (k.workers || !j.link) {
 					failing[node] = j
 				}
 			}
@@ -219,12 +227,12 @@ func (r *reach) nodeExists(ctx context.Context, node string) bool {
 func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Time) nodeReach {
 	if _, isEdge := r.edgeNode(node); !isEdge {
 		if !r.nodeExists(ctx, node) {
-			return nodeReach{ReasonNoSuchNode, fmt.Sprintf("no node %s exists", node)}
+			return nodeReach{reason: ReasonNoSuchNode, why: fmt.Sprintf("no node %s exists", node)}
 		}
 		if !pinned {
 			return nodeReach{} // a worker the scheduler put on a cloud node
 		}
-		return nodeReach{ReasonNoLocalController, fmt.Sprintf(
+		return nodeReach{reason: ReasonNoLocalController, why: fmt.Sprintf(
 			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; localController.everyNode=true runs them on every node, as Sedna does)",
 			node, r.hub.cfg.NodeSelector)}
 	}
@@ -249,7 +257,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 		down, heard, ok := r.lease(ctx, node, now)
 		switch {
 		case !ok:
-			return nodeReach{ReasonNoLocalController, fmt.Sprintf("no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node)}
+			return nodeReach{ReasonNoLocalController, fmt.Sprintf("no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node), true}
 		case !down:
 			return nodeReach{}
 		case !heard.IsZero():
@@ -260,7 +268,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 	if since != "" {
 		why += " since " + since
 	}
-	return nodeReach{ReasonLinkDown, why}
+	return nodeReach{ReasonLinkDown, why, true}
 }
 
 // lease reads node's Lease: whether its link is down and when it was last
