@@ -648,6 +648,10 @@ func TestMissingReferenceCreatesNothingAndSaysWhich(t *testing.T) {
 	if got := stateOf(job); got != "Train/Waiting/1/0" {
 		t.Errorf("state %s: the cycle starts regardless", got)
 	}
+	// No pod is made, so none is named as the inference worker.
+	if job.Status.InferenceWorker != "" {
+		t.Errorf("status.inferenceWorker %q while blocked, want none: no such pod exists", job.Status.InferenceWorker)
+	}
 	// Said in status, as the other kinds say it, and told once: a later sync
 	// that finds it still missing records no second warning.
 	if c := common.FindJobCondition(job.Status.JobConditions, common.ConditionReferencesResolved); c == nil || c.Status != corev1.ConditionFalse ||

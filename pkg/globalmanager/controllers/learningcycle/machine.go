@@ -121,7 +121,9 @@ func (m *machine) round() *sednav1.RoundStatus {
 func (m *machine) start() {
 	m.st.Round, m.st.Attempt = 1, 0
 	m.st.StartTime = m.stamp()
-	m.st.InferenceWorker = InferenceWorkerName(m.job, 0)
+	// Named once it is made (manageWorkers): a job blocked on a missing
+	// Model or Dataset names no pod that does not exist.
+	m.st.InferenceWorker = ""
 	m.st.Conditions = nil
 	m.enter(sednav1.StageTrain, sednav1.StageWaiting, "Started", "round 1 waits for the train trigger")
 	m.event(corev1.EventTypeNormal, ReasonStarted, "Started the learning cycle: round 1 waits for the train trigger")
