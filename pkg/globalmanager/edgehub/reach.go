@@ -71,7 +71,18 @@ type reach struct {
 	started time.Time
 	// nodes caches node reads for nodeCacheTTL; the scan is its only user.
 	nodes map[string]readNode
+	// reads is how many nodes this scan may still read: node names come
+	// from objects anyone who may create a Dataset writes, and must not
+	// turn into a flood of reads of the API server.
+	reads int
 }
+
+// Bounds on what the node names of objects cost: reads a scan, and cached
+// reads kept.
+const (
+	nodeReadsPerScan = 50
+	maxCachedNodes   = 10000
+)
 
 func (h *Hub) runReach(ctx context.Context) {
 	r := &reach{hub: h, started: h.now(), nodes: map[string]readNode{}}
@@ -91,6 +102,10 @@ func (h *Hub) runReach(ctx context.Context) {
 // nodes call for.
 func (r *reach) scan(ctx context.Context) {
 	now := r.hub.now()
+	r.reads = nodeReadsPerScan
+	if len(r.nodes) > maxCachedNodes {
+		clear(r.nodes)
+	}
 	judged := map[string]nodeReach{}
 	judge := func(node string, pinned bool) nodeReach {
 		key := node
@@ -208,12 +223,17 @@ func (r *reach) edgeNode(node string) (*corev1.Node, bool) {
 }
 
 // nodeExists reads a node the hub does not watch, at most once per
-// nodeCacheTTL; an error reading it counts as existing (nothing is said).
+// nodeCacheTTL and within the scan's reads; an error reading it, or a read
+// left for a later scan, counts as existing (nothing is said yet).
 func (r *reach) nodeExists(ctx context.Context, node string) bool {
 	now := r.hub.now()
 	if c, ok := r.nodes[node]; ok && now.Sub(c.at) < nodeCacheTTL {
 		return c.exists
 	}
+	if r.reads <= 0 {
+		return true
+	}
+	r.reads--
 	_, err := r.hub.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	exists := !apierrors.IsNotFound(err)
 	if err != nil && exists {
@@ -251,9 +271,10 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 		// A hub that just started waits for the nodes to reconnect, as
 		// long as a Lease lasts, before it takes their silence for a
 		// loss; then the Lease says when the node was last heard from.
-		if now.Sub(r.started) < r.hub.cfg.ReadTimeout+r.hub.cfg.LeaseUpdatePeriod {
-			return nodeReach{}
+		if now.Sub(r.started) < r.hub.cfg.ReadTimeout+r.hub.cfg.LeaseUpdatePeriod || r.reads <= 0 {
+			return nodeReach{} // or its Lease is read by a later scan
 		}
+		r.reads--
 		down, heard, ok := r.lease(ctx, node, now)
 		switch {
 		case !ok:
@@ -316,7 +337,7 @@ func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
 			}
 		}
 	}
-	c := syncCondition{typ: ConditionEdgeLinked, reason: reason, message: strings.Join(whys, "; "), eventType: corev1.EventTypeWarning}
+	c := syncCondition{typ: ConditionEdgeLinked, reason: reason, message: common.ClipConditionMessage(strings.Join(whys, "; ")), eventType: corev1.EventTypeWarning}
 	if status == corev1.ConditionFalse && said == c.message {
 		return
 	}

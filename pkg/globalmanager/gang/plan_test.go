@@ -135,10 +135,12 @@ func TestDecorateByMode(t *testing.T) {
 		}
 	}
 	// pinned is template with spec.nodeName moved into the affinity, as
-	// allocator.Pin writes it: a match on the node's metadata.name.
+	// allocator.Pin writes it: a match on the node's metadata.name, and the
+	// node kept in AnnotationPinnedNode.
 	pinned := func() *corev1.Pod {
 		p := template()
 		p.Spec.NodeName = ""
+		p.Annotations[AnnotationPinnedNode] = "edge-1"
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}},
@@ -235,6 +237,7 @@ func TestDecorateByMode(t *testing.T) {
 			want: func() *corev1.Pod {
 				p := template()
 				p.Spec.NodeName = ""
+				p.Annotations[AnnotationPinnedNode] = "edge-1"
 				onNode := []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}}
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
