@@ -150,7 +150,8 @@ type Config struct {
 	// of another controller, is refused.
 	DaemonSet string
 	// ReachPeriod is how often every object's nodes are looked at for the
-	// EdgeLinked condition (default DefaultReachPeriod; reach.go).
+	// EdgeLinked condition (default DefaultReachPeriod; negative: never,
+	// for tests of other things; reach.go).
 	ReachPeriod time.Duration
 	// NodeSelector is a label selector the node of the token's Pod must
 	// match (default DefaultNodeSelector; EveryNode for any node).
@@ -195,7 +196,9 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.ResendAfter, DefaultResendAfter)
 	setDefault(&c.LeaseUpdatePeriod, DefaultLeaseUpdatePeriod)
-	setDefault(&c.ReachPeriod, DefaultReachPeriod)
+	if c.ReachPeriod == 0 {
+		c.ReachPeriod = DefaultReachPeriod
+	}
 	if c.LeaseWriteRate == 0 {
 		c.LeaseWriteRate = DefaultLeaseWriteRate
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -85,17 +86,11 @@ const (
 )
 
 func (h *Hub) runReach(ctx context.Context) {
-	r := &reach{hub: h, started: h.now(), nodes: map[string]readNode{}}
-	t := time.NewTicker(h.cfg.ReachPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.scan(ctx)
-		}
+	if h.cfg.ReachPeriod < 0 {
+		return
 	}
+	r := &reach{hub: h, started: h.now(), nodes: map[string]readNode{}}
+	wait.UntilWithContext(ctx, r.scan, h.cfg.ReachPeriod)
 }
 
 // scan looks at every object the hub sends and wants the condition its
