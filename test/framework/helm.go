@@ -1,10 +1,12 @@
 package framework
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // ChartDir is the path of Nereid's Helm chart.
@@ -28,12 +30,19 @@ func helmPath(t testing.TB) string {
 	return p
 }
 
+// helmTimeout bounds one helm command.
+const helmTimeout = 5 * time.Minute
+
 // Helm runs the pinned helm and returns its standard output. When helm fails, the
 // error holds its exit status and standard error, which a test can check for what a
-// user would read.
+// user would read. It may run in a test's cleanup.
 func Helm(t testing.TB, args ...string) (stdout string, err error) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), helmPath(t), args...)
+	// Not t.Context() itself: it is cancelled before the test's cleanups
+	// run, and a cleanup's helm uninstall must still run.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), helmTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helmPath(t), args...)
 	// No user's helm settings or repositories: the chart alone decides.
 	home := t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
