@@ -454,6 +454,10 @@ func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *test
 	if n := countEvents(t, ns, tooBig.UID, "Pending", "needs cpu"); n < 1 {
 		t.Errorf("no event says why the job waits")
 	}
+	// Why it is pending, in kubectl get: its REASON column.
+	if out, err := framework.Kubectl(t, "get", "dijob", "too-big", "-n", ns); err != nil || !strings.Contains(out, "REASON") || !strings.Contains(out, "InsufficientResources") {
+		t.Errorf("kubectl get dijob too-big (%v):\n%s\nwant REASON InsufficientResources", err, out)
+	}
 }
 
 func conditionOf(j *div2.DIJob, phase div2.Phase) string {

@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
 // +kubebuilder:printcolumn:name="Reschedules",type=integer,JSONPath=`.status.reschedules`
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the job is in its phase: TooManyReplicas waits for a person, InsufficientResources and WaitingForQuota for room"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine: tasks
@@ -148,6 +149,13 @@ type DIJobStatus struct {
 	// Where the job is.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
+	// Why it is in that phase: the reason of the phase's condition.
+	// TooManyReplicas waits for a person to edit the job;
+	// InsufficientResources and WaitingForQuota wait for room, the
+	// condition's message saying what is missing. Nereid's own:
+	// DI-orchestrator's schema has no such field.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// Pod replicas the job asks for.
 	// +optional
 	Replicas int32 `json:"replicas"`

@@ -18,7 +18,7 @@ import (
 // writes nothing. It returns the event to record when the phase changed.
 func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string, now metav1.Time, eventType string) []common.Event {
 	old := status.Phase
-	status.Phase = phase
+	status.Phase, status.Reason = phase, reason
 	found := false
 	for i := range status.Conditions {
 		c := &status.Conditions[i]

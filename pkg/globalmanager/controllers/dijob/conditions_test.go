@@ -35,8 +35,8 @@ func TestSetPhaseLeavesScheduledAlone(t *testing.T) {
 	setScheduled(&status, gang.Status{Scheduled: true, Reason: gang.ReasonGangScheduled, Message: "all 3 pods are placed"}, t0)
 	setPhase(&status, div2.JobRunning, "Running", "all run", t1, corev1.EventTypeNormal)
 
-	if status.Phase != div2.JobRunning {
-		t.Errorf("phase %s, want Running", status.Phase)
+	if status.Phase != div2.JobRunning || status.Reason != "Running" {
+		t.Errorf("phase %s reason %q, want Running with its condition's reason (kubectl get's REASON)", status.Phase, status.Reason)
 	}
 	c := scheduledCondition(t, &status)
 	if c.Status != corev1.ConditionTrue || c.LastTransitionTime != t0 {

@@ -31,6 +31,12 @@ import (
 type DIJobStatusApplyConfiguration struct {
 	// Where the job is.
 	Phase *dienginev2alpha1.Phase `json:"phase,omitempty"`
+	// Why it is in that phase: the reason of the phase's condition.
+	// TooManyReplicas waits for a person to edit the job;
+	// InsufficientResources and WaitingForQuota wait for room, the
+	// condition's message saying what is missing. Nereid's own:
+	// DI-orchestrator's schema has no such field.
+	Reason *string `json:"reason,omitempty"`
 	// Pod replicas the job asks for.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Replicas running and ready.
@@ -69,6 +75,14 @@ func DIJobStatus() *DIJobStatusApplyConfiguration {
 // If called multiple times, the Phase field is set to the value of the last call.
 func (b *DIJobStatusApplyConfiguration) WithPhase(value dienginev2alpha1.Phase) *DIJobStatusApplyConfiguration {
 	b.Phase = &value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *DIJobStatusApplyConfiguration) WithReason(value string) *DIJobStatusApplyConfiguration {
+	b.Reason = &value
 	return b
 }
 
