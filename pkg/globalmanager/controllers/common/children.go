@@ -2,6 +2,7 @@ package common
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -155,6 +157,23 @@ func (c *Children) DeletePods(ctx context.Context, key string, owner Owner, pods
 		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s: %s", nameList("pod", names), why)
 	}
 	return errors.Join(errs...)
+}
+
+// MarkPod writes annotation name=value on pod, a child of the owner whose
+// queue key is key, and expects to see it in the cache: until it is seen the
+// owner's expectations are not satisfied, so a sync that reads the pod
+// without the mark does not decide again what the mark records.
+func (c *Children) MarkPod(ctx context.Context, key string, pod *corev1.Pod, name, value string) error {
+	c.Expectations.ExpectMark(key, pod.UID, name, value)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{name: value}}})
+	if err == nil {
+		_, err = c.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		c.Expectations.MarkFailed(key, pod.UID)
+		return fmt.Errorf("marking pod %s/%s with %s=%s: %w", pod.Namespace, pod.Name, name, value, err)
+	}
+	return nil
 }
 
 // CreateService creates a Service of owner; one that exists and is owner's is fine.

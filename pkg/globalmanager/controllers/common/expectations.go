@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -13,10 +14,12 @@ import (
 // event must not stall a job forever).
 const ExpectationsTimeout = 5 * time.Minute
 
-// Expectations remember, per owner key, the child creations and deletions a
-// controller has asked for and not yet seen in its cache. A sync acts only when
-// they are satisfied, so a stale cache never makes it create or delete twice.
-// Record before acting; observe on the watch event, or when the request failed.
+// Expectations remember, per owner key, the child creations, deletions and
+// marks (an annotation written on a pod) a controller has asked for and not
+// yet seen in its cache. A sync acts only when they are satisfied, so a stale
+// cache never makes it create or delete twice, nor decide again what a mark
+// it wrote has decided. Record before acting; observe on the watch event, or
+// when the request failed.
 type Expectations struct {
 	mu    sync.Mutex
 	now   func() time.Time
@@ -26,8 +29,12 @@ type Expectations struct {
 type expectation struct {
 	adds      int
 	deletes   sets.Set[types.UID]
+	marks     map[types.UID]mark
 	timestamp time.Time
 }
+
+// mark is an annotation a controller wrote on a pod, to be seen in its cache.
+type mark struct{ name, value string }
 
 // NewExpectations returns empty expectations.
 func NewExpectations() *Expectations {
@@ -43,7 +50,7 @@ func (e *Expectations) Satisfied(key string) bool {
 	if !ok {
 		return true
 	}
-	if exp.adds <= 0 && exp.deletes.Len() == 0 {
+	if exp.adds <= 0 && exp.deletes.Len() == 0 && len(exp.marks) == 0 {
 		return true
 	}
 	return e.now().Sub(exp.timestamp) > ExpectationsTimeout
@@ -83,6 +90,39 @@ func (e *Expectations) DeletionObserved(key string, uid types.UID) {
 	defer e.mu.Unlock()
 	if exp, ok := e.byKey[key]; ok {
 		exp.deletes.Delete(uid)
+		delete(exp.marks, uid)
+	}
+}
+
+// ExpectMark records that annotation name=value is about to be written on
+// the child pod with this UID.
+func (e *Expectations) ExpectMark(key string, uid types.UID, name, value string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp := e.get(key)
+	exp.marks[uid] = mark{name, value}
+	exp.timestamp = e.now()
+}
+
+// MarkObserved records the mark expected on pod as seen when the pod carries
+// it. A failed write observes it with MarkFailed.
+func (e *Expectations) MarkObserved(key string, pod *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.byKey[key]; ok {
+		if m, ok := exp.marks[pod.UID]; ok && pod.Annotations[m.name] == m.value {
+			delete(exp.marks, pod.UID)
+		}
+	}
+}
+
+// MarkFailed drops the mark expected on the pod with this UID: its write
+// failed.
+func (e *Expectations) MarkFailed(key string, uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.byKey[key]; ok {
+		delete(exp.marks, uid)
 	}
 }
 
@@ -96,7 +136,7 @@ func (e *Expectations) Forget(key string) {
 func (e *Expectations) get(key string) *expectation {
 	exp, ok := e.byKey[key]
 	if !ok {
-		exp = &expectation{deletes: sets.New[types.UID]()}
+		exp = &expectation{deletes: sets.New[types.UID](), marks: map[types.UID]mark{}}
 		e.byKey[key] = exp
 	}
 	return exp

@@ -28,7 +28,8 @@ func OwnerKey(obj metav1.Object, gvk schema.GroupVersionKind) (string, bool) {
 
 // PodHandler turns pod events into the owner's key, and keeps the owner's
 // expectations: an added pod observes a creation, a pod deleted or marked for
-// deletion observes a deletion. It only enqueues; nothing else.
+// deletion observes a deletion, a pod that carries an expected mark observes
+// it. It only enqueues; nothing else.
 func PodHandler(ownerKind schema.GroupVersionKind, exp *Expectations, enqueue func(key string)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -61,6 +62,7 @@ func PodHandler(ownerKind schema.GroupVersionKind, exp *Expectations, enqueue fu
 			if PodTerminating(pod) && !PodTerminating(oldPod) {
 				exp.DeletionObserved(key, pod.UID)
 			}
+			exp.MarkObserved(key, pod)
 			enqueue(key)
 		},
 		DeleteFunc: func(obj any) {

@@ -4,8 +4,10 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
@@ -61,5 +63,51 @@ func TestAReferenceEnqueuesItsOwnersUnlessOnlyItsStatusChanged(t *testing.T) {
 	h.OnDelete(ds)
 	if len(got) != 4 {
 		t.Errorf("add and delete enqueued %v, want both owners twice", got)
+	}
+}
+
+// A mark a controller wrote on a pod holds its owner's expectations until
+// the pod handler sees the pod carry it, or the pod go, or the write fail.
+func TestAMarkIsExpectedUntilThePodHandlerSeesIt(t *testing.T) {
+	gvk := sednav1.SchemeGroupVersion.WithKind("FederatedLearningJob")
+	exp := NewExpectations()
+	h := PodHandler(gvk, exp, func(string) {})
+	const key = "ns/job"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "pod-uid", ResourceVersion: "1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: "job", UID: "job-uid", Controller: ptr.To(true)}}}}
+	update := func(f func(p *corev1.Pod)) *corev1.Pod {
+		p := pod.DeepCopy()
+		p.ResourceVersion = "2"
+		f(p)
+		h.OnUpdate(pod, p)
+		return p
+	}
+
+	exp.ExpectMark(key, pod.UID, "nereid.io/move", "1")
+	if exp.Satisfied(key) {
+		t.Fatal("satisfied with a mark not yet seen")
+	}
+	update(func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
+	if exp.Satisfied(key) {
+		t.Fatal("satisfied by an update of the pod without the mark")
+	}
+	update(func(p *corev1.Pod) { p.Annotations = map[string]string{"nereid.io/move": "2"} })
+	if exp.Satisfied(key) {
+		t.Fatal("satisfied by another value of the mark")
+	}
+	update(func(p *corev1.Pod) { p.Annotations = map[string]string{"nereid.io/move": "1"} })
+	if !exp.Satisfied(key) {
+		t.Fatal("not satisfied once the pod carries the mark")
+	}
+
+	exp.ExpectMark(key, pod.UID, "nereid.io/move", "2")
+	h.OnDelete(pod)
+	if !exp.Satisfied(key) {
+		t.Fatal("not satisfied once the marked pod is gone")
+	}
+	exp.ExpectMark(key, pod.UID, "nereid.io/move", "3")
+	exp.MarkFailed(key, pod.UID)
+	if !exp.Satisfied(key) {
+		t.Fatal("not satisfied once the mark's write failed")
 	}
 }

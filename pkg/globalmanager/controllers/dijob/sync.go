@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
@@ -123,6 +122,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob,
 
 	// The allocator found a better placement for this preemptible job: every
 	// pod is made again there, the move counted first (AnnotationMove).
+	// While the cache is behind a move under way (its mark or its deletions
+	// not seen yet), the pods it lists are the old ones: the phase waits.
+	if !satisfied && status.Phase == div2.JobRescheduling {
+		return nil, nil
+	}
 	if n, marked := moveOf(live); marked || (satisfied && c.placer.startMove(key)) {
 		return c.move(ctx, key, job, status, live, n, marked, satisfied, now)
 	}
@@ -293,19 +297,18 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 	}
 	limit := backoffLimit(job)
 	n, counted := restartOf(failed)
+	if !counted && !satisfied {
+		// An earlier restart's deletions, or the mark this failure was
+		// given, are not all seen yet: it must not be counted again, nor
+		// fail the job on a count that already holds it.
+		return nil, nil
+	}
 	if !counted {
 		if status.Restarts >= limit {
 			msg := spentBackoff(why, status.Restarts, limit)
 			status.CompletionTimestamp = &now
-			var err error
-			if satisfied {
-				err = c.children.DeletePods(ctx, key, job, common.PodsToClean(live, string(job.Spec.CleanPodPolicy)), "the job failed")
-			}
+			err := c.children.DeletePods(ctx, key, job, common.PodsToClean(live, string(job.Spec.CleanPodPolicy)), "the job failed")
 			return setPhase(status, div2.JobFailed, "BackoffLimitExceeded", msg, now, corev1.EventTypeWarning), err
-		}
-		if !satisfied {
-			// An earlier restart's deletions are not all seen yet.
-			return nil, nil
 		}
 		// Restarts after the first wait, doubling, as the Job controller's
 		// do: a job that fails at once must not recreate its pods back to
@@ -316,7 +319,7 @@ func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, s
 			return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
 		}
 		n = status.Restarts + 1
-		if err := c.mark(ctx, failed, AnnotationRestart, n); err != nil {
+		if err := c.mark(ctx, key, failed, AnnotationRestart, n); err != nil {
 			return nil, err
 		}
 	}
@@ -366,7 +369,7 @@ func (c *Controller) move(ctx context.Context, key string, job *div2.DIJob, stat
 		}
 		n = status.Reschedules + 1
 		first := slices.MinFunc(live, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-		if err := c.mark(ctx, first, AnnotationMove, n); err != nil {
+		if err := c.mark(ctx, key, first, AnnotationMove, n); err != nil {
 			return nil, err
 		}
 	}
@@ -386,13 +389,10 @@ func (c *Controller) move(ctx context.Context, key string, job *div2.DIJob, stat
 }
 
 // mark writes n under annotation on pod: the number of the restart or move
-// that is to delete it, before the count and the deletions.
-func (c *Controller) mark(ctx context.Context, pod *corev1.Pod, annotation string, n int32) error {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotation, strconv.Itoa(int(n)))
-	if _, err := c.children.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("marking pod %s/%s with %s %d: %w", pod.Namespace, pod.Name, annotation, n, err)
-	}
-	return nil
+// that is to delete it, before the count and the deletions. Until the cache
+// shows it the job's expectations are not satisfied.
+func (c *Controller) mark(ctx context.Context, key string, pod *corev1.Pod, annotation string, n int32) error {
+	return c.children.MarkPod(ctx, key, pod, annotation, strconv.Itoa(int(n)))
 }
 
 // moveOf is the move a live pod is marked for, when one is.

@@ -594,3 +594,62 @@ func TestAMoveIsCountedBeforeItsPodsGo(t *testing.T) {
 		t.Errorf("status reschedules %d phase %s, want 1 Rescheduling", st.Reschedules, st.Phase)
 	}
 }
+
+// The mark of a move or restart is awaited in the cache: a sync that reads
+// the pods before their mark (the watch behind the patch) neither takes the
+// job back to Running in the middle of a move, nor counts a restart twice
+// and fails the job on a count that already holds it.
+func TestAMarkNotYetInTheCacheDecidesNothingAgain(t *testing.T) {
+	job := exampleJob(t)
+	job.Spec.Preemptible = true
+	made, _ := newFixture(t, job).sync(t, job)
+	running := withPhase(made, corev1.PodRunning)
+	key := ns + "/" + job.Name
+
+	// The move is marked and counted (status Rescheduling, reschedules 1);
+	// the cache still has the pods without the mark.
+	moving := job.DeepCopy()
+	moving.Status.Reschedules = 1
+	moving.Status.Phase = div2.JobRescheduling
+	f := newFixture(t, moving, running...)
+	if err := f.c.mark(t.Context(), key, running[1], AnnotationMove, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, deleted := f.sync(t, moving); len(deleted) != 0 {
+		t.Fatalf("deleted %v before the mark was seen", deleted)
+	}
+	if st := f.status(t, moving); st.Phase != div2.JobRescheduling || st.Reschedules != 1 {
+		t.Fatalf("with the mark not yet seen: phase %s reschedules %d, want Rescheduling 1 (the old pods are not the new placement)", st.Phase, st.Reschedules)
+	}
+	// The mark seen: every pod goes.
+	got, err := f.kube.CoreV1().Pods(ns).Get(t.Context(), running[1].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c.children.Expectations.MarkObserved(key, got)
+	if err := f.c.syncer.Pods.Update(got); err != nil {
+		t.Fatal(err)
+	}
+	if _, deleted := f.sync(t, moving); len(deleted) != len(running) {
+		t.Fatalf("with the mark seen deleted %v, want every pod", deleted)
+	}
+
+	// A restart marked and counted up to the backoff limit (1), the cache
+	// without the mark: the job waits, it does not fail.
+	restarting := exampleJob(t)
+	restarting.Spec.BackoffLimit = ptr.To[int32](1)
+	restarting.Status.Restarts = 1
+	restarting.Status.Phase = div2.JobRestarting
+	failed := append([]*corev1.Pod(nil), running...)
+	failed[1] = withPhase(made[1:2], corev1.PodFailed)[0]
+	f = newFixture(t, restarting, failed...)
+	if err := f.c.mark(t.Context(), key, failed[1], AnnotationRestart, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, deleted := f.sync(t, restarting); len(deleted) != 0 {
+		t.Fatalf("deleted %v before the restart's mark was seen", deleted)
+	}
+	if st := f.status(t, restarting); st.Phase != div2.JobRestarting || st.Restarts != 1 {
+		t.Fatalf("with the restart's mark not yet seen: phase %s restarts %d, want Restarting 1", st.Phase, st.Restarts)
+	}
+}
