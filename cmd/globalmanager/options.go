@@ -4,18 +4,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
@@ -34,33 +33,13 @@ type options struct {
 	burst          int
 	apiCompression bool
 
-	flWorkers int
-	jiWorkers int
-	ilWorkers int
-	llWorkers int
-	diWorkers int
+	lcServer       string
+	lcPort         int
+	workerLogLevel string
+	dataPathPrefix string
 
-	lcServer        string
-	lcPort          int
-	workerLogLevel  string
-	dataPathPrefix  string
-	aggregationPort int
-
-	stageAttempts     int
-	cycleHistoryLimit int
-	kbServer          string
-	diServerURL       string
-	allocatorPolicy   string
-	edgeLinkGrace     time.Duration
-	diServerAddress   string
-	diServerCert      string
-	diServerKey       string
-	diServerTLSSecret string
-	diServerAudiences string
-	allocatorPeriod   time.Duration
-	clusterDomain     string
-	gangScheduler     string
-	quotaBackfill     int
+	gangScheduler string
+	quotaBackfill int
 
 	leaderElect      bool
 	leaseNamespace   string
@@ -97,7 +76,9 @@ type options struct {
 	shutdownGracePhase time.Duration
 }
 
+// addFlags adds the GlobalManager's flags, those of every kind among them.
 func (o *options) addFlags(fs *flag.FlagSet) {
+	kinds.AddFlags(fs, kinds.All())
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
 		"Path to the kubeconfig of the cluster to manage; empty means in-cluster configuration. Defaults to $KUBECONFIG.")
 	fs.StringVar(&o.namespace, "namespace", "",
@@ -108,41 +89,6 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Requests the GlobalManager may send at once above --kube-api-qps.")
 	fs.BoolVar(&o.apiCompression, "kube-api-compression", false,
 		"Ask the API server for gzip-compressed responses. Off by default: the API server then compresses every watch event for this client, CPU it rather spends on requests; turn it on when the GlobalManager reaches the API server over a slow link.")
-	fs.IntVar(&o.flWorkers, "federatedlearningjob-workers", 16,
-		"FederatedLearningJobs synced in parallel.")
-	fs.IntVar(&o.jiWorkers, "jointinferenceservice-workers", 4,
-		"JointInferenceServices synced in parallel.")
-	fs.IntVar(&o.ilWorkers, "incrementallearningjob-workers", 4,
-		"IncrementalLearningJobs synced in parallel.")
-	fs.IntVar(&o.llWorkers, "lifelonglearningjob-workers", 4,
-		"LifelongLearningJobs synced in parallel.")
-	fs.IntVar(&o.diWorkers, "dijob-workers", 16,
-		"DIJobs synced in parallel.")
-	fs.StringVar(&o.diServerURL, "di-server-url", "",
-		"DI_SERVER_URL put into every DIJob pod: where its workers reach the replicas HTTP API (the Service in front of --di-server-address). Empty leaves it unset.")
-	fs.StringVar(&o.diServerAddress, "di-server-address", "",
-		"Address of the DIJob replicas HTTP API (DI-orchestrator's routes: GET/POST/DELETE /v2alpha1/job/<namespace>.<name>/replicas, POST .../profilings). "+
-			"Callers present a ServiceAccount token: allowed when they may update the DIJob, or when the token is bound to a pod of the job. Empty serves no API.")
-	fs.StringVar(&o.diServerCert, "di-server-cert-file", "",
-		"Serving certificate (PEM) of the replicas API; with --di-server-key-file it serves HTTPS. Empty serves plain HTTP: put it behind a network that carries tokens safely.")
-	fs.StringVar(&o.diServerKey, "di-server-key-file", "",
-		"Private key of --di-server-cert-file (PEM).")
-	fs.StringVar(&o.diServerTLSSecret, "di-server-tls-secret", "",
-		"Secret in --edge-namespace holding a serving certificate the GlobalManager makes itself for the replicas API, and its CA: generated the first time, "+
-			"reissued from the same CA when it nears expiry or lacks the host of --di-server-url. The API then serves HTTPS, and every DIJob pod gets the CA "+
-			"(the file DI_SERVER_CA_FILE names). --di-server-cert-file, when given, wins.")
-	fs.StringVar(&o.diServerAudiences, "di-server-token-audiences", "",
-		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience. "+
-			"Every DIJob pod gets a token of its ServiceAccount for the first one, bound to the pod (the file DI_SERVER_TOKEN_FILE names).")
-	fs.DurationVar(&o.edgeLinkGrace, "edge-link-grace", 10*time.Minute,
-		"How long a DIJob replica on an edge node whose link is down (its Lease in --edge-namespace says so) is counted as running: a failed or unknown phase "+
-			"seen meanwhile neither restarts the job nor counts it lost, and its pod tolerates the node's unreachable and not-ready taints that long before eviction.")
-	fs.StringVar(&o.allocatorPolicy, "allocator", "pack-and-spread",
-		"How DIJob replicas are placed: pack-and-spread (the GlobalManager places each new job whole or not at all, packing learners, evaluators and tasks of type none, "+
-			"spreading collectors, edge nodes a pool of their own; it caches every Node and every Pod of the cluster, slimmed, to know what is free) "+
-			"or none (the Kubernetes scheduler places each pod on its own).")
-	fs.DurationVar(&o.allocatorPeriod, "allocator-period", time.Minute,
-		"How often the allocator considers again the preemptible DIJobs (spec.preemptible) and moves those it can place strictly better.")
 	fs.StringVar(&o.gangScheduler, "gang-scheduler", string(gang.Auto),
 		"Where multi-pod jobs (federated learning jobs, DIJobs) go to be placed all together or not at all: "+
 			"kubernetes (a Workload and a PodGroup of scheduling.k8s.io/v1beta1: Kubernetes 1.37 with the GenericWorkload gate), "+
@@ -154,8 +100,6 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"In a namespace with ResourceQuotas, jobs are admitted whole, highest pod priority first, then oldest first. "+
 			"A job that does not fit lets later, smaller jobs that fit go ahead of it at most this many times; "+
 			"then the jobs behind it wait until it fits. 0 keeps strict order.")
-	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local",
-		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
 	fs.StringVar(&o.lcServer, "lc-server", "",
 		"LC_SERVER put into every worker as is. Empty: http://<the worker's node address>:--lc-port, the address from the downward API (status.hostIP), "+
 			"since the LocalController listens on its node's host network. A worker template that sets LC_SERVER itself keeps it.")
@@ -165,14 +109,6 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"LOG_LEVEL put into every worker.")
 	fs.StringVar(&o.dataPathPrefix, "data-path-prefix", "/home/data",
 		"Where model and dataset paths on a node are mounted inside workers (DATA_PATH_PREFIX).")
-	fs.IntVar(&o.aggregationPort, "aggregation-port", 7363,
-		"Port of federated learning aggregation workers (AGG_BIND_PORT, AGG_PORT).")
-	fs.IntVar(&o.stageAttempts, "stage-attempts", 3,
-		"Tries of a learning-cycle stage (train, eval, deploy) of an incremental or lifelong learning job before the job fails.")
-	fs.IntVar(&o.cycleHistoryLimit, "cycle-history-limit", 10,
-		"Finished rounds of an incremental or lifelong learning job kept in its status.history.")
-	fs.StringVar(&o.kbServer, "kb-server", "",
-		"Knowledge base server put into lifelong learning workers' KB_SERVER; empty leaves it unset.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true,
 		"Take a Lease before acting, so that of several replicas exactly one acts.")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", "kube-system",
@@ -255,8 +191,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"How long SIGTERM waits for workers to finish their current sync.")
 }
 
+// validate checks the GlobalManager's own flags and those of every kind.
 func (o *options) validate() error {
-	var errs []error
+	errs := kinds.Validate(kinds.All())
 	if o.childBatchPeriod < 0 || o.reportWindow < 0 {
 		errs = append(errs, errors.New("--child-event-batch-period and --edge-report-window must not be negative"))
 	}
@@ -272,49 +209,17 @@ func (o *options) validate() error {
 	if o.qps <= 0 || o.burst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
-	if o.allocatorPolicy != "pack-and-spread" && o.allocatorPolicy != "none" {
-		errs = append(errs, fmt.Errorf("--allocator %q: want pack-and-spread or none", o.allocatorPolicy))
-	}
-	if (o.diServerCert == "") != (o.diServerKey == "") {
-		errs = append(errs, errors.New("--di-server-cert-file and --di-server-key-file go together"))
-	}
-	if o.diServerTLSSecret != "" {
-		if msgs := validation.IsDNS1123Subdomain(o.diServerTLSSecret); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--di-server-tls-secret %q: %s", o.diServerTLSSecret, strings.Join(msgs, "; ")))
-		}
-		if u, err := url.Parse(o.diServerURL); o.diServerCert == "" && (err != nil || u.Scheme != "https" || u.Hostname() == "") {
-			errs = append(errs, fmt.Errorf("--di-server-tls-secret needs --di-server-url of the form https://<host>:<port> (its host goes into the certificate), not %q", o.diServerURL))
-		}
-	}
-	if o.edgeLinkGrace <= 0 {
-		errs = append(errs, fmt.Errorf("--edge-link-grace %s: want a positive duration", o.edgeLinkGrace))
-	}
 	if _, err := gang.ParseMode(o.gangScheduler); err != nil {
 		errs = append(errs, fmt.Errorf("--gang-scheduler: %w", err))
 	}
 	if o.quotaBackfill < 0 {
 		errs = append(errs, fmt.Errorf("--quota-backfill-limit %d: want 0 or more", o.quotaBackfill))
 	}
-	if o.allocatorPeriod <= 0 {
-		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", o.allocatorPeriod))
-	}
-	if o.flWorkers < 1 || o.jiWorkers < 1 || o.ilWorkers < 1 || o.llWorkers < 1 || o.diWorkers < 1 {
-		errs = append(errs, errors.New("--federatedlearningjob-workers, --jointinferenceservice-workers, --incrementallearningjob-workers, --lifelonglearningjob-workers and --dijob-workers must be at least 1"))
-	}
-	if o.stageAttempts < 1 {
-		errs = append(errs, fmt.Errorf("--stage-attempts %d must be at least 1", o.stageAttempts))
-	}
-	if o.cycleHistoryLimit < 1 {
-		errs = append(errs, fmt.Errorf("--cycle-history-limit %d must be at least 1", o.cycleHistoryLimit))
-	}
 	if o.podName != "" && o.podNamespace == "" {
 		errs = append(errs, errors.New("--pod-name needs --pod-namespace (or $POD_NAMESPACE)"))
 	}
 	if o.lcPort < 1 || o.lcPort > 65535 {
 		errs = append(errs, fmt.Errorf("--lc-port %d is not a port", o.lcPort))
-	}
-	if o.aggregationPort < 1 || o.aggregationPort > 65535 {
-		errs = append(errs, fmt.Errorf("--aggregation-port %d is not a port", o.aggregationPort))
 	}
 	if (o.edgeCertFile == "") != (o.edgeKeyFile == "") {
 		errs = append(errs, errors.New("--edge-cert-file and --edge-key-file go together"))

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
 )
 
 // Exit codes, as --help states them.
@@ -35,14 +37,15 @@ const (
 	exitError    = 3
 )
 
-// servedKinds are the sedna.io kinds Nereid serves, all as sednav1's version.
-var servedKinds = map[string]bool{
-	sednav1.DatasetKind.Kind:                true,
-	sednav1.ModelKind.Kind:                  true,
-	sednav1.FederatedLearningJobKind.Kind:   true,
-	sednav1.JointInferenceServiceKind.Kind:  true,
-	sednav1.IncrementalLearningJobKind.Kind: true,
-	sednav1.LifelongLearningJobKind.Kind:    true,
+// serves says whether the GlobalManager serves kind in version gv: its
+// table of kinds has it.
+func serves(gv schema.GroupVersion, kind string) bool {
+	for _, k := range kinds.All() {
+		if k.GVK == gv.WithKind(kind) {
+			return true
+		}
+	}
+	return false
 }
 
 type options struct {
@@ -229,7 +232,7 @@ func sednaObjects(ctx context.Context, disco discovery.DiscoveryInterface, dyn d
 			if err != nil {
 				return nil, nil, err
 			}
-			if gv == sednav1.SchemeGroupVersion && servedKinds[r.Kind] {
+			if serves(gv, r.Kind) {
 				served = append(served, count{kind: r.Kind, n: len(items)})
 				continue
 			}

@@ -53,6 +53,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -330,10 +331,13 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-// benchConfig is the GlobalManager's default configuration of federated
-// jobs (its flags' defaults), with which the ceiling and the floor build
-// their objects.
-var benchConfig = federatedlearning.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", AggregationPort: 7363}
+// benchWorker and benchConfig are the GlobalManager's default configuration
+// of federated jobs (its flags' defaults), with which the ceiling and the
+// floor build their objects.
+var (
+	benchWorker = kinds.Worker{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}
+	benchConfig = federatedlearning.Config{AggregationPort: federatedlearning.DefaultAggregationPort}
+)
 
 // benchModelName is the Model every section's jobs name.
 const benchModelName = "model"
@@ -355,7 +359,7 @@ func benchDataset(i int) *sednav1.Dataset {
 // the same objects as the GlobalManager: the same labels, environment,
 // volumes and owner.
 func jobChildren(job *sednav1.FederatedLearningJob) ([]*corev1.Pod, *corev1.Service, error) {
-	return federatedlearning.Children(benchConfig, job, benchModel(), nil, []*sednav1.Dataset{benchDataset(0), benchDataset(1)})
+	return federatedlearning.Children(benchWorker, benchConfig, job, benchModel(), nil, []*sednav1.Dataset{benchDataset(0), benchDataset(1)})
 }
 
 // ceiling is the rate at which a plain client-go program creates pods and

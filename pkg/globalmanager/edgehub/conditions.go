@@ -85,51 +85,45 @@ func (c syncCondition) status() corev1.ConditionStatus {
 	return corev1.ConditionFalse
 }
 
-// statusUpdater is a typed sedna client of one kind in one namespace.
-type statusUpdater[T any] interface {
-	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
-}
-
-// updateWith writes an object's status with client.
-func updateWith[T metav1.Object](client func(namespace string) statusUpdater[T]) func(context.Context, metav1.Object) error {
-	return func(ctx context.Context, obj metav1.Object) error {
-		_, err := client(obj.GetNamespace()).UpdateStatus(ctx, obj.(T), metav1.UpdateOptions{})
-		return err
+// The condition lists an object's type keeps (the API types' methods).
+type (
+	metaConditioned interface{ MetaConditions() *[]metav1.Condition }
+	jobConditioned  interface {
+		metav1.Object
+		ConditionList() *[]sednav1.JobCondition
 	}
-}
+)
 
-// metaConditions are the kinds whose status keeps metav1.Conditions.
-func metaConditions[T metav1.Object](conds func(T) *[]metav1.Condition, client func(namespace string) statusUpdater[T]) conditionAccess {
+// conditionsOf reads and writes the hub's conditions in the list the
+// object's type keeps, and writes its status with update.
+func conditionsOf(update func(context.Context, metav1.Object) error) conditionAccess {
 	return conditionAccess{
 		status: func(obj metav1.Object, typ string) (corev1.ConditionStatus, string) {
-			if c := apimeta.FindStatusCondition(*conds(obj.(T)), typ); c != nil {
-				return corev1.ConditionStatus(c.Status), c.Message
+			switch o := obj.(type) {
+			case metaConditioned:
+				if c := apimeta.FindStatusCondition(*o.MetaConditions(), typ); c != nil {
+					return corev1.ConditionStatus(c.Status), c.Message
+				}
+			case jobConditioned:
+				if c := common.FindJobCondition(*o.ConditionList(), typ); c != nil {
+					return c.Status, c.Message
+				}
 			}
 			return "", ""
 		},
 		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
-			return apimeta.SetStatusCondition(conds(obj.(T)), metav1.Condition{
-				Type: c.typ, Status: metav1.ConditionStatus(c.status()), Reason: c.reason, Message: c.message,
-				ObservedGeneration: obj.GetGeneration(), LastTransitionTime: now,
-			})
-		},
-		update: updateWith(client),
-	}
-}
-
-// jobConditions are the kinds whose status keeps sedna JobConditions.
-func jobConditions[T metav1.Object](conds func(T) *[]sednav1.JobCondition, client func(namespace string) statusUpdater[T]) conditionAccess {
-	return conditionAccess{
-		status: func(obj metav1.Object, typ string) (corev1.ConditionStatus, string) {
-			if c := common.FindJobCondition(*conds(obj.(T)), typ); c != nil {
-				return c.Status, c.Message
+			switch o := obj.(type) {
+			case metaConditioned:
+				return apimeta.SetStatusCondition(o.MetaConditions(), metav1.Condition{
+					Type: c.typ, Status: metav1.ConditionStatus(c.status()), Reason: c.reason, Message: c.message,
+					ObservedGeneration: obj.GetGeneration(), LastTransitionTime: now,
+				})
+			case jobConditioned:
+				return common.SetJobConditionIn(o.ConditionList(), common.JobConditionFor(obj, c.typ, c.ok, c.reason, c.message), now)
 			}
-			return "", ""
+			return false
 		},
-		set: func(obj metav1.Object, c syncCondition, now metav1.Time) bool {
-			return common.SetJobConditionIn(conds(obj.(T)), common.JobConditionFor(obj, c.typ, c.ok, c.reason, c.message), now)
-		},
-		update: updateWith(client),
+		update: update,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Every kind the hub sends keeps the EdgeSynced condition in its status, once,
@@ -30,13 +31,13 @@ func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
 		all = append(all, o)
 	}
 	client := sednafake.NewSimpleClientset(all...)
-	kinds := sednaKinds(client.SednaV1alpha1(), sednainformers.NewSharedInformerFactory(client, 0).Sedna().V1alpha1())
-	if len(kinds) != len(objs) {
-		t.Fatalf("%d kinds, the test covers %d", len(kinds), len(objs))
+	sent := edgeKinds(kinds.All(), client, sednainformers.NewSharedInformerFactory(client, 0))
+	if len(sent) != len(objs) {
+		t.Fatalf("%d kinds, the test covers %d: every kind sent to the edge must keep a condition list the hub knows", len(sent), len(objs))
 	}
 	now := metav1.NewTime(time.Unix(1000, 0))
 	failed := unsendableCondition(edgeproto.ErrTooLarge)
-	for _, k := range kinds {
+	for _, k := range sent {
 		obj := objs[k.name].DeepCopyObject().(metav1.Object)
 		if got, _ := k.conditions.status(obj, ConditionEdgeSynced); got != "" {
 			t.Errorf("%s: status %q before any was set", k.name, got)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
@@ -106,12 +105,16 @@ func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, string, error) {
 	return out, digest, nil
 }
 
-// Digest is the digest the hub gives obj, a sedna.io/v1alpha1 object of
-// kind (its API kind, "Dataset"), as LocalControllers hold it
+// Digest is the digest the hub gives obj, an object of the edge kind
+// kindName (its API kind, "Dataset"), as LocalControllers hold it
 // (edgeproto.ObjectVersion.Digest): for tests and tools that check what an
-// edge node holds against the cluster.
+// edge node holds against the cluster. The kind's package must be linked in
+// (package kinds/all links them all).
 func Digest(kindName string, obj metav1.Object) (string, error) {
-	k := &kind{name: kindName, apiVersion: sednav1.SchemeGroupVersion.String(), sendStatus: sendsStatus[kindName]}
+	k, ok := edgeKind(kindName)
+	if !ok {
+		return "", fmt.Errorf("%s is not a kind sent to edge nodes (is its package linked in?)", kindName)
+	}
 	_, digest, err := encodeObject(k, obj)
 	return digest, err
 }

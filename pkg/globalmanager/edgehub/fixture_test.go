@@ -35,6 +35,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 const hubNS = "nereid-system"
@@ -289,7 +290,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	ctx, cancel := context.WithCancel(t.Context())
 	f.reg = prometheus.NewRegistry()
 	f.recorder = record.NewFakeRecorder(100)
-	hub, err := New(ctx, f.kube, f.sedna.SednaV1alpha1(), factory.Sedna().V1alpha1(), WorkerCaches{Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments()}, appliers, f.recorder, f.reg, cfg)
+	hub, err := New(ctx, f.kube, f.sedna, factory, kinds.All(), WorkerCaches{Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments()}, appliers, f.recorder, f.reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

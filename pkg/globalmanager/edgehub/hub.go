@@ -31,10 +31,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
-	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // shutdownTimeout bounds how long Run waits for connections to close and the
@@ -118,16 +119,16 @@ type WorkerCaches struct {
 	Deployments appsinformers.DeploymentInformer
 }
 
-// New wires the hub to the sedna informers (those of
-// factory.Sedna().V1alpha1()) and to the caches of the GlobalManager's
+// New wires the hub to the informers in informers of the kinds of table
+// that travel to the edge, and to the caches of the GlobalManager's
 // children (workers); it adds its indexes and event handlers,
 // so it must be called before the factories start, and starts nothing.
 // Reports go to appliers (see Appliers); events about objects (one that
 // cannot be sent to a node) go to recorder, and the EdgeSynced condition of
-// such an object is written with sednaClient. Metrics are registered with reg
+// such an object is written with client. Metrics are registered with reg
 // when it is not nil.
-func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sednaclient.SednaV1alpha1Interface,
-	informers sednainformers.Interface, workers WorkerCaches,
+func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclient.Interface,
+	informers nereidinformers.SharedInformerFactory, table []*kinds.Kind, workers WorkerCaches,
 	appliers Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -139,7 +140,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, sednaClient sedna
 	}
 	h := &Hub{
 		client:   kubeClient,
-		kinds:    sednaKinds(sednaClient, informers),
+		kinds:    edgeKinds(table, client, informers),
 		byName:   make(map[string]*kind),
 		pods:     workers.Pods.Informer(),
 		appliers: make(map[string]ReportApplier, len(appliers.Workers)),

@@ -1,20 +1,22 @@
 package edgehub
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
+	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // kind is everything the hub knows of one kind of object it sends to edge
-// nodes; what it needs of each object it reads through the interfaces below,
-// which the API types implement. A new edge kind is one more entry in
-// sednaKinds (or a list like it) and those methods on its type: no function
-// of the hub switches on kinds.
+// nodes, from the GlobalManager's table of kinds (package kinds); what it
+// needs of each object it reads through the interfaces below, which the API
+// types implement. A new edge kind is a kinds.Kind with an Edge, and those
+// methods on its type: no function of the hub switches on kinds.
 type kind struct {
 	// name is the API kind, as in edgeproto.ObjectRef.Kind.
 	name string
@@ -22,20 +24,10 @@ type kind struct {
 	// has no TypeMeta).
 	apiVersion string
 	informer   cache.SharedIndexInformer
-	// order sends objects of lower order first: Datasets and Models before
-	// the jobs that name them.
-	order int
-	// sendStatus is set for the kinds whose status the LocalController reads
-	// (the learning cycles: their stage and round); other kinds are sent
-	// without status.
+	// order, sendStatus, workers and ownReports are the kind's kinds.Edge.
+	order      int
 	sendStatus bool
-	// workers is set for the kinds whose worker pods report through the
-	// LocalController; the hub sends each node the names of the object's pods
-	// on it, and accepts reports only from those.
-	workers bool
-	// ownReports is set for the kinds whose LocalControllers report under
-	// their own name (edgeproto.LocalControllerWorker: a learning cycle's
-	// round data ready, a model deployed); any other kind refuses the name.
+	workers    bool
 	ownReports bool
 	// conditions reads and writes the EdgeSynced condition of its objects.
 	conditions conditionAccess
@@ -59,43 +51,35 @@ type (
 	datasetNamer interface{ DatasetNames() []string }
 )
 
-// sendsStatus are the kinds whose status the LocalController reads (the
-// learning cycles: their stage and round), by API kind.
-var sendsStatus = map[string]bool{
-	sednav1.IncrementalLearningJobKind.Kind: true,
-	sednav1.LifelongLearningJobKind.Kind:    true,
+// edgeKinds are the kinds of table the hub sends, with their informers in
+// factory; it writes their status with client.
+func edgeKinds(table []*kinds.Kind, client nereidclient.Interface, factory nereidinformers.SharedInformerFactory) []*kind {
+	var out []*kind
+	for _, k := range table {
+		if k.Edge == nil {
+			continue
+		}
+		update := k.Edge.UpdateStatus
+		out = append(out, &kind{
+			name: k.GVK.Kind, apiVersion: k.GVK.GroupVersion().String(), informer: k.Informer(factory),
+			order: k.Edge.Order, sendStatus: k.Edge.SendStatus, workers: k.Edge.Workers, ownReports: k.Edge.OwnReports,
+			conditions: conditionsOf(func(ctx context.Context, obj metav1.Object) error { return update(ctx, client, obj) }),
+		})
+	}
+	return out
 }
 
-// sednaKinds are the sedna.io/v1alpha1 kinds the hub sends; it writes their
-// status with client.
-func sednaKinds(client sednaclient.SednaV1alpha1Interface, inf sednainformers.Interface) []*kind {
-	gv := sednav1.SchemeGroupVersion.String()
-	return []*kind{
-		{name: sednav1.DatasetKind.Kind, apiVersion: gv, informer: inf.Datasets().Informer(), order: 0,
-			conditions: metaConditions(func(o *sednav1.Dataset) *[]metav1.Condition { return &o.Status.Conditions },
-				func(ns string) statusUpdater[*sednav1.Dataset] { return client.Datasets(ns) })},
-		{name: sednav1.ModelKind.Kind, apiVersion: gv, informer: inf.Models().Informer(), order: 1,
-			conditions: metaConditions(func(o *sednav1.Model) *[]metav1.Condition { return &o.Status.Conditions },
-				func(ns string) statusUpdater[*sednav1.Model] { return client.Models(ns) })},
-		{name: sednav1.FederatedLearningJobKind.Kind, apiVersion: gv, informer: inf.FederatedLearningJobs().Informer(), order: 2, workers: true,
-			conditions: jobConditions(func(o *sednav1.FederatedLearningJob) *[]sednav1.JobCondition { return &o.Status.Conditions },
-				func(ns string) statusUpdater[*sednav1.FederatedLearningJob] { return client.FederatedLearningJobs(ns) })},
-		{name: sednav1.JointInferenceServiceKind.Kind, apiVersion: gv, informer: inf.JointInferenceServices().Informer(), order: 2, workers: true,
-			conditions: jobConditions(func(o *sednav1.JointInferenceService) *[]sednav1.JobCondition { return &o.Status.Conditions },
-				func(ns string) statusUpdater[*sednav1.JointInferenceService] {
-					return client.JointInferenceServices(ns)
-				})},
-		{name: sednav1.IncrementalLearningJobKind.Kind, apiVersion: gv, informer: inf.IncrementalLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: sendsStatus[sednav1.IncrementalLearningJobKind.Kind], ownReports: true,
-			conditions: jobConditions(func(o *sednav1.IncrementalLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
-				func(ns string) statusUpdater[*sednav1.IncrementalLearningJob] {
-					return client.IncrementalLearningJobs(ns)
-				})},
-		{name: sednav1.LifelongLearningJobKind.Kind, apiVersion: gv, informer: inf.LifelongLearningJobs().Informer(), order: 2,
-			workers: true, sendStatus: sendsStatus[sednav1.LifelongLearningJobKind.Kind], ownReports: true,
-			conditions: jobConditions(func(o *sednav1.LifelongLearningJob) *[]sednav1.JobCondition { return &o.Status.JobConditions },
-				func(ns string) statusUpdater[*sednav1.LifelongLearningJob] { return client.LifelongLearningJobs(ns) })},
+// edgeKind is the kind of the table named name, as the hub would keep it
+// (without informer or conditions); ok is false when no kind of that name
+// travels to the edge.
+func edgeKind(name string) (k *kind, ok bool) {
+	for _, t := range kinds.All() {
+		if t.GVK.Kind == name && t.Edge != nil {
+			return &kind{name: name, apiVersion: t.GVK.GroupVersion().String(), order: t.Edge.Order,
+				sendStatus: t.Edge.SendStatus, workers: t.Edge.Workers, ownReports: t.Edge.OwnReports}, true
+		}
 	}
+	return nil, false
 }
 
 // templateNodes are the nodes obj's templates are pinned to, without

@@ -9,19 +9,16 @@ import (
 	"context"
 	"time"
 
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	diclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
-	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine/v2alpha1"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -82,16 +79,13 @@ type Controller struct {
 }
 
 // NewController wires the controller to its informers; it starts nothing.
-func NewController(
-	kubeClient kubernetes.Interface,
-	client diclient.Interface,
-	jobInformer diinformers.DIJobInformer,
-	podInformer coreinformers.PodInformer,
-	serviceInformer coreinformers.ServiceInformer,
-	recorder record.EventRecorder,
-	metrics *common.Metrics,
-	config Config,
-) (*Controller, error) {
+// What every kind shares comes from d: its ChildEventBatchPeriod, Gangs and
+// Admission replace config's.
+func NewController(d kinds.Deps, config Config) (*Controller, error) {
+	kubeClient, client, recorder, metrics := d.Kube, d.Client, d.Recorder, d.Metrics
+	jobInformer := d.Informers.Diengine().V2alpha1().DIJobs()
+	podInformer, serviceInformer := d.KubeInformers.Core().V1().Pods(), d.KubeInformers.Core().V1().Services()
+	config.ChildEventBatchPeriod, config.Gangs, config.Admission = d.ChildEventBatchPeriod, d.Gangs, d.Admission
 	if config.ClusterDomain == "" {
 		config.ClusterDomain = "cluster.local"
 	}

@@ -24,6 +24,7 @@ import (
 	difake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 const ns = "rl"
@@ -59,8 +60,8 @@ func newFixture(t *testing.T, job *div2.DIJob, pods ...*corev1.Pod) *fixture {
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), di: difake.NewClientset(job)}
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	di := diinformers.NewSharedInformerFactory(f.di, 0)
-	c, err := NewController(f.kube, f.di, di.Diengine().V2alpha1().DIJobs(), ki.Core().V1().Pods(), ki.Core().V1().Services(),
-		record.NewFakeRecorder(100), nil, Config{ServerURL: "http://di-server:8081"})
+	c, err := NewController(kinds.Deps{Kube: f.kube, Client: f.di, KubeInformers: ki, Informers: di, Recorder: record.NewFakeRecorder(100)},
+		Config{ServerURL: "http://di-server:8081"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Children are the pods and the Service a sync makes for a new job under
@@ -12,8 +13,8 @@ import (
 // (in the order of its training workers) the job names: aggregation worker
 // first. The benchmark makes the same objects with a plain client, to
 // measure what the GlobalManager costs beyond them.
-func Children(cfg Config, job *sednav1.FederatedLearningJob, model, pretrained *sednav1.Model, datasets []*sednav1.Dataset) ([]*corev1.Pod, *corev1.Service, error) {
-	c := &Controller{config: cfg}
+func Children(worker kinds.Worker, cfg Config, job *sednav1.FederatedLearningJob, model, pretrained *sednav1.Model, datasets []*sednav1.Dataset) ([]*corev1.Pod, *corev1.Service, error) {
+	c := &Controller{deps: kinds.Deps{Worker: worker}, config: cfg}
 	workers, err := c.desiredWorkers(job, references{model: model, pretrained: pretrained, datasets: datasets})
 	if err != nil {
 		return nil, nil, err

@@ -26,7 +26,7 @@ func TestChildrenAreWhatTheFirstSyncCreates(t *testing.T) {
 		}
 	}
 
-	pods, svc, err := Children(testConfig, job, refs[0].(*sednav1.Model), nil, []*sednav1.Dataset{refs[1].(*sednav1.Dataset), refs[2].(*sednav1.Dataset)})
+	pods, svc, err := Children(testWorker, testConfig, job, refs[0].(*sednav1.Model), nil, []*sednav1.Dataset{refs[1].(*sednav1.Dataset), refs[2].(*sednav1.Dataset)})
 	if err != nil {
 		t.Fatal(err)
 	}

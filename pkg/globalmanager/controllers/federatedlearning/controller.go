@@ -9,19 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -30,33 +24,16 @@ const Name = "federatedlearningjob"
 // jobKind is the kind of the jobs this controller owns children for.
 var jobKind = sednav1.FederatedLearningJobKind
 
-// Indexes of jobs by what they reference, so a Model or Dataset that appears
-// wakes exactly the jobs that wait for it.
-const (
-	byModel   = "model"
-	byDataset = "dataset"
-)
+// byDataset indexes jobs by the Datasets they name, so a Dataset that
+// appears wakes exactly the jobs that wait for it (common.ByModel does so
+// for Models).
+const byDataset = "dataset"
 
-// Config is what the GlobalManager's flags set for every federated job.
+// Config is what the GlobalManager's flags set for every federated job,
+// beside what every kind shares (kinds.Deps).
 type Config struct {
-	// LocalController is how workers reach their node's LocalController
-	// (LC_SERVER).
-	LocalController common.LCAddress
-	// LogLevel is the workers' LOG_LEVEL.
-	LogLevel string
-	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).
-	DataPathPrefix string
 	// AggregationPort is the port the aggregation worker listens on (AGG_BIND_PORT).
 	AggregationPort int32
-	// ChildEventBatchPeriod is how long pod and Service events of a job are
-	// gathered into one sync.
-	ChildEventBatchPeriod time.Duration
-	// Gangs hands each job's workers to the cluster's gang scheduler; nil
-	// places them one by one.
-	Gangs *gang.Manager
-	// Admission admits each job's workers against the namespace's
-	// ResourceQuotas, whole or not at all; nil admits all.
-	Admission *admission.Manager
 }
 
 // Controller reconciles FederatedLearningJobs.
@@ -70,6 +47,7 @@ type Controller struct {
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
+	deps    kinds.Deps
 	config  Config
 
 	// Test seams.
@@ -79,19 +57,11 @@ type Controller struct {
 }
 
 // NewController wires the controller to its informers; it starts nothing.
-func NewController(
-	ctx context.Context,
-	kubeClient kubernetes.Interface,
-	sednaClient sednaclient.Interface,
-	jobInformer sednainformers.FederatedLearningJobInformer,
-	modelInformer sednainformers.ModelInformer,
-	datasetInformer sednainformers.DatasetInformer,
-	podInformer coreinformers.PodInformer,
-	serviceInformer coreinformers.ServiceInformer,
-	recorder record.EventRecorder,
-	metrics *common.Metrics,
-	config Config,
-) (*Controller, error) {
+func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller, error) {
+	kubeClient, sednaClient, recorder, metrics := d.Kube, d.Client, d.Recorder, d.Metrics
+	jobInformer := d.Informers.Sedna().V1alpha1().FederatedLearningJobs()
+	modelInformer, datasetInformer := d.Informers.Sedna().V1alpha1().Models(), d.Informers.Sedna().V1alpha1().Datasets()
+	podInformer, serviceInformer := d.KubeInformers.Core().V1().Pods(), d.KubeInformers.Core().V1().Services()
 	exp := common.NewExpectations()
 	c := &Controller{
 		jobIndexer: jobInformer.Informer().GetIndexer(),
@@ -99,6 +69,7 @@ func NewController(
 		datasets:   datasetInformer.Lister(),
 		queue:      common.NewQueue(Name),
 		metrics:    metrics,
+		deps:       d,
 		config:     config,
 		exp:        exp,
 		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
@@ -122,28 +93,28 @@ func NewController(
 		Expectations: exp,
 		Pods:         children[0],
 		Services:     children[1],
-		Forget:       func(key string) { config.Admission.Forget(jobKind, key) },
+		Forget:       func(key string) { d.Admission.Forget(jobKind, key) },
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
 		func() time.Time { return c.now() }, metrics)
-	if err := jobInformer.Informer().AddIndexers(cache.Indexers{
-		byModel:   indexReferences((*sednav1.FederatedLearningJob).ModelNames),
-		byDataset: indexReferences(datasetsOf),
-	}); err != nil {
+	if err := common.IndexByModel(jobInformer.Informer()); err != nil {
+		return nil, err
+	}
+	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byDataset: indexDatasets}); err != nil {
 		return nil, fmt.Errorf("adding job indexers: %w", err)
 	}
-	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
+	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(jobKind, batched)},
-		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byModel, c.queue.Add)},
+		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, common.ByModel, c.queue.Add)},
 		common.Handler{Informer: datasetInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
 	); err != nil {
 		return nil, err
 	}
-	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched), config.Admission.Watch(jobKind, c.queue.Add))
+	c.synced = append(c.synced, d.Gangs.Watch(jobKind, batched), d.Admission.Watch(jobKind, c.queue.Add))
 	return c, nil
 }
 
@@ -152,18 +123,17 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
 }
 
-func indexReferences(names func(*sednav1.FederatedLearningJob) []string) cache.IndexFunc {
-	return func(obj any) ([]string, error) {
-		job, ok := obj.(*sednav1.FederatedLearningJob)
-		if !ok {
-			return nil, nil
-		}
-		var keys []string
-		for _, n := range names(job) {
-			keys = append(keys, job.Namespace+"/"+n)
-		}
-		return keys, nil
+// indexDatasets keys a job by the namespace/name of each Dataset it names.
+func indexDatasets(obj any) ([]string, error) {
+	job, ok := obj.(*sednav1.FederatedLearningJob)
+	if !ok {
+		return nil, nil
 	}
+	var keys []string
+	for _, n := range datasetsOf(job) {
+		keys = append(keys, job.Namespace+"/"+n)
+	}
+	return keys, nil
 }
 
 func datasetsOf(j *sednav1.FederatedLearningJob) []string {

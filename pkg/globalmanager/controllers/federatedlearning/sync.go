@@ -47,7 +47,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var current []*corev1.Pod // pods of the current spec
 	if finished {
 		// A job that asks no more holds no place in its namespace's queue.
-		c.config.Admission.Forget(jobKind, key)
+		c.deps.Admission.Forget(jobKind, key)
 		if satisfied {
 			actErr = c.cleanPods(ctx, key, job, append(pods, adopted.Pods...))
 		}
@@ -62,7 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		events = append(events, missingEvents...)
 		if len(missing) > 0 {
 			status.Phase = sednav1.FLJobPending
-			c.config.Admission.Forget(jobKind, key)
+			c.deps.Admission.Forget(jobKind, key)
 		} else {
 			workers, err := c.desiredWorkers(job, refs)
 			if err != nil {
@@ -70,7 +70,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 			// A federated round needs every participant: the gang is all
 			// of the workers.
-			plan := c.config.Gangs.Plan(job, jobKind, false)
+			plan := c.deps.Gangs.Plan(job, jobKind, false)
 			var missingWorkers int
 			if adopted.Len() > 0 {
 				missingWorkers = len(workers)
@@ -156,7 +156,7 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 		if needService {
 			req.Charge.Objects = append(req.Charge.Objects, admission.Service)
 		}
-		d, err := c.config.Admission.Admit(ctx, req)
+		d, err := c.deps.Admission.Admit(ctx, req)
 		if err != nil {
 			return current, missing, nil, nil, err
 		}
@@ -175,7 +175,7 @@ func (c *Controller) manageWorkers(ctx context.Context, key string, job *sednav1
 	wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, stale, "the job's spec changed") })
 	var made []*corev1.Pod
 	var undone []common.Event
-	wg.Go(func() { made, undone, errs[2] = c.config.Admission.CreatePods(ctx, c.children, req) })
+	wg.Go(func() { made, undone, errs[2] = c.deps.Admission.CreatePods(ctx, c.children, req) })
 	wg.Wait()
 	// The pods just made count as the next sync will count them from the
 	// cache, so the status this sync writes need not be written again.

@@ -27,11 +27,15 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 const ns = "default"
 
-var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", AggregationPort: 7363}
+var testConfig = Config{AggregationPort: 7363}
+
+// testWorker is what workers are told of their LocalController and data.
+var testWorker = kinds.Worker{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}
 
 func exampleJob(t *testing.T) *sednav1.FederatedLearningJob {
 	t.Helper()
@@ -79,8 +83,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	si := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	v1 := si.Sedna().V1alpha1()
-	c, err := NewController(t.Context(), f.kube, f.sedna, v1.FederatedLearningJobs(), v1.Models(), v1.Datasets(),
-		ki.Core().V1().Pods(), ki.Core().V1().Services(), record.NewFakeRecorder(100), nil, testConfig)
+	c, err := NewController(t.Context(), kinds.Deps{Kube: f.kube, Client: f.sedna, KubeInformers: ki, Informers: si,
+		Recorder: record.NewFakeRecorder(100), Worker: testWorker}, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

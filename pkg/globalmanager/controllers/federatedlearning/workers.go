@@ -72,12 +72,12 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 	base := func(workerName string) []corev1.EnvVar {
 		env := common.BaseEnv{
 			Owner: job, Worker: workerName, Model: refs.model,
-			LogLevel: c.config.LogLevel, DataPathPrefix: c.config.DataPathPrefix, LocalController: c.config.LocalController,
+			LogLevel: c.deps.Worker.LogLevel, DataPathPrefix: c.deps.Worker.DataPathPrefix, LocalController: c.deps.Worker.LocalController,
 		}.Env()
 		env = append(env, common.Env("PARTICIPANTS_COUNT", participants))
 		env = append(env, c.transmitter(job)...)
 		if refs.pretrained != nil {
-			env = append(env, common.Env("PRETRAINED_MODEL_URL", common.ContainerPath(refs.pretrained.Spec.URL, c.config.DataPathPrefix)))
+			env = append(env, common.Env("PRETRAINED_MODEL_URL", common.ContainerPath(refs.pretrained.Spec.URL, c.deps.Worker.DataPathPrefix)))
 		}
 		return append(env, common.CredentialEnv(refs.model.Spec.CredentialName)...)
 	}
@@ -98,7 +98,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 		Env:            append(base(aggName), common.Env("AGG_BIND_PORT", port)),
 		SednaEnv:       sednaAggregationEnv,
 		HostPaths:      hostPaths,
-		DataPathPrefix: c.config.DataPathPrefix,
+		DataPathPrefix: c.deps.Worker.DataPathPrefix,
 	}}
 	aggHost := serviceName(job) + "." + job.Namespace
 	for i := range spec.TrainingWorkers {
@@ -113,7 +113,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 			common.Env("AGG_IP", aggHost),
 			common.Env("AGG_PORT", port),
 			common.Env("DATASET_NAME", ds.Name),
-			common.Env("TRAIN_DATASET_URL", common.ContainerPath(ds.Spec.URL, c.config.DataPathPrefix)),
+			common.Env("TRAIN_DATASET_URL", common.ContainerPath(ds.Spec.URL, c.deps.Worker.DataPathPrefix)),
 		)
 		env = append(env, common.CredentialEnv(ds.Spec.CredentialName)...)
 		workers = append(workers, common.Worker{
@@ -122,7 +122,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 			Env:            env,
 			SednaEnv:       sednaTrainingEnv,
 			HostPaths:      append([]string{ds.Spec.URL}, hostPaths...),
-			DataPathPrefix: c.config.DataPathPrefix,
+			DataPathPrefix: c.deps.Worker.DataPathPrefix,
 		})
 	}
 	return workers, nil

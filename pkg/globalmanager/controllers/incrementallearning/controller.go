@@ -9,15 +9,10 @@ package incrementallearning
 import (
 	"context"
 
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
-
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -30,25 +25,13 @@ type Config = learningcycle.Config
 type Controller = learningcycle.Controller[*sednav1.IncrementalLearningJob]
 
 // NewController wires the controller to its informers; it starts nothing.
-func NewController(
-	_ context.Context,
-	kubeClient kubernetes.Interface,
-	sednaClient sednaclient.Interface,
-	jobInformer sednainformers.IncrementalLearningJobInformer,
-	modelInformer sednainformers.ModelInformer,
-	datasetInformer sednainformers.DatasetInformer,
-	podInformer coreinformers.PodInformer,
-	recorder record.EventRecorder,
-	metrics *common.Metrics,
-	config Config,
-) (*Controller, error) {
-	k := &kind{client: sednaClient, dataPathPrefix: config.DataPathPrefix}
-	return learningcycle.New(Name, sednav1.IncrementalLearningJobKind, k, kubeClient, learningcycle.Informers{
-		Jobs: jobInformer.Informer(), Models: modelInformer, Datasets: datasetInformer, Pods: podInformer,
-	}, recorder, metrics, config)
+func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller, error) {
+	k := &kind{client: d.Client, dataPathPrefix: d.Worker.DataPathPrefix}
+	jobs := d.Informers.Sedna().V1alpha1().IncrementalLearningJobs().Informer()
+	return learningcycle.New(Name, sednav1.IncrementalLearningJobKind, k, d, jobs, config)
 }
 
-// kind is the incremental job's part of the learning learningcycle.
+// kind is the incremental job's part of the learning cycle.
 type kind struct {
 	client         sednaclient.Interface
 	dataPathPrefix string

@@ -33,7 +33,7 @@ const (
 	kindName = edgeproto.OwnerIncrementalLearningJob
 )
 
-var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data", StageAttempts: 3, HistoryLimit: 10}
+var testConfig = Config{StageAttempts: 3, HistoryLimit: 10}
 
 type fixture = cycletest.Fixture[*sednav1.IncrementalLearningJob]
 
@@ -65,9 +65,7 @@ func referencedObjects() []runtime.Object {
 func build(config Config) cycletest.Build[*sednav1.IncrementalLearningJob] {
 	return func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
 		si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
-		v1 := si.Sedna().V1alpha1()
-		return NewController(ctx, kube, sedna, v1.IncrementalLearningJobs(), v1.Models(), v1.Datasets(),
-			ki.Core().V1().Pods(), recorder, nil, config)
+		return NewController(ctx, cycletest.Deps(kube, sedna, ki, si, recorder), config)
 	}
 }
 
@@ -529,7 +527,7 @@ func TestDeployReportOfAnotherRoundIsIgnored(t *testing.T) {
 }
 
 func TestFailedTriesAreRetriedThenTheJobFails(t *testing.T) {
-	f := newFixtureWith(t, Config{DataPathPrefix: "/home/data", StageAttempts: 2}, exampleJob(t))
+	f := newFixtureWith(t, Config{StageAttempts: 2}, exampleJob(t))
 	r := &reporter{}
 	f.Sync(t, jobName)
 	f = f.Next(t)
@@ -585,7 +583,7 @@ func TestFailedTriesAreRetriedThenTheJobFails(t *testing.T) {
 }
 
 func TestHistoryKeepsTheLastRounds(t *testing.T) {
-	f := newFixtureWith(t, Config{DataPathPrefix: "/home/data", HistoryLimit: 2}, exampleJob(t))
+	f := newFixtureWith(t, Config{HistoryLimit: 2}, exampleJob(t))
 	r := &reporter{}
 	f.Sync(t, jobName)
 	for round := int32(1); round <= 3; round++ {

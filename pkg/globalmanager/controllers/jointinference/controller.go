@@ -9,20 +9,13 @@ import (
 	"fmt"
 	"time"
 
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	autoscalinginformers "k8s.io/client-go/informers/autoscaling/v2"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -30,10 +23,6 @@ const Name = "jointinferenceservice"
 
 // serviceKind is the kind of the services this controller owns children for.
 var serviceKind = sednav1.JointInferenceServiceKind
-
-// byModel indexes services by the Models they name, so a Model that appears
-// wakes exactly the services that wait for it.
-const byModel = "model"
 
 // Defaults of Config, as Sedna's.
 const (
@@ -43,25 +32,15 @@ const (
 	DefaultLCPeriod int32 = 30
 )
 
-// Config is what the GlobalManager's flags set for every joint inference service.
+// Config is what is set for every joint inference service, beside what
+// every kind shares (kinds.Deps).
 type Config struct {
-	// LocalController is how workers reach their node's LocalController
-	// (LC_SERVER).
-	LocalController common.LCAddress
-	// LogLevel is the workers' LOG_LEVEL.
-	LogLevel string
-	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).
-	DataPathPrefix string
 	// CloudPort is the port the cloud worker listens on and its Service
 	// serves (BIG_MODEL_BIND_PORT, BIG_MODEL_PORT); 0 means DefaultCloudPort.
 	CloudPort int32
 	// LCPeriod is how often, in seconds, edge workers report to their
 	// LocalController (LC_PERIOD); 0 means DefaultLCPeriod.
 	LCPeriod int32
-	// Admission admits a service's Deployments (their pods and their
-	// count) against the namespace's ResourceQuotas before they are made;
-	// nil admits all.
-	Admission *admission.Manager
 }
 
 // Controller reconciles JointInferenceServices.
@@ -74,6 +53,7 @@ type Controller struct {
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
+	deps    kinds.Deps
 	config  Config
 
 	// Test seams.
@@ -82,19 +62,13 @@ type Controller struct {
 }
 
 // NewController wires the controller to its informers; it starts nothing.
-func NewController(
-	ctx context.Context,
-	kubeClient kubernetes.Interface,
-	sednaClient sednaclient.Interface,
-	jiInformer sednainformers.JointInferenceServiceInformer,
-	modelInformer sednainformers.ModelInformer,
-	deploymentInformer appsinformers.DeploymentInformer,
-	serviceInformer coreinformers.ServiceInformer,
-	hpaInformer autoscalinginformers.HorizontalPodAutoscalerInformer,
-	recorder record.EventRecorder,
-	metrics *common.Metrics,
-	config Config,
-) (*Controller, error) {
+// A Deps' Admission admits a service's Deployments (their pods and their
+// count) against the namespace's ResourceQuotas before they are made.
+func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller, error) {
+	kubeClient, sednaClient, recorder, metrics := d.Kube, d.Client, d.Recorder, d.Metrics
+	jiInformer, modelInformer := d.Informers.Sedna().V1alpha1().JointInferenceServices(), d.Informers.Sedna().V1alpha1().Models()
+	deploymentInformer, serviceInformer := d.KubeInformers.Apps().V1().Deployments(), d.KubeInformers.Core().V1().Services()
+	hpaInformer := d.KubeInformers.Autoscaling().V2().HorizontalPodAutoscalers()
 	if config.CloudPort == 0 {
 		config.CloudPort = DefaultCloudPort
 	}
@@ -112,6 +86,7 @@ func NewController(
 		models:    modelInformer.Lister(),
 		queue:     common.NewQueue(Name),
 		metrics:   metrics,
+		deps:      d,
 		config:    config,
 		// Deployments, Services and autoscalers have deterministic names, so
 		// they need no expectations: a repeated create meets AlreadyExists.
@@ -136,40 +111,28 @@ func NewController(
 		Services:    children[0],
 		Deployments: children[1],
 		HPAs:        children[2],
-		Forget:      func(key string) { config.Admission.Forget(serviceKind, key) },
+		Forget:      func(key string) { d.Admission.Forget(serviceKind, key) },
 	}
 	c.reports = c.syncer.EdgeReports(Name,
 		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
 		func() time.Time { return c.now() }, metrics)
-	if err := jiInformer.Informer().AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
-		return nil, fmt.Errorf("adding service indexers: %w", err)
+	if err := common.IndexByModel(jiInformer.Informer()); err != nil {
+		return nil, err
 	}
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jiInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: deploymentInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: hpaInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
-		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jiIndexer, byModel, c.queue.Add)},
+		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jiIndexer, common.ByModel, c.queue.Add)},
 	); err != nil {
 		return nil, err
 	}
-	c.synced = append(c.synced, config.Admission.Watch(serviceKind, c.queue.Add))
+	c.synced = append(c.synced, d.Admission.Watch(serviceKind, c.queue.Add))
 	return c, nil
 }
 
 // Run processes services with workers goroutines until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
-}
-
-// indexModels keys a service by the namespace/name of each Model it names.
-func indexModels(obj any) ([]string, error) {
-	ji, ok := obj.(*sednav1.JointInferenceService)
-	if !ok {
-		return nil, nil
-	}
-	return []string{
-		ji.Namespace + "/" + ji.Spec.EdgeWorker.Model.Name,
-		ji.Namespace + "/" + ji.Spec.CloudWorker.Model.Name,
-	}, nil
 }

@@ -67,7 +67,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// already (a Model deleted later) keep running on what they have, and
 	// a service that asks no more holds no place in its namespace's queue.
 	if len(missing) > 0 {
-		c.config.Admission.Forget(serviceKind, key)
+		c.deps.Admission.Forget(serviceKind, key)
 	}
 	if len(missing) == 0 {
 		edge, cloud, err := c.desiredWorkers(ji, refs)
@@ -145,14 +145,14 @@ func (c *Controller) manageChildren(ctx context.Context, key string, ji *sednav1
 		if !haveService {
 			charge.Objects = append(charge.Objects, admission.Service)
 		}
-		d, err := c.config.Admission.Admit(ctx, admission.Request{Kind: serviceKind, Key: key, Owner: ji,
+		d, err := c.deps.Admission.Admit(ctx, admission.Request{Kind: serviceKind, Key: key, Owner: ji,
 			PriorityClassName: class, Charge: charge})
 		if err != nil {
 			return nil, err
 		}
 		decision = &d
 		if d.Admitted {
-			defer c.config.Admission.Done(serviceKind, key)
+			defer c.deps.Admission.Done(serviceKind, key)
 		}
 	}
 	waiting := !decision.Admitted

@@ -36,6 +36,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 const (
@@ -50,7 +51,10 @@ const (
 	key         = ns + "/" + jiName
 )
 
-var testConfig = Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}
+var testConfig = Config{}
+
+// testWorker is what workers are told of their LocalController and data.
+var testWorker = kinds.Worker{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}
 
 // exampleObjects decodes examples/jointinferenceservice: the service and its
 // two Models, in namespace ns.
@@ -131,9 +135,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	si := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	v1 := si.Sedna().V1alpha1()
-	c, err := NewController(t.Context(), f.kube, f.sedna, v1.JointInferenceServices(), v1.Models(),
-		ki.Apps().V1().Deployments(), ki.Core().V1().Services(), ki.Autoscaling().V2().HorizontalPodAutoscalers(),
-		f.recorder, nil, testConfig)
+	c, err := NewController(t.Context(), kinds.Deps{Kube: f.kube, Client: f.sedna, KubeInformers: ki, Informers: si,
+		Recorder: f.recorder, Worker: testWorker}, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -881,7 +884,7 @@ func TestModelWakesServicesThatNameIt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ji, _ := exampleObjects(t)
 			f := newFixture(t, ji)
-			common.ReferenceHandler(f.c.jiIndexer, byModel, f.c.queue.Add).OnAdd(&sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: tc.model, Namespace: tc.namespace}}, false)
+			common.ReferenceHandler(f.c.jiIndexer, common.ByModel, f.c.queue.Add).OnAdd(&sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: tc.model, Namespace: tc.namespace}}, false)
 			var got []string
 			for f.c.queue.Len() > 0 {
 				k, _ := f.c.queue.Get()

@@ -91,7 +91,7 @@ func (c *Controller) desiredWorkers(ji *sednav1.JointInferenceService, refs refe
 func (c *Controller) baseEnv(ji *sednav1.JointInferenceService, model *sednav1.Model) []corev1.EnvVar {
 	env := common.BaseEnv{
 		Owner: ji, Service: true, Model: model,
-		LogLevel: c.config.LogLevel, DataPathPrefix: c.config.DataPathPrefix, LocalController: c.config.LocalController,
+		LogLevel: c.deps.Worker.LogLevel, DataPathPrefix: c.deps.Worker.DataPathPrefix, LocalController: c.deps.Worker.LocalController,
 	}.Env()
 	return append(env, common.CredentialEnv(model.Spec.CredentialName)...)
 }
@@ -107,7 +107,7 @@ func (c *Controller) worker(ji *sednav1.JointInferenceService, role string, temp
 		Env:            env,
 		SednaEnv:       sednaEnv,
 		HostPaths:      []string{model.Spec.URL},
-		DataPathPrefix: c.config.DataPathPrefix,
+		DataPathPrefix: c.deps.Worker.DataPathPrefix,
 	}
 	hash, err := common.Hash(w.Role, w.Template, w.Env, w.HostPaths, w.DataPathPrefix)
 	if err != nil {

@@ -8,17 +8,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Defaults of Config.
@@ -27,35 +23,21 @@ const (
 	DefaultHistoryLimit  = 10
 )
 
-// Config is what the GlobalManager's flags set for every learning-cycle job.
+// Config is what the GlobalManager's flags set for every learning-cycle
+// job, beside what every kind shares (kinds.Deps).
 type Config struct {
-	// LocalController is how workers reach their node's LocalController
-	// (LC_SERVER).
-	LocalController common.LCAddress
-	// LogLevel is the workers' LOG_LEVEL.
-	LogLevel string
-	// DataPathPrefix is where node paths appear inside workers (DATA_PATH_PREFIX).
-	DataPathPrefix string
 	// StageAttempts is how many tries a stage gets before the job fails
 	// (DefaultStageAttempts when 0).
 	StageAttempts int32
 	// HistoryLimit is how many finished rounds status.history keeps
 	// (DefaultHistoryLimit when 0).
 	HistoryLimit int
-	// ChildEventBatchPeriod is how long pod events of a job are gathered
-	// into one sync.
-	ChildEventBatchPeriod time.Duration
-	// Admission admits each stage's pod against the namespace's
-	// ResourceQuotas before it is made; nil admits all.
-	Admission *admission.Manager
 }
 
-// Indexes of jobs by what they reference, so a Model or Dataset that appears
-// wakes exactly the jobs that wait for it.
-const (
-	byModel   = "model"
-	byDataset = "dataset"
-)
+// byDataset indexes jobs by the Dataset they name, so a Dataset that
+// appears wakes exactly the jobs that wait for it (common.ByModel does so
+// for Models).
+const byDataset = "dataset"
 
 // Controller reconciles the jobs of one learning-cycle kind: it runs the
 // cycle's workers and moves the cycle on their pods' phases (Sync) and on the
@@ -74,6 +56,7 @@ type Controller[J Job[J]] struct {
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
+	deps    kinds.Deps
 	config  Config
 
 	children *common.Children
@@ -81,19 +64,14 @@ type Controller[J Job[J]] struct {
 	Clock func() time.Time
 }
 
-// Informers are the informers a learning-cycle controller watches; Jobs is
-// the informer of the kind's jobs.
-type Informers struct {
-	Jobs     cache.SharedIndexInformer
-	Models   sednainformers.ModelInformer
-	Datasets sednainformers.DatasetInformer
-	Pods     coreinformers.PodInformer
-}
-
 // New wires a controller of the jobs of kind gvk (named name in logs,
-// metrics and the queue) to its informers; it starts nothing.
-func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeClient kubernetes.Interface,
-	informers Informers, recorder record.EventRecorder, metrics *common.Metrics, config Config) (*Controller[J], error) {
+// metrics and the queue), whose informer is jobs, to its informers; it
+// starts nothing. A Deps' Admission admits each stage's pod against the
+// namespace's ResourceQuotas before it is made.
+func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kinds.Deps, jobs cache.SharedIndexInformer, config Config) (*Controller[J], error) {
+	recorder, metrics := d.Recorder, d.Metrics
+	models, datasets := d.Informers.Sedna().V1alpha1().Models(), d.Informers.Sedna().V1alpha1().Datasets()
+	pods := d.KubeInformers.Core().V1().Pods()
 	if config.StageAttempts <= 0 {
 		config.StageAttempts = DefaultStageAttempts
 	}
@@ -106,16 +84,17 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		gvk:        gvk,
 		resource:   sednav1.Resource(strings.ToLower(gvk.Kind) + "s"),
 		kind:       kind,
-		jobIndexer: informers.Jobs.GetIndexer(),
-		models:     informers.Models.Lister(),
-		datasets:   informers.Datasets.Lister(),
+		jobIndexer: jobs.GetIndexer(),
+		models:     models.Lister(),
+		datasets:   datasets.Lister(),
 		queue:      common.NewQueue(name),
 		metrics:    metrics,
+		deps:       d,
 		config:     config,
-		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: name},
+		children:   &common.Children{Client: d.Kube, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: name},
 		Clock:      time.Now,
 	}
-	children, err := common.IndexChildren(informers.Pods.Informer())
+	children, err := common.IndexChildren(pods.Informer())
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +107,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 		Recorder:     recorder,
 		Expectations: exp,
 		Pods:         children[0],
-		Forget:       func(key string) { config.Admission.Forget(gvk, key) },
+		Forget:       func(key string) { d.Admission.Forget(gvk, key) },
 	}
 	c.reports = c.syncer.EdgeReports(name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
@@ -146,22 +125,24 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], kubeC
 			return keys, nil
 		}
 	}
-	if err := informers.Jobs.AddIndexers(cache.Indexers{
-		byModel:   index(func(s Spec) []string { return s.Models }),
+	if err := common.IndexByModel(jobs); err != nil {
+		return nil, err
+	}
+	if err := jobs.AddIndexers(cache.Indexers{
 		byDataset: index(func(s Spec) []string { return []string{s.Dataset} }),
 	}); err != nil {
 		return nil, fmt.Errorf("adding job indexers: %w", err)
 	}
-	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
+	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(
-		common.Handler{Informer: informers.Jobs, Handler: common.OwnerHandler(c.queue.Add)},
-		common.Handler{Informer: informers.Pods.Informer(), Handler: common.PodHandler(gvk, exp, batched)},
-		common.Handler{Informer: informers.Models.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byModel, c.queue.Add)},
-		common.Handler{Informer: informers.Datasets.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
+		common.Handler{Informer: jobs, Handler: common.OwnerHandler(c.queue.Add)},
+		common.Handler{Informer: pods.Informer(), Handler: common.PodHandler(gvk, exp, batched)},
+		common.Handler{Informer: models.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, common.ByModel, c.queue.Add)},
+		common.Handler{Informer: datasets.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
 	); err != nil {
 		return nil, err
 	}
-	c.synced = append(c.synced, config.Admission.Watch(gvk, c.queue.Add))
+	c.synced = append(c.synced, d.Admission.Watch(gvk, c.queue.Add))
 	return c, nil
 }
 

@@ -17,11 +17,11 @@ const LabelRound = "nereid.io/round"
 // workerPod builds the pod of a worker of the round st describes, from the
 // current spec's template for role.
 func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role Role, name string) (*corev1.Pod, error) {
-	prefix := c.config.DataPathPrefix
+	prefix := c.deps.Worker.DataPathPrefix
 	local := func(url string) string { return common.ContainerPath(url, prefix) }
 	env := common.BaseEnv{
 		Owner: job, Worker: name,
-		LogLevel: c.config.LogLevel, DataPathPrefix: prefix, LocalController: c.config.LocalController,
+		LogLevel: c.deps.Worker.LogLevel, DataPathPrefix: prefix, LocalController: c.deps.Worker.LocalController,
 	}.Env()
 	var hostPaths []string
 	var template *corev1.PodTemplateSpec

@@ -42,7 +42,7 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 		if !st.Finished() {
 			errs = append(errs, c.manageWorkers(ctx, key, job, m, pods, satisfied))
 		} else {
-			c.config.Admission.Forget(c.gvk, key)
+			c.deps.Admission.Forget(c.gvk, key)
 		}
 		if satisfied {
 			errs = append(errs, c.deleteStale(ctx, key, job, &st, pods))
@@ -69,7 +69,7 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 	m.events = append(m.events, events...)
 	if len(missing) > 0 {
 		// A job that asks no more holds no place in its namespace's queue.
-		c.config.Admission.Forget(c.gvk, key)
+		c.deps.Admission.Forget(c.gvk, key)
 		return nil
 	}
 	st := m.st
@@ -102,7 +102,7 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 func (c *Controller[J]) createAdmitted(ctx context.Context, key string, job J, m *machine, pod *corev1.Pod) (bool, error) {
 	req := admission.Request{Kind: c.gvk, Key: key, Owner: job, PriorityClassName: pod.Spec.PriorityClassName,
 		Charge: admission.Charge{Pods: []*corev1.Pod{pod}}}
-	d, err := c.config.Admission.Admit(ctx, req)
+	d, err := c.deps.Admission.Admit(ctx, req)
 	if err != nil {
 		return false, err
 	}
@@ -112,7 +112,7 @@ func (c *Controller[J]) createAdmitted(ctx context.Context, key string, job J, m
 	if !d.Admitted {
 		return false, nil
 	}
-	_, undone, err := c.config.Admission.CreatePods(ctx, c.children, req)
+	_, undone, err := c.deps.Admission.CreatePods(ctx, c.children, req)
 	m.events = append(m.events, undone...)
 	return undone == nil, err
 }

@@ -19,7 +19,6 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle/cycletest"
 )
@@ -32,7 +31,7 @@ const (
 )
 
 var testConfig = Config{
-	Config:   learningcycle.Config{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"},
+	Config:   learningcycle.Config{},
 	KBServer: "http://kb.example:9020",
 }
 
@@ -54,9 +53,7 @@ func newFixture(t *testing.T, job *sednav1.LifelongLearningJob) *cycletest.Fixtu
 	t.Helper()
 	build := func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
 		si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
-		v1 := si.Sedna().V1alpha1()
-		return NewController(ctx, kube, sedna, v1.LifelongLearningJobs(), v1.Models(), v1.Datasets(),
-			ki.Core().V1().Pods(), recorder, nil, testConfig)
+		return NewController(ctx, cycletest.Deps(kube, sedna, ki, si, recorder), testConfig)
 	}
 	dataset := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "lifelong-dataset", Namespace: ns},
 		Spec: sednav1.DatasetSpec{URL: "/data/atcii/trainData.csv", Format: "csv", NodeName: node}}

@@ -47,9 +47,9 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Name is the controller's name in logs, metrics and events.
@@ -60,15 +60,6 @@ const Finalizer = "nereid.io/model-protection"
 
 // ConditionDeletionBlocked says a deleted Model waits for the jobs that name it.
 const ConditionDeletionBlocked = "DeletionBlocked"
-
-// byModel indexes jobs by the namespace/name of each Model they name.
-const byModel = "nereid.io/model-protection"
-
-// namer is a job kind that names Models.
-type namer interface {
-	metav1.Object
-	ModelNames() []string
-}
 
 // Controller adds and removes the protection finalizer.
 type Controller struct {
@@ -91,17 +82,18 @@ type Controller struct {
 type userIndex struct {
 	kind    string
 	indexer cache.Indexer
-	list    liveLister
+	list    pageLister
 }
 
-// liveLister lists, from the API server, the names of a kind's jobs in
-// namespace ns that name each of models, by Model.
-type liveLister func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error)
+// pageLister lists a page of a kind's jobs in a namespace from the API
+// server, and the token of the next page (kinds.Kind's ListNamingModels).
+type pageLister func(ctx context.Context, namespace string, opts metav1.ListOptions) ([]metav1.Object, string, error)
 
-// NewController watches Models and the job kinds that name them.
-func NewController(ctx context.Context, client sednaclient.Interface, models sednainformers.ModelInformer,
-	federated sednainformers.FederatedLearningJobInformer, joint sednainformers.JointInferenceServiceInformer,
-	incremental sednainformers.IncrementalLearningJobInformer, recorder record.EventRecorder, metrics *common.Metrics) (*Controller, error) {
+// NewController watches Models and the jobs of every kind of d.Kinds that
+// names them.
+func NewController(_ context.Context, d kinds.Deps) (*Controller, error) {
+	client, recorder, metrics := d.Client, d.Recorder, d.Metrics
+	models := d.Informers.Sedna().V1alpha1().Models()
 	c := &Controller{
 		client:   client,
 		models:   models.Lister(),
@@ -114,26 +106,20 @@ func NewController(ctx context.Context, client sednaclient.Interface, models sed
 		pending:  map[string]map[string]bool{},
 	}
 	handlers := []common.Handler{{Informer: models.Informer(), Handler: common.OwnerHandler(c.queue.Add)}}
-	v1 := client.SednaV1alpha1()
-	for kind, u := range map[string]struct {
-		inf  cache.SharedIndexInformer
-		list liveLister
-	}{
-		sednav1.FederatedLearningJobKind.Kind: {federated.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
-			return listNaming(ctx, models, v1.FederatedLearningJobs(ns).List, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
-		}},
-		sednav1.JointInferenceServiceKind.Kind: {joint.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
-			return listNaming(ctx, models, v1.JointInferenceServices(ns).List, func(l *sednav1.JointInferenceServiceList) []namer { return namers(l.Items) })
-		}},
-		sednav1.IncrementalLearningJobKind.Kind: {incremental.Informer(), func(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
-			return listNaming(ctx, models, v1.IncrementalLearningJobs(ns).List, func(l *sednav1.IncrementalLearningJobList) []namer { return namers(l.Items) })
-		}},
-	} {
-		if err := u.inf.AddIndexers(cache.Indexers{byModel: indexModels}); err != nil {
-			return nil, fmt.Errorf("adding %s index: %w", kind, err)
+	for _, k := range d.Kinds {
+		if k.ListNamingModels == nil {
+			continue
 		}
-		c.users = append(c.users, userIndex{kind: kind, indexer: u.inf.GetIndexer(), list: u.list})
-		handlers = append(handlers, common.Handler{Informer: u.inf, Handler: c.jobHandler()})
+		inf := k.Informer(d.Informers)
+		if err := common.IndexByModel(inf); err != nil {
+			return nil, fmt.Errorf("%s: %w", k.GVK.Kind, err)
+		}
+		list := k.ListNamingModels
+		c.users = append(c.users, userIndex{kind: k.GVK.Kind, indexer: inf.GetIndexer(),
+			list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+				return list(ctx, client, ns, opts)
+			}})
+		handlers = append(handlers, common.Handler{Informer: inf, Handler: c.jobHandler()})
 	}
 	sort.Slice(c.users, func(i, j int) bool { return c.users[i].kind < c.users[j].kind })
 	var err error
@@ -156,18 +142,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return errors.Join(err, <-lists)
 }
 
-func indexModels(obj any) ([]string, error) {
-	job, ok := obj.(namer)
-	if !ok {
-		return nil, nil
-	}
-	var keys []string
-	for _, m := range job.ModelNames() {
-		keys = append(keys, job.GetNamespace()+"/"+m)
-	}
-	return keys, nil
-}
-
 // jobHandler enqueues the Models a job names when it comes or goes, and
 // those it named and names when a change changes which: a job that stops
 // naming a Model may release it. Other changes, status writes above all,
@@ -178,8 +152,7 @@ func (c *Controller) jobHandler() cache.ResourceEventHandler {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		keys, _ := indexModels(obj)
-		for _, k := range keys {
+		for _, k := range common.ModelKeys(obj) {
 			c.queue.Add(k)
 		}
 	}
@@ -197,18 +170,17 @@ func (c *Controller) jobHandler() cache.ResourceEventHandler {
 
 // sameModels reports whether two versions of a job name the same Models.
 func sameModels(oldObj, newObj any) bool {
-	a, _ := indexModels(oldObj)
-	b, _ := indexModels(newObj)
+	a, b := common.ModelKeys(oldObj), common.ModelKeys(newObj)
 	slices.Sort(a)
 	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b))
+	return slices.Equal(a, b)
 }
 
 // usersOf are the jobs naming the Model key, as "Kind namespace/name", sorted.
 func (c *Controller) usersOf(key string) ([]string, error) {
 	var users []string
 	for _, u := range c.users {
-		objs, err := u.indexer.ByIndex(byModel, key)
+		objs, err := u.indexer.ByIndex(common.ByModel, key)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s naming %s: %w", u.kind, key, err)
 		}
@@ -230,7 +202,7 @@ func (c *Controller) usersOf(key string) ([]string, error) {
 func (c *Controller) liveUsersOf(ctx context.Context, ns string, models map[string]bool) (map[string][]string, error) {
 	users := map[string][]string{}
 	for _, u := range c.users {
-		names, err := u.list(ctx, ns, models)
+		names, err := listNaming(ctx, models, ns, u.list)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s in namespace %s: %w", u.kind, ns, err)
 		}
@@ -249,42 +221,28 @@ func (c *Controller) liveUsersOf(ctx context.Context, ns string, models map[stri
 // listPage is how many jobs a live list reads a request.
 const listPage = 500
 
-// listNaming lists a kind's jobs with list, a page at a time, and returns
-// the names of those that name each of models, by Model; only one page is
-// held at a time.
-func listNaming[L interface{ GetContinue() string }](ctx context.Context, models map[string]bool, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []namer) (map[string][]string, error) {
+// listNaming lists a kind's jobs in ns with list, a page at a time, and
+// returns the names of those that name each of models, by Model; only one
+// page is held at a time.
+func listNaming(ctx context.Context, models map[string]bool, ns string, list pageLister) (map[string][]string, error) {
 	names := map[string][]string{}
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
-		l, err := list(ctx, opts)
+		items, next, err := list(ctx, ns, opts)
 		if err != nil {
 			return nil, err
 		}
-		for _, j := range items(l) {
-			named := j.ModelNames()
-			slices.Sort(named)
-			for _, m := range slices.Compact(named) {
-				if models[m] {
+		for _, j := range items {
+			for _, key := range common.ModelKeys(j) {
+				if _, m, _ := strings.Cut(key, "/"); models[m] {
 					names[m] = append(names[m], j.GetName())
 				}
 			}
 		}
-		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+		if opts.Continue = next; opts.Continue == "" {
 			return names, nil
 		}
 	}
-}
-
-// namers are pointers to jobs, as namers.
-func namers[J any, P interface {
-	*J
-	namer
-}](jobs []J) []namer {
-	out := make([]namer, len(jobs))
-	for i := range jobs {
-		out[i] = P(&jobs[i])
-	}
-	return out
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 func TestModelProtection(t *testing.T) {
@@ -156,10 +157,9 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *fake
 	t.Helper()
 	client := fake.NewSimpleClientset(objs...)
 	factory := sednainformers.NewSharedInformerFactory(client, 0)
-	v1 := factory.Sedna().V1alpha1()
 	recorder := record.NewFakeRecorder(10)
-	c, err := NewController(t.Context(), client, v1.Models(), v1.FederatedLearningJobs(), v1.JointInferenceServices(),
-		v1.IncrementalLearningJobs(), recorder, common.NewMetrics(prometheus.NewRegistry()))
+	c, err := NewController(t.Context(), kinds.Deps{Client: client, Informers: factory, Recorder: recorder,
+		Metrics: common.NewMetrics(prometheus.NewRegistry()), Kinds: kinds.All()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,13 +262,14 @@ func TestLiveListsReadEveryPage(t *testing.T) {
 		"p2": {Items: []sednav1.FederatedLearningJob{job("b", "m")}},
 	}
 	var limits []int64
-	got, err := listNaming(t.Context(), map[string]bool{"m": true}, func(_ context.Context, o metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
+	got, err := listNaming(t.Context(), map[string]bool{"m": true}, "ns", func(_ context.Context, _ string, o metav1.ListOptions) ([]metav1.Object, string, error) {
 		limits = append(limits, o.Limit)
 		if len(limits) > 3 {
-			return nil, errors.New("listed past the last page")
+			return nil, "", errors.New("listed past the last page")
 		}
-		return pages[o.Continue], nil
-	}, func(l *sednav1.FederatedLearningJobList) []namer { return namers(l.Items) })
+		page := pages[o.Continue]
+		return kinds.Objects(page.Items), page.Continue, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,16 +14,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nereid-ml/nereid/internal/fakeapi"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // Namespace of the objects of the tests.
@@ -299,4 +303,12 @@ func Worker(ownerKind edgeproto.OwnerKind, job, worker string, stage edgeproto.S
 func itoa(n int32) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// Deps are the dependencies a controller under test is built from: the
+// fakes and their informers, workers told of a LocalController on port 9100
+// and data under /home/data.
+func Deps(kube kubernetes.Interface, client nereidclient.Interface, ki kubeinformers.SharedInformerFactory, si sednainformers.SharedInformerFactory, recorder record.EventRecorder) kinds.Deps {
+	return kinds.Deps{Kube: kube, Client: client, KubeInformers: ki, Informers: si, Recorder: recorder,
+		Worker: kinds.Worker{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}}
 }

@@ -1,0 +1,238 @@
+// Package register puts DIJob in the GlobalManager's table of kinds: the
+// controller, the allocator that places its replicas and the replicas API
+// its workers call, built from the DIJob flags. It is apart from package
+// dijob because the replicas API reads the controller's names and ranks.
+package register
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/internal/command"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/diserver"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
+)
+
+// flags are the GlobalManager's flags of DIJobs.
+type flags struct {
+	serverURL, serverAddress, serverCert, serverKey, serverTLSSecret, serverAudiences string
+	clusterDomain, allocatorPolicy                                                    string
+	edgeLinkGrace, allocatorPeriod                                                    time.Duration
+}
+
+func (f *flags) add(fs *flag.FlagSet) {
+	fs.StringVar(&f.serverURL, "di-server-url", "",
+		"DI_SERVER_URL put into every DIJob pod: where its workers reach the replicas HTTP API (the Service in front of --di-server-address). Empty leaves it unset.")
+	fs.StringVar(&f.serverAddress, "di-server-address", "",
+		"Address of the DIJob replicas HTTP API (DI-orchestrator's routes: GET/POST/DELETE /v2alpha1/job/<namespace>.<name>/replicas, POST .../profilings). "+
+			"Callers present a ServiceAccount token: allowed when they may update the DIJob, or when the token is bound to a pod of the job. Empty serves no API.")
+	fs.StringVar(&f.serverCert, "di-server-cert-file", "",
+		"Serving certificate (PEM) of the replicas API; with --di-server-key-file it serves HTTPS. Empty serves plain HTTP: put it behind a network that carries tokens safely.")
+	fs.StringVar(&f.serverKey, "di-server-key-file", "",
+		"Private key of --di-server-cert-file (PEM).")
+	fs.StringVar(&f.serverTLSSecret, "di-server-tls-secret", "",
+		"Secret in --edge-namespace holding a serving certificate the GlobalManager makes itself for the replicas API, and its CA: generated the first time, "+
+			"reissued from the same CA when it nears expiry or lacks the host of --di-server-url. The API then serves HTTPS, and every DIJob pod gets the CA "+
+			"(the file DI_SERVER_CA_FILE names). --di-server-cert-file, when given, wins.")
+	fs.StringVar(&f.serverAudiences, "di-server-token-audiences", "",
+		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience. "+
+			"Every DIJob pod gets a token of its ServiceAccount for the first one, bound to the pod (the file DI_SERVER_TOKEN_FILE names).")
+	fs.DurationVar(&f.edgeLinkGrace, "edge-link-grace", dijob.DefaultEdgeLinkGrace,
+		"How long a DIJob replica on an edge node whose link is down (its Lease in --edge-namespace says so) is counted as running: a failed or unknown phase "+
+			"seen meanwhile neither restarts the job nor counts it lost, and its pod tolerates the node's unreachable and not-ready taints that long before eviction.")
+	fs.StringVar(&f.allocatorPolicy, "allocator", "pack-and-spread",
+		"How DIJob replicas are placed: pack-and-spread (the GlobalManager places each new job whole or not at all, packing learners, evaluators and tasks of type none, "+
+			"spreading collectors, edge nodes a pool of their own; it caches every Node and every Pod of the cluster, slimmed, to know what is free) "+
+			"or none (the Kubernetes scheduler places each pod on its own).")
+	fs.DurationVar(&f.allocatorPeriod, "allocator-period", time.Minute,
+		"How often the allocator considers again the preemptible DIJobs (spec.preemptible) and moves those it can place strictly better.")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local",
+		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
+}
+
+func (f *flags) validate() error {
+	var errs []error
+	if f.allocatorPolicy != "pack-and-spread" && f.allocatorPolicy != "none" {
+		errs = append(errs, fmt.Errorf("--allocator %q: want pack-and-spread or none", f.allocatorPolicy))
+	}
+	if (f.serverCert == "") != (f.serverKey == "") {
+		errs = append(errs, errors.New("--di-server-cert-file and --di-server-key-file go together"))
+	}
+	if f.serverTLSSecret != "" {
+		if msgs := validation.IsDNS1123Subdomain(f.serverTLSSecret); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--di-server-tls-secret %q: %s", f.serverTLSSecret, strings.Join(msgs, "; ")))
+		}
+		if u, err := url.Parse(f.serverURL); f.serverCert == "" && (err != nil || u.Scheme != "https" || u.Hostname() == "") {
+			errs = append(errs, fmt.Errorf("--di-server-tls-secret needs --di-server-url of the form https://<host>:<port> (its host goes into the certificate), not %q", f.serverURL))
+		}
+	}
+	if f.edgeLinkGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--edge-link-grace %s: want a positive duration", f.edgeLinkGrace))
+	}
+	if f.allocatorPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", f.allocatorPeriod))
+	}
+	return errors.Join(errs...)
+}
+
+func init() {
+	f := &flags{}
+	kinds.Register(&kinds.Kind{
+		GVK: div2.DIJobKind, Resource: "dijobs",
+		Informer: func(inf nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return inf.Diengine().V2alpha1().DIJobs().Informer()
+		},
+		// A cluster switched from Sedna in place may have only sedna.io's CRDs.
+		Optional: true,
+		Controller: &kinds.Controller{
+			Workers:  16,
+			AddFlags: f.add,
+			Validate: f.validate,
+			New:      f.build,
+		},
+	})
+}
+
+// runner runs the DIJob controller and, when asked, the replicas API.
+type runner struct {
+	controller *dijob.Controller
+	api        *diserver.Server
+	address    string
+	tls        *tls.Config
+	// usage is the allocator's cache of every pod and node, started by the
+	// first DIJob synced.
+	usage kubeinformers.SharedInformerFactory
+}
+
+// build builds the controller, its allocator and the replicas API from the
+// flags.
+func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
+	r := &runner{address: f.serverAddress}
+	cfg := dijob.Config{
+		ServerURL: f.serverURL, ServerTokenAudience: firstOf(command.SplitList(f.serverAudiences)),
+		ClusterDomain: f.clusterDomain, EdgeLinkGrace: f.edgeLinkGrace,
+		Links: edgehub.Links{Client: d.Kube, Namespace: d.EdgeNamespace},
+	}
+	// The allocator must see every pod and node of the cluster, not only
+	// Nereid's children: a cache of its own, of slimmed pods and nodes,
+	// started by the first DIJob synced.
+	if f.allocatorPolicy != "none" {
+		r.usage = kubeinformers.NewSharedInformerFactoryWithOptions(d.Kube, 0, kubeinformers.WithTransform(allocator.Slim))
+		nodes, pods := r.usage.Core().V1().Nodes(), r.usage.Core().V1().Pods()
+		cfg.Allocation = &dijob.Allocation{
+			Policy: allocator.PackAndSpread{}, Nodes: nodes.Lister(), Pods: pods.Lister(), Period: f.allocatorPeriod,
+			Start:  func() { r.usage.Start(ctx.Done()) },
+			Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
+		}
+	}
+	// The replicas API's certificate comes before the pods that get its CA.
+	if f.serverAddress != "" {
+		var err error
+		if r.tls, cfg.ServerCA, err = f.serverTLS(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if r.controller, err = dijob.NewController(d, cfg); err != nil {
+		return nil, fmt.Errorf("building the DIJob controller: %w", err)
+	}
+	if f.serverAddress != "" {
+		pods, err := common.IndexChildren(d.KubeInformers.Core().V1().Pods().Informer())
+		if err != nil {
+			return nil, fmt.Errorf("building the replicas API: %w", err)
+		}
+		r.api = diserver.New(diserver.Config{
+			Kube: d.Kube, DI: d.Client, Jobs: d.Informers.Diengine().V2alpha1().DIJobs().Lister(),
+			Pods: pods[0], Audiences: command.SplitList(f.serverAudiences), Registerer: d.Registerer,
+		})
+	}
+	return r, nil
+}
+
+// Run runs the controller and the replicas API until ctx is done or either
+// fails.
+func (r *runner) Run(ctx context.Context, workers int) error {
+	if r.usage != nil {
+		defer r.usage.Shutdown()
+	}
+	if r.api == nil {
+		return r.controller.Run(ctx, workers)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		err := r.serve(ctx)
+		cancel()
+		served <- err
+	}()
+	err := r.controller.Run(ctx, workers)
+	cancel()
+	return errors.Join(err, <-served)
+}
+
+// serve serves the replicas API on --di-server-address until ctx is done,
+// over HTTPS when r.tls is set.
+func (r *runner) serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", r.address)
+	if err != nil {
+		return fmt.Errorf("listening on --di-server-address %s: %w", r.address, err)
+	}
+	klog.FromContext(ctx).Info("Serving the DIJob replicas API", "address", ln.Addr().String(), "tls", r.tls != nil)
+	return r.api.Serve(ctx, ln, r.tls)
+}
+
+// serverTLS is the replicas API's TLS configuration and the CA DIJob pods
+// verify it with: from --di-server-cert-file (no CA for the pods: the
+// certificate's issuer is the operator's), from the Secret
+// --di-server-tls-secret (made the first time), or nil for plain HTTP.
+func (f *flags) serverTLS(ctx context.Context, d kinds.Deps) (*tls.Config, []byte, error) {
+	var cert tls.Certificate
+	var ca []byte
+	var err error
+	switch {
+	case f.serverCert != "":
+		if cert, err = tls.LoadX509KeyPair(f.serverCert, f.serverKey); err != nil {
+			return nil, nil, fmt.Errorf("loading --di-server-cert-file: %w", err)
+		}
+	case f.serverTLSSecret != "":
+		u, _ := url.Parse(f.serverURL) // validated
+		cert, ca, err = selfcert.Secret{
+			Client: d.Kube, Namespace: d.EdgeNamespace, Name: f.serverTLSSecret, Hostnames: []string{u.Hostname()}, Subject: "nereid-di-server",
+			Own: func(m *metav1.ObjectMeta) bool { return edgehub.OwnedBy(m, d.Owner()) },
+		}.Certificate(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the replicas API's certificate (--di-server-tls-secret): %w", err)
+		}
+	default:
+		return nil, nil, nil
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ca, nil
+}
+
+func firstOf(list []string) string {
+	if len(list) == 0 {
+		return ""
+	}
+	return list[0]
+}

@@ -1,0 +1,43 @@
+package lifelonglearning
+
+import (
+	"context"
+	"flag"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+)
+
+func init() {
+	var kbServer string
+	kinds.Register(&kinds.Kind{
+		GVK: sednav1.LifelongLearningJobKind, Resource: "lifelonglearningjobs",
+		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Sedna().V1alpha1().LifelongLearningJobs().Informer()
+		},
+		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
+			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
+				_, err := c.SednaV1alpha1().LifelongLearningJobs(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.LifelongLearningJob), metav1.UpdateOptions{})
+				return err
+			}},
+		AdoptsSednaChildren: true,
+		Controller: &kinds.Controller{
+			Workers: 4,
+			AddFlags: func(fs *flag.FlagSet) {
+				learningcycle.AddFlags(fs)
+				fs.StringVar(&kbServer, "kb-server", "",
+					"Knowledge base server put into lifelong learning workers' KB_SERVER; empty leaves it unset.")
+			},
+			Validate: learningcycle.ValidateFlags,
+			New: func(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
+				return NewController(ctx, d, Config{Config: learningcycle.FlagConfig(), KBServer: kbServer})
+			},
+		},
+	})
+}

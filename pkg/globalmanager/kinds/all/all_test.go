@@ -1,0 +1,74 @@
+package all_test
+
+import (
+	"flag"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/scheme"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
+)
+
+// The table holds every kind the GlobalManager serves, each as the rest of
+// it needs: the flags operators and the chart pass keep their names, each
+// kind the hub sends keeps a condition list the hub can write, each kind
+// the Model protection lists names Models.
+func TestTheTableHoldsEveryKindAsTheGlobalManagerNeedsIt(t *testing.T) {
+	table := kinds.All()
+	var got []string
+	for _, k := range table {
+		got = append(got, k.GVK.Kind)
+	}
+	want := []string{"DIJob", "Dataset", "FederatedLearningJob", "IncrementalLearningJob", "JointInferenceService", "LifelongLearningJob", "Model"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the table holds %v, want %v", got, want)
+	}
+	fs := flag.NewFlagSet("globalmanager", flag.ContinueOnError)
+	kinds.AddFlags(fs, table)
+	for _, name := range []string{
+		"federatedlearningjob-workers", "jointinferenceservice-workers", "incrementallearningjob-workers", "lifelonglearningjob-workers",
+		"dijob-workers", "model-workers", "aggregation-port", "stage-attempts", "cycle-history-limit", "kb-server",
+		"di-server-url", "di-server-address", "di-server-cert-file", "di-server-key-file", "di-server-tls-secret", "di-server-token-audiences",
+		"edge-link-grace", "allocator", "allocator-period", "cluster-domain",
+	} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("no flag --%s", name)
+		}
+	}
+	if errs := kinds.Validate(table); len(errs) != 0 {
+		t.Errorf("the flags' defaults do not validate: %v", errs)
+	}
+	for _, k := range table {
+		obj, err := scheme.Scheme.New(k.GVK)
+		if err != nil {
+			t.Errorf("%s: %v", k.GVK.Kind, err)
+			continue
+		}
+		if k.Informer == nil || k.Resource == "" {
+			t.Errorf("%s: no informer or resource", k.GVK.Kind)
+		}
+		if k.Edge != nil {
+			_, meta := obj.(interface{ MetaConditions() *[]metav1.Condition })
+			_, job := obj.(interface {
+				ConditionList() *[]sednav1.JobCondition
+			})
+			if meta == job || k.Edge.UpdateStatus == nil {
+				t.Errorf("%s travels to the edge but keeps no condition list the hub writes, or has no status writer", k.GVK.Kind)
+			}
+		}
+		_, names := obj.(interface{ ModelNames() []string })
+		if names != (k.ListNamingModels != nil) {
+			t.Errorf("%s: names Models %v, listed for the Model protection %v", k.GVK.Kind, names, k.ListNamingModels != nil)
+		}
+		if adopts := k.AdoptsSednaChildren; adopts != (k.GVK.Group == sednav1.GroupName && k.Controller != nil && k.GVK.Kind != "Model") {
+			t.Errorf("%s: adopts Sedna's children %v", k.GVK.Kind, adopts)
+		}
+		if k.Optional != (k.GVK.Kind == "DIJob") {
+			t.Errorf("%s: optional %v; only DIJob's CRD may be missing", k.GVK.Kind, k.Optional)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package manager
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+)
+
+// The leader election Lease is owned by the GlobalManager's Deployment, so
+// helm uninstall takes it: made owned, or given the owner, however often
+// it is asked, and a conflict is tried again.
+func TestTheLeaderLeaseIsOwnedByTheDeployment(t *testing.T) {
+	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "nereid", UID: "deploy-uid"}
+	ctx := t.Context()
+	kube := kubefake.NewClientset()
+	lease := func() *coordinationv1.Lease {
+		l, err := kube.CoordinationV1().Leases("nereid-system").Get(ctx, "gm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if err := OwnLeaderLease(ctx, kube, "nereid-system", "gm", owner); err != nil {
+		t.Fatal(err)
+	}
+	if refs := lease().OwnerReferences; len(refs) != 1 || refs[0].UID != owner.UID {
+		t.Fatalf("a new Lease is owned by %v, want the Deployment", refs)
+	}
+	if err := OwnLeaderLease(ctx, kube, "nereid-system", "gm", owner); err != nil || len(lease().OwnerReferences) != 1 {
+		t.Fatalf("asked again: %v, owners %v; want the one owner", err, lease().OwnerReferences)
+	}
+
+	// A Lease leader election made first gets the owner, after a conflict.
+	kube = kubefake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "gm", Namespace: "nereid-system"}})
+	conflicts := 1
+	kube.PrependReactor("update", "leases", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "gm", nil)
+		}
+		return false, nil, nil
+	})
+	if err := OwnLeaderLease(ctx, kube, "nereid-system", "gm", owner); err != nil {
+		t.Fatal(err)
+	}
+	if refs := lease().OwnerReferences; len(refs) != 1 || refs[0].UID != owner.UID {
+		t.Errorf("an existing Lease is owned by %v, want the Deployment", refs)
+	}
+	if err := OwnLeaderLease(ctx, kube, "nereid-system", "gm", nil); err != nil {
+		t.Errorf("no owner: %v", err)
+	}
+}
+
+type reportingRunner struct{ kinds.Runner }
+
+func (reportingRunner) ApplyReports(context.Context, edgehub.Source, []edgeproto.WorkerReport) []error {
+	return nil
+}
+
+type datasetApplier struct{}
+
+func (datasetApplier) ApplyDatasetReport(context.Context, edgehub.Source, *edgeproto.Report, *edgeproto.DatasetReport) error {
+	return nil
+}
+
+// The hub hands worker reports to the controllers that take them, and a
+// kind's own reports to its applier; an applier the hub cannot use stops
+// the GlobalManager rather than drop those reports.
+func TestTheHubGetsTheAppliersOfTheTable(t *testing.T) {
+	gvk := func(kind string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: "sedna.io", Version: "v1alpha1", Kind: kind}
+	}
+	job := &kinds.Kind{GVK: gvk("FederatedLearningJob"), Edge: &kinds.Edge{Workers: true}}
+	model := &kinds.Kind{GVK: gvk("Model"), Edge: &kinds.Edge{}}
+	dataset := &kinds.Kind{GVK: gvk("Dataset"), Edge: &kinds.Edge{Applier: func(kinds.Deps) any { return datasetApplier{} }}}
+	cloudOnly := &kinds.Kind{GVK: gvk("DIJob")}
+	runners := map[*kinds.Kind]kinds.Runner{job: reportingRunner{}, model: nil, cloudOnly: reportingRunner{}}
+	a, err := appliersOf([]*kinds.Kind{job, model, dataset, cloudOnly}, runners, kinds.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Workers) != 1 || a.Workers["FederatedLearningJob"] == nil || a.Datasets == nil {
+		t.Errorf("appliers %+v, want FederatedLearningJob's controller for worker reports and the Dataset applier", a)
+	}
+	dataset.Edge.Applier = func(kinds.Deps) any { return "not an applier" }
+	if _, err := appliersOf([]*kinds.Kind{dataset}, runners, kinds.Deps{}); err == nil || !strings.Contains(err.Error(), "Dataset") {
+		t.Errorf("an applier the hub cannot use: error %v, want one naming the kind", err)
+	}
+}
