@@ -48,7 +48,7 @@ func NewController(
 	}, recorder, metrics, config)
 }
 
-// kind is the incremental job's part of the learning learningcycle.
+// kind is the incremental job's part of the learning cycle.
 type kind struct {
 	client         sednaclient.Interface
 	dataPathPrefix string

@@ -54,7 +54,7 @@ func NewController(
 	}, recorder, metrics, config.Config)
 }
 
-// kind is the lifelong job's part of the learning learningcycle.
+// kind is the lifelong job's part of the learning cycle.
 type kind struct {
 	client         sednaclient.Interface
 	dataPathPrefix string
