@@ -8,14 +8,19 @@ BIN_DIR       := $(OUTPUT_DIR)/bin
 # Integration tests start their own control plane per test binary; set
 # NEREID_TEST_KUBECONFIG to reuse a running one instead (e.g. the one of make local-up).
 TEST_TIMEOUT  ?= 30m
+# What the binaries' --version prints and their first log line says (pkg/version):
+# git describe --tags --always --dirty of the checkout, else dev. hack/lib/version.sh
+# computes it for every build (make build, images, local-up); VERSION=<v> sets another.
+VERSION       ?= $(shell bash hack/lib/version.sh)
+export NEREID_VERSION := $(VERSION)
 
 .PHONY: help
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build the globalmanager and localcontroller binaries into _output/bin.
-	$(GO) build -o $(BIN_DIR)/ ./cmd/...
+build: ## Build Nereid's binaries (globalmanager, localcontroller, nereid-preflight) into _output/bin.
+	$(GO) build -ldflags "$$(bash hack/lib/version.sh --ldflags)" -o $(BIN_DIR)/ ./cmd/...
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations, CRDs and build/deploy/nereid.yaml.
