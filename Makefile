@@ -52,7 +52,7 @@ local-down: ## Stop every process of the local control plane (PURGE=1 also delet
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders included.
 	bash hack/build-tools.sh helm
-	$(GO) test -count=1 ./cmd/... ./pkg/... ./hack/... ./build/...
+	$(GO) test -count=1 ./cmd/... ./internal/... ./pkg/... ./hack/... ./build/...
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real local control plane.
