@@ -29,7 +29,7 @@ generate: ## Regenerate deepcopy, clientset, listers, informers, apply configura
 .PHONY: verify
 verify: ## Fail if generated code or manifests are stale, code is not gofmt'ed, go.mod is untidy or go vet complains.
 	bash hack/verify-codegen.sh
-	@out="$$(gofmt -l cmd pkg test hack build 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
+	@out="$$(gofmt -l cmd internal pkg test hack build 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 
