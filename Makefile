@@ -8,14 +8,19 @@ BIN_DIR       := $(OUTPUT_DIR)/bin
 # Integration tests start their own control plane per test binary; set
 # NEREID_TEST_KUBECONFIG to reuse a running one instead (e.g. the one of make local-up).
 TEST_TIMEOUT  ?= 30m
+# What the binaries' --version prints and their first log line says (pkg/version):
+# git describe --tags --always --dirty of the checkout, else dev. hack/lib/version.sh
+# computes it for every build (make build, images, local-up); VERSION=<v> sets another.
+VERSION       ?= $(shell bash hack/lib/version.sh)
+export NEREID_VERSION := $(VERSION)
 
 .PHONY: help
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build the globalmanager and localcontroller binaries into _output/bin.
-	$(GO) build -o $(BIN_DIR)/ ./cmd/...
+build: ## Build Nereid's binaries (globalmanager, localcontroller, nereid-preflight) into _output/bin.
+	$(GO) build -ldflags "$$(bash hack/lib/version.sh --ldflags)" -o $(BIN_DIR)/ ./cmd/...
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations, CRDs and build/deploy/nereid.yaml.
@@ -24,7 +29,7 @@ generate: ## Regenerate deepcopy, clientset, listers, informers, apply configura
 .PHONY: verify
 verify: ## Fail if generated code or manifests are stale, code is not gofmt'ed, go.mod is untidy or go vet complains.
 	bash hack/verify-codegen.sh
-	@out="$$(gofmt -l cmd pkg test hack build 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
+	@out="$$(gofmt -l cmd internal pkg test hack build 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "not gofmt'ed: $$out" >&2; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 
@@ -47,7 +52,7 @@ local-down: ## Stop every process of the local control plane (PURGE=1 also delet
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders included.
 	bash hack/build-tools.sh helm
-	$(GO) test -count=1 ./cmd/... ./pkg/... ./hack/... ./build/...
+	$(GO) test -count=1 ./cmd/... ./internal/... ./pkg/... ./hack/... ./build/...
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real local control plane.

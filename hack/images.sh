@@ -19,10 +19,13 @@
 # Env:   NEREID_CONTAINER_ENGINE   docker or podman (default: the first that works)
 #        NEREID_IMAGE_REGISTRY     registry of both images (default: values.yaml's)
 #        NEREID_IMAGE_PUSH         1: push the images after building them
+#        NEREID_VERSION            the binaries' --version (default: git describe; hack/lib/version.sh)
 set -euo pipefail
 
 # shellcheck source=hack/lib/init.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+# shellcheck source=hack/lib/version.sh
+source "${NEREID_ROOT}/hack/lib/version.sh"
 
 nereid::require_cmd go
 
@@ -59,7 +62,8 @@ main() {
   go_version="$(go list -m -f '{{.GoVersion}}')"
   while read -r binary ref; do
     nereid::log "building ${ref} with ${eng} from build/docker/${binary}.Dockerfile"
-    "${eng}" build -f "build/docker/${binary}.Dockerfile" --build-arg "GO_VERSION=${go_version}" -t "${ref}" . ||
+    "${eng}" build -f "build/docker/${binary}.Dockerfile" --build-arg "GO_VERSION=${go_version}" \
+      --build-arg "VERSION=$(nereid::version::get)" --build-arg "COMMIT=$(nereid::version::commit)" -t "${ref}" . ||
       nereid::fatal "${eng} build of ${ref} failed (its output is above)"
   done <<<"${refs}"
   nereid::log "built: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')"

@@ -75,6 +75,8 @@ source "${NEREID_ROOT}/hack/lib/ports.sh"
 source "${NEREID_ROOT}/hack/lib/process.sh"
 # shellcheck source=hack/lib/pki.sh
 source "${NEREID_ROOT}/hack/lib/pki.sh"
+# shellcheck source=hack/lib/version.sh
+source "${NEREID_ROOT}/hack/lib/version.sh"
 
 usage() {
   sed -n '2,/^set -euo pipefail/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -622,7 +624,7 @@ ensure_nereid() {
   local selector=()
   lc_edge_only || selector=(--edge-node-selector=)
   nereid::log "building the GlobalManager and the LocalController from the working tree"
-  (cd "${NEREID_ROOT}" && go build -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller) ||
+  (cd "${NEREID_ROOT}" && go build -ldflags "$(nereid::version::ldflags)" -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller) ||
     nereid::fatal "building cmd/globalmanager and cmd/localcontroller failed"
   ensure_edge_identities
 

@@ -50,7 +50,7 @@ kube::codegen::gen_client \
 # worker templates are pruned. Every description is generated, then crddesc keeps
 # only those of Nereid's own fields (kubectl explain): CRDs that embed pod
 # templates with their descriptions exceed the 256 KiB annotation of client-side
-# apply (see DESIGN.md).
+# apply (see docs/development.md, "Regenerating code").
 CHART_CRDS="build/charts/nereid/crds"
 rm -rf "${ROOT:?}/${CHART_CRDS}" "${ROOT}/build/crds"
 controller-gen \

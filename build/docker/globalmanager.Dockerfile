@@ -11,7 +11,13 @@ RUN go mod download
 COPY cmd/ cmd/
 COPY internal/ internal/
 COPY pkg/ pkg/
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/globalmanager ./cmd/globalmanager
+# What --version prints; hack/images.sh passes git describe of the checkout (the
+# build context has no .git for Go to stamp).
+ARG VERSION=dev
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath \
+      -ldflags="-s -w -X github.com/nereid-ml/nereid/pkg/version.version=${VERSION} -X github.com/nereid-ml/nereid/pkg/version.commit=${COMMIT}" \
+      -o /out/globalmanager ./cmd/globalmanager
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/globalmanager /globalmanager

@@ -48,13 +48,13 @@ flags on the command line win.
 
 Flags:
 `)
-		fs.PrintDefaults()
+		command.PrintFlags(fs)
 	}
 	var o options
 	o.addFlags(fs)
 	configFile := fs.String("config", "", "YAML file of settings: flag names (without dashes) and values.")
 	klog.InitFlags(fs)
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 	if *configFile != "" {
 		explicit := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })

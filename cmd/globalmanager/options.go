@@ -22,7 +22,7 @@ import (
 // defaultGCPercent is --gc-percent's default: with 1,000 edge nodes
 // connected the GlobalManager's live heap is about 45 MB and Go's default
 // (100) lets it grow to twice that between collections; at 50 its resident
-// memory measured a fifth lower (README, Benchmark).
+// memory measured a fifth lower (docs/benchmark.md).
 const defaultGCPercent = 50
 
 // options are the GlobalManager's settings, from flags and an optional config file.
@@ -130,7 +130,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent,
 		"How far the Go heap may grow past what is live before the garbage collector runs, in percent (Go's GOGC). "+
 			"The default is below Go's 100: most of the GlobalManager's heap is live (its caches and connections), and at Go's 100 its resident memory "+
-			"is about a quarter higher (1,000 edge nodes after a report burst: 165 against 132 MiB), for less frequent collections (README, Benchmark). "+
+			"is about a quarter higher (1,000 edge nodes after a report burst: 165 against 132 MiB), for less frequent collections (docs/benchmark.md). "+
 			"When this flag is not given, a GOGC environment variable wins (GOGC=off with GOMEMLIMIT for a limit alone).")
 	command.AddMemoryLimitFlag(fs, &o.memLimitPercent)
 	fs.BoolVar(&o.profiling, "profiling", false,

@@ -130,12 +130,12 @@ over the deploy Model when the cloud says to deploy it.
 
 Flags:
 `)
-		fs.PrintDefaults()
+		command.PrintFlags(fs)
 	}
 	var o options
 	o.addFlags(fs)
 	klog.InitFlags(fs)
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 	o.memLimitGiven = command.Given(fs, command.MemoryLimitFlag)
 	if err := o.validate(); err != nil {
 		command.Exit("localcontroller", err)

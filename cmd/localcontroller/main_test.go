@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,7 +9,11 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/internal/command/commandtest"
 )
+
+func TestMain(m *testing.M) { commandtest.Main(m, main) }
 
 func TestOptionsValidateNamesMissingFlags(t *testing.T) {
 	cases := map[string]struct {
@@ -66,4 +71,16 @@ func TestFileClockReadsTheFileAtEveryCallAndFallsBackToTheSystemClock(t *testing
 	if got := now(); got.Before(before) || got.After(time.Now()) {
 		t.Errorf("with an unparsable file: %v, want the system clock", got)
 	}
+}
+
+// --help lists every LocalController flag and keeps klog's apart;
+// --version prints the version and exits 0.
+func TestHelpListsEveryFlagAndVersionExits0(t *testing.T) {
+	fs := flag.NewFlagSet("localcontroller", flag.ContinueOnError)
+	var o options
+	o.addFlags(fs)
+	var own []string
+	fs.VisitAll(func(f *flag.Flag) { own = append(own, f.Name) })
+	commandtest.CheckHelp(t, own, true)
+	commandtest.CheckVersion(t, "nereid-localcontroller")
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
@@ -82,7 +83,7 @@ Exit status: %d ready to switch; %d not ready (the reasons are printed);
 
 Flags:
 `, sednav1.SchemeGroupVersion, exitReady, exitNotReady, exitUsage, exitError)
-		fs.PrintDefaults()
+		command.PrintFlags(fs)
 	}
 	var o options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
@@ -97,7 +98,7 @@ Flags:
 		"Name of Sedna's LocalController DaemonSet in --sedna-namespace; empty skips the check.")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute,
 		"Give up reading the cluster after this long.")
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := command.ParseFlags(fs, os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(exitReady)
 		}

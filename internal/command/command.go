@@ -1,5 +1,6 @@
 // Package command holds what Nereid's commands share around their real work:
-// running until SIGINT or SIGTERM, and exiting with a logged reason.
+// their flags' --help and --version, running until SIGINT or SIGTERM, and
+// exiting with a logged reason.
 package command
 
 import (
@@ -12,6 +13,8 @@ import (
 	"syscall"
 
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 // Exit prints a usage error (a bad flag, a missing setting) and exits 2.
@@ -20,10 +23,13 @@ func Exit(name string, err error) {
 	os.Exit(2)
 }
 
-// Run calls run with a context cancelled on SIGINT or SIGTERM, so the command
+// Run logs which build of the command starts (its first log line), then
+// calls run with a context cancelled on SIGINT or SIGTERM, so the command
 // shuts down gracefully, and exits 1 with the error logged when run fails.
 func Run(what string, run func(ctx context.Context) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	v := version.Get()
+	klog.FromContext(ctx).Info("Starting "+what, "version", v.Version, "commit", v.Commit, "go", v.GoVersion)
 	err := run(ctx)
 	stop()
 	if err != nil {

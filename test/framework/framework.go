@@ -1,6 +1,6 @@
 // Package framework runs Nereid's integration tests against a real Kubernetes control
 // plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, started
-// on loopback by hack/local-up.sh (see DESIGN.md, "The embedded default").
+// on loopback by hack/local-up.sh (see docs/local-run.md).
 //
 // A test package calls Run from its TestMain:
 //

@@ -48,7 +48,7 @@ func example(dir string) string {
 	return filepath.Join(framework.RepoRoot(), "examples", dir)
 }
 
-// TestExamplesApply applies every example folder the way the README tells a
+// TestExamplesApply applies every example folder the way docs/kinds.md tells a
 // user to (client-side kubectl apply, which also proves the CRDs' schemas fit
 // the last-applied annotation) and checks every object is there.
 func TestExamplesApply(t *testing.T) {
@@ -398,7 +398,7 @@ func TestOutputDirCannotChange(t *testing.T) {
 }
 
 // TestExamplesApplyInKubectlsOrderWithoutMissingReference applies every
-// example folder as the README says, `kubectl apply -f examples/<kind>/`,
+// example folder as docs/kinds.md says, `kubectl apply -f examples/<kind>/`,
 // with a GlobalManager running: kubectl applies a folder's files in lexical
 // order, so the Datasets and Models a job names must come in files that sort
 // before the job's, or the job's first sync finds them missing and the user's

@@ -16,7 +16,7 @@ import (
 )
 
 // revocationBound is how soon the hub closes a connection whose identity
-// went (doc.go, README): its watches see most of it at once, its recheck of
+// went (doc.go, docs/edge-channel.md): its watches see most of it at once, its recheck of
 // every connection the rest.
 const revocationBound = time.Minute
 

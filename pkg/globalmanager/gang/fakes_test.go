@@ -28,7 +28,7 @@ const (
 	testNamespace = "ns"
 	testJobName   = "train"
 	testJobUID    = "uid-train"
-	// testGroupName is <job>-<lower-case kind>, as the README documents.
+	// testGroupName is <job>-<lower-case kind>, as docs/gang-scheduling.md documents.
 	testGroupName = "train-federatedlearningjob"
 )
 

@@ -1,8 +1,9 @@
-// Package localrun tests what the README tells a user to do on the local run
-// (make local-up): run the demos, run them again, and install the chart onto
-// it with the README's own helm command. It starts a control plane of its own
-// as make local-up does, with its GlobalManager and a LocalController per edge
-// node, and the demos run against it as make demo runs them.
+// Package localrun tests what the README and docs/local-run.md tell a user to
+// do on the local run (make local-up): run the demos, run them again, and
+// install the chart onto it with the README's own helm command. It starts a
+// control plane of its own as make local-up does, with its GlobalManager and a
+// LocalController per edge node, and the demos run against it as make demo
+// runs them.
 package localrun
 
 import (

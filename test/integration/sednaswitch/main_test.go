@@ -54,7 +54,8 @@ func installSednaCRDs(t *testing.T, compat string) {
 	}
 }
 
-// applyNereidCRDs applies Nereid's CRDs over Sedna's as the README says.
+// applyNereidCRDs applies Nereid's CRDs over Sedna's as
+// docs/switching-from-sedna.md says.
 func applyNereidCRDs(t *testing.T) {
 	t.Helper()
 	dir := filepath.Join(framework.RepoRoot(), "build", "crds")

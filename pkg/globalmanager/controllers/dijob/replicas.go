@@ -95,7 +95,7 @@ func envName(task string) string {
 // taskHashes is, per task name, the digest of what its pods are built from:
 // the task's type and template and the job's volumes. A change of any of them
 // replaces the task's pods; a change of replicas does not (DI_NODES is fixed
-// at a pod's start, see the README).
+// at a pod's start, see docs/dijob.md).
 func taskHashes(job *div2.DIJob) (map[string]string, error) {
 	out := map[string]string{}
 	for i := range job.Spec.Tasks {
