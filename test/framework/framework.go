@@ -41,6 +41,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nereid-ml/nereid/hack/localrun"
 )
 
 // module is the module path that marks the repository root.
@@ -305,21 +307,9 @@ func teardown(root, dir string, success bool) {
 	}
 	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
 	for _, l := range logs {
-		fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s", l, tail(l, 15))
+		fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s", l, localrun.Tail(l, 15))
 	}
 	fmt.Fprintf(os.Stderr, "framework: the control plane's logs are kept in %s\n", filepath.Join(dir, "logs"))
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error() + "\n"
-	}
-	lines := strings.SplitAfter(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "") + "\n"
 }
 
 // startWatchdog starts a process, in its own session so an interrupt of the test does
