@@ -1,6 +1,6 @@
 // Package localrun runs Nereid on the local control plane of hack/local-up.sh,
-// the same way for the integration tests (through test/framework) and for
-// `make local-up`:
+// the same way for `make local-up` (through the command in ./cmd/localrun) and
+// for the integration tests (through test/framework):
 //
 //   - the GlobalManager runs as the chart's ServiceAccount, with the chart's
 //     RBAC and owner-label policy (GlobalManagerIdentity), never as an
@@ -12,4 +12,6 @@
 //     (GlobalManager, LocalController) as a Process, which a test owns or
 //     which outlives the command that started it, for hack/local-down.sh to
 //     stop.
+//
+// Run is the local run itself: its names, files, ports and nodes.
 package localrun

@@ -357,23 +357,26 @@ func useCluster(path string) error {
 
 // noClusterWideGlobalManager refuses a cluster where a GlobalManager already
 // acts (its Lease is renewed): tests start their own, one per namespace, and a
-// second one would act on their objects too.
+// second one would act on their objects too. It looks at the local run's
+// Lease and at the GlobalManager's default one.
 func noClusterWideGlobalManager() error {
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return err
 	}
-	lease, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "nereid-globalmanager", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("reading the GlobalManager's lease: %w", err)
-	}
-	held := ptrString(lease.Spec.HolderIdentity) != "" && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil &&
-		time.Since(lease.Spec.RenewTime.Time) < time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
-	if held {
-		return fmt.Errorf("a GlobalManager runs on this cluster (lease kube-system/nereid-globalmanager held by %s); the tests start their own: bring the cluster up with NEREID_GLOBALMANAGER=0 make local-up",
-			ptrString(lease.Spec.HolderIdentity))
+	for _, namespace := range []string{localrun.Namespace, "kube-system"} {
+		lease, err := client.CoordinationV1().Leases(namespace).Get(context.Background(), localrun.LeaseName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("reading the GlobalManager's lease: %w", err)
+		}
+		held := ptrString(lease.Spec.HolderIdentity) != "" && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil &&
+			time.Since(lease.Spec.RenewTime.Time) < time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
+		if held {
+			return fmt.Errorf("a GlobalManager runs on this cluster (lease %s/%s held by %s); the tests start their own: bring the cluster up with NEREID_GLOBALMANAGER=0 make local-up",
+				namespace, localrun.LeaseName, ptrString(lease.Spec.HolderIdentity))
+		}
 	}
 	return nil
 }
