@@ -40,9 +40,13 @@ const (
 	// MaxLocalControllers is how many LocalControllers the local run has
 	// ports for.
 	MaxLocalControllers = 4
-	// TokenLifetime is how long the local run's tokens last; make local-up
-	// run again makes new ones.
+	// TokenLifetime is how long the LocalControllers' tokens last; make
+	// local-up run again makes new ones.
 	TokenLifetime = 48 * time.Hour
+	// globalManagerTokenLifetime is how long the GlobalManager's token lasts:
+	// as long as the local run does, as the administrator's kubeconfig it
+	// replaces did (the GlobalManager stops when its token expires).
+	globalManagerTokenLifetime = 365 * 24 * time.Hour
 	// fieldManager applies the GlobalManager's identity.
 	fieldManager = "nereid-local-up"
 )
@@ -209,7 +213,7 @@ func (r *Run) ensureGlobalManagerIdentity(ctx context.Context, kube kubernetes.I
 	if err := Apply(ctx, r.Admin, fieldManager, append(id.Objects, id.RoleIn(Namespace)...)); err != nil {
 		return fmt.Errorf("applying the chart's GlobalManager identity from %s: %w", r.Manifests, err)
 	}
-	token, err := GlobalManagerToken(ctx, kube, TokenLifetime)
+	token, err := GlobalManagerToken(ctx, kube, globalManagerTokenLifetime)
 	if err != nil {
 		return err
 	}
