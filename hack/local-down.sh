@@ -38,16 +38,10 @@ main() {
   # Components that are not part of the control plane (GlobalManager, LocalControllers)
   # go first, while the apiserver can still take their last writes; then the control
   # plane in reverse start order, etcd last.
-  local names=() f name i
-  if [[ -d "${NEREID_OUT_DIR}/pids" ]]; then
-    for f in "${NEREID_OUT_DIR}"/pids/*.pid; do
-      [[ -e "${f}" ]] || continue
-      name="$(basename "${f}" .pid)"
-      if [[ " ${NEREID_COMPONENTS[*]} " != *" ${name} "* ]]; then
-        names+=("${name}")
-      fi
-    done
-  fi
+  local names=() name i
+  for name in $(nereid::process::names_besides_control_plane); do
+    names+=("${name}")
+  done
   for ((i = ${#NEREID_COMPONENTS[@]} - 1; i >= 0; i--)); do
     names+=("${NEREID_COMPONENTS[i]}")
   done

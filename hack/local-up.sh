@@ -56,7 +56,14 @@
 #                             NEREID_RESERVED_PORT_FIRST, NEREID_RESERVED_PORT_LAST
 #                             (the last two bound the offsets 10-19 kept for the
 #                             GlobalManager and the LocalControllers)
-#   kubeconfigs/<component>.kubeconfig   each component's own identity
+#   kubeconfigs/<component>.kubeconfig   each component's own identity; the
+#                             GlobalManager's is the chart's ServiceAccount
+#                             (nereid-system/nereid-globalmanager) with the chart's RBAC
+#   bin/                      globalmanager, localcontroller and localrun, built from the
+#                             working tree
+#   edge/ca.crt               the edge hub's CA; edge/<node>/ holds the LocalController
+#                             of each node: token, data/, root/ (its node's root), and
+#                             lc-server (its worker API, a worker's LC_SERVER)
 #   certs/                    ca.crt/ca.key (cluster CA), apiserver.crt/.key (serving,
 #                             SANs 127.0.0.1, 10.96.0.1, localhost, kubernetes.default…),
 #                             sa.key/sa.pub (service-account tokens), tokens.csv (token,
@@ -109,11 +116,6 @@ readonly KWOK_NODE_ANNOTATION_VALUE="fake"
 
 CLOUD_NODES="${NEREID_CLOUD_NODES-cloud-0}"
 EDGE_NODES="${NEREID_EDGE_NODES-edge-0 edge-1}"
-case "${NEREID_LC_NODES:-edge}" in
-edge) LC_NODES="${EDGE_NODES}" ;;
-all) LC_NODES="$(echo ${CLOUD_NODES} ${EDGE_NODES})" ;;
-*) LC_NODES="${NEREID_LC_NODES}" ;;
-esac
 READY_TIMEOUT="${NEREID_READY_TIMEOUT:-120}"
 
 # Kubernetes' own gang scheduling (Workload and PodGroup, scheduling.k8s.io/v1beta1) is
@@ -464,207 +466,40 @@ Logs are in ${NEREID_OUT_DIR}/logs/. Stop it with: NEREID_OUT_DIR=${NEREID_OUT_D
 EOF
 }
 
-# Nereid's own processes use the reserved ports: GlobalManager health/metrics at +10, its
-# edge hub (wss) at +11, then per edge node i a LocalController worker API at +12+2i and
-# its health/metrics at +13+2i (so at most four edge nodes get a LocalController).
-# The local run's stand-ins for what the chart installs (the LocalControllers'
-# ServiceAccount and DaemonSet, and the edge hub's Leases) live in a namespace of their
-# own, not in nereid-system: the README installs the chart there (helm install nereid
-# ... --namespace nereid-system), and Helm refuses to take over objects of the names
-# its release makes (nereid-system/nereid-localcontroller) that it did not make.
-readonly LOCAL_NAMESPACE=nereid-local
-# Where local-up made them before, which ensure_edge_identities cleans up.
-readonly OLD_LOCAL_NAMESPACE=nereid-system
-readonly LC_SERVICE_ACCOUNT=nereid-localcontroller
-# The LocalControllers' DaemonSet: the GlobalManager's --edge-daemonset (its default).
-readonly LC_DAEMONSET=nereid-localcontroller
-# The image of its Pods, which kwok runs without pulling: no real LocalController's.
-readonly LC_LOCAL_IMAGE=nereid/localcontroller:local
-readonly EDGE_NODE_LABEL=node-role.kubernetes.io/edge
-# The audience of the LocalControllers' tokens: the GlobalManager's
-# --edge-token-audience (its default). A Pod's default token is refused.
-readonly EDGE_TOKEN_AUDIENCE=nereid-edgehub
-
-gm_health_port() { echo $((NEREID_RESERVED_PORT_FIRST)); }
-gm_edge_port() { echo $((NEREID_RESERVED_PORT_FIRST + 1)); }
-lc_worker_port() { echo $((NEREID_RESERVED_PORT_FIRST + 2 + 2 * $1)); }
-lc_health_port() { echo $((NEREID_RESERVED_PORT_FIRST + 3 + 2 * $1)); }
-
-# ensure_edge_identities gives each edge node's LocalController a real identity: the Pod
-# on that node of the LocalControllers' DaemonSet (nereid-local/nereid-localcontroller,
-# on the edge nodes, tolerating every taint; the controller-manager's daemonset controller
-# makes its Pods, the scheduler binds them, kwok runs them), whose ServiceAccount is the
-# LocalController's, and a token with the edge hub's audience bound to that Pod, whose
-# TokenReview names the node. The GlobalManager accepts nothing else: not another
-# ServiceAccount, not another audience, not a Pod the DaemonSet does not control, not a
-# node without the edge role.
-ensure_edge_identities() {
-  local node pod
-  # The bare Pods an earlier version of this script made, which the DaemonSet would adopt.
-  for node in ${LC_NODES}; do
-    kubectl_admin delete pod "localcontroller-${node}" -n "${LOCAL_NAMESPACE}" --ignore-not-found >/dev/null 2>&1 || true
-  done
-  remove_old_edge_identities
-  printf '%s' "apiVersion: v1
-kind: Namespace
-metadata: {name: ${LOCAL_NAMESPACE}}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ${LC_SERVICE_ACCOUNT}, namespace: ${LOCAL_NAMESPACE}}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ${LC_DAEMONSET}, namespace: ${LOCAL_NAMESPACE}}
-spec:
-  selector:
-    matchLabels: {app.kubernetes.io/name: nereid-localcontroller}
-  template:
-    metadata:
-      labels: {app.kubernetes.io/name: nereid-localcontroller}
-    spec:
-      serviceAccountName: ${LC_SERVICE_ACCOUNT}
-      nodeSelector: $(lc_node_selector)
-      tolerations: [{operator: Exists}]
-      containers: [{name: localcontroller, image: ${LC_LOCAL_IMAGE}}]
-" | kubectl_admin apply -f - >/dev/null || nereid::fatal "creating the LocalControllers' DaemonSet failed"
-  for node in ${LC_NODES}; do
-    pod="$(wait_for_daemonset_pod "${node}")"
-    mkdir -p "${NEREID_OUT_DIR}/edge/${node}"
-    kubectl_admin create token "${LC_SERVICE_ACCOUNT}" -n "${LOCAL_NAMESPACE}" \
-      --audience "${EDGE_TOKEN_AUDIENCE}" \
-      --bound-object-kind Pod --bound-object-name "${pod}" --duration 48h \
-      >"${NEREID_OUT_DIR}/edge/${node}/token" || nereid::fatal "creating the token of ${node}'s LocalController failed"
-    nereid::log "LocalController of ${node}: Pod ${LOCAL_NAMESPACE}/${pod}"
-  done
-}
-
-# lc_edge_only says whether the LocalControllers run on the edge nodes alone (the
-# default), where the DaemonSet selects them and the hub accepts only them.
-lc_edge_only() { [[ "$(echo ${LC_NODES})" == "$(echo ${EDGE_NODES})" ]]; }
-
-# lc_node_selector is the DaemonSet's nodeSelector: the edge label, or none for
-# LocalControllers on other nodes too (kwok runs the extra Pods; only LC_NODES get a
-# LocalController process).
-lc_node_selector() {
-  if lc_edge_only; then
-    printf '{%s: ""}' "${EDGE_NODE_LABEL}"
-  else
-    printf '{}'
-  fi
-}
-
-# remove_old_edge_identities deletes what an earlier version of this script made in
-# nereid-system (the DaemonSet and ServiceAccount nereid-localcontroller, the edge
-# Leases), so that a local run brought up before keeps nothing in the way of helm
-# install. That DaemonSet is known by its image, which no real one has; a DaemonSet of
-# that name from the chart or the plain manifests is left alone, with its ServiceAccount.
-remove_old_edge_identities() {
-  local image
-  image="$(kubectl_admin get daemonset "${LC_DAEMONSET}" -n "${OLD_LOCAL_NAMESPACE}" --ignore-not-found \
-    -o jsonpath='{.spec.template.spec.containers[0].image}' 2>/dev/null)" || image=""
-  [[ "${image}" == "${LC_LOCAL_IMAGE}" ]] || return 0
-  nereid::log "deleting ${OLD_LOCAL_NAMESPACE}/${LC_DAEMONSET}, which an earlier local-up made (the local run's is in ${LOCAL_NAMESPACE} now)"
-  kubectl_admin delete daemonset "${LC_DAEMONSET}" -n "${OLD_LOCAL_NAMESPACE}" --ignore-not-found >/dev/null || true
-  kubectl_admin delete serviceaccount "${LC_SERVICE_ACCOUNT}" -n "${OLD_LOCAL_NAMESPACE}" --ignore-not-found >/dev/null || true
-  kubectl_admin delete lease -n "${OLD_LOCAL_NAMESPACE}" -l nereid.io/edge-node --ignore-not-found >/dev/null || true
-}
-
-# wait_for_daemonset_pod NODE prints the name of the LocalControllers' DaemonSet's Pod
-# bound to NODE (not being deleted), once there is one: a token bound to a Pod names its
-# node only once the Pod is bound.
-wait_for_daemonset_pod() {
-  local node="$1" uid pod deadline=$((SECONDS + READY_TIMEOUT))
-  while true; do
-    uid="$(kubectl_admin get daemonset "${LC_DAEMONSET}" -n "${LOCAL_NAMESPACE}" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || uid=""
-    pod="$(kubectl_admin get pods -n "${LOCAL_NAMESPACE}" -l app.kubernetes.io/name=nereid-localcontroller \
-      --field-selector "spec.nodeName=${node}" \
-      -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.ownerReferences[?(@.controller==true)].uid} {.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
-      awk -v uid="${uid}" '$2 == uid && NF == 2 {print $1; exit}')" || pod=""
-    if [[ -n "${uid}" && -n "${pod}" ]]; then
-      printf '%s\n' "${pod}"
-      return
-    fi
-    if ((SECONDS >= deadline)); then
-      kubectl_admin get pods -n "${LOCAL_NAMESPACE}" -o wide >&2 || true
-      nereid::process::fail_component kube-controller-manager "did not make the LocalControllers' DaemonSet's Pod on ${node} within ${READY_TIMEOUT}s (or the scheduler did not bind it)"
-    fi
-    sleep 0.5
-  done
-}
-
-# restart NAME CMD... (re)starts one of Nereid's processes so a rerun runs new code.
-restart() {
-  local name="$1"
-  shift
-  if nereid::process::running "${name}"; then
-    nereid::log "restarting ${name}"
-    nereid::process::stop "${name}"
-  else
-    nereid::log "starting ${name}"
-  fi
-  nereid::process::start "${name}" "$@"
-}
-
 # ensure_nereid builds the GlobalManager and the LocalController from the working tree
-# and (re)starts them: the GlobalManager with its edge hub, one LocalController per edge
-# node, each proving its node with a token bound to its DaemonSet Pod.
+# and (re)starts them with hack/localrun, as the integration tests start theirs (package
+# hack/localrun): the GlobalManager as the chart's ServiceAccount with the chart's RBAC,
+# one LocalController per node of NEREID_LC_NODES, each proving its node with a token
+# bound to its node's Pod of the LocalControllers' DaemonSet (nereid-local). Their
+# ports are the reserved ones: the GlobalManager's health/metrics at +10, its edge hub
+# (wss) at +11, then per LocalController i its worker API at +12+2i and its
+# health/metrics at +13+2i (so at most four LocalControllers).
 ensure_nereid() {
   if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
     return
   fi
-  local edge_count
-  edge_count=$(wc -w <<<"${LC_NODES}")
-  ((edge_count <= 4)) || nereid::fatal "at most 4 nodes get a LocalController in the local run (ports ${NEREID_PORT_BASE}+12..19); set NEREID_EDGE_NODES or NEREID_LC_NODES"
-  local known=" $(echo ${CLOUD_NODES} ${EDGE_NODES}) " node
-  for node in ${LC_NODES}; do
-    [[ "${known}" == *" ${node} "* ]] || nereid::fatal "NEREID_LC_NODES names ${node}, which is not one of the local run's nodes (${known# })"
-  done
-  # The hub accepts the nodes LocalControllers run on: the edge nodes, or every node.
-  local selector=()
-  lc_edge_only || selector=(--edge-node-selector=)
   nereid::log "building the GlobalManager and the LocalController from the working tree"
-  (cd "${NEREID_ROOT}" && go build -ldflags "$(nereid::version::ldflags)" -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller) ||
-    nereid::fatal "building cmd/globalmanager and cmd/localcontroller failed"
-  ensure_edge_identities
-
-  local ca="${NEREID_OUT_DIR}/edge/ca.crt"
-  rm -f "${ca}"
-  restart globalmanager "${NEREID_OUT_DIR}/bin/globalmanager" \
-    --kubeconfig="${KUBECONFIG_ADMIN}" \
-    --health-address="127.0.0.1:$(gm_health_port)" \
-    --edge-address="127.0.0.1:$(gm_edge_port)" \
-    --edge-namespace="${LOCAL_NAMESPACE}" \
-    --edge-service-accounts="${LOCAL_NAMESPACE}/${LC_SERVICE_ACCOUNT}" \
-    --edge-daemonset="${LOCAL_NAMESPACE}/${LC_DAEMONSET}" \
-    --edge-ca-out="${ca}" "${selector[@]}"
-  nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "/readyz on port $(gm_health_port)" \
-    curl -fsS "http://127.0.0.1:$(gm_health_port)/readyz"
-  nereid::process::wait_ready globalmanager "${READY_TIMEOUT}" "its edge hub's CA in ${ca}" test -s "${ca}"
-  nereid::log "GlobalManager ready (metrics: http://127.0.0.1:$(gm_health_port)/metrics, edge hub: wss://127.0.0.1:$(gm_edge_port))"
-
-  local i=0
-  for node in ${LC_NODES}; do
-    # The node's root filesystem as its LocalController sees it: Dataset and
-    # Model URLs and outputDir are paths under it.
-    mkdir -p "${NEREID_OUT_DIR}/edge/${node}/root"
-    restart "localcontroller-${node}" "${NEREID_OUT_DIR}/bin/localcontroller" \
-      --node-name="${node}" \
-      --gm-address="127.0.0.1:$(gm_edge_port)" \
-      --ca-file="${ca}" \
-      --token-file="${NEREID_OUT_DIR}/edge/${node}/token" \
-      --worker-address="127.0.0.1:$(lc_worker_port "${i}")" \
-      --health-address="127.0.0.1:$(lc_health_port "${i}")" \
-      --data-dir="${NEREID_OUT_DIR}/edge/${node}/data" \
-      --node-root="${NEREID_OUT_DIR}/edge/${node}/root" \
-      --dataset-poll-period=2s
-    nereid::process::wait_ready "localcontroller-${node}" "${READY_TIMEOUT}" "/healthz on port $(lc_health_port "${i}")" \
-      curl -fsS "http://127.0.0.1:$(lc_health_port "${i}")/healthz"
-    # What a worker on this node would have as LC_SERVER (the demo reads it).
-    printf 'http://127.0.0.1:%s\n' "$(lc_worker_port "${i}")" >"${NEREID_OUT_DIR}/edge/${node}/lc-server"
-    nereid::log "LocalController of ${node} ready (worker API: http://127.0.0.1:$(lc_worker_port "${i}")/sedna/workers/{name}/info)"
-    i=$((i + 1))
+  (cd "${NEREID_ROOT}" && go build -ldflags "$(nereid::version::ldflags)" -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller ./hack/localrun/cmd/localrun) ||
+    nereid::fatal "building cmd/globalmanager, cmd/localcontroller and hack/localrun/cmd/localrun failed"
+  local localrun=(
+    --out-dir="${NEREID_OUT_DIR}"
+    --kubeconfig="${KUBECONFIG_ADMIN}"
+    --manifests="${NEREID_ROOT}/build/deploy/nereid.yaml"
+    --cloud-nodes="${CLOUD_NODES}"
+    --edge-nodes="${EDGE_NODES}"
+    --lc-nodes="${NEREID_LC_NODES:-edge}"
+    --first-port="${NEREID_RESERVED_PORT_FIRST}"
+    --ready-timeout="${READY_TIMEOUT}s"
+  )
+  "${NEREID_OUT_DIR}/bin/localrun" identities "${localrun[@]}" || exit 1
+  # What runs is the earlier build: stop it, and a LocalController of a node that no
+  # longer gets one, before the new build starts.
+  local name
+  for name in $(nereid::process::names_besides_control_plane); do
+    nereid::process::stop "${name}"
   done
+  "${NEREID_OUT_DIR}/bin/localrun" start-globalmanager "${localrun[@]}" || exit 1
+  "${NEREID_OUT_DIR}/bin/localrun" start-localcontrollers "${localrun[@]}" || exit 1
 }
 
 main() {

@@ -8,8 +8,9 @@
 # process group can be signalled as a whole. Its environment carries
 # NEREID_LOCAL_CLUSTER=<out dir>: that marks it as ours, which guards against a stale pid
 # file naming a reused pid, and lets local-down.sh find a process whose pid file is lost.
-# Later components (GlobalManager, LocalControllers) should start through
-# nereid::process::start too, so that local-down.sh stops them the same way.
+# Nereid's GlobalManager and LocalControllers are started by hack/localrun (package
+# hack/localrun, Process.StartDetached), which keeps the same convention, so that
+# local-down.sh stops them the same way.
 
 nereid::process::pid_file() { printf '%s/pids/%s.pid\n' "${NEREID_OUT_DIR}" "$1"; }
 nereid::process::log_file() { printf '%s/logs/%s.log\n' "${NEREID_OUT_DIR}" "$1"; }
@@ -137,6 +138,18 @@ nereid::process::kill_group() {
       sleep 0.2
     done
   fi
+}
+
+# nereid::process::names_besides_control_plane prints the names of the recorded processes
+# that are not the control plane's (NEREID_COMPONENTS): Nereid's GlobalManager and
+# LocalControllers, which hack/localrun starts.
+nereid::process::names_besides_control_plane() {
+  local f name
+  for f in "${NEREID_OUT_DIR}"/pids/*.pid; do
+    [[ -e "${f}" ]] || continue
+    name="$(basename "${f}" .pid)"
+    [[ " ${NEREID_COMPONENTS[*]} " == *" ${name} "* ]] || printf '%s\n' "${name}"
+  done
 }
 
 # nereid::process::strays prints the pids of processes marked as ours that no pid file

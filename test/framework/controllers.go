@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +59,7 @@ func (r ControllerReading) String() string {
 // readController reads controller's counts from the metrics of gm's current
 // start.
 func readController(ctx context.Context, gm *Process, controller string) (ControllerReading, error) {
-	r := ControllerReading{gm: gm, controller: controller, start: gm.starts}
+	r := ControllerReading{gm: gm, controller: controller, start: gm.Starts()}
 	addr := gm.HealthAddress()
 	if addr == "" {
 		return r, fmt.Errorf("%s has not said where it serves its metrics yet", gm.Name)
@@ -185,15 +184,6 @@ func (w *quietWatch) settled(r ControllerReading, now time.Time) bool {
 
 // flagDuration is the duration the process was given for --name, 0 if none.
 func (p *Process) flagDuration(name string) time.Duration {
-	var value string
-	for i, a := range p.args {
-		switch {
-		case a == "--"+name && i+1 < len(p.args):
-			value = p.args[i+1]
-		case strings.HasPrefix(a, "--"+name+"="):
-			value = strings.TrimPrefix(a, "--"+name+"=")
-		}
-	}
-	d, _ := time.ParseDuration(value)
+	d, _ := time.ParseDuration(p.Flag(name))
 	return d
 }

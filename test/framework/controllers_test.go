@@ -76,7 +76,7 @@ func TestFlagDurationReadsTheLastValueGiven(t *testing.T) {
 		"another flag":      {args: []string{"--child-event-batch-period-x=1s"}, want: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := &Process{args: tc.args}
+			p := NewProcess("globalmanager", "", "", tc.args...)
 			if got := p.flagDuration("child-event-batch-period"); got != tc.want {
 				t.Errorf("flagDuration = %s, want %s", got, tc.want)
 			}

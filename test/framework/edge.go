@@ -14,14 +14,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/hack/localrun"
 )
 
 // FreePort returns a loopback port nobody listens on now.
@@ -66,7 +63,16 @@ const (
 
 // EdgeNodeLabel is the label of the local control plane's edge nodes (and
 // the GlobalManager's default --edge-node-selector).
-const EdgeNodeLabel = "node-role.kubernetes.io/edge"
+const EdgeNodeLabel = localrun.EdgeNodeLabel
+
+// edgeTokenLifetime is how long the tokens of the tests' LocalControllers last.
+const edgeTokenLifetime = time.Hour
+
+// edgeDaemonSet is the LocalControllers' DaemonSet of a test namespace.
+func edgeDaemonSet(namespace string) localrun.EdgeDaemonSet {
+	return localrun.EdgeDaemonSet{Namespace: namespace, Name: EdgeDaemonSet, ServiceAccount: EdgeServiceAccount,
+		Image: "nereid/localcontroller:test", NodeSelector: map[string]string{EdgeNodeLabel: ""}}
+}
 
 // StartGlobalManagerWithEdgeHub runs a GlobalManager for namespace whose edge
 // hub listens on a free loopback port, keeps its certificate, CA and node
@@ -74,27 +80,18 @@ const EdgeNodeLabel = "node-role.kubernetes.io/edge"
 // EdgeServiceAccount bound to Pods of its EdgeDaemonSet.
 func StartGlobalManagerWithEdgeHub(t testing.TB, namespace string, extra ...string) *EdgeHub {
 	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
-	ca := filepath.Join(t.TempDir(), "edgehub-ca.crt")
-	gm := StartGlobalManager(t, namespace, append([]string{
-		"--edge-address", addr, "--edge-namespace", namespace, "--edge-ca-out", ca,
-		"--edge-service-accounts", namespace + "/" + EdgeServiceAccount,
-		"--edge-daemonset", namespace + "/" + EdgeDaemonSet,
-	}, extra...)...)
-	Eventually(t, 30*time.Second, "the edge hub's CA file", func(context.Context) (bool, error) {
-		info, err := os.Stat(ca)
-		return err == nil && info.Size() > 0, nil
+	hub := &localrun.EdgeHub{
+		Address: "127.0.0.1:" + strconv.Itoa(FreePort(t)), Namespace: namespace,
+		CAFile: filepath.Join(t.TempDir(), "edgehub-ca.crt"), LocalControllers: edgeDaemonSet(namespace),
+	}
+	gm := startGlobalManager(t, localrun.GlobalManager{
+		Kubeconfig: GlobalManagerKubeconfig(t, namespace), Namespace: namespace,
+		HealthAddress: "127.0.0.1:0", EdgeHub: hub, Verbosity: 2, Extra: extra,
 	})
-	// The hub writes its CA just before it listens: a test that dials at
-	// once could find nobody there.
-	Eventually(t, 30*time.Second, "the edge hub to listen", func(ctx context.Context) (bool, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return false, nil
-		}
-		return true, conn.Close()
-	})
-	return &EdgeHub{Process: gm, Address: addr, CAFile: ca}
+	if err := localrun.WaitForEdgeHub(t.Context(), gm.Process, hub, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return &EdgeHub{Process: gm, Address: hub.Address, CAFile: hub.CAFile}
 }
 
 // EdgeIdentity gives a LocalController of node the identity a real one has:
@@ -116,7 +113,7 @@ func EdgeIdentity(t testing.TB, namespace, node string) (tokenFile string) {
 func EdgeDaemonSetPod(t testing.TB, namespace, node string) *corev1.Pod {
 	t.Helper()
 	kube := KubeClient(t)
-	ds, err := EnsureEdgeDaemonSet(t.Context(), kube, namespace, EdgeDaemonSet, EdgeServiceAccount, map[string]string{EdgeNodeLabel: ""})
+	ds, err := edgeDaemonSet(namespace).Ensure(t.Context(), kube)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +132,7 @@ func EdgeDaemonSetPod(t testing.TB, namespace, node string) *corev1.Pod {
 func PodToken(t testing.TB, namespace, serviceAccount, pod, node, audience string) string {
 	t.Helper()
 	kube := KubeClient(t)
-	if err := ensureServiceAccount(t.Context(), kube, namespace, serviceAccount); err != nil {
+	if err := localrun.EnsureServiceAccount(t.Context(), kube, namespace, serviceAccount); err != nil {
 		t.Fatal(err)
 	}
 	token, err := NewPodToken(t.Context(), kube, namespace, serviceAccount, pod, node, audience)
@@ -143,16 +140,6 @@ func PodToken(t testing.TB, namespace, serviceAccount, pod, node, audience strin
 		t.Fatal(err)
 	}
 	return token
-}
-
-// ensureServiceAccount creates the ServiceAccount namespace/name unless it
-// exists.
-func ensureServiceAccount(ctx context.Context, kube kubernetes.Interface, namespace, name string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ServiceAccount %s/%s: %w", namespace, name, err)
-	}
-	return nil
 }
 
 // WriteToken writes token to a file named for name and returns its path.
@@ -170,85 +157,28 @@ func WriteToken(t testing.TB, name, token string) string {
 // serviceAccount; it makes the ServiceAccount and the DaemonSet (on the
 // nodes labelled EdgeNodeLabel) if missing and waits for that Pod.
 func NewEdgeIdentity(ctx context.Context, kube kubernetes.Interface, namespace, serviceAccount, node string) (token string, err error) {
-	ds, err := EnsureEdgeDaemonSet(ctx, kube, namespace, EdgeDaemonSet, serviceAccount, map[string]string{EdgeNodeLabel: ""})
+	d := edgeDaemonSet(namespace)
+	d.ServiceAccount = serviceAccount
+	ids, err := d.Identities(ctx, kube, []string{node}, time.Minute, edgeTokenLifetime)
 	if err != nil {
 		return "", err
 	}
-	pods, err := DaemonSetPods(ctx, kube, ds, []string{node}, time.Minute)
-	if err != nil {
-		return "", err
-	}
-	return NewBoundToken(ctx, kube, pods[node], edgehub.DefaultTokenAudience)
+	return ids[node].Token, nil
 }
 
 // EnsureEdgeDaemonSet creates in namespace, unless they exist,
 // serviceAccount and a DaemonSet named name of LocalController Pods that run
-// as it on the nodes nodeSelector picks, tolerating every taint (as the
-// chart's do, so that an unready node does not evict them and void their
-// tokens), and returns the DaemonSet. The controller-manager makes its
-// Pods, the scheduler binds them, kwok runs them.
+// as it on the nodes nodeSelector picks (localrun.EdgeDaemonSet), and
+// returns the DaemonSet.
 func EnsureEdgeDaemonSet(ctx context.Context, kube kubernetes.Interface, namespace, name, serviceAccount string, nodeSelector map[string]string) (*appsv1.DaemonSet, error) {
-	if err := ensureServiceAccount(ctx, kube, namespace, serviceAccount); err != nil {
-		return nil, err
-	}
-	labels := map[string]string{"app.kubernetes.io/name": "nereid-localcontroller", "nereid.io/daemonset": name}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: serviceAccount, NodeSelector: nodeSelector,
-					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					Containers:  []corev1.Container{{Name: "localcontroller", Image: "nereid/localcontroller:test"}},
-				},
-			},
-		},
-	}
-	created, err := kube.AppsV1().DaemonSets(namespace).Create(ctx, ds, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		created, err = kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("creating DaemonSet %s/%s: %w", namespace, name, err)
-	}
-	return created, nil
+	return localrun.EdgeDaemonSet{Namespace: namespace, Name: name, ServiceAccount: serviceAccount,
+		Image: "nereid/localcontroller:test", NodeSelector: nodeSelector}.Ensure(ctx, kube)
 }
 
 // DaemonSetPods waits up to timeout until ds has a Pod bound to each of
-// nodes, not being deleted, and returns them by node. A token bound to a Pod
-// names its node only once the Pod is bound.
+// nodes, not being deleted, and returns them by node.
 func DaemonSetPods(ctx context.Context, kube kubernetes.Interface, ds *appsv1.DaemonSet, nodes []string, timeout time.Duration) (map[string]*corev1.Pod, error) {
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
-	}
-	want := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		want[n] = true
-	}
-	found := make(map[string]*corev1.Pod, len(nodes))
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		// From the API server's cache: a fleet's thousands of Pods are
-		// listed every poll.
-		list, err := kube.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String(), ResourceVersion: "0"})
-		if err != nil {
-			return false, nil
-		}
-		for i := range list.Items {
-			p := &list.Items[i]
-			ref := metav1.GetControllerOfNoCopy(p)
-			if want[p.Spec.NodeName] && ref != nil && ref.UID == ds.UID && p.DeletionTimestamp == nil {
-				found[p.Spec.NodeName] = p
-			}
-		}
-		return len(found) == len(want), nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("waiting for the Pods of DaemonSet %s/%s on %d nodes (%d bound): %w", ds.Namespace, ds.Name, len(want), len(found), err)
-	}
-	return found, nil
+	return localrun.DaemonSetPods(ctx, kube, ds, nodes, timeout)
 }
 
 // NewPodToken creates, in namespace, a bare Pod named pod on node that runs
@@ -272,21 +202,10 @@ func NewPodToken(ctx context.Context, kube kubernetes.Interface, namespace, serv
 }
 
 // NewBoundToken returns a token of pod's ServiceAccount bound to pod, as the
-// kubelet would project into it, with audience ("" for the API server's own).
+// kubelet would project into it, with audience ("" for the API server's own),
+// valid for an hour.
 func NewBoundToken(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod, audience string) (string, error) {
-	expiry := int64(3600)
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: &expiry,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if audience != "" {
-		req.Spec.Audiences = []string{audience}
-	}
-	tr, err := kube.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, req, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("creating a token bound to %s: %w", pod.Name, err)
-	}
-	return tr.Status.Token, nil
+	return localrun.BoundToken(ctx, kube, pod, audience, edgeTokenLifetime)
 }
 
 // LocalController is a LocalController process a test started.
@@ -309,21 +228,20 @@ type LocalController struct {
 // counts Datasets every 200 ms.
 func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, extra ...string) *LocalController {
 	t.Helper()
-	worker := "127.0.0.1:" + strconv.Itoa(FreePort(t))
-	health := "127.0.0.1:" + strconv.Itoa(FreePort(t))
 	dir := t.TempDir()
-	args := append([]string{
-		"--node-name", node, "--gm-address", hub.Address, "--ca-file", hub.CAFile, "--token-file", tokenFile,
-		"--worker-address", worker, "--health-address", health, "--data-dir", filepath.Join(dir, "data"), "-v", "2",
-		"--node-root", filepath.Join(dir, "root"), "--dataset-poll-period", "200ms",
-	}, extra...)
+	cmd := localrun.LocalController{
+		Node: node, Hub: hub.Address, CAFile: hub.CAFile, TokenFile: tokenFile,
+		WorkerAddress: "127.0.0.1:" + strconv.Itoa(FreePort(t)), HealthAddress: "127.0.0.1:" + strconv.Itoa(FreePort(t)),
+		DataDir: filepath.Join(dir, "data"), NodeRoot: filepath.Join(dir, "root"),
+		DatasetPollPeriod: 200 * time.Millisecond, Verbosity: 2, Extra: extra,
+	}
 	lc := &LocalController{
-		Process:   NewProcess("localcontroller-"+node, Binary(t, "localcontroller"), filepath.Join(dir, "localcontroller.log"), args...),
+		Process:   NewProcess("localcontroller-"+node, Binary(t, "localcontroller"), filepath.Join(dir, "localcontroller.log"), cmd.Args()...),
 		Node:      node,
-		WorkerURL: "http://" + worker,
-		HealthURL: "http://" + health,
-		DataDir:   filepath.Join(dir, "data"),
-		Root:      filepath.Join(dir, "root"),
+		WorkerURL: cmd.WorkerURL(),
+		HealthURL: cmd.HealthURL(),
+		DataDir:   cmd.DataDir,
+		Root:      cmd.NodeRoot,
 	}
 	if err := lc.Start(); err != nil {
 		t.Fatal(err)
@@ -331,17 +249,12 @@ func StartLocalController(t testing.TB, hub *EdgeHub, node, tokenFile string, ex
 	t.Cleanup(func() {
 		lc.Stop(t)
 		if t.Failed() {
-			t.Logf("last lines of %s's log:\n%s", lc.Name, tail(lc.logPath, 40))
+			t.Logf("last lines of %s's log:\n%s", lc.Name, localrun.Tail(lc.LogPath, 40))
 		}
 	})
-	Eventually(t, 30*time.Second, lc.Name+" to serve", func(ctx context.Context) (bool, error) {
-		resp, err := http.Get(lc.HealthURL + "/healthz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	if err := localrun.WaitForLocalController(t.Context(), lc.Process.Process, cmd, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	return lc
 }
 

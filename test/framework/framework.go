@@ -41,6 +41,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nereid-ml/nereid/hack/localrun"
 )
 
 // module is the module path that marks the repository root.
@@ -305,21 +307,9 @@ func teardown(root, dir string, success bool) {
 	}
 	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
 	for _, l := range logs {
-		fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s", l, tail(l, 15))
+		fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s", l, localrun.Tail(l, 15))
 	}
 	fmt.Fprintf(os.Stderr, "framework: the control plane's logs are kept in %s\n", filepath.Join(dir, "logs"))
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error() + "\n"
-	}
-	lines := strings.SplitAfter(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "") + "\n"
 }
 
 // startWatchdog starts a process, in its own session so an interrupt of the test does
@@ -367,23 +357,26 @@ func useCluster(path string) error {
 
 // noClusterWideGlobalManager refuses a cluster where a GlobalManager already
 // acts (its Lease is renewed): tests start their own, one per namespace, and a
-// second one would act on their objects too.
+// second one would act on their objects too. It looks at the local run's
+// Lease and at the GlobalManager's default one.
 func noClusterWideGlobalManager() error {
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return err
 	}
-	lease, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "nereid-globalmanager", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("reading the GlobalManager's lease: %w", err)
-	}
-	held := ptrString(lease.Spec.HolderIdentity) != "" && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil &&
-		time.Since(lease.Spec.RenewTime.Time) < time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
-	if held {
-		return fmt.Errorf("a GlobalManager runs on this cluster (lease kube-system/nereid-globalmanager held by %s); the tests start their own: bring the cluster up with NEREID_GLOBALMANAGER=0 make local-up",
-			ptrString(lease.Spec.HolderIdentity))
+	for _, namespace := range []string{localrun.Namespace, "kube-system"} {
+		lease, err := client.CoordinationV1().Leases(namespace).Get(context.Background(), localrun.LeaseName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("reading the GlobalManager's lease: %w", err)
+		}
+		held := ptrString(lease.Spec.HolderIdentity) != "" && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil &&
+			time.Since(lease.Spec.RenewTime.Time) < time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
+		if held {
+			return fmt.Errorf("a GlobalManager runs on this cluster (lease %s/%s held by %s); the tests start their own: bring the cluster up with NEREID_GLOBALMANAGER=0 make local-up",
+				namespace, localrun.LeaseName, ptrString(lease.Spec.HolderIdentity))
+		}
 	}
 	return nil
 }

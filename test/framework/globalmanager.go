@@ -1,9 +1,7 @@
 package framework
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nereid-ml/nereid/hack/localrun"
 )
 
 var (
@@ -49,17 +49,14 @@ func BuildBinary(name string) (string, error) {
 	return filepath.Join(binDir, name), nil
 }
 
-// Process is a Nereid process a test started; it is stopped when the test ends.
+// Process is a Nereid process a test started; it dies with the test binary.
 type Process struct {
-	Name    string
-	args    []string
-	bin     string
-	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
-	// starts counts the starts, so a reading of the metrics knows which
-	// process it was of.
-	starts int
+	*localrun.Process
+}
+
+// NewProcess describes a process to start with Start; its output goes to logPath.
+func NewProcess(name, bin, logPath string, args ...string) *Process {
+	return &Process{localrun.NewProcess(name, bin, logPath, args...)}
 }
 
 // StartGlobalManager runs a real GlobalManager process against the test
@@ -69,58 +66,25 @@ type Process struct {
 // for its own namespace.
 func StartGlobalManager(t testing.TB, namespace string, extra ...string) *Process {
 	t.Helper()
-	args := append([]string{
-		"--kubeconfig", GlobalManagerKubeconfig(t, namespace),
-		"--namespace", namespace,
-		"--leader-elect=false",
-		"--health-address", "127.0.0.1:0",
-		"-v", "2",
-	}, extra...)
-	p := NewProcess("globalmanager", Binary(t, "globalmanager"), filepath.Join(t.TempDir(), "globalmanager.log"), args...)
+	return startGlobalManager(t, localrun.GlobalManager{
+		Kubeconfig: GlobalManagerKubeconfig(t, namespace), Namespace: namespace,
+		HealthAddress: "127.0.0.1:0", Verbosity: 2, Extra: extra,
+	})
+}
+
+func startGlobalManager(t testing.TB, gm localrun.GlobalManager) *Process {
+	t.Helper()
+	p := NewProcess("globalmanager", Binary(t, "globalmanager"), filepath.Join(t.TempDir(), "globalmanager.log"), gm.Args()...)
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		p.Stop(t)
 		if t.Failed() {
-			t.Logf("last lines of the GlobalManager's log (%s):\n%s", p.logPath, tail(p.logPath, 40))
+			t.Logf("last lines of the GlobalManager's log (%s):\n%s", p.LogPath, localrun.Tail(p.LogPath, 40))
 		}
 	})
 	return p
-}
-
-// NewProcess describes a process to start with Start; its output goes to logPath.
-func NewProcess(name, bin, logPath string, args ...string) *Process {
-	return &Process{Name: name, bin: bin, args: args, logPath: logPath}
-}
-
-// Pid is the process's id while it runs.
-func (p *Process) Pid() int {
-	return p.cmd.Process.Pid
-}
-
-// Start starts the process (again, after Kill or Stop), appending to its log.
-func (p *Process) Start() error {
-	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening log of %s: %w", p.Name, err)
-	}
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so a kill reaches nothing else of the test's.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("starting %s: %w", p.Name, err)
-	}
-	p.cmd, p.done = cmd, make(chan struct{})
-	p.starts++
-	go func() {
-		_ = cmd.Wait()
-		log.Close()
-		close(p.done)
-	}()
-	return nil
 }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
@@ -137,46 +101,6 @@ func (p *Process) Stop(t testing.TB) {
 	if err := p.Signal(syscall.SIGTERM, 15*time.Second); err != nil {
 		t.Error(err)
 	}
-}
-
-// Signal sends sig and waits up to wait for the process to exit, killing it then.
-func (p *Process) Signal(sig syscall.Signal, wait time.Duration) error {
-	if p.cmd == nil {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signalling %s: %w", p.Name, err)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(wait):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s did not exit within %s of %v", p.Name, wait, sig)
-	}
-}
-
-// Wait waits up to timeout for the process to exit by itself and returns its
-// exit code; exited is false when it still runs.
-func (p *Process) Wait(timeout time.Duration) (code int, exited bool) {
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode(), true
-	case <-time.After(timeout):
-		return 0, false
-	}
-}
-
-// Log returns what the process wrote so far.
-func (p *Process) Log() string {
-	b, _ := os.ReadFile(p.logPath)
-	return string(b)
 }
 
 // HealthAddress is where a GlobalManager serves /healthz, /readyz and

@@ -1,22 +1,16 @@
 package framework
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
@@ -24,47 +18,9 @@ import (
 // folder (in name order), as kubectl apply -f would read them.
 func ReadManifests(t testing.TB, path string) []*unstructured.Unstructured {
 	t.Helper()
-	files := []string{path}
-	if info, err := os.Stat(path); err != nil {
-		t.Fatalf("reading manifests: %v", err)
-	} else if info.IsDir() {
-		files, err = filepath.Glob(filepath.Join(path, "*.yaml"))
-		if err != nil {
-			t.Fatalf("listing manifests in %s: %v", path, err)
-		}
-		sort.Strings(files)
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatalf("reading %s: %v", f, err)
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("reading %s: %v", f, err)
-			}
-			js, err := yaml.YAMLToJSON(doc)
-			if err != nil {
-				t.Fatalf("decoding %s: %v", f, err)
-			}
-			if s := strings.TrimSpace(string(js)); s == "null" || s == "{}" {
-				continue // an empty document, as between two separators
-			}
-			// Unstructured's own decoding keeps integers int64, as the API server returns them.
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(js); err != nil {
-				t.Fatalf("decoding %s: %v", f, err)
-			}
-			objs = append(objs, obj)
-		}
-	}
-	if len(objs) == 0 {
-		t.Fatalf("no objects in %s", path)
+	objs, err := localrun.ReadManifests(path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }

@@ -1,0 +1,112 @@
+package localrun
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+// GlobalManager is the command line of a GlobalManager process.
+type GlobalManager struct {
+	// Kubeconfig is its identity: the chart's ServiceAccount
+	// (GlobalManagerIdentity), not an administrator's.
+	Kubeconfig string
+	// Namespace limits it to one namespace; "" manages every namespace.
+	Namespace string
+	// HealthAddress serves /healthz, /readyz and /metrics; port 0 picks a
+	// free one, which its log names.
+	HealthAddress string
+	// LeaseNamespace holds its leader election Lease (which needs the
+	// chart's Role there: GlobalManagerIdentity.RoleIn); "" runs it without
+	// leader election, acting at once.
+	LeaseNamespace string
+	// EdgeHub is the hub LocalControllers connect to; nil runs none.
+	EdgeHub *EdgeHub
+	// Verbosity is klog's -v; 0 leaves the default.
+	Verbosity int
+	// Extra flags go last, so that they win over the ones above.
+	Extra []string
+}
+
+// EdgeHub is the GlobalManager's edge hub.
+type EdgeHub struct {
+	// Address is its host:port.
+	Address string
+	// Namespace keeps its Secret, its CA ConfigMap and the nodes' link
+	// Leases (which needs the chart's Role there).
+	Namespace string
+	// CAFile is where it writes the CA that LocalControllers trust.
+	CAFile string
+	// LocalControllers are the DaemonSet whose Pods' tokens it accepts and
+	// the ServiceAccount they run as.
+	LocalControllers EdgeDaemonSet
+	// EveryNode accepts LocalControllers on every node, as Sedna runs them;
+	// otherwise only on the edge nodes (the GlobalManager's default
+	// --edge-node-selector).
+	EveryNode bool
+}
+
+// Args is the GlobalManager's command line.
+func (g GlobalManager) Args() []string {
+	args := []string{"--kubeconfig=" + g.Kubeconfig, "--health-address=" + g.HealthAddress}
+	if g.Namespace != "" {
+		args = append(args, "--namespace="+g.Namespace)
+	}
+	if g.LeaseNamespace == "" {
+		args = append(args, "--leader-elect=false")
+	} else {
+		args = append(args, "--leader-elect-namespace="+g.LeaseNamespace)
+	}
+	if h := g.EdgeHub; h != nil {
+		lcs := h.LocalControllers
+		args = append(args, "--edge-address="+h.Address, "--edge-namespace="+h.Namespace, "--edge-ca-out="+h.CAFile,
+			"--edge-service-accounts="+lcs.Namespace+"/"+lcs.ServiceAccount, "--edge-daemonset="+lcs.Namespace+"/"+lcs.Name)
+		if h.EveryNode {
+			args = append(args, "--edge-node-selector=")
+		}
+	}
+	if g.Verbosity > 0 {
+		args = append(args, "-v="+strconv.Itoa(g.Verbosity))
+	}
+	return append(args, g.Extra...)
+}
+
+// WaitForEdgeHub waits until gm's edge hub has written its CA to
+// hub.CAFile and listens: it writes the CA just before it listens, so a
+// LocalController that dialled on seeing the file could find nobody there.
+func WaitForEdgeHub(ctx context.Context, gm *Process, hub *EdgeHub, timeout time.Duration) error {
+	err := gm.WaitReady(ctx, timeout, "its edge hub's CA in "+hub.CAFile, func(context.Context) bool {
+		info, err := os.Stat(hub.CAFile)
+		return err == nil && info.Size() > 0
+	})
+	if err != nil {
+		return err
+	}
+	return gm.WaitReady(ctx, timeout, "its edge hub to listen on "+hub.Address, func(ctx context.Context) bool {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", hub.Address)
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+		return true
+	})
+}
+
+// answersOK says whether url answers 200.
+func answersOK(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
