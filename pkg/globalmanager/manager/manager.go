@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -136,21 +137,7 @@ func Start(ctx context.Context, cfg Config, c Clients, table []*kinds.Kind, metr
 	admitter.Start(ctx)
 	defer kubeFactory.Shutdown()
 	defer factory.Shutdown()
-	go func() {
-		ready.Store("waiting for caches to sync")
-		kubeFactory.WaitForCacheSync(ctx.Done())
-		factory.WaitForCacheSync(ctx.Done())
-		if hub != nil {
-			ready.Store("waiting for the edge hub to listen")
-			select {
-			case <-hub.Listening():
-			case <-ctx.Done():
-			}
-		}
-		if ctx.Err() == nil {
-			ready.Store("")
-		}
-	}()
+	go markReady(ctx, ready, hub, kubeFactory, factory)
 
 	var runs []func() error
 	for _, k := range served {
@@ -161,6 +148,38 @@ func Start(ctx context.Context, cfg Config, c Clients, table []*kinds.Kind, metr
 	if hub != nil {
 		runs = append(runs, func() error { return hub.Run(ctx) })
 	}
+	err = runAll(cancel, runs)
+	ready.Store("stopped")
+	return err
+}
+
+// caches waiting to fill.
+type caches interface {
+	WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
+}
+
+// markReady says in ready what the GlobalManager waits for until its
+// caches are filled and its edge hub (when it runs one) listens, then "".
+func markReady(ctx context.Context, ready *atomic.Value, hub *edgehub.Hub, factories ...caches) {
+	ready.Store("waiting for caches to sync")
+	for _, f := range factories {
+		f.WaitForCacheSync(ctx.Done())
+	}
+	if hub != nil {
+		ready.Store("waiting for the edge hub to listen")
+		select {
+		case <-hub.Listening():
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() == nil {
+		ready.Store("")
+	}
+}
+
+// runAll runs each of runs in its own goroutine until all have returned;
+// the first to fail cancels the others' context.
+func runAll(cancel context.CancelFunc, runs []func() error) error {
 	errs := make(chan error, len(runs))
 	for _, r := range runs {
 		go func() {
@@ -175,7 +194,6 @@ func Start(ctx context.Context, cfg Config, c Clients, table []*kinds.Kind, metr
 	for range runs {
 		all = append(all, <-errs)
 	}
-	ready.Store("stopped")
 	return errors.Join(all...)
 }
 

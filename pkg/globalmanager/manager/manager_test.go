@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -97,5 +98,21 @@ func TestTheHubGetsTheAppliersOfTheTable(t *testing.T) {
 	dataset.Edge.Applier = func(kinds.Deps) any { return "not an applier" }
 	if _, err := appliersOf([]*kinds.Kind{dataset}, runners, kinds.Deps{}); err == nil || !strings.Contains(err.Error(), "Dataset") {
 		t.Errorf("an applier the hub cannot use: error %v, want one naming the kind", err)
+	}
+}
+
+// One part failing stops the others: a GlobalManager half running would
+// hold the lease and do half the job.
+func TestOnePartFailingStopsTheOthers(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	failure := errors.New("the hub cannot listen")
+	waits := func() error { <-ctx.Done(); return nil }
+	err := runAll(cancel, []func() error{waits, func() error { return failure }, waits})
+	if !errors.Is(err, failure) {
+		t.Errorf("runAll returned %v, want the failure", err)
+	}
+	if ctx.Err() == nil {
+		t.Error("the others' context was not cancelled")
 	}
 }
