@@ -23,6 +23,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -201,7 +202,7 @@ func TestWipedEdgeStoreHasItsNewReportsApplied(t *testing.T) {
 	if diff := cmp.Diff(wantPrevious, after.PreviousStores); diff != "" {
 		t.Errorf("previous stores (-want,+got):\n%s", diff)
 	}
-	if round, ok := common.MetricValue(after.Metrics, "currentRound"); !ok || round != 13 {
+	if round, ok := edgestatus.MetricValue(after.Metrics, "currentRound"); !ok || round != 13 {
 		t.Errorf("currentRound %v (%v), want the last round posted, 13", round, ok)
 	}
 }
@@ -547,8 +548,8 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		n, _ := common.MetricValue(ji.Status.Metrics, "inferenceNumber")
-		h, _ := common.MetricValue(ji.Status.Metrics, "hardExampleNumber")
+		n, _ := edgestatus.MetricValue(ji.Status.Metrics, "inferenceNumber")
+		h, _ := edgestatus.MetricValue(ji.Status.Metrics, "hardExampleNumber")
 		return n == 120 && h == 30, nil
 	})
 }

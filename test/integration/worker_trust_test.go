@@ -22,6 +22,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -161,7 +162,7 @@ func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
 	if i := slices.IndexFunc(got.Status.EdgeNodes, func(n sednav1.EdgeNodeStatus) bool { return n.Name == "edge-1" }); i >= 0 {
 		t.Errorf("the service's status has an entry for edge-1: %+v", got.Status.EdgeNodes[i])
 	}
-	if n, ok := common.MetricValue(got.Status.Metrics, "inferenceNumber"); ok {
+	if n, ok := edgestatus.MetricValue(got.Status.Metrics, "inferenceNumber"); ok {
 		t.Errorf("inferenceNumber %v in the service's status, from a pod that is not its worker", n)
 	}
 }

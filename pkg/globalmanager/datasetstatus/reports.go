@@ -19,6 +19,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 )
 
 // ConditionReadable says whether the Dataset's LocalController could read its
@@ -33,7 +34,7 @@ const (
 
 // Applier writes dataset counts to Dataset status.
 type Applier struct {
-	reports *common.EdgeReports[*sednav1.Dataset]
+	reports *edgestatus.EdgeReports[*sednav1.Dataset]
 	now     func() time.Time
 }
 
@@ -41,7 +42,7 @@ type Applier struct {
 // through recorder when the index file becomes unreadable or readable again.
 func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Applier {
 	a := &Applier{now: time.Now}
-	a.reports = &common.EdgeReports[*sednav1.Dataset]{
+	a.reports = &edgestatus.EdgeReports[*sednav1.Dataset]{
 		Kind: "dataset",
 		Client: func(ns string) common.StatusClient[*sednav1.Dataset] {
 			return client.SednaV1alpha1().Datasets(ns)
@@ -58,7 +59,7 @@ func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Ap
 // LocalController sends a report again until it is acknowledged, and an
 // older count must not come back over a newer one meanwhile. The
 // LocalController's reports of one Dataset arrive in order. It follows
-// common.EdgeReports' rule.
+// edgestatus.EdgeReports' rule.
 func (a *Applier) ApplyDatasetReport(ctx context.Context, from edgeproto.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 	return a.reports.Apply(ctx, d.Namespace, d.Name, func(ds *sednav1.Dataset) (bool, []common.Event, error) {
 		if applied(ds.Status.LastReport, from, r.ID) {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
 // SetJobCondition sets the condition of c's type, keeping one entry per type.
@@ -110,4 +111,11 @@ const MaxConditionMessage = 32768
 // marked as cut) when it is longer.
 func ClipConditionMessage(msg string) string {
 	return ClipText(msg, MaxConditionMessage)
+}
+
+// ClipText returns s, or when it is longer than limit bytes, its beginning cut
+// at a character boundary and followed by TruncatedSuffix, limit bytes at most
+// in all: a status field of bounded size that shows it was cut.
+func ClipText(s string, limit int) string {
+	return edgeproto.Clip(s, limit, sednav1.TruncatedSuffix)
 }

@@ -6,7 +6,6 @@ package common
 // base worker environment (BaseEnv).
 
 import (
-	"context"
 	"errors"
 	"sort"
 	"testing"
@@ -20,11 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
-	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common/commontest"
 )
 
 // caches are listers over indexers seeded with objects, as synced informers'.
@@ -68,71 +66,25 @@ func newCaches(t *testing.T, objs ...any) caches {
 	}
 }
 
-// statusServer is the API server's side of one job: a StatusClient whose
-// status writes fail with writeErr, or with a conflict the first conflicts
-// times (someone else wrote meanwhile, which the next read sees).
-type statusServer struct {
-	job       *sednav1.FederatedLearningJob
-	writeErr  error
-	conflicts int
-	recorder  *record.FakeRecorder
-	// writes are the statuses written; eventsAtWrite how many events had
-	// been recorded at each attempt to write.
-	writes        []sednav1.FederatedLearningJobStatus
-	eventsAtWrite []int
-}
-
-func newStatusServer(job *sednav1.FederatedLearningJob) *statusServer {
-	return &statusServer{job: job.DeepCopy(), recorder: record.NewFakeRecorder(10)}
-}
-
-func (s *statusServer) client(string) StatusClient[*sednav1.FederatedLearningJob] { return s }
-
-func (s *statusServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*sednav1.FederatedLearningJob, error) {
-	if s.job == nil || s.job.Name != name {
-		return nil, apierrors.NewNotFound(sednav1.Resource("federatedlearningjobs"), name)
-	}
-	return s.job.DeepCopy(), nil
-}
-
-func (s *statusServer) UpdateStatus(_ context.Context, j *sednav1.FederatedLearningJob, _ metav1.UpdateOptions) (*sednav1.FederatedLearningJob, error) {
-	s.eventsAtWrite = append(s.eventsAtWrite, len(s.recorder.Events))
-	switch {
-	case s.writeErr != nil:
-		return nil, s.writeErr
-	case s.conflicts > 0:
-		s.conflicts--
-		s.job.Status.Active++
-		return nil, apierrors.NewConflict(sednav1.Resource("federatedlearningjobs"), j.Name, errors.New("the object has been modified"))
-	}
-	s.writes = append(s.writes, j.Status)
-	s.job = j.DeepCopy()
-	return j, nil
-}
-
-func testJob() *sednav1.FederatedLearningJob {
-	return &sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: "job-uid", Generation: 1}}
-}
-
 // testJobServer is testJob, its status server failing writes with
 // writeErr, and expectations.
-func testJobServer(writeErr error) (*sednav1.FederatedLearningJob, *statusServer, *Expectations) {
-	job := testJob()
-	server := newStatusServer(job)
-	server.writeErr = writeErr
+func testJobServer(writeErr error) (*sednav1.FederatedLearningJob, *commontest.StatusServer, *Expectations) {
+	job := commontest.Job()
+	server := commontest.NewStatusServer(job)
+	server.WriteErr = writeErr
 	return job, server, NewExpectations()
 }
 
 // testSyncer is a Syncer of the jobs in c, writing to server.
-func testSyncer(c caches, server *statusServer, exp *Expectations) *Syncer[*sednav1.FederatedLearningJob] {
+func testSyncer(c caches, server *commontest.StatusServer, exp *Expectations) *Syncer[*sednav1.FederatedLearningJob] {
 	return &Syncer[*sednav1.FederatedLearningJob]{
 		LogName: "job",
 		Get: func(ns, name string) (*sednav1.FederatedLearningJob, error) {
 			return c.jobs.FederatedLearningJobs(ns).Get(name)
 		},
-		Client:       server.client,
+		Client:       func(string) StatusClient[*sednav1.FederatedLearningJob] { return server },
 		Status:       func(j *sednav1.FederatedLearningJob) any { return &j.Status },
-		Recorder:     server.recorder,
+		Recorder:     server.Recorder,
 		Expectations: exp,
 		Pods:         c.pods,
 	}
@@ -148,7 +100,7 @@ func childPod(name string, owner *sednav1.FederatedLearningJob, controllerUID ty
 }
 
 func TestBeginReadsTheOwnerAndClaimsItsChildren(t *testing.T) {
-	job := testJob()
+	job := commontest.Job()
 	mine := childPod("mine", job, job.UID, nil)
 	other := childPod("other-controller", job, "earlier-job-uid", nil)
 	sednas := childPod("left-by-sedna", job, job.UID, map[string]string{LabelAdoptedFrom: AdoptedFromSedna})
@@ -157,7 +109,7 @@ func TestBeginReadsTheOwnerAndClaimsItsChildren(t *testing.T) {
 	elsewhere := childPod("elsewhere", job, job.UID, nil)
 	elsewhere.Namespace = "other-ns"
 	exp := NewExpectations()
-	syncer := testSyncer(newCaches(t, job, mine, other, sednas, elsewhere), newStatusServer(job), exp)
+	syncer := testSyncer(newCaches(t, job, mine, other, sednas, elsewhere), commontest.NewStatusServer(job), exp)
 	exp.ExpectCreations("ns/job", 1)
 
 	_, s, err := syncer.Begin(t.Context(), "ns/job")
@@ -186,7 +138,7 @@ func TestBeginReadsTheOwnerAndClaimsItsChildren(t *testing.T) {
 }
 
 func TestBeginHasNothingToDoForAnOwnerGoneOrGoing(t *testing.T) {
-	deleting := testJob()
+	deleting := commontest.Job()
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	cases := map[string]struct {
 		key  string
@@ -194,12 +146,12 @@ func TestBeginHasNothingToDoForAnOwnerGoneOrGoing(t *testing.T) {
 	}{
 		"gone":          {key: "ns/job"},
 		"being deleted": {key: "ns/job", objs: []any{deleting}},
-		"malformed key": {key: "ns/job/x", objs: []any{testJob()}},
+		"malformed key": {key: "ns/job/x", objs: []any{commontest.Job()}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			exp := NewExpectations()
-			syncer := testSyncer(newCaches(t, tc.objs...), newStatusServer(testJob()), exp)
+			syncer := testSyncer(newCaches(t, tc.objs...), commontest.NewStatusServer(commontest.Job()), exp)
 			var forgotten []string
 			syncer.Forget = func(key string) { forgotten = append(forgotten, key) }
 			exp.ExpectCreations(tc.key, 1)
@@ -285,7 +237,7 @@ func TestEndWritesStatusOnlyWhenItSaysSomethingAndEventsAfterIt(t *testing.T) {
 				exp.ExpectCreations(s.Key, 1)
 			}
 			err = s.End(ctx, tc.actErr, tc.events, "phase", s.Owner.Status.Phase)
-			got := want{Writes: len(server.writes), EventsAtWrite: server.eventsAtWrite, Events: len(server.recorder.Events), Err: err != nil}
+			got := want{Writes: len(server.Writes), EventsAtWrite: server.EventsAtWrite, Events: len(server.Recorder.Events), Err: err != nil}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}
@@ -335,7 +287,7 @@ func TestASyncsCreatesAreToldInOneEvent(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			job, server, exp := testJobServer(tc.writeErr)
-			children := &Children{Client: kubefake.NewClientset(tc.existing...), Recorder: server.recorder, Expectations: exp}
+			children := &Children{Client: kubefake.NewClientset(tc.existing...), Recorder: server.Recorder, Expectations: exp}
 			ctx := t.Context()
 			var s *Sync[*sednav1.FederatedLearningJob]
 			if tc.inSync {
@@ -374,98 +326,11 @@ func TestASyncsCreatesAreToldInOneEvent(t *testing.T) {
 				t.Errorf("PodsMade (-want,+got):\n%s", diff)
 			}
 			var events []string
-			for len(server.recorder.Events) > 0 {
-				events = append(events, <-server.recorder.Events)
+			for len(server.Recorder.Events) > 0 {
+				events = append(events, <-server.Recorder.Events)
 			}
 			if diff := cmp.Diff(tc.wantEvents, events); diff != "" {
 				t.Errorf("events (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// Every kind applies what the edge reports by one rule: EdgeReports'.
-func TestEdgeReportsApplyEachReportOnceAndTellAfterTheWrite(t *testing.T) {
-	from := edgeproto.Source{Node: "edge-0", Store: "store-1"}
-	told := Event{Type: corev1.EventTypeNormal, Reason: "Round", Message: "round 2 trains"}
-	type want struct {
-		Refused bool
-		Err     bool
-		Writes  int
-		// Applied is how many times the kind's part ran.
-		Applied       int
-		EventsAtWrite []int
-		Events        int
-		// Worker is whom the edgeNodes entry heard from.
-		Worker string
-		// Active is another writer's change, kept when a conflict made the
-		// report apply to the newer object.
-		Active int32
-	}
-	cases := map[string]struct {
-		ids       []uint64
-		owner     string
-		conflicts int
-		kindErr   error
-		want      want
-	}{
-		"a report sent twice is applied once, its event once after the write": {
-			ids:  []uint64{5, 5},
-			want: want{Writes: 1, Applied: 1, EventsAtWrite: []int{0}, Events: 1, Worker: "w"},
-		},
-		"an older report after a newer one changes nothing": {
-			ids:  []uint64{5, 4},
-			want: want{Writes: 1, Applied: 1, EventsAtWrite: []int{0}, Events: 1, Worker: "w"},
-		},
-		"a conflict reads the object again and applies the report again, its event once": {
-			ids: []uint64{5}, conflicts: 2,
-			want: want{Writes: 1, Applied: 3, EventsAtWrite: []int{0, 0, 0}, Events: 1, Worker: "w", Active: 2},
-		},
-		"a report about an object that does not exist is refused": {
-			ids: []uint64{5}, owner: "gone",
-			want: want{Refused: true, Err: true},
-		},
-		"a report the kind refuses writes nothing and tells nothing": {
-			ids: []uint64{5}, kindErr: edgeproto.Refuse("not the current worker"),
-			want: want{Refused: true, Err: true, Applied: 1},
-		},
-		"a kind's failure is returned, to have the report resent": {
-			ids: []uint64{5}, kindErr: errors.New("updating status of Model m: etcd down"),
-			want: want{Err: true, Applied: 1},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			server := newStatusServer(testJob())
-			server.conflicts = tc.conflicts
-			a := &EdgeReports[*sednav1.FederatedLearningJob]{
-				Kind:      "federatedlearningjob",
-				Client:    server.client,
-				EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
-				Recorder:  server.recorder,
-				Now:       func() time.Time { return time.Unix(1000, 0) },
-			}
-			info := &edgeproto.WorkerInfo{Name: "w", Namespace: "ns", OwnerName: "job", Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
-			if tc.owner != "" {
-				info.OwnerName = tc.owner
-			}
-			applied := 0
-			var err error
-			for _, id := range tc.ids {
-				err = errors.Join(err, applyWorker(t.Context(), a, from, &edgeproto.Report{ID: id, Worker: "w"}, info,
-					func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
-						applied++
-						return []Event{told}, tc.kindErr
-					}))
-			}
-			_, refused := edgeproto.IsRefused(err)
-			got := want{Refused: refused, Err: err != nil, Writes: len(server.writes), Applied: applied,
-				EventsAtWrite: server.eventsAtWrite, Events: len(server.recorder.Events), Active: server.job.Status.Active}
-			if nodes := server.job.Status.EdgeNodes; len(nodes) == 1 {
-				got.Worker = nodes[0].Worker
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want,+got):\n%s", diff)
 			}
 		})
 	}
@@ -591,7 +456,7 @@ func TestIndexChildrenAddsTheOwnerIndexOnceToASharedInformer(t *testing.T) {
 			t.Fatalf("IndexChildren returned another indexer than the informer's")
 		}
 	}
-	job := testJob()
+	job := commontest.Job()
 	if err := informer.GetIndexer().Add(childPod("mine", job, job.UID, nil)); err != nil {
 		t.Fatal(err)
 	}

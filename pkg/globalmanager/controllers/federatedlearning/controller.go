@@ -15,6 +15,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -43,7 +44,7 @@ type Controller struct {
 	datasets   sednalisters.DatasetLister
 	synced     []cache.InformerSynced
 	syncer     *common.Syncer[*sednav1.FederatedLearningJob]
-	reports    *common.EdgeReports[*sednav1.FederatedLearningJob]
+	reports    *edgestatus.EdgeReports[*sednav1.FederatedLearningJob]
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -95,7 +96,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 		Services:     children[1],
 		Forget:       func(key string) { d.Admission.Forget(jobKind, key) },
 	}
-	c.reports = c.syncer.EdgeReports(Name,
+	c.reports = edgestatus.For(c.syncer, Name,
 		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
 		func() time.Time { return c.now() }, metrics)
 	if err := common.IndexByModel(jobInformer.Informer()); err != nil {

@@ -15,6 +15,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -49,7 +50,7 @@ type Controller struct {
 	models    sednalisters.ModelLister
 	synced    []cache.InformerSynced
 	syncer    *common.Syncer[*sednav1.JointInferenceService]
-	reports   *common.EdgeReports[*sednav1.JointInferenceService]
+	reports   *edgestatus.EdgeReports[*sednav1.JointInferenceService]
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -113,7 +114,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 		HPAs:        children[2],
 		Forget:      func(key string) { d.Admission.Forget(serviceKind, key) },
 	}
-	c.reports = c.syncer.EdgeReports(Name,
+	c.reports = edgestatus.For(c.syncer, Name,
 		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
 		func() time.Time { return c.now() }, metrics)
 	if err := common.IndexByModel(jiInformer.Informer()); err != nil {

@@ -9,6 +9,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 )
 
 // Counters an edge inference worker reports in its ownerInfo, summed over the
@@ -38,8 +39,8 @@ func inferenceMetrics(nodes []sednav1.EdgeNodeStatus) []sednav1.Metric {
 		if n.Stage != string(edgeproto.StageInference) {
 			continue
 		}
-		i, ok1 := common.MetricValue(n.Metrics, metricInferences)
-		h, ok2 := common.MetricValue(n.Metrics, metricHardExamples)
+		i, ok1 := edgestatus.MetricValue(n.Metrics, metricInferences)
+		h, ok2 := edgestatus.MetricValue(n.Metrics, metricHardExamples)
 		if ok1 || ok2 {
 			reported = true
 		}

@@ -14,6 +14,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -52,7 +53,7 @@ type Controller[J Job[J]] struct {
 	datasets   sednalisters.DatasetLister
 	synced     []cache.InformerSynced
 	syncer     *common.Syncer[J]
-	reports    *common.EdgeReports[J]
+	reports    *edgestatus.EdgeReports[J]
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -109,7 +110,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 		Pods:         children[0],
 		Forget:       func(key string) { d.Admission.Forget(gvk, key) },
 	}
-	c.reports = c.syncer.EdgeReports(name,
+	c.reports = edgestatus.For(c.syncer, name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
 		func() time.Time { return c.Clock() }, metrics)
 	index := func(names func(Spec) []string) cache.IndexFunc {

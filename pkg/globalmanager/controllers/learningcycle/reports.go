@@ -11,6 +11,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 )
 
 // ApplyReports records reports about one job forwarded by a node's
@@ -18,7 +19,7 @@ import (
 // order: the train trigger fired, a stage
 // worker runs, completed or failed, the edge deployed the model. A report
 // about anything but the current round, stage and try is recorded only. It
-// follows common.EdgeReports' rule: idempotent by node, store and report ID,
+// follows edgestatus.EdgeReports' rule: idempotent by node, store and report ID,
 // read from the API server, written together with conflict retries, events
 // after the write.
 func (c *Controller[J]) ApplyReports(ctx context.Context, from edgeproto.Source, reports []edgeproto.WorkerReport) []error {
@@ -154,7 +155,7 @@ func (c *Controller[J]) move(ctx context.Context, m *machine, job J, r *edgeprot
 	var metrics []sednav1.Metric
 	if len(info.Results) > 0 {
 		if res, ok := ParseResult(info.Results[0]); ok {
-			metrics = common.StatusMetrics(res.Metrics)
+			metrics = edgestatus.StatusMetrics(res.Metrics)
 		}
 	}
 	deploy, sentence := c.kind.Decide(job, info.Results)

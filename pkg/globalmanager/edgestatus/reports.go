@@ -1,4 +1,4 @@
-package common
+package edgestatus
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // RecordEdgeReport folds a worker's report, forwarded by the LocalController
@@ -43,9 +44,9 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *
 		LastReportID:   int64(r.ID),
 		PreviousStores: previousStores(last, from.Store),
 		ReportsApplied: last.ReportsApplied + 1,
-		Worker:         ClipText(r.Worker, sednav1.MaxWorkerNameBytes),
-		Stage:          ClipText(string(info.Kind), sednav1.MaxStageBytes),
-		State:          ClipText(string(info.Status), sednav1.MaxStageBytes),
+		Worker:         common.ClipText(r.Worker, sednav1.MaxWorkerNameBytes),
+		Stage:          common.ClipText(string(info.Kind), sednav1.MaxStageBytes),
+		State:          common.ClipText(string(info.Status), sednav1.MaxStageBytes),
 		Metrics:        ReportMetrics(info),
 	}
 	out := append([]sednav1.EdgeNodeStatus(nil), nodes...)
@@ -158,14 +159,7 @@ func StatusMetrics(metrics map[string]json.RawMessage) []sednav1.Metric {
 // the key cut to MaxMetricKeyBytes with its suffix and the value's text to
 // MaxMetricValueBytes.
 func boundedMetric(k, suffix string, v json.RawMessage) sednav1.Metric {
-	return sednav1.Metric{Key: ClipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix, Value: ClipText(MetricText(v), sednav1.MaxMetricValueBytes)}
-}
-
-// ClipText returns s, or when it is longer than limit bytes, its beginning cut
-// at a character boundary and followed by TruncatedSuffix, limit bytes at most
-// in all: a status field of bounded size that shows it was cut.
-func ClipText(s string, limit int) string {
-	return edgeproto.Clip(s, limit, sednav1.TruncatedSuffix)
+	return sednav1.Metric{Key: common.ClipText(k, sednav1.MaxMetricKeyBytes-len(suffix)) + suffix, Value: common.ClipText(MetricText(v), sednav1.MaxMetricValueBytes)}
 }
 
 // MetricText renders a JSON value as a metric value: strings without quotes,

@@ -1,4 +1,4 @@
-package common
+package edgestatus
 
 import (
 	"encoding/json"

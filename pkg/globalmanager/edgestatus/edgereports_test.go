@@ -1,4 +1,4 @@
-package common
+package edgestatus
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +19,8 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common/commontest"
 )
 
 // gatedServer is the API server's side of some jobs, safe for concurrent
@@ -39,14 +43,14 @@ type gatedServer struct {
 func newGatedServer(names ...string) *gatedServer {
 	s := &gatedServer{jobs: map[string]*sednav1.FederatedLearningJob{}, writes: map[string]int{}, holding: make(chan string, 16)}
 	for _, n := range names {
-		j := testJob()
+		j := commontest.Job()
 		j.Name = n
 		s.jobs[n] = j
 	}
 	return s
 }
 
-func (s *gatedServer) client(string) StatusClient[*sednav1.FederatedLearningJob] { return s }
+func (s *gatedServer) client(string) common.StatusClient[*sednav1.FederatedLearningJob] { return s }
 
 func (s *gatedServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*sednav1.FederatedLearningJob, error) {
 	s.mu.Lock()
@@ -141,13 +145,13 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 // applyWorker is a.ApplyWorkers for one report.
 func applyWorker(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], from edgeproto.Source, r *edgeproto.Report, info *edgeproto.WorkerInfo,
-	apply func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)) error {
+	apply func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]common.Event, error)) error {
 	return a.ApplyWorkers(ctx, from, []edgeproto.WorkerReport{{Report: r, Info: info}}, apply)[0]
 }
 
 // report applies one report of node's worker about job, with kind as the
 // kind's part (nil: none), and sends its result to done.
-func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], job, node string, kind func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error), done chan<- error) {
+func report(ctx context.Context, a *EdgeReports[*sednav1.FederatedLearningJob], job, node string, kind func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]common.Event, error), done chan<- error) {
 	info := &edgeproto.WorkerInfo{Name: "w-" + node, Namespace: "ns", OwnerName: job, Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
 	go func() {
 		done <- applyWorker(ctx, a, edgeproto.Source{Node: node, Store: "s"}, &edgeproto.Report{ID: 1, Worker: info.Name}, info, kind)
@@ -190,7 +194,7 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 }
 
 // kindChange is a kind's part of applying a report (ApplyWorkers' apply).
-type kindChange = func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error)
+type kindChange = func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]common.Event, error)
 
 // writeHeld has a report of node about job "job" written, through a new
 // applier, and holds the write: reports that come meanwhile wait for the
@@ -234,7 +238,7 @@ func reportsBehindAWrite(t *testing.T, server *gatedServer, nodes []string, kind
 // others, and refused alone.
 func TestEdgeReportsRefusedOneOfAWriteLeavesTheOthers(t *testing.T) {
 	server := newGatedServer("job")
-	refuse := func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]Event, error) {
+	refuse := func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]common.Event, error) {
 		return nil, edgeproto.Refuse("not the current worker")
 	}
 	results := reportsBehindAWrite(t, server, []string{"edge-1", "edge-2", "edge-3"}, map[string]kindChange{"edge-2": refuse})
@@ -435,7 +439,7 @@ func TestEdgeReportsAFailedReportHoldsBackItsNodesLaterOnes(t *testing.T) {
 
 	var mu sync.Mutex
 	failing, applied := true, map[uint64]int{}
-	kind := func(_ *sednav1.FederatedLearningJob, wr edgeproto.WorkerReport, _ metav1.Time) ([]Event, error) {
+	kind := func(_ *sednav1.FederatedLearningJob, wr edgeproto.WorkerReport, _ metav1.Time) ([]common.Event, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if wr.Report.ID == 5 && failing {
@@ -496,7 +500,7 @@ func TestEdgeReportsOneNodesInvalidChangeDoesNotRefuseTheOthers(t *testing.T) {
 		return slices.ContainsFunc(j.Status.EdgeNodes, func(n sednav1.EdgeNodeStatus) bool { return n.Name == "edge-bad" })
 	}
 	for node, err := range reportsBehindAWrite(t, server, []string{"edge-1", "edge-bad", "edge-2"}, nil) {
-		if node == "edge-bad" && !IsPermanent(err) {
+		if node == "edge-bad" && !common.IsPermanent(err) {
 			t.Errorf("%s: %v; want the API server's refusal", node, err)
 		}
 		if node != "edge-bad" && err != nil {
@@ -505,5 +509,92 @@ func TestEdgeReportsOneNodesInvalidChangeDoesNotRefuseTheOthers(t *testing.T) {
 	}
 	if got, want := server.nodesOf("job"), []string{"edge-0", "edge-1", "edge-2"}; !slices.Equal(got, want) {
 		t.Errorf("the status heard from %v; want %v", got, want)
+	}
+}
+
+// Every kind applies what the edge reports by one rule: EdgeReports'.
+func TestEdgeReportsApplyEachReportOnceAndTellAfterTheWrite(t *testing.T) {
+	from := edgeproto.Source{Node: "edge-0", Store: "store-1"}
+	told := common.Event{Type: corev1.EventTypeNormal, Reason: "Round", Message: "round 2 trains"}
+	type want struct {
+		Refused bool
+		Err     bool
+		Writes  int
+		// Applied is how many times the kind's part ran.
+		Applied       int
+		EventsAtWrite []int
+		Events        int
+		// Worker is whom the edgeNodes entry heard from.
+		Worker string
+		// Active is another writer's change, kept when a conflict made the
+		// report apply to the newer object.
+		Active int32
+	}
+	cases := map[string]struct {
+		ids       []uint64
+		owner     string
+		conflicts int
+		kindErr   error
+		want      want
+	}{
+		"a report sent twice is applied once, its event once after the write": {
+			ids:  []uint64{5, 5},
+			want: want{Writes: 1, Applied: 1, EventsAtWrite: []int{0}, Events: 1, Worker: "w"},
+		},
+		"an older report after a newer one changes nothing": {
+			ids:  []uint64{5, 4},
+			want: want{Writes: 1, Applied: 1, EventsAtWrite: []int{0}, Events: 1, Worker: "w"},
+		},
+		"a conflict reads the object again and applies the report again, its event once": {
+			ids: []uint64{5}, conflicts: 2,
+			want: want{Writes: 1, Applied: 3, EventsAtWrite: []int{0, 0, 0}, Events: 1, Worker: "w", Active: 2},
+		},
+		"a report about an object that does not exist is refused": {
+			ids: []uint64{5}, owner: "gone",
+			want: want{Refused: true, Err: true},
+		},
+		"a report the kind refuses writes nothing and tells nothing": {
+			ids: []uint64{5}, kindErr: edgeproto.Refuse("not the current worker"),
+			want: want{Refused: true, Err: true, Applied: 1},
+		},
+		"a kind's failure is returned, to have the report resent": {
+			ids: []uint64{5}, kindErr: errors.New("updating status of Model m: etcd down"),
+			want: want{Err: true, Applied: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			server := commontest.NewStatusServer(commontest.Job())
+			server.Conflicts = tc.conflicts
+			a := &EdgeReports[*sednav1.FederatedLearningJob]{
+				Kind:      "federatedlearningjob",
+				Client:    func(string) common.StatusClient[*sednav1.FederatedLearningJob] { return server },
+				EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
+				Recorder:  server.Recorder,
+				Now:       func() time.Time { return time.Unix(1000, 0) },
+			}
+			info := &edgeproto.WorkerInfo{Name: "w", Namespace: "ns", OwnerName: "job", Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
+			if tc.owner != "" {
+				info.OwnerName = tc.owner
+			}
+			applied := 0
+			var err error
+			for _, id := range tc.ids {
+				err = errors.Join(err, applyWorker(t.Context(), a, from, &edgeproto.Report{ID: id, Worker: "w"}, info,
+					func(*sednav1.FederatedLearningJob, edgeproto.WorkerReport, metav1.Time) ([]common.Event, error) {
+						applied++
+						return []common.Event{told}, tc.kindErr
+					}))
+			}
+			_, refused := edgeproto.IsRefused(err)
+			got := want{Refused: refused, Err: err != nil, Writes: len(server.Writes), Applied: applied,
+				EventsAtWrite: server.EventsAtWrite, Events: len(server.Recorder.Events), Active: server.Job.Status.Active}
+			if nodes := server.Job.Status.EdgeNodes; len(nodes) == 1 {
+				got.Worker = nodes[0].Worker
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package common
+package edgestatus
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/nereid-ml/nereid/internal/lanes"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // EdgeReports applies what the edge reports to the status of one kind's
@@ -33,11 +34,11 @@ import (
 // together, and the next write carries them all, in the order they arrived. Each still gets its own answer: a report that
 // its change refuses is left out of the write and refused alone. Reports
 // about other objects never wait behind it: each object has its own writer.
-type EdgeReports[T Owner] struct {
+type EdgeReports[T common.Owner] struct {
 	// Kind is the lower-case kind, in refusals ("federatedlearningjob").
 	Kind string
 	// Client is the kind's generated client for a namespace.
-	Client func(namespace string) StatusClient[T]
+	Client func(namespace string) common.StatusClient[T]
 	// Cached reads an object from the cache, as a lister's Get does: the
 	// base of an object's first write, which saves reading the API server
 	// when the cache is current; nil reads the API server.
@@ -51,23 +52,23 @@ type EdgeReports[T Owner] struct {
 	Now func() time.Time
 	// Metrics counts the writes and the reports each carried; nil counts
 	// nothing.
-	Metrics *Metrics
+	Metrics *common.Metrics
 
 	writers lanes.Lanes[string, *reportChange[T]] // by namespace/name
 }
 
-// EdgeReports is the applier of edge reports to the status of p's owners, of
-// the lower-case kind, through p's client and recorder. edgeNodes points at
-// an owner's status.edgeNodes; now is the time a report is applied at.
-func (p *Syncer[T]) EdgeReports(kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time,
-	metrics *Metrics) *EdgeReports[T] {
+// For is the applier of edge reports to the status of p's owners, of the
+// lower-case kind, through p's client and recorder. edgeNodes points at an
+// owner's status.edgeNodes; now is the time a report is applied at.
+func For[T common.Object[T]](p *common.Syncer[T], kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time,
+	metrics *common.Metrics) *EdgeReports[T] {
 	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics}
 }
 
 // reportChange is one report's change to an object's status, waiting for
 // the write that carries it.
-type reportChange[T Owner] struct {
-	change func(obj T) (changed bool, events []Event, err error)
+type reportChange[T common.Owner] struct {
+	change func(obj T) (changed bool, events []common.Event, err error)
 	done   chan error // buffered: the writer never waits on it
 	// call is shared by the changes of one ApplyAll call (one node's
 	// reports, in order): one that fails to be retried holds back the
@@ -91,15 +92,15 @@ const reportWriteTimeout = time.Minute
 //
 // Apply returns once the write that carries the report is done, or when ctx
 // ends; the write goes on for the other reports it carries.
-func (a *EdgeReports[T]) Apply(ctx context.Context, namespace, name string, change func(obj T) (changed bool, events []Event, err error)) error {
-	return a.ApplyAll(ctx, namespace, name, []func(obj T) (bool, []Event, error){change})[0]
+func (a *EdgeReports[T]) Apply(ctx context.Context, namespace, name string, change func(obj T) (changed bool, events []common.Event, err error)) error {
+	return a.ApplyAll(ctx, namespace, name, []func(obj T) (bool, []common.Event, error){change})[0]
 }
 
 // ApplyAll is Apply for several reports about the same object, in the order
 // given: they wait together and go in the same write, so they are written
 // together or not at all (a change that refuses its report is left out
 // alone). It returns each change's result.
-func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, changes []func(obj T) (changed bool, events []Event, err error)) []error {
+func (a *EdgeReports[T]) ApplyAll(ctx context.Context, namespace, name string, changes []func(obj T) (changed bool, events []common.Event, err error)) []error {
 	cs := make([]*reportChange[T], len(changes))
 	call := new(int)
 	for i, change := range changes {
@@ -141,7 +142,7 @@ func (a *EdgeReports[T]) write(ctx context.Context, key, namespace, name string)
 		}
 		wctx, cancel := context.WithTimeout(ctx, reportWriteTimeout)
 		errs, written, wrote := a.applyAll(wctx, namespace, name, changes, base, known)
-		if !wrote && slices.ContainsFunc(errs, IsPermanent) && changes[0].call != changes[len(changes)-1].call {
+		if !wrote && slices.ContainsFunc(errs, common.IsPermanent) && changes[0].call != changes[len(changes)-1].call {
 			// Refused for good: one call's change (one node's reports)
 			// may be at fault, and the others must not be refused with
 			// it. Each call is written alone.
@@ -190,7 +191,7 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 	client := a.Client(namespace)
 	errs := make([]error, len(changes))
 	var written T
-	events := make([][]Event, len(changes))
+	events := make([][]common.Event, len(changes))
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		for {
@@ -242,7 +243,7 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 	}
 	a.Metrics.ReportsWritten(a.Kind, carried)
 	for _, e := range events {
-		RecordEvents(a.Recorder, written, e)
+		common.RecordEvents(a.Recorder, written, e)
 	}
 	return errs, written, true
 }
@@ -255,7 +256,7 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 // they would record the node's later report ids as applied, and the retried
 // report would then be taken for one already applied, and acknowledged
 // without its change.
-func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []error, events [][]Event) (T, bool) {
+func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []error, events [][]common.Event) (T, bool) {
 	for {
 		obj := fresh
 		if len(changes) > 1 {
@@ -302,13 +303,13 @@ func (a *EdgeReports[T]) changeAll(fresh T, changes []*reportChange[T], errs []e
 // change the object further, return events, or refuse the report. It
 // returns each report's result.
 func (a *EdgeReports[T]) ApplyWorkers(ctx context.Context, from edgeproto.Source, reports []edgeproto.WorkerReport,
-	apply func(obj T, wr edgeproto.WorkerReport, now metav1.Time) ([]Event, error)) []error {
+	apply func(obj T, wr edgeproto.WorkerReport, now metav1.Time) ([]common.Event, error)) []error {
 	if len(reports) == 0 {
 		return nil
 	}
-	changes := make([]func(obj T) (bool, []Event, error), len(reports))
+	changes := make([]func(obj T) (bool, []common.Event, error), len(reports))
 	for i, wr := range reports {
-		changes[i] = func(obj T) (bool, []Event, error) {
+		changes[i] = func(obj T) (bool, []common.Event, error) {
 			now := metav1.NewTime(a.Now())
 			nodes := a.EdgeNodes(obj)
 			recorded, applied := RecordEdgeReport(*nodes, from, wr.Report, wr.Info, now)
