@@ -157,30 +157,85 @@ func run(ctx context.Context, o options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	link, outbox, err := newCloudLink(logger, o, st, reg)
+	if err != nil {
+		return err
+	}
 
-	// With a GlobalManager, reports go through the cloud link's outbox, which
-	// wakes the link so that a new report goes up at once.
-	var (
-		link   *cloudlink.Link
-		outbox interface {
-			workerapi.Outbox
-			dataset.Outbox
-			cycle.Outbox
-		} = st
-	)
-	if o.gmAddress != "" {
-		link, err = cloudlink.New(logger, cloudlink.Config{
-			URL:       "wss://" + o.gmAddress + cloudlink.ConnectPath,
-			CAFile:    o.caFile,
-			TokenFile: o.tokenFile,
-			Node:      o.nodeName,
-		}, st, reg)
+	health := healthHandler(st, link, reg)
+	workers := newWorkerServer(logger, outbox, st, reg)
+	servers := []server{
+		{"worker API", o.workerAddress, workers.Handler(), workerapi.Limits, workers.Listener},
+		{"health and metrics", o.healthAddress, health, serving.Limits{ReadHeaderTimeout: 5 * time.Second}, nil},
+	}
+	errs := make(chan error, len(servers)+1)
+	for _, s := range servers {
+		srv, err := startServer(logger, s, errs)
 		if err != nil {
 			return err
 		}
-		outbox = link.Outbox()
+		defer shutdown(srv)
 	}
+	// The dataset watcher and the learning-cycle manager append to the same
+	// outbox as the workers. They stop before the store closes (deferred
+	// calls run last in, first out); a report they appended after the link
+	// stopped is on disk and goes up at the next start.
+	stopManagers, err := startManagers(ctx, logger, o, st, outbox, reg)
+	if err != nil {
+		return err
+	}
+	defer stopManagers()
 
+	if o.gmAddress == "" {
+		logger.Info("No --gm-address: serving workers and buffering their reports on disk until a GlobalManager is configured")
+	} else {
+		// The link stops, saying goodbye to the GlobalManager, before the
+		// store closes.
+		stopLink := startLink(ctx, link, errs)
+		defer stopLink()
+		logger.Info("Cloud link started", "gmAddress", o.gmAddress)
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("Shutting down")
+		return nil
+	case err := <-errs:
+		return err
+	}
+}
+
+// reportOutbox is where the workers' reports and the LocalController's own go: the
+// store, or the cloud link's outbox in front of it.
+type reportOutbox interface {
+	workerapi.Outbox
+	dataset.Outbox
+	cycle.Outbox
+}
+
+// newCloudLink makes the link to the GlobalManager at --gm-address, and
+// returns it with the outbox that reports go to. Without --gm-address there is
+// no link (nil) and reports stay in the store.
+func newCloudLink(logger klog.Logger, o options, st *store.Store, reg prometheus.Registerer) (*cloudlink.Link, reportOutbox, error) {
+	if o.gmAddress == "" {
+		return nil, st, nil
+	}
+	// With a GlobalManager, reports go through the cloud link's outbox, which
+	// wakes the link so that a new report goes up at once.
+	link, err := cloudlink.New(logger, cloudlink.Config{
+		URL:       "wss://" + o.gmAddress + cloudlink.ConnectPath,
+		CAFile:    o.caFile,
+		TokenFile: o.tokenFile,
+		Node:      o.nodeName,
+	}, st, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return link, link.Outbox(), nil
+}
+
+// healthHandler serves /healthz, /metrics from reg and /objects, what the
+// store holds. link is nil without a GlobalManager.
+func healthHandler(st *store.Store, link *cloudlink.Link, reg *prometheus.Registry) http.Handler {
 	health := http.NewServeMux()
 	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		// Healthy (200) even while disconnected: the workers are served from
@@ -201,7 +256,12 @@ func run(ctx context.Context, o options) error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(inv)
 	})
+	return health
+}
 
+// newWorkerServer makes the worker API's server, counting in reg the
+// connections it refuses.
+func newWorkerServer(logger klog.Logger, outbox reportOutbox, st *store.Store, reg prometheus.Registerer) *workerapi.Server {
 	workers := workerapi.NewServer(logger, outbox, st)
 	refusedConnections := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nereid_localcontroller_worker_connections_refused_total",
@@ -209,46 +269,53 @@ func run(ctx context.Context, o options) error {
 	})
 	reg.MustRegister(refusedConnections)
 	workers.Refused = refusedConnections.Inc
-	servers := []struct {
-		name, addr string
-		handler    http.Handler
-		limits     serving.Limits
-		// filter, when set, picks the connections served.
-		filter func(net.Listener) net.Listener
-	}{
-		{"worker API", o.workerAddress, workers.Handler(), workerapi.Limits, workers.Listener},
-		{"health and metrics", o.healthAddress, health, serving.Limits{ReadHeaderTimeout: 5 * time.Second}, nil},
+	return workers
+}
+
+// server is one of the LocalController's HTTP servers.
+type server struct {
+	name, addr string
+	handler    http.Handler
+	limits     serving.Limits
+	// filter, when set, picks the connections served.
+	filter func(net.Listener) net.Listener
+}
+
+// startServer listens on s.addr and serves s there in a goroutine, sending
+// to errs the error that ends it, if any but its shutdown.
+func startServer(logger klog.Logger, s server, errs chan<- error) (*http.Server, error) {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the %s on %s: %w", s.name, s.addr, err)
 	}
-	errs := make(chan error, len(servers)+1)
-	for _, s := range servers {
-		ln, err := net.Listen("tcp", s.addr)
-		if err != nil {
-			return fmt.Errorf("listening for the %s on %s: %w", s.name, s.addr, err)
-		}
-		if s.filter != nil {
-			ln = s.filter(ln)
-		}
-		ln = s.limits.Listener(ln)
-		srv := s.limits.Server(s.handler)
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs <- fmt.Errorf("%s: %w", s.name, err)
-			}
-		}()
-		defer func() {
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(shutdown)
-		}()
-		logger.Info("Serving", "what", s.name, "address", ln.Addr().String())
+	if s.filter != nil {
+		ln = s.filter(ln)
 	}
-	// The dataset watcher and the learning-cycle manager append to the same
-	// outbox as the workers. They stop before the store closes (deferred
-	// calls run last in, first out); a report they appended after the link
-	// stopped is on disk and goes up at the next start.
+	ln = s.limits.Listener(ln)
+	srv := s.limits.Server(s.handler)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("%s: %w", s.name, err)
+		}
+	}()
+	logger.Info("Serving", "what", s.name, "address", ln.Addr().String())
+	return srv, nil
+}
+
+// shutdown stops srv, giving the requests in flight 5 seconds.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}
+
+// startManagers starts the dataset watcher, which counts the samples of the
+// Datasets on the node, and the learning-cycle manager, both appending to
+// outbox. The returned stop stops them and waits until they have.
+func startManagers(ctx context.Context, logger klog.Logger, o options, st *store.Store, outbox reportOutbox, reg prometheus.Registerer) (stop func(), err error) {
 	rootDir, err := filepath.Abs(o.nodeRoot)
 	if err != nil {
-		return fmt.Errorf("--node-root: %w", err)
+		return nil, fmt.Errorf("--node-root: %w", err)
 	}
 	root := nodefs.Root{Dir: rootDir, Allowed: command.SplitList(o.allowedPaths)}
 	watcher := dataset.NewWatcher(st, outbox, dataset.Config{Node: o.nodeName, Root: root, Period: o.datasetPollPeriod})
@@ -262,37 +329,28 @@ func run(ctx context.Context, o options) error {
 	var managers sync.WaitGroup
 	managers.Go(func() { watcher.Run(klog.NewContext(managersCtx, logger.WithName("dataset"))) })
 	managers.Go(func() { cycles.Run(klog.NewContext(managersCtx, logger.WithName("cycle"))) })
-	defer func() {
+	logger.Info("Counting datasets and running learning cycles", "nodeRoot", root, "datasetPollPeriod", o.datasetPollPeriod)
+	return func() {
 		stopManagers()
 		managers.Wait()
-	}()
-	logger.Info("Counting datasets and running learning cycles", "nodeRoot", root, "datasetPollPeriod", o.datasetPollPeriod)
+	}, nil
+}
 
-	if o.gmAddress == "" {
-		logger.Info("No --gm-address: serving workers and buffering their reports on disk until a GlobalManager is configured")
-	} else {
-		// The link stops, saying goodbye to the GlobalManager, before the
-		// store closes.
-		linkCtx, stopLink := context.WithCancel(ctx)
-		linkDone := make(chan struct{})
-		go func() {
-			defer close(linkDone)
-			if err := link.Run(linkCtx); err != nil {
-				errs <- fmt.Errorf("cloud link: %w", err)
-			}
-		}()
-		defer func() {
-			stopLink()
-			<-linkDone
-		}()
-		logger.Info("Cloud link started", "gmAddress", o.gmAddress)
-	}
-	select {
-	case <-ctx.Done():
-		logger.Info("Shutting down")
-		return nil
-	case err := <-errs:
-		return err
+// startLink runs the cloud link in a goroutine, sending to errs the error
+// that ends it, if any. The returned stop stops the link and waits until it
+// has said goodbye to the GlobalManager.
+func startLink(ctx context.Context, link *cloudlink.Link, errs chan<- error) (stop func()) {
+	linkCtx, stopLink := context.WithCancel(ctx)
+	linkDone := make(chan struct{})
+	go func() {
+		defer close(linkDone)
+		if err := link.Run(linkCtx); err != nil {
+			errs <- fmt.Errorf("cloud link: %w", err)
+		}
+	}()
+	return func() {
+		stopLink()
+		<-linkDone
 	}
 }
 

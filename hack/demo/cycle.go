@@ -41,170 +41,235 @@ func runCycle(outDir, ns, example string, rounds int, pause time.Duration) error
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ex := cycleExamples[example]
-	root := filepath.Join(outDir, "edge", ex.node, "root")
-	node := func(url string) string { return filepath.Join(root, url) }
-	samples := 0
-	grow := func(n int) error {
-		path := node(ex.dataset)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if samples == 0 && ex.header != "" {
-			fmt.Fprintln(f, ex.header)
-		}
-		for range n {
-			samples++
-			if ex.header != "" {
-				fmt.Fprintf(f, "%d.5,%d,%d\n", 18+samples%10, 30+samples%50, samples%3)
-			} else {
-				fmt.Fprintf(f, "images/%06d.jpg labels/%06d.txt\n", samples, samples)
-			}
-		}
-		return nil
-	}
-	write := func(url, content string) error {
-		if err := os.MkdirAll(filepath.Dir(node(url)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(node(url), []byte(content), 0o644)
-	}
-
-	d, err := start(ctx, outDir, ns, example+"/"+ex.job, "examples/"+example+"/", func(*demoRun) error {
-		if _, err := os.Stat(root); err != nil {
-			return fmt.Errorf("no node root for %s at %s: run make local-up first", ex.node, root)
-		}
-		if err := os.Remove(node(ex.dataset)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		if ex.model != "" {
-			if err := write(ex.initial, "initial model"); err != nil {
-				return err
-			}
-			if err := write(ex.model, "initial model"); err != nil {
-				return err
-			}
-		}
-		say("dataset %s on %s: 100 samples (under %s)", ex.dataset, ex.node, root)
-		return grow(100)
-	})
+	c := &cycleDemo{ns: ns, example: example, ex: ex, root: filepath.Join(outDir, "edge", ex.node, "root")}
+	d, err := start(ctx, outDir, ns, example+"/"+ex.job, "examples/"+example+"/", c.prepareNode)
 	if err != nil {
 		return err
 	}
-	status := func(ctx context.Context) (sednav1.CycleStatus, error) {
-		if example == "lifelonglearningjob" {
-			j, err := d.sedna.SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, ex.job, metav1.GetOptions{})
-			if err != nil {
-				return sednav1.CycleStatus{}, err
-			}
-			return j.Status.CycleStatus, nil
+	c.d = d
+	if _, err := c.waitFor(ctx, 1, sednav1.StageTrain, sednav1.StageWaiting); err != nil {
+		return err
+	}
+	say("job %s waits in round 1 for its train trigger (watch: kubectl get il,ll -n %s -w)", ex.job, ns)
+	for round := int32(1); round <= int32(rounds); round++ {
+		if err := c.playRound(ctx, round, pause); err != nil {
+			return err
 		}
-		j, err := d.sedna.SednaV1alpha1().IncrementalLearningJobs(ns).Get(ctx, ex.job, metav1.GetOptions{})
+	}
+	say("done: kubectl get %s %s -n %s -o yaml shows the rounds in status.history", example, ex.job, ns)
+	return nil
+}
+
+// cycleDemo is a learning-cycle example played on the local run: the files
+// of its node and the workers of its rounds.
+type cycleDemo struct {
+	d       *demoRun
+	ns      string
+	example string // its resource, the key of cycleExamples
+	ex      cycleExample
+	root    string // the node's root filesystem, a folder of local-up's
+	samples int    // in the dataset so far
+}
+
+// node is where a node path is on this machine.
+func (c *cycleDemo) node(url string) string { return filepath.Join(c.root, url) }
+
+// grow appends n samples to the dataset on the node, after the csv header
+// if the dataset is new.
+func (c *cycleDemo) grow(n int) error {
+	path := c.node(c.ex.dataset)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if c.samples == 0 && c.ex.header != "" {
+		fmt.Fprintln(f, c.ex.header)
+	}
+	for range n {
+		c.samples++
+		if c.ex.header != "" {
+			fmt.Fprintf(f, "%d.5,%d,%d\n", 18+c.samples%10, 30+c.samples%50, c.samples%3)
+		} else {
+			fmt.Fprintf(f, "images/%06d.jpg labels/%06d.txt\n", c.samples, c.samples)
+		}
+	}
+	return nil
+}
+
+// write writes content to the file at a node path, making its folder.
+func (c *cycleDemo) write(url, content string) error {
+	if err := os.MkdirAll(filepath.Dir(c.node(url)), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(c.node(url), []byte(content), 0o644)
+}
+
+// prepareNode starts the node's files afresh, before the example is
+// applied: a dataset of 100 samples and, for incremental learning, the
+// initial and deploy models.
+func (c *cycleDemo) prepareNode(*demoRun) error {
+	if _, err := os.Stat(c.root); err != nil {
+		return fmt.Errorf("no node root for %s at %s: run make local-up first", c.ex.node, c.root)
+	}
+	if err := os.Remove(c.node(c.ex.dataset)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if c.ex.model != "" {
+		if err := c.write(c.ex.initial, "initial model"); err != nil {
+			return err
+		}
+		if err := c.write(c.ex.model, "initial model"); err != nil {
+			return err
+		}
+	}
+	say("dataset %s on %s: 100 samples (under %s)", c.ex.dataset, c.ex.node, c.root)
+	return c.grow(100)
+}
+
+// status reads the job's cycle status.
+func (c *cycleDemo) status(ctx context.Context) (sednav1.CycleStatus, error) {
+	if c.example == "lifelonglearningjob" {
+		j, err := c.d.sedna.SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, c.ex.job, metav1.GetOptions{})
 		if err != nil {
 			return sednav1.CycleStatus{}, err
 		}
 		return j.Status.CycleStatus, nil
 	}
-	waitFor := func(round int32, stage sednav1.Stage, states ...sednav1.StageState) (sednav1.CycleStatus, error) {
-		var s sednav1.CycleStatus
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			var err error
-			s, err = status(ctx)
-			if err != nil {
-				return false, nil
-			}
-			for _, st := range states {
-				if s.Round == round && s.Stage == stage && s.State == st {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return s, fmt.Errorf("waiting for round %d %s %v (now round %d %s/%s): %w", round, stage, states, s.Round, s.Stage, s.State, err)
-		}
-		return s, nil
+	j, err := c.d.sedna.SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, c.ex.job, metav1.GetOptions{})
+	if err != nil {
+		return sednav1.CycleStatus{}, err
 	}
-	// play is a stage worker: it reports, writes what it made, and exits.
-	play := func(stage string, s sednav1.CycleStatus, results []map[string]any) error {
-		name := common.ChildName(ex.job, stage, fmt.Sprint(s.Round), fmt.Sprint(s.Attempt))
-		var pod *corev1.Pod
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			p, err := d.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			pod = p
-			return err == nil, nil
-		}); err != nil {
-			return fmt.Errorf("waiting for pod %s: %w", name, err)
-		}
-		for _, st := range []string{"running", "completed"} {
-			body := map[string]any{"name": name, "namespace": ns, "ownerName": ex.job, "ownerKind": ex.ownerKey, "kind": stage, "status": st}
-			if st == "completed" {
-				body["results"] = results
-			}
-			if err := post(ctx, d.kube, d.lcURL[ex.node], ns, name, body); err != nil {
-				return err
-			}
-		}
-		pod.Status.Phase = corev1.PodSucceeded
-		if _, err := d.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("marking %s Succeeded: %w", name, err)
-		}
-		say("  %s worker %s: completed (posted to %s's LocalController, pod marked Succeeded)", stage, name, ex.node)
-		return nil
-	}
+	return j.Status.CycleStatus, nil
+}
 
-	if _, err := waitFor(1, sednav1.StageTrain, sednav1.StageWaiting); err != nil {
+// waitFor waits up to 3 minutes until the job is in round's stage, in one of
+// states, and returns its cycle status then.
+func (c *cycleDemo) waitFor(ctx context.Context, round int32, stage sednav1.Stage, states ...sednav1.StageState) (sednav1.CycleStatus, error) {
+	var s sednav1.CycleStatus
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		s, err = c.status(ctx)
+		if err != nil {
+			return false, nil
+		}
+		for _, st := range states {
+			if s.Round == round && s.Stage == stage && s.State == st {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("waiting for round %d %s %v (now round %d %s/%s): %w", round, stage, states, s.Round, s.Stage, s.State, err)
+	}
+	return s, nil
+}
+
+// play is a stage worker: it reports, writes what it made, and exits.
+func (c *cycleDemo) play(ctx context.Context, stage string, s sednav1.CycleStatus, results []map[string]any) error {
+	name := common.ChildName(c.ex.job, stage, fmt.Sprint(s.Round), fmt.Sprint(s.Attempt))
+	var pod *corev1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := c.d.kube.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+		pod = p
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for pod %s: %w", name, err)
+	}
+	for _, st := range []string{"running", "completed"} {
+		body := map[string]any{"name": name, "namespace": c.ns, "ownerName": c.ex.job, "ownerKind": c.ex.ownerKey, "kind": stage, "status": st}
+		if st == "completed" {
+			body["results"] = results
+		}
+		if err := post(ctx, c.d.kube, c.d.lcURL[c.ex.node], c.ns, name, body); err != nil {
+			return err
+		}
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	if _, err := c.d.kube.CoreV1().Pods(c.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("marking %s Succeeded: %w", name, err)
+	}
+	say("  %s worker %s: completed (posted to %s's LocalController, pod marked Succeeded)", stage, name, c.ex.node)
+	return nil
+}
+
+// playRound plays one round: new samples past the train trigger, the train
+// worker, the eval worker, then what the round decided, with a pause after
+// each worker.
+func (c *cycleDemo) playRound(ctx context.Context, round int32, pause time.Duration) error {
+	say("round %d: 501 new samples arrive on %s; the LocalController's trigger fires at its next check", round, c.ex.node)
+	if err := c.grow(501); err != nil {
 		return err
 	}
-	say("job %s waits in round 1 for its train trigger (watch: kubectl get il,ll -n %s -w)", ex.job, ns)
-	for round := int32(1); round <= int32(rounds); round++ {
-		say("round %d: 501 new samples arrive on %s; the LocalController's trigger fires at its next check", round, ex.node)
-		if err := grow(501); err != nil {
-			return err
-		}
-		s, err := waitFor(round, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
-		if err != nil {
-			return err
-		}
-		say("round %d: data split on %s into %s and %s", round, ex.node, s.CurrentRound.TrainDatasetURL, s.CurrentRound.TestDatasetURL)
-		modelURL := fmt.Sprintf("%s/round-%d/train/model.pb", ex.output, round)
-		if err := write(modelURL, fmt.Sprintf("model of round %d", round)); err != nil {
-			return err
-		}
-		if err := play("train", s, []map[string]any{{"format": "pb", "url": modelURL, "modelID": fmt.Sprintf("task-%d", round),
-			"classes": []string{"cold", "comfortable", "hot"}, "metrics": map[string]any{"precision": 0.7 + 0.05*float64(round)}}}); err != nil {
-			return err
-		}
-		time.Sleep(pause)
-		if s, err = waitFor(round, sednav1.StageEval, sednav1.StageStarting, sednav1.StageRunning); err != nil {
-			return err
-		}
-		// Odd rounds improve every class; even rounds get worse on one.
-		delta := []float64{0.15, 0.12, 0.2, 0.11}
-		if round%2 == 0 {
-			delta = []float64{0.2, -0.03, 0.1, 0.12}
-		}
-		if err := play("eval", s, []map[string]any{
-			{"format": "pb", "url": modelURL, "metrics": map[string]any{"precision_delta": delta, "precision": 0.7 + 0.05*float64(round)}},
-			{"format": "pb", "url": ex.model, "metrics": map[string]any{}},
-		}); err != nil {
-			return err
-		}
-		if s, err = waitFor(round+1, sednav1.StageTrain, sednav1.StageWaiting); err != nil {
-			return err
-		}
-		last := s.History[len(s.History)-1]
-		say("round %d: %s — %s", last.Round, last.Result, last.Message)
-		if ex.model != "" {
-			content, _ := os.ReadFile(node(ex.model))
-			say("  %s on %s now holds: %q", ex.model, ex.node, content)
-		}
-		time.Sleep(pause)
+	modelURL, err := c.train(ctx, round)
+	if err != nil {
+		return err
 	}
-	say("done: kubectl get %s %s -n %s -o yaml shows the rounds in status.history", example, ex.job, ns)
+	time.Sleep(pause)
+	if err := c.eval(ctx, round, modelURL); err != nil {
+		return err
+	}
+	if err := c.showResult(ctx, round); err != nil {
+		return err
+	}
+	time.Sleep(pause)
+	return nil
+}
+
+// train waits for the round's train stage and plays its worker, which
+// writes the round's model under outputDir; it returns the model's node path.
+func (c *cycleDemo) train(ctx context.Context, round int32) (modelURL string, err error) {
+	s, err := c.waitFor(ctx, round, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
+	if err != nil {
+		return "", err
+	}
+	say("round %d: data split on %s into %s and %s", round, c.ex.node, s.CurrentRound.TrainDatasetURL, s.CurrentRound.TestDatasetURL)
+	modelURL = fmt.Sprintf("%s/round-%d/train/model.pb", c.ex.output, round)
+	if err := c.write(modelURL, fmt.Sprintf("model of round %d", round)); err != nil {
+		return "", err
+	}
+	if err := c.play(ctx, "train", s, []map[string]any{{"format": "pb", "url": modelURL, "modelID": fmt.Sprintf("task-%d", round),
+		"classes": []string{"cold", "comfortable", "hot"}, "metrics": map[string]any{"precision": 0.7 + 0.05*float64(round)}}}); err != nil {
+		return "", err
+	}
+	return modelURL, nil
+}
+
+// eval waits for the round's eval stage and plays its worker, which judges
+// the round's model at modelURL against the deployed one.
+func (c *cycleDemo) eval(ctx context.Context, round int32, modelURL string) error {
+	s, err := c.waitFor(ctx, round, sednav1.StageEval, sednav1.StageStarting, sednav1.StageRunning)
+	if err != nil {
+		return err
+	}
+	// Odd rounds improve every class; even rounds get worse on one.
+	delta := []float64{0.15, 0.12, 0.2, 0.11}
+	if round%2 == 0 {
+		delta = []float64{0.2, -0.03, 0.1, 0.12}
+	}
+	return c.play(ctx, "eval", s, []map[string]any{
+		{"format": "pb", "url": modelURL, "metrics": map[string]any{"precision_delta": delta, "precision": 0.7 + 0.05*float64(round)}},
+		{"format": "pb", "url": c.ex.model, "metrics": map[string]any{}},
+	})
+}
+
+// showResult waits until the job waits for the next round's trigger, then
+// says what the round decided and, for incremental learning, what the deploy
+// model on the node now holds.
+func (c *cycleDemo) showResult(ctx context.Context, round int32) error {
+	s, err := c.waitFor(ctx, round+1, sednav1.StageTrain, sednav1.StageWaiting)
+	if err != nil {
+		return err
+	}
+	last := s.History[len(s.History)-1]
+	say("round %d: %s — %s", last.Round, last.Result, last.Message)
+	if c.ex.model != "" {
+		content, _ := os.ReadFile(c.node(c.ex.model))
+		say("  %s on %s now holds: %q", c.ex.model, c.ex.node, content)
+	}
 	return nil
 }

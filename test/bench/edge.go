@@ -152,29 +152,16 @@ func (o edgeOptions) validate() error {
 func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external bool, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	const ns = edgeNamespace
 	dir, err := os.MkdirTemp("", "nereid-bench-edge-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	outDir := filepath.Join(framework.RepoRoot(), "_output", "bench")
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	e := &edgeRun{o: o, kube: kube, sedna: sedna, goals: goalsFor(o.nodes), dir: dir,
+		outDir: filepath.Join(framework.RepoRoot(), "_output", "bench")}
+	if err := e.prepare(); err != nil {
 		return nil, err
 	}
-	if err := raiseFileLimit(uint64(2*o.nodes + fileLimitSpare)); err != nil {
-		return nil, err
-	}
-	gmBin, err := framework.BuildBinary("globalmanager")
-	if err != nil {
-		return nil, err
-	}
-	lcBin, err := framework.BuildBinary("localcontroller")
-	if err != nil {
-		return nil, err
-	}
-
-	progress("edge: creating %d kwok edge nodes, each with a Pod of the LocalControllers' DaemonSet, a token bound to it and a Dataset, the first %d with a FederatedLearningJob (%d at a time)", o.nodes, o.jobs, setupWorkers)
 	if external {
 		defer func() {
 			if err := deleteEdgeObjects(context.WithoutCancel(ctx), kube, o.nodes); err != nil {
@@ -182,131 +169,288 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 			}
 		}()
 	}
-	setupStart := time.Now()
-	objs, err := createEdgeObjects(ctx, kube, sedna, o.nodes, o.jobs, dir)
+	if err := e.createObjects(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.startGlobalManager(kubeconfig); err != nil {
+		return nil, err
+	}
+	defer func() { _ = e.gm.Signal(syscall.SIGTERM, 15*time.Second) }()
+	if err := e.waitForJobs(ctx); err != nil {
+		return nil, err
+	}
+	before, err := e.sampleMemory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	progress("edge: created in %s", time.Since(setupStart).Round(time.Millisecond))
-	jobs, err := newJobTracker(ctx, sedna, ns)
-	if err != nil {
+	if err := e.buildFleet(); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err := e.fl.stop(30 * time.Second); err != nil {
+			progress("edge: %v", err)
+		}
+	}()
+	return e.measure(ctx, before)
+}
 
+// edgeRun is one run of the edge section: its settings and clients, and what
+// its setup made, which its phases share.
+type edgeRun struct {
+	o     edgeOptions
+	kube  kubernetes.Interface
+	sedna sednaclient.Interface
+	goals edgeGoals
+
+	dir          string // temporary: the hub's CA, tokens, the stores
+	outDir       string // _output/bench: logs and profiles
+	gmBin, lcBin string
+
+	objs *edgeObjects
+	jobs *jobTracker
+
+	gm      *framework.Process
+	gmLog   string
+	hubAddr string
+	caFile  string
+	// metricsAddr is the GlobalManager's health address, which serves its
+	// metrics and profiles; a restarted GlobalManager has another.
+	metricsAddr string
+
+	nodes    []string
+	linksLog string
+	fl       *fleet
+}
+
+// prepare makes the output folder, raises the open files limit for the
+// fleet and builds the GlobalManager and the LocalController.
+func (e *edgeRun) prepare() error {
+	if err := os.MkdirAll(e.outDir, 0o755); err != nil {
+		return err
+	}
+	if err := raiseFileLimit(uint64(2*e.o.nodes + fileLimitSpare)); err != nil {
+		return err
+	}
+	var err error
+	if e.gmBin, err = framework.BuildBinary("globalmanager"); err != nil {
+		return err
+	}
+	e.lcBin, err = framework.BuildBinary("localcontroller")
+	return err
+}
+
+// createObjects creates the edge nodes and what concerns them
+// (createEdgeObjects), then starts tracking the jobs.
+func (e *edgeRun) createObjects(ctx context.Context) error {
+	progress("edge: creating %d kwok edge nodes, each with a Pod of the LocalControllers' DaemonSet, a token bound to it and a Dataset, the first %d with a FederatedLearningJob (%d at a time)", e.o.nodes, e.o.jobs, setupWorkers)
+	setupStart := time.Now()
+	objs, err := createEdgeObjects(ctx, e.kube, e.sedna, e.o.nodes, e.o.jobs, e.dir)
+	if err != nil {
+		return err
+	}
+	e.objs = objs
+	progress("edge: created in %s", time.Since(setupStart).Round(time.Millisecond))
+	e.jobs, err = newJobTracker(ctx, e.sedna, edgeNamespace)
+	return err
+}
+
+// startGlobalManager starts the GlobalManager process with its edge hub on a
+// free loopback port, logging to _output/bench.
+func (e *edgeRun) startGlobalManager(kubeconfig string) error {
+	const ns = edgeNamespace
 	port, err := framework.PickFreePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	hubAddr := "127.0.0.1:" + strconv.Itoa(port)
-	caFile := filepath.Join(dir, "edgehub-ca.crt")
-	gmLog := filepath.Join(outDir, "globalmanager-"+o.name()+".log")
-	_ = os.Remove(gmLog)
+	e.hubAddr = "127.0.0.1:" + strconv.Itoa(port)
+	e.caFile = filepath.Join(e.dir, "edgehub-ca.crt")
+	e.gmLog = filepath.Join(e.outDir, "globalmanager-"+e.o.name()+".log")
+	_ = os.Remove(e.gmLog)
 	// Its own namespace only, so that the GlobalManager section's jobs are
 	// not this one's work, and no leader election, so that a restart
 	// measures the hub rather than a Lease hand-over.
 	args := []string{"--kubeconfig", kubeconfig,
 		"--namespace", ns, "--leader-elect=false", "--health-address", "127.0.0.1:0",
-		"--edge-address", hubAddr, "--edge-namespace", ns, "--edge-ca-out", caFile,
+		"--edge-address", e.hubAddr, "--edge-namespace", ns, "--edge-ca-out", e.caFile,
 		"--edge-service-accounts", ns + "/" + edgeServiceAccount, "--edge-daemonset", ns + "/" + edgeDaemonSet,
 		// The channel is measured here; gangs would only route the jobs'
 		// pods through the scheduler. --profiling serves the heap and CPU
 		// profiles the section saves.
 		"--gang-scheduler=none", "--profiling"}
-	gm := framework.NewProcess("globalmanager", gmBin, gmLog, append(args, strings.Fields(o.gmFlags)...)...)
-	if err := gm.Start(); err != nil {
-		return nil, err
-	}
-	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()
-	metricsAddr, err := waitForHub(ctx, gm, caFile, "")
+	e.gm = framework.NewProcess("globalmanager", e.gmBin, e.gmLog, append(args, strings.Fields(e.o.gmFlags)...)...)
+	return e.gm.Start()
+}
+
+// waitForJobs waits until the GlobalManager serves its edge hub and runs
+// the workers of the jobs, and until the jobs stop changing; past a few
+// minutes the section goes on, saying so.
+func (e *edgeRun) waitForJobs(ctx context.Context) error {
+	metricsAddr, err := waitForHub(ctx, e.gm, e.caFile, "")
 	if err != nil {
-		return nil, fmt.Errorf("%w (GlobalManager log: %s)", err, gmLog)
+		return fmt.Errorf("%w (GlobalManager log: %s)", err, e.gmLog)
 	}
-	progress("edge: GlobalManager up; waiting for it to run the workers of the %d jobs", o.jobs)
-	if err := jobs.waitFor(ctx, 5*time.Minute, func() bool { return jobs.runningJobs() == o.jobs }); err != nil {
-		progress("edge: only %d of %d jobs run (%v); going on", jobs.runningJobs(), o.jobs, err)
+	e.metricsAddr = metricsAddr
+	progress("edge: GlobalManager up; waiting for it to run the workers of the %d jobs", e.o.jobs)
+	if err := e.jobs.waitFor(ctx, 5*time.Minute, func() bool { return e.jobs.runningJobs() == e.o.jobs }); err != nil {
+		progress("edge: only %d of %d jobs run (%v); going on", e.jobs.runningJobs(), e.o.jobs, err)
 	}
-	if !jobs.waitQuiet(ctx, 3*time.Second, time.Minute) {
+	if !e.jobs.waitQuiet(ctx, 3*time.Second, time.Minute) {
 		progress("edge: the jobs still change; going on")
 	}
-	rssBefore, err := residentMiB(gm.Pid())
-	if err != nil {
-		return nil, err
-	}
-	partsBefore := residentParts(gm.Pid())
-	memBefore, err := scrapeMetrics(ctx, metricsAddr)
-	if err != nil {
-		return nil, err
-	}
+	return nil
+}
 
+// gmMemory is the GlobalManager's memory at one moment.
+type gmMemory struct {
+	rss     float64 // resident, MiB
+	parts   string  // residentParts
+	metrics metricsSample
+}
+
+// sampleMemory samples the GlobalManager's memory: its resident size, that
+// size's parts, and its metrics, which describeMemory reads.
+func (e *edgeRun) sampleMemory(ctx context.Context) (gmMemory, error) {
+	rss, err := residentMiB(e.gm.Pid())
+	if err != nil {
+		return gmMemory{}, err
+	}
+	parts := residentParts(e.gm.Pid())
+	metrics, err := scrapeMetrics(ctx, e.metricsAddr)
+	if err != nil {
+		return gmMemory{}, err
+	}
+	return gmMemory{rss: rss, parts: parts, metrics: metrics}, nil
+}
+
+// buildFleet builds a simulated LocalController for each edge node; none
+// connects yet. Their links log to _output/bench.
+func (e *edgeRun) buildFleet() error {
+	e.nodes = make([]string, e.o.nodes)
+	for i := range e.nodes {
+		e.nodes[i] = edgeNodeName(i)
+	}
+	e.linksLog = filepath.Join(e.outDir, e.o.name()+"-links.log")
+	fl, err := newFleet("wss://"+e.hubAddr+cloudlink.ConnectPath, e.caFile, filepath.Join(e.dir, "lc"), e.linksLog, e.nodes, e.objs.tokenFiles)
+	if err != nil {
+		return err
+	}
+	e.fl = fl
+	return nil
+}
+
+// measure runs the section's phases in order, as runEdge lists them, and
+// returns their results; the fleet at scale stops after the downstream
+// latency. before is the GlobalManager's memory before the links.
+func (e *edgeRun) measure(ctx context.Context, before gmMemory) ([]result, error) {
 	var results []result
-	nodes := make([]string, o.nodes)
-	for i := range nodes {
-		nodes[i] = edgeNodeName(i)
+	add := func(rows []result, err error) error {
+		results = append(results, rows...)
+		return err
 	}
-	linksLog := filepath.Join(outDir, o.name()+"-links.log")
-	fl, err := newFleet("wss://"+hubAddr+cloudlink.ConnectPath, caFile, filepath.Join(dir, "lc"), linksLog, nodes, objs.tokenFiles)
+	if err := add(e.connectFleet(ctx, before)); err != nil {
+		return nil, err
+	}
+	if err := add(e.downstreamLatency(ctx)); err != nil {
+		return nil, err
+	}
+	if e.o.scale {
+		for i := range results {
+			results[i].Name = strings.Replace(results[i].Name, "edge: ", "edge at scale: ", 1)
+		}
+		return results, nil
+	}
+
+	// Worker reports, beside the ceiling of plain status writes.
+	ceiling, ceilingRate, err := e.statusWriteCeiling(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err := fl.stop(30 * time.Second); err != nil {
-			progress("edge: %v", err)
-		}
-	}()
-
-	// Connect.
-	progress("edge: connect: starting %d cloud links at once", o.nodes)
-	start := time.Now()
-	fl.start(ctx)
-	syncedAt, err := fl.waitSynced(ctx, start, 5*time.Minute)
+	results = append(results, ceiling)
+	burst, workers, err := e.reportBurst(ctx, ceilingRate)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w (links log: %s)", err, linksLog)
+		return nil, err
+	}
+	results = append(results, burst...)
+
+	if err := add(e.idle(ctx)); err != nil {
+		return nil, err
+	}
+	if err := add(e.restart(ctx)); err != nil {
+		return nil, err
+	}
+	// An outage's backlog: the same number of reports, queued in the
+	// outboxes while the GlobalManager is down, then drained after it
+	// starts. Unlike the burst above, the appends are not in the window.
+	backlog, err := measureBacklog(ctx, e.gm, e.fl, e.jobs, workers, e.o.reports, ceilingRate, e.caFile, e.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("backlog: %w (GlobalManager log: %s)", err, e.gmLog)
+	}
+	results = append(results, backlog...)
+	if err := add(e.sustained(ctx)); err != nil {
+		return nil, err
+	}
+	if err := add(e.localControllerMemory(ctx)); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// connectFleet starts every link at once and measures until every link is
+// synced, and the GlobalManager's resident memory then, beside before (no
+// links yet).
+func (e *edgeRun) connectFleet(ctx context.Context, before gmMemory) ([]result, error) {
+	progress("edge: connect: starting %d cloud links at once", e.o.nodes)
+	start := time.Now()
+	e.fl.start(ctx)
+	syncedAt, err := e.fl.waitSynced(ctx, start, 5*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w (links log: %s)", err, e.linksLog)
 	}
 	connect := syncedAt.Sub(start)
-	rssConnected, err := residentMiB(gm.Pid())
+	connected, err := e.sampleMemory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	partsConnected := residentParts(gm.Pid())
-	memConnected, err := scrapeMetrics(ctx, metricsAddr)
-	if err != nil {
-		return nil, err
-	}
-	held, err := fl.lcs[0].store.Inventory()
+	held, err := e.fl.lcs[0].store.Inventory()
 	if err != nil {
 		return nil, err
 	}
 	verifiedBy := func(by string) float64 {
-		return memConnected.Get(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`)
+		return connected.metrics.Get(`nereid_edgehub_tokens_verified_total{by="` + by + `"}`)
 	}
 	// What the connect leaves behind (each node's Lease saying it is
 	// connected) is written before the steady state is measured.
-	leasesAt, err := waitLinksWritten(ctx, kube, o.nodes, 5*time.Minute)
+	leasesAt, err := waitLinksWritten(ctx, e.kube, e.o.nodes, 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	g := goalsFor(o.nodes)
-	results = append(results,
-		result{Name: fmt.Sprintf("edge: connect %d nodes until all synced", o.nodes), Value: round(connect.Seconds()), Unit: "s", Goal: g.connect,
+	results := []result{
+		{Name: fmt.Sprintf("edge: connect %d nodes until all synced", e.o.nodes), Value: round(connect.Seconds()), Unit: "s", Goal: e.goals.connect,
 			Note: fmt.Sprintf("all links started at once; token (verified by the hub %.0f, by TokenReview %.0f), TLS, hello, %d objects each, synced; every node's Lease said connected %s after the start",
-				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond)) + gmFlagsNote(o.gmFlags)},
-		result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", o.nodes), Value: round(rssConnected), Unit: "MiB", Goal: g.memory,
+				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond)) + gmFlagsNote(e.o.gmFlags)},
+		{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", e.o.nodes), Value: round(connected.rss), Unit: "MiB", Goal: e.goals.memory,
 			Note: fmt.Sprintf("just after all synced: %s, %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s, %s",
-				partsConnected, describeMemory(memConnected), o.jobs, rssBefore, partsBefore, describeMemory(memBefore))})
-	progress("edge: all %d synced in %s; GlobalManager %.1f MiB", o.nodes, connect.Round(time.Millisecond), rssConnected)
+				connected.parts, describeMemory(connected.metrics), e.o.jobs, before.rss, before.parts, describeMemory(before.metrics))},
+	}
+	progress("edge: all %d synced in %s; GlobalManager %.1f MiB", e.o.nodes, connect.Round(time.Millisecond), connected.rss)
+	return results, nil
+}
 
-	// Downstream latency.
-	count := max(1, int(o.rate*latencyPhase.Seconds()))
-	progress("edge: downstream: %d Dataset updates at %g/s, spread over the nodes", count, o.rate)
-	m0, err := scrapeMetrics(ctx, metricsAddr)
+// downstreamLatency updates Datasets at o.rate for latencyPhase, each to one
+// node, and measures from the Update's return to that node's store holding
+// it.
+func (e *edgeRun) downstreamLatency(ctx context.Context) ([]result, error) {
+	count := max(1, int(e.o.rate*latencyPhase.Seconds()))
+	progress("edge: downstream: %d Dataset updates at %g/s, spread over the nodes", count, e.o.rate)
+	m0, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
 		return nil, err
 	}
-	lat, lost, err := measureDownstream(ctx, sedna, fl, objs.datasets, o.rate, count)
+	lat, lost, err := measureDownstream(ctx, e.sedna, e.fl, e.objs.datasets, e.o.rate, count)
 	if err != nil {
 		return nil, fmt.Errorf("downstream: %w", err)
 	}
-	m1, err := scrapeMetrics(ctx, metricsAddr)
+	m1, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -315,69 +459,76 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	}
 	resends := m1.Get("nereid_edgehub_resends_total") - m0.Get("nereid_edgehub_resends_total")
 	method := "Update returned → the node's store holds that resourceVersion, seen by a goroutine per update polling store.GetObject every 1ms"
-	results = append(results,
-		result{Name: "edge: downstream latency p50", Value: ms(percentile(lat, 50)), Unit: "ms",
-			Note: fmt.Sprintf("%d Dataset updates at %g/s, each to one node; %s", count, o.rate, method)},
-		result{Name: "edge: downstream latency p99", Value: ms(percentile(lat, 99)), Unit: "ms", Goal: g.p99},
-		result{Name: "edge: downstream latency max", Value: ms(percentile(lat, 100)), Unit: "ms",
-			Note: fmt.Sprintf("hub resends meanwhile: %.0f (a resend waits 5s; %s); updates never seen within 30s: %d", resends, slowAcks(m0, m1), lost)})
-	if o.scale {
-		for i := range results {
-			results[i].Name = strings.Replace(results[i].Name, "edge: ", "edge at scale: ", 1)
-		}
-		return results, nil
-	}
+	return []result{
+		{Name: "edge: downstream latency p50", Value: ms(percentile(lat, 50)), Unit: "ms",
+			Note: fmt.Sprintf("%d Dataset updates at %g/s, each to one node; %s", count, e.o.rate, method)},
+		{Name: "edge: downstream latency p99", Value: ms(percentile(lat, 99)), Unit: "ms", Goal: e.goals.p99},
+		{Name: "edge: downstream latency max", Value: ms(percentile(lat, 100)), Unit: "ms",
+			Note: fmt.Sprintf("hub resends meanwhile: %.0f (a resend waits 5s; %s); updates never seen within 30s: %d", resends, slowAcks(m0, m1), lost)},
+	}, nil
+}
 
-	// Worker reports, beside the ceiling of plain status writes.
-	writes := o.reports
-	progress("edge: ceiling: up to %d status writes (UpdateStatus) to the %d jobs, %d goroutines, no client rate limit, at most 60s", writes, o.jobs, benchWriters)
-	ceil0, err := sampleUsage(ctx, kube, gm.Pid())
+// statusWriteCeiling measures the rate of plain status writes to the jobs
+// (UpdateStatus, up to o.reports of them), which the worker reports' rate is
+// set against, and returns its row and that rate.
+func (e *edgeRun) statusWriteCeiling(ctx context.Context) (result, float64, error) {
+	writes := e.o.reports
+	progress("edge: ceiling: up to %d status writes (UpdateStatus) to the %d jobs, %d goroutines, no client rate limit, at most 60s", writes, e.o.jobs, benchWriters)
+	ceil0, err := sampleUsage(ctx, e.kube, e.gm.Pid())
 	if err != nil {
-		return nil, err
+		return result{}, 0, err
 	}
-	ceilingProfiled := profileAPIServer(ctx, kube, apiServerProfileTime, filepath.Join(outDir, "apiserver-edge-ceiling-cpu.pb.gz"))
-	ceiling, err := measureStatusCeiling(ctx, sedna, jobs, o.jobs, writes, time.Minute)
+	ceilingProfiled := profileAPIServer(ctx, e.kube, apiServerProfileTime, filepath.Join(e.outDir, "apiserver-edge-ceiling-cpu.pb.gz"))
+	ceiling, err := measureStatusCeiling(ctx, e.sedna, e.jobs, e.o.jobs, writes, time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("status write ceiling: %w", err)
+		return result{}, 0, fmt.Errorf("status write ceiling: %w", err)
 	}
-	ceil1, err := sampleUsage(ctx, kube, gm.Pid())
+	ceil1, err := sampleUsage(ctx, e.kube, e.gm.Pid())
 	if err != nil {
-		return nil, err
+		return result{}, 0, err
 	}
 	ceilingRate := float64(ceiling.writes) / ceiling.took.Seconds()
-	results = append(results, result{Name: "edge: ceiling: job status writes", Value: round(ceilingRate), Unit: "writes/s",
-		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeUsage(ceil0, ceil1, ceiling.took), ceilingProfiled())})
-	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
-	waitHubQuiet(ctx, metricsAddr, 2*time.Second, time.Minute)
+	return result{Name: "edge: ceiling: job status writes", Value: round(ceilingRate), Unit: "writes/s",
+		Note: fmt.Sprintf("%d UpdateStatus of the jobs in %s, %d goroutines; %d conflicts retried; %s; %s", ceiling.writes, ceiling.took.Round(time.Millisecond), benchWriters, ceiling.conflicts, describeUsage(ceil0, ceil1, ceiling.took), ceilingProfiled())}, ceilingRate, nil
+}
 
-	progress("edge: reports: %d worker reports appended to the outboxes (%d at a time), spread over the %d nodes with a job", o.reports, benchWriters, o.jobs)
-	m2, err := scrapeMetrics(ctx, metricsAddr)
+// reportBurst waits until the jobs and the hub are quiet, appends o.reports
+// worker reports to the outboxes, spread over the nodes with a job, and
+// measures until the jobs' status counts them all: their rate, set against
+// ceilingRate, and the status writes and the upserts back down they caused.
+// It returns the training workers that reported, too.
+func (e *edgeRun) reportBurst(ctx context.Context, ceilingRate float64) ([]result, []string, error) {
+	e.jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
+	waitHubQuiet(ctx, e.metricsAddr, 2*time.Second, time.Minute)
+
+	progress("edge: reports: %d worker reports appended to the outboxes (%d at a time), spread over the %d nodes with a job", e.o.reports, benchWriters, e.o.jobs)
+	m2, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	u0, err := sampleUsage(ctx, kube, gm.Pid())
+	u0, err := sampleUsage(ctx, e.kube, e.gm.Pid())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	workers, err := trainingWorkers(ctx, kube, o.jobs)
+	workers, err := trainingWorkers(ctx, e.kube, e.o.jobs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The burst's first seconds, when the writes run behind the reports.
-	cpuFile := filepath.Join(outDir, "globalmanager-edge-reports-cpu.pb.gz")
-	profiled := profileGlobalManager(ctx, metricsAddr, 5*time.Second, cpuFile)
-	apiProfiled := profileAPIServer(ctx, kube, apiServerProfileTime, filepath.Join(outDir, "apiserver-edge-reports-cpu.pb.gz"))
-	rep, err := measureReports(ctx, fl, jobs, workers, o.reports, 5*time.Minute)
+	cpuFile := filepath.Join(e.outDir, "globalmanager-edge-reports-cpu.pb.gz")
+	profiled := profileGlobalManager(ctx, e.metricsAddr, 5*time.Second, cpuFile)
+	apiProfiled := profileAPIServer(ctx, e.kube, apiServerProfileTime, filepath.Join(e.outDir, "apiserver-edge-reports-cpu.pb.gz"))
+	rep, err := measureReports(ctx, e.fl, e.jobs, workers, e.o.reports, 5*time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("reports: %w", err)
+		return nil, nil, fmt.Errorf("reports: %w", err)
 	}
-	u1, err := sampleUsage(ctx, kube, gm.Pid())
+	u1, err := sampleUsage(ctx, e.kube, e.gm.Pid())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	m3, err := scrapeMetrics(ctx, metricsAddr)
+	m3, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reportRate := float64(rep.applied) / rep.took.Seconds()
 	perWrite := func(m metricsSample, part string) float64 {
@@ -387,47 +538,53 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	carried := perWrite(m3, "sum") - perWrite(m2, "sum")
 	upserts := m3.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) - m2.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`)
 	note := fmt.Sprintf("%d of %d reports in status (sum of status.edgeNodes[].reportsApplied) %s after the first append; appends took %s; refused %.0f; %s (the bench process is the %d simulated nodes)",
-		rep.applied, o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
+		rep.applied, e.o.reports, rep.took.Round(time.Millisecond), rep.appendTook.Round(time.Millisecond),
 		m3.Get("nereid_edgehub_reports_refused_total")-m2.Get("nereid_edgehub_reports_refused_total"),
-		describeUsage(u0, u1, rep.took), o.nodes)
+		describeUsage(u0, u1, rep.took), e.o.nodes)
 	note += "; the GlobalManager's CPU counts pprof's sampling; " + profiled() + "; " + apiProfiled()
 	note += fmt.Sprintf("; object resends %.0f; %s", m3.Get("nereid_edgehub_resends_total")-m2.Get("nereid_edgehub_resends_total"), slowAcks(m2, m3))
 	if rep.timedOut {
 		note = "TIMED OUT: " + note
 	}
-	results = append(results,
-		result{Name: "edge: worker reports applied", Value: round(reportRate), Unit: "reports/s", Note: note},
-		result{Name: "edge: reports rate / status write ceiling", Value: round(reportRate / ceilingRate), Unit: "ratio", Goal: ">= 5",
+	results := []result{
+		{Name: "edge: worker reports applied", Value: round(reportRate), Unit: "reports/s", Note: note},
+		{Name: "edge: reports rate / status write ceiling", Value: round(reportRate / ceilingRate), Unit: "ratio", Goal: ">= 5",
 			Note: fmt.Sprintf("%.0f reports carried by %.0f status writes (%.1f a write; nereid_controller_edge_reports_per_status_write)",
 				carried, statusWrites, carried/max(1, statusWrites))},
-		result{Name: "edge: upserts sent back down per applied report", Value: round(upserts / max(1, float64(rep.applied))), Unit: "upserts", Goal: "0",
-			Note: fmt.Sprintf("%.0f object upserts to the nodes while %d reports were applied (a status write is not sent to the edge)", upserts, rep.applied)})
+		{Name: "edge: upserts sent back down per applied report", Value: round(upserts / max(1, float64(rep.applied))), Unit: "upserts", Goal: "0",
+			Note: fmt.Sprintf("%.0f object upserts to the nodes while %d reports were applied (a status write is not sent to the edge)", upserts, rep.applied)},
+	}
 	progress("edge: %d reports applied at %.0f/s (ceiling %.0f writes/s)", rep.applied, reportRate, ceilingRate)
+	return results, workers, nil
+}
 
-	// Idle: nothing changes.
-	jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
-	waitHubQuiet(ctx, metricsAddr, 3*time.Second, 2*time.Minute)
-	progress("edge: idle: counting the object messages the hub sends in %s of nothing changing", o.idle)
-	m4, err := scrapeMetrics(ctx, metricsAddr)
+// idle waits until the jobs and the hub are quiet, then counts the object
+// messages the hub sends in o.idle of nothing changing, and measures the
+// GlobalManager's memory after it (idleMemory).
+func (e *edgeRun) idle(ctx context.Context) ([]result, error) {
+	e.jobs.waitQuiet(ctx, 3*time.Second, time.Minute)
+	waitHubQuiet(ctx, e.metricsAddr, 3*time.Second, 2*time.Minute)
+	progress("edge: idle: counting the object messages the hub sends in %s of nothing changing", e.o.idle)
+	m4, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
 		return nil, err
 	}
-	idle0, err := sampleUsage(ctx, kube, gm.Pid())
+	idle0, err := sampleUsage(ctx, e.kube, e.gm.Pid())
 	if err != nil {
 		return nil, err
 	}
 	idleStart := time.Now()
 	select {
-	case <-time.After(o.idle):
+	case <-time.After(e.o.idle):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	idle1, err := sampleUsage(ctx, kube, gm.Pid())
+	idle1, err := sampleUsage(ctx, e.kube, e.gm.Pid())
 	if err != nil {
 		return nil, err
 	}
 	idleTook := time.Since(idleStart)
-	m5, err := scrapeMetrics(ctx, metricsAddr)
+	m5, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -435,82 +592,97 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 		return m.Get(fmt.Sprintf(`nereid_edgehub_messages_sent_total{type=%q}`, t))
 	}
 	idleObjects := sent(m5, edgeproto.TypeUpsert) + sent(m5, edgeproto.TypeDelete) - sent(m4, edgeproto.TypeUpsert) - sent(m4, edgeproto.TypeDelete)
-	results = append(results, result{Name: "edge: object messages sent while idle", Value: idleObjects, Unit: "messages", Goal: "0",
+	messages := result{Name: "edge: object messages sent while idle", Value: idleObjects, Unit: "messages", Goal: "0",
 		Note: fmt.Sprintf("upserts+deletes in %s with nothing changing (nereid_edgehub_messages_sent_total); heartbeats %.0f; what the connected fleet costs with nothing changing, against which the ceiling and the burst write: %s",
-			o.idle, sent(m5, edgeproto.TypeHeartbeat)-sent(m4, edgeproto.TypeHeartbeat), describeUsage(idle0, idle1, idleTook))})
-	rssIdle, err := residentMiB(gm.Pid())
+			e.o.idle, sent(m5, edgeproto.TypeHeartbeat)-sent(m4, edgeproto.TypeHeartbeat), describeUsage(idle0, idle1, idleTook))}
+	memory, err := e.idleMemory(ctx, m5)
 	if err != nil {
 		return nil, err
 	}
-	partsIdle := residentParts(gm.Pid())
-	heapFile := filepath.Join(outDir, "globalmanager-edge-heap.pb.gz")
-	if err := saveHeapProfile(ctx, metricsAddr, heapFile); err != nil {
-		return nil, err
-	}
-	results = append(results, result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected, after idling", o.nodes), Value: round(rssIdle), Unit: "MiB", Goal: g.memory,
-		Note: fmt.Sprintf("after the reports and %s idle: %s, %s; heap profile %s (go tool pprof -top -sample_index=inuse_space); meanwhile TokenReviews confirmed %.0f of the tokens the hub had accepted itself and refused %.0f",
-			o.idle, partsIdle, describeMemory(m5), heapFile,
-			m5.Get(`nereid_edgehub_tokens_confirmed_total{result="confirmed"}`), m5.Get(`nereid_edgehub_tokens_confirmed_total{result="refused"}`))})
+	return []result{messages, memory}, nil
+}
 
-	// Restart.
+// idleMemory measures the GlobalManager's resident memory after idling and
+// saves its heap profile; m is its metrics at the end of the idle time.
+func (e *edgeRun) idleMemory(ctx context.Context, m metricsSample) (result, error) {
+	rssIdle, err := residentMiB(e.gm.Pid())
+	if err != nil {
+		return result{}, err
+	}
+	partsIdle := residentParts(e.gm.Pid())
+	heapFile := filepath.Join(e.outDir, "globalmanager-edge-heap.pb.gz")
+	if err := saveHeapProfile(ctx, e.metricsAddr, heapFile); err != nil {
+		return result{}, err
+	}
+	return result{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected, after idling", e.o.nodes), Value: round(rssIdle), Unit: "MiB", Goal: e.goals.memory,
+		Note: fmt.Sprintf("after the reports and %s idle: %s, %s; heap profile %s (go tool pprof -top -sample_index=inuse_space); meanwhile TokenReviews confirmed %.0f of the tokens the hub had accepted itself and refused %.0f",
+			e.o.idle, partsIdle, describeMemory(m), heapFile,
+			m.Get(`nereid_edgehub_tokens_confirmed_total{result="confirmed"}`), m.Get(`nereid_edgehub_tokens_confirmed_total{result="refused"}`))}, nil
+}
+
+// restart stops the GlobalManager (SIGTERM) and starts it again, and
+// measures until every link is synced again.
+func (e *edgeRun) restart(ctx context.Context) ([]result, error) {
 	progress("edge: restart: SIGTERM to the GlobalManager, then start it again")
 	stopAt := time.Now()
-	if err := gm.Signal(syscall.SIGTERM, 30*time.Second); err != nil {
+	if err := e.gm.Signal(syscall.SIGTERM, 30*time.Second); err != nil {
 		return nil, err
 	}
 	exited := time.Now()
-	if err := gm.Start(); err != nil {
+	if err := e.gm.Start(); err != nil {
 		return nil, err
 	}
 	restarted := time.Now()
-	syncedAt, err = fl.waitSynced(ctx, stopAt, 5*time.Minute)
+	syncedAt, err := e.fl.waitSynced(ctx, stopAt, 5*time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("restart: %w (GlobalManager log: %s)", err, gmLog)
+		return nil, fmt.Errorf("restart: %w (GlobalManager log: %s)", err, e.gmLog)
 	}
 	listening := "?"
-	if at, ok := lastLogTime(gm.Log(), `"Serving edge connections"`); ok && at.After(restarted.Add(-time.Second)) {
+	if at, ok := lastLogTime(e.gm.Log(), `"Serving edge connections"`); ok && at.After(restarted.Add(-time.Second)) {
 		listening = at.Sub(restarted).Round(time.Millisecond).String()
 	}
-	results = append(results, result{Name: fmt.Sprintf("edge: GlobalManager restart until all %d synced", o.nodes), Value: round(syncedAt.Sub(restarted).Seconds()), Unit: "s", Goal: g.restart,
+	row := result{Name: fmt.Sprintf("edge: GlobalManager restart until all %d synced", e.o.nodes), Value: round(syncedAt.Sub(restarted).Seconds()), Unit: "s", Goal: e.goals.restart,
 		Note: fmt.Sprintf("from the new process's start (its hub listened after %s; the links retry with jittered backoff from 0.5s); %s from the SIGTERM, of which the old one took %s to exit",
-			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond))})
+			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond))}
 	progress("edge: all synced %s after the restart", syncedAt.Sub(restarted).Round(time.Millisecond))
+	return []result{row}, nil
+}
 
-	// An outage's backlog: the same number of reports, queued in the
-	// outboxes while the GlobalManager is down, then drained after it
-	// starts. Unlike the burst above, the appends are not in the window.
-	row, err := measureBacklog(ctx, gm, fl, jobs, workers, o.reports, ceilingRate, caFile, metricsAddr)
+// sustained measures the sustained joint inference reports (runSustained),
+// on the restarted GlobalManager, unless -ji-services is 0.
+func (e *edgeRun) sustained(ctx context.Context) ([]result, error) {
+	steps, _ := e.o.ji.parse(e.o.nodes)
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	metricsAddr, err := waitForHub(ctx, e.gm, e.caFile, e.metricsAddr)
 	if err != nil {
-		return nil, fmt.Errorf("backlog: %w (GlobalManager log: %s)", err, gmLog)
+		return nil, err
 	}
-	results = append(results, row...)
-
-	// Sustained joint inference reports, on the restarted GlobalManager.
-	if steps, _ := o.ji.parse(o.nodes); len(steps) > 0 {
-		if metricsAddr, err = waitForHub(ctx, gm, caFile, metricsAddr); err != nil {
-			return nil, err
-		}
-		row, err := runSustained(ctx, o.ji, steps, fl, kube, sedna, metricsAddr)
-		if err != nil {
-			return nil, fmt.Errorf("sustained: %w (GlobalManager log: %s)", err, gmLog)
-		}
-		results = append(results, row)
+	e.metricsAddr = metricsAddr
+	row, err := runSustained(ctx, e.o.ji, steps, e.fl, e.kube, e.sedna, e.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("sustained: %w (GlobalManager log: %s)", err, e.gmLog)
 	}
+	return []result{row}, nil
+}
 
+// localControllerMemory stops the fleet and measures the resident memory of
+// one idle LocalController process.
+func (e *edgeRun) localControllerMemory(ctx context.Context) ([]result, error) {
 	// One idle LocalController process, for the node of the first link,
 	// which goes first so that the two do not replace each other's
 	// connection.
-	if err := fl.stop(30 * time.Second); err != nil {
+	if err := e.fl.stop(30 * time.Second); err != nil {
 		return nil, err
 	}
-	progress("edge: a LocalController process for %s, idle", nodes[0])
-	rssLC, err := measureLocalController(ctx, lcBin, filepath.Join(outDir, "localcontroller-edge.log"), nodes[0], hubAddr, caFile, objs.tokenFiles[0], filepath.Join(dir, "lc-process"))
+	progress("edge: a LocalController process for %s, idle", e.nodes[0])
+	rssLC, err := measureLocalController(ctx, e.lcBin, filepath.Join(e.outDir, "localcontroller-edge.log"), e.nodes[0], e.hubAddr, e.caFile, e.objs.tokenFiles[0], filepath.Join(e.dir, "lc-process"))
 	if err != nil {
 		return nil, err
 	}
-	results = append(results, result{Name: "edge: LocalController process resident memory, idle", Value: round(rssLC), Unit: "MiB", Goal: "< 30",
-		Note: "connected and synced, then 5s idle"})
-	return results, nil
+	return []result{{Name: "edge: LocalController process resident memory, idle", Value: round(rssLC), Unit: "MiB", Goal: "< 30",
+		Note: "connected and synced, then 5s idle"}}, nil
 }
 
 // measureBacklog stops the GlobalManager, appends count reports (rounds
