@@ -43,9 +43,10 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/replicasapi"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
@@ -53,7 +54,6 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/lifelonglearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/datasetstatus"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/diserver"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
@@ -358,13 +358,13 @@ func startControllers(ctx context.Context, o options, kubeClient kubernetes.Inte
 		}
 	}
 
-	var replicasAPI *diserver.Server
+	var replicasAPI *replicasapi.Server
 	if diServed && o.diServerAddress != "" {
 		pods, err := common.IndexChildren(kubeFactory.Core().V1().Pods().Informer())
 		if err != nil {
 			return fmt.Errorf("building the replicas API: %w", err)
 		}
-		replicasAPI = diserver.New(diserver.Config{
+		replicasAPI = replicasapi.New(replicasapi.Config{
 			Kube: kubeClient, DI: sednaClient, Jobs: sednaFactory.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: pods[0], Audiences: command.SplitList(o.diServerAudiences), Registerer: reg,
 		})
@@ -602,7 +602,7 @@ func replicasAPITLS(ctx context.Context, o options, client kubernetes.Interface,
 
 // serveReplicasAPI serves the DIJob replicas HTTP API on --di-server-address
 // until ctx is done, over HTTPS when tlsConfig is set.
-func serveReplicasAPI(ctx context.Context, o options, api *diserver.Server, tlsConfig *tls.Config) error {
+func serveReplicasAPI(ctx context.Context, o options, api *replicasapi.Server, tlsConfig *tls.Config) error {
 	ln, err := net.Listen("tcp", o.diServerAddress)
 	if err != nil {
 		return fmt.Errorf("listening on --di-server-address %s: %w", o.diServerAddress, err)

@@ -1,4 +1,4 @@
-// Package diserver is DI-orchestrator's replicas HTTP API for DIJobs
+// Package replicasapi is DI-orchestrator's replicas HTTP API for DIJobs
 // (diengine.opendilab.org/v2alpha1), made to act: where DI-orchestrator
 // v1.1.3's di-server answers "success" and changes nothing, this one scales
 // the job's tasks and stores its profilings, and it lets in only those who may
@@ -127,4 +127,4 @@
 //
 // The server needs permission to create tokenreviews and subjectaccessreviews,
 // to get pods, and to get, update and update the status of dijobs.
-package diserver
+package replicasapi
