@@ -35,6 +35,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 const hubNS = "nereid-system"
@@ -90,7 +91,7 @@ func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
 		}}
 	}
 	tokenAudiences := []string{DefaultTokenAudience}
-	if c := readClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
+	if c := tokenreview.ReadClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
 		tokenAudiences = c.Audience
 	}
 	if !slices.Contains(review.Spec.Audiences, DefaultTokenAudience) || !slices.Contains(tokenAudiences, DefaultTokenAudience) {
