@@ -25,7 +25,7 @@ import (
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 

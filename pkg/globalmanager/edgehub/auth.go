@@ -2,9 +2,7 @@ package edgehub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -22,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nereid-ml/nereid/internal/boundedmap"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // The keys of user.extra that a TokenReview of a ServiceAccount token bound
@@ -79,7 +77,6 @@ func (e *authError) cacheable() bool {
 type reviewResult struct {
 	id      *identity
 	refusal *authError
-	until   time.Time // when the entry goes stale
 }
 
 // authenticator turns bearer tokens into identities: a TokenReview with the
@@ -113,9 +110,12 @@ type authenticator struct {
 	// verified counts the tokens accepted, by who verified them ("hub",
 	// "token_review"); reviewed counts the TokenReviews sent, by result;
 	// nil counts nothing.
-	verified     func(by string)
-	reviewed     func(result string)
-	ttl          time.Duration
+	verified func(by string)
+	reviewed func(result string)
+	// reviews are the outcomes of tokens lately authenticated, an
+	// identity no longer than its token's expiry.
+	reviews *tokenreview.Cache[reviewResult]
+	// maxEntries bounds deleted and refusedAfter as it bounds reviews.
 	maxEntries   int
 	slots        chan struct{} // one per review in flight
 	queueTimeout time.Duration
@@ -127,8 +127,9 @@ type authenticator struct {
 	// reviews take to serve them, instead of all at once.
 	retry retryPlanner
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]reviewResult
+	// mu guards deleted and refusedAfter, and orders a store in reviews
+	// after the check that its Pod is not deleted.
+	mu sync.Mutex
 	// deleted are the UIDs of LocalController Pods deleted lately, by when:
 	// a review in flight as its Pod goes, or a connection that had not said
 	// hello yet, must not outlive it.
@@ -157,12 +158,11 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 		nodeSelector:    cfg.nodeSelector,
 		daemonSet:       types.NamespacedName{Namespace: dsNamespace, Name: dsName},
 		reviewEvery:     cfg.ReviewEveryToken,
-		ttl:             cfg.ReviewCacheTTL,
+		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, now),
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
 		queueTimeout:    cfg.ReviewQueueTimeout,
 		now:             now,
-		cache:           make(map[[sha256.Size]byte]reviewResult),
 		deleted:         make(map[types.UID]time.Time),
 		refusedAfter:    make(map[types.UID]time.Time),
 	}
@@ -182,8 +182,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if refusal != nil {
 		return nil, refusal
 	}
-	key := sha256.Sum256([]byte(token))
-	if res, ok := a.cached(key); ok {
+	if res, ok := a.reviews.Get(token); ok {
 		return res.id, res.refusal
 	}
 	// A token the hub can verify itself costs the API server nothing, and
@@ -201,11 +200,11 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		refusal := a.admit(ctx, id)
 		if refusal == nil {
 			a.count("hub")
-			a.store(key, reviewResult{id: id})
+			a.store(token, reviewResult{id: id})
 			return id, nil
 		}
 		if refusal.cacheable() {
-			a.store(key, reviewResult{refusal: refusal})
+			a.store(token, reviewResult{refusal: refusal})
 		}
 		return nil, refusal
 	}
@@ -230,7 +229,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	defer func() { <-a.slots }()
 	// Another connection with the same token may have been reviewed while
 	// this one waited.
-	if res, ok := a.cached(key); ok {
+	if res, ok := a.reviews.Get(token); ok {
 		return res.id, res.refusal
 	}
 	started := a.now()
@@ -249,7 +248,7 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		a.count("token_review")
 	}
 	if refusal == nil || refusal.cacheable() {
-		a.store(key, reviewResult{id: id, refusal: refusal})
+		a.store(token, reviewResult{id: id, refusal: refusal})
 	}
 	return id, refusal
 }
@@ -352,9 +351,6 @@ func (p *retryPlanner) after(now time.Time, waiting, slots int) int {
 	return min(max(secs, minRetryAfter), maxRetryAfter)
 }
 
-// maxTokenBytes bounds a bearer token; a ServiceAccount token is about 1 KiB.
-const maxTokenBytes = 8 << 10
-
 // maxWaitingPerSlot bounds the connections waiting for a review slot: a
 // thousand nodes reconnecting at once wait their turn; ten thousand are told
 // to come back.
@@ -363,11 +359,11 @@ const maxWaitingPerSlot = 16
 // precheck refuses, from the token's own unverified claims, a token that no
 // review would accept: not a JWT, too long, for another audience, or
 // expired. Otherwise it returns the claims.
-func (a *authenticator) precheck(token string) (*claims, *authError) {
-	if len(token) > maxTokenBytes {
-		return nil, invalidToken(fmt.Sprintf("longer than %d bytes", maxTokenBytes))
+func (a *authenticator) precheck(token string) (*tokenreview.Claims, *authError) {
+	if len(token) > tokenreview.MaxTokenBytes {
+		return nil, invalidToken(fmt.Sprintf("longer than %d bytes", tokenreview.MaxTokenBytes))
 	}
-	claims := readClaims(token)
+	claims := tokenreview.ReadClaims(token)
 	switch {
 	case claims == nil:
 		return nil, invalidToken("not a ServiceAccount token (a JWT)")
@@ -383,37 +379,29 @@ func (a *authenticator) precheck(token string) (*claims, *authError) {
 
 // review asks the API server who token is and checks it is an accepted
 // LocalController on an edge node.
-func (a *authenticator) review(ctx context.Context, token string, claims *claims) (*identity, *authError) {
-	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
-		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{a.audience}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		a.countReview("error")
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
-			reason: "the token could not be reviewed, try again later", err: fmt.Errorf("creating token review: %w", err)}
-	}
-	st := review.Status
-	if !st.Authenticated {
-		a.countReview("unauthenticated")
-		reason := "the token is not valid"
-		if st.Error != "" {
-			reason += ": " + st.Error
-		}
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: reason}
-	}
-	a.countReview("authenticated")
-	// An audience-aware TokenReview says which of the audiences it checked.
-	if !slices.Contains(st.Audiences, a.audience) {
+func (a *authenticator) review(ctx context.Context, token string, claims *tokenreview.Claims) (*identity, *authError) {
+	user, err := tokenreview.Review(ctx, a.client, token, []string{a.audience})
+	switch {
+	case errors.Is(err, tokenreview.ErrWrongAudience):
+		// The token authenticated, for another audience.
+		a.countReview("authenticated")
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token was not validated for the audience %q", a.audience)}
+	case errors.Is(err, tokenreview.ErrInvalidToken):
+		a.countReview("unauthenticated")
+		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: err.Error()}
+	case err != nil:
+		a.countReview("error")
+		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
+			reason: "the token could not be reviewed, try again later", err: err}
 	}
-	user := st.User
+	a.countReview("authenticated")
 	sa, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
 	sa = strings.Replace(sa, ":", "/", 1)
 	if !isSA || !a.serviceAccounts[sa] {
 		return nil, a.notLocalController(user.Username)
 	}
-	node, podName, podUID := oneExtra(user, NodeNameExtra), oneExtra(user, PodNameExtra), oneExtra(user, PodUIDExtra)
+	node, podName, podUID := oneExtra(*user, NodeNameExtra), oneExtra(*user, PodNameExtra), oneExtra(*user, PodUIDExtra)
 	if node == "" || podName == "" || podUID == "" {
 		return nil, notBoundToPod(user.Username)
 	}
@@ -424,7 +412,7 @@ func (a *authenticator) review(ctx context.Context, token string, claims *claims
 		podUID:            types.UID(podUID),
 		serviceAccountUID: types.UID(user.UID),
 	}
-	id.expires = claims.expiry()
+	id.expires = claims.Expires()
 	return id, nil
 }
 
@@ -513,37 +501,19 @@ func oneExtra(user authenticationv1.UserInfo, key string) string {
 	return ""
 }
 
-func (a *authenticator) cached(key [sha256.Size]byte) (reviewResult, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	res, ok := a.cache[key]
-	if !ok || !a.now().Before(res.until) {
-		return reviewResult{}, false
-	}
-	return res, true
-}
-
-// store caches res for the TTL. When the cache is full it first drops what
-// went stale, then, if need be, arbitrary entries: a dropped entry costs one
-// more review, never a wrong answer.
-func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
-	if a.ttl <= 0 {
-		return
-	}
-	now := a.now()
-	res.until = now.Add(a.ttl)
-	if res.id != nil && !res.id.expires.IsZero() && res.id.expires.Before(res.until) {
-		res.until = res.id.expires
-	}
+// store caches res, an identity no longer than its token's expiry, unless
+// its Pod was deleted meanwhile.
+func (a *authenticator) store(token string, res reviewResult) {
+	var expires time.Time
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if res.id != nil {
 		if _, gone := a.deleted[res.id.podUID]; gone {
 			return
 		}
+		expires = res.id.expires
 	}
-	boundedmap.MakeRoom(a.cache, a.maxEntries, func(v reviewResult) bool { return !now.Before(v.until) })
-	a.cache[key] = res
+	a.reviews.Put(token, res, expires)
 }
 
 // forgetPod drops the cached identities of a Pod, once it is deleted, so its
@@ -585,11 +555,7 @@ func (a *authenticator) forgetPodIdentities(uid types.UID) {
 
 // dropPod drops the cached identities of the Pod uid; a.mu is held.
 func (a *authenticator) dropPod(uid types.UID) {
-	for k, v := range a.cache {
-		if v.id != nil && v.id.podUID == uid {
-			delete(a.cache, k)
-		}
-	}
+	a.reviews.DeleteFunc(func(v reviewResult) bool { return v.id != nil && v.id.podUID == uid })
 }
 
 // remember records uid in m at now, first dropping the entries older than
@@ -621,20 +587,12 @@ func (a *authenticator) forgetNode(node string) {
 // DaemonSet is made, deleted or made again: acceptances named its old UID,
 // refusals may have said it did not exist.
 func (a *authenticator) forgetDaemonSet() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	clear(a.cache)
+	a.reviews.Clear()
 }
 
 // forgetWhere drops the cached identities for which drop says so.
 func (a *authenticator) forgetWhere(drop func(*identity) bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, v := range a.cache {
-		if v.id != nil && drop(v.id) {
-			delete(a.cache, k)
-		}
-	}
+	a.reviews.DeleteFunc(func(v reviewResult) bool { return v.id != nil && drop(v.id) })
 }
 
 // podDeleted reports whether the Pod uid was deleted lately.
@@ -643,63 +601,4 @@ func (a *authenticator) podDeleted(uid types.UID) bool {
 	defer a.mu.Unlock()
 	at, ok := a.deleted[uid]
 	return ok && a.now().Sub(at) <= deletedMemory
-}
-
-// claims are the fields of a ServiceAccount token's JWT payload the hub
-// reads. They are read without checking the signature: the TokenReview is
-// what authenticates the token; the claims only say which audience a refused
-// token had, and when an accepted one expires.
-type claims struct {
-	Audience   audience `json:"aud"`
-	Expiry     int64    `json:"exp"`
-	Kubernetes struct {
-		WarnAfter int64 `json:"warnafter"`
-	} `json:"kubernetes.io"`
-}
-
-// expiry is the earlier of exp and warnafter (when the kubelet has rotated
-// the projected token), zero if neither is set.
-func (c *claims) expiry() time.Time {
-	t := c.Expiry
-	if w := c.Kubernetes.WarnAfter; w > 0 && (t == 0 || w < t) {
-		t = w
-	}
-	if t <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(t, 0)
-}
-
-// audience is a JWT aud claim: a string or a list of strings.
-type audience []string
-
-func (a *audience) UnmarshalJSON(b []byte) error {
-	var one string
-	if json.Unmarshal(b, &one) == nil {
-		*a = audience{one}
-		return nil
-	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return err
-	}
-	*a = many
-	return nil
-}
-
-// readClaims decodes a JWT's payload, or returns nil when token is not a JWT.
-func readClaims(token string) *claims {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 || len(parts[1]) > 64<<10 {
-		return nil
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return nil
-	}
-	var c claims
-	if json.Unmarshal(payload, &c) != nil {
-		return nil
-	}
-	return &c
 }

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // The hub's own verification of a token (verifyLocally) trusts its caches
@@ -140,9 +142,9 @@ func (c *confirmer) confirmNode(ctx context.Context, node string) {
 // ServiceAccount on the same node. A refusal with metric refusedReviewError
 // is the review failing, not the token.
 func (a *authenticator) confirm(ctx context.Context, id *identity, token string) *authError {
-	cl := readClaims(token)
+	cl := tokenreview.ReadClaims(token)
 	if cl == nil {
-		cl = &claims{} // the hub parsed it to accept it; its times are not read here
+		cl = &tokenreview.Claims{} // the hub parsed it to accept it; its times are not read here
 	}
 	got, refusal := a.review(ctx, token, cl)
 	if refusal != nil {

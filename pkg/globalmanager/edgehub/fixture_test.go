@@ -36,6 +36,7 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 const hubNS = "nereid-system"
@@ -91,7 +92,7 @@ func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
 		}}
 	}
 	tokenAudiences := []string{DefaultTokenAudience}
-	if c := readClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
+	if c := tokenreview.ReadClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
 		tokenAudiences = c.Audience
 	}
 	if !slices.Contains(review.Spec.Audiences, DefaultTokenAudience) || !slices.Contains(tokenAudiences, DefaultTokenAudience) {

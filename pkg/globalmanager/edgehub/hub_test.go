@@ -35,6 +35,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // edgeObjects are a dataset, a joint inference service with its two models
@@ -1197,7 +1198,7 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 func TestTokensNoReviewWouldAcceptCostNoReview(t *testing.T) {
 	f := newFixture(t, testConfig)
 	tokens := map[string]string{
-		"too long":         jwtWith("token-edge-a", map[string]any{"pad": strings.Repeat("x", maxTokenBytes)}),
+		"too long":         jwtWith("token-edge-a", map[string]any{"pad": strings.Repeat("x", tokenreview.MaxTokenBytes)}),
 		"expired":          jwtWith("token-edge-a", map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}),
 		"another audience": jwtWith("token-edge-a", map[string]any{"aud": "https://kubernetes.default.svc"}),
 		"not a JWT":        "x.y",

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // Allocation is what the controller needs to place replicas itself: the

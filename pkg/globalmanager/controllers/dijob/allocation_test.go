@@ -1,8 +1,10 @@
 package dijob
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +14,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // The caches of every node and pod are started by the first DIJob synced,
@@ -37,16 +39,7 @@ func TestTheClusterCachesStartWithTheFirstDIJob(t *testing.T) {
 	}, 0, f.c.now)
 
 	// Running with no DIJob synced starts nothing.
-	go f.c.optimizeLoop(t.Context())
-	time.Sleep(50 * time.Millisecond)
-	if n := starts.Load(); n != 0 {
-		t.Fatalf("the caches were started %d times before any DIJob was synced", n)
-	}
-	select {
-	case <-f.c.placer.started:
-		t.Fatal("the placer says it started with no DIJob synced")
-	default:
-	}
+	optimizeLoopWaitsForAJob(t)
 
 	// Nor does a sync of a job that is gone.
 	if err := f.c.sync(t.Context(), ns+"/gone"); err != nil {
@@ -72,4 +65,47 @@ func TestTheClusterCachesStartWithTheFirstDIJob(t *testing.T) {
 	if n := starts.Load(); n != 1 {
 		t.Errorf("the caches were started %d times after two syncs, want once", n)
 	}
+}
+
+// optimizeLoopWaitsForAJob runs the optimize loop of a controller that
+// has synced no DIJob for a day of the bubble's clock, until the loop
+// blocks (synctest.Wait: every goroutine of the bubble is blocked), and
+// checks that it started no cache, then that it ends with its context.
+func optimizeLoopWaitsForAJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var starts atomic.Int32
+		c := &Controller{placer: newPlacer(&Allocation{
+			Policy: allocator.PackAndSpread{}, Period: time.Hour,
+			Start: func() { starts.Add(1) },
+			// Caches that never fill: a loop that started them waits here.
+			Synced: []cache.InformerSynced{func() bool { return false }},
+		}, 0, time.Now)}
+		ctx, cancel := context.WithCancel(t.Context())
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			c.optimizeLoop(ctx)
+		}()
+		// A day passes at once on the bubble's clock; then the loop runs
+		// until it blocks.
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		if n := starts.Load(); n != 0 {
+			t.Errorf("the optimize loop started the caches %d times before any DIJob was synced", n)
+		}
+		select {
+		case <-c.placer.started:
+			t.Error("the placer says it started with no DIJob synced")
+		case <-ended:
+			t.Error("the optimize loop ended before its context")
+		default:
+		}
+		cancel()
+		synctest.Wait()
+		select {
+		case <-ended:
+		default:
+			t.Error("the optimize loop still runs after its context ended")
+		}
+	})
 }

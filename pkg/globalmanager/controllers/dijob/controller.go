@@ -3,6 +3,10 @@
 // another by DNS through the job's headless Service; phases from their pods,
 // restarts after a failed pod up to the job's backoff limit, and scaling that
 // adds or removes exactly the replicas asked for.
+//
+// The rest of the DIJob feature is in this folder too: the allocator that
+// places a job's replicas (allocator) and DI-orchestrator's replicas HTTP API
+// that scales a job's tasks (replicasapi).
 package dijob
 
 import (

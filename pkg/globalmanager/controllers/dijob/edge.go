@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // LinkChecker says whether an edge node's link to the cloud is down, and

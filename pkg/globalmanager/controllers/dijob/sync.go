@@ -2,13 +2,7 @@ package dijob
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +10,8 @@ import (
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
@@ -38,24 +32,24 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if s == nil || err != nil {
 		return err
 	}
-	job, satisfied, pods := s.Owner, s.Satisfied, s.Pods
-
-	now := metav1.NewTime(c.now())
-	status := job.Status.DeepCopy()
+	job, pods := s.Owner, s.Pods
+	sc := &syncCtx{
+		key: key, job: job, status: job.Status.DeepCopy(), now: metav1.NewTime(c.now()),
+		pods: pods, satisfied: s.Satisfied, haveService: len(s.Services) > 0,
+	}
 	var events []common.Event
 	var actErr error
 	// The replicas of the current spec, listed once per sync; none for a
 	// job past the bounds.
 	tooLarge := job.CheckReplicas()
-	var wanted []replica
 	if tooLarge == nil {
-		wanted = replicasOf(job)
+		sc.wanted = replicasOf(job)
 	}
 	switch {
-	case finished(status.Phase):
+	case finished(sc.status.Phase):
 		// A job that asks no more holds no place in its namespace's queue.
 		c.config.Admission.Forget(jobKind, key)
-		if satisfied {
+		if sc.satisfied {
 			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 		}
 	case tooLarge != nil:
@@ -63,22 +57,22 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// The CRD refuses such a job; under another CRD (DI-orchestrator's
 		// has no bounds) building its replicas would exhaust the
 		// GlobalManager's memory. It waits for a spec edit.
-		events = setPhase(status, div2.JobPending, "TooManyReplicas", tooLarge.Error(), now, corev1.EventTypeWarning)
+		events = setPhase(sc.status, div2.JobPending, "TooManyReplicas", tooLarge.Error(), sc.now, corev1.EventTypeWarning)
 	default:
 		// Every replica of every task is one gang, unless the job's
 		// annotation asks for fewer.
-		plan := c.config.Gangs.Plan(job, jobKind, true)
-		events, actErr = c.reconcile(ctx, key, job, wanted, status, pods, plan, len(s.Services) > 0, satisfied, now)
+		sc.plan = c.config.Gangs.Plan(job, jobKind, true)
+		events, actErr = c.reconcile(ctx, sc)
 		// The pods it made count as the next sync will count them from the
 		// cache, so the status written now need not be written again.
 		pods = append(pods, s.PodsMade()...)
-		if !finished(status.Phase) {
-			events = append(events, setScheduled(status, plan.Status(wantedPods(wanted, pods), len(wanted)), now)...)
+		if !finished(sc.status.Phase) {
+			events = append(events, setScheduled(sc.status, sc.plan.Status(wantedPods(sc.wanted, pods), len(sc.wanted)), sc.now)...)
 		}
 	}
-	c.count(job, wanted, status, pods)
-	job.Status = *status
-	return s.End(ctx, actErr, events, "phase", status.Phase, "replicas", status.Replicas, "ready", status.ReadyReplicas, "restarts", status.Restarts)
+	c.count(job, sc.wanted, sc.status, pods)
+	job.Status = *sc.status
+	return s.End(ctx, actErr, events, "phase", sc.status.Phase, "replicas", sc.status.Replicas, "ready", sc.status.ReadyReplicas, "restarts", sc.status.Restarts)
 }
 
 // allocationRetry is how soon a job that found no room is placed again.
@@ -88,467 +82,205 @@ func finished(p div2.Phase) bool {
 	return p == div2.JobSucceeded || p == div2.JobFailed
 }
 
-// reconcile acts on an unfinished job and moves its phase. It returns the
-// events to record once the status is written.
-func (c *Controller) reconcile(ctx context.Context, key string, job *div2.DIJob, wanted []replica, status *div2.DIJobStatus, pods []*corev1.Pod, plan *gang.Plan, haveService, satisfied bool, now metav1.Time) ([]common.Event, error) {
-	hashes, err := taskHashes(job)
-	if err != nil {
-		return nil, fmt.Errorf("building pods of %s: %w", key, err)
+// syncCtx is what one sync of an unfinished job read, decided and did, as
+// the upstream Job controller's syncJobCtx: reconcile's steps fill it in
+// turn, and each step reads only what the steps before it filled, so each
+// can be tested alone on a syncCtx built by hand.
+type syncCtx struct {
+	key string
+	// job is the cached job, read only; status is the copy of its status
+	// that the sync writes.
+	job    *div2.DIJob
+	status *div2.DIJobStatus
+	now    metav1.Time
+	// wanted are the replicas of the job's current spec, pods every pod the
+	// job owns as the cache has them, plan its gang.
+	wanted []replica
+	pods   []*corev1.Pod
+	plan   *gang.Plan
+	// satisfied says the cache holds what earlier syncs did (their
+	// expectations are met): only then does a sync create or delete.
+	// haveService says the job's headless Service exists.
+	satisfied   bool
+	haveService bool
+
+	// What observe read of the pods.
+	hashes  map[string]string // each task's template hash
+	live    []*corev1.Pod     // the pods not being deleted
+	failed  *corev1.Pod       // the first live pod that failed, not held
+	holding []held            // live pods an edge link holds as running
+	isHeld  map[string]bool   // their names
+
+	// What decide read of a move: the number a live pod is marked with.
+	moveN      int32
+	moveMarked bool
+
+	// What decide sorted the replicas into.
+	current []*corev1.Pod // pods of wanted replicas, of their task's template
+	stale   []*corev1.Pod // pods of wanted replicas, of an older template
+	extra   []*corev1.Pod // live pods no replica wants (scaled down, task removed)
+	missing []replica     // wanted replicas without a pod
+
+	// What the act steps did, or why they did not.
+	toCreate    []*corev1.Pod     // the pods of the missing replicas
+	noRoom      string            // why the allocator found no room for them
+	gangErr     error             // why the gang's objects are not in step
+	request     admission.Request // what the quotas admitted
+	waiting     string            // why the quotas hold the new pods
+	quotaEvents []common.Event    // what the quotas' admission calls for
+	actErr      error             // what failed of the creations and deletions
+}
+
+// reconcile acts on an unfinished job and moves its phase, in steps:
+// observe (sort the pods), decide (a move, a restart, or which replicas to
+// make and which pods to delete), make the new pods (or renumber), place
+// them, bring the gang in step, admit them against the quotas, act, and
+// set the phase. It returns the events to record once the status is
+// written.
+func (c *Controller) reconcile(ctx context.Context, sc *syncCtx) ([]common.Event, error) {
+	if err := c.observe(ctx, sc); err != nil {
+		return nil, err
 	}
-	var live []*corev1.Pod
-	var failed *corev1.Pod
-	var holding []held
-	isHeld := map[string]bool{}
-	links := map[string]linkState{} // each node's link read once per sync
-	for _, p := range pods {
+	switch sc.decide(func() bool { return c.placer.startMove(sc.key) }) {
+	case decideWait:
+		return nil, nil
+	case decideMove:
+		return c.moveJob(ctx, sc)
+	case decideRestart:
+		return c.restartJob(ctx, sc)
+	}
+	// What the cache does not show yet is not done again: an unsatisfied
+	// sync only says where the pods it sees are.
+	if sc.satisfied {
+		names, err := c.makePods(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		if names > div2.MaxJobReplicas {
+			return c.renumber(ctx, sc, names)
+		}
+		if err := c.place(sc); err != nil {
+			return nil, err
+		}
+		c.ensureGang(ctx, sc)
+		if err := c.admit(ctx, sc); err != nil {
+			return nil, err
+		}
+		c.act(ctx, sc)
+	}
+	return sc.phase(), sc.actErr
+}
+
+// observe reads the job's pods: each task's template hash, then the pods
+// sorted by sortPods, an edge node's link read once per sync.
+func (c *Controller) observe(ctx context.Context, sc *syncCtx) error {
+	hashes, err := taskHashes(sc.job)
+	if err != nil {
+		return fmt.Errorf("building pods of %s: %w", sc.key, err)
+	}
+	sc.hashes = hashes
+	links := map[string]linkState{}
+	sc.sortPods(func(p *corev1.Pod) (held, bool) { return c.heldByLink(ctx, sc.key, p, sc.now.Time, links) })
+	return nil
+}
+
+// sortPods sorts the job's pods into the live ones, those of them that an
+// edge link holds (hold says which), and the first that failed otherwise.
+func (sc *syncCtx) sortPods(hold func(*corev1.Pod) (held, bool)) {
+	sc.isHeld = map[string]bool{}
+	for _, p := range sc.pods {
 		if common.PodTerminating(p) {
 			continue
 		}
-		live = append(live, p)
+		sc.live = append(sc.live, p)
 		// A running pod that is not ready counts as running anyway; only a
 		// failed or unknown one may be an edge link's doing.
 		if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodUnknown {
 			continue
 		}
-		if h, ok := c.heldByLink(ctx, key, p, now.Time, links); ok {
-			holding = append(holding, h)
-			isHeld[p.Name] = true
+		if h, ok := hold(p); ok {
+			sc.holding = append(sc.holding, h)
+			sc.isHeld[p.Name] = true
 			continue
 		}
-		if p.Status.Phase == corev1.PodFailed && failed == nil {
-			failed = p
+		if p.Status.Phase == corev1.PodFailed && sc.failed == nil {
+			sc.failed = p
 		}
 	}
+}
 
+// verdict is what decide chose for a sync.
+type verdict int
+
+const (
+	// decideWait: a move under way is not all in the cache yet; the sync
+	// does nothing.
+	decideWait verdict = iota
+	// decideMove: every pod is made again on the placement the allocator
+	// chose (moveJob).
+	decideMove
+	// decideRestart: a pod failed; every pod is made again (restartJob).
+	decideRestart
+	// decideRun: the missing replicas are made, the stale and extra pods
+	// deleted.
+	decideRun
+)
+
+// decide chooses what the sync does, from what observe read: a move when
+// a live pod is marked for one or, in a satisfied sync, startMove says the
+// allocator chose a new placement; else, with the replicas sorted
+// (sortReplicas), a restart after a failed pod; else run. How many names
+// the new pods' DI_NODES would list, which may call for a renumbering, is
+// known only once makePods has read the pods' table.
+func (sc *syncCtx) decide(startMove func() bool) verdict {
 	// The allocator found a better placement for this preemptible job: every
 	// pod is made again there, the move counted first (AnnotationMove).
 	// While the cache is behind a move under way (its mark or its deletions
 	// not seen yet), the pods it lists are the old ones: the phase waits.
-	if !satisfied && status.Phase == div2.JobRescheduling {
-		return nil, nil
+	if !sc.satisfied && sc.status.Phase == div2.JobRescheduling {
+		return decideWait
 	}
-	if n, marked := moveOf(live); marked || (satisfied && c.placer.startMove(key)) {
-		return c.move(ctx, key, job, status, live, n, marked, satisfied, now)
+	if sc.moveN, sc.moveMarked = moveOf(sc.live); sc.moveMarked || (sc.satisfied && startMove()) {
+		return decideMove
 	}
-	byName := common.ByName(pods)
-	var missingReplicas []replica
-	var stale, current []*corev1.Pod
-	want := map[string]bool{}
-	for _, r := range wanted {
+	sc.sortReplicas()
+	// A failed pod restarts the whole job: DI-engine's workers form one mesh
+	// that does not take a member back. A job whose deciding tasks are done
+	// has succeeded, whatever its other pods do meanwhile.
+	if sc.failed != nil && !done(sc.job, sc.wanted, sc.current) {
+		return decideRestart
+	}
+	return decideRun
+}
+
+// sortReplicas sorts the wanted replicas by their pods into current, stale
+// (of an older template: deleted, then made again) and missing (made), and
+// the live pods no replica wants into extra (deleted). A replica whose pod
+// is being deleted is none of these: it is made again once the pod is
+// gone, whose delete event syncs the job.
+func (sc *syncCtx) sortReplicas() {
+	byName := common.ByName(sc.pods)
+	want := make(map[string]bool, len(sc.wanted))
+	for _, r := range sc.wanted {
 		want[r.name] = true
 		p, ok := byName[r.name]
 		switch {
 		case !ok:
-			missingReplicas = append(missingReplicas, r)
+			sc.missing = append(sc.missing, r)
 		case common.PodTerminating(p):
-			// Made again once it is gone; its delete event syncs the job.
-		case p.Labels[common.LabelTemplateHash] != hashes[r.taskName]:
-			stale = append(stale, p)
+		case p.Labels[common.LabelTemplateHash] != sc.hashes[r.taskName]:
+			sc.stale = append(sc.stale, p)
 		default:
-			current = append(current, p)
+			sc.current = append(sc.current, p)
 		}
 	}
-	// A failed pod restarts the whole job: DI-engine's workers form one mesh
-	// that does not take a member back. A job whose deciding tasks are done
-	// has succeeded, whatever its other pods do meanwhile.
-	if failed != nil && !c.done(job, wanted, current) {
-		return c.restart(ctx, key, job, status, live, failed, satisfied, now)
-	}
-	var toCreate []*corev1.Pod
-	if satisfied && len(missingReplicas) > 0 {
-		// Each new replica's rank and DI_NODES agree with every pod's (ranks.go).
-		table, held, err := c.currentTable(ctx, job, pods)
-		if err != nil {
-			return nil, err
-		}
-		ranks := table.assign(missingReplicas, func(r replica) string { return c.fqdn(job, r) }, held)
-		if len(table.nodes) > div2.MaxJobReplicas {
-			return c.renumber(ctx, key, job, status, live, len(table.nodes), now)
-		}
-		shared := c.nodesEnv(table)
-		for i, r := range missingReplicas {
-			toCreate = append(toCreate, c.newPod(job, r, ranks[i], len(table.nodes), shared, hashes[r.taskName]))
-		}
-	}
-	// Pods no replica wants any more (scaled down, task removed) go, and
-	// the highest ranks are the ones scaling down removes.
-	var extra []*corev1.Pod
-	for _, p := range live {
+	// Scaling down removes the highest ranks, whose names no replica wants
+	// any more.
+	for _, p := range sc.live {
 		if !want[p.Name] {
-			extra = append(extra, p)
+			sc.extra = append(sc.extra, p)
 		}
 	}
-	// Placed by the allocator, all of the missing replicas or none; a job
-	// that finds no room tries again after allocationRetry.
-	var noRoom string
-	if satisfied && len(toCreate) > 0 && c.placer != nil {
-		if err := c.placer.place(job, wanted, toCreate); err != nil {
-			if noRoom = notFit(err); noRoom == "" {
-				return nil, fmt.Errorf("placing the replicas of %s: %w", key, err)
-			}
-			toCreate = nil
-			c.queue.AddAfter(key, allocationRetry)
-		}
-	}
-	// The gang's objects are in step with the replicas before a pod of it
-	// is made; a job whose annotations ask for what cannot be makes none.
-	var gangErr error
-	if satisfied {
-		members := membersOf(job)
-		gangErr = plan.Ensure(ctx, c.children, members, current)
-		if (gangErr != nil || plan.Problem != nil) && len(toCreate) > 0 {
-			c.placer.release(toCreate)
-			toCreate = nil
-		}
-		for _, p := range toCreate {
-			plan.Decorate(p, members)
-		}
-	}
-	// What is missing of the job (a scale-up's new replicas, its Service)
-	// is made only when the quotas hold all of it.
-	var quotaEvents []common.Event
-	var waiting string
-	req := admission.Request{Kind: jobKind, Key: key, Owner: job, Charge: admission.Charge{Pods: toCreate}}
-	if satisfied && len(toCreate) == 0 && len(missingReplicas) == 0 {
-		quotaEvents = setAdmitted(status, admission.Made, now)
-	}
-	if satisfied && len(toCreate) > 0 {
-		req.PriorityClassName = toCreate[0].Spec.PriorityClassName
-		if !haveService {
-			req.Charge.Objects = append(req.Charge.Objects, admission.Service)
-		}
-		d, err := c.config.Admission.Admit(ctx, req)
-		if err != nil {
-			c.placer.release(toCreate)
-			return nil, err
-		}
-		quotaEvents = setAdmitted(status, d, now)
-		if !d.Admitted {
-			c.placer.release(toCreate)
-			req.Charge.Pods, haveService, waiting = nil, true, d.Message
-		}
-	}
-	var actErr error
-	if satisfied {
-		errs := make([]error, 5)
-		errs[4] = gangErr
-		var wg sync.WaitGroup
-		if !haveService {
-			wg.Go(func() { errs[0] = c.children.CreateService(ctx, job, headlessService(job)) })
-		}
-		wg.Go(func() { errs[1] = c.children.DeletePods(ctx, key, job, extra, "the job has fewer replicas") })
-		wg.Go(func() { errs[2] = c.children.DeletePods(ctx, key, job, stale, "the task's template changed") })
-		var made []*corev1.Pod
-		var undone []common.Event
-		wg.Go(func() {
-			if made, undone, errs[3] = c.config.Admission.CreatePods(ctx, c.children, req); errs[3] != nil {
-				// The room of pods that were not made is free again (those
-				// that were are counted from the cache soon).
-				c.placer.release(req.Charge.Pods)
-			}
-		})
-		wg.Wait()
-		quotaEvents = append(quotaEvents, undone...)
-		actErr = errors.Join(errs...)
-		// The pods just made count as the next sync will count them.
-		current = append(current, made...)
-	}
-	missing := len(wanted) - len(current)
-	if waiting != "" {
-		msg := fmt.Sprintf("%d of %d pods wait for quota: %s", missing, len(wanted), waiting)
-		return append(quotaEvents, setPhase(status, div2.JobPending, admission.ReasonWaitingForQuota, msg, now, corev1.EventTypeNormal)...), actErr
-	}
-	if noRoom != "" {
-		msg := fmt.Sprintf("%d of %d pods wait for room: %s", missing, len(wanted), noRoom)
-		events := setPhase(status, div2.JobPending, "InsufficientResources", msg, now, corev1.EventTypeWarning)
-		if len(events) == 0 && conditionMessage(&job.Status, div2.JobPending) != msg {
-			events = []common.Event{{Type: corev1.EventTypeWarning, Reason: "InsufficientResources", Message: msg}}
-		}
-		return events, actErr
-	}
-	return append(quotaEvents, c.advance(job, status, wanted, current, missing, isHeld, holding, actErr, now)...), actErr
-}
-
-// AnnotationRestart, on a failed pod, is the number of the restart its
-// failure causes. It is written on the pod before the count reaches the
-// job's status and the pods are deleted only once the status has it, so a
-// status write that is lost (it conflicted with a newer job) or a
-// GlobalManager that stops in between never loses a restart nor counts
-// one twice.
-const AnnotationRestart = "nereid.io/restart"
-
-// spentBackoff is the message of a job that fails because of why after
-// restarts restarts, its backoffLimit limit.
-func spentBackoff(why string, restarts, limit int32) string {
-	if limit == 0 {
-		return why + "; its backoffLimit is 0: the job does not restart"
-	}
-	return fmt.Sprintf("%s; the job restarted %d times, as many as its backoffLimit (%d) allows", why, restarts, limit)
-}
-
-// restart makes every pod of the job again after one failed, counting it in
-// status.restarts, or fails the job when its backoff limit is spent. In
-// three steps, each its own sync: the failure is marked with its restart
-// number (AnnotationRestart), the count is written, then the pods go.
-func (c *Controller) restart(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, failed *corev1.Pod, satisfied bool, now metav1.Time) ([]common.Event, error) {
-	why := fmt.Sprintf("pod %s failed", failed.Name)
-	if m := podFailure(failed); m != "" {
-		why += ": " + m
-	}
-	limit := backoffLimit(job)
-	n, counted := restartOf(failed)
-	if !counted && !satisfied {
-		// An earlier restart's deletions, or the mark this failure was
-		// given, are not all seen yet: it must not be counted again, nor
-		// fail the job on a count that already holds it.
-		return nil, nil
-	}
-	if !counted {
-		if status.Restarts >= limit {
-			msg := spentBackoff(why, status.Restarts, limit)
-			status.CompletionTimestamp = &now
-			err := c.children.DeletePods(ctx, key, job, common.PodsToClean(live, string(job.Spec.CleanPodPolicy)), "the job failed")
-			return setPhase(status, div2.JobFailed, "BackoffLimitExceeded", msg, now, corev1.EventTypeWarning), err
-		}
-		// Restarts after the first wait, doubling, as the Job controller's
-		// do: a job that fails at once must not recreate its pods back to
-		// back.
-		if wait := restartDelay(status.Restarts) - now.Sub(lastRestart(status)); status.Restarts > 0 && wait > 0 {
-			c.queue.AddAfter(key, wait)
-			msg := fmt.Sprintf("%s; restarting in %s (backoff after %d restarts)", why, wait.Round(time.Second), status.Restarts)
-			return setPhase(status, div2.JobRestarting, "BackOff", msg, now, corev1.EventTypeWarning), nil
-		}
-		n = status.Restarts + 1
-		if err := c.mark(ctx, key, failed, AnnotationRestart, n); err != nil {
-			return nil, err
-		}
-	}
-	msg := fmt.Sprintf("%s; every pod is made again (restart %d of %d)", why, n, limit)
-	if status.Restarts < n {
-		// The count first: the pods go once the status holds it.
-		status.Restarts = n
-		return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
-	}
-	if !satisfied {
-		return nil, nil
-	}
-	if err := c.children.DeletePods(ctx, key, job, live, "restarting the job: "+why); err != nil {
-		return nil, err
-	}
-	return setPhase(status, div2.JobRestarting, "PodFailed", msg, now, corev1.EventTypeWarning), nil
-}
-
-// renumber makes every pod of the job again, with ranks afresh, when the
-// names its pods know would pass the bound a job's DI_NODES keeps to (tasks
-// renamed or replaced while older pods ran). Not a failure: it is not
-// counted in status.restarts.
-func (c *Controller) renumber(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, names int, now metav1.Time) ([]common.Event, error) {
-	msg := fmt.Sprintf("DI_NODES would list %d names, more than the %d a job's pods may carry; every pod is made again with ranks afresh",
-		names, div2.MaxJobReplicas)
-	if err := c.children.DeletePods(ctx, key, job, live, "renumbering the job's ranks"); err != nil {
-		return nil, err
-	}
-	return setPhase(status, div2.JobRestarting, "Renumbered", msg, now, corev1.EventTypeNormal), nil
-}
-
-// AnnotationMove, on a pod of a preemptible job, is the number of the move
-// (status.reschedules) that deletes it, written before the count and the
-// deletions as AnnotationRestart is: a lost status write or a GlobalManager
-// stopping in between neither loses a move nor counts one twice. (A
-// GlobalManager that starts again finds the mark without the placement
-// chosen, and places the job afresh.)
-const AnnotationMove = "nereid.io/move"
-
-// move carries out a move of the job in three steps, each its own sync: a
-// live pod is marked with the move's number, the count is written, then
-// every pod goes and is made again on the new placement.
-func (c *Controller) move(ctx context.Context, key string, job *div2.DIJob, status *div2.DIJobStatus, live []*corev1.Pod, n int32, marked, satisfied bool, now metav1.Time) ([]common.Event, error) {
-	if !marked {
-		if len(live) == 0 {
-			return nil, nil // nothing to move; the placement applies as pods are made
-		}
-		n = status.Reschedules + 1
-		first := slices.MinFunc(live, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-		if err := c.mark(ctx, key, first, AnnotationMove, n); err != nil {
-			return nil, err
-		}
-	}
-	msg := fmt.Sprintf("the allocator moves the job to a better placement (move %d); every pod is made again", n)
-	if status.Reschedules < n {
-		// The count first: the pods go once the status holds it.
-		status.Reschedules = n
-		return setPhase(status, div2.JobRescheduling, "Moved", msg, now, corev1.EventTypeNormal), nil
-	}
-	if !satisfied {
-		return nil, nil
-	}
-	if err := c.children.DeletePods(ctx, key, job, live, "the allocator moves the job to a better placement"); err != nil {
-		return nil, err
-	}
-	return setPhase(status, div2.JobRescheduling, "Moved", msg, now, corev1.EventTypeNormal), nil
-}
-
-// mark writes n under annotation on pod: the number of the restart or move
-// that is to delete it, before the count and the deletions. Until the cache
-// shows it the job's expectations are not satisfied.
-func (c *Controller) mark(ctx context.Context, key string, pod *corev1.Pod, annotation string, n int32) error {
-	return c.children.MarkPod(ctx, key, pod, annotation, strconv.Itoa(int(n)))
-}
-
-// moveOf is the move a live pod is marked for, when one is.
-func moveOf(live []*corev1.Pod) (int32, bool) {
-	for _, p := range live {
-		if n, ok := markOf(p, AnnotationMove); ok {
-			return n, true
-		}
-	}
-	return 0, false
-}
-
-// restartOf is the restart a failed pod's failure causes, when it is marked.
-func restartOf(pod *corev1.Pod) (int32, bool) {
-	return markOf(pod, AnnotationRestart)
-}
-
-// markOf is the number mark wrote under annotation on pod, when it did.
-func markOf(pod *corev1.Pod, annotation string) (int32, bool) {
-	n, err := strconv.ParseInt(pod.Annotations[annotation], 10, 32)
-	return int32(n), err == nil && n > 0
-}
-
-// The delay before restart n+1 after restart n: 10 s, doubling, at most 6 min.
-const (
-	restartBackoffBase = 10 * time.Second
-	restartBackoffMax  = 6 * time.Minute
-)
-
-func restartDelay(restarts int32) time.Duration {
-	d := restartBackoffBase
-	for i := int32(1); i < restarts && d < restartBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, restartBackoffMax)
-}
-
-// lastRestart is when the job's Restarting condition last changed: when it
-// came back from its last restart (False), or when this failure was first
-// seen (True, set by the wait itself, which then counts from there).
-func lastRestart(status *div2.DIJobStatus) time.Time {
-	for _, c := range status.Conditions {
-		if c.Type == div2.ConditionType(div2.JobRestarting) {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
-}
-
-func backoffLimit(job *div2.DIJob) int32 {
-	if job.Spec.BackoffLimit == nil {
-		return 3
-	}
-	return *job.Spec.BackoffLimit
-}
-
-// podFailure is what a failed pod says of its failure: its message or
-// reason, else its first container's termination.
-func podFailure(p *corev1.Pod) string {
-	if p.Status.Message != "" {
-		return p.Status.Message
-	}
-	if p.Status.Reason != "" {
-		return p.Status.Reason
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			return fmt.Sprintf("container %s exited with %d (%s)", cs.Name, t.ExitCode, t.Reason)
-		}
-	}
-	return ""
-}
-
-// advance moves the phase of a job whose pods are current: Succeeded when
-// its deciding tasks are done (done); Pending while pods are missing
-// (Restarting, after a restart); Starting while some are not running;
-// Running.
-func (c *Controller) advance(job *div2.DIJob, status *div2.DIJobStatus, wanted []replica, current []*corev1.Pod, missing int, isHeld map[string]bool, holding []held, actErr error, now metav1.Time) []common.Event {
-	up := 0
-	for _, p := range current {
-		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || isHeld[p.Name] {
-			up++
-		}
-	}
-	linkNote := ""
-	if len(holding) > 0 {
-		linkNote = "; counted as running while their edge link is down: " + heldList(holding)
-	}
-	switch {
-	case c.done(job, wanted, current):
-		status.CompletionTimestamp = &now
-		return setPhase(status, div2.JobSucceeded, "Succeeded", fmt.Sprintf("every pod of %s succeeded", deciders(job)), now, corev1.EventTypeNormal)
-	case missing > 0 && status.Phase == div2.JobRestarting:
-		return setPhase(status, div2.JobRestarting, "PodFailed", conditionMessage(status, div2.JobRestarting), now, corev1.EventTypeWarning)
-	case missing > 0 && status.Phase == div2.JobRescheduling:
-		return setPhase(status, div2.JobRescheduling, "Moved", conditionMessage(status, div2.JobRescheduling), now, corev1.EventTypeNormal)
-	case missing > 0:
-		msg := fmt.Sprintf("%d of %d pods are not made yet", missing, len(wanted))
-		if actErr != nil {
-			msg += fmt.Sprintf("; retrying with backoff: %v", actErr)
-		}
-		return setPhase(status, div2.JobPending, "CreatingPods", msg, now, corev1.EventTypeNormal)
-	case up < len(wanted):
-		return setPhase(status, div2.JobStarting, "PodsStarting", fmt.Sprintf("%d of %d pods are running%s", up, len(wanted), linkNote), now, corev1.EventTypeNormal)
-	default:
-		return setPhase(status, div2.JobRunning, "AllPodsRunning", fmt.Sprintf("all %d pods are running%s", len(wanted), linkNote), now, corev1.EventTypeNormal)
-	}
-}
-
-// decidingTasks are the tasks whose end is the job's: its learners and
-// evaluators (collectors produce data for as long as the learner trains and
-// are stopped, not finished), or every task of a job that has neither.
-func decidingTasks(job *div2.DIJob) map[string]bool {
-	deciding := map[string]bool{}
-	for i := range job.Spec.Tasks {
-		t := &job.Spec.Tasks[i]
-		if t.Type == div2.TaskTypeLearner || t.Type == div2.TaskTypeEvaluator {
-			deciding[t.TaskName()] = true
-		}
-	}
-	if len(deciding) == 0 {
-		for i := range job.Spec.Tasks {
-			deciding[job.Spec.Tasks[i].TaskName()] = true
-		}
-	}
-	return deciding
-}
-
-// done says whether every replica of the deciding tasks has a pod that succeeded.
-func (c *Controller) done(job *div2.DIJob, wanted []replica, current []*corev1.Pod) bool {
-	deciding := decidingTasks(job)
-	succeeded := map[string]bool{}
-	for _, p := range current {
-		if p.Status.Phase == corev1.PodSucceeded {
-			succeeded[p.Name] = true
-		}
-	}
-	for _, r := range wanted {
-		if deciding[r.taskName] && !succeeded[r.name] {
-			return false
-		}
-	}
-	return true
-}
-
-// deciders names the tasks that decide completion, for a message.
-func deciders(job *div2.DIJob) string {
-	var names []string
-	for n := range decidingTasks(job) {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if len(names) == 1 {
-		return "task " + names[0]
-	}
-	return fmt.Sprintf("tasks %v", names)
 }
 
 // count fills what status counts of the job's pods: replicas, ready

@@ -24,10 +24,10 @@ import (
 	"github.com/nereid-ml/nereid/internal/command"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/diserver"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/replicasapi"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
@@ -116,7 +116,7 @@ func init() {
 // runner runs the DIJob controller and, when asked, the replicas API.
 type runner struct {
 	controller *dijob.Controller
-	api        *diserver.Server
+	api        *replicasapi.Server
 	address    string
 	tls        *tls.Config
 	// usage is the allocator's cache of every pod and node, started by the
@@ -161,7 +161,7 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building the replicas API: %w", err)
 		}
-		r.api = diserver.New(diserver.Config{
+		r.api = replicasapi.New(replicasapi.Config{
 			Kube: d.Kube, DI: d.Client, Jobs: d.Informers.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: pods[0], Audiences: command.SplitList(f.serverAudiences), Registerer: d.Registerer,
 		})

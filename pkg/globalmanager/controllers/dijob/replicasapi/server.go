@@ -1,8 +1,7 @@
-package diserver
+package replicasapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"golang.org/x/time/rate"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // maxStreamsPerConnection bounds the HTTP/2 requests open at a time on one
@@ -47,13 +48,10 @@ func New(cfg Config) *Server {
 	}
 	if s.authn == nil {
 		s.authn = &tokenReviewer{
-			client:     cfg.Kube,
-			audiences:  cfg.Audiences,
-			ttl:        cfg.ReviewCacheTTL,
-			maxEntries: cfg.MaxCachedReviews,
-			turns:      s.turns,
-			now:        cfg.now,
-			cache:      make(map[[sha256.Size]byte]reviewOutcome),
+			client:    cfg.Kube,
+			audiences: cfg.Audiences,
+			turns:     s.turns,
+			cache:     tokenreview.NewCache[reviewOutcome](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, cfg.now),
 		}
 	}
 	if s.authz == nil {

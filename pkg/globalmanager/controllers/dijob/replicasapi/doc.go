@@ -1,4 +1,4 @@
-// Package diserver is DI-orchestrator's replicas HTTP API for DIJobs
+// Package replicasapi is DI-orchestrator's replicas HTTP API for DIJobs
 // (diengine.opendilab.org/v2alpha1), made to act: where DI-orchestrator
 // v1.1.3's di-server answers "success" and changes nothing, this one scales
 // the job's tasks and stores its profilings, and it lets in only those who may
@@ -97,8 +97,11 @@
 // Successful TokenReviews and refused tokens are cached by the SHA-256 of the
 // token for Config.ReviewCacheTTL (10s; at most Config.MaxCachedReviews
 // entries), so a token revoked by the API server is let in for at most that
-// long; a worker's pod is read afresh at every request, so a deleted worker is
-// refused as soon as the pod lister sees it go. SubjectAccessReviews are not
+// long, and an accepted token never past its own expiry (its exp, or its
+// warnafter once the kubelet has rotated it; the cache is
+// pkg/globalmanager/tokenreview's, which the edge hub uses too); a worker's
+// pod is read afresh at every request, so a deleted worker is refused as
+// soon as the pod lister sees it go. SubjectAccessReviews are not
 // cached. The API calls made for a caller not yet authorized (TokenReviews,
 // SubjectAccessReviews, and reads from the API server of a token's pod that
 // the lister does not have) run at most Config.MaxConcurrentReviews at a time
@@ -127,4 +130,4 @@
 //
 // The server needs permission to create tokenreviews and subjectaccessreviews,
 // to get pods, and to get, update and update the status of dijobs.
-package diserver
+package replicasapi

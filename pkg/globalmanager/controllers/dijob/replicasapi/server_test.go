@@ -1,4 +1,4 @@
-package diserver
+package replicasapi
 
 import (
 	"bufio"
@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nereid-ml/nereid/internal/serving"
 )
@@ -116,11 +119,43 @@ func TestServeOverTLSUntilTheContextEnds(t *testing.T) {
 	}
 }
 
+// noticingAuthenticator tells, on entered, each request that reaches the
+// handler (authentication is its first step), then authenticates as next.
+type noticingAuthenticator struct {
+	next    Authenticator
+	entered chan<- struct{}
+}
+
+func (a *noticingAuthenticator) Authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
+	a.entered <- struct{}{}
+	return a.next.Authenticate(ctx, token)
+}
+
+// waitUntilRefused waits until addr refuses connections: the server has
+// closed its listener, the first thing a shutdown does.
+func waitUntilRefused(t *testing.T, addr string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return true, nil
+		}
+		conn.Close()
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s still accepts connections: %v", addr, err)
+	}
+}
+
 func TestServeFinishesRequestsInFlightWhenTheContextEnds(t *testing.T) {
 	f := newFixture(t, Config{}, newJob(testJob))
+	entered := make(chan struct{}, 1)
+	f.server.authn = &noticingAuthenticator{next: f.server.authn, entered: entered}
 	addr, cancel, served := serve(t, f, nil)
 	// The request reaches the handler, which waits for its body; the
-	// context ends meanwhile; the body comes; the answer still goes out.
+	// context ends and the server shuts down meanwhile; the body comes;
+	// the answer still goes out.
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -131,9 +166,13 @@ func TestServeFinishesRequestsInFlightWhenTheContextEnds(t *testing.T) {
 	if _, err := conn.Write([]byte(head)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not reach the handler")
+	}
 	cancel()
-	time.Sleep(100 * time.Millisecond)
+	waitUntilRefused(t, addr)
 	if _, err := conn.Write([]byte(body)); err != nil {
 		t.Fatal(err)
 	}

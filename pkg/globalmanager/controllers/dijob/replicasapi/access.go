@@ -1,4 +1,4 @@
-package diserver
+package replicasapi
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // The keys of user.extra that a TokenReview of a ServiceAccount token bound
@@ -29,9 +30,6 @@ const (
 // serviceAccountPrefix starts the username of every ServiceAccount token:
 // system:serviceaccount:<namespace>:<name>.
 const serviceAccountPrefix = "system:serviceaccount:"
-
-// maxTokenBytes bounds a bearer token; a ServiceAccount token is about 1 KiB.
-const maxTokenBytes = 8 << 10
 
 // bearerRealm is told with every 401.
 const bearerRealm = `Bearer realm="nereid-diserver"`
@@ -54,7 +52,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*authentica
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return nil, unauthorized(required)
 	}
-	if len(token) > maxTokenBytes || strings.ContainsAny(token, " \t") {
+	if len(token) > tokenreview.MaxTokenBytes || strings.ContainsAny(token, " \t") {
 		return nil, unauthorized(ErrInvalidToken.Error())
 	}
 	user, err := s.authn.Authenticate(ctx, token)

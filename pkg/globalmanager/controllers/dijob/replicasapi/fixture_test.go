@@ -1,6 +1,7 @@
-package diserver
+package replicasapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -39,7 +40,9 @@ const (
 //
 // A token is "<who>" or "<who>@<audience>" (the token's audience, the API
 // server's when absent); it authenticates only for a review naming its
-// audience (or naming none, when the audience is the API server's). By who:
+// audience (or naming none, when the audience is the API server's). A
+// "<who>.<base64url JSON payload>.sig" token is who's, with those claims
+// (jwtOf). By who:
 //
 //	admin                    user alice, allowed everything by the SAR
 //	viewer                   user victor, allowed only "get" by the SAR
@@ -96,6 +99,15 @@ func newFixture(t *testing.T, cfg Config, objects ...runtime.Object) *fixture {
 	return f
 }
 
+// jwtOf is a token of who whose JWT payload holds claims.
+func jwtOf(who string, claims map[string]any) string {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		panic(err)
+	}
+	return who + "." + base64.RawURLEncoding.EncodeToString(payload) + ".sig"
+}
+
 func mustAdd(t *testing.T, indexer cache.Indexer, obj any) {
 	t.Helper()
 	if err := indexer.Add(obj); err != nil {
@@ -111,6 +123,7 @@ func (f *fixture) reviewToken(action clienttesting.Action) (bool, runtime.Object
 	f.mu.Unlock()
 
 	who, audience, found := strings.Cut(review.Spec.Token, "@")
+	who, _, _ = strings.Cut(who, ".") // a JWT's claims are not the review's business
 	if !found {
 		audience = apiAudience
 	}

@@ -1,4 +1,4 @@
-package diserver
+package replicasapi
 
 import (
 	"bytes"

@@ -1,13 +1,9 @@
-package diserver
+package replicasapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -17,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/nereid-ml/nereid/internal/boundedmap"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // Authenticator says who holds a bearer token.
@@ -44,8 +40,8 @@ type Decision struct {
 
 var (
 	// ErrInvalidToken is wrapped by the error of a token that does not
-	// authenticate.
-	ErrInvalidToken = errors.New("the token is not valid")
+	// authenticate (tokenreview's, so either package's errors.Is holds).
+	ErrInvalidToken = tokenreview.ErrInvalidToken
 	// ErrBusy is the error of a review that found no turn in time.
 	ErrBusy = errors.New("too many requests are being reviewed, try again later")
 )
@@ -111,30 +107,25 @@ func waitRate(ctx, waitCtx context.Context, limit *rate.Limiter) error {
 }
 
 // tokenReviewer authenticates tokens with TokenReviews, caching outcomes by
-// the token's hash for a short time.
+// the token's hash for a short time: a user no longer than the token's own
+// expiry, a refusal for the TTL; a review that could not be made is not
+// cached.
 type tokenReviewer struct {
-	client     kubernetes.Interface
-	audiences  []string
-	ttl        time.Duration
-	maxEntries int
-	turns      *reviewTurns
-	now        func() time.Time
-
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]reviewOutcome
+	client    kubernetes.Interface
+	audiences []string
+	turns     *reviewTurns
+	cache     *tokenreview.Cache[reviewOutcome]
 }
 
 // reviewOutcome is a cached TokenReview: a user, or why the token is invalid.
 type reviewOutcome struct {
 	user    *authenticationv1.UserInfo
 	invalid error
-	until   time.Time
 }
 
 // Authenticate implements Authenticator.
 func (a *tokenReviewer) Authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
-	key := sha256.Sum256([]byte(token))
-	if o, ok := a.cached(key); ok {
+	if o, ok := a.cache.Get(token); ok {
 		return o.user, o.invalid
 	}
 	if err := a.turns.acquire(ctx); err != nil {
@@ -142,60 +133,19 @@ func (a *tokenReviewer) Authenticate(ctx context.Context, token string) (*authen
 	}
 	defer a.turns.release()
 	// Another request with the same token may have been reviewed meanwhile.
-	if o, ok := a.cached(key); ok {
+	if o, ok := a.cache.Get(token); ok {
 		return o.user, o.invalid
 	}
-	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
-		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.audiences},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("creating token review: %w", err)
+	user, err := tokenreview.Review(ctx, a.client, token, a.audiences)
+	switch {
+	case errors.Is(err, ErrInvalidToken):
+		a.cache.Put(token, reviewOutcome{invalid: err}, time.Time{})
+		return nil, err
+	case err != nil:
+		return nil, err
 	}
-	o := a.outcome(review.Status)
-	a.store(key, o)
-	return o.user, o.invalid
-}
-
-// outcome reads a TokenReview's status.
-func (a *tokenReviewer) outcome(st authenticationv1.TokenReviewStatus) reviewOutcome {
-	if !st.Authenticated {
-		if st.Error != "" {
-			return reviewOutcome{invalid: fmt.Errorf("%w: %s", ErrInvalidToken, st.Error)}
-		}
-		return reviewOutcome{invalid: ErrInvalidToken}
-	}
-	// An audience-aware review says which of the audiences asked for it
-	// checked; an empty list means the API server's own audience.
-	if len(a.audiences) > 0 && !slices.ContainsFunc(st.Audiences, func(aud string) bool { return slices.Contains(a.audiences, aud) }) {
-		return reviewOutcome{invalid: fmt.Errorf("%w: it was not validated for the audiences %s", ErrInvalidToken, strings.Join(a.audiences, ", "))}
-	}
-	user := st.User
-	return reviewOutcome{user: &user}
-}
-
-func (a *tokenReviewer) cached(key [sha256.Size]byte) (reviewOutcome, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	o, ok := a.cache[key]
-	if !ok || !a.now().Before(o.until) {
-		return reviewOutcome{}, false
-	}
-	return o, true
-}
-
-// store caches o for the TTL. A full cache first drops what went stale,
-// then, if need be, arbitrary entries: a dropped entry costs one more review,
-// never a wrong answer.
-func (a *tokenReviewer) store(key [sha256.Size]byte, o reviewOutcome) {
-	if a.ttl <= 0 {
-		return
-	}
-	now := a.now()
-	o.until = now.Add(a.ttl)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	boundedmap.MakeRoom(a.cache, a.maxEntries, func(v reviewOutcome) bool { return !now.Before(v.until) })
-	a.cache[key] = o
+	a.cache.Put(token, reviewOutcome{user: user}, tokenreview.Expires(token))
+	return user, nil
 }
 
 // accessReviewer authorizes with SubjectAccessReviews, never cached.

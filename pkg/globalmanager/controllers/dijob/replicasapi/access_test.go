@@ -1,4 +1,4 @@
-package diserver
+package replicasapi
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -44,7 +46,7 @@ func TestAuthentication(t *testing.T) {
 			wantStatus: http.StatusUnauthorized, wantMessage: "a bearer token is required",
 		},
 		"token too long to be one": {
-			header:     []string{"Bearer " + strings.Repeat("a", maxTokenBytes+1)},
+			header:     []string{"Bearer " + strings.Repeat("a", tokenreview.MaxTokenBytes+1)},
 			wantStatus: http.StatusUnauthorized, wantMessage: "the token is not valid",
 		},
 		"invalid token": {
@@ -305,8 +307,32 @@ func TestTokenReviewsAreCachedBriefly(t *testing.T) {
 
 	get("viewer")
 	get("nobody")
-	if n := len(f.server.authn.(*tokenReviewer).cache); n > 2 {
+	if n := f.server.authn.(*tokenReviewer).cache.Len(); n > 2 {
 		t.Errorf("the review cache holds %d tokens, more than MaxCachedReviews (2)", n)
+	}
+}
+
+// A user is taken from the cache no longer than its token says it is the
+// one to use (exp, or warnafter once the kubelet has rotated it): an expired
+// token is reviewed again, and the API server refuses it.
+func TestACachedUserLastsNoLongerThanItsToken(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := newFixture(t, Config{ReviewCacheTTL: 10 * time.Second, now: func() time.Time { return now }}, newJob(testJob))
+	token := jwtOf("admin", map[string]any{"exp": now.Add(3 * time.Second).Unix()})
+	get := func() int { return f.do(http.MethodGet, replicasPath(testJob), token, "").status }
+
+	for range 2 {
+		if s := get(); s != http.StatusOK {
+			t.Fatalf("GET: %d", s)
+		}
+	}
+	if got := f.reviewCount(); got != 1 {
+		t.Errorf("2 requests before the token expires made %d TokenReviews, want 1", got)
+	}
+	now = now.Add(3 * time.Second)
+	get()
+	if got := f.reviewCount(); got != 2 {
+		t.Errorf("a request once the token expired, within the TTL, made %d TokenReviews in all, want 2", got)
 	}
 }
 
