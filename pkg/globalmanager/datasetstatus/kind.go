@@ -1,9 +1,6 @@
 package datasetstatus
 
 import (
-	"context"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -21,10 +18,9 @@ func init() {
 			return f.Sedna().V1alpha1().Datasets().Informer()
 		},
 		Edge: &kinds.Edge{Order: 0,
-			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
-				_, err := c.SednaV1alpha1().Datasets(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.Dataset), metav1.UpdateOptions{})
-				return err
-			},
+			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.Dataset] {
+				return c.SednaV1alpha1().Datasets(ns)
+			}),
 			Applier: func(d kinds.Deps) any { return NewApplier(d.Client, d.Recorder) },
 		},
 	})

@@ -276,3 +276,31 @@ func Objects[T any, PT interface {
 	}
 	return out
 }
+
+// StatusWriter is a kind's typed client in one namespace, as it writes
+// status.
+type StatusWriter[T any] interface {
+	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// WriteStatusWith is an Edge.UpdateStatus that writes through the kind's
+// typed client, client.
+func WriteStatusWith[T metav1.Object](client func(c nereidclient.Interface, namespace string) StatusWriter[T]) func(context.Context, nereidclient.Interface, metav1.Object) error {
+	return func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
+		_, err := client(c, obj.GetNamespace()).UpdateStatus(ctx, obj.(T), metav1.UpdateOptions{})
+		return err
+	}
+}
+
+// ListPagesWith is a ListNamingModels that lists through the kind's typed
+// list call, list, and reads each page's objects with items.
+func ListPagesWith[L interface{ GetContinue() string }](list func(c nereidclient.Interface, namespace string) func(context.Context, metav1.ListOptions) (L, error),
+	items func(L) []metav1.Object) func(context.Context, nereidclient.Interface, string, metav1.ListOptions) ([]metav1.Object, string, error) {
+	return func(ctx context.Context, c nereidclient.Interface, namespace string, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+		l, err := list(c, namespace)(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return items(l), l.GetContinue(), nil
+	}
+}

@@ -26,18 +26,13 @@ func init() {
 			return f.Sedna().V1alpha1().FederatedLearningJobs().Informer()
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true,
-			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
-				_, err := c.SednaV1alpha1().FederatedLearningJobs(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.FederatedLearningJob), metav1.UpdateOptions{})
-				return err
-			}},
+			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.FederatedLearningJob] {
+				return c.SednaV1alpha1().FederatedLearningJobs(ns)
+			})},
 		AdoptsSednaChildren: true,
-		ListNamingModels: func(ctx context.Context, c nereidclient.Interface, ns string, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-			l, err := c.SednaV1alpha1().FederatedLearningJobs(ns).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return kinds.Objects(l.Items), l.Continue, nil
-		},
+		ListNamingModels: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
+			return c.SednaV1alpha1().FederatedLearningJobs(ns).List
+		}, func(l *sednav1.FederatedLearningJobList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{
 			Workers: 16,
 			AddFlags: func(fs *flag.FlagSet) {

@@ -20,18 +20,13 @@ func init() {
 			return f.Sedna().V1alpha1().IncrementalLearningJobs().Informer()
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
-			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
-				_, err := c.SednaV1alpha1().IncrementalLearningJobs(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.IncrementalLearningJob), metav1.UpdateOptions{})
-				return err
-			}},
+			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.IncrementalLearningJob] {
+				return c.SednaV1alpha1().IncrementalLearningJobs(ns)
+			})},
 		AdoptsSednaChildren: true,
-		ListNamingModels: func(ctx context.Context, c nereidclient.Interface, ns string, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-			l, err := c.SednaV1alpha1().IncrementalLearningJobs(ns).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return kinds.Objects(l.Items), l.Continue, nil
-		},
+		ListNamingModels: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.IncrementalLearningJobList, error) {
+			return c.SednaV1alpha1().IncrementalLearningJobs(ns).List
+		}, func(l *sednav1.IncrementalLearningJobList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{
 			Workers:  4,
 			AddFlags: learningcycle.AddFlags,

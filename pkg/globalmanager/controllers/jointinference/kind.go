@@ -19,18 +19,13 @@ func init() {
 			return f.Sedna().V1alpha1().JointInferenceServices().Informer()
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true,
-			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
-				_, err := c.SednaV1alpha1().JointInferenceServices(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.JointInferenceService), metav1.UpdateOptions{})
-				return err
-			}},
+			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.JointInferenceService] {
+				return c.SednaV1alpha1().JointInferenceServices(ns)
+			})},
 		AdoptsSednaChildren: true,
-		ListNamingModels: func(ctx context.Context, c nereidclient.Interface, ns string, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-			l, err := c.SednaV1alpha1().JointInferenceServices(ns).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return kinds.Objects(l.Items), l.Continue, nil
-		},
+		ListNamingModels: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.JointInferenceServiceList, error) {
+			return c.SednaV1alpha1().JointInferenceServices(ns).List
+		}, func(l *sednav1.JointInferenceServiceList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{
 			Workers: 4,
 			New: func(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {

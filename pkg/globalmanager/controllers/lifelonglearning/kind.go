@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -22,10 +21,9 @@ func init() {
 			return f.Sedna().V1alpha1().LifelongLearningJobs().Informer()
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
-			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
-				_, err := c.SednaV1alpha1().LifelongLearningJobs(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.LifelongLearningJob), metav1.UpdateOptions{})
-				return err
-			}},
+			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.LifelongLearningJob] {
+				return c.SednaV1alpha1().LifelongLearningJobs(ns)
+			})},
 		AdoptsSednaChildren: true,
 		Controller: &kinds.Controller{
 			Workers: 4,

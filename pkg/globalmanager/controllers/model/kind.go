@@ -3,7 +3,6 @@ package model
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -19,10 +18,9 @@ func init() {
 			return f.Sedna().V1alpha1().Models().Informer()
 		},
 		Edge: &kinds.Edge{Order: 1,
-			UpdateStatus: func(ctx context.Context, c nereidclient.Interface, obj metav1.Object) error {
-				_, err := c.SednaV1alpha1().Models(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.Model), metav1.UpdateOptions{})
-				return err
-			}},
+			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.Model] {
+				return c.SednaV1alpha1().Models(ns)
+			})},
 		Controller: &kinds.Controller{
 			Workers: 2,
 			New: func(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/scheme"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
@@ -69,6 +71,47 @@ func TestTheTableHoldsEveryKindAsTheGlobalManagerNeedsIt(t *testing.T) {
 		}
 		if k.Optional != (k.GVK.Kind == "DIJob") {
 			t.Errorf("%s: optional %v; only DIJob's CRD may be missing", k.GVK.Kind, k.Optional)
+		}
+	}
+}
+
+// Each kind's live list for the Model protection reads its objects from the
+// API server, and each status writer writes to the kind's own resource.
+func TestEveryKindListsAndWritesThroughItsOwnClient(t *testing.T) {
+	fl := &sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "fl", Namespace: "ns"},
+		Spec: sednav1.FederatedLearningJobSpec{AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "m"}}}}
+	ji := &sednav1.JointInferenceService{ObjectMeta: metav1.ObjectMeta{Name: "ji", Namespace: "ns"}}
+	il := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "il", Namespace: "ns"}}
+	ll := &sednav1.LifelongLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "ll", Namespace: "ns"}}
+	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: "ns"}}
+	model := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns"}}
+	objs := map[string]runtime.Object{"FederatedLearningJob": fl, "JointInferenceService": ji, "IncrementalLearningJob": il,
+		"LifelongLearningJob": ll, "Dataset": ds, "Model": model}
+	var all []runtime.Object
+	for _, o := range objs {
+		all = append(all, o)
+	}
+	client := fake.NewSimpleClientset(all...)
+	for _, k := range kinds.All() {
+		if k.ListNamingModels != nil {
+			items, next, err := k.ListNamingModels(t.Context(), client, "ns", metav1.ListOptions{})
+			if err != nil || len(items) != 1 || items[0].GetName() != objs[k.GVK.Kind].(metav1.Object).GetName() || next != "" {
+				t.Errorf("%s: listed %v, %q, %v; want its one object", k.GVK.Kind, items, next, err)
+			}
+		}
+		if k.Edge != nil {
+			obj := objs[k.GVK.Kind].DeepCopyObject().(metav1.Object)
+			obj.SetLabels(map[string]string{"written": "yes"})
+			if err := k.Edge.UpdateStatus(t.Context(), client, obj); err != nil {
+				t.Errorf("%s: writing status: %v", k.GVK.Kind, err)
+			}
+			var wrote bool
+			for _, a := range client.Actions() {
+				wrote = wrote || (a.GetVerb() == "update" && a.GetSubresource() == "status" && a.GetResource().Resource == k.Resource)
+			}
+			if !wrote {
+				t.Errorf("%s: no status update of %s", k.GVK.Kind, k.Resource)
+			}
 		}
 	}
 }
