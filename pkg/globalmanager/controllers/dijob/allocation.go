@@ -55,9 +55,11 @@ type placer struct {
 	// moves are the placements optimize chose, by job key, until the job's
 	// sync has recreated its pods.
 	moves map[string]allocator.Placement
-	// planned are the placements of jobs being moved whose pods are not all
-	// made again yet.
-	planned map[string]allocator.Placement
+	// planned are the placements of jobs being moved, for plannedTTL after
+	// the move's pods were deleted: a pod of the job made again meanwhile (one
+	// of the new pods deleted by someone else as it starts) goes there too,
+	// not where a fresh allocation of that pod alone would put it.
+	planned map[string]plannedPlacement
 	now     func() time.Time
 	// linkGrace is how long pods on edge nodes tolerate a lost link.
 	linkGrace time.Duration
@@ -72,12 +74,21 @@ type reservation struct {
 	expires time.Time
 }
 
+type plannedPlacement struct {
+	placement allocator.Placement
+	expires   time.Time
+}
+
+// plannedTTL is how long a move's placement holds for the job's pods made
+// again after the move deleted them.
+const plannedTTL = 2 * time.Minute
+
 func newPlacer(a *Allocation, linkGrace time.Duration, now func() time.Time) *placer {
 	if a == nil {
 		return nil
 	}
 	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{},
-		planned: map[string]allocator.Placement{}, now: now, started: make(chan struct{})}
+		planned: map[string]plannedPlacement{}, now: now, started: make(chan struct{})}
 }
 
 // cachesWait is how long a sync waits for the caches of every node and pod
@@ -138,13 +149,10 @@ func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) er
 	}
 	key := whole.Key
 	var placement allocator.Placement
-	if planned := p.planned[key]; len(planned) == len(whole.Replicas) {
+	if planned, ok := p.planned[key]; ok && len(planned.placement) == len(whole.Replicas) && p.now().Before(planned.expires) {
 		// A job being moved goes where optimize chose.
 		for _, r := range part.Replicas {
-			placement = append(placement, planned[r.Rank])
-		}
-		if len(part.Replicas) == len(whole.Replicas) {
-			delete(p.planned, key)
+			placement = append(placement, planned.placement[r.Rank])
 		}
 	} else {
 		delete(p.planned, key)
@@ -319,7 +327,7 @@ func (p *placer) startMove(key string) bool {
 	defer p.mu.Unlock()
 	m, ok := p.moves[key]
 	if ok {
-		p.planned[key] = m
+		p.planned[key] = plannedPlacement{placement: m, expires: p.now().Add(plannedTTL)}
 		delete(p.moves, key)
 	}
 	return ok

@@ -109,3 +109,74 @@ func optimizeLoopWaitsForAJob(t *testing.T) {
 		}
 	})
 }
+
+// A move's placement holds for the job's pods made again while the move
+// settles (one of its new pods deleted by someone else as it starts), and
+// no longer than plannedTTL.
+func TestAMovesPlacementHoldsForPodsMadeAgain(t *testing.T) {
+	job := exampleJob(t)
+	key := ns + "/" + job.Name
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("100Gi"), corev1.ResourcePods: resource.MustParse("100"),
+		}, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	// Node a is nearly full: the allocator, packing, would put a pod
+	// placed afresh there.
+	busy := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: "other"}, Spec: corev1.PodSpec{NodeName: "a",
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("98"), corev1.ResourceMemory: resource.MustParse("90Gi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	usage := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(node("a"), node("b"), busy), 0)
+	nodes, pods := usage.Core().V1().Nodes(), usage.Core().V1().Pods()
+	now := time.Unix(1000, 0)
+	p := newPlacer(&Allocation{
+		Policy: allocator.PackAndSpread{}, Nodes: nodes.Lister(), Pods: pods.Lister(), Period: time.Hour,
+		Start:  func() { usage.Start(t.Context().Done()) },
+		Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
+	}, 0, func() time.Time { return now })
+	p.moves[key] = allocator.Placement{"b", "b", "b", "b"}
+	if !p.startMove(key) {
+		t.Fatal("the move chosen was not started")
+	}
+
+	f := newFixture(t, job)
+	f.c.placer = p
+	made, _ := f.sync(t, job)
+	if len(made) != 4 {
+		t.Fatalf("made %d pods, want 4", len(made))
+	}
+	for _, pod := range made {
+		if got := pod.Annotations[AnnotationNode]; got != "b" {
+			t.Errorf("pod %s placed on %q, want b, where the move goes", pod.Name, got)
+		}
+	}
+
+	// The learner's new pod is deleted as it starts: made again, it goes
+	// where the move goes too.
+	again := newFixture(t, job, made[1:]...)
+	again.c.placer = p
+	remade, _ := again.sync(t, job)
+	if len(remade) != 1 || remade[0].Annotations[AnnotationNode] != "b" {
+		t.Fatalf("made again %v on %v, want the learner on b", names(remade), annotationsOf(remade))
+	}
+
+	// Past plannedTTL the move's placement is gone: the pod is placed afresh.
+	now = now.Add(plannedTTL + time.Second)
+	late := newFixture(t, job, made[1:]...)
+	late.c.placer = p
+	if remade, _ := late.sync(t, job); len(remade) != 1 || remade[0].Annotations[AnnotationNode] != "a" {
+		t.Fatalf("made again %v on %v, want the learner placed afresh, packed onto a", names(remade), annotationsOf(remade))
+	}
+	if _, ok := p.planned[key]; ok {
+		t.Error("the move's placement outlived plannedTTL")
+	}
+}
+
+func annotationsOf(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Annotations[AnnotationNode])
+	}
+	return out
+}
