@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
@@ -172,7 +173,7 @@ func TestTwoJobsThatDoNotBothFitOneWaitsWhole(t *testing.T) {
 	// qa finishes: the quota controller frees its room; the quota's change
 	// wakes qb, the first waiting.
 	h.setUsed(t, "q", cpu("0"))
-	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/qb") }, "qb woken by the quota's change")
+	testwait.Eventually(t, 10*time.Second, "qb woken by the quota's change", func(context.Context) (bool, error) { return slices.Contains(h.takeWoken(), ns+"/qb"), nil })
 	if d := h.admit(t, request(b, "", 3, "1")); !d.Admitted {
 		t.Fatalf("qb: %+v, want admitted once the room is free", d)
 	}
@@ -190,7 +191,7 @@ func TestHigherPriorityIsAdmittedAheadOfAnOlderJob(t *testing.T) {
 	}
 	h.takeWoken()
 	h.setUsed(t, "q", cpu("0"))
-	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/urgent") }, "urgent, the first in order, woken")
+	testwait.Eventually(t, 10*time.Second, "urgent, the first in order, woken", func(context.Context) (bool, error) { return slices.Contains(h.takeWoken(), ns+"/urgent"), nil })
 	// Whoever asks first, the order decides: old asks, urgent is admitted.
 	if d := h.admit(t, request(old, "", 3, "1")); d.Admitted {
 		t.Fatalf("old admitted ahead of the higher-priority urgent: %+v", d)
@@ -294,17 +295,6 @@ func TestAChangedRequestAsksAgain(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestARefusedJobBacksOff: a job the API server refused after admission
 // (Undo) is not admitted again before its backoff, which doubles; then it
 // is woken and admitted.
@@ -327,7 +317,7 @@ func TestARefusedJobBacksOff(t *testing.T) {
 		}
 		now = now.Add(want)
 	}
-	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/a") }, "a woken when its backoff ends")
+	testwait.Eventually(t, 10*time.Second, "a woken when its backoff ends", func(context.Context) (bool, error) { return slices.Contains(h.takeWoken(), ns+"/a"), nil })
 }
 
 // TestAJobThatAsksNoMoreDoesNotHoldTheQueue: a waiting head that stops

@@ -33,6 +33,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -360,8 +361,8 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 		}
 		break
 	}
-	waitFor(t, func() (bool, string) {
-		return f.metric("tokens_confirmed_total", "result", "confirmed") == 1, "edge-b's token confirmed"
+	testwait.Eventually(t, 5*time.Second, "edge-b's token confirmed", func(context.Context) (bool, error) {
+		return f.metric("tokens_confirmed_total", "result", "confirmed") == 1, nil
 	})
 	if got := f.metric("tokens_confirmed_total", "result", "refused"); got != 1 {
 		t.Errorf("tokens_confirmed_total{result=refused} = %v, want 1", got)
@@ -465,7 +466,7 @@ func TestNewerConnectionReplacesAnOlderOneStillInItsHello(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	first := f.open("edge-a")
 	first.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: []edgeproto.ObjectVersion{version("Model", "a", "1")}, More: true})
-	waitFor(t, func() (bool, string) { return f.hub.greetingFor("edge-a") != nil, "the first connection in its hello" })
+	testwait.Eventually(t, 5*time.Second, "the first connection in its hello", func(context.Context) (bool, error) { return f.hub.greetingFor("edge-a") != nil, nil })
 
 	replaceConnection(t, f, first)
 	if c := f.hub.greetingFor("edge-a"); c != nil {
@@ -684,27 +685,27 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	}
 
 	// The Lease shows the link and the last report acknowledged.
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say connected, report 13 of the test store, nothing unacknowledged", func(context.Context) (bool, error) {
 		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
 			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
 		want := []string{"edge-a", "edge-a", "connected", "13", testStore, "0"}
-		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
+		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, nil
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
 	if err != nil || len(leases.Items) != 1 {
 		t.Errorf("leases labelled %s: %v (%v), want edge-a's", LabelEdgeNode, leases, err)
 	}
 	c.conn.Close()
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say it is disconnected", func(context.Context) (bool, error) {
 		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
-		return lease.Annotations[AnnotationLink] == LinkDisconnected, lease.Annotations[AnnotationLink]
+		return lease.Annotations[AnnotationLink] == LinkDisconnected, nil
 	})
 }
 
@@ -716,14 +717,14 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	}
 	leaseSays := func(wantID, wantStore string) {
 		t.Helper()
-		waitFor(t, func() (bool, string) {
+		testwait.Eventually(t, 5*time.Second, "edge-a's Lease to name the last report and its store", func(context.Context) (bool, error) {
 			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error()
+				return false, nil
 			}
 			got := []string{lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore]}
 			want := []string{wantID, wantStore}
-			return slices.Equal(got, want), cmp.Diff(want, got)
+			return slices.Equal(got, want), nil
 		})
 	}
 
@@ -945,21 +946,6 @@ func updateJob(t *testing.T, f *fixture, name, rv string, change func(*sednav1.F
 	}
 }
 
-func waitFor(t *testing.T, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met: %s", detail)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
@@ -970,9 +956,9 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f.hub.mu.Lock()
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "the cache to have fl-a at version 43", func(context.Context) (bool, error) {
 		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
-		return ok && j.GetResourceVersion() == "43", "the cache does not have version 43"
+		return ok && j.GetResourceVersion() == "43", nil
 	})
 	f.hub.mu.Unlock()
 
@@ -998,18 +984,18 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 	f.hub.mu.RLock()
 	s := f.hub.sessions["edge-a"]
 	f.hub.mu.RUnlock()
-	idle := func() (bool, string) {
+	idle := func(context.Context) (bool, error) {
 		s.wakeMu.Lock()
 		defer s.wakeMu.Unlock()
-		return !s.writing, "a writer goroutine still runs"
+		return !s.writing, nil
 	}
-	waitFor(t, idle)
+	testwait.Eventually(t, 5*time.Second, "no writer goroutine running", idle)
 
 	beats := f.metric("messages_sent_total", "type", "heartbeat")
-	waitFor(t, func() (bool, string) {
-		return f.metric("messages_sent_total", "type", "heartbeat") >= beats+2, "no heartbeats from an idle connection"
+	testwait.Eventually(t, 5*time.Second, "two heartbeats on an idle connection", func(context.Context) (bool, error) {
+		return f.metric("messages_sent_total", "type", "heartbeat") >= beats+2, nil
 	})
-	waitFor(t, idle)
+	testwait.Eventually(t, 5*time.Second, "no writer goroutine running after the heartbeats", idle)
 
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	up := c.must(5 * time.Second).(*edgeproto.Upsert)
@@ -1017,10 +1003,10 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 		t.Fatalf("got %s, want fl-a at 42", summary(up))
 	}
 	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{up.ObjectVersion}})
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "the Ack taken and no writer goroutine running", func(context.Context) (bool, error) {
 		s.wakeMu.Lock()
 		defer s.wakeMu.Unlock()
-		return !s.writing && len(s.acks) == 0, "the Ack is not taken, or a writer goroutine still runs"
+		return !s.writing && len(s.acks) == 0, nil
 	})
 	if got := f.metric("messages_sent_total", "type", "upsert") - f.metric("resends_total"); got != 1 {
 		t.Errorf("sent %v upserts besides resends, want 1", got)
@@ -1145,9 +1131,9 @@ func (f *fixture) edgeSynced(name string) *sednav1.JobCondition {
 func (f *fixture) untilEdgeSynced(name string, st corev1.ConditionStatus) sednav1.JobCondition {
 	f.t.Helper()
 	var c *sednav1.JobCondition
-	waitFor(f.t, func() (bool, string) {
+	testwait.Eventually(f.t, 5*time.Second, fmt.Sprintf("%s's EdgeSynced condition of status %s", name, st), func(context.Context) (bool, error) {
 		c = f.edgeSynced(name)
-		return c != nil && c.Status == st, fmt.Sprintf("%s: EdgeSynced condition %+v, want status %s", name, c, st)
+		return c != nil && c.Status == st, nil
 	})
 	return *c
 }
@@ -1157,13 +1143,13 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	c.send(&edgeproto.Heartbeat{Time: time.Now(), Outbox: &edgeproto.OutboxFill{Reports: 8500, Bytes: 4 << 20, MaxReports: 10000, MaxBytes: 64 << 20}})
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say its outbox is 85% full", func(context.Context) (bool, error) {
 		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
 		want := "85% (8500/10000 reports, 4194304/67108864 bytes)"
-		return lease.Annotations[AnnotationOutbox] == want, fmt.Sprintf("%s is %q, want %q", AnnotationOutbox, lease.Annotations[AnnotationOutbox], want)
+		return lease.Annotations[AnnotationOutbox] == want, nil
 	})
 }
 
@@ -1174,7 +1160,7 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() (bool, string) { return f.hub.auth.podDeleted("uid-edge-a"), "the hub has not seen the deletion" })
+	testwait.Eventually(t, 5*time.Second, "the hub to see the deletion of edge-a's Pod", func(context.Context) (bool, error) { return f.hub.auth.podDeleted("uid-edge-a"), nil })
 	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	for {
 		_, err := c.recv(5 * time.Second)
@@ -1311,16 +1297,16 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 	cfg.ReportWrites = 1
 	f, c, release := holdReportOne(t, cfg)
 	c.send(workerReport(1, flA))
-	waitFor(t, func() (bool, string) { return len(f.reports()) == 1, "report 1 applied" })
+	testwait.Eventually(t, 5*time.Second, "report 1 applied", func(context.Context) (bool, error) { return len(f.reports()) == 1, nil })
 	for id := uint64(2); id <= 6; id++ {
 		c.send(workerReport(id, jiA))
 	}
-	waitFor(t, func() (bool, string) {
-		return f.metric("report_lanes_waiting") == 1, "ji-a's lane waiting for its turn"
+	testwait.Eventually(t, 5*time.Second, "ji-a's lane waiting for its turn", func(context.Context) (bool, error) {
+		return f.metric("report_lanes_waiting") == 1, nil
 	})
 	// Whatever the connection still carries is read while the lane waits.
-	waitFor(t, func() (bool, string) {
-		return f.metric("messages_received_total", "type", "report") == 6, "ji-a's reports read"
+	testwait.Eventually(t, 5*time.Second, "ji-a's reports read", func(context.Context) (bool, error) {
+		return f.metric("messages_received_total", "type", "report") == 6, nil
 	})
 	if n := len(f.reports()); n != 1 {
 		t.Fatalf("%d reports applied while the only turn was report 1's, want 1", n)

@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nereid-ml/nereid/internal/testwait"
 )
 
 func TestNewManagerResolvesTheFlag(t *testing.T) {
@@ -76,7 +79,7 @@ func TestPlanFindsASchedulerInstalledLater(t *testing.T) {
 	if p.Problem != nil || p.Mode != Volcano {
 		t.Fatalf("Plan after Volcano is installed: mode %q, problem %+v; want volcano", p.Mode, p.Problem)
 	}
-	waitFor(t, "the Volcano cache to fill", c.m.HasSynced)
+	testwait.Eventually(t, 10*time.Second, "the Volcano cache to fill", func(context.Context) (bool, error) { return c.m.HasSynced(), nil })
 	if err := p.Ensure(t.Context(), c.children, members(2), nil); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
@@ -100,11 +103,11 @@ func TestRediscoveryStartsEveryNewlyServedMode(t *testing.T) {
 	if p.Mode != Coscheduling {
 		t.Fatalf("Plan of a coscheduling job: mode %q, problem %+v", p.Mode, p.Problem)
 	}
-	waitFor(t, "the gang caches to fill", c.m.HasSynced)
+	testwait.Eventually(t, 10*time.Second, "the gang caches to fill", func(context.Context) (bool, error) { return c.m.HasSynced(), nil })
 	// The coscheduling cache fills too, so its Ensure does not wait forever.
-	waitFor(t, "the coscheduling PodGroup", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the coscheduling PodGroup", func(context.Context) (bool, error) {
 		err := p.Ensure(t.Context(), c.children, members(2), nil)
-		return err == nil
+		return err == nil, nil
 	})
 	c.getUnstructured(t, coschedulingGVR, testGroupName)
 }
@@ -131,15 +134,15 @@ func TestWatchEnqueuesTheOwnerOfAChangedGroup(t *testing.T) {
 			})
 			c.m.Start(t.Context())
 			t.Cleanup(c.m.Shutdown)
-			waitFor(t, "the gang caches to fill", synced)
+			testwait.Eventually(t, 10*time.Second, "the gang caches to fill", func(context.Context) (bool, error) { return synced(), nil })
 
 			if err := c.m.Plan(newJob(nil, nil), testKind, false).Ensure(t.Context(), c.children, members(2), nil); err != nil {
 				t.Fatalf("Ensure: %v", err)
 			}
-			waitFor(t, "the job's key", func() bool {
+			testwait.Eventually(t, 10*time.Second, "the job's key", func(context.Context) (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
-				return keys[testNamespace+"/"+testJobName]
+				return keys[testNamespace+"/"+testJobName], nil
 			})
 			mu.Lock()
 			defer mu.Unlock()
