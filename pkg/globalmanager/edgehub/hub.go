@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -102,8 +103,12 @@ type Hub struct {
 	closing    bool
 	conns      sync.WaitGroup // connection handlers
 
+	// clock is Config's: every time the hub reads and every timer it sets
+	// but the connections' deadlines, which are instants of the wall clock
+	// the network keeps.
+	clock clock.WithTickerAndDelayedExecution
+
 	// Test seams.
-	now   func() time.Time
 	ready chan struct{} // closed once Run listens, at addr
 	addr  net.Addr
 }
@@ -157,7 +162,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		sessions: make(map[string]*session),
 		greeting: make(map[string]*websocket.Conn),
 		connects: make(map[string]*rate.Limiter),
-		now:      time.Now,
+		clock:    cfg.clock,
 		ready:    make(chan struct{}),
 	}
 	for _, k := range h.kinds {
@@ -169,12 +174,12 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		}
 	}
 	h.conditions = newConditionWriter(h)
-	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, func() time.Time { return h.now() })
-	h.refusals = newRefusalLog(func() time.Time { return h.now() })
-	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
-	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
+	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
+	h.refusals = newRefusalLog(h.clock)
+	h.links = newLinks(kubeClient, cfg, h.clock)
+	h.auth = newAuthenticator(kubeClient, cfg, h.clock.Now)
 	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
-	h.confirmer = newConfirmer(h.auth, m)
+	h.confirmer = newConfirmer(h.auth, m, h.clock)
 	if err := h.addIndexers(); err != nil {
 		return nil, err
 	}
@@ -341,7 +346,7 @@ func (h *Hub) watchLocalControllerPods() error {
 		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
 	}
 	// The keys refuse junk even when every token is reviewed.
-	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() })
+	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), h.clock)
 	for _, sa := range h.cfg.ServiceAccounts {
 		ns, name, _ := strings.Cut(sa, "/")
 		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
@@ -723,7 +728,7 @@ const maxPacedNodes = 100_000
 func (h *Hub) connectAllowed(node string) (after int, ok bool) {
 	h.connectsMu.Lock()
 	defer h.connectsMu.Unlock()
-	now := time.Now()
+	now := h.clock.Now()
 	lim := h.connects[node]
 	if lim == nil {
 		boundedmap.MakeRoom(h.connects, maxPacedNodes, func(l *rate.Limiter) bool { return l.TokensAt(now) >= connectBurst })
