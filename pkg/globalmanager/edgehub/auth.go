@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -119,7 +120,7 @@ type authenticator struct {
 	maxEntries   int
 	slots        chan struct{} // one per review in flight
 	queueTimeout time.Duration
-	now          func() time.Time
+	clock        clock.Clock
 
 	waiting atomic.Int64 // connections waiting for a slot
 
@@ -144,7 +145,7 @@ type authenticator struct {
 // the API server, which checks the bound Pod.
 const deletedMemory = 10 * time.Minute
 
-func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.Time) *authenticator {
+func newAuthenticator(client kubernetes.Interface, cfg Config, clk clock.Clock) *authenticator {
 	accounts := make(map[string]bool, len(cfg.ServiceAccounts))
 	for _, sa := range cfg.ServiceAccounts {
 		accounts[sa] = true
@@ -161,7 +162,7 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
 		queueTimeout:    cfg.ReviewQueueTimeout,
-		now:             now,
+		clock:           clk,
 		cache:           make(map[[sha256.Size]byte]reviewResult),
 		deleted:         make(map[types.UID]time.Time),
 		refusedAfter:    make(map[types.UID]time.Time),
@@ -216,12 +217,12 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 		a.waiting.Add(-1)
 		return nil, a.busy()
 	}
-	wait := time.NewTimer(a.queueTimeout)
+	wait := a.clock.NewTimer(a.queueTimeout)
 	defer wait.Stop()
 	defer a.waiting.Add(-1)
 	select {
 	case a.slots <- struct{}{}:
-	case <-wait.C:
+	case <-wait.C():
 		return nil, a.busy()
 	case <-ctx.Done():
 		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
@@ -233,9 +234,9 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if res, ok := a.cached(key); ok {
 		return res.id, res.refusal
 	}
-	started := a.now()
+	started := a.clock.Now()
 	id, refusal = a.review(ctx, token, claims)
-	a.retry.reviewed(a.now().Sub(started))
+	a.retry.reviewed(a.clock.Now().Sub(started))
 	if id != nil && a.podDeleted(id.podUID) {
 		// Deleted while the review was in flight.
 		id, refusal = nil, podDeletedRefusal()
@@ -287,7 +288,7 @@ func (a *authenticator) countReview(result string) {
 // Retry-After from the retry planner.
 func (a *authenticator) busy() *authError {
 	return &authError{status: http.StatusServiceUnavailable, metric: refusedBusy,
-		retryAfter: a.retry.after(a.now(), int(a.waiting.Load()), cap(a.slots)),
+		retryAfter: a.retry.after(a.clock.Now(), int(a.waiting.Load()), cap(a.slots)),
 		reason:     "too many connections are being authenticated, try again later"}
 }
 
@@ -375,7 +376,7 @@ func (a *authenticator) precheck(token string) (*claims, *authError) {
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
 				edgeproto.Clip(strings.Join(claims.Audience, ","), 256, "…"), a.audience)}
-	case claims.Expiry > 0 && !a.now().Before(time.Unix(claims.Expiry, 0)):
+	case claims.Expiry > 0 && !a.clock.Now().Before(time.Unix(claims.Expiry, 0)):
 		return nil, invalidToken("expired")
 	}
 	return claims, nil
@@ -517,7 +518,7 @@ func (a *authenticator) cached(key [sha256.Size]byte) (reviewResult, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	res, ok := a.cache[key]
-	if !ok || !a.now().Before(res.until) {
+	if !ok || !a.clock.Now().Before(res.until) {
 		return reviewResult{}, false
 	}
 	return res, true
@@ -530,7 +531,7 @@ func (a *authenticator) store(key [sha256.Size]byte, res reviewResult) {
 	if a.ttl <= 0 {
 		return
 	}
-	now := a.now()
+	now := a.clock.Now()
 	res.until = now.Add(a.ttl)
 	if res.id != nil && !res.id.expires.IsZero() && res.id.expires.Before(res.until) {
 		res.until = res.id.expires
@@ -553,7 +554,7 @@ func (a *authenticator) forgetPod(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
-	remember(a.deleted, uid, a.now(), a.maxEntries)
+	remember(a.deleted, uid, a.clock.Now(), a.maxEntries)
 }
 
 // reviewFirst drops the cached identities of a Pod whose token a review
@@ -564,7 +565,7 @@ func (a *authenticator) reviewFirst(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
-	remember(a.refusedAfter, uid, a.now(), a.maxEntries)
+	remember(a.refusedAfter, uid, a.clock.Now(), a.maxEntries)
 }
 
 // mustReview reports whether the Pod uid's tokens must be reviewed.
@@ -572,7 +573,7 @@ func (a *authenticator) mustReview(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.refusedAfter[uid]
-	return ok && a.now().Sub(at) <= deletedMemory
+	return ok && a.clock.Now().Sub(at) <= deletedMemory
 }
 
 // forgetPodIdentities drops the cached identities of the Pod uid, whose
@@ -642,7 +643,7 @@ func (a *authenticator) podDeleted(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.deleted[uid]
-	return ok && a.now().Sub(at) <= deletedMemory
+	return ok && a.clock.Now().Sub(at) <= deletedMemory
 }
 
 // claims are the fields of a ServiceAccount token's JWT payload the hub

@@ -177,7 +177,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
 	h.refusals = newRefusalLog(h.clock)
 	h.links = newLinks(kubeClient, cfg, h.clock)
-	h.auth = newAuthenticator(kubeClient, cfg, h.clock.Now)
+	h.auth = newAuthenticator(kubeClient, cfg, h.clock)
 	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
 	h.confirmer = newConfirmer(h.auth, m, h.clock)
 	if err := h.addIndexers(); err != nil {

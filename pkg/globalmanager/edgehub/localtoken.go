@@ -369,7 +369,7 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) (*ident
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: the hub takes only tokens with audience %q (a projected ServiceAccount token)", a.audience)}
 	}
-	now := a.now()
+	now := a.clock.Now()
 	if public.Expiry == nil {
 		return nil, invalidToken("it has no expiry")
 	}

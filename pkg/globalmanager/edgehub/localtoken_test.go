@@ -156,7 +156,7 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 		return reviewTokens(action)
 	})
 	kube.PrependReactor("get", "nodes", getNodes)
-	la.authenticator = newAuthenticator(kube, cfg, la.clock.Now)
+	la.authenticator = newAuthenticator(kube, cfg, la.clock)
 	la.keys = newKeys(ti.fetch, la.clock)
 	if err := la.keys.readNow(t.Context()); err != nil {
 		t.Fatal(err)
