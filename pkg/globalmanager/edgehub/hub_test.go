@@ -379,8 +379,14 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 }
 
 func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
-	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": time.Now().Add(2 * time.Second).Unix()})
+	clk := newFakeClock()
+	cfg := testConfig
+	cfg.clock = clk
+	f := newFixture(t, cfg, edgeObjects()...)
+	// Within recheckPeriod, so that no recheck runs meanwhile.
+	const lifetime = 10 * time.Second
+	expiry := clk.Now().Add(lifetime)
+	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": expiry.Unix()})
 	conn, _, err := f.dial(token)
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +399,28 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 	if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 		t.Fatal(err)
 	}
+	// The session sets its expiry before it answers the Hello: once
+	// Synced comes, the token's time can run out.
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("reading up to Synced: %v", err)
+		}
+		if m, err := edgeproto.Decode(frame); err == nil && m.Type() == edgeproto.TypeSynced {
+			break
+		}
+	}
+	// exp is in whole seconds: the token expires within the second
+	// before expiry.
+	clk.Step(lifetime - 2*time.Second)
+	f.hub.mu.RLock()
+	s := f.hub.sessions["edge-a"]
+	f.hub.mu.RUnlock()
+	if s == nil || s.ctx.Err() != nil {
+		t.Fatal("the connection ended before its token expired")
+	}
+	clk.Step(3 * time.Second)
 	for {
 		if _, _, err = conn.ReadMessage(); err != nil {
 			break
@@ -978,7 +1005,10 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 // something to send (the difference, a heartbeat, a change) and ends once it
 // is sent.
 func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
+	clk := newFakeClock()
+	cfg := testConfig
+	cfg.clock = clk
+	f := newFixture(t, cfg, edgeObjects()...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	f.hub.mu.RLock()
@@ -992,10 +1022,13 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 	testwait.Eventually(t, 5*time.Second, "no writer goroutine running", idle)
 
 	beats := f.metric("messages_sent_total", "type", "heartbeat")
-	testwait.Eventually(t, 5*time.Second, "two heartbeats on an idle connection", func(context.Context) (bool, error) {
-		return f.metric("messages_sent_total", "type", "heartbeat") >= beats+2, nil
-	})
-	testwait.Eventually(t, 5*time.Second, "no writer goroutine running after the heartbeats", idle)
+	for beat := 1.0; beat <= 2; beat++ {
+		clk.Step(cfg.HeartbeatPeriod)
+		testwait.Eventually(t, 5*time.Second, fmt.Sprintf("heartbeat %v on an idle connection", beat), func(context.Context) (bool, error) {
+			return f.metric("messages_sent_total", "type", "heartbeat") == beats+beat, nil
+		})
+		testwait.Eventually(t, 5*time.Second, "no writer goroutine running after the heartbeat", idle)
+	}
 
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	up := c.must(5 * time.Second).(*edgeproto.Upsert)
@@ -1330,15 +1363,29 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 // TestAReportWindowGathersANodesBurst: with a window, a node's reports about
 // one object sent one after another go to the applier in one call.
 func TestAReportWindowGathersANodesBurst(t *testing.T) {
+	clk := newFakeClock() // the window lasts until the test moves it on
 	cfg := testConfig
 	cfg.ReportWindow = time.Second
+	cfg.clock = clk
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	for id := uint64(1); id <= 5; id++ {
 		c.send(workerReport(id, flA))
-		time.Sleep(20 * time.Millisecond) // apart, as a burst reaches the hub
 	}
+	// The hub reads a connection in order: once it has read the heartbeat,
+	// the five reports wait in their lane.
+	c.send(&edgeproto.Heartbeat{Time: time.Now()})
+	testwait.Eventually(t, 5*time.Second, "the reports and the heartbeat read", func(context.Context) (bool, error) {
+		return f.metric("messages_received_total", "type", "heartbeat") == 1, nil
+	})
+	if n := len(f.reports()); n != 0 {
+		t.Fatalf("%d reports applied within the window, want none", n)
+	}
+	testwait.Eventually(t, 5*time.Second, "the reports applied once the window passed", func(context.Context) (bool, error) {
+		clk.Step(cfg.ReportWindow)
+		return len(f.reports()) == 5, nil
+	})
 	acked := 0
 	for acked < 5 {
 		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
@@ -1358,11 +1405,10 @@ func TestAReportWindowGathersANodesBurst(t *testing.T) {
 // while report 1 (about fl-a) waits to be tried again, report 2 (about
 // ji-a) is applied in the turn fl-a's lane gave back.
 func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
-	saved := applyBackoff
-	applyBackoff = []time.Duration{3 * time.Second} // long enough for report 2 to come in meanwhile
-	t.Cleanup(func() { applyBackoff = saved })
+	clk := newFakeClock() // the backoff lasts until the test moves it on
 	cfg := testConfig
 	cfg.ReportWrites = 1
+	cfg.clock = clk
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
 	failed := make(chan struct{})
 	first := true // the applier's alone
@@ -1381,9 +1427,25 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 	c.send(workerReport(1, flA))
 	<-failed
 	c.send(workerReport(2, jiA))
-	if got := summary(c.must(2 * time.Second)); got != "reportAck [2]" {
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [2]" {
 		t.Fatalf("got %q while fl-a's lane waits to try again, want ji-a's report acknowledged", got)
 	}
+	tries := func() int {
+		n := 0
+		for _, r := range f.reports() {
+			if r.id == 1 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := tries(); n != 1 {
+		t.Fatalf("report 1 tried %d times before its backoff passed, want once", n)
+	}
+	testwait.Eventually(t, 5*time.Second, "report 1 tried again once its backoff passed", func(context.Context) (bool, error) {
+		clk.Step(applyBackoff[0])
+		return tries() == 2, nil
+	})
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Fatalf("got %q, want report 1 acknowledged once tried again", got)
 	}
