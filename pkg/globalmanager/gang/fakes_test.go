@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -83,6 +84,7 @@ type clusterConfig struct {
 	flag       Mode
 	apis       []*metav1.APIResourceList
 	rediscover time.Duration
+	clock      clock.PassiveClock // nil: the real clock
 	// kube and dynamic are objects the API server has at start.
 	kube    []runtime.Object
 	dynamic []runtime.Object
@@ -97,7 +99,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 		volcanoGVR:      "PodGroupList",
 		coschedulingGVR: "PodGroupList",
 	}, cfg.dynamic...)
-	m, err := NewManager(testContext(t), Config{Mode: cfg.flag, Kube: kube, Dynamic: dyn, Discovery: kube.Discovery(), Namespace: testNamespace, Rediscover: cfg.rediscover})
+	m, err := NewManager(testContext(t), Config{Mode: cfg.flag, Kube: kube, Dynamic: dyn, Discovery: kube.Discovery(), Namespace: testNamespace, Rediscover: cfg.rediscover, clock: cfg.clock})
 	if err != nil {
 		t.Fatalf("NewManager: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 )
@@ -60,7 +61,8 @@ func TestNewManagerResolvesTheFlag(t *testing.T) {
 // API server did not serve waits; once the API is served (and the
 // rediscovery period passed) the same job gets it, without a restart.
 func TestPlanFindsASchedulerInstalledLater(t *testing.T) {
-	c := startCluster(t, clusterConfig{flag: Auto, rediscover: time.Hour})
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	c := startCluster(t, clusterConfig{flag: Auto, rediscover: time.Hour, clock: clk})
 	job := newJob(map[string]string{AnnotationScheduler: "volcano"}, nil)
 	p := c.m.Plan(job, testKind, false)
 	if p.Problem == nil || p.Problem.Reason != ReasonGangSchedulerUnavailable {
@@ -68,13 +70,12 @@ func TestPlanFindsASchedulerInstalledLater(t *testing.T) {
 	}
 
 	c.setAPIs(volcanoAPI)
+	clk.SetTime(clk.Now().Add(time.Hour - time.Second))
 	if p := c.m.Plan(job, testKind, false); p.Problem == nil {
 		t.Errorf("Plan within the rediscovery period: mode %q; want the API server not asked again yet", p.Mode)
 	}
 
-	c.m.mu.Lock()
-	c.m.asked = time.Now().Add(-2 * time.Hour) // the period has passed
-	c.m.mu.Unlock()
+	clk.SetTime(clk.Now().Add(time.Second)) // the period has passed
 	p = c.m.Plan(job, testKind, false)
 	if p.Problem != nil || p.Mode != Volcano {
 		t.Fatalf("Plan after Volcano is installed: mode %q, problem %+v; want volcano", p.Mode, p.Problem)
