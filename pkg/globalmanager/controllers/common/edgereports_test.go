@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -120,7 +121,7 @@ func gatedReports(s *gatedServer) *EdgeReports[*sednav1.FederatedLearningJob] {
 		Client:    s.client,
 		EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
 		Recorder:  record.NewFakeRecorder(1000),
-		Now:       func() time.Time { return time.Unix(1000, 0) },
+		Clock:     testingclock.NewFakePassiveClock(time.Unix(1000, 0)),
 	}
 }
 

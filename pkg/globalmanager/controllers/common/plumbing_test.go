@@ -21,6 +21,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
@@ -443,7 +444,7 @@ func TestEdgeReportsApplyEachReportOnceAndTellAfterTheWrite(t *testing.T) {
 				Client:    server.client,
 				EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
 				Recorder:  server.recorder,
-				Now:       func() time.Time { return time.Unix(1000, 0) },
+				Clock:     testingclock.NewFakePassiveClock(time.Unix(1000, 0)),
 			}
 			info := &edgeproto.WorkerInfo{Name: "w", Namespace: "ns", OwnerName: "job", Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
 			if tc.owner != "" {
