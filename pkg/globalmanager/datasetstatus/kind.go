@@ -25,7 +25,7 @@ func init() {
 				_, err := c.SednaV1alpha1().Datasets(obj.GetNamespace()).UpdateStatus(ctx, obj.(*sednav1.Dataset), metav1.UpdateOptions{})
 				return err
 			},
-			Applier: func(d kinds.Deps) any { return NewApplier(d.Client, d.Recorder) },
+			Applier: func(d kinds.Deps) any { return NewApplier(d.Client, d.Recorder, d.ClockOrReal()) },
 		},
 	})
 }
