@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
@@ -41,7 +42,7 @@ func newServer(t *testing.T, opts store.Options) (*Server, *store.Store) {
 		t.Fatal(err)
 	}
 	s := NewServer(klog.Background(), st, st)
-	s.now = func() time.Time { return time.Unix(1000, 0) }
+	s.clock = testingclock.NewFakeClock(time.Unix(1000, 0))
 	return s, st
 }
 
