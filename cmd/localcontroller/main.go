@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/internal/serving"
@@ -322,7 +323,7 @@ func startManagers(ctx context.Context, logger klog.Logger, o options, st *store
 	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root})
 	reg.MustRegister(cycles.Collector())
 	if o.clockFile != "" {
-		cycles.Now = fileClock(logger, o.clockFile)
+		cycles.Wall = newFileClock(logger, o.clockFile)
 		logger.Info("The learning-cycle triggers read the wall clock from a file", "clockFile", o.clockFile)
 	}
 	managersCtx, stopManagers := context.WithCancel(ctx)
@@ -354,33 +355,45 @@ func startLink(ctx context.Context, link *cloudlink.Link, errs chan<- error) (st
 	}
 }
 
-// fileClock returns a clock that reads an RFC 3339 time from path at every
+// fileClock is a clock that reads an RFC 3339 time from path at every
 // call, so a test or a demo moves the learning-cycle triggers' wall clock by
 // rewriting the file, without sleeping. While the file cannot be read or
 // parsed it falls back to the system clock, saying so once per problem.
-func fileClock(logger klog.Logger, path string) func() time.Time {
-	var (
-		mu      sync.Mutex
-		lastErr string
-	)
-	return func() time.Time {
-		t, err := readClockFile(path)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			if err.Error() != lastErr {
-				logger.Error(err, "Using the system clock instead of --clock-file")
-			}
-			lastErr = err.Error()
-			return time.Now()
-		}
-		if lastErr != "" {
-			logger.Info("Reading the wall clock from --clock-file again", "clockFile", path)
-		}
-		lastErr = ""
-		return t
-	}
+type fileClock struct {
+	logger klog.Logger
+	path   string
+
+	mu      sync.Mutex
+	lastErr string
 }
+
+var _ clock.PassiveClock = &fileClock{}
+
+func newFileClock(logger klog.Logger, path string) *fileClock {
+	return &fileClock{logger: logger, path: path}
+}
+
+// Now is the time the file says, or the system clock's.
+func (c *fileClock) Now() time.Time {
+	t, err := readClockFile(c.path)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if err.Error() != c.lastErr {
+			c.logger.Error(err, "Using the system clock instead of --clock-file")
+		}
+		c.lastErr = err.Error()
+		return time.Now()
+	}
+	if c.lastErr != "" {
+		c.logger.Info("Reading the wall clock from --clock-file again", "clockFile", c.path)
+	}
+	c.lastErr = ""
+	return t
+}
+
+// Since is the time from t to Now.
+func (c *fileClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 func readClockFile(path string) (time.Time, error) {
 	data, err := os.ReadFile(path)

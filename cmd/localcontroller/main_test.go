@@ -50,25 +50,25 @@ func TestOptionsValidateNamesMissingFlags(t *testing.T) {
 
 func TestFileClockReadsTheFileAtEveryCallAndFallsBackToTheSystemClock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clock")
-	now := fileClock(klog.Background(), path)
+	clk := newFileClock(klog.Background(), path)
 
 	before := time.Now()
-	if got := now(); got.Before(before) || got.After(time.Now()) {
+	if got := clk.Now(); got.Before(before) || got.After(time.Now()) {
 		t.Errorf("without the file: %v, want the system clock", got)
 	}
 	for _, want := range []string{"2025-03-01T23:00:00+01:00", "2025-03-02T06:30:00Z"} {
 		if err := os.WriteFile(path, []byte(want+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := now().Format(time.RFC3339); got != want {
-			t.Errorf("now() = %s, want %s", got, want)
+		if got := clk.Now().Format(time.RFC3339); got != want {
+			t.Errorf("clk.Now() = %s, want %s", got, want)
 		}
 	}
 	if err := os.WriteFile(path, []byte("tomorrow"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before = time.Now()
-	if got := now(); got.Before(before) || got.After(time.Now()) {
+	if got := clk.Now(); got.Before(before) || got.After(time.Now()) {
 		t.Errorf("with an unparsable file: %v, want the system clock", got)
 	}
 }

@@ -37,7 +37,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -448,16 +447,13 @@ func Namespace(t testing.TB) string {
 			t.Errorf("deleting namespace %s: %v", ns.Name, err)
 		}
 	})
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	Eventually(t, 30*time.Second, "the default ServiceAccount of namespace "+ns.Name, func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return err == nil, err
 	})
-	if err != nil {
-		t.Fatalf("waiting for the default ServiceAccount of namespace %s: %v", ns.Name, err)
-	}
 	return ns.Name
 }
 

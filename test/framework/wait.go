@@ -7,18 +7,16 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/nereid-ml/nereid/internal/testwait"
 )
 
-// Eventually polls cond every 100ms until it holds, failing the test with what
-// when timeout passes first or cond returns an error.
+// Eventually is testwait.Eventually, the tree's one wait for a fact, named
+// here for the integration tests.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, cond)
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
-	}
+	testwait.Eventually(t, timeout, what, cond)
 }
 
 // DeletePodByHand deletes a pod as a user would who wants it gone now

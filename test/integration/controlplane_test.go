@@ -121,16 +121,13 @@ func TestGarbageCollectorCascadesDeletion(t *testing.T) {
 				t.Fatalf("deleting the owner: %v", err)
 			}
 			for _, name := range []string{child.Name, owner.Name} {
-				err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				framework.Eventually(t, 30*time.Second, "ConfigMap "+name+" deleted", func(ctx context.Context) (bool, error) {
 					_, err := configMaps.Get(ctx, name, metav1.GetOptions{})
 					if apierrors.IsNotFound(err) {
 						return true, nil
 					}
 					return false, err
 				})
-				if err != nil {
-					t.Fatalf("waiting for ConfigMap %s to be deleted: %v", name, err)
-				}
 			}
 		})
 	}

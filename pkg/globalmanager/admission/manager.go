@@ -20,6 +20,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
@@ -48,7 +49,8 @@ type Config struct {
 type Manager struct {
 	kube     kubernetes.Interface
 	backfill int
-	now      func() time.Time
+	// clock times the backoffs of refused jobs.
+	clock clock.WithDelayedExecution
 
 	quotas   corelisters.ResourceQuotaLister
 	ranges   corelisters.LimitRangeLister
@@ -103,7 +105,7 @@ func NewManager(cfg Config) *Manager {
 	ranges := factory.Core().V1().LimitRanges()
 	classes := classFactory.Scheduling().V1().PriorityClasses()
 	m := &Manager{
-		kube: cfg.Kube, backfill: cfg.BackfillLimit, now: time.Now,
+		kube: cfg.Kube, backfill: cfg.BackfillLimit, clock: clock.RealClock{},
 		quotas: quotas.Lister(), ranges: ranges.Lister(), classes: classes.Lister(),
 		synced:     []cache.InformerSynced{quotas.Informer().HasSynced, ranges.Informer().HasSynced, classes.Informer().HasSynced},
 		handlers:   map[schema.GroupVersionKind]func(string){},
@@ -225,7 +227,7 @@ func (m *Manager) Admit(ctx context.Context, req Request) (Decision, error) {
 		delete(q.entries, entryKey(req.Kind, req.Key))
 		return Decision{Admitted: true}, nil
 	}
-	for _, other := range q.decide(live.Items, m.backfill, m.now()) {
+	for _, other := range q.decide(live.Items, m.backfill, m.clock.Now()) {
 		if other != e {
 			m.enqueue(other)
 		}
@@ -294,9 +296,9 @@ func (m *Manager) refused(kind schema.GroupVersionKind, key string) time.Duratio
 	e.admitted = false
 	e.refusals++
 	wait := min(refusalBackoff<<(e.refusals-1), maxRefusalBackoff)
-	e.notBefore = m.now().Add(wait)
+	e.notBefore = m.clock.Now().Add(wait)
 	q.mu.Unlock()
-	time.AfterFunc(wait, func() { m.enqueue(e) })
+	m.clock.AfterFunc(wait, func() { m.enqueue(e) })
 	return wait
 }
 

@@ -18,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
@@ -172,7 +174,7 @@ func TestTwoJobsThatDoNotBothFitOneWaitsWhole(t *testing.T) {
 	// qa finishes: the quota controller frees its room; the quota's change
 	// wakes qb, the first waiting.
 	h.setUsed(t, "q", cpu("0"))
-	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/qb") }, "qb woken by the quota's change")
+	testwait.Eventually(t, 10*time.Second, "qb woken by the quota's change", func(context.Context) (bool, error) { return slices.Contains(h.takeWoken(), ns+"/qb"), nil })
 	if d := h.admit(t, request(b, "", 3, "1")); !d.Admitted {
 		t.Fatalf("qb: %+v, want admitted once the room is free", d)
 	}
@@ -190,7 +192,7 @@ func TestHigherPriorityIsAdmittedAheadOfAnOlderJob(t *testing.T) {
 	}
 	h.takeWoken()
 	h.setUsed(t, "q", cpu("0"))
-	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/urgent") }, "urgent, the first in order, woken")
+	testwait.Eventually(t, 10*time.Second, "urgent, the first in order, woken", func(context.Context) (bool, error) { return slices.Contains(h.takeWoken(), ns+"/urgent"), nil })
 	// Whoever asks first, the order decides: old asks, urgent is admitted.
 	if d := h.admit(t, request(old, "", 3, "1")); d.Admitted {
 		t.Fatalf("old admitted ahead of the higher-priority urgent: %+v", d)
@@ -294,24 +296,13 @@ func TestAChangedRequestAsksAgain(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestARefusedJobBacksOff: a job the API server refused after admission
-// (Undo) is not admitted again before its backoff, which doubles; then it
-// is woken and admitted.
+// (Undo) is not admitted again before its backoff, which doubles; it is
+// woken when the backoff ends, not before, and admitted.
 func TestARefusedJobBacksOff(t *testing.T) {
 	h := start(t, 0, quota("q", cpu("4"), cpu("0")))
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h.m.now = func() time.Time { return now }
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h.m.clock = clk
 	a := newJob("a", 0)
 	for i, want := range []time.Duration{5 * time.Second, 10 * time.Second} {
 		if d := h.admit(t, request(a, "", 2, "1")); !d.Admitted {
@@ -325,9 +316,16 @@ func TestARefusedJobBacksOff(t *testing.T) {
 		if d.Admitted || !strings.Contains(d.Message, fmt.Sprintf("refused a pod of it for quota after it was admitted (%d refusals so far)", i+1)) {
 			t.Fatalf("refusal %d: %+v, want waiting out its backoff", i+1, d)
 		}
-		now = now.Add(want)
+		h.takeWoken()
+		clk.Step(want - time.Millisecond)
+		if slices.Contains(h.takeWoken(), ns+"/a") {
+			t.Fatalf("refusal %d: a woken before its backoff of %s ended", i+1, want)
+		}
+		clk.Step(time.Millisecond)
+		if !slices.Contains(h.takeWoken(), ns+"/a") {
+			t.Fatalf("refusal %d: a not woken when its backoff of %s ended", i+1, want)
+		}
 	}
-	waitFor(t, func() bool { return slices.Contains(h.takeWoken(), ns+"/a") }, "a woken when its backoff ends")
 }
 
 // TestAJobThatAsksNoMoreDoesNotHoldTheQueue: a waiting head that stops

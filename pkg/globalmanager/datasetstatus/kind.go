@@ -21,7 +21,7 @@ func init() {
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.Dataset] {
 				return c.SednaV1alpha1().Datasets(ns)
 			}),
-			Applier: func(d kinds.Deps) any { return NewApplier(d.Client, d.Recorder) },
+			Applier: func(d kinds.Deps) any { return NewApplier(d.Client, d.Recorder, d.ClockOrReal()) },
 		},
 	})
 }

@@ -8,12 +8,12 @@ package datasetstatus
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -35,13 +35,14 @@ const (
 // Applier writes dataset counts to Dataset status.
 type Applier struct {
 	reports *edgestatus.EdgeReports[*sednav1.Dataset]
-	now     func() time.Time
+	clock   clock.PassiveClock
 }
 
 // NewApplier returns an Applier writing with client and telling the user
-// through recorder when the index file becomes unreadable or readable again.
-func NewApplier(client sednaclient.Interface, recorder record.EventRecorder) *Applier {
-	a := &Applier{now: time.Now}
+// through recorder when the index file becomes unreadable or readable again;
+// clk says when a count was applied.
+func NewApplier(client sednaclient.Interface, recorder record.EventRecorder, clk clock.PassiveClock) *Applier {
+	a := &Applier{clock: clk}
 	a.reports = &edgestatus.EdgeReports[*sednav1.Dataset]{
 		Kind: "dataset",
 		Client: func(ns string) common.StatusClient[*sednav1.Dataset] {
@@ -67,7 +68,7 @@ func (a *Applier) ApplyDatasetReport(ctx context.Context, from edgeproto.Source,
 		}
 		before := apimeta.FindStatusCondition(ds.Status.Conditions, ConditionReadable)
 		wasReadable := before != nil && before.Status == metav1.ConditionTrue
-		changed := Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.now()))
+		changed := Apply(&ds.Status, ds.Generation, d, metav1.NewTime(a.clock.Now()))
 		if last := ds.Status.LastReport; last == nil || last.Node != from.Node || last.Store != from.Store || last.ID != int64(r.ID) {
 			ds.Status.LastReport = &sednav1.DatasetReportID{Node: from.Node, Store: from.Store, ID: int64(r.ID)}
 			changed = true

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
@@ -67,7 +68,7 @@ func TestApplyDatasetReport(t *testing.T) {
 			ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", Generation: 1}, Status: tc.before}
 			client := fake.NewSimpleClientset(ds)
 			recorder := record.NewFakeRecorder(10)
-			a := NewApplier(client, recorder)
+			a := NewApplier(client, recorder, clock.RealClock{})
 			tc.report.Namespace, tc.report.Name = "ns", "a"
 			if err := a.ApplyDatasetReport(t.Context(), edgeproto.Source{Node: "edge-0", Store: "store-1"}, &edgeproto.Report{ID: 1}, &tc.report); err != nil {
 				t.Fatal(err)
@@ -93,7 +94,7 @@ func TestApplyDatasetReport(t *testing.T) {
 }
 
 func TestApplyDatasetReportRefusesAMissingDataset(t *testing.T) {
-	a := NewApplier(fake.NewSimpleClientset(), record.NewFakeRecorder(1))
+	a := NewApplier(fake.NewSimpleClientset(), record.NewFakeRecorder(1), clock.RealClock{})
 	err := a.ApplyDatasetReport(t.Context(), edgeproto.Source{Node: "edge-0", Store: "store-1"}, &edgeproto.Report{ID: 1},
 		&edgeproto.DatasetReport{Namespace: "ns", Name: "gone", CountedAt: time.Now()})
 	if _, refused := edgeproto.IsRefused(err); !refused {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 )
@@ -33,7 +34,7 @@ const maxLimitedAddresses = 100_000
 // addressLimiter counts refusals by client address.
 type addressLimiter struct {
 	perMinute int // 0 or less: no limit
-	now       func() time.Time
+	clock     clock.PassiveClock
 
 	mu    sync.Mutex
 	addrs map[string]*addressRefusals
@@ -45,8 +46,8 @@ type addressRefusals struct {
 	blockedUntil time.Time
 }
 
-func newAddressLimiter(perMinute int, now func() time.Time) *addressLimiter {
-	return &addressLimiter{perMinute: perMinute, now: now, addrs: make(map[string]*addressRefusals)}
+func newAddressLimiter(perMinute int, clk clock.PassiveClock) *addressLimiter {
+	return &addressLimiter{perMinute: perMinute, clock: clk, addrs: make(map[string]*addressRefusals)}
 }
 
 // blocked says whether connections from remoteAddr (host:port) are refused
@@ -58,7 +59,7 @@ func (l *addressLimiter) blocked(remoteAddr string) (after int, blocked bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.addrs[clientAddress(remoteAddr)]
-	now := l.now()
+	now := l.clock.Now()
 	if r == nil || !now.Before(r.blockedUntil) {
 		return 0, false
 	}
@@ -73,7 +74,7 @@ func (l *addressLimiter) refused(remoteAddr string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key, now := clientAddress(remoteAddr), l.now()
+	key, now := clientAddress(remoteAddr), l.clock.Now()
 	r := l.addrs[key]
 	if r == nil {
 		boundedmap.MakeRoom(l.addrs, maxLimitedAddresses, func(r *addressRefusals) bool {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -43,12 +44,12 @@ func TestAnAddressRefusedTooOftenIsBlockedForAWhile(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			now := time.Unix(1000, 0)
-			l := newAddressLimiter(tc.perMinute, func() time.Time { return now })
+			clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
+			l := newAddressLimiter(tc.perMinute, clk)
 			for _, a := range tc.refused {
 				l.refused(a)
 			}
-			now = now.Add(tc.wait)
+			clk.SetTime(clk.Now().Add(tc.wait))
 			var got blocked
 			got.After, got.Blocked = l.blocked(tc.ask)
 			if diff := cmp.Diff(tc.want, got); diff != "" {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
@@ -119,7 +120,7 @@ type authenticator struct {
 	maxEntries   int
 	slots        chan struct{} // one per review in flight
 	queueTimeout time.Duration
-	now          func() time.Time
+	clock        clock.Clock
 
 	waiting atomic.Int64 // connections waiting for a slot
 
@@ -145,7 +146,7 @@ type authenticator struct {
 // the API server, which checks the bound Pod.
 const deletedMemory = 10 * time.Minute
 
-func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.Time) *authenticator {
+func newAuthenticator(client kubernetes.Interface, cfg Config, clk clock.Clock) *authenticator {
 	accounts := make(map[string]bool, len(cfg.ServiceAccounts))
 	for _, sa := range cfg.ServiceAccounts {
 		accounts[sa] = true
@@ -158,11 +159,11 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, now func() time.T
 		nodeSelector:    cfg.nodeSelector,
 		daemonSet:       types.NamespacedName{Namespace: dsNamespace, Name: dsName},
 		reviewEvery:     cfg.ReviewEveryToken,
-		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, now),
+		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, clk.Now),
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
 		queueTimeout:    cfg.ReviewQueueTimeout,
-		now:             now,
+		clock:           clk,
 		deleted:         make(map[types.UID]time.Time),
 		refusedAfter:    make(map[types.UID]time.Time),
 	}
@@ -232,9 +233,9 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	if res, ok := a.reviews.Get(token); ok {
 		return res.id, res.refusal
 	}
-	started := a.now()
+	started := a.clock.Now()
 	id, refusal = a.review(ctx, token, claims)
-	a.retry.reviewed(a.now().Sub(started))
+	a.retry.reviewed(a.clock.Now().Sub(started))
 	if id != nil && a.podDeleted(id.podUID) {
 		// Deleted while the review was in flight.
 		id, refusal = nil, podDeletedRefusal()
@@ -286,7 +287,7 @@ func (a *authenticator) countReview(result string) {
 // Retry-After from the retry planner.
 func (a *authenticator) busy() *authError {
 	return &authError{status: http.StatusServiceUnavailable, metric: refusedBusy,
-		retryAfter: a.retry.after(a.now(), int(a.waiting.Load()), cap(a.slots)),
+		retryAfter: a.retry.after(a.clock.Now(), int(a.waiting.Load()), cap(a.slots)),
 		reason:     "too many connections are being authenticated, try again later"}
 }
 
@@ -371,7 +372,7 @@ func (a *authenticator) precheck(token string) (*tokenreview.Claims, *authError)
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
 				edgeproto.Clip(strings.Join(claims.Audience, ","), 256, "…"), a.audience)}
-	case claims.Expiry > 0 && !a.now().Before(time.Unix(claims.Expiry, 0)):
+	case claims.Expiry > 0 && !a.clock.Now().Before(time.Unix(claims.Expiry, 0)):
 		return nil, invalidToken("expired")
 	}
 	return claims, nil
@@ -523,7 +524,7 @@ func (a *authenticator) forgetPod(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
-	remember(a.deleted, uid, a.now(), a.maxEntries)
+	remember(a.deleted, uid, a.clock.Now(), a.maxEntries)
 }
 
 // reviewFirst drops the cached identities of a Pod whose token a review
@@ -534,7 +535,7 @@ func (a *authenticator) reviewFirst(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
-	remember(a.refusedAfter, uid, a.now(), a.maxEntries)
+	remember(a.refusedAfter, uid, a.clock.Now(), a.maxEntries)
 }
 
 // mustReview reports whether the Pod uid's tokens must be reviewed.
@@ -542,7 +543,7 @@ func (a *authenticator) mustReview(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.refusedAfter[uid]
-	return ok && a.now().Sub(at) <= deletedMemory
+	return ok && a.clock.Now().Sub(at) <= deletedMemory
 }
 
 // forgetPodIdentities drops the cached identities of the Pod uid, whose
@@ -600,5 +601,5 @@ func (a *authenticator) podDeleted(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.deleted[uid]
-	return ok && a.now().Sub(at) <= deletedMemory
+	return ok && a.clock.Now().Sub(at) <= deletedMemory
 }

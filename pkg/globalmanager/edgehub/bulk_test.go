@@ -1,6 +1,7 @@
 package edgehub
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
@@ -198,9 +200,9 @@ func TestBulkSyncOfTwentyThousandObjectsKeepsAcksAndReportsFlowing(t *testing.T)
 	if got := f.metric("resends_total"); got != 0 {
 		t.Errorf("resends_total = %v, want 0", got)
 	}
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "every object acknowledged", func(context.Context) (bool, error) {
 		n := f.hubUnacked("edge-a")
-		return n == 0, fmt.Sprintf("%d objects unacknowledged", n)
+		return n == 0, nil
 	})
 }
 

@@ -148,7 +148,7 @@ func newConditionWriter(h *Hub) *conditionWriter {
 		want: make(map[conditionKey]syncCondition),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[conditionKey](100*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[conditionKey]{Name: "edgehub_conditions"}),
+			workqueue.TypedRateLimitingQueueConfig[conditionKey]{Name: "edgehub_conditions", Clock: h.clock}),
 	}
 }
 
@@ -212,7 +212,7 @@ func (w *conditionWriter) write(ctx context.Context, key conditionKey) error {
 		return err
 	}
 	obj := cached.(runtime.Object).DeepCopyObject().(metav1.Object)
-	if !k.conditions.set(obj, c, metav1.NewTime(w.hub.now())) {
+	if !k.conditions.set(obj, c, metav1.NewTime(w.hub.clock.Now())) {
 		w.forget(ref, c)
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 )
@@ -184,6 +185,9 @@ type Config struct {
 
 	// nodeSelector is NodeSelector parsed, by validate.
 	nodeSelector labels.Selector
+	// clock is where the hub's time comes from, its timers included: the
+	// real clock unless a test sets a fake one.
+	clock clock.WithTickerAndDelayedExecution
 }
 
 func (c Config) withDefaults() Config {
@@ -230,6 +234,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReportWrites <= 0 {
 		c.ReportWrites = DefaultReportWrites
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
@@ -42,6 +43,7 @@ type confirmer struct {
 	metrics *metrics
 	queue   workqueue.TypedRateLimitingInterface[string] // by node; failed reviews back off per node
 	pace    *rate.Limiter                                // confirmRate, across nodes
+	clock   clock.WithTicker                             // the hub's, for the backoff and the pace
 
 	mu      sync.Mutex
 	pending map[string]pendingToken // by node
@@ -53,13 +55,14 @@ type pendingToken struct {
 	token string
 }
 
-func newConfirmer(auth *authenticator, m *metrics) *confirmer {
+func newConfirmer(auth *authenticator, m *metrics, clk clock.WithTicker) *confirmer {
 	return &confirmer{
 		auth: auth, metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "edgehub_token_confirmations"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "edgehub_token_confirmations", Clock: clk}),
 		pace:    rate.NewLimiter(confirmRate, 1),
+		clock:   clk,
 		pending: make(map[string]pendingToken),
 	}
 }
@@ -103,6 +106,26 @@ func (c *confirmer) run(ctx context.Context) {
 	wg.Wait()
 }
 
+// waitTurn waits, on the hub's clock, for the turn of one review at
+// confirmRate; false when ctx ends first.
+func (c *confirmer) waitTurn(ctx context.Context) bool {
+	now := c.clock.Now()
+	r := c.pace.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	if delay == 0 {
+		return ctx.Err() == nil
+	}
+	t := c.clock.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		r.CancelAt(c.clock.Now()) // the turn not taken goes to the next
+		return false
+	}
+}
+
 // confirmNode reviews the token of node's connection, if one waits: a
 // refusal closes the connection, and has the Pod's next token reviewed
 // before it is accepted; an error of the review has it tried again later.
@@ -114,7 +137,7 @@ func (c *confirmer) confirmNode(ctx context.Context, node string) {
 		c.queue.Forget(node)
 		return
 	}
-	if c.pace.Wait(ctx) != nil {
+	if !c.waitTurn(ctx) {
 		return
 	}
 	refusal := c.auth.confirm(ctx, p.s.id, p.token)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -84,7 +84,7 @@ func TestOnlyTheDaemonSetsPodsAreLocalControllers(t *testing.T) {
 			if err := cfg.validate(); err != nil {
 				t.Fatal(err)
 			}
-			a := newAuthenticator(kube, cfg, time.Now)
+			a := newAuthenticator(kube, cfg, clock.RealClock{})
 			pods, daemonSets := cache.NewStore(cache.MetaNamespaceKeyFunc), cache.NewStore(cache.MetaNamespaceKeyFunc)
 			a.podCache, a.daemonSets = stores{pods}, daemonSets
 			if tc.cached != nil {

@@ -1,12 +1,14 @@
 package edgehub
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -75,9 +77,9 @@ func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "the cache to have fl-a at version 44", func(context.Context) (bool, error) {
 		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
-		return ok && j.GetResourceVersion() == "44", "the cache does not have version 44"
+		return ok && j.GetResourceVersion() == "44", nil
 	})
 	c.quiet(4 * testConfig.ResendAfter)
 	if got := f.metric("messages_sent_total", "type", "upsert"); got != upserts {

@@ -31,6 +31,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -211,6 +213,46 @@ func (a workerApplier) ApplyReports(_ context.Context, from Source, reports []ed
 		}
 		return nil
 	})
+}
+
+// fakeClock is the hub's clock in a test that moves time itself: a
+// testingclock.FakeClock whose AfterFunc runs its function on a goroutine of
+// its own, as time.AfterFunc does, and whose Step returns once the functions
+// it made due have returned. FakeClock runs them inside Step, holding its
+// lock, where one that resets its timer (session.every) or reads the clock
+// would deadlock. It starts at the wall clock's now, so that the hub's
+// certificate is valid.
+type fakeClock struct {
+	*testingclock.FakeClock
+	running sync.WaitGroup
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{FakeClock: testingclock.NewFakeClock(time.Now())}
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	timer := make(chan clock.Timer, 1)
+	t := c.FakeClock.AfterFunc(d, func() {
+		// FakeClock also sends on the timer's channel, which nothing
+		// reads: a second firing, after a Reset, would block on it.
+		t := <-timer
+		<-t.C()
+		timer <- t
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			f()
+		}()
+	})
+	timer <- t
+	return t
+}
+
+// Step moves the clock on by d and waits for the functions that came due.
+func (c *fakeClock) Step(d time.Duration) {
+	c.FakeClock.Step(d)
+	c.running.Wait()
 }
 
 // fixture runs a hub on loopback with fake clients.

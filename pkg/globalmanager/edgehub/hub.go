@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -102,8 +103,12 @@ type Hub struct {
 	closing    bool
 	conns      sync.WaitGroup // connection handlers
 
+	// clock is Config's: every time the hub reads and every timer it sets
+	// but the connections' deadlines, which are instants of the wall clock
+	// the network keeps.
+	clock clock.WithTickerAndDelayedExecution
+
 	// Test seams.
-	now   func() time.Time
 	ready chan struct{} // closed once Run listens, at addr
 	addr  net.Addr
 }
@@ -138,11 +143,42 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 	if err != nil {
 		return nil, fmt.Errorf("registering edge hub metrics: %w", err)
 	}
+	h := newHub(kubeClient, edgeKinds(table, client, informers), workers.Pods.Informer(), appliers, recorder, m, cfg)
+	if err := h.addIndexers(); err != nil {
+		return nil, err
+	}
+	if err := h.watchLocalControllerPods(); err != nil {
+		return nil, err
+	}
+	if err := h.watchEdgeNodes(); err != nil {
+		return nil, err
+	}
+	if err := h.watchDaemonSet(); err != nil {
+		return nil, err
+	}
+	if err := h.registerKeysGauge(reg); err != nil {
+		return nil, err
+	}
+	if err := h.watchKinds(); err != nil {
+		return nil, err
+	}
+	if err := h.watchWorkerPods(); err != nil {
+		return nil, err
+	}
+	if err := h.followWorkerChain(workers); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// newHub is a hub and its parts, watching nothing yet.
+func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.SharedIndexInformer, appliers Appliers,
+	recorder record.EventRecorder, m *metrics, cfg Config) *Hub {
 	h := &Hub{
 		client:   kubeClient,
-		kinds:    edgeKinds(table, client, informers),
+		kinds:    edgeKinds,
 		byName:   make(map[string]*kind),
-		pods:     workers.Pods.Informer(),
+		pods:     pods,
 		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
 		recorder: recorder,
@@ -157,7 +193,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		sessions: make(map[string]*session),
 		greeting: make(map[string]*websocket.Conn),
 		connects: make(map[string]*rate.Limiter),
-		now:      time.Now,
+		clock:    cfg.clock,
 		ready:    make(chan struct{}),
 	}
 	for _, k := range h.kinds {
@@ -169,32 +205,33 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		}
 	}
 	h.conditions = newConditionWriter(h)
-	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, func() time.Time { return h.now() })
-	h.refusals = newRefusalLog(func() time.Time { return h.now() })
-	h.links = newLinks(kubeClient, cfg, func() time.Time { return h.now() })
-	h.auth = newAuthenticator(kubeClient, cfg, func() time.Time { return h.now() })
+	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
+	h.refusals = newRefusalLog(h.clock)
+	h.links = newLinks(kubeClient, cfg, h.clock)
+	h.auth = newAuthenticator(kubeClient, cfg, h.clock)
 	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
-	h.confirmer = newConfirmer(h.auth, m)
-	if err := h.addIndexers(); err != nil {
-		return nil, err
+	h.confirmer = newConfirmer(h.auth, m, h.clock)
+	return h
+}
+
+// registerKeysGauge registers with reg, when both are set, the gauge of the
+// token issuer's keys the hub holds.
+func (h *Hub) registerKeysGauge(reg prometheus.Registerer) error {
+	if reg == nil || h.auth.keys == nil {
+		return nil
 	}
-	if err := h.watchLocalControllerPods(); err != nil {
-		return nil, err
+	keys := h.auth.keys
+	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
+		Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
+		func() float64 { return float64(keys.count()) })); err != nil {
+		return fmt.Errorf("registering edge hub metrics: %w", err)
 	}
-	if err := h.watchEdgeNodes(); err != nil {
-		return nil, err
-	}
-	if err := h.watchDaemonSet(); err != nil {
-		return nil, err
-	}
-	if reg != nil && h.auth.keys != nil {
-		keys := h.auth.keys
-		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
-			Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
-			func() float64 { return float64(keys.count()) })); err != nil {
-			return nil, fmt.Errorf("registering edge hub metrics: %w", err)
-		}
-	}
+	return nil
+}
+
+// watchKinds marks dirty the nodes an object of a kind the hub sends was or
+// is for, as it comes, changes on the edge's side, or goes.
+func (h *Hub) watchKinds() error {
 	for _, k := range h.kinds {
 		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
@@ -210,13 +247,18 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 			},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("adding edge hub event handler: %w", err)
+			return fmt.Errorf("adding edge hub event handler: %w", err)
 		}
 		h.synced = append(h.synced, k.informer.HasSynced, reg.HasSynced)
 	}
-	// A worker pod that is bound to a node, or leaves it, changes what the
-	// node's LocalController is sent: its owner, and its workers' names.
-	podReg, err := h.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	return nil
+}
+
+// watchWorkerPods marks dirty the nodes of a worker pod that is bound to a
+// node, or leaves it: that changes what the node's LocalController is sent,
+// its owner and its workers' names.
+func (h *Hub) watchWorkerPods() error {
+	reg, err := h.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
@@ -228,13 +270,10 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		DeleteFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("adding edge hub pod handler: %w", err)
+		return fmt.Errorf("adding edge hub pod handler: %w", err)
 	}
-	h.synced = append(h.synced, h.pods.HasSynced, podReg.HasSynced)
-	if err := h.followWorkerChain(workers); err != nil {
-		return nil, err
-	}
-	return h, nil
+	h.synced = append(h.synced, h.pods.HasSynced, reg.HasSynced)
+	return nil
 }
 
 // followWorkerChain caches the ReplicaSets and Deployments of workers for
@@ -341,7 +380,7 @@ func (h *Hub) watchLocalControllerPods() error {
 		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
 	}
 	// The keys refuse junk even when every token is reviewed.
-	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), func() time.Time { return h.now() })
+	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), h.clock)
 	for _, sa := range h.cfg.ServiceAccounts {
 		ns, name, _ := strings.Cut(sa, "/")
 		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
@@ -511,32 +550,74 @@ func (h *Hub) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("edgehub")
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Waiting for caches to sync")
+	synced := h.startCaches(ctx)
+	h.startAuthLoops(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return errors.New("edge hub caches did not sync")
+	}
+	ln, srv, err := h.listen(ctx)
+	if err != nil {
+		return err
+	}
+
+	go h.conditions.run(ctx)
+	go h.runReach(ctx)
+	go h.refusals.run(ctx)
+	leasesCtx, stopLeases := context.WithCancel(ctx)
+	leasesDone := make(chan struct{})
+	go func() {
+		defer close(leasesDone)
+		h.links.run(leasesCtx)
+	}()
+
+	labeled, err := h.serve(ctx, ln, srv)
+
+	// Shut down: no new connections, close the live ones, write their
+	// Leases one last time.
+	stopLeases()
+	<-leasesDone
+	h.shutdown(ctx, srv, labeled)
+	logger.Info("Edge hub stopped")
+	return err
+}
+
+// startCaches starts the caches the hub runs itself and returns those Run
+// waits for: not the accepted ServiceAccounts', which only the hub's own
+// verification of tokens needs: until they are read (or if they cannot
+// be), tokens are reviewed.
+func (h *Hub) startCaches(ctx context.Context) []cache.InformerSynced {
 	synced := append([]cache.InformerSynced(nil), h.synced...)
 	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes, h.lcDaemonSet}, h.lcPods...) {
 		go inf.Run(ctx.Done())
 		synced = append(synced, inf.HasSynced)
 	}
-	// The hub's own verification of tokens is not waited for: until its
-	// keys and ServiceAccounts are read (or if they cannot be), tokens are
-	// reviewed.
 	for _, inf := range h.lcAccounts {
 		go inf.Run(ctx.Done())
 	}
+	return synced
+}
+
+// startAuthLoops starts what keeps the authentication current: the reads of
+// the issuer's keys, the confirmation of tokens the hub accepted itself,
+// and the rechecks of open connections.
+func (h *Hub) startAuthLoops(ctx context.Context) {
 	if h.auth.keys != nil {
 		go h.auth.keys.run(ctx)
 	}
 	go h.confirmer.run(ctx) // idle while every token is reviewed
 	go h.runRechecks(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return errors.New("edge hub caches did not sync")
-	}
+}
+
+// listen listens at Config.Address, closes h.ready, and returns the server
+// that is to serve it.
+func (h *Hub) listen(ctx context.Context) (net.Listener, *http.Server, error) {
 	cert, err := h.servingCertificate(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", h.cfg.Address)
 	if err != nil {
-		return fmt.Errorf("edge hub listening: %w", err)
+		return nil, nil, fmt.Errorf("edge hub listening: %w", err)
 	}
 	h.addr = ln.Addr()
 	close(h.ready)
@@ -555,39 +636,35 @@ func (h *Hub) Run(ctx context.Context) error {
 		ErrorLog:       klog.NewStandardLogger("WARNING"),
 		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
+	return ln, srv, nil
+}
 
-	go h.conditions.run(ctx)
-	go h.runReach(ctx)
-	go h.refusals.run(ctx)
-	leasesCtx, stopLeases := context.WithCancel(ctx)
-	leasesDone := make(chan struct{})
-	go func() {
-		defer close(leasesDone)
-		h.links.run(leasesCtx)
-	}()
-
+// serve serves ln with srv, and labels the GlobalManager's Pod as serving,
+// until ctx is done or serving fails. It says whether the label was set.
+func (h *Hub) serve(ctx context.Context, ln net.Listener, srv *http.Server) (labeled bool, err error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
-	logger.Info("Serving edge connections", "address", h.addr.String(), "path", ConnectPath)
+	klog.FromContext(ctx).Info("Serving edge connections", "address", h.addr.String(), "path", ConnectPath)
 	// Only now may the hub's Service send edge nodes here.
-	labeled := make(chan error, 1)
-	go func() { labeled <- SetServing(ctx, h.client, h.cfg.Pod, true) }()
-	isLabeled := false
+	labeledErr := make(chan error, 1)
+	go func() { labeledErr <- SetServing(ctx, h.client, h.cfg.Pod, true) }()
 	for waiting := true; waiting; {
 		select {
 		case <-ctx.Done():
 			err, waiting = nil, false
 		case err = <-served:
 			err, waiting = fmt.Errorf("edge hub serving: %w", err), false
-		case err = <-labeled:
-			labeled, isLabeled, waiting = nil, err == nil, err == nil
+		case err = <-labeledErr:
+			labeledErr, labeled, waiting = nil, err == nil, err == nil
 		}
 	}
+	return labeled, err
+}
 
-	// Shut down: no new connections, close the live ones, write their
-	// Leases one last time.
-	stopLeases()
-	<-leasesDone
+// shutdown closes the live connections, stops srv, writes the Leases that
+// changed, and, when labeled, takes the serving label off the
+// GlobalManager's Pod.
+func (h *Hub) shutdown(ctx context.Context, srv *http.Server, labeled bool) {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	h.mu.Lock()
@@ -607,13 +684,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	_ = srv.Shutdown(shutdownCtx) // hijacked connections are not its
 	h.conns.Wait()
 	h.links.writeDue(shutdownCtx, true)
-	if isLabeled {
+	if labeled {
 		if uerr := SetServing(shutdownCtx, h.client, h.cfg.Pod, false); uerr != nil {
-			logger.Error(uerr, "Cannot take the serving label off the GlobalManager's Pod; it is taken off when it starts again")
+			klog.FromContext(ctx).Error(uerr, "Cannot take the serving label off the GlobalManager's Pod; it is taken off when it starts again")
 		}
 	}
-	logger.Info("Edge hub stopped")
-	return err
 }
 
 // handler serves ConnectPath; the sessions it starts live in ctx.
@@ -723,7 +798,7 @@ const maxPacedNodes = 100_000
 func (h *Hub) connectAllowed(node string) (after int, ok bool) {
 	h.connectsMu.Lock()
 	defer h.connectsMu.Unlock()
-	now := time.Now()
+	now := h.clock.Now()
 	lim := h.connects[node]
 	if lim == nil {
 		boundedmap.MakeRoom(h.connects, maxPacedNodes, func(l *rate.Limiter) bool { return l.TokensAt(now) >= connectBurst })

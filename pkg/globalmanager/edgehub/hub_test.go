@@ -33,6 +33,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
@@ -361,8 +362,8 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 		}
 		break
 	}
-	waitFor(t, func() (bool, string) {
-		return f.metric("tokens_confirmed_total", "result", "confirmed") == 1, "edge-b's token confirmed"
+	testwait.Eventually(t, 5*time.Second, "edge-b's token confirmed", func(context.Context) (bool, error) {
+		return f.metric("tokens_confirmed_total", "result", "confirmed") == 1, nil
 	})
 	if got := f.metric("tokens_confirmed_total", "result", "refused"); got != 1 {
 		t.Errorf("tokens_confirmed_total{result=refused} = %v, want 1", got)
@@ -379,8 +380,14 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 }
 
 func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
-	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": time.Now().Add(2 * time.Second).Unix()})
+	clk := newFakeClock()
+	cfg := testConfig
+	cfg.clock = clk
+	f := newFixture(t, cfg, edgeObjects()...)
+	// Within recheckPeriod, so that no recheck runs meanwhile.
+	const lifetime = 10 * time.Second
+	expiry := clk.Now().Add(lifetime)
+	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": expiry.Unix()})
 	conn, _, err := f.dial(token)
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +400,28 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 	if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 		t.Fatal(err)
 	}
+	// The session sets its expiry before it answers the Hello: once
+	// Synced comes, the token's time can run out.
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, frame, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("reading up to Synced: %v", err)
+		}
+		if m, err := edgeproto.Decode(frame); err == nil && m.Type() == edgeproto.TypeSynced {
+			break
+		}
+	}
+	// exp is in whole seconds: the token expires within the second
+	// before expiry.
+	clk.Step(lifetime - 2*time.Second)
+	f.hub.mu.RLock()
+	s := f.hub.sessions["edge-a"]
+	f.hub.mu.RUnlock()
+	if s == nil || s.ctx.Err() != nil {
+		t.Fatal("the connection ended before its token expired")
+	}
+	clk.Step(3 * time.Second)
 	for {
 		if _, _, err = conn.ReadMessage(); err != nil {
 			break
@@ -466,7 +494,7 @@ func TestNewerConnectionReplacesAnOlderOneStillInItsHello(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	first := f.open("edge-a")
 	first.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: []edgeproto.ObjectVersion{version("Model", "a", "1")}, More: true})
-	waitFor(t, func() (bool, string) { return f.hub.greetingFor("edge-a") != nil, "the first connection in its hello" })
+	testwait.Eventually(t, 5*time.Second, "the first connection in its hello", func(context.Context) (bool, error) { return f.hub.greetingFor("edge-a") != nil, nil })
 
 	replaceConnection(t, f, first)
 	if c := f.hub.greetingFor("edge-a"); c != nil {
@@ -685,27 +713,27 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 	}
 
 	// The Lease shows the link and the last report acknowledged.
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say connected, report 13 of the test store, nothing unacknowledged", func(context.Context) (bool, error) {
 		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
 		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
 			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
 		want := []string{"edge-a", "edge-a", "connected", "13", testStore, "0"}
-		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, cmp.Diff(want, got)
+		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, nil
 	})
 	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
 	if err != nil || len(leases.Items) != 1 {
 		t.Errorf("leases labelled %s: %v (%v), want edge-a's", LabelEdgeNode, leases, err)
 	}
 	c.conn.Close()
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say it is disconnected", func(context.Context) (bool, error) {
 		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
-		return lease.Annotations[AnnotationLink] == LinkDisconnected, lease.Annotations[AnnotationLink]
+		return lease.Annotations[AnnotationLink] == LinkDisconnected, nil
 	})
 }
 
@@ -717,14 +745,14 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	}
 	leaseSays := func(wantID, wantStore string) {
 		t.Helper()
-		waitFor(t, func() (bool, string) {
+		testwait.Eventually(t, 5*time.Second, "edge-a's Lease to name the last report and its store", func(context.Context) (bool, error) {
 			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error()
+				return false, nil
 			}
 			got := []string{lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore]}
 			want := []string{wantID, wantStore}
-			return slices.Equal(got, want), cmp.Diff(want, got)
+			return slices.Equal(got, want), nil
 		})
 	}
 
@@ -946,21 +974,6 @@ func updateJob(t *testing.T, f *fixture, name, rv string, change func(*sednav1.F
 	}
 }
 
-func waitFor(t *testing.T, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met: %s", detail)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
@@ -971,9 +984,9 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	f.hub.mu.Lock()
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "the cache to have fl-a at version 43", func(context.Context) (bool, error) {
 		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
-		return ok && j.GetResourceVersion() == "43", "the cache does not have version 43"
+		return ok && j.GetResourceVersion() == "43", nil
 	})
 	f.hub.mu.Unlock()
 
@@ -993,24 +1006,30 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 // something to send (the difference, a heartbeat, a change) and ends once it
 // is sent.
 func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
-	f := newFixture(t, testConfig, edgeObjects()...)
+	clk := newFakeClock()
+	cfg := testConfig
+	cfg.clock = clk
+	f := newFixture(t, cfg, edgeObjects()...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	f.hub.mu.RLock()
 	s := f.hub.sessions["edge-a"]
 	f.hub.mu.RUnlock()
-	idle := func() (bool, string) {
+	idle := func(context.Context) (bool, error) {
 		s.wakeMu.Lock()
 		defer s.wakeMu.Unlock()
-		return !s.writing, "a writer goroutine still runs"
+		return !s.writing, nil
 	}
-	waitFor(t, idle)
+	testwait.Eventually(t, 5*time.Second, "no writer goroutine running", idle)
 
 	beats := f.metric("messages_sent_total", "type", "heartbeat")
-	waitFor(t, func() (bool, string) {
-		return f.metric("messages_sent_total", "type", "heartbeat") >= beats+2, "no heartbeats from an idle connection"
-	})
-	waitFor(t, idle)
+	for beat := 1.0; beat <= 2; beat++ {
+		clk.Step(cfg.HeartbeatPeriod)
+		testwait.Eventually(t, 5*time.Second, fmt.Sprintf("heartbeat %v on an idle connection", beat), func(context.Context) (bool, error) {
+			return f.metric("messages_sent_total", "type", "heartbeat") == beats+beat, nil
+		})
+		testwait.Eventually(t, 5*time.Second, "no writer goroutine running after the heartbeat", idle)
+	}
 
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	up := c.must(5 * time.Second).(*edgeproto.Upsert)
@@ -1018,10 +1037,10 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 		t.Fatalf("got %s, want fl-a at 42", summary(up))
 	}
 	c.send(&edgeproto.Ack{Objects: []edgeproto.ObjectVersion{up.ObjectVersion}})
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "the Ack taken and no writer goroutine running", func(context.Context) (bool, error) {
 		s.wakeMu.Lock()
 		defer s.wakeMu.Unlock()
-		return !s.writing && len(s.acks) == 0, "the Ack is not taken, or a writer goroutine still runs"
+		return !s.writing && len(s.acks) == 0, nil
 	})
 	if got := f.metric("messages_sent_total", "type", "upsert") - f.metric("resends_total"); got != 1 {
 		t.Errorf("sent %v upserts besides resends, want 1", got)
@@ -1146,9 +1165,9 @@ func (f *fixture) edgeSynced(name string) *sednav1.JobCondition {
 func (f *fixture) untilEdgeSynced(name string, st corev1.ConditionStatus) sednav1.JobCondition {
 	f.t.Helper()
 	var c *sednav1.JobCondition
-	waitFor(f.t, func() (bool, string) {
+	testwait.Eventually(f.t, 5*time.Second, fmt.Sprintf("%s's EdgeSynced condition of status %s", name, st), func(context.Context) (bool, error) {
 		c = f.edgeSynced(name)
-		return c != nil && c.Status == st, fmt.Sprintf("%s: EdgeSynced condition %+v, want status %s", name, c, st)
+		return c != nil && c.Status == st, nil
 	})
 	return *c
 }
@@ -1158,13 +1177,13 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: upToDate()})
 	c.untilSynced()
 	c.send(&edgeproto.Heartbeat{Time: time.Now(), Outbox: &edgeproto.OutboxFill{Reports: 8500, Bytes: 4 << 20, MaxReports: 10000, MaxBytes: 64 << 20}})
-	waitFor(t, func() (bool, string) {
+	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say its outbox is 85% full", func(context.Context) (bool, error) {
 		lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), "nereid-edge-edge-a", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
 		want := "85% (8500/10000 reports, 4194304/67108864 bytes)"
-		return lease.Annotations[AnnotationOutbox] == want, fmt.Sprintf("%s is %q, want %q", AnnotationOutbox, lease.Annotations[AnnotationOutbox], want)
+		return lease.Annotations[AnnotationOutbox] == want, nil
 	})
 }
 
@@ -1175,7 +1194,7 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() (bool, string) { return f.hub.auth.podDeleted("uid-edge-a"), "the hub has not seen the deletion" })
+	testwait.Eventually(t, 5*time.Second, "the hub to see the deletion of edge-a's Pod", func(context.Context) (bool, error) { return f.hub.auth.podDeleted("uid-edge-a"), nil })
 	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	for {
 		_, err := c.recv(5 * time.Second)
@@ -1312,16 +1331,16 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 	cfg.ReportWrites = 1
 	f, c, release := holdReportOne(t, cfg)
 	c.send(workerReport(1, flA))
-	waitFor(t, func() (bool, string) { return len(f.reports()) == 1, "report 1 applied" })
+	testwait.Eventually(t, 5*time.Second, "report 1 applied", func(context.Context) (bool, error) { return len(f.reports()) == 1, nil })
 	for id := uint64(2); id <= 6; id++ {
 		c.send(workerReport(id, jiA))
 	}
-	waitFor(t, func() (bool, string) {
-		return f.metric("report_lanes_waiting") == 1, "ji-a's lane waiting for its turn"
+	testwait.Eventually(t, 5*time.Second, "ji-a's lane waiting for its turn", func(context.Context) (bool, error) {
+		return f.metric("report_lanes_waiting") == 1, nil
 	})
 	// Whatever the connection still carries is read while the lane waits.
-	waitFor(t, func() (bool, string) {
-		return f.metric("messages_received_total", "type", "report") == 6, "ji-a's reports read"
+	testwait.Eventually(t, 5*time.Second, "ji-a's reports read", func(context.Context) (bool, error) {
+		return f.metric("messages_received_total", "type", "report") == 6, nil
 	})
 	if n := len(f.reports()); n != 1 {
 		t.Fatalf("%d reports applied while the only turn was report 1's, want 1", n)
@@ -1345,15 +1364,29 @@ func TestReportsWaitingForTheirTurnGoInOneCall(t *testing.T) {
 // TestAReportWindowGathersANodesBurst: with a window, a node's reports about
 // one object sent one after another go to the applier in one call.
 func TestAReportWindowGathersANodesBurst(t *testing.T) {
+	clk := newFakeClock() // the window lasts until the test moves it on
 	cfg := testConfig
 	cfg.ReportWindow = time.Second
+	cfg.clock = clk
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	for id := uint64(1); id <= 5; id++ {
 		c.send(workerReport(id, flA))
-		time.Sleep(20 * time.Millisecond) // apart, as a burst reaches the hub
 	}
+	// The hub reads a connection in order: once it has read the heartbeat,
+	// the five reports wait in their lane.
+	c.send(&edgeproto.Heartbeat{Time: time.Now()})
+	testwait.Eventually(t, 5*time.Second, "the reports and the heartbeat read", func(context.Context) (bool, error) {
+		return f.metric("messages_received_total", "type", "heartbeat") == 1, nil
+	})
+	if n := len(f.reports()); n != 0 {
+		t.Fatalf("%d reports applied within the window, want none", n)
+	}
+	testwait.Eventually(t, 5*time.Second, "the reports applied once the window passed", func(context.Context) (bool, error) {
+		clk.Step(cfg.ReportWindow)
+		return len(f.reports()) == 5, nil
+	})
 	acked := 0
 	for acked < 5 {
 		m, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
@@ -1373,11 +1406,10 @@ func TestAReportWindowGathersANodesBurst(t *testing.T) {
 // while report 1 (about fl-a) waits to be tried again, report 2 (about
 // ji-a) is applied in the turn fl-a's lane gave back.
 func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
-	saved := applyBackoff
-	applyBackoff = []time.Duration{3 * time.Second} // long enough for report 2 to come in meanwhile
-	t.Cleanup(func() { applyBackoff = saved })
+	clk := newFakeClock() // the backoff lasts until the test moves it on
 	cfg := testConfig
 	cfg.ReportWrites = 1
+	cfg.clock = clk
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
 	failed := make(chan struct{})
 	first := true // the applier's alone
@@ -1396,9 +1428,25 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 	c.send(workerReport(1, flA))
 	<-failed
 	c.send(workerReport(2, jiA))
-	if got := summary(c.must(2 * time.Second)); got != "reportAck [2]" {
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [2]" {
 		t.Fatalf("got %q while fl-a's lane waits to try again, want ji-a's report acknowledged", got)
 	}
+	tries := func() int {
+		n := 0
+		for _, r := range f.reports() {
+			if r.id == 1 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := tries(); n != 1 {
+		t.Fatalf("report 1 tried %d times before its backoff passed, want once", n)
+	}
+	testwait.Eventually(t, 5*time.Second, "report 1 tried again once its backoff passed", func(context.Context) (bool, error) {
+		clk.Step(applyBackoff[0])
+		return tries() == 2, nil
+	})
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Fatalf("got %q, want report 1 acknowledged once tried again", got)
 	}

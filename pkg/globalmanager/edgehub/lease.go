@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -83,7 +84,7 @@ type links struct {
 	period    time.Duration // the shortest between two renewals of a node
 	rate      float64       // renewals a second, at most
 	grace     time.Duration // added to a renewal's period in leaseDurationSeconds
-	now       func() time.Time
+	clock     clock.WithTicker
 
 	mu    sync.Mutex
 	nodes map[string]*link
@@ -95,7 +96,7 @@ type links struct {
 	creditAt time.Time
 }
 
-func newLinks(client kubernetes.Interface, cfg Config, now func() time.Time) *links {
+func newLinks(client kubernetes.Interface, cfg Config, clk clock.WithTicker) *links {
 	return &links{
 		client:    client,
 		namespace: cfg.Namespace,
@@ -103,7 +104,7 @@ func newLinks(client kubernetes.Interface, cfg Config, now func() time.Time) *li
 		period:    cfg.LeaseUpdatePeriod,
 		rate:      cfg.LeaseWriteRate,
 		grace:     cfg.ReadTimeout,
-		now:       now,
+		clock:     clk,
 		nodes:     make(map[string]*link),
 		kick:      make(chan struct{}, 1),
 	}
@@ -130,7 +131,7 @@ func (l *links) connected(s *session) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.get(s.node)
-	now := l.now()
+	now := l.clock.Now()
 	k.connected, k.session, k.connectedAt, k.lastHeard = true, s, now, now
 	k.unacked = 0
 	if k.store != s.hello.Store {
@@ -160,7 +161,7 @@ func (l *links) heard(s *session) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if k := l.get(s.node); k.session == s {
-		k.lastHeard = l.now()
+		k.lastHeard = l.clock.Now()
 		k.changed = true
 	}
 }
@@ -203,13 +204,13 @@ func (l *links) setOutbox(s *session, fill edgeproto.OutboxFill) {
 // that queued the hub's status writes behind it in the API server's fair
 // queue of this client. A failed write is tried again on the next round.
 func (l *links) run(ctx context.Context) {
-	ticker := time.NewTicker(l.round())
+	ticker := l.clock.NewTicker(l.round())
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticker.C():
 		case <-l.kick:
 		}
 		l.writeDue(ctx, false)
@@ -264,7 +265,7 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 	}
 	var todo, renew []due
 	l.mu.Lock()
-	now := l.now()
+	now := l.clock.Now()
 	connected := 0
 	for node, k := range l.nodes {
 		if k.connected {

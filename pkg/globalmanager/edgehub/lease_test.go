@@ -12,25 +12,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // leaseFixture is links over a fake client, with a clock the test moves
 // and nodes connected at its start.
 type leaseFixture struct {
 	client *kubefake.Clientset
-	now    time.Time
+	clock  *testingclock.FakeClock
 	l      *links
 }
 
 // newLeaseFixture has n nodes edge-000… connected, changed when changed,
 // renewed at most rate a second over a 10 s period with a 30 s read timeout.
 func newLeaseFixture(n int, rate float64, changed bool) *leaseFixture {
-	f := &leaseFixture{client: kubefake.NewClientset(), now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	f := &leaseFixture{client: kubefake.NewClientset(), clock: testingclock.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))}
 	f.l = newLinks(f.client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: rate, ReadTimeout: 30 * time.Second},
-		func() time.Time { return f.now })
+		f.clock)
 	for i := range n {
 		k := f.l.get(fmt.Sprintf("edge-%03d", i))
-		k.connected, k.changed, k.lastHeard = true, changed, f.now
+		k.connected, k.changed, k.lastHeard = true, changed, f.clock.Now()
 	}
 	return f
 }
@@ -76,7 +77,7 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 		if got := len(f.written()); got != 0 {
 			t.Fatalf("a second round at the same time wrote %d Leases, want 0", got)
 		}
-		f.now = f.now.Add(time.Second)
+		f.clock.Step(time.Second)
 	}
 	leases, err := f.client.CoordinationV1().Leases("ns").List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(leases.Items) != 20 {
@@ -94,7 +95,7 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 	// for a burst: at most a round's worth and one goes out at once.
 	f.setChanged(false)
 	for range 60 {
-		f.now = f.now.Add(time.Second)
+		f.clock.Step(time.Second)
 		f.round(t)
 	}
 	if got := len(f.written()); got != 0 {
@@ -137,15 +138,15 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 func renewalsByRound(t *testing.T, nodes int, rate float64, next func(time.Time) time.Time, end time.Duration) (map[string][]time.Time, *links) {
 	t.Helper()
 	f := newLeaseFixture(nodes, rate, false)
-	start := f.now
+	start := f.clock.Now()
 	written := map[string][]time.Time{}
-	for f.now.Sub(start) < end {
+	for f.clock.Since(start) < end {
 		f.setChanged(true)
 		f.round(t)
 		for _, lease := range f.written() {
-			written[*lease.Spec.HolderIdentity] = append(written[*lease.Spec.HolderIdentity], f.now)
+			written[*lease.Spec.HolderIdentity] = append(written[*lease.Spec.HolderIdentity], f.clock.Now())
 		}
-		f.now = next(f.now)
+		f.clock.SetTime(next(f.clock.Now()))
 	}
 	return written, f.l
 }
@@ -208,7 +209,7 @@ func TestLeaseRenewalsBelowOneARound(t *testing.T) {
 		for range f.written() {
 			wrote = append(wrote, sec)
 		}
-		f.now = f.now.Add(time.Second)
+		f.clock.Step(time.Second)
 	}
 	// 0.25/s: the first round's one, then one every 4 s.
 	if want := []int{0, 4, 8, 12, 16}; fmt.Sprint(wrote) != fmt.Sprint(want) {
@@ -238,13 +239,13 @@ func TestAFailedRenewalIsTriedAgainNextRound(t *testing.T) {
 		return names
 	}
 	f.written()
-	f.now = f.now.Add(10 * time.Second)
+	f.clock.Step(10 * time.Second)
 	f.setChanged(true)
 	f.round(t)
 	if got := renewed(); !failed || fmt.Sprint(got) != "[edge-000 edge-001 edge-002]" {
 		t.Fatalf("renewals tried %v (edge-000 failing: %v), want all three", got, failed)
 	}
-	f.now = f.now.Add(time.Second)
+	f.clock.Step(time.Second)
 	f.round(t)
 	if got := renewed(); fmt.Sprint(got) != "[edge-000]" {
 		t.Errorf("the round after edge-000's renewal failed renewed %v, want [edge-000]", got)

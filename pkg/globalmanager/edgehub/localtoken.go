@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -36,7 +37,7 @@ const (
 type issuerKeys struct {
 	// fetch reads a path of the API server.
 	fetch func(ctx context.Context, path string) ([]byte, error)
-	now   func() time.Time
+	clock clock.Clock
 
 	mu     sync.Mutex
 	issuer string
@@ -63,7 +64,7 @@ const (
 
 // newIssuerKeys are the keys of the API server client talks to; nil when
 // client cannot read them (a fake clientset's).
-func newIssuerKeys(client rest.Interface, now func() time.Time) *issuerKeys {
+func newIssuerKeys(client rest.Interface, clk clock.Clock) *issuerKeys {
 	if rc, ok := client.(*rest.RESTClient); !ok || rc == nil {
 		return nil
 	}
@@ -75,12 +76,12 @@ func newIssuerKeys(client rest.Interface, now func() time.Time) *issuerKeys {
 		}
 		defer body.Close()
 		return io.ReadAll(io.LimitReader(body, maxKeySetBytes+1))
-	}, now)
+	}, clk)
 }
 
 // newKeys are the keys fetch reads.
-func newKeys(fetch func(ctx context.Context, path string) ([]byte, error), now func() time.Time) *issuerKeys {
-	return &issuerKeys{fetch: fetch, now: now, firstRead: make(chan struct{})}
+func newKeys(fetch func(ctx context.Context, path string) ([]byte, error), clk clock.Clock) *issuerKeys {
+	return &issuerKeys{fetch: fetch, clock: clk, firstRead: make(chan struct{})}
 }
 
 // signingAlgorithms are those of the keys the API server signs
@@ -91,7 +92,7 @@ var signingAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.E
 // parsed is left out, not the others.
 func (k *issuerKeys) load(ctx context.Context) error {
 	k.mu.Lock()
-	k.tried = k.now()
+	k.tried = k.clock.Now()
 	k.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, keysReadTimeout)
 	defer cancel()
@@ -131,7 +132,7 @@ func (k *issuerKeys) load(ctx context.Context) error {
 		return fmt.Errorf("the API server's discovery document names no issuer or its key set no usable key (%d keys)", len(set.Keys))
 	}
 	k.mu.Lock()
-	k.issuer, k.keys, k.read = config.Issuer, keys, k.now()
+	k.issuer, k.keys, k.read = config.Issuer, keys, k.clock.Now()
 	k.mu.Unlock()
 	return nil
 }
@@ -153,7 +154,7 @@ func (k *issuerKeys) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(keysRefreshPeriod):
+		case <-k.clock.After(keysRefreshPeriod):
 		}
 	}
 }
@@ -208,7 +209,7 @@ func (k *issuerKeys) issuerName() string {
 // held says whether the keys may be used (read successfully within
 // keysMaxAge) and how many there are; k.mu is held.
 func (k *issuerKeys) heldLocked() bool {
-	return len(k.keys) > 0 && k.now().Sub(k.read) < keysMaxAge
+	return len(k.keys) > 0 && k.clock.Now().Sub(k.read) < keysMaxAge
 }
 
 // count is how many keys are held, 0 when they may not be used.
@@ -262,7 +263,7 @@ func (k *issuerKeys) lookup(ctx context.Context, kid string) (string, jose.JSONW
 		issuer, failed := k.issuer, k.failed
 		var done chan struct{}
 		mine := false
-		if !(ok && held) && !waited && (k.reading != nil || k.now().Sub(k.tried) >= keysRetryPeriod) {
+		if !(ok && held) && !waited && (k.reading != nil || k.clock.Now().Sub(k.tried) >= keysRetryPeriod) {
 			done, mine = k.beginLocked()
 		}
 		k.mu.Unlock()
@@ -368,7 +369,7 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) (*ident
 		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
 			reason: fmt.Sprintf("the token is not for the edge hub: the hub takes only tokens with audience %q (a projected ServiceAccount token)", a.audience)}
 	}
-	now := a.now()
+	now := a.clock.Now()
 	if public.Expiry == nil {
 		return nil, invalidToken("it has no expiry")
 	}

@@ -26,6 +26,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 const (
@@ -138,7 +140,7 @@ type localAuth struct {
 	reviews  atomic.Int64
 	pods     cache.Store
 	accounts cache.Store
-	clock    time.Time
+	clock    *testingclock.FakeClock
 }
 
 func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
@@ -147,16 +149,15 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
-	la := &localAuth{clock: time.Now()}
+	la := &localAuth{clock: testingclock.NewFakeClock(time.Now())}
 	kube := kubefake.NewClientset()
 	kube.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		la.reviews.Add(1)
 		return reviewTokens(action)
 	})
 	kube.PrependReactor("get", "nodes", getNodes)
-	now := func() time.Time { return la.clock }
-	la.authenticator = newAuthenticator(kube, cfg, now)
-	la.keys = newKeys(ti.fetch, now)
+	la.authenticator = newAuthenticator(kube, cfg, la.clock)
+	la.keys = newKeys(ti.fetch, la.clock)
 	if err := la.keys.readNow(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			la := newLocalAuth(t, ti)
-			la.clock = now
+			la.clock.SetTime(now)
 			id, refusal := la.connect(t, tc.token(t, la))
 			got := verdict{Review: la.reviews.Load() > 0}
 			if refusal != nil {
@@ -377,10 +378,10 @@ func TestEveryTokenReviewedStillCostsJunkNoReview(t *testing.T) {
 	ti := newTokenIssuer(t)
 	la := newLocalAuth(t, ti)
 	la.reviewEvery = true
-	if _, refusal := la.connect(t, keyed(newECKey(t), "made-up", jose.ES256, la.clock)(t, la)); refusal == nil || la.reviews.Load() != 0 {
+	if _, refusal := la.connect(t, keyed(newECKey(t), "made-up", jose.ES256, la.clock.Now())(t, la)); refusal == nil || la.reviews.Load() != 0 {
 		t.Fatalf("junk: refusal %v after %d reviews; want refused without a review", refusal, la.reviews.Load())
 	}
-	p, b := lcClaims(la.clock)
+	p, b := lcClaims(la.clock.Now())
 	if _, refusal := la.connect(t, ti.sign(t, "k1", jose.ES256, p, b)); refusal == nil || la.reviews.Load() != 1 {
 		t.Fatalf("a valid token: refusal %v after %d reviews; want it reviewed (the test's reviews refuse it)", refusal, la.reviews.Load())
 	}
@@ -411,7 +412,7 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	ti := newTokenIssuer(t)
 	la := newLocalAuth(t, ti)
 	ti.addKey("k2", newECKey(t))
-	p, b := lcClaims(la.clock)
+	p, b := lcClaims(la.clock.Now())
 	fetched := ti.fetches.Load()
 	// Within keysRetryPeriod of the last read, the keys are not read again:
 	// k2 is not known yet, and its token is refused.
@@ -424,7 +425,7 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	// Past it, the next such token has them read again, and is verified
 	// here with the new key. ECDSA signatures differ each time: each token
 	// is new to the cache of outcomes.
-	la.clock = la.clock.Add(keysRetryPeriod)
+	la.clock.Step(keysRetryPeriod)
 	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal != nil {
 		t.Fatalf("refused after the keys were read again: %s", refusal.reason)
 	}
@@ -433,9 +434,9 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	}
 	// Tokens of made-up keys, many: one more read of the keys once the
 	// period is past again, and no review.
-	la.clock = la.clock.Add(keysRetryPeriod)
+	la.clock.Step(keysRetryPeriod)
 	for i := range 50 {
-		if _, refusal := la.connect(t, keyed(newECKey(t), fmt.Sprintf("made-up-%d", i), jose.ES256, la.clock)(t, la)); refusal == nil {
+		if _, refusal := la.connect(t, keyed(newECKey(t), fmt.Sprintf("made-up-%d", i), jose.ES256, la.clock.Now())(t, la)); refusal == nil {
 			t.Fatal("a token of a made-up key was accepted")
 		}
 	}
@@ -469,7 +470,7 @@ func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
 					return []byte(d), nil
 				}
 				return nil, fmt.Errorf("no %s", path)
-			}, time.Now)
+			}, clock.RealClock{})
 			if err := k.load(t.Context()); err == nil {
 				t.Fatal("load: no error")
 			}
@@ -485,7 +486,7 @@ func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
 func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 	ti := newTokenIssuer(t)
 	la := newLocalAuth(t, ti)
-	p, b := lcClaims(la.clock)
+	p, b := lcClaims(la.clock.Now())
 	token := ti.sign(t, "k1", jose.ES256, p, b)
 	id, refusal := la.connect(t, token)
 	if refusal != nil || !id.byHub || la.reviews.Load() != 0 {

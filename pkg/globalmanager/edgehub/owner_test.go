@@ -1,6 +1,8 @@
 package edgehub
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nereid-ml/nereid/internal/testwait"
 )
 
 // The owner is the GlobalManager's Deployment as it is when an object is
@@ -23,21 +27,10 @@ func TestTheOwnerFollowsTheGlobalManagersDeployment(t *testing.T) {
 	}
 	uidIs := func(want types.UID) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testwait.Eventually(t, 10*time.Second, fmt.Sprintf("the owner's UID to be %q", want), func(context.Context) (bool, error) {
 			ref := owner()
-			got := types.UID("")
-			if ref != nil {
-				got = ref.UID
-			}
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("owner's UID %q, want %q", got, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return ref != nil && ref.UID == want || ref == nil && want == "", nil
+		})
 	}
 	deploy := func(name string, uid types.UID) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "nereid-system", UID: uid}}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -89,14 +88,20 @@ func (h *Hub) runReach(ctx context.Context) {
 	if h.cfg.ReachPeriod < 0 {
 		return
 	}
-	r := &reach{hub: h, started: h.now(), nodes: map[string]readNode{}}
-	wait.UntilWithContext(ctx, r.scan, h.cfg.ReachPeriod)
+	r := &reach{hub: h, started: h.clock.Now(), nodes: map[string]readNode{}}
+	for ctx.Err() == nil {
+		r.scan(ctx)
+		select {
+		case <-ctx.Done():
+		case <-h.clock.After(h.cfg.ReachPeriod):
+		}
+	}
 }
 
 // scan looks at every object the hub sends and wants the condition its
 // nodes call for.
 func (r *reach) scan(ctx context.Context) {
-	now := r.hub.now()
+	now := r.hub.clock.Now()
 	r.reads = nodeReadsPerScan
 	if len(r.nodes) > maxCachedNodes {
 		clear(r.nodes)
@@ -221,7 +226,7 @@ func (r *reach) edgeNode(node string) (*corev1.Node, bool) {
 // nodeCacheTTL and within the scan's reads; an error reading it, or a read
 // left for a later scan, counts as existing (nothing is said yet).
 func (r *reach) nodeExists(ctx context.Context, node string) bool {
-	now := r.hub.now()
+	now := r.hub.clock.Now()
 	if c, ok := r.nodes[node]; ok && now.Sub(c.at) < nodeCacheTTL {
 		return c.exists
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestReachReadsABoundedNumberOfNodesAScan: node names come from objects
@@ -13,8 +14,7 @@ import (
 // nodeReadsPerScan of them, and a read is reused for nodeCacheTTL.
 func TestReachReadsABoundedNumberOfNodesAScan(t *testing.T) {
 	kube := fake.NewClientset()
-	now := time.Unix(1000, 0)
-	r := &reach{hub: &Hub{client: kube, now: func() time.Time { return now }}, nodes: map[string]readNode{}}
+	r := &reach{hub: &Hub{client: kube, clock: testingclock.NewFakeClock(time.Unix(1000, 0))}, nodes: map[string]readNode{}}
 	r.reads = nodeReadsPerScan
 	for i := range 3 * nodeReadsPerScan {
 		r.nodeExists(t.Context(), fmt.Sprintf("node-%d", i))

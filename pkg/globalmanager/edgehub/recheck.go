@@ -35,13 +35,13 @@ const revocationBound = time.Minute
 // runRechecks checks the due connections again every recheckTick until ctx
 // ends.
 func (h *Hub) runRechecks(ctx context.Context) {
-	t := time.NewTicker(recheckTick)
+	t := h.clock.NewTicker(recheckTick)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			h.recheckDue(ctx)
 		}
 	}
@@ -50,7 +50,7 @@ func (h *Hub) runRechecks(ctx context.Context) {
 // recheckDue checks again the connections last checked recheckPeriod ago
 // or more.
 func (h *Hub) recheckDue(ctx context.Context) {
-	now := h.now()
+	now := h.clock.Now()
 	var due []*session
 	h.mu.RLock()
 	for _, s := range h.sessions {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Refusals are logged at a bounded rate: junk sent in a loop must not fill
@@ -27,7 +28,7 @@ type refusedConn struct {
 
 // refusalLog logs refused connections, a line per reason and period at most.
 type refusalLog struct {
-	now func() time.Time
+	clock clock.WithTicker
 
 	mu      sync.Mutex
 	reasons map[string]*refusalTally // by metric label: a fixed set
@@ -40,8 +41,8 @@ type refusalTally struct {
 	last   refusedConn
 }
 
-func newRefusalLog(now func() time.Time) *refusalLog {
-	return &refusalLog{now: now, reasons: make(map[string]*refusalTally)}
+func newRefusalLog(clk clock.WithTicker) *refusalLog {
+	return &refusalLog{clock: clk, reasons: make(map[string]*refusalTally)}
 }
 
 // refused logs r, refused with reason label metric, or counts it for the
@@ -53,7 +54,7 @@ func (l *refusalLog) refused(logger klog.Logger, metric string, r refusedConn) {
 		t = &refusalTally{}
 		l.reasons[metric] = t
 	}
-	now := l.now()
+	now := l.clock.Now()
 	if t.count > 0 || now.Sub(t.logged) < refusalLogPeriod {
 		t.count++
 		t.last = r
@@ -78,7 +79,7 @@ func (l *refusalLog) flush(logger klog.Logger, all bool) {
 	}
 	var lines []line
 	l.mu.Lock()
-	now := l.now()
+	now := l.clock.Now()
 	for metric, t := range l.reasons {
 		if t.count > 0 && (all || now.Sub(t.logged) >= refusalLogPeriod) {
 			lines = append(lines, line{metric: metric, count: t.count, since: now.Sub(t.logged), last: t.last})
@@ -95,14 +96,14 @@ func (l *refusalLog) flush(logger klog.Logger, all bool) {
 // run flushes the log every refusalLogPeriod until ctx ends.
 func (l *refusalLog) run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	t := time.NewTicker(refusalLogPeriod)
+	t := l.clock.NewTicker(refusalLogPeriod)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			l.flush(logger, true)
 			return
-		case <-t.C:
+		case <-t.C():
 			l.flush(logger, false)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2/textlogger"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // Refusals are logged once at once, then as one line per reason and period
@@ -17,8 +18,8 @@ import (
 func TestRefusalsAreLoggedAtABoundedRate(t *testing.T) {
 	var out bytes.Buffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&out)))
-	now := time.Unix(1000, 0)
-	l := newRefusalLog(func() time.Time { return now })
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	l := newRefusalLog(clk)
 	junk := refusedConn{remote: "10.0.0.1:1", status: http.StatusUnauthorized, reason: "the token is not valid: its signature does not verify"}
 	for i := range 1000 {
 		junk.remote = fmt.Sprintf("10.0.0.1:%d", i)
@@ -26,7 +27,7 @@ func TestRefusalsAreLoggedAtABoundedRate(t *testing.T) {
 	}
 	l.refused(logger, refusedNotEdgeNode, refusedConn{remote: "10.0.0.2:1", status: http.StatusForbidden, reason: "node cloud-0 is not an edge node"})
 	l.flush(logger, false) // within the period: nothing more
-	now = now.Add(refusalLogPeriod)
+	clk.Step(refusalLogPeriod)
 	l.flush(logger, false)
 	l.flush(logger, false) // nothing new
 	var got []string

@@ -165,7 +165,7 @@ func (s *session) runLane(key string) {
 	for {
 		if w := s.hub.cfg.ReportWindow; w > 0 {
 			select {
-			case <-time.After(w):
+			case <-s.hub.clock.After(w):
 			case <-s.ctx.Done():
 				return
 			}
@@ -242,7 +242,7 @@ func (s *session) applyGroup(group []*checkedReport, turn *laneTurn) error {
 		// Other lanes have the turn meanwhile.
 		turn.release()
 		select {
-		case <-time.After(applyBackoff[try]):
+		case <-s.hub.clock.After(applyBackoff[try]):
 		case <-s.ctx.Done():
 			return s.ctx.Err()
 		}

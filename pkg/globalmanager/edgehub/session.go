@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
@@ -30,7 +31,10 @@ const ReasonUnsendable = "EdgeSyncFailed"
 const workerNamesReserve = 64 << 10
 
 // closeGrace is how long a closing connection waits for the peer to answer
-// its close frame before the TCP connection is cut.
+// its close frame before the TCP connection is cut. It is counted on the
+// wall clock (time.Now), as are the connections' read and write deadlines,
+// not on the hub's clock: a net.Conn's deadline is an instant of the wall
+// clock, and a test that moves the hub's clock must not cut connections.
 const closeGrace = time.Second
 
 // maxCloseReason is the most a close frame's reason holds (125 bytes of
@@ -202,9 +206,9 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 		held:         make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
 		inflight:     make(map[edgeproto.ObjectRef]*inflight),
 		unsendable:   make(map[edgeproto.ObjectRef]objVersion),
-		lastAcked:    h.now(),
+		lastAcked:    h.clock.Now(),
 	}
-	s.checkedAt.Store(h.now().UnixNano())
+	s.checkedAt.Store(h.clock.Now().UnixNano())
 	for _, v := range hello.Inventory {
 		s.held[v.ObjectRef] = versionOf(v)
 	}
@@ -268,8 +272,8 @@ func (s *session) every(period time.Duration, due *atomic.Bool, skip func() bool
 	mu.Lock()
 	defer mu.Unlock()
 	stopped := false
-	var t *time.Timer
-	t = time.AfterFunc(period, func() {
+	var t clock.Timer
+	t = s.hub.clock.AfterFunc(period, func() {
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -333,7 +337,7 @@ func (s *session) run() {
 	// A token past its expiry (or its rotation) proves nothing: the
 	// LocalController reconnects with the one the kubelet has rotated in.
 	if !s.id.expires.IsZero() {
-		expiry := time.AfterFunc(s.id.expires.Sub(s.hub.now()), func() {
+		expiry := s.hub.clock.AfterFunc(s.id.expires.Sub(s.hub.clock.Now()), func() {
 			s.revoke(revokedTokenExpired, "the LocalController's token expired; reconnect with the rotated token")
 		})
 		defer expiry.Stop()
@@ -456,7 +460,7 @@ func (s *session) write() error {
 		case s.ctx.Err() != nil:
 			return nil
 		case s.heartbeatDue.Swap(false):
-			err = s.send(&edgeproto.Heartbeat{Time: s.hub.now()})
+			err = s.send(&edgeproto.Heartbeat{Time: s.hub.clock.Now()})
 			continue
 		case s.resendDue.Swap(false):
 			err = s.resend()
@@ -682,7 +686,7 @@ func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
 
 // sent records an Upsert or Delete as waiting for its Ack.
 func (s *session) sent(ref edgeproto.ObjectRef, v objVersion, isDelete bool) {
-	now := s.hub.now()
+	now := s.hub.clock.Now()
 	s.sentSeq++
 	f := s.inflight[ref]
 	if f != nil && f.version == v && f.delete == isDelete {
@@ -696,7 +700,7 @@ func (s *session) sent(ref edgeproto.ObjectRef, v objVersion, isDelete bool) {
 // ack settles what the LocalController acknowledged. An Ack of a version
 // other than the one last sent settles nothing: the newer one is on its way.
 func (s *session) ack(versions []edgeproto.ObjectVersion) {
-	now := s.hub.now()
+	now := s.hub.clock.Now()
 	for _, v := range versions {
 		f := s.inflight[v.ObjectRef]
 		if f == nil || !f.version.sameOnEdge(versionOf(v)) || f.version.resourceVersion != v.ResourceVersion {
@@ -720,7 +724,7 @@ func (s *session) ack(versions []edgeproto.ObjectVersion) {
 // behind a full window on a node with a slow disk, the last Upsert waits for
 // all those before it.
 func (s *session) resend() error {
-	now := s.hub.now()
+	now := s.hub.clock.Now()
 	after := s.hub.cfg.ResendAfter
 	silent := now.Sub(s.lastAcked) >= after
 	var force map[edgeproto.ObjectRef]bool

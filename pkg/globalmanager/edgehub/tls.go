@@ -46,7 +46,7 @@ func (h *Hub) servingCertificate(ctx context.Context) (tls.Certificate, error) {
 func (h *Hub) tlsSecret() selfcert.Secret {
 	return selfcert.Secret{
 		Client: h.client, Namespace: h.cfg.Namespace, Name: TLSSecretName, Hostnames: h.cfg.Hostnames, Subject: "nereid-edgehub",
-		Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, h.cfg.Owner.ref()) }, Now: h.now,
+		Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, h.cfg.Owner.ref()) }, Clock: h.clock,
 	}
 }
 

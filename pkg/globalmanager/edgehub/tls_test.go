@@ -16,7 +16,8 @@ import (
 // tlsHub is a hub with just what servingCertificate uses.
 func tlsHub(kube *kubefake.Clientset, cfg Config) *Hub {
 	cfg.Namespace = hubNS
-	return &Hub{client: kube, cfg: cfg.withDefaults(), now: time.Now}
+	cfg = cfg.withDefaults()
+	return &Hub{client: kube, cfg: cfg, clock: cfg.clock}
 }
 
 func TestReplicasRacingConvergeOnOneGeneratedCertificate(t *testing.T) {

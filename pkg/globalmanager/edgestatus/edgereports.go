@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/lanes"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -48,8 +49,8 @@ type EdgeReports[T common.Owner] struct {
 	EdgeNodes func(obj T) *[]sednav1.EdgeNodeStatus
 	// Recorder records the events of an applied report.
 	Recorder record.EventRecorder
-	// Now is the time a report is applied at.
-	Now func() time.Time
+	// Clock says the time a report is applied at.
+	Clock clock.PassiveClock
 	// Metrics counts the writes and the reports each carried; nil counts
 	// nothing.
 	Metrics *common.Metrics
@@ -59,10 +60,10 @@ type EdgeReports[T common.Owner] struct {
 
 // For is the applier of edge reports to the status of p's owners, of the
 // lower-case kind, through p's client and recorder. edgeNodes points at an
-// owner's status.edgeNodes; now is the time a report is applied at.
-func For[T common.Object[T]](p *common.Syncer[T], kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, now func() time.Time,
+// owner's status.edgeNodes; clk says the time a report is applied at.
+func For[T common.Object[T]](p *common.Syncer[T], kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, clk clock.PassiveClock,
 	metrics *common.Metrics) *EdgeReports[T] {
-	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Now: now, Metrics: metrics}
+	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Clock: clk, Metrics: metrics}
 }
 
 // reportChange is one report's change to an object's status, waiting for
@@ -310,7 +311,7 @@ func (a *EdgeReports[T]) ApplyWorkers(ctx context.Context, from edgeproto.Source
 	changes := make([]func(obj T) (bool, []common.Event, error), len(reports))
 	for i, wr := range reports {
 		changes[i] = func(obj T) (bool, []common.Event, error) {
-			now := metav1.NewTime(a.Now())
+			now := metav1.NewTime(a.Clock.Now())
 			nodes := a.EdgeNodes(obj)
 			recorded, applied := RecordEdgeReport(*nodes, from, wr.Report, wr.Info, now)
 			if !applied {

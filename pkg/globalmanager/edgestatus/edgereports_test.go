@@ -16,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -123,24 +125,13 @@ func gatedReports(s *gatedServer) *EdgeReports[*sednav1.FederatedLearningJob] {
 		Client:    s.client,
 		EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
 		Recorder:  record.NewFakeRecorder(1000),
-		Now:       func() time.Time { return time.Unix(1000, 0) },
+		Clock:     testingclock.NewFakePassiveClock(time.Unix(1000, 0)),
 	}
 }
 
 // waitingFor is how many reports about job wait for its next write.
 func waitingFor(a *EdgeReports[*sednav1.FederatedLearningJob], job string) int {
 	return a.writers.Waiting("ns/" + job)
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // applyWorker is a.ApplyWorkers for one report.
@@ -169,7 +160,7 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 	for i := 1; i <= more; i++ {
 		report(t.Context(), a, "job", fmt.Sprintf("edge-%03d", i), nil, done)
 	}
-	waitUntil(t, "the reports to wait for the write in flight", func() bool { return waitingFor(a, "job") == more })
+	testwait.Eventually(t, 10*time.Second, "the reports to wait for the write in flight", func(context.Context) (bool, error) { return waitingFor(a, "job") == more, nil })
 	select {
 	case err := <-done:
 		t.Fatalf("a report was answered (%v) before its write", err)
@@ -190,7 +181,7 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 	if w := server.writesOf("job"); w != 2 {
 		t.Errorf("%d status writes for %d reports; want 2 (the first, then the %d that waited for it)", w, more+1, more)
 	}
-	waitUntil(t, "the writer to end", func() bool { return a.writers.Running() == 0 })
+	testwait.Eventually(t, 10*time.Second, "the writer to end", func(context.Context) (bool, error) { return a.writers.Running() == 0, nil })
 }
 
 // kindChange is a kind's part of applying a report (ApplyWorkers' apply).
@@ -221,7 +212,7 @@ func reportsBehindAWrite(t *testing.T, server *gatedServer, nodes []string, kind
 	for _, node := range nodes {
 		waiting[node] = make(chan error, 1)
 		report(t.Context(), a, "job", node, kinds[node], waiting[node])
-		waitUntil(t, "the report to wait", func() bool { return waitingFor(a, "job") == len(waiting) })
+		testwait.Eventually(t, 10*time.Second, "the report to wait", func(context.Context) (bool, error) { return waitingFor(a, "job") == len(waiting), nil })
 	}
 	server.open(gate)
 	if err := <-first; err != nil {
@@ -301,7 +292,7 @@ func TestEdgeReportsCallerThatGivesUpDoesNotStopTheWrite(t *testing.T) {
 	gaveUp, stayed := make(chan error, 1), make(chan error, 1)
 	report(ctx, a, "job", "edge-1", nil, gaveUp)
 	report(t.Context(), a, "job", "edge-2", nil, stayed)
-	waitUntil(t, "both reports to wait", func() bool { return waitingFor(a, "job") == 2 })
+	testwait.Eventually(t, 10*time.Second, "both reports to wait", func(context.Context) (bool, error) { return waitingFor(a, "job") == 2, nil })
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Errorf("the report whose context ended: %v; want context.Canceled", err)
@@ -348,7 +339,7 @@ func TestEdgeReportsWriteFromTheCacheAndThenFromTheirLastWrite(t *testing.T) {
 	for i := 1; i < 3; i++ {
 		report(t.Context(), a, "job", fmt.Sprintf("edge-%d", i), nil, done)
 	}
-	waitUntil(t, "two reports waiting for the next write", func() bool { return waitingFor(a, "job") == 2 })
+	testwait.Eventually(t, 10*time.Second, "two reports waiting for the next write", func(context.Context) (bool, error) { return waitingFor(a, "job") == 2, nil })
 	server.open(gate)
 	for range 3 {
 		if err := <-done; err != nil {
@@ -453,10 +444,10 @@ func TestEdgeReportsAFailedReportHoldsBackItsNodesLaterOnes(t *testing.T) {
 	from := edgeproto.Source{Node: "edge-0", Store: "s"}
 	results := make(chan []error, 1)
 	go func() { results <- a.ApplyWorkers(t.Context(), from, reports, kind) }()
-	waitUntil(t, "edge-0's reports to wait", func() bool { return waitingFor(a, "job") == 2 })
+	testwait.Eventually(t, 10*time.Second, "edge-0's reports to wait", func(context.Context) (bool, error) { return waitingFor(a, "job") == 2, nil })
 	other := make(chan error, 1)
 	report(t.Context(), a, "job", "edge-1", nil, other)
-	waitUntil(t, "edge-1's report to wait", func() bool { return waitingFor(a, "job") == 3 })
+	testwait.Eventually(t, 10*time.Second, "edge-1's report to wait", func(context.Context) (bool, error) { return waitingFor(a, "job") == 3, nil })
 	server.open(gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -571,7 +562,7 @@ func TestEdgeReportsApplyEachReportOnceAndTellAfterTheWrite(t *testing.T) {
 				Client:    func(string) common.StatusClient[*sednav1.FederatedLearningJob] { return server },
 				EdgeNodes: func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
 				Recorder:  server.Recorder,
-				Now:       func() time.Time { return time.Unix(1000, 0) },
+				Clock:     testingclock.NewFakePassiveClock(time.Unix(1000, 0)),
 			}
 			info := &edgeproto.WorkerInfo{Name: "w", Namespace: "ns", OwnerName: "job", Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning}
 			if tc.owner != "" {

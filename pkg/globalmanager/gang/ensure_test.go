@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
@@ -95,7 +97,7 @@ func TestEnsureKeepsTheGroupInStepOnAScale(t *testing.T) {
 			if err := c.m.Plan(job, testKind, false).Ensure(t.Context(), c.children, members(3), nil); err != nil {
 				t.Fatalf("first Ensure: %v", err)
 			}
-			waitFor(t, "the group in the cache", c.cached(mode, testGroupName, 3))
+			testwait.Eventually(t, 10*time.Second, "the group in the cache", c.cached(mode, testGroupName, 3))
 			c.events()
 			_, updatesBefore := c.writes()
 
@@ -141,7 +143,7 @@ func TestEnsureKeepsTheGroupInStepOnAScale(t *testing.T) {
 				t.Errorf("the scale wrote %d updates, want %d", updatesAfter-updatesBefore, wantUpdates)
 			}
 
-			waitFor(t, "the scaled group in the cache", c.cached(mode, testGroupName, 5))
+			testwait.Eventually(t, 10*time.Second, "the scaled group in the cache", c.cached(mode, testGroupName, 5))
 			if err := c.m.Plan(job, testKind, false).Ensure(t.Context(), c.children, members(5), nil); err != nil {
 				t.Fatalf("Ensure unchanged: %v", err)
 			}

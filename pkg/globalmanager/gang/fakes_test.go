@@ -11,14 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
@@ -83,6 +84,7 @@ type clusterConfig struct {
 	flag       Mode
 	apis       []*metav1.APIResourceList
 	rediscover time.Duration
+	clock      clock.PassiveClock // nil: the real clock
 	// kube and dynamic are objects the API server has at start.
 	kube    []runtime.Object
 	dynamic []runtime.Object
@@ -97,7 +99,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 		volcanoGVR:      "PodGroupList",
 		coschedulingGVR: "PodGroupList",
 	}, cfg.dynamic...)
-	m, err := NewManager(testContext(t), Config{Mode: cfg.flag, Kube: kube, Dynamic: dyn, Discovery: kube.Discovery(), Namespace: testNamespace, Rediscover: cfg.rediscover})
+	m, err := NewManager(testContext(t), Config{Mode: cfg.flag, Kube: kube, Dynamic: dyn, Discovery: kube.Discovery(), Namespace: testNamespace, Rediscover: cfg.rediscover, clock: cfg.clock})
 	if err != nil {
 		t.Fatalf("NewManager: %v", err)
 	}
@@ -114,7 +116,7 @@ func startCluster(t *testing.T, cfg clusterConfig) *cluster {
 	c := newCluster(t, cfg)
 	c.m.Start(t.Context())
 	t.Cleanup(c.m.Shutdown) // after t.Context() is cancelled
-	waitFor(t, "the gang caches to fill", c.m.HasSynced)
+	testwait.Eventually(t, 10*time.Second, "the gang caches to fill", func(context.Context) (bool, error) { return c.m.HasSynced(), nil })
 	return c
 }
 
@@ -160,40 +162,30 @@ func testContext(t *testing.T) context.Context {
 	return klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig()))
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // cached says whether the Manager's cache of mode holds the group object
 // named name with the gang minimum min, so the next Ensure reads it.
-func (c *cluster) cached(mode Mode, name string, min int64) func() bool {
-	return func() bool {
+func (c *cluster) cached(mode Mode, name string, min int64) func(context.Context) (bool, error) {
+	return func(context.Context) (bool, error) {
 		switch mode {
 		case Kubernetes:
 			w, err := c.m.workloads().Workloads(testNamespace).Get(name)
 			if err != nil || len(w.Spec.PodGroupTemplates) == 0 || w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang == nil ||
 				int64(w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount) != min {
-				return false
+				return false, nil
 			}
 			pg, err := c.m.podGroups().PodGroups(testNamespace).Get(name)
-			return err == nil && pg.Spec.SchedulingPolicy.Gang != nil && int64(pg.Spec.SchedulingPolicy.Gang.MinCount) == min
+			return err == nil && pg.Spec.SchedulingPolicy.Gang != nil && int64(pg.Spec.SchedulingPolicy.Gang.MinCount) == min, nil
 		default:
 			lister, err := c.m.dynamicLister(resources(mode)[0])
 			if err != nil {
-				return false
+				return false, nil
 			}
 			obj, err := lister.ByNamespace(testNamespace).Get(name)
 			if err != nil {
-				return false
+				return false, nil
 			}
 			got, _, _ := unstructured.NestedInt64(obj.(*unstructured.Unstructured).Object, "spec", "minMember")
-			return got == min
+			return got == min, nil
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
@@ -37,6 +38,10 @@ type Config struct {
 	// Rediscover is how often at most the API server is asked again, when
 	// a job asks for a gang scheduler it did not serve (default 30 s).
 	Rediscover time.Duration
+
+	// clock times the rediscovery and the reads of pinned nodes: the real
+	// clock unless a test sets a fake one.
+	clock clock.PassiveClock
 }
 
 // Manager plans the gangs of every controller's jobs. It caches the group
@@ -50,6 +55,7 @@ type Manager struct {
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
 	period    time.Duration
+	clock     clock.PassiveClock
 
 	kubeFactory    kubeinformers.SharedInformerFactory
 	dynamicFactory dynamicinformer.DynamicSharedInformerFactory
@@ -89,15 +95,19 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	if period == 0 {
 		period = 30 * time.Second
 	}
+	clk := cfg.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = common.LabelOwnerUID }
 	m := &Manager{
-		def: def, flag: cfg.Mode, kube: cfg.Kube, dynamic: cfg.Dynamic, discovery: cfg.Discovery, period: period,
-		served: served, asked: time.Now(), active: map[Mode]bool{},
+		def: def, flag: cfg.Mode, kube: cfg.Kube, dynamic: cfg.Dynamic, discovery: cfg.Discovery, period: period, clock: clk,
+		served: served, asked: clk.Now(), active: map[Mode]bool{},
 		kubeFactory: kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0,
 			kubeinformers.WithNamespace(cfg.Namespace), kubeinformers.WithTweakListOptions(tweak),
 			kubeinformers.WithTransform(common.DropManagedFields)),
 		dynamicFactory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(cfg.Dynamic, 0, cfg.Namespace, tweak),
-		pinned:         &nodeReads{kube: cfg.Kube, now: time.Now},
+		pinned:         &nodeReads{kube: cfg.Kube, clock: clk},
 	}
 	m.activateServed()
 	klog.FromContext(ctx).Info("Gang scheduling", "flag", cfg.Mode, "mode", def,
@@ -224,10 +234,10 @@ func (m *Manager) serves(mode Mode) bool {
 	if m.served[mode] {
 		return true
 	}
-	if time.Since(m.asked) < m.period {
+	if m.clock.Since(m.asked) < m.period {
 		return false
 	}
-	m.asked = time.Now()
+	m.asked = m.clock.Now()
 	served, err := Discover(m.discovery)
 	if err != nil {
 		return false

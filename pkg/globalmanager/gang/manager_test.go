@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nereid-ml/nereid/internal/testwait"
 )
 
 func TestNewManagerResolvesTheFlag(t *testing.T) {
@@ -57,7 +61,8 @@ func TestNewManagerResolvesTheFlag(t *testing.T) {
 // API server did not serve waits; once the API is served (and the
 // rediscovery period passed) the same job gets it, without a restart.
 func TestPlanFindsASchedulerInstalledLater(t *testing.T) {
-	c := startCluster(t, clusterConfig{flag: Auto, rediscover: time.Hour})
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	c := startCluster(t, clusterConfig{flag: Auto, rediscover: time.Hour, clock: clk})
 	job := newJob(map[string]string{AnnotationScheduler: "volcano"}, nil)
 	p := c.m.Plan(job, testKind, false)
 	if p.Problem == nil || p.Problem.Reason != ReasonGangSchedulerUnavailable {
@@ -65,18 +70,17 @@ func TestPlanFindsASchedulerInstalledLater(t *testing.T) {
 	}
 
 	c.setAPIs(volcanoAPI)
+	clk.SetTime(clk.Now().Add(time.Hour - time.Second))
 	if p := c.m.Plan(job, testKind, false); p.Problem == nil {
 		t.Errorf("Plan within the rediscovery period: mode %q; want the API server not asked again yet", p.Mode)
 	}
 
-	c.m.mu.Lock()
-	c.m.asked = time.Now().Add(-2 * time.Hour) // the period has passed
-	c.m.mu.Unlock()
+	clk.SetTime(clk.Now().Add(time.Second)) // the period has passed
 	p = c.m.Plan(job, testKind, false)
 	if p.Problem != nil || p.Mode != Volcano {
 		t.Fatalf("Plan after Volcano is installed: mode %q, problem %+v; want volcano", p.Mode, p.Problem)
 	}
-	waitFor(t, "the Volcano cache to fill", c.m.HasSynced)
+	testwait.Eventually(t, 10*time.Second, "the Volcano cache to fill", func(context.Context) (bool, error) { return c.m.HasSynced(), nil })
 	if err := p.Ensure(t.Context(), c.children, members(2), nil); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
@@ -100,11 +104,11 @@ func TestRediscoveryStartsEveryNewlyServedMode(t *testing.T) {
 	if p.Mode != Coscheduling {
 		t.Fatalf("Plan of a coscheduling job: mode %q, problem %+v", p.Mode, p.Problem)
 	}
-	waitFor(t, "the gang caches to fill", c.m.HasSynced)
+	testwait.Eventually(t, 10*time.Second, "the gang caches to fill", func(context.Context) (bool, error) { return c.m.HasSynced(), nil })
 	// The coscheduling cache fills too, so its Ensure does not wait forever.
-	waitFor(t, "the coscheduling PodGroup", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the coscheduling PodGroup", func(context.Context) (bool, error) {
 		err := p.Ensure(t.Context(), c.children, members(2), nil)
-		return err == nil
+		return err == nil, nil
 	})
 	c.getUnstructured(t, coschedulingGVR, testGroupName)
 }
@@ -131,15 +135,15 @@ func TestWatchEnqueuesTheOwnerOfAChangedGroup(t *testing.T) {
 			})
 			c.m.Start(t.Context())
 			t.Cleanup(c.m.Shutdown)
-			waitFor(t, "the gang caches to fill", synced)
+			testwait.Eventually(t, 10*time.Second, "the gang caches to fill", func(context.Context) (bool, error) { return synced(), nil })
 
 			if err := c.m.Plan(newJob(nil, nil), testKind, false).Ensure(t.Context(), c.children, members(2), nil); err != nil {
 				t.Fatalf("Ensure: %v", err)
 			}
-			waitFor(t, "the job's key", func() bool {
+			testwait.Eventually(t, 10*time.Second, "the job's key", func(context.Context) (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
-				return keys[testNamespace+"/"+testJobName]
+				return keys[testNamespace+"/"+testJobName], nil
 			})
 			mu.Lock()
 			defer mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // AnnotationPinnedNode is, on a pod whose template named a node
@@ -27,8 +28,8 @@ const pinnedNodeTTL = 10 * time.Second
 // nodeReads reads the nodes pods are pinned to, each at most once per
 // pinnedNodeTTL: a waiting job's syncs ask again and again.
 type nodeReads struct {
-	kube kubernetes.Interface
-	now  func() time.Time
+	kube  kubernetes.Interface
+	clock clock.PassiveClock
 
 	mu    sync.Mutex
 	nodes map[string]nodeRead
@@ -83,7 +84,7 @@ func (r *nodeReads) pinnedSays(ctx context.Context, pod *corev1.Pod) string {
 // get is the node, nil when it does not exist; ok false when it could not
 // be read.
 func (r *nodeReads) get(ctx context.Context, node string) (*corev1.Node, bool) {
-	now := r.now()
+	now := r.clock.Now()
 	r.mu.Lock()
 	read, cached := r.nodes[node]
 	r.mu.Unlock()

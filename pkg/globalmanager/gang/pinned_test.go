@@ -3,11 +3,11 @@ package gang
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 )
 
 func TestAPinnedPodsNodeSaysWhyItIsNotPlaced(t *testing.T) {
@@ -18,7 +18,7 @@ func TestAPinnedPodsNodeSaysWhyItIsNotPlaced(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: corev1.NodeSpec{Unschedulable: true}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "free"}},
 	)
-	r := &nodeReads{kube: kube, now: time.Now}
+	r := &nodeReads{kube: kube, clock: clock.RealClock{}}
 	pod := func(node string, tolerations ...corev1.Toleration) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w", Annotations: map[string]string{AnnotationPinnedNode: node}},
 			Spec: corev1.PodSpec{Tolerations: tolerations}}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -145,6 +146,17 @@ type Deps struct {
 	Kinds []*Kind
 	// Registerer takes the metrics a kind adds of its own.
 	Registerer prometheus.Registerer
+	// Clock is the controllers' time (conditions' transition times, the
+	// time a report is applied at); nil is the real clock.
+	Clock clock.PassiveClock
+}
+
+// ClockOrReal is d.Clock, the real clock when it is nil.
+func (d Deps) ClockOrReal() clock.PassiveClock {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
 }
 
 // Worker is what every worker is told of its LocalController and its data.

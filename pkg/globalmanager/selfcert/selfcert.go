@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Keys of the Secret besides the serving pair (tls.crt, tls.key).
@@ -61,8 +62,9 @@ type Secret struct {
 	// Secret's metadata and says whether it added one (the Secret is then
 	// updated even when its certificate is good).
 	Own func(*metav1.ObjectMeta) bool
-	// Now is the clock; nil is time.Now.
-	Now func() time.Time
+	// Clock says when a certificate is issued and whether it is due for
+	// renewal; nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // Names are the names the serving certificate must hold.
@@ -101,12 +103,12 @@ func (s Secret) Ensure(ctx context.Context) (*corev1.Secret, error) {
 	if own == nil {
 		own = func(*metav1.ObjectMeta) bool { return false }
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
+	clk := s.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
 	for range 5 {
-		now := now()
+		now := clk.Now()
 		secret, err := secrets.Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

@@ -1,6 +1,7 @@
 package cloudlink
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 )
@@ -84,7 +86,7 @@ func TestLinkKeepsPersistingWhileTheGlobalManagerReadsNothing(t *testing.T) {
 		c.send(t, &edgeproto.Upsert{ObjectVersion: want[i], Object: object(want[i])})
 	}
 	c.send(t, &edgeproto.Synced{})
-	eventually(t, "the store to be in sync", func() bool { return l.Status().Synced })
+	testwait.Eventually(t, testWait, "the store to be in sync", func(context.Context) (bool, error) { return l.Status().Synced, nil })
 	inv, err := l.st.Inventory()
 	if err != nil {
 		t.Fatal(err)

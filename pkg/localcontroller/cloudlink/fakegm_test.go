@@ -309,18 +309,6 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// eventually waits until cond holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, testWait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // object is a sedna.io object as the GM sends it.
 func object(v edgeproto.ObjectVersion) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"kind":%q,"metadata":{"name":%q,"namespace":%q,"resourceVersion":%q},"spec":{}}`,

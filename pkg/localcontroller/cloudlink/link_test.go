@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
@@ -36,7 +37,7 @@ func TestLinkHelloStatesNodeStoreAndInventory(t *testing.T) {
 	if diff := cmp.Diff([]string{"token-1"}, gm.seenTokens()); diff != "" {
 		t.Errorf("bearer tokens (-want,+got):\n%s", diff)
 	}
-	eventually(t, "Status().Connected", func() bool { return l.Status().Connected })
+	testwait.Eventually(t, testWait, "Status().Connected", func(context.Context) (bool, error) { return l.Status().Connected, nil })
 	if got := testutil.ToFloat64(l.metrics.connected); got != 1 {
 		t.Errorf("connected = %v, want 1", got)
 	}
@@ -65,7 +66,7 @@ func TestLinkPersistsObjectsBeforeAcknowledgingThem(t *testing.T) {
 	c.send(t, &edgeproto.Upsert{ObjectVersion: job1, Object: object(job1)},
 		&edgeproto.Upsert{ObjectVersion: model, Object: object(model)}, &edgeproto.Synced{})
 	c.recvAcks(t, holds, job1, model)
-	eventually(t, "Status().Synced", func() bool { return l.Status().Synced })
+	testwait.Eventually(t, testWait, "Status().Synced", func(context.Context) (bool, error) { return l.Status().Synced, nil })
 
 	// Versions of one object are applied in the order they were sent.
 	job2, job3 := version("FederatedLearningJob", "fl", "2"), version("FederatedLearningJob", "fl", "3")
@@ -139,7 +140,7 @@ func TestLinkSendsReportsInOrderAndForgetsAcknowledgedOnes(t *testing.T) {
 
 	c.send(t, &edgeproto.ReportAck{IDs: []uint64{1, 2}, Refused: []edgeproto.RefusedReport{{ID: 2, Reason: "ownerKind is wrong"}}})
 	// The counters move after the store: once they have, so has the outbox.
-	eventually(t, "the acknowledgement is counted", func() bool { return testutil.ToFloat64(l.metrics.reportsAcked) == 2 })
+	testwait.Eventually(t, testWait, "the acknowledgement is counted", func(context.Context) (bool, error) { return testutil.ToFloat64(l.metrics.reportsAcked) == 2, nil })
 	left, err := l.st.PendingReports(0, 0)
 	if err != nil || len(left) != 1 || left[0].ID != 3 {
 		t.Errorf("outbox = %+v (err %v), want report 3", left, err)
@@ -183,9 +184,9 @@ func TestLinkReconnectsAndResendsUnacknowledgedReports(t *testing.T) {
 		}
 	}
 	c.send(t, &edgeproto.ReportAck{IDs: []uint64{1}})
-	eventually(t, "report 1 leaves the outbox", func() bool {
+	testwait.Eventually(t, testWait, "report 1 leaves the outbox", func(context.Context) (bool, error) {
 		n, _, _ := l.st.OutboxLen()
-		return n == 2
+		return n == 2, nil
 	})
 
 	// Cut the connection: reports 2 and 3 were sent but never acknowledged.
@@ -202,9 +203,9 @@ func TestLinkReconnectsAndResendsUnacknowledgedReports(t *testing.T) {
 		}
 	}
 	c.send(t, &edgeproto.ReportAck{IDs: []uint64{2, 3}})
-	eventually(t, "the outbox empties", func() bool {
+	testwait.Eventually(t, testWait, "the outbox empties", func(context.Context) (bool, error) {
 		n, _, _ := l.st.OutboxLen()
-		return n == 0
+		return n == 0, nil
 	})
 	if got := testutil.ToFloat64(l.metrics.connects); got != 2 {
 		t.Errorf("connects_total = %v, want 2", got)
@@ -273,7 +274,7 @@ func TestLinkRefusesAServerSignedByAnotherCA(t *testing.T) {
 	l.cfg.CAFile += ".other"
 	start(t, l)
 
-	eventually(t, "three failed attempts", func() bool { return testutil.ToFloat64(l.metrics.connectErrors) >= 3 })
+	testwait.Eventually(t, testWait, "three failed attempts", func(context.Context) (bool, error) { return testutil.ToFloat64(l.metrics.connectErrors) >= 3, nil })
 	if st := l.Status(); st.Connected || !strings.Contains(st.LastError, "certificate") {
 		t.Errorf("Status() = %+v, want disconnected for a certificate error", st)
 	}
@@ -298,7 +299,7 @@ func TestLinkReadsTheTokenAgainOnEveryConnection(t *testing.T) {
 	writeFile(t, l.cfg.TokenFile, "expired")
 	start(t, l)
 
-	eventually(t, "refused attempts", func() bool { return testutil.ToFloat64(l.metrics.connectErrors) >= 2 })
+	testwait.Eventually(t, testWait, "refused attempts", func(context.Context) (bool, error) { return testutil.ToFloat64(l.metrics.connectErrors) >= 2, nil })
 	if st := l.Status(); st.Connected || !strings.Contains(st.LastError, "401") {
 		t.Errorf("Status() = %+v, want disconnected by a 401", st)
 	}
@@ -412,9 +413,9 @@ func TestLinkDropsCorruptStoredReports(t *testing.T) {
 		}
 	}
 	c.send(t, &edgeproto.ReportAck{IDs: []uint64{2, 4}})
-	eventually(t, "the outbox empties", func() bool {
+	testwait.Eventually(t, testWait, "the outbox empties", func(context.Context) (bool, error) {
 		n, _, _ := l.st.OutboxLen()
-		return n == 0
+		return n == 0, nil
 	})
 	if got := testutil.ToFloat64(l.metrics.reportsDropped); got != 2 {
 		t.Errorf("reports_dropped_total = %v, want 2", got)

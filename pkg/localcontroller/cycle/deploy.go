@@ -51,7 +51,7 @@ func (m *Manager) deploy(ctx context.Context, j *job, mem *jobMemory) error {
 		(st.Round == mem.state.DeployedRound && st.Attempt <= mem.state.DeployedAttempt) {
 		return nil
 	}
-	if m.monotonic().Before(mem.nextDeploy) {
+	if m.clock.Now().Before(mem.nextDeploy) {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
@@ -68,8 +68,8 @@ func (m *Manager) deploy(ctx context.Context, j *job, mem *jobMemory) error {
 	report.ownerInfo = info
 	state := mem.state
 	state.DeployedRound, state.DeployedAttempt = st.Round, st.Attempt
-	if err := m.appendReport(j, mem, report, state, m.Now()); err != nil {
-		mem.nextDeploy = m.monotonic().Add(deployRetryDelay)
+	if err := m.appendReport(j, mem, report, state, m.Wall.Now()); err != nil {
+		mem.nextDeploy = m.clock.Now().Add(deployRetryDelay)
 		return err
 	}
 	if info.Reason != "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -71,11 +72,14 @@ type Manager struct {
 	store  Store
 	outbox Outbox
 
-	// Now is the wall clock: the trigger's daily timer window is read in it,
-	// and reports carry its time. Tests and demos move it (--clock-file).
-	Now func() time.Time
-	// monotonic measures check periods; the real clock outside tests.
-	monotonic func() time.Time
+	// Wall is the wall clock: the trigger's daily timer window is read in
+	// it, and reports carry its time. Tests and demos move it
+	// (--clock-file).
+	Wall clock.PassiveClock
+	// clock measures check periods and ticks Run; the real clock outside
+	// tests. It is not Wall: a wall clock moved by a demo must not make a
+	// check period pass.
+	clock clock.WithTicker
 
 	jobs map[jobKey]*jobMemory
 	// checks counts the train triggers' checks by result.
@@ -95,7 +99,7 @@ func NewManager(st Store, outbox Outbox, cfg Config) *Manager {
 	for _, r := range []string{CheckFired, CheckNotMet, CheckOutsideWindow, CheckUnevaluable} {
 		checks.WithLabelValues(r)
 	}
-	return &Manager{cfg: cfg, store: st, outbox: outbox, Now: time.Now, monotonic: time.Now,
+	return &Manager{cfg: cfg, store: st, outbox: outbox, Wall: clock.RealClock{}, clock: clock.RealClock{},
 		jobs: make(map[jobKey]*jobMemory), checks: checks}
 }
 
@@ -107,7 +111,7 @@ func (m *Manager) Collector() prometheus.Collector { return m.checks }
 // Run looks at the jobs at once and then every tick until ctx is done.
 func (m *Manager) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	t := time.NewTicker(m.cfg.Tick)
+	t := m.clock.NewTicker(m.cfg.Tick)
 	defer t.Stop()
 	for {
 		if err := m.sync(ctx); err != nil {
@@ -116,7 +120,7 @@ func (m *Manager) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

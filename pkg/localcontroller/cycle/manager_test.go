@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -47,9 +48,10 @@ type fixture struct {
 	st     *store.Store
 	outbox *recordingOutbox
 	root   string
-	// mono is the fake monotonic clock of the managers the fixture makes.
-	mono time.Time
-	wall time.Time
+	// mono is the fake monotonic clock of the managers the fixture makes,
+	// wall their wall clock.
+	mono *testingclock.FakeClock
+	wall *testingclock.FakePassiveClock
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -59,13 +61,12 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return &fixture{st: st, outbox: &recordingOutbox{st: st}, root: t.TempDir(), mono: time.Unix(1000, 0), wall: wall}
+	return &fixture{st: st, outbox: &recordingOutbox{st: st}, root: t.TempDir(), mono: testingclock.NewFakeClock(time.Unix(1000, 0)), wall: testingclock.NewFakePassiveClock(wall)}
 }
 
 func (f *fixture) manager() *Manager {
 	m := NewManager(f.st, f.outbox, Config{Node: "edge-0", Root: nodefs.Root{Dir: f.root}})
-	m.Now = func() time.Time { return f.wall }
-	m.monotonic = func() time.Time { return f.mono }
+	m.Wall, m.clock = f.wall, f.mono
 	return m
 }
 
@@ -173,9 +174,9 @@ func (f *fixture) take(t *testing.T) []any {
 	t.Helper()
 	var out []any
 	for _, r := range f.outbox.reports {
-		if r.Kind != edgeproto.ReportWorker || r.Worker != edgeproto.LocalControllerWorker || !r.ReceivedAt.Equal(f.wall) {
+		if r.Kind != edgeproto.ReportWorker || r.Worker != edgeproto.LocalControllerWorker || !r.ReceivedAt.Equal(f.wall.Now()) {
 			t.Errorf("report kind %q worker %q at %v: want a worker report from %s at %v", r.Kind, r.Worker, r.ReceivedAt,
-				edgeproto.LocalControllerWorker, f.wall)
+				edgeproto.LocalControllerWorker, f.wall.Now())
 		}
 		if _, err := edgeproto.ParseWorkerInfo(r.Body); err != nil {
 			t.Errorf("report body %s: %v", r.Body, err)
@@ -219,7 +220,7 @@ func TestTriggerFiresOncePerRoundOnTheNewSamples(t *testing.T) {
 	// 1): more samples and more checks fire nothing.
 	f.writeLines(t, "/data/index.txt", "", 16)
 	for range 3 {
-		f.mono = f.mono.Add(time.Hour)
+		f.mono.Step(time.Hour)
 		tick(t, m)
 	}
 	if got := f.take(t); len(got) != 0 {
@@ -252,7 +253,7 @@ func TestTriggerHonoursItsCheckPeriod(t *testing.T) {
 
 	tick(t, m) // checked at once: 2 < 5
 	f.writeLines(t, "/data/index.txt", "", 8)
-	f.mono = f.mono.Add(59 * time.Second)
+	f.mono.Step(59 * time.Second)
 	tick(t, m)
 	if got := f.take(t); len(got) != 0 {
 		t.Fatalf("fired before the check period passed: %v", got)
@@ -260,7 +261,7 @@ func TestTriggerHonoursItsCheckPeriod(t *testing.T) {
 	if diff := cmp.Diff(map[string]float64{CheckNotMet: 1}, checks(m)); diff != "" {
 		t.Errorf("checks within the period (-want,+got):\n%s", diff)
 	}
-	f.mono = f.mono.Add(time.Second)
+	f.mono.Step(time.Second)
 	tick(t, m)
 	if diff := cmp.Diff([]any{trainReady(t, 1, 8, 8, "txt")}, f.take(t)); diff != "" {
 		t.Errorf("after the period (-want,+got):\n%s", diff)
@@ -291,12 +292,12 @@ func TestTriggerDefaultsToAMinute(t *testing.T) {
 	m := f.manager()
 	tick(t, m)
 	f.writeLines(t, "/data/index.txt", "", 8)
-	f.mono = f.mono.Add(DefaultCheckPeriod - time.Millisecond)
+	f.mono.Step(DefaultCheckPeriod - time.Millisecond)
 	tick(t, m)
 	if got := f.take(t); len(got) != 0 {
 		t.Fatalf("fired before a minute: %v", got)
 	}
-	f.mono = f.mono.Add(time.Millisecond)
+	f.mono.Step(time.Millisecond)
 	tick(t, m)
 	if got := f.take(t); len(got) != 1 {
 		t.Errorf("%d reports after a minute, want 1", len(got))
@@ -402,7 +403,7 @@ func TestTriggerCountsEverySampleOfAReplacedFile(t *testing.T) {
 	f.take(t)
 	f.writeLines(t, "/data/index.txt", "", 6) // replaced by a shorter file
 	f.putIL(t, trainTrigger, waiting(2))
-	f.mono = f.mono.Add(time.Minute)
+	f.mono.Step(time.Minute)
 	tick(t, m)
 	if diff := cmp.Diff([]any{trainReady(t, 2, 6, 6, "txt")}, f.take(t)); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
@@ -424,15 +425,15 @@ func TestTriggerFiresOnlyInItsTimerWindow(t *testing.T) {
 	if diff := cmp.Diff(map[string]float64{CheckOutsideWindow: 1}, checks(m)); diff != "" {
 		t.Errorf("checks at noon (-want,+got):\n%s", diff)
 	}
-	f.wall = time.Date(2025, 3, 1, 23, 0, 0, 0, time.Local)
-	f.mono = f.mono.Add(time.Minute)
+	f.wall.SetTime(time.Date(2025, 3, 1, 23, 0, 0, 0, time.Local))
+	f.mono.Step(time.Minute)
 	tick(t, m)
 	got := f.take(t)
 	if len(got) != 1 {
 		t.Fatalf("%d reports at 23:00, want 1", len(got))
 	}
 	info := got[0].(map[string]any)["ownerInfo"].(map[string]any)
-	if want := f.wall.Format(time.RFC3339); info["triggeredAt"] != want {
+	if want := f.wall.Now().Format(time.RFC3339); info["triggeredAt"] != want {
 		t.Errorf("triggeredAt %v, want %s", info["triggeredAt"], want)
 	}
 }
@@ -548,7 +549,7 @@ func TestTriggerRetriesAReportTheOutboxRefused(t *testing.T) {
 		t.Fatal("sync hid the outbox's error")
 	}
 	f.outbox.fail = nil
-	f.mono = f.mono.Add(time.Minute)
+	f.mono.Step(time.Minute)
 	tick(t, m)
 	if diff := cmp.Diff([]any{trainReady(t, 1, 10, 10, "txt")}, f.take(t)); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)

@@ -62,7 +62,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 		round <= mem.state.PreparedRound {
 		return nil
 	}
-	now := m.monotonic()
+	now := m.clock.Now()
 	if now.Before(mem.nextCheck) {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (m *Manager) trigger(ctx context.Context, j *job, mem *jobMemory, ds *sedna
 		mem.warnOnce(logger, "The train trigger never fires", "err", err)
 		return nil
 	}
-	wall := m.Now()
+	wall := m.Wall.Now()
 	in, err := inWindow(j.trigger.Timer, wall)
 	if err != nil {
 		mem.warnOnce(logger, "The train trigger never fires", "err", err)

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -54,8 +55,8 @@ type Watcher struct {
 	store  Store
 	outbox Outbox
 
-	// Now is the time put in reports; a test seam.
-	Now func() time.Time
+	// clock says the time put in reports and ticks Run; a test seam.
+	clock clock.WithTicker
 
 	// reported is what was last reported per Dataset on this node, loaded
 	// from the store's state on first sight. Only the goroutine polling
@@ -79,14 +80,14 @@ func NewWatcher(st Store, outbox Outbox, cfg Config) *Watcher {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPeriod
 	}
-	return &Watcher{cfg: cfg, store: st, outbox: outbox, Now: time.Now,
+	return &Watcher{cfg: cfg, store: st, outbox: outbox, clock: clock.RealClock{},
 		reported: make(map[types.NamespacedName]countState)}
 }
 
 // Run polls at once and then every period until ctx is done.
 func (w *Watcher) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	t := time.NewTicker(w.cfg.Period)
+	t := w.clock.NewTicker(w.cfg.Period)
 	defer t.Stop()
 	for {
 		if err := w.PollOnce(ctx); err != nil {
@@ -95,7 +96,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -165,7 +166,7 @@ func (w *Watcher) check(ctx context.Context, nn types.NamespacedName, d *sednav1
 		known = found
 	}
 
-	now := w.Now()
+	now := w.clock.Now()
 	cur := countState{UID: d.UID}
 	n, err := w.count(d)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -77,7 +78,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) watcher() *Watcher {
 	w := NewWatcher(f.st, f.outbox, Config{Node: "edge-0", Root: nodefs.Root{Dir: f.root}})
-	w.Now = func() time.Time { return t0 }
+	w.clock = testingclock.NewFakeClock(t0)
 	return w
 }
 

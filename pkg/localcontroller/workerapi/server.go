@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/serving"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -131,7 +132,7 @@ type Server struct {
 	Refused func()
 
 	// Test seams.
-	now          func() time.Time
+	clock        clock.Clock   // stamps reports, times the wait for a slot
 	maxBodyBytes int64         // MaxBodyBytes
 	inFlightWait time.Duration // inFlightWait
 	addressWait  time.Duration // AddressWait
@@ -139,7 +140,7 @@ type Server struct {
 
 // NewServer returns a worker API that appends to outbox and checks owners.
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
-	return &Server{outbox: outbox, owners: owners, logger: logger, now: time.Now, maxBodyBytes: MaxBodyBytes,
+	return &Server{outbox: outbox, owners: owners, logger: logger, clock: clock.RealClock{}, maxBodyBytes: MaxBodyBytes,
 		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait, addressWait: AddressWait,
 		perAddress: make(map[netip.Addr]int)}
 }
@@ -231,12 +232,12 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	slotWait := time.NewTimer(s.inFlightWait)
+	slotWait := s.clock.NewTimer(s.inFlightWait)
 	defer slotWait.Stop()
 	select {
 	case s.inFlight <- struct{}{}:
 		defer func() { <-s.inFlight }()
-	case <-slotWait.C:
+	case <-slotWait.C():
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, worker, http.StatusServiceUnavailable, fmt.Sprintf("%d reports are being taken; try again", cap(s.inFlight)))
 		return
@@ -271,7 +272,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	// The record is what the cloud link will send, byte for byte: a report
 	// that could not go up in one frame is refused now, not dropped later.
-	report, err := edgeproto.OutboxRecord(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.now().UTC(), From: addr.String()})
+	report, err := edgeproto.OutboxRecord(edgeproto.Report{Worker: worker, Body: body, ReceivedAt: s.clock.Now().UTC(), From: addr.String()})
 	switch {
 	case errors.Is(err, edgeproto.ErrTooLarge):
 		s.refuse(w, worker, http.StatusRequestEntityTooLarge, "the report does not fit in a frame to the GlobalManager: "+err.Error())

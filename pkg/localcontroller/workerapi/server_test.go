@@ -2,6 +2,7 @@ package workerapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
@@ -41,7 +44,7 @@ func newServer(t *testing.T, opts store.Options) (*Server, *store.Store) {
 		t.Fatal(err)
 	}
 	s := NewServer(klog.Background(), st, st)
-	s.now = func() time.Time { return time.Unix(1000, 0) }
+	s.clock = testingclock.NewFakeClock(time.Unix(1000, 0))
 	return s, st
 }
 
@@ -353,11 +356,15 @@ func TestAReportIsTakenOnlyFromItsWorkersAddress(t *testing.T) {
 	if err := st.PutObject(job, "2", workers, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
+	waiting := make(chan string, 1)
+	s.owners = waitingOwners{Owners: st, waiting: waiting}
 	done := make(chan int)
 	go func() {
 		done <- postFrom(t, s, "192.0.2.7", http.MethodPost, "job-training-1-def", strings.NewReader(starting)).Code
 	}()
-	time.Sleep(50 * time.Millisecond) // the report waits: nothing to observe
+	if w := <-waiting; w != "job-training-1-def" {
+		t.Fatalf("the report waits for %s's address, want job-training-1-def's", w)
+	}
 	workers[0].IPs = []string{"192.0.2.7"}
 	if err := st.PutObject(job, "3", workers, []byte(`{}`)); err != nil {
 		t.Fatal(err)
@@ -373,6 +380,21 @@ func TestAReportIsTakenOnlyFromItsWorkersAddress(t *testing.T) {
 	if rec := postFrom(t, s, "192.0.2.8", http.MethodPost, "job-training-2-ghi", strings.NewReader(trainReport)); rec.Code != http.StatusForbidden {
 		t.Errorf("a starting worker's report whose address never came: %d, want 403", rec.Code)
 	}
+}
+
+// waitingOwners are Owners that say which worker a report waits for, as it
+// starts waiting.
+type waitingOwners struct {
+	Owners
+	waiting chan<- string
+}
+
+func (o waitingOwners) WaitWorkerAt(ctx context.Context, worker string, addr netip.Addr) bool {
+	select {
+	case o.waiting <- worker:
+	default:
+	}
+	return o.Owners.WaitWorkerAt(ctx, worker, addr)
 }
 
 // A connection from an address no worker of the node has is closed as it

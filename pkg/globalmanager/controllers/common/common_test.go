@@ -16,14 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
 
 func TestExpectationsHoldUntilObservedOrExpired(t *testing.T) {
-	now := time.Unix(1000, 0)
+	clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
 	e := NewExpectations()
-	e.now = func() time.Time { return now }
+	e.clock = clk
 	const key = "ns/job"
 	if !e.Satisfied(key) {
 		t.Fatal("no record should be satisfied")
@@ -41,7 +42,7 @@ func TestExpectationsHoldUntilObservedOrExpired(t *testing.T) {
 		{func() { e.DeletionObserved(key, "uid-1") }, true},
 		{func() { e.CreationObserved(key) }, true}, // never below zero
 		{func() { e.ExpectCreations(key, 1) }, false},
-		{func() { now = now.Add(ExpectationsTimeout + time.Second) }, true},
+		{func() { clk.SetTime(clk.Now().Add(ExpectationsTimeout + time.Second)) }, true},
 		{func() { e.Forget(key) }, true},
 	}
 	for i, s := range steps {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
 )
 
 // ExpectationsTimeout is how long a controller waits for the watch events of
@@ -22,7 +23,7 @@ const ExpectationsTimeout = 5 * time.Minute
 // when the request failed.
 type Expectations struct {
 	mu    sync.Mutex
-	now   func() time.Time
+	clock clock.PassiveClock // times ExpectationsTimeout
 	byKey map[string]*expectation
 }
 
@@ -38,7 +39,7 @@ type mark struct{ name, value string }
 
 // NewExpectations returns empty expectations.
 func NewExpectations() *Expectations {
-	return &Expectations{now: time.Now, byKey: map[string]*expectation{}}
+	return &Expectations{clock: clock.RealClock{}, byKey: map[string]*expectation{}}
 }
 
 // Satisfied says whether the cache of key's children can be trusted: nothing
@@ -53,7 +54,7 @@ func (e *Expectations) Satisfied(key string) bool {
 	if exp.adds <= 0 && exp.deletes.Len() == 0 && len(exp.marks) == 0 {
 		return true
 	}
-	return e.now().Sub(exp.timestamp) > ExpectationsTimeout
+	return e.clock.Now().Sub(exp.timestamp) > ExpectationsTimeout
 }
 
 // ExpectCreations records that n children of key are about to be created.
@@ -62,7 +63,7 @@ func (e *Expectations) ExpectCreations(key string, n int) {
 	defer e.mu.Unlock()
 	exp := e.get(key)
 	exp.adds += n
-	exp.timestamp = e.now()
+	exp.timestamp = e.clock.Now()
 }
 
 // CreationObserved records that one creation for key was seen, or failed.
@@ -80,7 +81,7 @@ func (e *Expectations) ExpectDeletions(key string, uids ...types.UID) {
 	defer e.mu.Unlock()
 	exp := e.get(key)
 	exp.deletes.Insert(uids...)
-	exp.timestamp = e.now()
+	exp.timestamp = e.clock.Now()
 }
 
 // DeletionObserved records that the child with this UID was seen gone (or
@@ -101,7 +102,7 @@ func (e *Expectations) ExpectMark(key string, uid types.UID, name, value string)
 	defer e.mu.Unlock()
 	exp := e.get(key)
 	exp.marks[uid] = mark{name, value}
-	exp.timestamp = e.now()
+	exp.timestamp = e.clock.Now()
 }
 
 // MarkObserved records the mark expected on pod as seen when the pod carries

@@ -6,11 +6,11 @@ package federatedlearning
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
@@ -54,7 +54,7 @@ type Controller struct {
 	// Test seams.
 	children *common.Children
 	exp      *common.Expectations
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // NewController wires the controller to its informers; it starts nothing.
@@ -74,7 +74,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 		config:     config,
 		exp:        exp,
 		children:   &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
-		now:        time.Now,
+		clock:      d.ClockOrReal(),
 	}
 	children, err := common.IndexChildren(podInformer.Informer(), serviceInformer.Informer())
 	if err != nil {
@@ -98,7 +98,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 	}
 	c.reports = edgestatus.For(c.syncer, Name,
 		func(j *sednav1.FederatedLearningJob) *[]sednav1.EdgeNodeStatus { return &j.Status.EdgeNodes },
-		func() time.Time { return c.now() }, metrics)
+		c.clock, metrics)
 	if err := common.IndexByModel(jobInformer.Informer()); err != nil {
 		return nil, err
 	}

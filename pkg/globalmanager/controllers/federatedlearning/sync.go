@@ -35,7 +35,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// Children Sedna's GlobalManager left are replaced before any of ours come.
 	pods, adopted := s.Pods, s.Adopted
 
-	now := metav1.NewTime(c.now())
+	now := metav1.NewTime(c.clock.Now())
 	status := &job.Status
 	if status.StartTime == nil {
 		status.StartTime = &now

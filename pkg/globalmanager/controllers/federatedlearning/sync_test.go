@@ -19,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/internal/fakeapi"
@@ -84,11 +85,10 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	si := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	v1 := si.Sedna().V1alpha1()
 	c, err := NewController(t.Context(), kinds.Deps{Kube: f.kube, Client: f.sedna, KubeInformers: ki, Informers: si,
-		Recorder: record.NewFakeRecorder(100), Worker: testWorker}, testConfig)
+		Recorder: record.NewFakeRecorder(100), Worker: testWorker, Clock: testingclock.NewFakePassiveClock(time.Unix(1000, 0))}, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return time.Unix(1000, 0) }
 	for _, o := range objs {
 		var err error
 		switch o := o.(type) {

@@ -7,23 +7,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle/cycletest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 const (
@@ -63,10 +60,7 @@ func referencedObjects() []runtime.Object {
 }
 
 func build(config Config) cycletest.Build[*sednav1.IncrementalLearningJob] {
-	return func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
-		si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
-		return NewController(ctx, cycletest.Deps(kube, sedna, ki, si, recorder), config)
-	}
+	return func(ctx context.Context, d kinds.Deps) (*Controller, error) { return NewController(ctx, d, config) }
 }
 
 func newFixture(t *testing.T, job *sednav1.IncrementalLearningJob, objs ...runtime.Object) *fixture {
@@ -476,7 +470,7 @@ func TestEdgeDeployUpdatesTheModelAndTheInferenceWorker(t *testing.T) {
 				t.Errorf("writes while the edge deploys: %v", w)
 			}
 			f = f.Next(t)
-			f.Now = f.Now.Add(60e9)
+			f.Clock.SetTime(f.Clock.Now().Add(time.Minute))
 			r.send(t, f, deployed(1))
 
 			got := jobOf(t, f)
@@ -494,8 +488,8 @@ func TestEdgeDeployUpdatesTheModelAndTheInferenceWorker(t *testing.T) {
 			if diff := cmp.Diff(wantMetrics, model.Status.Metrics); diff != "" {
 				t.Errorf("deploy Model metrics (-want,+got):\n%s", diff)
 			}
-			if model.Status.UpdateTime == nil || !model.Status.UpdateTime.Time.Equal(f.Now) {
-				t.Errorf("deploy Model updateTime %v, want %v", model.Status.UpdateTime, f.Now)
+			if model.Status.UpdateTime == nil || !model.Status.UpdateTime.Time.Equal(f.Clock.Now()) {
+				t.Errorf("deploy Model updateTime %v, want %v", model.Status.UpdateTime, f.Clock.Now())
 			}
 			if ev := f.Events(); !containsPrefix(ev, "Normal RoundDeployed Round 1") {
 				t.Errorf("events %q", ev)

@@ -7,10 +7,10 @@ package jointinference
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
@@ -59,7 +59,7 @@ type Controller struct {
 
 	// Test seams.
 	children *common.Children
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // NewController wires the controller to its informers; it starts nothing.
@@ -92,7 +92,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 		// Deployments, Services and autoscalers have deterministic names, so
 		// they need no expectations: a repeated create meets AlreadyExists.
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Metrics: metrics, Controller: Name},
-		now:      time.Now,
+		clock:    d.ClockOrReal(),
 	}
 	children, err := common.IndexChildren(serviceInformer.Informer(), deploymentInformer.Informer(), hpaInformer.Informer())
 	if err != nil {
@@ -116,7 +116,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 	}
 	c.reports = edgestatus.For(c.syncer, Name,
 		func(ji *sednav1.JointInferenceService) *[]sednav1.EdgeNodeStatus { return &ji.Status.EdgeNodes },
-		func() time.Time { return c.now() }, metrics)
+		c.clock, metrics)
 	if err := common.IndexByModel(jiInformer.Informer()); err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		adopted:     replace,
 	}
 
-	now := metav1.NewTime(c.now())
+	now := metav1.NewTime(c.clock.Now())
 	status := &ji.Status
 	if status.StartTime == nil {
 		status.StartTime = &now

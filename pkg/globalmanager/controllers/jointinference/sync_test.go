@@ -28,6 +28,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -136,11 +137,10 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	si := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	v1 := si.Sedna().V1alpha1()
 	c, err := NewController(t.Context(), kinds.Deps{Kube: f.kube, Client: f.sedna, KubeInformers: ki, Informers: si,
-		Recorder: f.recorder, Worker: testWorker}, testConfig)
+		Recorder: f.recorder, Worker: testWorker, Clock: testingclock.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	f.c = c
 	f.indexers = map[string]cache.Indexer{
 		"JointInferenceService":   v1.JointInferenceServices().Informer().GetIndexer(),

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednalisters "github.com/nereid-ml/nereid/pkg/client/listers/sedna/v1alpha1"
@@ -61,8 +61,8 @@ type Controller[J Job[J]] struct {
 	config  Config
 
 	children *common.Children
-	// Clock is the controller's time; tests replace it.
-	Clock func() time.Time
+	// clock is the controller's time: Deps.Clock.
+	clock clock.PassiveClock
 }
 
 // New wires a controller of the jobs of kind gvk (named name in logs,
@@ -93,7 +93,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 		deps:       d,
 		config:     config,
 		children:   &common.Children{Client: d.Kube, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: name},
-		Clock:      time.Now,
+		clock:      d.ClockOrReal(),
 	}
 	children, err := common.IndexChildren(pods.Informer())
 	if err != nil {
@@ -112,7 +112,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 	}
 	c.reports = edgestatus.For(c.syncer, name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
-		func() time.Time { return c.Clock() }, metrics)
+		c.clock, metrics)
 	index := func(names func(Spec) []string) cache.IndexFunc {
 		return func(obj any) ([]string, error) {
 			job, ok := obj.(J)

@@ -27,7 +27,7 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 
 	fields := c.kind.Fields(job)
 	st := fields.read()
-	m := &machine{job: job.GetName(), st: &st, now: metav1.NewTime(c.Clock()), config: &c.config}
+	m := &machine{job: job.GetName(), st: &st, now: metav1.NewTime(c.clock.Now()), config: &c.config}
 	if st.Round == 0 {
 		m.start()
 	}

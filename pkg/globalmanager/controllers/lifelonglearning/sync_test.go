@@ -10,17 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
-	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle/cycletest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 const (
@@ -51,10 +47,7 @@ func exampleJob(t *testing.T) *sednav1.LifelongLearningJob {
 
 func newFixture(t *testing.T, job *sednav1.LifelongLearningJob) *cycletest.Fixture[*sednav1.LifelongLearningJob] {
 	t.Helper()
-	build := func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
-		si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
-		return NewController(ctx, cycletest.Deps(kube, sedna, ki, si, recorder), testConfig)
-	}
+	build := func(ctx context.Context, d kinds.Deps) (*Controller, error) { return NewController(ctx, d, testConfig) }
 	dataset := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "lifelong-dataset", Namespace: ns},
 		Spec: sednav1.DatasetSpec{URL: "/data/atcii/trainData.csv", Format: "csv", NodeName: node}}
 	return cycletest.New(t, build, []runtime.Object{dataset, job}...)

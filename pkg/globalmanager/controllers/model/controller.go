@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -71,8 +72,8 @@ type Controller struct {
 	verify   workqueue.TypedRateLimitingInterface[string] // namespaces with Models in pending
 	recorder record.EventRecorder
 	metrics  *common.Metrics
-	now      func() time.Time
-	recheck  time.Duration // liveRecheck, but in tests
+	clock    clock.PassiveClock // Deps.Clock
+	recheck  time.Duration      // liveRecheck, but in tests
 
 	mu      sync.Mutex
 	pending map[string]map[string]bool // namespace → deleted Models no cache names a job of, waiting for a live list
@@ -101,7 +102,7 @@ func NewController(_ context.Context, d kinds.Deps) (*Controller, error) {
 		verify:   common.NewQueue(Name + "-live-list"),
 		recorder: recorder,
 		metrics:  metrics,
-		now:      time.Now,
+		clock:    d.ClockOrReal(),
 		recheck:  liveRecheck,
 		pending:  map[string]map[string]bool{},
 	}
@@ -407,7 +408,7 @@ func (c *Controller) setBlocked(ctx context.Context, cached *sednav1.Model, reas
 	newReason := old == nil || old.Status != metav1.ConditionTrue || old.Reason != reason
 	if !apimeta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
 		Type: ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
-		ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.now()),
+		ObservedGeneration: m.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now()),
 	}) {
 		return nil
 	}

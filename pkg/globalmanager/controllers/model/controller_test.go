@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -128,13 +129,9 @@ func TestModelProtection(t *testing.T) {
 			// A Model held only by jobs the caches have not shown is
 			// looked at again later, whatever happens meanwhile.
 			if tc.uncached && tc.wantBlocked {
-				deadline := time.Now().Add(5 * time.Second)
-				for c.queue.Len() == 0 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
-				if c.queue.Len() == 0 {
-					t.Error("the Model is not queued again")
-				}
+				testwait.Eventually(t, 5*time.Second, "the Model queued again", func(context.Context) (bool, error) {
+					return c.queue.Len() > 0, nil
+				})
 			}
 			if len(recorder.Events) != tc.wantEvents {
 				t.Errorf("%d events, want %d", len(recorder.Events), tc.wantEvents)

@@ -14,14 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/internal/fakeapi"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -33,10 +32,10 @@ import (
 // Namespace of the objects of the tests.
 const Namespace = "default"
 
-// Build makes the controller under test from the fixture's clients and
-// informer factories.
-type Build[J learningcycle.Job[J]] func(ctx context.Context, kube *kubefake.Clientset, sedna *sednafake.Clientset, ki kubeinformers.SharedInformerFactory,
-	si sednainformers.SharedInformerFactory, recorder record.EventRecorder) (*learningcycle.Controller[J], error)
+// Build makes the controller under test from the dependencies the fixture
+// gives it: its fakes and their informers, workers told of a LocalController
+// on port 9100 and data under /home/data, and its clock.
+type Build[J learningcycle.Job[J]] func(ctx context.Context, d kinds.Deps) (*learningcycle.Controller[J], error)
 
 // Fixture is one controller over fake clients whose informers' indexers hold
 // what the clients held when it was made: a GlobalManager whose caches have
@@ -46,8 +45,9 @@ type Fixture[J learningcycle.Job[J]] struct {
 	Kube     *kubefake.Clientset
 	Sedna    *sednafake.Clientset
 	Recorder *record.FakeRecorder
-	Now      time.Time
-	build    Build[J]
+	// Clock is the controller's time, which the test moves.
+	Clock *testingclock.FakePassiveClock
+	build Build[J]
 }
 
 // New seeds fake clients with objs and makes the first fixture.
@@ -62,7 +62,7 @@ func New[J learningcycle.Job[J]](t *testing.T, build Build[J], objs ...runtime.O
 		}
 	}
 	f := &Fixture[J]{Kube: kubefake.NewClientset(kubeObjs...), Sedna: sednafake.NewSimpleClientset(sednaObjs...),
-		Now: time.Unix(1000, 0).UTC(), build: build}
+		Clock: testingclock.NewFakePassiveClock(time.Unix(1000, 0).UTC()), build: build}
 	fakeapi.ConditionalUpdates(f.Sedna)
 	f.start(t)
 	return f
@@ -75,7 +75,7 @@ func (f *Fixture[J]) Next(t *testing.T) *Fixture[J] {
 	t.Helper()
 	f.Kube.ClearActions()
 	f.Sedna.ClearActions()
-	next := &Fixture[J]{Kube: f.Kube, Sedna: f.Sedna, Now: f.Now, build: f.build}
+	next := &Fixture[J]{Kube: f.Kube, Sedna: f.Sedna, Clock: f.Clock, build: f.build}
 	next.start(t)
 	return next
 }
@@ -85,11 +85,11 @@ func (f *Fixture[J]) start(t *testing.T) {
 	f.Recorder = record.NewFakeRecorder(100)
 	ki := kubeinformers.NewSharedInformerFactory(f.Kube, 0)
 	si := sednainformers.NewSharedInformerFactory(f.Sedna, 0)
-	c, err := f.build(t.Context(), f.Kube, f.Sedna, ki, si, f.Recorder)
+	c, err := f.build(t.Context(), kinds.Deps{Kube: f.Kube, Client: f.Sedna, KubeInformers: ki, Informers: si, Recorder: f.Recorder,
+		Worker: kinds.Worker{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}, Clock: f.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Clock = func() time.Time { return f.Now }
 	f.C = c
 	ctx := t.Context()
 	v1 := si.Sedna().V1alpha1()
@@ -173,7 +173,7 @@ func (f *Fixture[J]) Apply(t *testing.T, node string, id uint64, info edgeproto.
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &edgeproto.Report{ID: id, Worker: info.Name, Body: body, ReceivedAt: f.Now}
+	r := &edgeproto.Report{ID: id, Worker: info.Name, Body: body, ReceivedAt: f.Clock.Now()}
 	return f.C.ApplyReports(t.Context(), edgeproto.Source{Node: node, Store: Store}, []edgeproto.WorkerReport{{Report: r, Info: &info}})[0]
 }
 
@@ -303,12 +303,4 @@ func Worker(ownerKind edgeproto.OwnerKind, job, worker string, stage edgeproto.S
 func itoa(n int32) string {
 	b, _ := json.Marshal(n)
 	return string(b)
-}
-
-// Deps are the dependencies a controller under test is built from: the
-// fakes and their informers, workers told of a LocalController on port 9100
-// and data under /home/data.
-func Deps(kube kubernetes.Interface, client nereidclient.Interface, ki kubeinformers.SharedInformerFactory, si sednainformers.SharedInformerFactory, recorder record.EventRecorder) kinds.Deps {
-	return kinds.Deps{Kube: kube, Client: client, KubeInformers: ki, Informers: si, Recorder: recorder,
-		Worker: kinds.Worker{LocalController: common.LCAddress{Port: 9100}, LogLevel: "INFO", DataPathPrefix: "/home/data"}}
 }
