@@ -88,7 +88,7 @@ func (c *Controller) admit(ctx context.Context, sc *syncCtx) error {
 	if !sc.haveService {
 		sc.request.Charge.Objects = append(sc.request.Charge.Objects, admission.Service)
 	}
-	d, err := c.config.Admission.Admit(ctx, sc.request)
+	d, err := c.deps.Admission.Admit(ctx, sc.request)
 	if err != nil {
 		c.placer.release(sc.toCreate)
 		return err
@@ -116,7 +116,7 @@ func (c *Controller) act(ctx context.Context, sc *syncCtx) {
 	var made []*corev1.Pod
 	var undone []common.Event
 	wg.Go(func() {
-		if made, undone, errs[3] = c.config.Admission.CreatePods(ctx, c.children, sc.request); errs[3] != nil {
+		if made, undone, errs[3] = c.deps.Admission.CreatePods(ctx, c.children, sc.request); errs[3] != nil {
 			// The room of pods that were not made is free again (those
 			// that were are counted from the cache soon).
 			c.placer.release(sc.request.Charge.Pods)

@@ -19,9 +19,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	diclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -45,9 +43,6 @@ type Config struct {
 	// ClusterDomain is the cluster's DNS domain, the tail of every replica's
 	// name in DI_NODES.
 	ClusterDomain string
-	// ChildEventBatchPeriod is how long pod and Service events of a job are
-	// gathered into one sync.
-	ChildEventBatchPeriod time.Duration
 	// Allocation places replicas with an allocator policy; nil leaves them
 	// to the Kubernetes scheduler.
 	Allocation *Allocation
@@ -57,12 +52,6 @@ type Config struct {
 	// down is held as running, and how long its pod tolerates the node's
 	// unreachable and not-ready taints before eviction.
 	EdgeLinkGrace time.Duration
-	// Gangs hands each job's replicas to the cluster's gang scheduler; nil
-	// places them one by one.
-	Gangs *gang.Manager
-	// Admission admits each job's replicas against the namespace's
-	// ResourceQuotas, whole or not at all; nil admits all.
-	Admission *admission.Manager
 }
 
 // Controller reconciles DIJobs.
@@ -74,6 +63,7 @@ type Controller struct {
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
+	deps    kinds.Deps
 	config  Config
 
 	// Test seams.
@@ -83,13 +73,13 @@ type Controller struct {
 }
 
 // NewController wires the controller to its informers; it starts nothing.
-// What every kind shares comes from d: its ChildEventBatchPeriod, Gangs and
-// Admission replace config's.
+// What every kind shares comes from d: its Gangs hand each job's replicas to
+// the cluster's gang scheduler, its Admission admits them whole against the
+// namespace's ResourceQuotas.
 func NewController(d kinds.Deps, config Config) (*Controller, error) {
 	kubeClient, client, recorder, metrics := d.Kube, d.Client, d.Recorder, d.Metrics
 	jobInformer := d.Informers.Diengine().V2alpha1().DIJobs()
 	podInformer, serviceInformer := d.KubeInformers.Core().V1().Pods(), d.KubeInformers.Core().V1().Services()
-	config.ChildEventBatchPeriod, config.Gangs, config.Admission = d.ChildEventBatchPeriod, d.Gangs, d.Admission
 	if config.ClusterDomain == "" {
 		config.ClusterDomain = "cluster.local"
 	}
@@ -102,6 +92,7 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		jobs:     jobInformer.Lister(),
 		queue:    common.NewQueue(Name),
 		metrics:  metrics,
+		deps:     d,
 		config:   config,
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
 		now:      time.Now,
@@ -123,13 +114,13 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		Expectations: exp,
 		Forget: func(key string) {
 			c.placer.forget(key)
-			config.Admission.Forget(jobKind, key)
+			d.Admission.Forget(jobKind, key)
 		},
 		Pods:     children[0],
 		Services: children[1],
 	}
 	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, func() time.Time { return c.now() })
-	batched := common.Batched(c.queue, config.ChildEventBatchPeriod)
+	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},
@@ -137,7 +128,7 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 	); err != nil {
 		return nil, err
 	}
-	c.synced = append(c.synced, config.Gangs.Watch(jobKind, batched), config.Admission.Watch(jobKind, c.queue.Add))
+	c.synced = append(c.synced, d.Gangs.Watch(jobKind, batched), d.Admission.Watch(jobKind, c.queue.Add))
 	return c, nil
 }
 

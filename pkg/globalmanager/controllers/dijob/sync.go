@@ -48,12 +48,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	switch {
 	case finished(sc.status.Phase):
 		// A job that asks no more holds no place in its namespace's queue.
-		c.config.Admission.Forget(jobKind, key)
+		c.deps.Admission.Forget(jobKind, key)
 		if sc.satisfied {
 			actErr = c.children.DeletePods(ctx, key, job, common.PodsToClean(pods, string(job.Spec.CleanPodPolicy)), "the job finished")
 		}
 	case tooLarge != nil:
-		c.config.Admission.Forget(jobKind, key)
+		c.deps.Admission.Forget(jobKind, key)
 		// The CRD refuses such a job; under another CRD (DI-orchestrator's
 		// has no bounds) building its replicas would exhaust the
 		// GlobalManager's memory. It waits for a spec edit.
@@ -61,7 +61,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	default:
 		// Every replica of every task is one gang, unless the job's
 		// annotation asks for fewer.
-		sc.plan = c.config.Gangs.Plan(job, jobKind, true)
+		sc.plan = c.deps.Gangs.Plan(job, jobKind, true)
 		events, actErr = c.reconcile(ctx, sc)
 		// The pods it made count as the next sync will count them from the
 		// cache, so the status written now need not be written again.
