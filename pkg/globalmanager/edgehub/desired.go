@@ -17,7 +17,8 @@ import (
 )
 
 // The indexes the hub adds to the informers. Their names are the hub's own
-// so they never clash with a controller's indexes on the same informer.
+// so they never clash with a controller's indexes on the same informer;
+// objects by the Models they name is the shared common.ByModel.
 const (
 	// indexNode keys objects by the nodes their templates name and the node
 	// they are placed on.
@@ -25,8 +26,6 @@ const (
 	// indexDataset keys objects by namespace/dataset for each Dataset they
 	// name.
 	indexDataset = "edgehub.nereid.io/dataset"
-	// indexModel keys objects by namespace/model for each Model they name.
-	indexModel = "edgehub.nereid.io/model"
 	// indexUID keys objects by UID, to find a worker pod's owner.
 	indexUID = "edgehub.nereid.io/uid"
 
@@ -109,12 +108,6 @@ func (h *Hub) addIndexers() error {
 				}
 				return nil, nil
 			},
-			indexModel: func(obj any) ([]string, error) {
-				if o, ok := obj.(metav1.Object); ok {
-					return keys(o.GetNamespace(), modelNames(o)), nil
-				}
-				return nil, nil
-			},
 			indexUID: func(obj any) ([]string, error) {
 				if o, ok := obj.(metav1.Object); ok {
 					return []string{string(o.GetUID())}, nil
@@ -124,6 +117,11 @@ func (h *Hub) addIndexers() error {
 		})
 		if err != nil {
 			return fmt.Errorf("adding edge hub indexers to the %s informer: %w", k.name, err)
+		}
+		// Objects by the Models they name: the index the controllers and the
+		// Model protection share.
+		if err := common.IndexByModel(k.informer); err != nil {
+			return fmt.Errorf("%s: %w", k.name, err)
 		}
 	}
 	ownerNode := func(obj any) (owner, node string) {
@@ -421,7 +419,7 @@ func (h *Hub) affectedNodes(k *kind, obj any) []string {
 	if k.name == modelKind {
 		// A Model goes where the objects that name it go.
 		for _, kk := range h.kinds {
-			for _, named := range byIndex(kk.informer, indexModel, nsKey(o.GetNamespace(), o.GetName())) {
+			for _, named := range byIndex(kk.informer, common.ByModel, nsKey(o.GetNamespace(), o.GetName())) {
 				nodes = append(nodes, h.affectedNodes(kk, named)...)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -103,10 +104,7 @@ func templateNodes(obj metav1.Object) []string {
 }
 
 func modelNames(obj metav1.Object) []string {
-	if m, ok := obj.(modelNamer); ok {
-		return nonEmpty(m.ModelNames())
-	}
-	return nil
+	return common.ModelNames(obj)
 }
 
 func datasetNames(obj metav1.Object) []string {

@@ -19,18 +19,32 @@ type modelNamer interface {
 	ModelNames() []string
 }
 
-// ModelKeys are the namespace/name of each Model obj names, without
+// ModelNames are the Models obj names (in its namespace), without
 // duplicates or empty names; none when obj's type names no Models.
-func ModelKeys(obj any) []string {
+func ModelNames(obj any) []string {
 	job, ok := obj.(modelNamer)
 	if !ok {
 		return nil
 	}
-	var keys []string
+	var names []string
 	for _, m := range job.ModelNames() {
-		if k := job.GetNamespace() + "/" + m; m != "" && !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		if m != "" && !slices.Contains(names, m) {
+			names = append(names, m)
 		}
+	}
+	return names
+}
+
+// ModelKeys are the namespace/name of each Model obj names (ModelNames).
+func ModelKeys(obj any) []string {
+	names := ModelNames(obj)
+	if len(names) == 0 {
+		return nil
+	}
+	ns := obj.(modelNamer).GetNamespace()
+	keys := make([]string, len(names))
+	for i, m := range names {
+		keys[i] = ns + "/" + m
 	}
 	return keys
 }

@@ -234,8 +234,8 @@ func listNaming(ctx context.Context, models map[string]bool, ns string, list pag
 			return nil, err
 		}
 		for _, j := range items {
-			for _, key := range common.ModelKeys(j) {
-				if _, m, _ := strings.Cut(key, "/"); models[m] {
+			for _, m := range common.ModelNames(j) {
+				if models[m] {
 					names[m] = append(names[m], j.GetName())
 				}
 			}
