@@ -451,9 +451,10 @@ func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *test
 	if pods, err := diPods(t.Context(), t, ns, tooBig); err != nil || len(pods) != 0 {
 		t.Errorf("a job that does not fit has pods %v (%v)", keys(pods), err)
 	}
-	if n := countEvents(t, ns, tooBig.UID, "Pending", "needs cpu"); n < 1 {
-		t.Errorf("no event says why the job waits")
-	}
+	// Events are recorded once the status that explains them is written.
+	framework.Eventually(t, 10*time.Second, "an event saying why the job waits", func(context.Context) (bool, error) {
+		return countEvents(t, ns, tooBig.UID, "Pending", "needs cpu") > 0, nil
+	})
 	// Why it is pending, in kubectl get: its REASON column.
 	if out, err := framework.Kubectl(t, "get", "dijob", "too-big", "-n", ns); err != nil || !strings.Contains(out, "REASON") || !strings.Contains(out, "InsufficientResources") {
 		t.Errorf("kubectl get dijob too-big (%v):\n%s\nwant REASON InsufficientResources", err, out)
