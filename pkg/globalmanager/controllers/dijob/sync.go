@@ -34,7 +34,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	job, pods := s.Owner, s.Pods
 	sc := &syncCtx{
-		key: key, job: job, status: job.Status.DeepCopy(), now: metav1.NewTime(c.now()),
+		key: key, job: job, status: job.Status.DeepCopy(), now: metav1.NewTime(c.clock.Now()),
 		pods: pods, satisfied: s.Satisfied, haveService: len(s.Services) > 0,
 	}
 	var events []common.Event
