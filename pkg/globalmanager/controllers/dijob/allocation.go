@@ -172,7 +172,7 @@ func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) er
 		if edge[placement[i]] {
 			tolerateLinkLoss(&pod.Spec, p.linkGrace)
 		}
-		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, placement[i])
+		pod.Spec.Affinity = common.Pin(pod.Spec.Affinity, placement[i])
 		pod.Annotations[AnnotationNode] = placement[i]
 		p.reserved[pod.Namespace+"/"+pod.Name] = reservation{pod: pod, expires: p.clock.Now().Add(reservationTTL)}
 	}
@@ -304,7 +304,7 @@ func (c *Controller) placementOf(job *div2.DIJob) (allocator.Placement, bool) {
 	byName := map[string]string{}
 	for _, pod := range common.Claim(job, pods) {
 		if !common.PodTerminating(pod) {
-			byName[pod.Name] = allocator.PinnedNode(pod)
+			byName[pod.Name] = common.PinnedNode(pod)
 		}
 	}
 	var placement allocator.Placement
