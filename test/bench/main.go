@@ -49,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -81,18 +82,20 @@ type result struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this running cluster instead of starting a fresh local control plane (results are then less comparable).")
-	flag.IntVar(&o.jobs, "jobs", 500, "FederatedLearningJobs created at once (each 1 aggregator + 2 training workers + 1 Service).")
-	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
-	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
-	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
-	flag.StringVar(&o.gmFlags, "gm-flags", "", "More flags for the GlobalManager section's GlobalManager, space-separated (say \"--federatedlearningjob-workers=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
-	flag.BoolVar(&o.quota, "quota", false, "Give the ceiling's, the floor's and the GlobalManager's namespaces a ResourceQuota (pods, services; room for every job): "+
-		"all three then pay the API server's quota admission, and the GlobalManager's ratio to them shows what its own admission of jobs under a quota costs.")
-	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
-	o.dijob.addFlags(flag.CommandLine)
-	o.edge.addFlags(flag.CommandLine)
-	flag.Parse()
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: bench [flags]
+
+Measures the GlobalManager, DIJobs and the cloud–edge channel on a fresh local
+control plane, each against a ceiling measured in the same run, and prints a
+table per section (make bench).
+
+Flags:
+`)
+		command.PrintFlags(fs)
+	}
+	o.addFlags(fs)
+	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on --help and a bad flag.
 	if o.quota {
 		quotaJobs = o.jobs
 	}
@@ -112,6 +115,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// addFlags adds the bench's flags to fs, each section's included.
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this running cluster instead of starting a fresh local control plane (results are then less comparable).")
+	fs.IntVar(&o.jobs, "jobs", 500, "FederatedLearningJobs created at once (each 1 aggregator + 2 training workers + 1 Service).")
+	fs.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
+	fs.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
+	fs.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
+	fs.StringVar(&o.gmFlags, "gm-flags", "", "More flags for the GlobalManager section's GlobalManager, space-separated (say \"--federatedlearningjob-workers=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
+	fs.BoolVar(&o.quota, "quota", false, "Give the ceiling's, the floor's and the GlobalManager's namespaces a ResourceQuota (pods, services; room for every job): "+
+		"all three then pay the API server's quota admission, and the GlobalManager's ratio to them shows what its own admission of jobs under a quota costs.")
+	fs.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
+	o.dijob.addFlags(fs)
+	o.edge.addFlags(fs)
 }
 
 func run(o options) error {
