@@ -49,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
 	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -177,7 +178,7 @@ func run(o options) error {
 		}
 	}
 	if runs("dijob") {
-		results, err := benchDIJob(ctx, o.dijob, o.kubeconfig, kube, sedna, c)
+		results, err := benchDIJob(ctx, o.dijob, kube, sedna, c)
 		if err != nil {
 			return fmt.Errorf("dijob: %w", err)
 		}
@@ -187,7 +188,7 @@ func run(o options) error {
 		}
 	}
 	if runs("edge") {
-		results, err := runEdge(ctx, o.edge, o.kubeconfig, external, kube, sedna)
+		results, err := runEdge(ctx, o.edge, external, kube, sedna)
 		if err != nil {
 			return fmt.Errorf("edge: %w", err)
 		}
@@ -218,7 +219,7 @@ func run(o options) error {
 				kube, sedna = benchClients()
 			}
 		}
-		results, err := runEdge(ctx, o.edge.atScale(), o.kubeconfig, external, kube, sedna)
+		results, err := runEdge(ctx, o.edge.atScale(), external, kube, sedna)
 		if err != nil {
 			return fmt.Errorf("edge at scale: %w", err)
 		}
@@ -258,6 +259,23 @@ func benchClients() (kubernetes.Interface, sednaclient.Interface) {
 	return kubernetes.NewForConfigOrDie(cfg), sednaclient.NewForConfigOrDie(cfg)
 }
 
+// startGlobalManager starts the GlobalManager of gm as the local run and
+// the tests do (hack/localrun): as the chart's ServiceAccount, with the
+// chart's RBAC (its Role also in gm's namespace, if any, and in its edge
+// hub's), logging to logPath. gm.Kubeconfig is set here.
+func startGlobalManager(ctx context.Context, bin, logPath string, gm localrun.GlobalManager) (*framework.Process, error) {
+	own := framework.SystemNamespace
+	if gm.EdgeHub != nil {
+		own = gm.EdgeHub.Namespace
+	}
+	var err error
+	if gm.Kubeconfig, err = framework.NewGlobalManagerKubeconfig(ctx, own); err != nil {
+		return nil, fmt.Errorf("the GlobalManager's identity: %w", err)
+	}
+	p := framework.NewProcess("globalmanager", bin, logPath, gm.Args()...)
+	return p, p.Start()
+}
+
 // benchGlobalManager measures the GlobalManager's create, self-heal and
 // respec against the ceiling; its GlobalManager is stopped when it returns,
 // so that it acts on nothing of a later section.
@@ -272,13 +290,16 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		return nil, err
 	}
 	_ = os.Remove(logPath)
-	// Default settings but one: only what a local run needs (kubeconfig, a
-	// free health port, its profile served), and no gang scheduling. With
-	// it the GlobalManager also makes a PodGroup per job and its pods wait
-	// for the scheduler: work the ceiling and the floor do not do.
-	gm := framework.NewProcess("globalmanager", bin, logPath, append([]string{"--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none", "--profiling"},
-		strings.Fields(o.gmFlags)...)...)
-	if err := gm.Start(); err != nil {
+	// Default settings but one: only what a local run needs (the chart's
+	// identity, its Lease in the chart's namespace, a free health port, its
+	// profile served), and no gang scheduling. With it the GlobalManager
+	// also makes a PodGroup per job and its pods wait for the scheduler:
+	// work the ceiling and the floor do not do.
+	gm, err := startGlobalManager(ctx, bin, logPath, localrun.GlobalManager{
+		HealthAddress: "127.0.0.1:0", LeaseNamespace: framework.SystemNamespace,
+		Extra: append([]string{"--gang-scheduler=none", "--profiling"}, strings.Fields(o.gmFlags)...),
+	})
+	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()
