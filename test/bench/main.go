@@ -261,8 +261,9 @@ func benchClients() (kubernetes.Interface, sednaclient.Interface) {
 
 // startGlobalManager starts the GlobalManager of gm as the local run and
 // the tests do (hack/localrun): as the chart's ServiceAccount, with the
-// chart's RBAC (its Role also in gm's namespace, if any, and in its edge
-// hub's), logging to logPath. gm.Kubeconfig is set here.
+// chart's RBAC (its Role in the chart's namespace, which holds the leader
+// election Lease, and in its edge hub's namespace when it has one),
+// logging to logPath. gm.Kubeconfig is set here.
 func startGlobalManager(ctx context.Context, bin, logPath string, gm localrun.GlobalManager) (*framework.Process, error) {
 	own := framework.SystemNamespace
 	if gm.EdgeHub != nil {
