@@ -107,7 +107,6 @@ func envFrom(c corev1.Container) map[string]string {
 func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T) {
 	const ns = "nereid-system"
 	r := render(t, ns)
-
 	wantKeys := []string{
 		"ClusterRole/nereid-system-nereid-globalmanager", "ClusterRoleBinding/nereid-system-nereid-globalmanager",
 		"CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
@@ -124,6 +123,17 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		t.Errorf("objects (-want,+got):\n%s", diff)
 	}
 
+	gm := checkDefaultGlobalManager(t, r, ns)
+	checkDefaultGlobalManagerServices(t, r, gm)
+	checkDefaultLocalController(t, r, flags(gm.Spec.Template.Spec.Containers[0])["edge-token-audience"])
+	checkDefaultIdentities(t, r)
+}
+
+// checkDefaultGlobalManager checks the default GlobalManager Deployment of
+// release namespace ns: two replicas, its flags, image, probes, resources
+// and placement; it returns the Deployment.
+func checkDefaultGlobalManager(t *testing.T, r release, ns string) *appsv1.Deployment {
+	t.Helper()
 	var gm appsv1.Deployment
 	r.get(t, "Deployment/nereid-globalmanager", &gm)
 	if gm.Spec.Replicas == nil || *gm.Spec.Replicas != 2 {
@@ -175,6 +185,14 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		t.Errorf("GlobalManager node affinity %v keeps it on edge nodes", got)
 	}
 
+	return &gm
+}
+
+// checkDefaultGlobalManagerServices checks what selects the GlobalManager's
+// Pods of gm: its PodDisruptionBudget, the edge hub's Service (the serving
+// replica alone) and the metrics Service.
+func checkDefaultGlobalManagerServices(t *testing.T, r release, gm *appsv1.Deployment) {
+	t.Helper()
 	var pdb policyv1.PodDisruptionBudget
 	r.get(t, "PodDisruptionBudget/nereid-globalmanager", &pdb)
 	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
@@ -201,7 +219,13 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	if diff := cmp.Diff(gm.Spec.Selector.MatchLabels, metrics.Spec.Selector); diff != "" || metrics.Spec.Type != corev1.ServiceTypeClusterIP {
 		t.Errorf("metrics Service %s selects (-deployment,+service):\n%s", metrics.Spec.Type, diff)
 	}
+}
 
+// checkDefaultLocalController checks the default LocalController DaemonSet:
+// on edge nodes, host network, no API token, its flags, its projected token
+// of the hub's audience hubAudience, its CA, store and node paths.
+func checkDefaultLocalController(t *testing.T, r release, hubAudience string) {
+	t.Helper()
 	var lc appsv1.DaemonSet
 	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
 	lp := lc.Spec.Template.Spec
@@ -248,8 +272,8 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		tok.Projected.Sources[0].ServiceAccountToken == nil || tok.Projected.Sources[0].ServiceAccountToken.Path != "token" {
 		t.Fatalf("LocalController token mount %+v volume %+v, want a projected token at /var/run/secrets/nereid.io/edgehub/token", m, tok)
 	}
-	if aud := tok.Projected.Sources[0].ServiceAccountToken.Audience; aud != flags(c)["edge-token-audience"] {
-		t.Errorf("LocalController token audience %q, the hub's --edge-token-audience %q", aud, flags(c)["edge-token-audience"])
+	if aud := tok.Projected.Sources[0].ServiceAccountToken.Audience; aud != hubAudience {
+		t.Errorf("LocalController token audience %q, the hub's --edge-token-audience %q", aud, hubAudience)
 	}
 	if ca := volumes["edgehub-ca"]; ca.ConfigMap == nil || ca.ConfigMap.Name != "nereid-edgehub-ca" || mounts["edgehub-ca"].MountPath+"/ca.crt" != wantLCFlags["ca-file"] {
 		t.Errorf("LocalController CA volume %+v mounted at %q, want ConfigMap nereid-edgehub-ca holding --ca-file", ca, mounts["edgehub-ca"].MountPath)
@@ -271,7 +295,13 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	if p := lcc.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Host != "127.0.0.1" || p.HTTPGet.Port.IntValue() != 9101 {
 		t.Errorf("LocalController liveness probe %+v, want /healthz on 127.0.0.1:9101", p)
 	}
+}
 
+// checkDefaultIdentities checks the ServiceAccounts and bindings: the
+// LocalController's mounts no API token, and every binding grants the
+// GlobalManager's ServiceAccount alone.
+func checkDefaultIdentities(t *testing.T, r release) {
+	t.Helper()
 	var lcSA corev1.ServiceAccount
 	r.get(t, "ServiceAccount/nereid-localcontroller", &lcSA)
 	if lcSA.AutomountServiceAccountToken == nil || *lcSA.AutomountServiceAccountToken {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,11 +75,7 @@ func TestFileClockReadsTheFileAtEveryCallAndFallsBackToTheSystemClock(t *testing
 // --help lists every LocalController flag and keeps klog's apart;
 // --version prints the version and exits 0.
 func TestHelpListsEveryFlagAndVersionExits0(t *testing.T) {
-	fs := flag.NewFlagSet("localcontroller", flag.ContinueOnError)
 	var o options
-	o.addFlags(fs)
-	var own []string
-	fs.VisitAll(func(f *flag.Flag) { own = append(own, f.Name) })
-	commandtest.CheckHelp(t, own, true)
+	commandtest.CheckHelp(t, commandtest.FlagNames(o.addFlags), true)
 	commandtest.CheckVersion(t, "nereid-localcontroller")
 }

@@ -44,19 +44,31 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 func main() {
-	outDir := flag.String("out-dir", "_output/local", "State dir of the local run (make local-up).")
-	namespace := flag.String("namespace", "demo", "Namespace to run the example in.")
-	example := flag.String("example", "federatedlearningjob",
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: demo [flags]
+
+Runs an example on the local run (make local-up first) and plays its workers'
+part, so that kubectl shows the job go from start to end.
+
+Flags:
+`)
+		command.PrintFlags(fs)
+	}
+	outDir := fs.String("out-dir", "_output/local", "State dir of the local run (make local-up).")
+	namespace := fs.String("namespace", "demo", "Namespace to run the example in.")
+	example := fs.String("example", "federatedlearningjob",
 		"Example to run: federatedlearningjob, incrementallearningjob, lifelonglearningjob or dijob.")
-	rounds := flag.Int("rounds", 3, "Training rounds each worker reports (federated), or learning-cycle rounds to play.")
-	pause := flag.Duration("pause", 2*time.Second, "Pause between rounds (dijob: before each worker ends), so there is time to watch.")
-	flag.Parse()
+	rounds := fs.Int("rounds", 3, "Training rounds each worker reports (federated), or learning-cycle rounds to play.")
+	pause := fs.Duration("pause", 2*time.Second, "Pause between rounds (dijob: before each worker ends), so there is time to watch.")
+	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on --help and a bad flag.
 	var err error
 	switch *example {
 	case "federatedlearningjob":

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
@@ -69,7 +70,7 @@ func (o dijobOptions) validate() error {
 //   - the GlobalManager's CPU during the create and its memory at the end.
 //
 // It deletes its namespace, and waits until it is gone, before it returns.
-func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling) (results []result, err error) {
+func benchDIJob(ctx context.Context, o dijobOptions, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling) (results []result, err error) {
 	const ns = dijobNamespace
 	n := o.jobs
 	bin, err := framework.BuildBinary("globalmanager")
@@ -92,8 +93,10 @@ func benchDIJob(ctx context.Context, o dijobOptions, kubeconfig string, kube kub
 	if err := waitForServiceAccount(ctx, kube, ns); err != nil {
 		return nil, err
 	}
-	gm := framework.NewProcess("globalmanager", bin, logPath, "--kubeconfig", kubeconfig, "--namespace", ns, "--health-address", "127.0.0.1:0")
-	if err := gm.Start(); err != nil {
+	gm, err := startGlobalManager(ctx, bin, logPath, localrun.GlobalManager{
+		Namespace: ns, HealthAddress: "127.0.0.1:0", LeaseNamespace: framework.SystemNamespace,
+	})
+	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()

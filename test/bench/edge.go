@@ -27,6 +27,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -127,7 +128,7 @@ func (o edgeOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// runEdge measures the cloud–edge channel on the cluster of kubeconfig: one
+// runEdge measures the cloud–edge channel on the bench's cluster: one
 // real GlobalManager process with its edge hub, and o.nodes simulated
 // LocalControllers in this process, each a real cloudlink.Link with its own
 // bbolt store, connecting over loopback TLS with a token bound to a Pod on
@@ -149,7 +150,7 @@ func (o edgeOptions) validate() error {
 //
 // The fleet at scale (o.scale) stops after the downstream latency, and its
 // results' names say so.
-func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external bool, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
+func runEdge(ctx context.Context, o edgeOptions, external bool, kube kubernetes.Interface, sedna sednaclient.Interface) ([]result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "nereid-bench-edge-")
@@ -172,7 +173,7 @@ func runEdge(ctx context.Context, o edgeOptions, kubeconfig string, external boo
 	if err := e.createObjects(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.startGlobalManager(kubeconfig); err != nil {
+	if err := e.startGlobalManager(ctx); err != nil {
 		return nil, err
 	}
 	defer func() { _ = e.gm.Signal(syscall.SIGTERM, 15*time.Second) }()
@@ -255,8 +256,9 @@ func (e *edgeRun) createObjects(ctx context.Context) error {
 }
 
 // startGlobalManager starts the GlobalManager process with its edge hub on a
-// free loopback port, logging to _output/bench.
-func (e *edgeRun) startGlobalManager(kubeconfig string) error {
+// free loopback port, as the chart's ServiceAccount (startGlobalManager),
+// logging to _output/bench.
+func (e *edgeRun) startGlobalManager(ctx context.Context) error {
 	const ns = edgeNamespace
 	port, err := framework.PickFreePort()
 	if err != nil {
@@ -269,16 +271,16 @@ func (e *edgeRun) startGlobalManager(kubeconfig string) error {
 	// Its own namespace only, so that the GlobalManager section's jobs are
 	// not this one's work, and no leader election, so that a restart
 	// measures the hub rather than a Lease hand-over.
-	args := []string{"--kubeconfig", kubeconfig,
-		"--namespace", ns, "--leader-elect=false", "--health-address", "127.0.0.1:0",
-		"--edge-address", e.hubAddr, "--edge-namespace", ns, "--edge-ca-out", e.caFile,
-		"--edge-service-accounts", ns + "/" + edgeServiceAccount, "--edge-daemonset", ns + "/" + edgeDaemonSet,
+	e.gm, err = startGlobalManager(ctx, e.gmBin, e.gmLog, localrun.GlobalManager{
+		Namespace: ns, HealthAddress: "127.0.0.1:0",
+		EdgeHub: &localrun.EdgeHub{Address: e.hubAddr, Namespace: ns, CAFile: e.caFile,
+			LocalControllers: localrun.EdgeDaemonSet{Namespace: ns, Name: edgeDaemonSet, ServiceAccount: edgeServiceAccount}},
 		// The channel is measured here; gangs would only route the jobs'
 		// pods through the scheduler. --profiling serves the heap and CPU
 		// profiles the section saves.
-		"--gang-scheduler=none", "--profiling"}
-	e.gm = framework.NewProcess("globalmanager", e.gmBin, e.gmLog, append(args, strings.Fields(e.o.gmFlags)...)...)
-	return e.gm.Start()
+		Extra: append([]string{"--gang-scheduler=none", "--profiling"}, strings.Fields(e.o.gmFlags)...),
+	})
+	return err
 }
 
 // waitForJobs waits until the GlobalManager serves its edge hub and runs
@@ -1069,9 +1071,12 @@ func measureLocalController(ctx context.Context, bin, logPath, node, hubAddr, ca
 	}
 	health := "127.0.0.1:" + strconv.Itoa(healthPort)
 	_ = os.Remove(logPath)
-	lc := framework.NewProcess("localcontroller-"+node, bin, logPath, "--node-name", node, "--gm-address", hubAddr,
-		"--ca-file", caFile, "--token-file", tokenFile, "--worker-address", "127.0.0.1:"+strconv.Itoa(workerPort),
-		"--health-address", health, "--data-dir", dataDir)
+	cmd := localrun.LocalController{
+		Node: node, Hub: hubAddr, CAFile: caFile, TokenFile: tokenFile,
+		WorkerAddress: "127.0.0.1:" + strconv.Itoa(workerPort), HealthAddress: health,
+		DataDir: dataDir, NodeRoot: dataDir + "-root",
+	}
+	lc := framework.NewProcess("localcontroller-"+node, bin, logPath, cmd.Args()...)
 	if err := lc.Start(); err != nil {
 		return 0, err
 	}

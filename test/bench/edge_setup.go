@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -27,8 +28,9 @@ const (
 	// edgeDaemonSet is the LocalControllers' DaemonSet: a Pod on each bench
 	// node, which the controller-manager makes at its own pace (its
 	// --kube-api-qps, 20 by default: 1,000 nodes take about a minute,
-	// 9,800 about 8).
-	edgeDaemonSet = "localcontroller"
+	// 9,800 about 8). It has the chart's name, which the chart's Role (the
+	// GlobalManager's, in edgeNamespace) grants.
+	edgeDaemonSet = localrun.LocalControllerDaemonSet
 	// edgeAggregatorNode is where the jobs' aggregation workers run: the
 	// local control plane's cloud node.
 	edgeAggregatorNode = "cloud-0"

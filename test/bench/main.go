@@ -49,6 +49,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
+	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -81,18 +83,20 @@ type result struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this running cluster instead of starting a fresh local control plane (results are then less comparable).")
-	flag.IntVar(&o.jobs, "jobs", 500, "FederatedLearningJobs created at once (each 1 aggregator + 2 training workers + 1 Service).")
-	flag.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
-	flag.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
-	flag.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
-	flag.StringVar(&o.gmFlags, "gm-flags", "", "More flags for the GlobalManager section's GlobalManager, space-separated (say \"--federatedlearningjob-workers=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
-	flag.BoolVar(&o.quota, "quota", false, "Give the ceiling's, the floor's and the GlobalManager's namespaces a ResourceQuota (pods, services; room for every job): "+
-		"all three then pay the API server's quota admission, and the GlobalManager's ratio to them shows what its own admission of jobs under a quota costs.")
-	flag.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
-	o.dijob.addFlags(flag.CommandLine)
-	o.edge.addFlags(flag.CommandLine)
-	flag.Parse()
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: bench [flags]
+
+Measures the GlobalManager, DIJobs and the cloud–edge channel on a fresh local
+control plane, each against a ceiling measured in the same run, and prints a
+table per section (make bench).
+
+Flags:
+`)
+		command.PrintFlags(fs)
+	}
+	o.addFlags(fs)
+	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on --help and a bad flag.
 	if o.quota {
 		quotaJobs = o.jobs
 	}
@@ -112,6 +116,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// addFlags adds the bench's flags to fs, each section's included.
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this running cluster instead of starting a fresh local control plane (results are then less comparable).")
+	fs.IntVar(&o.jobs, "jobs", 500, "FederatedLearningJobs created at once (each 1 aggregator + 2 training workers + 1 Service).")
+	fs.IntVar(&o.heal, "heal", 200, "Worker pods deleted one at a time for the self-heal latency.")
+	fs.IntVar(&o.respec, "respec", 100, "Jobs edited one at a time for the respec latency.")
+	fs.StringVar(&o.out, "out", "", "JSON file of the GlobalManager section (default _output/bench/globalmanager-<time>.json).")
+	fs.StringVar(&o.gmFlags, "gm-flags", "", "More flags for the GlobalManager section's GlobalManager, space-separated (say \"--federatedlearningjob-workers=8\"), to compare settings; the results then describe that GlobalManager, not the default one.")
+	fs.BoolVar(&o.quota, "quota", false, "Give the ceiling's, the floor's and the GlobalManager's namespaces a ResourceQuota (pods, services; room for every job): "+
+		"all three then pay the API server's quota admission, and the GlobalManager's ratio to them shows what its own admission of jobs under a quota costs.")
+	fs.StringVar(&o.only, "only", "", "Run one section only: globalmanager, dijob, edge (its fleet at scale too, unless -edge-scale-nodes 0) or edge-scale (only the fleet at scale); default all, in that order.")
+	o.dijob.addFlags(fs)
+	o.edge.addFlags(fs)
 }
 
 func run(o options) error {
@@ -159,7 +178,7 @@ func run(o options) error {
 		}
 	}
 	if runs("dijob") {
-		results, err := benchDIJob(ctx, o.dijob, o.kubeconfig, kube, sedna, c)
+		results, err := benchDIJob(ctx, o.dijob, kube, sedna, c)
 		if err != nil {
 			return fmt.Errorf("dijob: %w", err)
 		}
@@ -169,7 +188,7 @@ func run(o options) error {
 		}
 	}
 	if runs("edge") {
-		results, err := runEdge(ctx, o.edge, o.kubeconfig, external, kube, sedna)
+		results, err := runEdge(ctx, o.edge, external, kube, sedna)
 		if err != nil {
 			return fmt.Errorf("edge: %w", err)
 		}
@@ -200,7 +219,7 @@ func run(o options) error {
 				kube, sedna = benchClients()
 			}
 		}
-		results, err := runEdge(ctx, o.edge.atScale(), o.kubeconfig, external, kube, sedna)
+		results, err := runEdge(ctx, o.edge.atScale(), external, kube, sedna)
 		if err != nil {
 			return fmt.Errorf("edge at scale: %w", err)
 		}
@@ -240,6 +259,24 @@ func benchClients() (kubernetes.Interface, sednaclient.Interface) {
 	return kubernetes.NewForConfigOrDie(cfg), sednaclient.NewForConfigOrDie(cfg)
 }
 
+// startGlobalManager starts the GlobalManager of gm as the local run and
+// the tests do (hack/localrun): as the chart's ServiceAccount, with the
+// chart's RBAC (its Role in the chart's namespace, which holds the leader
+// election Lease, and in its edge hub's namespace when it has one),
+// logging to logPath. gm.Kubeconfig is set here.
+func startGlobalManager(ctx context.Context, bin, logPath string, gm localrun.GlobalManager) (*framework.Process, error) {
+	own := framework.SystemNamespace
+	if gm.EdgeHub != nil {
+		own = gm.EdgeHub.Namespace
+	}
+	var err error
+	if gm.Kubeconfig, err = framework.NewGlobalManagerKubeconfig(ctx, own); err != nil {
+		return nil, fmt.Errorf("the GlobalManager's identity: %w", err)
+	}
+	p := framework.NewProcess("globalmanager", bin, logPath, gm.Args()...)
+	return p, p.Start()
+}
+
 // benchGlobalManager measures the GlobalManager's create, self-heal and
 // respec against the ceiling; its GlobalManager is stopped when it returns,
 // so that it acts on nothing of a later section.
@@ -254,13 +291,16 @@ func benchGlobalManager(ctx context.Context, o options, kube kubernetes.Interfac
 		return nil, err
 	}
 	_ = os.Remove(logPath)
-	// Default settings but one: only what a local run needs (kubeconfig, a
-	// free health port, its profile served), and no gang scheduling. With
-	// it the GlobalManager also makes a PodGroup per job and its pods wait
-	// for the scheduler: work the ceiling and the floor do not do.
-	gm := framework.NewProcess("globalmanager", bin, logPath, append([]string{"--kubeconfig", o.kubeconfig, "--health-address", "127.0.0.1:0", "--gang-scheduler=none", "--profiling"},
-		strings.Fields(o.gmFlags)...)...)
-	if err := gm.Start(); err != nil {
+	// Default settings but one: only what a local run needs (the chart's
+	// identity, its Lease in the chart's namespace, a free health port, its
+	// profile served), and no gang scheduling. With it the GlobalManager
+	// also makes a PodGroup per job and its pods wait for the scheduler:
+	// work the ceiling and the floor do not do.
+	gm, err := startGlobalManager(ctx, bin, logPath, localrun.GlobalManager{
+		HealthAddress: "127.0.0.1:0", LeaseNamespace: framework.SystemNamespace,
+		Extra: append([]string{"--gang-scheduler=none", "--profiling"}, strings.Fields(o.gmFlags)...),
+	})
+	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = gm.Signal(syscall.SIGTERM, 15*time.Second) }()

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
 )
@@ -73,7 +75,7 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 				}
 			}
 		}
-		id.kubeconfig, id.err = mintGlobalManagerKubeconfig(t, source, id.identity)
+		id.kubeconfig, id.err = mintGlobalManagerKubeconfig(t.Context(), KubeClient(t), source, id.identity)
 	})
 	if id.err != nil {
 		t.Fatal(id.err)
@@ -81,12 +83,44 @@ func GlobalManagerKubeconfig(t testing.TB, namespace string) string {
 	if id.kubeconfig == "" {
 		t.Fatal("the GlobalManager's identity could not be made; the first test that asked for it says why")
 	}
-	if namespace != SystemNamespace {
-		if err := localrun.Apply(t.Context(), RESTConfig(), fieldManager, id.identity.RoleIn(namespace)); err != nil {
-			t.Fatalf("applying the GlobalManager's Role in %s: %v", namespace, err)
-		}
+	if err := applyRoleIn(t.Context(), id.identity, namespace); err != nil {
+		t.Fatal(err)
 	}
 	return id.kubeconfig
+}
+
+// NewGlobalManagerKubeconfig is GlobalManagerKubeconfig for programs that are
+// not tests (the bench), of the plain manifests' identity: it applies the
+// identity and mints a token each time it is called, so that a program that
+// starts a fresh control plane gets a kubeconfig that works on it.
+func NewGlobalManagerKubeconfig(ctx context.Context, namespace string) (string, error) {
+	source := PlainManifests()
+	rendered, err := localrun.ReadManifests(source)
+	if err != nil {
+		return "", err
+	}
+	kube, err := kubernetes.NewForConfig(RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	id := localrun.NewGlobalManagerIdentity(rendered)
+	kubeconfig, err := mintGlobalManagerKubeconfig(ctx, kube, source, id)
+	if err != nil {
+		return "", err
+	}
+	return kubeconfig, applyRoleIn(ctx, id, namespace)
+}
+
+// applyRoleIn applies the GlobalManager's Role in namespace, unless that is
+// SystemNamespace, where the identity has it.
+func applyRoleIn(ctx context.Context, id *localrun.GlobalManagerIdentity, namespace string) error {
+	if namespace == SystemNamespace {
+		return nil
+	}
+	if err := localrun.Apply(ctx, RESTConfig(), fieldManager, id.RoleIn(namespace)); err != nil {
+		return fmt.Errorf("applying the GlobalManager's Role in %s: %w", namespace, err)
+	}
+	return nil
 }
 
 // EnsureSystemNamespace makes SystemNamespace exist, waiting first for one
@@ -96,15 +130,15 @@ func EnsureSystemNamespace(t testing.TB) error {
 	return localrun.EnsureNamespace(t.Context(), KubeClient(t), SystemNamespace)
 }
 
-func mintGlobalManagerKubeconfig(t testing.TB, source string, id *localrun.GlobalManagerIdentity) (string, error) {
+func mintGlobalManagerKubeconfig(ctx context.Context, kube kubernetes.Interface, source string, id *localrun.GlobalManagerIdentity) (string, error) {
 	// The plain manifests make their namespace; helm template does not.
-	if err := EnsureSystemNamespace(t); err != nil {
+	if err := localrun.EnsureNamespace(ctx, kube, SystemNamespace); err != nil {
 		return "", err
 	}
-	if err := localrun.Apply(t.Context(), RESTConfig(), fieldManager, id.Objects); err != nil {
+	if err := localrun.Apply(ctx, RESTConfig(), fieldManager, id.Objects); err != nil {
 		return "", fmt.Errorf("applying the chart's RBAC from %s: %w", source, err)
 	}
-	token, err := localrun.GlobalManagerToken(t.Context(), KubeClient(t), 4*time.Hour)
+	token, err := localrun.GlobalManagerToken(ctx, kube, 4*time.Hour)
 	if err != nil {
 		return "", err
 	}

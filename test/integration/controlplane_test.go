@@ -3,13 +3,13 @@ package integration
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -57,12 +57,20 @@ func TestControlPlaneSchedulesPodsOnEdgeNodes(t *testing.T) {
 		}
 	}
 
-	var list *corev1.PodList
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err = client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	list := &corev1.PodList{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range list.Items {
+				t.Logf("pod %s: node %q, phase %s, conditions %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+			}
+		}
+	})
+	framework.Eventually(t, 30*time.Second, strconv.Itoa(pods)+" pods to be scheduled and Running", func(ctx context.Context) (bool, error) {
+		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
+		list = l
 		running := 0
 		for _, p := range list.Items {
 			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning {
@@ -71,12 +79,6 @@ func TestControlPlaneSchedulesPodsOnEdgeNodes(t *testing.T) {
 		}
 		return running == pods, nil
 	})
-	if err != nil {
-		for _, p := range list.Items {
-			t.Logf("pod %s: node %q, phase %s, conditions %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
-		}
-		t.Fatalf("waiting for %d pods to be scheduled and Running: %v", pods, err)
-	}
 	for _, p := range list.Items {
 		if !isEdge[p.Spec.NodeName] {
 			t.Errorf("pod %s runs on node %q, want one of the edge nodes %v", p.Name, p.Spec.NodeName, isEdge)

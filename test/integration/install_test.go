@@ -44,7 +44,20 @@ const installRelease = "install"
 // the CRDs and the user's objects.
 func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *testing.T) {
 	ns := framework.Namespace(t)
-	kube := framework.KubeClient(t)
+	uninstalled := installChart(t, ns)
+	gmPods, lcPods, edgeNodes, onNode := releasePods(t, ns)
+	gm, edgeAddr := startReleaseGlobalManager(t, ns, gmPods[0])
+	lcs := startReleaseLocalControllers(t, ns, gm, edgeAddr, edgeNodes, onNode)
+	runFederatedExample(t, ns, lcs)
+	upgradeRollsPods(t, ns, map[string][]*corev1.Pod{"globalmanager": gmPods, "localcontroller": lcPods})
+	uninstallLeavesNothing(t, ns, uninstalled, gm, lcs)
+}
+
+// installChart installs the chart with helm into ns, as release
+// installRelease, and returns what uninstalls it at the end unless the test
+// did: call it once the test has.
+func installChart(t *testing.T, ns string) (uninstalled func()) {
+	t.Helper()
 	// The release's GlobalManager makes children here, under the release's
 	// own owner-label policy, kept to this namespace so that it lets other
 	// tests' GlobalManagers be; the tests' policy leaves it alone.
@@ -55,32 +68,45 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 		"--set-json", `ownerLabelPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"`+ns+`"}}`); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
-	uninstalled := false
+	done := false
 	t.Cleanup(func() {
-		if !uninstalled {
+		if !done {
 			_, _ = framework.Helm(t, "uninstall", installRelease, "--namespace", ns)
 		}
 	})
+	return func() { done = true }
+}
 
-	edgeNodes := nodesWithRole(t, true)
-	gmPods := chartPods(t, ns, "globalmanager", 2)
+// releasePods waits for the release's Pods in ns: the GlobalManager's two
+// on cloud nodes, and one LocalController Pod on each edge node (edgeNodes)
+// and none elsewhere, by node (onNode).
+func releasePods(t *testing.T, ns string) (gmPods, lcPods []*corev1.Pod, edgeNodes []string, onNode map[string]*corev1.Pod) {
+	t.Helper()
+	edgeNodes = nodesWithRole(t, true)
+	gmPods = chartPods(t, ns, "globalmanager", 2)
 	for _, p := range gmPods {
 		if slices.Contains(edgeNodes, p.Spec.NodeName) {
 			t.Errorf("GlobalManager Pod %s runs on edge node %s", p.Name, p.Spec.NodeName)
 		}
 	}
-	lcPods := chartPods(t, ns, "localcontroller", len(edgeNodes))
-	onNode := map[string]*corev1.Pod{}
+	lcPods = chartPods(t, ns, "localcontroller", len(edgeNodes))
+	onNode = map[string]*corev1.Pod{}
 	for _, p := range lcPods {
 		onNode[p.Spec.NodeName] = p
 	}
 	if got := sets.List(sets.KeySet(onNode)); !slices.Equal(got, edgeNodes) {
 		t.Fatalf("LocalController Pods on %v, want one on each edge node %v and none elsewhere", got, edgeNodes)
 	}
+	return gmPods, lcPods, edgeNodes, onNode
+}
 
-	// The GlobalManager, as the first of its Pods, with its Deployment's
-	// arguments (addresses on loopback, and managing only this namespace).
-	gmPod := gmPods[0]
+// startReleaseGlobalManager runs the real GlobalManager as gmPod, the first
+// of the release's GlobalManager Pods in ns, with its Deployment's
+// arguments (addresses on loopback, and managing only ns), until it serves
+// its edge hub; it returns the process and the hub's address.
+func startReleaseGlobalManager(t *testing.T, ns string, gmPod *corev1.Pod) (*framework.Process, string) {
+	t.Helper()
+	kube := framework.KubeClient(t)
 	deploy, err := kube.AppsV1().Deployments(ns).Get(t.Context(), installRelease+"-nereid-globalmanager", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,9 +137,15 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 		}
 	})
 	waitServing(t, ns, gmPod.Name, true)
+	return gm, edgeAddr
+}
 
-	// Each LocalController, as its node's Pod, trusting the CA the
-	// GlobalManager published in the ConfigMap the DaemonSet mounts.
+// startReleaseLocalControllers runs a real LocalController for each of
+// edgeNodes as its node's Pod of the release (onNode), trusting the CA the
+// GlobalManager gm published in the ConfigMap the DaemonSet mounts.
+func startReleaseLocalControllers(t *testing.T, ns string, gm *framework.Process, edgeAddr string, edgeNodes []string, onNode map[string]*corev1.Pod) map[string]*framework.LocalController {
+	t.Helper()
+	kube := framework.KubeClient(t)
 	var ca string
 	framework.Eventually(t, 30*time.Second, "the hub's CA ConfigMap", func(ctx context.Context) (bool, error) {
 		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, edgehub.CAConfigMapName, metav1.GetOptions{})
@@ -136,8 +168,15 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 		}
 		lcs[node] = framework.StartLocalController(t, hub, node, framework.WriteToken(t, node, token))
 	}
+	return lcs
+}
 
-	// The federated learning example, through them.
+// runFederatedExample runs the federated learning example in ns to
+// Succeeded through the LocalControllers lcs, the test playing the
+// kubelet.
+func runFederatedExample(t *testing.T, ns string, lcs map[string]*framework.LocalController) {
+	t.Helper()
+	kube := framework.KubeClient(t)
 	job := applyFederatedExample(t, ns)
 	worker := trainingWorkerOn(t, ns, job, "edge-0")
 	postUntilKnown(t, lcs["edge-0"], ns, worker, 1)
@@ -158,13 +197,19 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 		}
 	}
 	waitForPhase(t, ns, flJob, sednav1.FLJobSucceeded)
+}
 
+// upgradeRollsPods runs helm upgrade with a changed value and waits until
+// every Pod of the release (before, by component) is replaced by one with
+// the new value.
+func upgradeRollsPods(t *testing.T, ns string, before map[string][]*corev1.Pod) {
+	t.Helper()
 	// helm upgrade with a changed value rolls the Pods.
 	if out, err := framework.Helm(t, "upgrade", installRelease, framework.ChartDir(), "--namespace", ns, "--reuse-values",
 		"--set", "globalManager.logLevel=2", "--set", "localController.logLevel=2"); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
-	for component, before := range map[string][]*corev1.Pod{"globalmanager": gmPods, "localcontroller": lcPods} {
+	for component, before := range before {
 		framework.Eventually(t, 90*time.Second, "the "+component+" Pods to roll", func(ctx context.Context) (bool, error) {
 			now, err := listChartPods(ctx, t, ns, component)
 			if err != nil || len(now) != len(before) {
@@ -178,7 +223,13 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 			return true, nil
 		})
 	}
+}
 
+// uninstallLeavesNothing runs helm uninstall, then stops the processes that
+// ran as the release's Pods (gm, lcs), and checks that nothing of Nereid
+// stays in ns but the CRDs and the user's objects.
+func uninstallLeavesNothing(t *testing.T, ns string, uninstalled func(), gm *framework.Process, lcs map[string]*framework.LocalController) {
+	t.Helper()
 	// helm uninstall, and the Pods' processes end: nothing of Nereid stays but
 	// the CRDs and the user's objects. (Before, the check finds what it looks for.)
 	if before, err := nereidLeftovers(t.Context(), t, ns); err != nil || len(before) < 12 {
@@ -187,7 +238,7 @@ func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *tes
 	if out, err := framework.Helm(t, "uninstall", installRelease, "--namespace", ns, "--wait", "--timeout=2m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
-	uninstalled = true
+	uninstalled()
 	for _, lc := range lcs {
 		lc.Stop(t)
 	}

@@ -94,6 +94,16 @@ func CheckHelp(t *testing.T, own []string, withKlog bool) {
 	})
 }
 
+// FlagNames are the names of the flags add adds to a flag set: a command's
+// own flags, for CheckHelp.
+func FlagNames(add func(*flag.FlagSet)) []string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	add(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
 // listed is the flags a part of --help describes, sorted.
 func listed(help string) []string {
 	var names []string

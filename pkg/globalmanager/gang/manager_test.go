@@ -91,9 +91,10 @@ func TestPlanFindsASchedulerInstalledLater(t *testing.T) {
 // while the GlobalManager runs are both usable, whichever a job asks for
 // first.
 func TestRediscoveryStartsEveryNewlyServedMode(t *testing.T) {
-	c := startCluster(t, clusterConfig{flag: Auto, rediscover: time.Nanosecond})
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	c := startCluster(t, clusterConfig{flag: Auto, rediscover: time.Hour, clock: clk})
 	c.setAPIs(volcanoAPI, coschedulingAPI)
-	time.Sleep(time.Millisecond) // past the rediscovery period
+	clk.SetTime(clk.Now().Add(time.Hour)) // past the rediscovery period
 
 	volcanoJob := newJob(map[string]string{AnnotationScheduler: "volcano"}, nil)
 	if p := c.m.Plan(volcanoJob, testKind, false); p.Mode != Volcano {

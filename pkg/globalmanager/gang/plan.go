@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // Reasons of a job's Scheduled condition.
@@ -87,7 +86,7 @@ func (p *Plan) Decorate(pod *corev1.Pod, members Members) {
 	// refuses a pod with both a node name and a scheduling gate): the same
 	// node, as a requirement the scheduler keeps.
 	if node := pod.Spec.NodeName; node != "" {
-		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, node)
+		pod.Spec.Affinity = common.Pin(pod.Spec.Affinity, node)
 		pod.Spec.NodeName = ""
 		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{AnnotationPinnedNode: node})
 	}

@@ -135,7 +135,7 @@ func TestDecorateByMode(t *testing.T) {
 		}
 	}
 	// pinned is template with spec.nodeName moved into the affinity, as
-	// allocator.Pin writes it: a match on the node's metadata.name, and the
+	// common.Pin writes it: a match on the node's metadata.name, and the
 	// node kept in AnnotationPinnedNode.
 	pinned := func() *corev1.Pod {
 		p := template()

@@ -298,7 +298,6 @@ func (c *podCounter) maxOf(owner types.UID) (int, error) {
 // does: one new pod before the old one goes).
 func TestSwitchFromSednaInPlace(t *testing.T) {
 	compat := framework.SednaCompat(t)
-	ctx := t.Context()
 	ns := framework.Namespace(t)
 	installSednaCRDs(t, compat)
 	dyn, err := dynamic.NewForConfig(framework.RESTConfig())
@@ -306,13 +305,33 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &sedna{ns: ns, dyn: dyn, objects: map[string]*unstructured.Unstructured{}}
-	samples := filepath.Join(compat, "samples")
+	o := s.createSamples(t, filepath.Join(compat, "samples"))
+	sednaUIDs, sednaCloud := s.sednasChildren(t, o)
+
+	switchCRDs(t)
+	sc, err := sednaclient.NewForConfig(framework.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.checkServedByNereidsCRDs(t, sc, o.fl, o.dataset)
+
+	// Reconciled, Sedna's workers replaced, never doubled.
+	counter := watchPods(t, ns)
+	framework.StartGlobalManager(t, ns, "--adopt-sedna-workers")
+	checkFederatedJobReplaced(t, sc, ns, o.fl)
+	checkJointInferenceKeptSednasObjects(t, sc, ns, o.ji, sednaUIDs, sednaCloud)
+	waitLearningJobsReconciled(t, sc, ns, o.il, o.ll)
+	checkNeverDoubled(t, counter, o)
+}
+
+// createSamples creates, under Sedna's CRDs, a sample of every kind Nereid
+// serves from Sedna's samples, and the Models and Datasets they name (made
+// from the Model and Dataset samples).
+func (s *sedna) createSamples(t *testing.T, samples string) sampleObjects {
+	t.Helper()
 	sample := func(file, kind string) *unstructured.Unstructured {
 		return framework.ReadManifest(t, filepath.Join(samples, file), kind)
 	}
-
-	// The samples of every kind Nereid serves, and the Models and Datasets
-	// they name (made from the Model and Dataset samples).
 	dataset, model := sample("dataset_v1alpha1.yaml", "Dataset"), sample("model_v1alpha1.yaml", "Model")
 	s.createSample(t, dataset, "")
 	s.createSample(t, model, "")
@@ -322,11 +341,29 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 	for _, name := range []string{"surface-defect-detection-model", "helmet-detection-inference-little-model", "helmet-detection-inference-big-model", "initial-model", "deploy-model"} {
 		s.createSample(t, model, name)
 	}
-	fl := s.createSample(t, sample("federatedlearningjob_v1alpha1.yaml", "FederatedLearningJob"), "")
-	ji := s.createSample(t, sample("jointinferenceservice_v1alpha1.yaml", "JointInferenceService"), "")
-	il := s.createSample(t, sample("incrementallearningjob_v1alpha1.yaml", "IncrementalLearningJob"), "")
-	ll := s.createSample(t, sample("lifelonglearningjobv1alpha1.yaml", "LifelongLearningJob"), "")
+	var o sampleObjects
+	o.dataset = dataset
+	o.fl = s.createSample(t, sample("federatedlearningjob_v1alpha1.yaml", "FederatedLearningJob"), "")
+	o.ji = s.createSample(t, sample("jointinferenceservice_v1alpha1.yaml", "JointInferenceService"), "")
+	o.il = s.createSample(t, sample("incrementallearningjob_v1alpha1.yaml", "IncrementalLearningJob"), "")
+	o.ll = s.createSample(t, sample("lifelonglearningjobv1alpha1.yaml", "LifelongLearningJob"), "")
+	return o
+}
 
+// sampleObjects are the samples createSamples made.
+type sampleObjects struct {
+	dataset, fl, ji, il, ll *unstructured.Unstructured
+}
+
+// sednasChildren makes what Sedna's GlobalManager made for the samples o, as
+// it makes them, and writes the federated learning job's status as it does;
+// it returns the UIDs of the joint inference service's children that have
+// the names Nereid gives them (Deployments and its cloud Service, by
+// "<Kind> <name>"), and that Service, once Sedna's joint inference workers
+// run.
+func (s *sedna) sednasChildren(t *testing.T, o sampleObjects) (map[string]types.UID, *corev1.Service) {
+	t.Helper()
+	ctx, ns, dyn, fl, ji, il := t.Context(), s.ns, s.dyn, o.fl, o.ji, o.il
 	// What Sedna's GlobalManager made for them, as it makes them
 	// (federatedlearningjob.go createAggPod/createTrainPod/createService,
 	// jointinferenceservice.go createWorkers, runtime.CreatePodWithTemplate).
@@ -377,7 +414,14 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		}
 		return running == 2, nil
 	})
+	return sednaUIDs, sednaCloud
+}
 
+// switchCRDs applies Nereid's CRDs over Sedna's as
+// docs/switching-from-sedna.md says (an apply by another field manager is
+// refused), and checks that they replaced Sedna's whole.
+func switchCRDs(t *testing.T) {
+	t.Helper()
 	// Nereid's CRDs over Sedna's. With another field manager than Sedna's
 	// apply, the API server refuses them: the versions list (and with it the
 	// whole schema) is one atomic field that Sedna's apply owns.
@@ -413,12 +457,15 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 				crd.Spec.Names.Categories, len(left), append(left, "")[0])
 		}
 	}
+}
 
+// checkServedByNereidsCRDs checks that the objects s made are served by
+// Nereid's CRDs: readable through Nereid's types, spec unchanged, status
+// writable (Dataset dataset's) without touching the spec.
+func (s *sedna) checkServedByNereidsCRDs(t *testing.T, sc sednaclient.Interface, fl, dataset *unstructured.Unstructured) {
+	t.Helper()
+	ctx, ns, dyn := t.Context(), s.ns, s.dyn
 	// Served: readable through Nereid's types, spec unchanged, status writable.
-	sc, err := sednaclient.NewForConfig(framework.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for key, before := range s.objects {
 		gvr, _ := framework.SednaResource(before.GetKind())
 		after, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, before.GetName(), metav1.GetOptions{})
@@ -444,11 +491,14 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 	if d, err = sc.SednaV1alpha1().Datasets(ns).Get(ctx, d.Name, metav1.GetOptions{}); err != nil || d.Status.NumberOfSamples != 7 || d.Spec.URL == "/changed/by/a/status/write" {
 		t.Fatalf("Dataset %s after a status write: samples %d, url %q, err %v; want 7 samples and the spec unchanged", dataset.GetName(), d.Status.NumberOfSamples, d.Spec.URL, err)
 	}
+}
 
-	// Reconciled, Sedna's workers replaced, never doubled.
-	counter := watchPods(t, ns)
-	framework.StartGlobalManager(t, ns, "--adopt-sedna-workers")
-
+// checkFederatedJobReplaced waits until the federated learning job fl runs
+// on Nereid's workers alone, and checks its Scheduled condition on a cluster
+// without a gang scheduler and its aggregator's Service.
+func checkFederatedJobReplaced(t *testing.T, sc sednaclient.Interface, ns string, fl *unstructured.Unstructured) {
+	t.Helper()
+	ctx, kube := t.Context(), framework.KubeClient(t)
 	framework.Eventually(t, waitLong, "the federated learning job to run on Nereid's workers alone", func(ctx context.Context) (bool, error) {
 		job, err := sc.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, fl.GetName(), metav1.GetOptions{})
 		if err != nil {
@@ -484,7 +534,15 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 	if err != nil || svc.Spec.Selector[common.LabelOwnerUID] != string(fl.GetUID()) {
 		t.Errorf("the aggregator's Service after the switch: selector %v, err %v; want Nereid's selector", svc.Spec.Selector, err)
 	}
+}
 
+// checkJointInferenceKeptSednasObjects waits until the joint inference
+// service ji is Ready on Sedna's Deployments, updated to Nereid's workers,
+// and checks that Sedna's Deployments and cloud Service (sednaUIDs,
+// sednaCloud) were kept, with Nereid's templates and selector.
+func checkJointInferenceKeptSednasObjects(t *testing.T, sc sednaclient.Interface, ns string, ji *unstructured.Unstructured, sednaUIDs map[string]types.UID, sednaCloud *corev1.Service) {
+	t.Helper()
+	ctx, kube := t.Context(), framework.KubeClient(t)
 	framework.Eventually(t, waitLong, "the joint inference service to be Ready on Sedna's Deployments, updated to Nereid's workers", func(ctx context.Context) (bool, error) {
 		svc, err := sc.SednaV1alpha1().JointInferenceServices(ns).Get(ctx, ji.GetName(), metav1.GetOptions{})
 		if err != nil {
@@ -533,7 +591,13 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		t.Errorf("the cloud worker's Service after the switch: UID %s (Sedna's %s), address %s (Sedna's %s), selector %v, err %v; want Sedna's, kept, with Nereid's selector",
 			cloud.UID, sednaCloud.UID, cloud.Spec.ClusterIP, sednaCloud.Spec.ClusterIP, cloud.Spec.Selector, err)
 	}
+}
 
+// waitLearningJobsReconciled waits until the incremental and lifelong
+// learning jobs il and ll are reconciled and Sedna's train pod is gone.
+func waitLearningJobsReconciled(t *testing.T, sc sednaclient.Interface, ns string, il, ll *unstructured.Unstructured) {
+	t.Helper()
+	kube := framework.KubeClient(t)
 	framework.Eventually(t, waitLong, "the learning jobs to be reconciled, Sedna's train pod gone", func(ctx context.Context) (bool, error) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "incrementallearningjob.sedna.io/uid=" + string(il.GetUID())})
 		if err != nil || len(pods.Items) > 0 {
@@ -549,7 +613,13 @@ func TestSwitchFromSednaInPlace(t *testing.T) {
 		}
 		return ilJob.Status.ObservedGeneration == ilJob.Generation && llJob.Status.ObservedGeneration == llJob.Generation && ilJob.Status.Active > 0, nil
 	})
+}
 
+// checkNeverDoubled checks that no job of o had Sedna's and Nereid's workers
+// side by side: never more worker pods at once than it wants.
+func checkNeverDoubled(t *testing.T, counter *podCounter, o sampleObjects) {
+	t.Helper()
+	fl, ji, il := o.fl, o.ji, o.il
 	for _, o := range []struct {
 		obj  *unstructured.Unstructured
 		want int

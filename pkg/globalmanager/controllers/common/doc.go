@@ -1,7 +1,8 @@
 // Package common is the plumbing every GlobalManager controller shares, written
 // once: the work queue loop, expectations, claiming children by controllerRef,
-// building worker pods from templates, conditions, events, and metrics. A kind's
-// package holds only that kind's decisions.
+// building worker pods from templates (and pinning one to a node: Pin),
+// conditions, events, and metrics. A kind's package holds only that kind's
+// decisions.
 //
 // Every kind's sync has one shape, Syncer's: Begin reads the owner from the
 // cache (nothing to do when it is gone or being deleted), copies it, reads

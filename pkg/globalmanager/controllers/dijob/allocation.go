@@ -16,6 +16,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -60,7 +61,7 @@ type placer struct {
 	// of the new pods deleted by someone else as it starts) goes there too,
 	// not where a fresh allocation of that pod alone would put it.
 	planned map[string]plannedPlacement
-	now     func() time.Time
+	clock   clock.PassiveClock
 	// linkGrace is how long pods on edge nodes tolerate a lost link.
 	linkGrace time.Duration
 
@@ -83,12 +84,12 @@ type plannedPlacement struct {
 // again after the move deleted them.
 const plannedTTL = 2 * time.Minute
 
-func newPlacer(a *Allocation, linkGrace time.Duration, now func() time.Time) *placer {
+func newPlacer(a *Allocation, linkGrace time.Duration, clk clock.PassiveClock) *placer {
 	if a == nil {
 		return nil
 	}
 	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{},
-		planned: map[string]plannedPlacement{}, now: now, started: make(chan struct{})}
+		planned: map[string]plannedPlacement{}, clock: clk, started: make(chan struct{})}
 }
 
 // cachesWait is how long a sync waits for the caches of every node and pod
@@ -149,7 +150,7 @@ func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) er
 	}
 	key := whole.Key
 	var placement allocator.Placement
-	if planned, ok := p.planned[key]; ok && len(planned.placement) == len(whole.Replicas) && p.now().Before(planned.expires) {
+	if planned, ok := p.planned[key]; ok && len(planned.placement) == len(whole.Replicas) && p.clock.Now().Before(planned.expires) {
 		// A job being moved goes where optimize chose.
 		for _, r := range part.Replicas {
 			placement = append(placement, planned.placement[r.Rank])
@@ -171,9 +172,9 @@ func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) er
 		if edge[placement[i]] {
 			tolerateLinkLoss(&pod.Spec, p.linkGrace)
 		}
-		pod.Spec.Affinity = allocator.Pin(pod.Spec.Affinity, placement[i])
+		pod.Spec.Affinity = common.Pin(pod.Spec.Affinity, placement[i])
 		pod.Annotations[AnnotationNode] = placement[i]
-		p.reserved[pod.Namespace+"/"+pod.Name] = reservation{pod: pod, expires: p.now().Add(reservationTTL)}
+		p.reserved[pod.Namespace+"/"+pod.Name] = reservation{pod: pod, expires: p.clock.Now().Add(reservationTTL)}
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func (p *placer) withReservations(all []*corev1.Pod) []*corev1.Pod {
 	for _, pod := range all {
 		seen[pod.Namespace+"/"+pod.Name] = true
 	}
-	now := p.now()
+	now := p.clock.Now()
 	for key, r := range p.reserved {
 		if seen[key] || now.After(r.expires) {
 			delete(p.reserved, key)
@@ -303,7 +304,7 @@ func (c *Controller) placementOf(job *div2.DIJob) (allocator.Placement, bool) {
 	byName := map[string]string{}
 	for _, pod := range common.Claim(job, pods) {
 		if !common.PodTerminating(pod) {
-			byName[pod.Name] = allocator.PinnedNode(pod)
+			byName[pod.Name] = common.PinnedNode(pod)
 		}
 	}
 	var placement allocator.Placement
@@ -327,7 +328,7 @@ func (p *placer) startMove(key string) bool {
 	defer p.mu.Unlock()
 	m, ok := p.moves[key]
 	if ok {
-		p.planned[key] = plannedPlacement{placement: m, expires: p.now().Add(plannedTTL)}
+		p.planned[key] = plannedPlacement{placement: m, expires: p.clock.Now().Add(plannedTTL)}
 		delete(p.moves, key)
 	}
 	return ok

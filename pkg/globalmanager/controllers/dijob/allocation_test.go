@@ -13,6 +13,8 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
@@ -36,7 +38,7 @@ func TestTheClusterCachesStartWithTheFirstDIJob(t *testing.T) {
 			usage.Start(t.Context().Done())
 		},
 		Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
-	}, 0, f.c.now)
+	}, 0, f.c.clock)
 
 	// Running with no DIJob synced starts nothing.
 	optimizeLoopWaitsForAJob(t)
@@ -79,7 +81,7 @@ func optimizeLoopWaitsForAJob(t *testing.T) {
 			Start: func() { starts.Add(1) },
 			// Caches that never fill: a loop that started them waits here.
 			Synced: []cache.InformerSynced{func() bool { return false }},
-		}, 0, time.Now)}
+		}, 0, clock.RealClock{})}
 		ctx, cancel := context.WithCancel(t.Context())
 		ended := make(chan struct{})
 		go func() {
@@ -129,12 +131,12 @@ func TestAMovesPlacementHoldsForPodsMadeAgain(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	usage := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(node("a"), node("b"), busy), 0)
 	nodes, pods := usage.Core().V1().Nodes(), usage.Core().V1().Pods()
-	now := time.Unix(1000, 0)
+	clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
 	p := newPlacer(&Allocation{
 		Policy: allocator.PackAndSpread{}, Nodes: nodes.Lister(), Pods: pods.Lister(), Period: time.Hour,
 		Start:  func() { usage.Start(t.Context().Done()) },
 		Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
-	}, 0, func() time.Time { return now })
+	}, 0, clk)
 	p.moves[key] = allocator.Placement{"b", "b", "b", "b"}
 	if !p.startMove(key) {
 		t.Fatal("the move chosen was not started")
@@ -162,7 +164,7 @@ func TestAMovesPlacementHoldsForPodsMadeAgain(t *testing.T) {
 	}
 
 	// Past plannedTTL the move's placement is gone: the pod is placed afresh.
-	now = now.Add(plannedTTL + time.Second)
+	clk.SetTime(clk.Now().Add(plannedTTL + time.Second))
 	late := newFixture(t, job, made[1:]...)
 	late.c.placer = p
 	if remade, _ := late.sync(t, job); len(remade) != 1 || remade[0].Annotations[AnnotationNode] != "a" {

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	diclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -68,7 +69,7 @@ type Controller struct {
 
 	// Test seams.
 	children *common.Children
-	now      func() time.Time
+	clock    clock.PassiveClock // Deps.Clock
 	placer   *placer
 }
 
@@ -95,7 +96,7 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		deps:     d,
 		config:   config,
 		children: &common.Children{Client: kubeClient, Recorder: recorder, Expectations: exp, Metrics: metrics, Controller: Name},
-		now:      time.Now,
+		clock:    d.ClockOrReal(),
 	}
 	children, err := common.IndexChildren(podInformer.Informer(), serviceInformer.Informer())
 	if err != nil {
@@ -119,7 +120,7 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		Pods:     children[0],
 		Services: children[1],
 	}
-	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, func() time.Time { return c.now() })
+	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, c.clock)
 	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},

@@ -11,7 +11,6 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
@@ -34,7 +33,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	job, pods := s.Owner, s.Pods
 	sc := &syncCtx{
-		key: key, job: job, status: job.Status.DeepCopy(), now: metav1.NewTime(c.now()),
+		key: key, job: job, status: job.Status.DeepCopy(), now: metav1.NewTime(c.clock.Now()),
 		pods: pods, satisfied: s.Satisfied, haveService: len(s.Services) > 0,
 	}
 	var events []common.Event
@@ -319,7 +318,7 @@ func (c *Controller) count(job *div2.DIJob, wanted []replica, status *div2.DIJob
 		for _, r := range wanted {
 			node := ""
 			if p := byName[r.name]; p != nil {
-				node = allocator.PinnedNode(p)
+				node = common.PinnedNode(p)
 			}
 			status.Allocation = append(status.Allocation, node)
 		}

@@ -17,6 +17,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -60,12 +61,12 @@ func newFixture(t *testing.T, job *div2.DIJob, pods ...*corev1.Pod) *fixture {
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), di: difake.NewClientset(job)}
 	ki := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	di := diinformers.NewSharedInformerFactory(f.di, 0)
-	c, err := NewController(kinds.Deps{Kube: f.kube, Client: f.di, KubeInformers: ki, Informers: di, Recorder: record.NewFakeRecorder(100)},
+	c, err := NewController(kinds.Deps{Kube: f.kube, Client: f.di, KubeInformers: ki, Informers: di, Recorder: record.NewFakeRecorder(100),
+		Clock: testingclock.NewFakePassiveClock(time.Unix(1000, 0))},
 		Config{ServerURL: "http://di-server:8081"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return time.Unix(1000, 0) }
 	if err := di.Diengine().V2alpha1().DIJobs().Informer().GetIndexer().Add(job); err != nil {
 		t.Fatal(err)
 	}

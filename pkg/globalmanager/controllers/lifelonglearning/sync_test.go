@@ -71,6 +71,8 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 	if env["HAS_COMPLETED_INITIAL_TRAINING"] != "false" || env["KB_SERVER"] != "http://kb.example:9020" || env["CLOUD_KB_INDEX"] != "" {
 		t.Errorf("first inference worker env %v: no knowledge base yet", env)
 	}
+	// What Sedna sets the deploy worker and Nereid does not (docs/kinds.md).
+	unset(t, "inference", env, "OUTPUT_URL", "MODEL_URLS", "MODEL_URL")
 
 	f = f.Next(t)
 	f.Report(t, node, 1, cycletest.Trigger(kindName, jobName, 1, 600))
@@ -86,11 +88,9 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 			t.Errorf("train env %s = %q, want %q", k, env[k], v)
 		}
 	}
-	for _, k := range []string{"MODEL_URL", "BASE_MODEL_URL", "MODEL_URLS"} {
-		if _, ok := env[k]; ok {
-			t.Errorf("train env has %s: a lifelong job names no model", k)
-		}
-	}
+	// A lifelong job names no model; the knowledge base goes to the eval
+	// and deploy workers.
+	unset(t, "train", env, "MODEL_URL", "BASE_MODEL_URL", "MODEL_URLS", "CLOUD_KB_INDEX")
 
 	f.Report(t, node, 2, cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted,
 		`{"format":"pkl","url":"/output/round-1/train/task-0.pkl","modelID":"task-0","classes":["person","helmet"],"metrics":{"precision":0.83}}`,
@@ -109,9 +109,14 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 
 	f = f.Next(t)
 	f.Sync(t, jobName)
-	if got := cycletest.Env(f.Pod(t, eval11))["CLOUD_KB_INDEX"]; got != "/home/data/output/round-1/train/index.pkl" {
+	env = cycletest.Env(f.Pod(t, eval11))
+	if got := env["CLOUD_KB_INDEX"]; got != "/home/data/output/round-1/train/index.pkl" {
 		t.Errorf("eval CLOUD_KB_INDEX %q", got)
 	}
+	if got := env["OUTPUT_URL"]; got != "/home/data/output/round-1/eval" {
+		t.Errorf("eval OUTPUT_URL %q", got)
+	}
+	unset(t, "eval", env, "MODEL_URLS", "MODEL_URL")
 	f.Report(t, node, 3, cycletest.Worker(kindName, jobName, eval11, edgeproto.StageEval, edgeproto.WorkerCompleted,
 		`{"url":"/output/round-1/train/task-0.pkl","metrics":{"precision":0.83}}`))
 	if s := jobOf(t, f).Status; s.Stage != sednav1.StageDeploy || s.State != sednav1.StageReady {
@@ -132,6 +137,16 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 	env = cycletest.Env(f.Pod(t, deploy1))
 	if env["CLOUD_KB_INDEX"] != "/home/data/output/round-1/train/index.pkl" || env["HAS_COMPLETED_INITIAL_TRAINING"] != "true" {
 		t.Errorf("new inference worker env %v, want round 1's knowledge base", env)
+	}
+}
+
+// unset fails unless env, a worker's, has none of names.
+func unset(t *testing.T, worker string, env map[string]string, names ...string) {
+	t.Helper()
+	for _, k := range names {
+		if v, ok := env[k]; ok {
+			t.Errorf("%s env has %s=%q, want it unset", worker, k, v)
+		}
 	}
 }
 

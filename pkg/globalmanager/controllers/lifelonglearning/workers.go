@@ -42,7 +42,9 @@ func (k *kind) Env(job *sednav1.LifelongLearningJob, st *learningcycle.Status, r
 // lifelonglearningjob.go): the knowledge base to the train and eval workers,
 // OUTPUT_URL to every worker. Nereid's others (HAS_COMPLETED_INITIAL_TRAINING
 // and CLOUD_KB_INDEX to the eval and inference workers, KB_SERVER to the
-// inference worker) are defaults a template overrides.
+// inference worker) are defaults a template overrides. A name here that
+// Nereid does not set (the inference worker's OUTPUT_URL and MODEL_URLS, the
+// eval worker's MODEL_URLS) is the template's, as docs/kinds.md says.
 func (k *kind) SednaEnv(_ *sednav1.LifelongLearningJob, role learningcycle.Role) []string {
 	switch role {
 	case learningcycle.RoleTrain:

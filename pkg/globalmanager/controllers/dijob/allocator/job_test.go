@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 func TestJobOfListsReplicasInRankOrder(t *testing.T) {
@@ -73,7 +74,7 @@ func TestNodesCountsThePodsThatHoldRoom(t *testing.T) {
 		}
 	}
 	pinned := pod("pinned", "", corev1.PodPending, "500m")
-	pinned.Spec.Affinity = Pin(nil, "n1")
+	pinned.Spec.Affinity = common.Pin(nil, "n1")
 	unbound := pod("unbound", "", corev1.PodPending, "8")
 	excluded := pod("excluded", "n1", corev1.PodRunning, "3")
 	excluded.Labels = pairs("job", "b")
@@ -110,40 +111,16 @@ func TestNodesCountsThePodsThatHoldRoom(t *testing.T) {
 	}
 }
 
+// A pod pinned to a node (common.Pin) goes only there, and its template's
+// own terms still hold.
 func TestPinnedPodsGoOnlyToTheirNode(t *testing.T) {
 	own := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{
 			expression("zone", corev1.NodeSelectorOpIn, "a"),
 			expression("zone", corev1.NodeSelectorOpIn, "b"),
 		}}}}
-	before := own.DeepCopy()
-	pinned := Pin(own, "n2")
-	if diff := cmp.Diff(before, own); diff != "" {
-		t.Errorf("Pin changed the affinity it was given (-before,+after):\n%s", diff)
-	}
-	tests := map[string]struct {
-		pod  corev1.PodSpec
-		want string
-	}{
-		"pinned without an affinity of its own": {pod: corev1.PodSpec{Affinity: Pin(nil, "n1")}, want: "n1"},
-		"pinned with terms of its own":          {pod: corev1.PodSpec{Affinity: pinned}, want: "n2"},
-		"bound":                                 {pod: corev1.PodSpec{NodeName: "n3", Affinity: pinned}, want: "n3"},
-		"no affinity":                           {want: ""},
-		"terms naming two nodes":                {pod: corev1.PodSpec{Affinity: withTerm(Pin(nil, "n1"), Pin(nil, "n2"))}, want: ""},
-		"a term naming no node":                 {pod: corev1.PodSpec{Affinity: withTerm(Pin(nil, "n1"), before)}, want: ""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := PinnedNode(&corev1.Pod{Spec: tc.pod}); got != tc.want {
-				t.Errorf("PinnedNode = %q, want %q", got, tc.want)
-			}
-		})
-	}
-
-	// What the scheduler makes of the pinned affinity: its node, and the
-	// template's own terms still hold.
 	job := jobOf(task(learner, 1, nil, requiring(own.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms...)))
-	job.Replicas[0].Affinity = pinned
+	job.Replicas[0].Affinity = common.Pin(own, "n2")
 	placement, err := PackAndSpread{}.Allocate(job, []Node{
 		cloudNode("n1", "4", withLabels("zone", "a")),
 		cloudNode("n2", "4", withLabels("zone", "c")),
@@ -162,19 +139,12 @@ func TestPinnedPodsGoOnlyToTheirNode(t *testing.T) {
 	}
 }
 
-// withTerm returns a with the required terms of b added.
-func withTerm(a, b *corev1.Affinity) *corev1.Affinity {
-	required := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	required.NodeSelectorTerms = append(required.NodeSelectorTerms, b.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms...)
-	return a
-}
-
 // SlimPod keeps what Nodes counts and whose pod it is, and nothing else.
 func TestSlimPodKeepsWhatTheAllocatorReads(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: pairs("a", "b"),
 			OwnerReferences: []metav1.OwnerReference{{Kind: "DIJob", Name: "j", UID: "u", Controller: ptrTo(true)}}},
-		Spec: corev1.PodSpec{NodeName: "n", Affinity: Pin(nil, "n"), Containers: []corev1.Container{{Name: "c", Image: "i",
+		Spec: corev1.PodSpec{NodeName: "n", Affinity: common.Pin(nil, "n"), Containers: []corev1.Container{{Name: "c", Image: "i",
 			Env: []corev1.EnvVar{{Name: "X", Value: "y"}}, Resources: corev1.ResourceRequirements{Requests: resources("cpu", "1")}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
 	}
@@ -183,7 +153,7 @@ func TestSlimPodKeepsWhatTheAllocatorReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	slim := obj.(*corev1.Pod)
-	if slim.Spec.NodeName != "n" || PinnedNode(slim) != "n" || slim.Status.Phase != corev1.PodRunning ||
+	if slim.Spec.NodeName != "n" || common.PinnedNode(slim) != "n" || slim.Status.Phase != corev1.PodRunning ||
 		!cmp.Equal(PodRequests(&slim.Spec), PodRequests(&pod.Spec)) || metav1.GetControllerOf(slim) == nil {
 		t.Errorf("SlimPod dropped what the allocator reads: %+v", slim)
 	}

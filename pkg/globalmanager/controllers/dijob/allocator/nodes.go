@@ -7,14 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // EdgeNodeLabel marks an edge node, whatever its value. Edge nodes are a
 // pool of their own (see the package documentation).
 const EdgeNodeLabel = "node-role.kubernetes.io/edge"
-
-// nodeNameField is the one field a node selector term may match.
-const nodeNameField = "metadata.name"
 
 // Node is a node as the allocator sees it.
 type Node struct {
@@ -34,7 +33,7 @@ type Node struct {
 // Nodes returns the allocator's view of nodes, sorted by name. A node's Used
 // counts the pods on it that have not finished (phase Succeeded or Failed):
 // the pods bound to it (spec.nodeName), and the pods not yet bound whose
-// required node affinity pins them to it (see Pin), since a job's pods are
+// required node affinity pins them to it (see common.Pin), since a job's pods are
 // created pinned and wait for the scheduler a while. Pods for which exclude
 // returns true are not counted (exclude may be nil): the pods of the
 // preemptible jobs handed to Optimize, or a job's own pods when it is placed
@@ -49,7 +48,7 @@ func Nodes(nodes []*corev1.Node, pods []*corev1.Pod, exclude func(*corev1.Pod) b
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		list, ok := used[PinnedNode(pod)]
+		list, ok := used[common.PinnedNode(pod)]
 		if !ok || (exclude != nil && exclude(pod)) {
 			continue
 		}
@@ -85,64 +84,6 @@ func ready(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// Pin returns a copy of affinity whose required node affinity also requires
-// the node named node: the affinity of a replica's pod on its allocated node.
-// Every term of an existing required node affinity gets the requirement, so
-// the template's own terms still hold.
-func Pin(affinity *corev1.Affinity, node string) *corev1.Affinity {
-	pinned := affinity.DeepCopy()
-	if pinned == nil {
-		pinned = &corev1.Affinity{}
-	}
-	if pinned.NodeAffinity == nil {
-		pinned.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	required := pinned.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	if required == nil {
-		required = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
-		pinned.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = required
-	}
-	for i := range required.NodeSelectorTerms {
-		term := &required.NodeSelectorTerms[i]
-		term.MatchFields = append(term.MatchFields, corev1.NodeSelectorRequirement{
-			Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
-		})
-	}
-	return pinned
-}
-
-// PinnedNode returns the node a pod is bound to, or, for a pod not yet
-// bound, the one node its required node affinity allows by name (every term
-// requires metadata.name In [that node], as Pin writes); "" when neither.
-func PinnedNode(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
-	}
-	affinity := pod.Spec.Affinity
-	if affinity == nil || affinity.NodeAffinity == nil || affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	node := ""
-	for _, term := range affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		named := termNode(term)
-		if named == "" || (node != "" && named != node) {
-			return ""
-		}
-		node = named
-	}
-	return node
-}
-
-// termNode returns the node a term names alone, or "".
-func termNode(term corev1.NodeSelectorTerm) string {
-	for _, r := range term.MatchFields {
-		if r.Key == nodeNameField && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			return r.Values[0]
-		}
-	}
-	return ""
 }
 
 // Slim is the transform of the allocator's cache: pods by SlimPod, nodes by

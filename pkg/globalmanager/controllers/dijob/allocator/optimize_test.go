@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // A non-preemptible job A fills most of node-1, so the preemptible job B is
@@ -36,7 +37,7 @@ func TestOptimizeGathersAPreemptibleJobOnceAJobFinishes(t *testing.T) {
 			pods = append(pods, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%s-%d", job.Key[len("ns/"):], r.Task, r.TaskRank),
 					Labels: pairs("job", job.Key[len("ns/"):])},
-				Spec: corev1.PodSpec{Affinity: Pin(r.Affinity, placement[i]),
+				Spec: corev1.PodSpec{Affinity: common.Pin(r.Affinity, placement[i]),
 					Containers: []corev1.Container{{Name: "di", Resources: corev1.ResourceRequirements{Requests: r.Requests}}}},
 				Status: corev1.PodStatus{Phase: corev1.PodRunning},
 			})

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
@@ -280,8 +281,8 @@ func TestSubjectAccessReviewNamesTheWholeUser(t *testing.T) {
 }
 
 func TestTokenReviewsAreCachedBriefly(t *testing.T) {
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	f := newFixture(t, Config{ReviewCacheTTL: 10 * time.Second, MaxCachedReviews: 2, now: func() time.Time { return now }}, newJob(testJob))
+	clk := testingclock.NewFakePassiveClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newFixture(t, Config{ReviewCacheTTL: 10 * time.Second, MaxCachedReviews: 2, Clock: clk}, newJob(testJob))
 	get := func(token string) int { return f.do(http.MethodGet, replicasPath(testJob), token, "").status }
 
 	for range 3 {
@@ -299,7 +300,7 @@ func TestTokenReviewsAreCachedBriefly(t *testing.T) {
 		t.Errorf("3 authenticated requests made %d SubjectAccessReviews, want 3 (never cached)", got)
 	}
 
-	now = now.Add(10 * time.Second)
+	clk.SetTime(clk.Now().Add(10 * time.Second))
 	get("admin")
 	if got := f.reviewCount(); got != 3 {
 		t.Errorf("a request after the TTL made %d TokenReviews in all, want 3", got)
@@ -316,9 +317,9 @@ func TestTokenReviewsAreCachedBriefly(t *testing.T) {
 // one to use (exp, or warnafter once the kubelet has rotated it): an expired
 // token is reviewed again, and the API server refuses it.
 func TestACachedUserLastsNoLongerThanItsToken(t *testing.T) {
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	f := newFixture(t, Config{ReviewCacheTTL: 10 * time.Second, now: func() time.Time { return now }}, newJob(testJob))
-	token := jwtOf("admin", map[string]any{"exp": now.Add(3 * time.Second).Unix()})
+	clk := testingclock.NewFakePassiveClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newFixture(t, Config{ReviewCacheTTL: 10 * time.Second, Clock: clk}, newJob(testJob))
+	token := jwtOf("admin", map[string]any{"exp": clk.Now().Add(3 * time.Second).Unix()})
 	get := func() int { return f.do(http.MethodGet, replicasPath(testJob), token, "").status }
 
 	for range 2 {
@@ -329,7 +330,7 @@ func TestACachedUserLastsNoLongerThanItsToken(t *testing.T) {
 	if got := f.reviewCount(); got != 1 {
 		t.Errorf("2 requests before the token expires made %d TokenReviews, want 1", got)
 	}
-	now = now.Add(3 * time.Second)
+	clk.SetTime(clk.Now().Add(3 * time.Second))
 	get()
 	if got := f.reviewCount(); got != 2 {
 		t.Errorf("a request once the token expired, within the TTL, made %d TokenReviews in all, want 2", got)

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/serving"
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
@@ -105,7 +106,11 @@ type Config struct {
 	Authenticator Authenticator
 	Authorizer    Authorizer
 
-	// now is the clock of the review cache (tests).
+	// Clock is the server's time: the review cache's, and a request's
+	// duration in its log line (kinds.Deps.Clock). Nil is the real clock.
+	Clock clock.PassiveClock
+
+	// now is Clock.Now, as the review cache takes it.
 	now func() time.Time
 }
 
@@ -162,8 +167,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
-	if cfg.now == nil {
-		cfg.now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
+	cfg.now = cfg.Clock.Now
 	return cfg
 }

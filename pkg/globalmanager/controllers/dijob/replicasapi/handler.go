@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -86,7 +85,7 @@ type exchange struct {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := s.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	ex := exchange{act: actionUnknown}
@@ -95,7 +94,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.metrics.count(ex.act, rep.status)
 	logger := klog.FromContext(ctx)
-	kv := []any{"method", r.Method, "path", truncate(r.URL.Path), "user", ex.user, "code", rep.status, "took", time.Since(start)}
+	kv := []any{"method", r.Method, "path", truncate(r.URL.Path), "user", ex.user, "code", rep.status, "took", s.cfg.Clock.Since(start)}
 	switch {
 	case rep.status >= http.StatusInternalServerError && !errors.Is(rep.err, ErrBusy):
 		logger.Error(rep.err, "DIJob API request failed", append(kv, "message", rep.message)...)
