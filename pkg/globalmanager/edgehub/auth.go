@@ -159,7 +159,7 @@ func newAuthenticator(client kubernetes.Interface, cfg Config, clk clock.Clock) 
 		nodeSelector:    cfg.nodeSelector,
 		daemonSet:       types.NamespacedName{Namespace: dsNamespace, Name: dsName},
 		reviewEvery:     cfg.ReviewEveryToken,
-		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, clk.Now),
+		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, clk),
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
 		queueTimeout:    cfg.ReviewQueueTimeout,
