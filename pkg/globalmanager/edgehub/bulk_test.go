@@ -209,9 +209,7 @@ func TestBulkSyncOfTwentyThousandObjectsKeepsAcksAndReportsFlowing(t *testing.T)
 // hubUnacked is how many objects the hub has sent to node and not seen
 // acknowledged.
 func (f *fixture) hubUnacked(node string) int {
-	f.hub.links.mu.Lock()
-	defer f.hub.links.mu.Unlock()
-	return f.hub.links.get(node).unacked
+	return f.hub.links.Unacked(node)
 }
 
 func TestSendWindowBoundsWhatIsUnacknowledged(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -273,7 +274,7 @@ func seededHub(t *testing.T, objs objects) *Hub {
 	kube := kubefake.NewClientset()
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	workers := WorkerCaches{Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments()}
-	h, err := New(t.Context(), kube, sedna, factory, kinds.All(), workers, Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
+	h, err := New(t.Context(), kube, sedna, factory, kinds.All(), workers, reports.Appliers{}, record.NewFakeRecorder(10), nil, testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@
 // identity of the LocalController's store, which the Hello proves with the
 // store's key, since report IDs count per store (a wiped or replaced store
 // starts again at 1). A session's reports
-// go through one lane per object (reports.go): a lane's reports are handed
+// go through one lane per object (package reports): a lane's reports are handed
 // over in the order received, all that waited during the lane's last call
 // in its next (one status write for a node's burst about one object), and
 // the lanes of up to 16 objects run at once, so that no report waits for
@@ -101,7 +101,8 @@
 // # Link state
 //
 // Every node that has connected has a Lease named nereid-edge-<node> in the
-// hub's namespace, labelled nereid.io/edge-node=<node>:
+// hub's namespace, labelled nereid.io/edge-node=<node>, written by package
+// links (which says how often):
 //
 //	kubectl get lease -n <namespace> -l nereid.io/edge-node
 //	kubectl get lease -n <namespace> -l nereid.io/edge-node -o custom-columns=NODE:.spec.holderIdentity,LINK:.metadata.annotations.nereid\.io/link,LAST-HEARD:.spec.renewTime,UNACKED:.metadata.annotations.nereid\.io/unacked-objects
@@ -120,6 +121,26 @@
 //	                           connection; a new store's IDs start again from 1
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //	nereid.io/outbox           how full the node's outbox is, from its LocalController's heartbeats
+//
+// # Where the parts are
+//
+// The hub is this package and its parts below it, a package for each job
+// that does not need the connections:
+//
+//	edgehub          the Hub (hub.go), its configuration (config.go), serving
+//	                 certificate (tls.go) and serving label (serving.go); who may
+//	                 connect: tokens (auth.go, localtoken.go, confirm.go), the
+//	                 DaemonSet rule (daemonset.go), revocation (revoke.go,
+//	                 recheck.go), address limits (addresslimit.go, refusallog.go);
+//	                 each node's desired set and its encoding (desired.go,
+//	                 kinds.go, encode.go); the edge conditions (conditions.go,
+//	                 reach.go); one connection (session.go) and the check of its
+//	                 reports against what its node runs (reportcheck.go)
+//	edgehub/links    each node's link state, written to its Lease, and read back
+//	                 (links.Reader) by the DIJob controller
+//	edgehub/reports  the report pipeline: a connection's lanes, the write turns
+//	                 shared by all, the bound on reports held, their acks, and
+//	                 the appliers' interfaces (ReportApplier, DatasetApplier)
 //
 // The hub needs permission to create TokenReviews; to get, list and watch
 // Nodes; to get, list and watch Pods in the namespaces of

@@ -37,6 +37,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
@@ -177,9 +178,9 @@ func jwtWith(name string, claims map[string]any) string {
 }
 
 // recordedReport is one call of the test applier.
-type datasetApplierFunc func(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+type datasetApplierFunc func(ctx context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
 
-func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 	return f(ctx, from, r, d)
 }
 
@@ -195,17 +196,17 @@ type recordedReport struct {
 // report and the call that had it, then asks applyErr.
 type workerApplier struct{ f *fixture }
 
-func (a workerApplier) ApplyReports(_ context.Context, from Source, reports []edgeproto.WorkerReport) []error {
+func (a workerApplier) ApplyReports(_ context.Context, from reports.Source, batch []edgeproto.WorkerReport) []error {
 	f := a.f
 	f.mu.Lock()
 	f.calls++
 	call := f.calls
 	applyErr := f.applyErr
 	f.mu.Unlock()
-	return applyInOrder(len(reports), func(i int) error {
-		r := reports[i].Report
+	return reports.ApplyInOrder(len(batch), func(i int) error {
+		r := batch[i].Report
 		f.mu.Lock()
-		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: reports[i].Info.Owner().Kind})
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: batch[i].Info.Owner().Kind})
 		f.callOf[r.ID] = call
 		f.mu.Unlock()
 		if applyErr != nil {
@@ -318,10 +319,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	})
 
 	applier := workerApplier{f}
-	appliers := Appliers{Workers: map[string]ReportApplier{
+	appliers := reports.Appliers{Workers: map[string]reports.ReportApplier{
 		"FederatedLearningJob":  applier,
 		"JointInferenceService": applier,
-	}, Datasets: datasetApplierFunc(func(_ context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	}, Datasets: datasetApplierFunc(func(_ context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: d.Ref().Kind})

@@ -36,6 +36,8 @@ import (
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -69,14 +71,14 @@ type Hub struct {
 	// a connection's node is checked here, not with a read of the API
 	// server each (a reconnect storm of every node would double its load).
 	edgeNodes cache.SharedIndexInformer
-	appliers  map[string]ReportApplier
-	datasets  DatasetApplier
+	appliers  map[string]reports.ReportApplier
+	datasets  reports.DatasetApplier
 	recorder  record.EventRecorder
 	metrics   *metrics
 	cfg       Config
-	links     *links
-	// turns bound the lanes of reports applying at once (reports.go).
-	turns *writeTurns
+	links     *links.Writer
+	// turns bound the lanes of reports applying at once (package reports).
+	turns *reports.Turns
 	// confirmer has the tokens the hub accepted itself reviewed after the
 	// fact (confirm.go).
 	confirmer *confirmer
@@ -128,13 +130,13 @@ type WorkerCaches struct {
 // that travel to the edge, and to the caches of the GlobalManager's
 // children (workers); it adds its indexes and event handlers,
 // so it must be called before the factories start, and starts nothing.
-// Reports go to appliers (see Appliers); events about objects (one that
+// Reports go to appliers (see reports.Appliers); events about objects (one that
 // cannot be sent to a node) go to recorder, and the EdgeSynced condition of
 // such an object is written with client. Metrics are registered with reg
 // when it is not nil.
 func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclient.Interface,
 	informers nereidinformers.SharedInformerFactory, table []*kinds.Kind, workers WorkerCaches,
-	appliers Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
+	appliers reports.Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("edge hub configuration: %w", err)
@@ -172,19 +174,19 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 }
 
 // newHub is a hub and its parts, watching nothing yet.
-func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.SharedIndexInformer, appliers Appliers,
+func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.SharedIndexInformer, appliers reports.Appliers,
 	recorder record.EventRecorder, m *metrics, cfg Config) *Hub {
 	h := &Hub{
 		client:   kubeClient,
 		kinds:    edgeKinds,
 		byName:   make(map[string]*kind),
 		pods:     pods,
-		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
+		appliers: make(map[string]reports.ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
 		recorder: recorder,
 		metrics:  m,
 		cfg:      cfg,
-		turns:    newWriteTurns(cfg.ReportWrites, m.lanesWaiting),
+		turns:    reports.NewTurns(cfg.ReportWrites, m.lanesWaiting),
 		// A connection holds a write buffer only while it writes (most of
 		// thousands of connections are idle at any time), and a small read
 		// buffer of its own rather than the HTTP server's 4 KiB: TLS
@@ -207,7 +209,8 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 	h.conditions = newConditionWriter(h)
 	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
 	h.refusals = newRefusalLog(h.clock)
-	h.links = newLinks(kubeClient, cfg, h.clock)
+	h.links = links.New(links.Config{Client: kubeClient, Namespace: cfg.Namespace, Period: cfg.LeaseUpdatePeriod, Rate: cfg.LeaseWriteRate,
+		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) }})
 	h.auth = newAuthenticator(kubeClient, cfg, h.clock)
 	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
 	h.confirmer = newConfirmer(h.auth, m, h.clock)
@@ -567,7 +570,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	leasesDone := make(chan struct{})
 	go func() {
 		defer close(leasesDone)
-		h.links.run(leasesCtx)
+		h.links.Run(leasesCtx)
 	}()
 
 	labeled, err := h.serve(ctx, ln, srv)
@@ -683,7 +686,7 @@ func (h *Hub) shutdown(ctx context.Context, srv *http.Server, labeled bool) {
 	stopping.Wait()
 	_ = srv.Shutdown(shutdownCtx) // hijacked connections are not its
 	h.conns.Wait()
-	h.links.writeDue(shutdownCtx, true)
+	h.links.WriteDue(shutdownCtx, true)
 	if labeled {
 		if uerr := SetServing(shutdownCtx, h.client, h.cfg.Pod, false); uerr != nil {
 			klog.FromContext(ctx).Error(uerr, "Cannot take the serving label off the GlobalManager's Pod; it is taken off when it starts again")
@@ -883,7 +886,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	// hello at once are recorded in the order they replace each other:
 	// the older's Lease and token confirmation never come after the
 	// newer's (the older's end would then forget the newer's token).
-	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
+	s.link = h.links.Connected(node, hello.Store) // before prev ends, so that its end is not taken for a disconnect
 	if id.byHub {
 		h.confirmer.add(s, token)
 	}
@@ -911,7 +914,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 		h.metrics.connectedNodes.Set(float64(len(h.sessions)))
 	}
 	h.mu.Unlock()
-	h.links.disconnected(s)
+	h.links.Disconnected(s.link)
 	h.confirmer.forget(s)
 	close(s.done)
 	logger.Info("Edge node disconnected")

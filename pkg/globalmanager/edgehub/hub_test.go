@@ -22,7 +22,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorilla/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +35,8 @@ import (
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
@@ -718,14 +719,14 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
-			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
+		got := []string{lease.Labels[links.LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[links.AnnotationLink],
+			lease.Annotations[links.AnnotationLastReportID], lease.Annotations[links.AnnotationReportStore], lease.Annotations[links.AnnotationUnackedObjects]}
 		want := []string{"edge-a", "edge-a", "connected", "13", testStore, "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, nil
 	})
-	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
+	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: links.LabelEdgeNode})
 	if err != nil || len(leases.Items) != 1 {
-		t.Errorf("leases labelled %s: %v (%v), want edge-a's", LabelEdgeNode, leases, err)
+		t.Errorf("leases labelled %s: %v (%v), want edge-a's", links.LabelEdgeNode, leases, err)
 	}
 	c.conn.Close()
 	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say it is disconnected", func(context.Context) (bool, error) {
@@ -733,7 +734,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		return lease.Annotations[AnnotationLink] == LinkDisconnected, nil
+		return lease.Annotations[links.AnnotationLink] == links.LinkDisconnected, nil
 	})
 }
 
@@ -746,11 +747,11 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	leaseSays := func(wantID, wantStore string) {
 		t.Helper()
 		testwait.Eventually(t, 5*time.Second, "edge-a's Lease to name the last report and its store", func(context.Context) (bool, error) {
-			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), links.LeaseName("edge-a"), metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
-			got := []string{lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore]}
+			got := []string{lease.Annotations[links.AnnotationLastReportID], lease.Annotations[links.AnnotationReportStore]}
 			want := []string{wantID, wantStore}
 			return slices.Equal(got, want), nil
 		})
@@ -831,8 +832,8 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	if ce.Code != websocket.CloseTryAgainLater {
 		t.Errorf("closed with %d %q, want try again later", ce.Code, ce.Text)
 	}
-	if n := len(f.reports()); n != 1+len(applyBackoff) {
-		t.Errorf("applier called %d times, want %d", n, 1+len(applyBackoff))
+	if n := len(f.reports()); n != 1+len(reports.RetryWaits()) {
+		t.Errorf("applier called %d times, want %d", n, 1+len(reports.RetryWaits()))
 	}
 
 	f.mu.Lock()
@@ -941,7 +942,7 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 			}
 			if !tc.wantRefused {
 				// Report 1 is tried again alone, and 3 waits for the resend.
-				wantCalls = map[uint64]int{1: 1 + len(applyBackoff), 2: 1}
+				wantCalls = map[uint64]int{1: 1 + len(reports.RetryWaits()), 2: 1}
 			}
 			if diff := cmp.Diff(wantCalls, calls); diff != "" {
 				t.Errorf("applier calls by report (-want,+got):\n%s", diff)
@@ -1076,12 +1077,12 @@ func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 	if ce.Code != websocket.CloseGoingAway {
 		t.Errorf("closed with %d %q, want going away", ce.Code, ce.Text)
 	}
-	lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+	lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), links.LeaseName("edge-a"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := lease.Annotations[AnnotationLink]; got != LinkDisconnected {
-		t.Errorf("link %q after shutdown, want %q", got, LinkDisconnected)
+	if got := lease.Annotations[links.AnnotationLink]; got != links.LinkDisconnected {
+		t.Errorf("link %q after shutdown, want %q", got, links.LinkDisconnected)
 	}
 }
 
@@ -1183,7 +1184,7 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 			return false, nil
 		}
 		want := "85% (8500/10000 reports, 4194304/67108864 bytes)"
-		return lease.Annotations[AnnotationOutbox] == want, nil
+		return lease.Annotations[links.AnnotationOutbox] == want, nil
 	})
 }
 
@@ -1444,43 +1445,11 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 		t.Fatalf("report 1 tried %d times before its backoff passed, want once", n)
 	}
 	testwait.Eventually(t, 5*time.Second, "report 1 tried again once its backoff passed", func(context.Context) (bool, error) {
-		clk.Step(applyBackoff[0])
+		clk.Step(reports.RetryWaits()[0])
 		return tries() == 2, nil
 	})
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Fatalf("got %q, want report 1 acknowledged once tried again", got)
-	}
-}
-
-// One node's lanes hold at most turnsPerNode of the shared turns: another
-// node's lane gets one while the first node's next lane waits.
-func TestANodeHoldsAtMostItsShareOfTheTurns(t *testing.T) {
-	shared := newWriteTurns(8, prometheus.NewGauge(prometheus.GaugeOpts{Name: "waiting"}))
-	nodeA, nodeB := make(chan struct{}, turnsPerNode), make(chan struct{}, turnsPerNode)
-	var held []*laneTurn
-	for range turnsPerNode {
-		l := &laneTurn{turns: shared, node: nodeA}
-		if !l.take(t.Context()) {
-			t.Fatal("a node's first turns were not given")
-		}
-		held = append(held, l)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	if (&laneTurn{turns: shared, node: nodeA}).take(ctx) {
-		t.Errorf("node a got a turn beyond its %d", turnsPerNode)
-	}
-	other := &laneTurn{turns: shared, node: nodeB}
-	if !other.take(t.Context()) {
-		t.Fatal("another node waited for node a's turns")
-	}
-	other.release()
-	held[0].release()
-	if l := (&laneTurn{turns: shared, node: nodeA}); !l.take(t.Context()) {
-		t.Error("node a got no turn after giving one back")
-	}
-	if len(shared.turns) != turnsPerNode {
-		t.Errorf("%d shared turns held, want %d", len(shared.turns), turnsPerNode)
 	}
 }
 

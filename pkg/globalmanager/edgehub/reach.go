@@ -14,6 +14,7 @@ import (
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 // ConditionEdgeLinked says whether every node an object needs a
@@ -256,7 +257,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; localController.everyNode=true runs them on every node, as Sedna does)",
 			node, r.hub.cfg.NodeSelector)}
 	}
-	connected, lastHeard, known := r.hub.links.state(node)
+	connected, lastHeard, known := r.hub.links.State(node)
 	if connected {
 		return nodeReach{}
 	}
@@ -295,7 +296,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 // lease reads node's Lease: whether its link is down and when it was last
 // heard from; ok false when it has none (it never connected).
 func (r *reach) lease(ctx context.Context, node string, now time.Time) (down bool, heard time.Time, ok bool) {
-	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
+	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, links.LeaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, time.Time{}, false
 	}
@@ -303,7 +304,7 @@ func (r *reach) lease(ctx context.Context, node string, now time.Time) (down boo
 		klog.FromContext(ctx).V(2).Info("Cannot read a node's Lease", "node", node, "err", err)
 		return false, time.Time{}, true
 	}
-	down, heard = LinkDown(lease, now)
+	down, heard = links.LinkDown(lease, now)
 	return down, heard, true
 }
 

@@ -19,6 +19,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 )
 
 // ReasonUnsendable is the reason of the Warning event on an object that cannot
@@ -123,14 +125,6 @@ type queued struct {
 	version objVersion // the Delete's version
 }
 
-// reportResult is a report to acknowledge: applied, or refused with a reason.
-type reportResult struct {
-	id      uint64
-	refused bool
-	reason  string
-	size    int64 // of the report's body, held until the ack is sent
-}
-
 // session is one LocalController connection after its Hello. Its reader (the
 // HTTP handler's goroutine) reads and applies frames; its writer owns the
 // downstream state and is the only one writing data frames. The writer runs
@@ -148,22 +142,20 @@ type session struct {
 	conn      *websocket.Conn
 	logger    klog.Logger
 	hello     *edgeproto.Hello
+	// link is the connection's handle on the node's Lease, set as it is
+	// recorded, before it runs.
+	link *links.Conn
 
 	ctx      context.Context
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	done     chan struct{} // closed once reader and writer have returned
 
-	dirty   chan struct{} // the node's set may have changed
-	acks    chan []edgeproto.ObjectVersion
-	reports reportLanes // the reports read and not yet acknowledged (reports.go)
-	// answered are the reports' answers waiting for the writer's
-	// acknowledgement; resultsReady says there are some. An answer never
-	// waits for the writer: a lane gives its turn back at once, however
-	// slowly the node reads.
-	answeredMu   sync.Mutex
-	answered     []reportResult
-	resultsReady chan struct{}
+	dirty chan struct{} // the node's set may have changed
+	acks  chan []edgeproto.ObjectVersion
+	// reports are the reports read and not yet acknowledged, and their
+	// answers (package reports).
+	reports *reports.Pipeline
 
 	// What wakes the writer (wake): woken says it may have work, writing
 	// that a writer goroutine runs; writers start only once run has begun
@@ -197,17 +189,23 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 	s := &session{
 		hub: h, node: id.node, id: id, conn: conn, logger: logger, hello: hello,
 		ctx: klog.NewContext(ctx, logger), cancel: cancel,
-		done:  make(chan struct{}),
-		dirty: make(chan struct{}, 1),
-		acks:  make(chan []edgeproto.ObjectVersion, 16),
-		reports: reportLanes{slots: make(chan struct{}, maxReportLanes), held: newHeldReports(ctx, reportQueue, maxHeldReportBytes),
-			turns: make(chan struct{}, turnsPerNode)},
-		resultsReady: make(chan struct{}, 1),
-		held:         make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
-		inflight:     make(map[edgeproto.ObjectRef]*inflight),
-		unsendable:   make(map[edgeproto.ObjectRef]objVersion),
-		lastAcked:    h.clock.Now(),
+		done:       make(chan struct{}),
+		dirty:      make(chan struct{}, 1),
+		acks:       make(chan []edgeproto.ObjectVersion, 16),
+		held:       make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
+		inflight:   make(map[edgeproto.ObjectRef]*inflight),
+		unsendable: make(map[edgeproto.ObjectRef]objVersion),
+		lastAcked:  h.clock.Now(),
 	}
+	s.reports = reports.NewPipeline(s.ctx, reports.Config{
+		Source: s.source(), LastReportID: hello.LastReportID, Check: s.checkReport, Datasets: h.datasets,
+		Turns: h.turns, Window: h.cfg.ReportWindow, Clock: h.clock,
+		Applied: h.metrics.reportsApplied, Refused: h.metrics.reportsRefused, Answered: s.wake,
+		GiveUp: func(reason string, err error) {
+			s.logger.Info("Closing edge connection", "reason", reason, "err", err)
+			s.stop(websocket.CloseTryAgainLater, reason)
+		},
+	})
 	s.checkedAt.Store(h.clock.Now().UnixNano())
 	for _, v := range hello.Inventory {
 		s.held[v.ObjectRef] = versionOf(v)
@@ -216,8 +214,8 @@ func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn,
 }
 
 // source is where the session's reports come from.
-func (s *session) source() Source {
-	return Source{Node: s.node, Store: s.hello.Store}
+func (s *session) source() reports.Source {
+	return reports.Source{Node: s.node, Store: s.hello.Store}
 }
 
 // markDirty asks the writer to compare the node's set with what was sent.
@@ -321,17 +319,6 @@ func (s *session) revokePodDeleted() {
 	s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
 }
 
-// reportQueue is how many reports the reader hands on before it waits for
-// their acknowledgements to be sent: enough that object acks read behind a
-// burst of reports are not held up by the reports' status writes (which
-// would make the writer resend objects the LocalController already has).
-const reportQueue = 1024
-
-// maxHeldReportBytes bounds the bodies of a session's reports read and not
-// yet acknowledged: a thousand reports of a MiB each would otherwise be held
-// for one node.
-const maxHeldReportBytes = 16 << 20
-
 // run serves the session until it stops.
 func (s *session) run() {
 	// A token past its expiry (or its rotation) proves nothing: the
@@ -381,7 +368,7 @@ func (s *session) run() {
 	s.closed = true
 	s.wakeMu.Unlock()
 	s.writers.Wait()
-	s.reports.running.Wait()
+	s.reports.Wait()
 	_ = s.conn.Close()
 }
 
@@ -397,7 +384,7 @@ func (s *session) read() error {
 		if s.ctx.Err() != nil {
 			continue // closing: only the peer's close frame matters now
 		}
-		s.hub.links.heard(s)
+		s.hub.links.Heard(s.link)
 		msg, err := edgeproto.Decode(frame)
 		if err != nil {
 			return frameError(err)
@@ -406,7 +393,7 @@ func (s *session) read() error {
 		switch m := msg.(type) {
 		case *edgeproto.Heartbeat:
 			if m.Outbox != nil {
-				s.hub.links.setOutbox(s, *m.Outbox)
+				s.hub.links.SetOutbox(s.link, *m.Outbox)
 			}
 		case *edgeproto.Ack:
 			select {
@@ -415,7 +402,7 @@ func (s *session) read() error {
 			case <-s.ctx.Done():
 			}
 		case *edgeproto.Report:
-			s.dispatchReport(m)
+			s.reports.Dispatch(m)
 		case *edgeproto.Inventory:
 			return &closeError{code: websocket.ClosePolicyViolation,
 				reason: "unexpected inventory message from a LocalController: its hello has ended"}
@@ -451,7 +438,7 @@ func (s *session) write() error {
 			}
 			return err
 		}
-		s.hub.links.setUnacked(s, len(s.inflight))
+		s.hub.links.SetUnacked(s.link, len(s.inflight))
 		s.unacked.Store(int64(len(s.inflight)))
 
 		// A heartbeat or resend that is due goes first: a stream of changes
@@ -471,7 +458,7 @@ func (s *session) write() error {
 			err = s.sync(nil)
 		case acks := <-s.acks:
 			s.ack(acks)
-		case <-s.resultsReady:
+		case <-s.reports.Ready():
 			err = s.ackReports()
 		default:
 			if s.queued() == 0 || len(s.inflight) >= s.hub.cfg.SendWindow {
@@ -609,7 +596,7 @@ func (s *session) between() error {
 		select {
 		case acks := <-s.acks:
 			s.ack(acks)
-		case <-s.resultsReady:
+		case <-s.reports.Ready():
 			if err := s.ackReports(); err != nil {
 				return err
 			}
@@ -744,21 +731,14 @@ func (s *session) resend() error {
 
 // ackReports acknowledges the reports answered so far, in one ReportAck.
 func (s *session) ackReports() error {
-	s.answeredMu.Lock()
-	results := s.answered
-	s.answered = nil
-	s.answeredMu.Unlock()
+	results := s.reports.Answers()
 	if len(results) == 0 {
 		return nil
 	}
 	// The reader may read as many reports again once these are sent.
-	defer func() {
-		for _, r := range results {
-			s.reports.held.release(r.size)
-		}
-	}()
+	defer s.reports.Acknowledged(results)
 	var last uint64
-	for _, ack := range reportAcks(results) {
+	for _, ack := range reports.Acks(results) {
 		if err := s.send(ack); err != nil {
 			return err
 		}
@@ -766,35 +746,6 @@ func (s *session) ackReports() error {
 			last = max(last, id)
 		}
 	}
-	s.hub.links.reportAcked(s, last)
+	s.hub.links.ReportAcked(s.link, last)
 	return nil
-}
-
-// maxAckBytes bounds the size of one ReportAck (its JSON is a little more):
-// a thousand refusals with long reasons would not fit a frame, and a frame
-// that cannot be sent would end the connection, and the node would send the
-// same reports again, for ever.
-const maxAckBytes = edgeproto.MaxFrameBytes / 2
-
-// reportAcks are the ReportAcks of results, in order, each of at most about
-// maxAckBytes.
-func reportAcks(results []reportResult) []*edgeproto.ReportAck {
-	var acks []*edgeproto.ReportAck
-	ack, size := &edgeproto.ReportAck{}, 0
-	for _, r := range results {
-		n := 24 // an id, and its separator
-		if r.refused {
-			n += 64 + 6*len(r.reason) // the id again, the keys, the reason (a byte escaped as \u00XX at worst)
-		}
-		if len(ack.IDs) > 0 && size+n > maxAckBytes {
-			acks = append(acks, ack)
-			ack, size = &edgeproto.ReportAck{}, 0
-		}
-		ack.IDs = append(ack.IDs, r.id)
-		if r.refused {
-			ack.Refused = append(ack.Refused, edgeproto.RefusedReport{ID: r.id, Reason: r.reason})
-		}
-		size += n
-	}
-	return append(acks, ack)
 }
