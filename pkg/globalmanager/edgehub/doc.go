@@ -134,8 +134,9 @@
 //	                 recheck.go), address limits (addresslimit.go, refusallog.go);
 //	                 each node's desired set and its encoding (desired.go,
 //	                 kinds.go, encode.go); the edge conditions (conditions.go,
-//	                 reach.go); one connection (session.go) and the check of its
-//	                 reports against what its node runs (reportcheck.go)
+//	                 reach.go); one connection (session.go), its downstream
+//	                 window (window.go) and the check of its reports against
+//	                 what its node runs (reportcheck.go)
 //	edgehub/links    each node's link state, written to its Lease, and read back
 //	                 (links.Reader) by the DIJob controller
 //	edgehub/reports  the report pipeline: a connection's lanes, the write turns
