@@ -10,21 +10,21 @@
 // TokenReview naming that audience and accepts only a token of one of
 // Config.ServiceAccounts, bound to a Pod whose node matches
 // Config.NodeSelector and whose controller is the LocalControllers'
-// DaemonSet, Config.DaemonSet, by UID (daemonset.go: a bare Pod of the
+// DaemonSet, Config.DaemonSet, by UID (auth/daemonset.go: a bare Pod of the
 // ServiceAccount, or one of another controller, is refused with 403); the
 // node is the one the review names
 // (user.extra["authentication.kubernetes.io/node-name"]). Every refusal is an
 // HTTP status with the reason, counted by reason; outcomes are cached briefly
 // by the token's hash and reviews run a bounded number at a time (see
-// authenticator). The hub verifies a token itself where it can, as the
-// review would (localtoken.go), and has the API server review such a token
-// after the connection starts, paced (confirm.go). While it holds the
+// auth.Authenticator). The hub verifies a token itself where it can, as the
+// review would (auth/localtoken.go), and has the API server review such a token
+// after the connection starts, paced (auth/confirm.go). While it holds the
 // issuer's keys it also refuses itself every token they do not verify (a
 // made-up key ID, after the keys are read again, paced; another key; wrong
 // claims): junk never reaches a TokenReview. An address refused for its
 // tokens Config.MaxRefusalsPerAddress times within a minute is refused
-// before its token is read for a minute (addresslimit.go), and refusals are
-// logged at a bounded rate (refusallog.go). A Hello that claims
+// before its token is read for a minute (auth/addresslimit.go), and refusals are
+// logged at a bounded rate (auth/refusallog.go). A Hello that claims
 // another node is answered with a close frame (websocket.ClosePolicyViolation)
 // and nothing else.
 //
@@ -128,20 +128,25 @@
 // that does not need the connections:
 //
 //	edgehub          the Hub (hub.go), its configuration (config.go), serving
-//	                 certificate (tls.go) and serving label (serving.go); who may
-//	                 connect: tokens (auth.go, localtoken.go, confirm.go), the
-//	                 DaemonSet rule (daemonset.go), revocation (revoke.go,
-//	                 recheck.go), address limits (addresslimit.go, refusallog.go);
-//	                 each node's desired set and its encoding (desired.go,
+//	                 certificate (tls.go) and serving label (serving.go); the
+//	                 ending of connections whose identity went (revoke.go,
+//	                 recheck.go); each node's desired set and its encoding (desired.go,
 //	                 kinds.go, encode.go); the edge conditions (conditions.go,
 //	                 reach.go); one connection (session.go), its downstream
 //	                 window (window.go) and the check of its reports against
 //	                 what its node runs (reportcheck.go)
+//	edgehub/auth     who may connect: tokens verified or reviewed (auth.go,
+//	                 localtoken.go, confirm.go), the DaemonSet rule
+//	                 (daemonset.go), what revokes an identity (revoke.go), the
+//	                 watches of what admits one (watch.go), address limits and
+//	                 the refusal log (addresslimit.go, refusallog.go)
 //	edgehub/links    each node's link state, written to its Lease, and read back
 //	                 (links.Reader) by the DIJob controller
 //	edgehub/reports  the report pipeline: a connection's lanes, the write turns
 //	                 shared by all, the bound on reports held, their acks, and
 //	                 the appliers' interfaces (ReportApplier, DatasetApplier)
+//	edgehub/edgehubtest  what the parts' tests share: the tests' LocalController
+//	                 Pods and DaemonSet, and an API server's answers for them
 //
 // The hub needs permission to create TokenReviews; to get, list and watch
 // Nodes; to get, list and watch Pods in the namespaces of

@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,13 +17,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -37,12 +31,15 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
-const hubNS = "nereid-system"
+const (
+	hubNS            = edgehubtest.Namespace
+	testDaemonSetUID = edgehubtest.DaemonSetUID
+)
 
 // The keys and identities of the test LocalControllers' stores.
 const (
@@ -73,74 +70,8 @@ var testConfig = Config{
 	ReachPeriod: -1,
 }
 
-// reviewTokens answers TokenReviews as the API server would for projected
-// ServiceAccount tokens bound to Pods. A token is "<name>" or, to carry
-// claims, "<name>.<base64url JSON payload>.sig"; by name:
-//
-//	token-<node>        the LocalController's (DefaultServiceAccount) Pod
-//	                    lc-<node> (uid uid-<node>) on node, hub audience
-//	token-other-<node>  a Pod of another ServiceAccount on node
-//	token-unbound       the LocalController's ServiceAccount, no Pod
-//	anything else       invalid
-//
-// A token's audience is its payload's aud, DefaultTokenAudience when it has
-// none; it is valid only for DefaultTokenAudience.
-func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
-	review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-	name, _, _ := strings.Cut(review.Spec.Token, ".")
-	const lcUser = "system:serviceaccount:nereid-system:nereid-localcontroller"
-	bound := func(user, node string) authenticationv1.UserInfo {
-		return authenticationv1.UserInfo{Username: user, Extra: map[string]authenticationv1.ExtraValue{
-			NodeNameExtra: {node}, PodNameExtra: {"lc-" + node}, PodUIDExtra: {"uid-" + node},
-		}}
-	}
-	tokenAudiences := []string{DefaultTokenAudience}
-	if c := tokenreview.ReadClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
-		tokenAudiences = c.Audience
-	}
-	if !slices.Contains(review.Spec.Audiences, DefaultTokenAudience) || !slices.Contains(tokenAudiences, DefaultTokenAudience) {
-		review.Status = authenticationv1.TokenReviewStatus{Error: "token audiences are invalid for the target audiences"}
-		return true, review, nil
-	}
-	ok := authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{DefaultTokenAudience}}
-	switch {
-	case name == "token-unbound":
-		ok.User = authenticationv1.UserInfo{Username: lcUser}
-	case strings.HasPrefix(name, "token-other-"):
-		ok.User = bound("system:serviceaccount:default:default", strings.TrimPrefix(name, "token-other-"))
-	case strings.HasPrefix(name, "token-"):
-		ok.User = bound(lcUser, strings.TrimPrefix(name, "token-"))
-	default:
-		review.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
-		return true, review, nil
-	}
-	review.Status = ok
-	return true, review, nil
-}
-
-// The LocalControllers' DaemonSet of the tests: DefaultDaemonSet.
-const (
-	testDaemonSet    = "nereid-localcontroller"
-	testDaemonSetUID = "ds-uid"
-)
-
-// lcDaemonSet is the LocalControllers' DaemonSet, of UID uid.
-func lcDaemonSet(uid types.UID) *appsv1.DaemonSet {
-	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: testDaemonSet, UID: uid}}
-}
-
-// lcPod is the LocalController Pod of node as reviewTokens binds its token:
-// lc-<node> (uid uid-<node>), controlled by the DaemonSet of UID
-// testDaemonSetUID.
-func lcPod(node string) *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-" + node, UID: types.UID("uid-" + node)},
-		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: node}}
-	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(lcDaemonSet(testDaemonSetUID), daemonSetKind)}
-	return pod
-}
-
 // getLocalControllerPods answers reads of a Pod the tracker does not hold
-// that reviewTokens binds a token to (lc-<node> in hubNS) with lcPod(node),
+// that edgehubtest.ReviewTokens binds a token to (lc-<node> in hubNS) with edgehubtest.LCPod(node),
 // as if it had just been made.
 func getLocalControllerPods(tracker clienttesting.ObjectTracker) clienttesting.ReactionFunc {
 	return func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -152,29 +83,8 @@ func getLocalControllerPods(tracker clienttesting.ObjectTracker) clienttesting.R
 		if get.GetNamespace() != hubNS || !ok {
 			return false, nil, nil
 		}
-		return true, lcPod(node), nil
+		return true, edgehubtest.LCPod(node), nil
 	}
-}
-
-// getNodes answers Node reads: edge-* nodes are edge nodes, cloud-* nodes
-// exist without the edge role, no other node exists.
-func getNodes(action clienttesting.Action) (bool, runtime.Object, error) {
-	name := action.(clienttesting.GetAction).GetName()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	switch {
-	case strings.HasPrefix(name, "edge-"):
-		node.Labels = map[string]string{"node-role.kubernetes.io/edge": ""}
-	case strings.HasPrefix(name, "cloud-"):
-	default:
-		return true, nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
-	}
-	return true, node, nil
-}
-
-// jwtWith is a token named name whose payload holds claims.
-func jwtWith(name string, claims map[string]any) string {
-	payload, _ := json.Marshal(claims)
-	return name + "." + base64.RawURLEncoding.EncodeToString(payload) + ".sig"
 }
 
 // recordedReport is one call of the test applier.
@@ -281,7 +191,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
-	kubeObjs, sednaObjs := []runtime.Object{lcDaemonSet(testDaemonSetUID)}, []runtime.Object(nil)
+	kubeObjs, sednaObjs := []runtime.Object{edgehubtest.LCDaemonSet(testDaemonSetUID)}, []runtime.Object(nil)
 	for _, o := range objs {
 		switch o.(type) {
 		case *corev1.Pod, *corev1.Node, *corev1.ServiceAccount:
@@ -291,8 +201,8 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		}
 	}
 	f := &fixture{t: t, kube: kubefake.NewClientset(kubeObjs...), sedna: sednafake.NewSimpleClientset(sednaObjs...), callOf: map[uint64]int{}}
-	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
-	f.kube.PrependReactor("get", "nodes", getNodes)
+	f.kube.PrependReactor("create", "tokenreviews", edgehubtest.ReviewTokens)
+	f.kube.PrependReactor("get", "nodes", edgehubtest.GetNodes)
 	f.kube.PrependReactor("get", "pods", getLocalControllerPods(f.kube.Tracker()))
 
 	// The fake clientset's watch starts after the informer's list; wait for
@@ -466,7 +376,7 @@ func (f *fixture) connect(node string, hello *edgeproto.Hello) *client {
 // open dials as node and reads what comes.
 func (f *fixture) open(node string) *client {
 	f.t.Helper()
-	conn, resp, err := f.dial(jwtWith("token-"+node, nil))
+	conn, resp, err := f.dial(edgehubtest.JWT("token-"+node, nil))
 	if err != nil {
 		f.t.Fatalf("dialing as %s: %v (response %v)", node, err, resp)
 	}

@@ -10,18 +10,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -36,6 +32,7 @@ import (
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
@@ -56,39 +53,27 @@ type Hub struct {
 	// chain finds a pod's object through its controllers (IsWorkerPod).
 	chain  common.WorkerChain
 	synced []cache.InformerSynced
-	auth   *authenticator
-	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
-	// connection ends when its Pod is deleted. The hub runs them itself.
-	lcPods []cache.SharedIndexInformer
-	// lcAccounts watch the accepted ServiceAccounts, for the hub's own
-	// verification of tokens (verifyLocally); none when every token is
-	// reviewed.
-	lcAccounts []cache.SharedIndexInformer
-	// lcDaemonSet watches the LocalControllers' DaemonSet alone, which must
-	// control a LocalController's Pod (daemonset.go).
-	lcDaemonSet cache.SharedIndexInformer
-	// edgeNodes are the nodes the node selector picks, their labels only:
-	// a connection's node is checked here, not with a read of the API
-	// server each (a reconnect storm of every node would double its load).
-	edgeNodes cache.SharedIndexInformer
-	appliers  map[string]reports.ReportApplier
-	datasets  reports.DatasetApplier
-	recorder  record.EventRecorder
-	metrics   *metrics
-	cfg       Config
-	links     *links.Writer
+	// auth says who may connect, and watches what admitted them (package
+	// auth); the hub runs its informers itself.
+	auth     *auth.Authenticator
+	appliers map[string]reports.ReportApplier
+	datasets reports.DatasetApplier
+	recorder record.EventRecorder
+	metrics  *metrics
+	cfg      Config
+	links    *links.Writer
 	// turns bound the lanes of reports applying at once (package reports).
 	turns *reports.Turns
 	// confirmer has the tokens the hub accepted itself reviewed after the
-	// fact (confirm.go).
-	confirmer *confirmer
+	// fact (auth/confirm.go).
+	confirmer *auth.Confirmer
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
-	// addresses count the refusals by client address (addresslimit.go),
-	// refusals logs them at a bounded rate (refusallog.go).
-	addresses *addressLimiter
-	refusals  *refusalLog
+	// addresses count the refusals by client address (auth/addresslimit.go),
+	// refusals logs them at a bounded rate (auth/refusallog.go).
+	addresses *auth.AddressLimiter
+	refusals  *auth.RefusalLog
 	upgrader  websocket.Upgrader
 
 	// digests are the objects' digests, by UID (see encode.go).
@@ -149,16 +134,11 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 	if err := h.addIndexers(); err != nil {
 		return nil, err
 	}
-	if err := h.watchLocalControllerPods(); err != nil {
+	if err := h.auth.Watch(auth.Hooks{PodGone: h.podGone, PodControllerChanged: h.podControllerChanged,
+		ServiceAccountChanged: h.serviceAccountChanged, NodeLeft: h.nodeLeft, DaemonSetChanged: h.daemonSetChanged}); err != nil {
 		return nil, err
 	}
-	if err := h.watchEdgeNodes(); err != nil {
-		return nil, err
-	}
-	if err := h.watchDaemonSet(); err != nil {
-		return nil, err
-	}
-	if err := h.registerKeysGauge(reg); err != nil {
+	if err := h.auth.RegisterKeysGauge(reg); err != nil {
 		return nil, err
 	}
 	if err := h.watchKinds(); err != nil {
@@ -207,29 +187,13 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 		}
 	}
 	h.conditions = newConditionWriter(h)
-	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
-	h.refusals = newRefusalLog(h.clock)
+	h.addresses = auth.NewAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
+	h.refusals = auth.NewRefusalLog(h.clock)
 	h.links = links.New(links.Config{Client: kubeClient, Namespace: cfg.Namespace, Period: cfg.LeaseUpdatePeriod, Rate: cfg.LeaseWriteRate,
 		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) }})
-	h.auth = newAuthenticator(kubeClient, cfg, h.clock)
-	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
-	h.confirmer = newConfirmer(h.auth, m, h.clock)
+	h.auth = auth.New(cfg.authConfig(kubeClient, m))
+	h.confirmer = auth.NewConfirmer(h.auth, func(result string) { m.tokensConfirmed.WithLabelValues(result).Inc() }, h.clock)
 	return h
-}
-
-// registerKeysGauge registers with reg, when both are set, the gauge of the
-// token issuer's keys the hub holds.
-func (h *Hub) registerKeysGauge(reg prometheus.Registerer) error {
-	if reg == nil || h.auth.keys == nil {
-		return nil
-	}
-	keys := h.auth.keys
-	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
-		Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
-		func() float64 { return float64(keys.count()) })); err != nil {
-		return fmt.Errorf("registering edge hub metrics: %w", err)
-	}
-	return nil
 }
 
 // watchKinds marks dirty the nodes an object of a kind the hub sends was or
@@ -349,175 +313,13 @@ func (h *Hub) chainNodes(obj any) []string {
 	return nodes
 }
 
-// watchLocalControllerPods makes one informer per accepted ServiceAccount,
-// over the Pods that run as it (a field selector, so no other Pod is
-// cached), keeping only their metadata.
-func (h *Hub) watchLocalControllerPods() error {
-	for _, sa := range h.cfg.ServiceAccounts {
-		ns, name, _ := strings.Cut(sa, "/")
-		inf := coreinformers.NewFilteredPodInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.serviceAccountName", name).String()
-		})
-		if err := inf.SetTransform(podMetadataOnly); err != nil {
-			return fmt.Errorf("watching LocalController pods: %w", err)
-		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(oldObj, newObj any) {
-				o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
-				if controllerUID(o) != controllerUID(n) {
-					h.podControllerChanged(n)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = tomb.Obj
-				}
-				if pod, ok := obj.(*corev1.Pod); ok {
-					h.podGone(pod.UID)
-				}
-			},
-		}); err != nil {
-			return fmt.Errorf("watching LocalController pods: %w", err)
-		}
-		h.lcPods = append(h.lcPods, inf)
-		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
-	}
-	// The keys refuse junk even when every token is reviewed.
-	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), h.clock)
-	for _, sa := range h.cfg.ServiceAccounts {
-		ns, name, _ := strings.Cut(sa, "/")
-		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		})
-		if err := inf.SetTransform(func(obj any) (any, error) {
-			if a, ok := obj.(*corev1.ServiceAccount); ok {
-				return &corev1.ServiceAccount{ObjectMeta: identifyingMeta(a.ObjectMeta)}, nil
-			}
-			return obj, nil
-		}); err != nil {
-			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
-		}
-		// A ServiceAccount deleted (or made again, another UID) ends the
-		// connections of its tokens, and takes the cached acceptances of
-		// its tokens with it.
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { h.serviceAccountChanged(sa, obj.(*corev1.ServiceAccount)) },
-			UpdateFunc: func(oldObj, newObj any) {
-				if o, n := oldObj.(*corev1.ServiceAccount), newObj.(*corev1.ServiceAccount); o.UID != n.UID || n.DeletionTimestamp != nil {
-					h.serviceAccountChanged(sa, n)
-				}
-			},
-			DeleteFunc: func(any) { h.serviceAccountChanged(sa, nil) },
-		}); err != nil {
-			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
-		}
-		h.lcAccounts = append(h.lcAccounts, inf)
-		h.auth.accountCache = append(h.auth.accountCache, inf.GetStore())
-	}
-	return nil
-}
-
-// watchEdgeNodes caches the edge nodes' labels, for the authenticator.
-func (h *Hub) watchEdgeNodes() error {
-	h.edgeNodes = coreinformers.NewFilteredNodeInformer(h.client, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.LabelSelector = h.cfg.nodeSelector.String()
-	})
-	err := h.edgeNodes.SetTransform(func(obj any) (any, error) {
-		n, ok := obj.(*corev1.Node)
-		if !ok {
-			return obj, nil
-		}
-		meta := identifyingMeta(n.ObjectMeta)
-		meta.Labels = n.Labels
-		return &corev1.Node{ObjectMeta: meta}, nil
-	})
-	if err != nil {
-		return fmt.Errorf("watching edge nodes: %w", err)
-	}
-	// A node deleted, or whose labels no longer match (the watch of a
-	// label selector then sends a deletion), is no longer an edge node.
-	if _, err := h.edgeNodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, newObj any) {
-			if n := newObj.(*corev1.Node); !h.cfg.nodeSelector.Matches(labels.Set(n.Labels)) {
-				h.nodeLeft(n.Name)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if n, ok := obj.(*corev1.Node); ok {
-				h.nodeLeft(n.Name)
-			}
-		},
-	}); err != nil {
-		return fmt.Errorf("watching edge nodes: %w", err)
-	}
-	h.auth.nodes = h.edgeNodes.GetStore()
-	return nil
-}
-
-// watchDaemonSet caches the LocalControllers' DaemonSet, its identity only.
-// A DaemonSet made, deleted or made again takes the cached outcomes of
-// tokens with it, and the connections of its old Pods.
-func (h *Hub) watchDaemonSet() error {
-	ds := h.auth.daemonSet
-	h.lcDaemonSet = appsinformers.NewFilteredDaemonSetInformer(h.client, ds.Namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ds.Name).String()
-	})
-	err := h.lcDaemonSet.SetTransform(func(obj any) (any, error) {
-		if d, ok := obj.(*appsv1.DaemonSet); ok {
-			return &appsv1.DaemonSet{ObjectMeta: identifyingMeta(d.ObjectMeta)}, nil
-		}
-		return obj, nil
-	})
-	if err != nil {
-		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
-	}
-	if _, err := h.lcDaemonSet.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.daemonSetChanged(obj.(*appsv1.DaemonSet)) },
-		UpdateFunc: func(oldObj, newObj any) {
-			if o, n := oldObj.(*appsv1.DaemonSet), newObj.(*appsv1.DaemonSet); o.UID != n.UID || (n.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil) {
-				h.daemonSetChanged(n)
-			}
-		},
-		DeleteFunc: func(any) { h.daemonSetChanged(nil) },
-	}); err != nil {
-		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
-	}
-	h.auth.daemonSets = h.lcDaemonSet.GetStore()
-	return nil
-}
-
-// podMetadataOnly keeps of a cached Pod only what identifies it, and its
-// controller reference.
-func podMetadataOnly(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	meta := identifyingMeta(pod.ObjectMeta)
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		meta.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	return &corev1.Pod{ObjectMeta: meta}, nil
-}
-
-// identifyingMeta is what of an object's metadata identifies it, for a
-// cache that keeps no more.
-func identifyingMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp}
-}
-
 // podGone ends the connections of a deleted LocalController Pod: its token
 // no longer proves anything.
 func (h *Hub) podGone(uid types.UID) {
-	h.auth.forgetPod(uid)
 	var gone []*session
 	h.mu.RLock()
 	for _, s := range h.sessions {
-		if s.id.podUID == uid {
+		if s.id.PodUID == uid {
 			gone = append(gone, s)
 		}
 	}
@@ -565,7 +367,7 @@ func (h *Hub) Run(ctx context.Context) error {
 
 	go h.conditions.run(ctx)
 	go h.runReach(ctx)
-	go h.refusals.run(ctx)
+	go h.refusals.Run(ctx)
 	leasesCtx, stopLeases := context.WithCancel(ctx)
 	leasesDone := make(chan struct{})
 	go func() {
@@ -584,30 +386,17 @@ func (h *Hub) Run(ctx context.Context) error {
 	return err
 }
 
-// startCaches starts the caches the hub runs itself and returns those Run
-// waits for: not the accepted ServiceAccounts', which only the hub's own
-// verification of tokens needs: until they are read (or if they cannot
-// be), tokens are reviewed.
+// startCaches starts the caches the hub runs itself (the authenticator's,
+// and the reads of the issuer's keys) and returns those Run waits for.
 func (h *Hub) startCaches(ctx context.Context) []cache.InformerSynced {
-	synced := append([]cache.InformerSynced(nil), h.synced...)
-	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes, h.lcDaemonSet}, h.lcPods...) {
-		go inf.Run(ctx.Done())
-		synced = append(synced, inf.HasSynced)
-	}
-	for _, inf := range h.lcAccounts {
-		go inf.Run(ctx.Done())
-	}
-	return synced
+	return append(append([]cache.InformerSynced(nil), h.synced...), h.auth.Start(ctx)...)
 }
 
-// startAuthLoops starts what keeps the authentication current: the reads of
-// the issuer's keys, the confirmation of tokens the hub accepted itself,
-// and the rechecks of open connections.
+// startAuthLoops starts what keeps the authentication current: the
+// confirmation of tokens the hub accepted itself, and the rechecks of open
+// connections.
 func (h *Hub) startAuthLoops(ctx context.Context) {
-	if h.auth.keys != nil {
-		go h.auth.keys.run(ctx)
-	}
-	go h.confirmer.run(ctx) // idle while every token is reviewed
+	go h.confirmer.Run(ctx) // idle while every token is reviewed
 	go h.runRechecks(ctx)
 }
 
@@ -714,7 +503,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		h.refuse(ctx, r, &authError{status: http.StatusServiceUnavailable, metric: refusedShuttingDown, reason: "the GlobalManager is shutting down"}, w)
+		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusServiceUnavailable, Metric: auth.RefusedShuttingDown, Reason: "the GlobalManager is shutting down"}, w)
 		return
 	}
 	h.conns.Add(1)
@@ -728,27 +517,27 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 
 	// An address that sent bad tokens in a loop is refused before its token
 	// is read.
-	if after, blocked := h.addresses.blocked(r.RemoteAddr); blocked {
-		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooManyRefusals, retryAfter: after,
-			reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
+	if after, blocked := h.addresses.Blocked(r.RemoteAddr); blocked {
+		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusTooManyRequests, Metric: auth.RefusedTooManyRefusals, RetryAfter: after,
+			Reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
 				h.cfg.MaxRefusalsPerAddress, after)}, w)
 		return
 	}
-	id, aerr := h.auth.authenticate(r.Context(), r)
+	id, aerr := h.auth.Authenticate(r.Context(), r)
 	if aerr != nil {
-		if aerr.cacheable() {
-			h.addresses.refused(r.RemoteAddr)
+		if aerr.Cacheable() {
+			h.addresses.Refused(r.RemoteAddr)
 		}
 		h.refuse(ctx, r, aerr, w)
 		return
 	}
-	node := id.node
-	logger = logger.WithValues("node", node, "pod", id.pod.String())
+	node := id.Node
+	logger = logger.WithValues("node", node, "pod", id.Pod.String())
 	if after, ok := h.connectAllowed(node); !ok {
 		// Each connection costs a Lease write and its hello's difference:
 		// a node connecting in a loop must not cost more than its share.
-		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooOften, retryAfter: after,
-			reason: fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery)}, w)
+		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusTooManyRequests, Metric: auth.RefusedTooOften, RetryAfter: after,
+			Reason: fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery)}, w)
 		return
 	}
 	conn, err := h.upgrader.Upgrade(w, r, nil)
@@ -762,7 +551,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	// (its buffers, the request and its headers, a stack grown by the TLS
 	// handshake), which thousands of long-lived connections would keep.
 	handedOn = true
-	token := bearerToken(r) // checked again while the connection lasts (recheck.go)
+	token := auth.BearerToken(r) // checked again while the connection lasts (recheck.go)
 	go func() {
 		defer h.conns.Done()
 		h.serveConn(ctx, logger, id, token, conn)
@@ -770,17 +559,17 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 // refuse answers r with the refusal, counts it and logs it, at a bounded
-// rate (refusallog.go).
-func (h *Hub) refuse(ctx context.Context, r *http.Request, aerr *authError, w http.ResponseWriter) {
-	h.metrics.refuse(aerr.metric)
-	h.refusals.refused(klog.FromContext(ctx), aerr.metric, refusedConn{remote: r.RemoteAddr, status: aerr.status, reason: aerr.reason, err: aerr.err})
-	if aerr.status == http.StatusUnauthorized {
+// rate (auth/refusallog.go).
+func (h *Hub) refuse(ctx context.Context, r *http.Request, aerr *auth.Refusal, w http.ResponseWriter) {
+	h.metrics.refuse(aerr.Metric)
+	h.refusals.Refused(klog.FromContext(ctx), aerr.Metric, auth.RefusedConn{Remote: r.RemoteAddr, Status: aerr.Status, Reason: aerr.Reason, Err: aerr.Err})
+	if aerr.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
 	}
-	if aerr.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
+	if aerr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(aerr.RetryAfter))
 	}
-	http.Error(w, aerr.reason, aerr.status)
+	http.Error(w, aerr.Reason, aerr.Status)
 }
 
 // A node may connect connectBurst times at once, then once every
@@ -825,8 +614,8 @@ var httpIdleTimeout = 30 * time.Second
 // serveConn reads the Hello of an authenticated connection and runs its
 // session, after the one it replaces has fully stopped. A token the hub
 // verified itself is confirmed by a review meanwhile.
-func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, token string, conn *websocket.Conn) {
-	node := id.node
+func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *auth.Identity, token string, conn *websocket.Conn) {
+	node := id.Node
 	// One connection of a node reads its Hello at a time: a newer one
 	// closes the older, as a newer session replaces an older one.
 	h.mu.Lock()
@@ -860,9 +649,9 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	if cerr == nil && hello.Node != node {
 		cerr = &closeError{code: websocket.ClosePolicyViolation,
 			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", edgeproto.ClipName(hello.Node), node)}
-		h.metrics.refuse(refusedNodeMismatch)
+		h.metrics.refuse(auth.RefusedNodeMismatch)
 	} else if cerr != nil {
-		h.metrics.refuse(refusedNoHello)
+		h.metrics.refuse(auth.RefusedNoHello)
 	}
 	if cerr != nil {
 		logger.Info("Refused an edge connection", "reason", cerr.reason, "err", cerr.err)
@@ -887,11 +676,11 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	// the older's Lease and token confirmation never come after the
 	// newer's (the older's end would then forget the newer's token).
 	s.link = h.links.Connected(node, hello.Store) // before prev ends, so that its end is not taken for a disconnect
-	if id.byHub {
-		h.confirmer.add(s, token)
+	if id.ByHub {
+		h.confirmer.Add(s, token)
 	}
 	h.mu.Unlock()
-	if h.auth.podDeleted(id.podUID) {
+	if h.auth.PodDeleted(id.PodUID) {
 		// Deleted between the review and the hello: podGone did not see
 		// this session yet.
 		s.revokePodDeleted()
@@ -915,7 +704,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	}
 	h.mu.Unlock()
 	h.links.Disconnected(s.link)
-	h.confirmer.forget(s)
+	h.confirmer.Forget(s)
 	close(s.done)
 	logger.Info("Edge node disconnected")
 }

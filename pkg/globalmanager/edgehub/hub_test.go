@@ -35,6 +35,8 @@ import (
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
@@ -128,19 +130,19 @@ func TestOnlyALocalControllerOnAnEdgeNodeIsUpgraded(t *testing.T) {
 		wantBody   string
 		wantReason string
 	}{
-		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token", wantReason: refusedNoToken},
-		"not a JWT":               {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "not a ServiceAccount token", wantReason: refusedInvalidToken},
-		"an invalid token":        {token: jwtWith("forged", nil), wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: refusedInvalidToken},
-		"a token bound to no pod": {token: jwtWith("token-unbound", nil), wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: refusedNoNode},
-		"another ServiceAccount's pod on an edge node": {token: jwtWith("token-other-edge-a", nil), wantStatus: http.StatusForbidden,
-			wantBody: "is not a LocalController", wantReason: refusedNotLocalController},
-		"a LocalController on a cloud node": {token: jwtWith("token-cloud-0", nil), wantStatus: http.StatusForbidden,
-			wantBody: "node cloud-0 is not an edge node", wantReason: refusedNotEdgeNode},
-		"a LocalController on no node": {token: jwtWith("token-gone", nil), wantStatus: http.StatusForbidden,
-			wantBody: "node gone does not exist", wantReason: refusedNotEdgeNode},
+		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token", wantReason: auth.RefusedNoToken},
+		"not a JWT":               {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "not a ServiceAccount token", wantReason: auth.RefusedInvalidToken},
+		"an invalid token":        {token: edgehubtest.JWT("forged", nil), wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: auth.RefusedInvalidToken},
+		"a token bound to no pod": {token: edgehubtest.JWT("token-unbound", nil), wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: auth.RefusedNoNode},
+		"another ServiceAccount's pod on an edge node": {token: edgehubtest.JWT("token-other-edge-a", nil), wantStatus: http.StatusForbidden,
+			wantBody: "is not a LocalController", wantReason: auth.RefusedNotLocalController},
+		"a LocalController on a cloud node": {token: edgehubtest.JWT("token-cloud-0", nil), wantStatus: http.StatusForbidden,
+			wantBody: "node cloud-0 is not an edge node", wantReason: auth.RefusedNotEdgeNode},
+		"a LocalController on no node": {token: edgehubtest.JWT("token-gone", nil), wantStatus: http.StatusForbidden,
+			wantBody: "node gone does not exist", wantReason: auth.RefusedNotEdgeNode},
 		"a LocalController's token for the API server": {
-			token:      jwtWith("token-edge-a", map[string]any{"aud": []string{"https://kubernetes.default.svc.cluster.local"}}),
-			wantStatus: http.StatusUnauthorized, wantBody: `the hub takes only tokens with audience "nereid-edgehub"`, wantReason: refusedWrongAudience},
+			token:      edgehubtest.JWT("token-edge-a", map[string]any{"aud": []string{"https://kubernetes.default.svc.cluster.local"}}),
+			wantStatus: http.StatusUnauthorized, wantBody: `the hub takes only tokens with audience "nereid-edgehub"`, wantReason: auth.RefusedWrongAudience},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -177,7 +179,7 @@ func TestATokenIsReviewedOnceWhileItsOutcomeIsFresh(t *testing.T) {
 		return n
 	}
 	for range 5 {
-		if conn, _, err := f.dial(jwtWith("forged", nil)); err == nil {
+		if conn, _, err := f.dial(edgehubtest.JWT("forged", nil)); err == nil {
 			conn.Close()
 			t.Fatal("a forged token was upgraded")
 		}
@@ -210,7 +212,7 @@ func holdReview(f *fixture) (release func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if conn, _, err := f.dial(jwtWith("token-slow", nil)); err == nil {
+		if conn, _, err := f.dial(edgehubtest.JWT("token-slow", nil)); err == nil {
 			conn.Close()
 		}
 	}()
@@ -226,7 +228,7 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	cfg.MaxConcurrentReviews, cfg.ReviewQueueTimeout = 1, 200*time.Millisecond
 	f := newFixture(t, cfg)
 	release := holdReview(f)
-	conn, resp, err := f.dial(jwtWith("token-edge-a", nil))
+	conn, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
 	if err == nil {
 		conn.Close()
 		t.Fatal("a connection beyond the bound was reviewed at once")
@@ -234,7 +236,7 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("got %v %v, want 503 with Retry-After", resp, err)
 	}
-	if got := f.metric("connections_refused_total", "reason", refusedBusy); got != 1 {
+	if got := f.metric("connections_refused_total", "reason", auth.RefusedBusy); got != 1 {
 		t.Errorf("connections_refused_total{reason=busy} = %v, want 1", got)
 	}
 	release()
@@ -267,49 +269,9 @@ func TestAConnectionFromACachedEdgeNodeReadsNoNode(t *testing.T) {
 	}
 }
 
-// Connections told to come back are given turns spread over the time the
-// reviews take to serve them, never past BackoffMax.
-func TestRetryAfterSpreadsTheRefusedOverTheReviewsTime(t *testing.T) {
-	var p retryPlanner
-	now := time.Unix(1000, 0)
-	// Before any review: 100ms a review, 64 at a time.
-	if got := p.after(now, 0, 64); got != 1 {
-		t.Errorf("first turn with nothing waiting = %ds, want 1", got)
-	}
-	p = retryPlanner{}
-	p.reviewed(640 * time.Millisecond) // 64 slots: 100 connections a second
-	// 1,024 wait: the first refused comes back after them, ~10.25s.
-	if got := p.after(now, 1024, 64); got != 11 {
-		t.Errorf("turn after 1024 waiting = %ds, want 11", got)
-	}
-	// The next 1,000 refused at the same moment are spread 10ms apart.
-	var last int
-	for i := range 1000 {
-		got := p.after(now, 1024, 64)
-		if got < last {
-			t.Fatalf("turn %d = %ds, before the one given earlier (%ds)", i, got, last)
-		}
-		last = got
-	}
-	if last != 21 {
-		t.Errorf("the 1001st refused's turn = %ds, want 21 (1024 waiting + 1001 turns, 10ms each)", last)
-	}
-	// Past 30s every turn is BackoffMax.
-	for range 2000 {
-		last = p.after(now, 1024, 64)
-	}
-	if last != maxRetryAfter {
-		t.Errorf("turn far ahead = %ds, want %d", last, maxRetryAfter)
-	}
-	// Once the turns given have passed, a refusal starts from the queue again.
-	if got := p.after(now.Add(time.Minute), 0, 64); got != 1 {
-		t.Errorf("turn with nothing waiting, long after = %ds, want 1", got)
-	}
-}
-
 func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	pod := lcPod("edge-a")
+	pod := edgehubtest.LCPod("edge-a")
 	if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +294,7 @@ func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 		}
 		break
 	}
-	if got := f.metric("connections_revoked_total", "reason", revokedPodDeleted); got != 1 {
+	if got := f.metric("connections_revoked_total", "reason", auth.RevokedPodDeleted); got != 1 {
 		t.Errorf("connections_revoked_total{reason=pod_deleted} = %v, want 1", got)
 	}
 }
@@ -350,8 +312,8 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	f.hub.mu.Lock()
 	sa, sb := f.hub.sessions["edge-a"], f.hub.sessions["edge-b"]
 	f.hub.mu.Unlock()
-	f.hub.confirmer.add(sa, "token-edge-c")
-	f.hub.confirmer.add(sb, "token-edge-b")
+	f.hub.confirmer.Add(sa, "token-edge-c")
+	f.hub.confirmer.Add(sb, "token-edge-b")
 	for {
 		_, err := ca.recv(5 * time.Second)
 		if err == nil {
@@ -369,13 +331,13 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	if got := f.metric("tokens_confirmed_total", "result", "refused"); got != 1 {
 		t.Errorf("tokens_confirmed_total{result=refused} = %v, want 1", got)
 	}
-	if got := f.metric("connections_revoked_total", "reason", revokedTokenRefused); got != 1 {
+	if got := f.metric("connections_revoked_total", "reason", auth.RevokedTokenRefused); got != 1 {
 		t.Errorf("connections_revoked_total{reason=token_review_refused} = %v, want 1", got)
 	}
 	if sb.ctx.Err() != nil {
 		t.Error("edge-b's session ended though the review confirmed its token")
 	}
-	if !f.hub.auth.mustReview(sa.id.podUID) || f.hub.auth.mustReview(sb.id.podUID) {
+	if !f.hub.auth.MustReview(sa.id.PodUID) || f.hub.auth.MustReview(sb.id.PodUID) {
 		t.Error("want edge-a's Pod, and only it, to have its tokens reviewed before they are accepted from now on")
 	}
 }
@@ -388,7 +350,7 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 	// Within recheckPeriod, so that no recheck runs meanwhile.
 	const lifetime = 10 * time.Second
 	expiry := clk.Now().Add(lifetime)
-	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": expiry.Unix()})
+	token := edgehubtest.JWT("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": expiry.Unix()})
 	conn, _, err := f.dial(token)
 	if err != nil {
 		t.Fatal(err)
@@ -1053,7 +1015,7 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 func TestASessionWritesNothingBeforeItRuns(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	// No connection: a writer that started would fail on it.
-	s := newSession(t.Context(), f.hub, &identity{node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}, klog.Background())
+	s := newSession(t.Context(), f.hub, &auth.Identity{Node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}, klog.Background())
 	s.markDirty()
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
@@ -1189,13 +1151,13 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 }
 
 func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
-	pod := lcPod("edge-a")
+	pod := edgehubtest.LCPod("edge-a")
 	f := newFixture(t, testConfig, append(edgeObjects(), pod)...)
 	c := f.open("edge-a") // authenticated, no hello yet
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Eventually(t, 5*time.Second, "the hub to see the deletion of edge-a's Pod", func(context.Context) (bool, error) { return f.hub.auth.podDeleted("uid-edge-a"), nil })
+	testwait.Eventually(t, 5*time.Second, "the hub to see the deletion of edge-a's Pod", func(context.Context) (bool, error) { return f.hub.auth.PodDeleted("uid-edge-a"), nil })
 	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	for {
 		_, err := c.recv(5 * time.Second)
@@ -1209,7 +1171,7 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 		break
 	}
 	// And its token is no longer taken.
-	if conn, _, err := f.dial(jwtWith("token-edge-a", nil)); err == nil {
+	if conn, _, err := f.dial(edgehubtest.JWT("token-edge-a", nil)); err == nil {
 		conn.Close()
 		t.Fatal("the deleted Pod's token connected again")
 	}
@@ -1218,9 +1180,9 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 func TestTokensNoReviewWouldAcceptCostNoReview(t *testing.T) {
 	f := newFixture(t, testConfig)
 	tokens := map[string]string{
-		"too long":         jwtWith("token-edge-a", map[string]any{"pad": strings.Repeat("x", tokenreview.MaxTokenBytes)}),
-		"expired":          jwtWith("token-edge-a", map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}),
-		"another audience": jwtWith("token-edge-a", map[string]any{"aud": "https://kubernetes.default.svc"}),
+		"too long":         edgehubtest.JWT("token-edge-a", map[string]any{"pad": strings.Repeat("x", tokenreview.MaxTokenBytes)}),
+		"expired":          edgehubtest.JWT("token-edge-a", map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}),
+		"another audience": edgehubtest.JWT("token-edge-a", map[string]any{"aud": "https://kubernetes.default.svc"}),
 		"not a JWT":        "x.y",
 	}
 	for name, token := range tokens {
@@ -1493,17 +1455,17 @@ func TestARefusedClientsIdleConnectionIsClosed(t *testing.T) {
 func TestANodeConnectingTooOftenIsToldWhenToComeBack(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	for range connectBurst {
-		conn, resp, err := f.dial(jwtWith("token-edge-a", nil))
+		conn, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
 		if err != nil {
 			t.Fatalf("connection within the burst: %v (%v)", err, resp)
 		}
 		conn.Close()
 	}
-	_, resp, err := f.dial(jwtWith("token-edge-a", nil))
+	_, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
 	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("a connection past the burst: %v, %v; want 429 with Retry-After: 1", err, resp)
 	}
-	if n := f.metric("connections_refused_total", "reason", refusedTooOften); n != 1 {
+	if n := f.metric("connections_refused_total", "reason", auth.RefusedTooOften); n != 1 {
 		t.Errorf("refused too_often %v, want 1", n)
 	}
 	other := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/cached"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
@@ -215,12 +216,7 @@ func (r *reach) podNodes() map[string][]string {
 // edgeNode says whether node is one the hub's node selector picks (so one
 // LocalControllers serve), from the hub's cache of them.
 func (r *reach) edgeNode(node string) (*corev1.Node, bool) {
-	o, exists, err := r.hub.edgeNodes.GetStore().GetByKey(node)
-	if err != nil || !exists {
-		return nil, false
-	}
-	n, ok := o.(*corev1.Node)
-	return n, ok
+	return cached.Get[*corev1.Node](r.hub.auth.Caches().EdgeNodes, node)
 }
 
 // nodeExists reads a node the hub does not watch, at most once per

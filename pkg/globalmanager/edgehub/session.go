@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 )
@@ -111,7 +112,7 @@ func closeConn(conn *websocket.Conn, code int, reason string) {
 type session struct {
 	hub  *Hub
 	node string
-	id   *identity
+	id   *auth.Identity
 	// token is the one the connection was authenticated with, checked
 	// again every recheckPeriod (recheck.go); checkedAt is when it last
 	// was (Unix nanoseconds).
@@ -162,10 +163,10 @@ type session struct {
 	lastAcked         time.Time
 }
 
-func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
+func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &session{
-		hub: h, node: id.node, id: id, conn: conn, logger: logger, hello: hello,
+		hub: h, node: id.Node, id: id, conn: conn, logger: logger, hello: hello,
 		ctx: klog.NewContext(ctx, logger), cancel: cancel,
 		done:       make(chan struct{}),
 		dirty:      make(chan struct{}, 1),
@@ -294,16 +295,16 @@ func (s *session) revoke(reason, message string) {
 
 // revokePodDeleted ends a session whose LocalController Pod was deleted.
 func (s *session) revokePodDeleted() {
-	s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
+	s.revoke(auth.RevokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.Pod))
 }
 
 // run serves the session until it stops.
 func (s *session) run() {
 	// A token past its expiry (or its rotation) proves nothing: the
 	// LocalController reconnects with the one the kubelet has rotated in.
-	if !s.id.expires.IsZero() {
-		expiry := s.hub.clock.AfterFunc(s.id.expires.Sub(s.hub.clock.Now()), func() {
-			s.revoke(revokedTokenExpired, "the LocalController's token expired; reconnect with the rotated token")
+	if !s.id.Expires.IsZero() {
+		expiry := s.hub.clock.AfterFunc(s.id.Expires.Sub(s.hub.clock.Now()), func() {
+			s.revoke(auth.RevokedTokenExpired, "the LocalController's token expired; reconnect with the rotated token")
 		})
 		defer expiry.Stop()
 	}
@@ -486,3 +487,17 @@ func (s *session) ackReports() error {
 	s.hub.links.ReportAcked(s.link, last)
 	return nil
 }
+
+// The session is an auth.Conn, for the confirmation of its token.
+
+// Identity is who the session's connection was admitted as.
+func (s *session) Identity() *auth.Identity { return s.id }
+
+// Ended says whether the session has ended.
+func (s *session) Ended() bool { return s.ctx.Err() != nil }
+
+// Revoke ends the session: what admitted it no longer holds.
+func (s *session) Revoke(reason, message string) { s.revoke(reason, message) }
+
+// Logger is the session's.
+func (s *session) Logger() klog.Logger { return s.logger }
