@@ -180,7 +180,7 @@ type Config struct {
 	MaxConcurrentReviews int
 	ReviewQueueTimeout   time.Duration
 	// ReviewEveryToken sends every token to a TokenReview. By default the
-	// hub verifies a token itself when it can (verifyLocally: the
+	// hub verifies a token itself when it can (auth.Authenticator.VerifyLocally: the
 	// signature against the API server's ServiceAccount keys, read from
 	// its /openid/v1/jwks, and the token's ServiceAccount and Pod by UID
 	// in its caches) and reviews only the others.
