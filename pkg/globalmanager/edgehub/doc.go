@@ -44,10 +44,10 @@
 // connections ÷ 20 seconds, within the minute up to 1,200 connections.
 //
 // Downstream: for each connected node the hub computes which objects concern
-// it (see Hub.desired) from the informers' caches, each with its worker pods
+// it (see desired.Sets.Of) from the informers' caches, each with its worker pods
 // on the node and their addresses, a finished pod marked done (workers are
 // found through the controllers Nereid made, common.WorkerChain, never by
-// a label; see kinds.go for what the hub knows of each kind),
+// a label; see desired/kinds.go for what the hub knows of each kind),
 // sends the difference from what the LocalController says it holds in its
 // Hello (read whole, over as many frames as it takes, before anything is
 // sent), then Synced, and after
@@ -130,8 +130,7 @@
 //	edgehub          the Hub (hub.go), its configuration (config.go), serving
 //	                 certificate (tls.go) and serving label (serving.go); the
 //	                 ending of connections whose identity went (revoke.go,
-//	                 recheck.go); each node's desired set and its encoding (desired.go,
-//	                 kinds.go, encode.go); the edge conditions (conditions.go,
+//	                 recheck.go); the edge conditions (conditions.go,
 //	                 reach.go); one connection (session.go), its downstream
 //	                 window (window.go) and the check of its reports against
 //	                 what its node runs (reportcheck.go)
@@ -140,6 +139,10 @@
 //	                 (daemonset.go), what revokes an identity (revoke.go), the
 //	                 watches of what admits one (watch.go), address limits and
 //	                 the refusal log (addresslimit.go, refusallog.go)
+//	edgehub/desired  each node's desired set (desired.go), what the hub knows of
+//	                 each kind it sends (kinds.go), and how an object is encoded
+//	                 for the edge, with its digest (encode.go): no connection
+//	                 needed
 //	edgehub/links    each node's link state, written to its Lease, and read back
 //	                 (links.Reader) by the DIJob controller
 //	edgehub/reports  the report pipeline: a connection's lanes, the write turns

@@ -37,6 +37,7 @@ import (
 )
 
 const (
+	testNS           = edgehubtest.ObjectNamespace
 	hubNS            = edgehubtest.Namespace
 	testDaemonSetUID = edgehubtest.DaemonSetUID
 )
@@ -295,8 +296,8 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 // wants it to hold says in its Hello.
 func (f *fixture) inventory(node string) []edgeproto.ObjectVersion {
 	var inv []edgeproto.ObjectVersion
-	for ref, d := range f.hub.desired(node) {
-		inv = append(inv, d.objectVersion(ref))
+	for ref, d := range f.hub.sets.Of(node) {
+		inv = append(inv, d.ObjectVersion(ref))
 	}
 	return inv
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
@@ -48,10 +49,9 @@ type Hub struct {
 	// kinds are the kinds of object the hub sends, byName by API kind.
 	kinds  []*kind
 	byName map[string]*kind
-	// pods are the GlobalManager's worker pods (the children cache).
-	pods cache.SharedIndexInformer
-	// chain finds a pod's object through its controllers (IsWorkerPod).
-	chain  common.WorkerChain
+	// sets compute each node's desired set (package desired), from the
+	// kinds' informers and the GlobalManager's worker pods.
+	sets   *desired.Sets
 	synced []cache.InformerSynced
 	// auth says who may connect, and watches what admitted them (package
 	// auth); the hub runs its informers itself.
@@ -75,9 +75,6 @@ type Hub struct {
 	addresses *auth.AddressLimiter
 	refusals  *auth.RefusalLog
 	upgrader  websocket.Upgrader
-
-	// digests are the objects' digests, by UID (see encode.go).
-	digests digestCache
 
 	mu       sync.RWMutex
 	sessions map[string]*session // by node
@@ -131,7 +128,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		return nil, fmt.Errorf("registering edge hub metrics: %w", err)
 	}
 	h := newHub(kubeClient, edgeKinds(table, client, informers), workers.Pods.Informer(), appliers, recorder, m, cfg)
-	if err := h.addIndexers(); err != nil {
+	if err := h.sets.AddIndexers(); err != nil {
 		return nil, err
 	}
 	if err := h.auth.Watch(auth.Hooks{PodGone: h.podGone, PodControllerChanged: h.podControllerChanged,
@@ -160,7 +157,6 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 		client:   kubeClient,
 		kinds:    edgeKinds,
 		byName:   make(map[string]*kind),
-		pods:     pods,
 		appliers: make(map[string]reports.ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
 		recorder: recorder,
@@ -178,9 +174,12 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 		clock:    cfg.clock,
 		ready:    make(chan struct{}),
 	}
+	sent := make([]*desired.Kind, 0, len(h.kinds))
 	for _, k := range h.kinds {
-		h.byName[k.name] = k
+		h.byName[k.Name] = k
+		sent = append(sent, k.Kind)
 	}
+	h.sets = desired.NewSets(sent, pods)
 	for kind, a := range appliers.Workers {
 		if a != nil {
 			h.appliers[kind] = a
@@ -200,23 +199,23 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 // is for, as it comes, changes on the edge's side, or goes.
 func (h *Hub) watchKinds() error {
 	for _, k := range h.kinds {
-		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
+		reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { h.markDirty(h.sets.AffectedNodes(k.Kind, obj)) },
 			UpdateFunc: func(oldObj, newObj any) {
-				if h.digests.sameOnEdge(k, oldObj, newObj) {
+				if h.sets.Digests().SameOnEdge(k.Kind, oldObj, newObj) {
 					return // a status write: nothing the edge uses changed
 				}
-				h.markDirty(append(h.affectedNodes(k, oldObj), h.affectedNodes(k, newObj)...))
+				h.markDirty(append(h.sets.AffectedNodes(k.Kind, oldObj), h.sets.AffectedNodes(k.Kind, newObj)...))
 			},
 			DeleteFunc: func(obj any) {
-				h.digests.forget(obj)
-				h.markDirty(h.affectedNodes(k, obj))
+				h.sets.Digests().Forget(obj)
+				h.markDirty(h.sets.AffectedNodes(k.Kind, obj))
 			},
 		})
 		if err != nil {
 			return fmt.Errorf("adding edge hub event handler: %w", err)
 		}
-		h.synced = append(h.synced, k.informer.HasSynced, reg.HasSynced)
+		h.synced = append(h.synced, k.Informer.HasSynced, reg.HasSynced)
 	}
 	return nil
 }
@@ -225,21 +224,22 @@ func (h *Hub) watchKinds() error {
 // node, or leaves it: that changes what the node's LocalController is sent,
 // its owner and its workers' names.
 func (h *Hub) watchWorkerPods() error {
-	reg, err := h.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
+	pods := h.sets.Pods()
+	reg, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.markDirty(desired.PodNodes(nil, obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
 			if o.Spec.NodeName != n.Spec.NodeName || o.Labels[common.LabelOwnerUID] != n.Labels[common.LabelOwnerUID] ||
-				!sameController(o, n) || !slices.Equal(workerIPs(o), workerIPs(n)) {
-				h.markDirty(podNodes(oldObj, newObj))
+				!sameController(o, n) || !slices.Equal(desired.WorkerIPs(o), desired.WorkerIPs(n)) {
+				h.markDirty(desired.PodNodes(oldObj, newObj))
 			}
 		},
-		DeleteFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
+		DeleteFunc: func(obj any) { h.markDirty(desired.PodNodes(nil, obj)) },
 	})
 	if err != nil {
 		return fmt.Errorf("adding edge hub pod handler: %w", err)
 	}
-	h.synced = append(h.synced, h.pods.HasSynced, reg.HasSynced)
+	h.synced = append(h.synced, pods.HasSynced, reg.HasSynced)
 	return nil
 }
 
@@ -253,14 +253,14 @@ func (h *Hub) followWorkerChain(workers WorkerCaches) error {
 		if err := h.watchChainLink(inf); err != nil {
 			return err
 		}
-		h.chain.ReplicaSets = inf.GetIndexer()
+		h.sets.FollowReplicaSets(inf.GetIndexer())
 	}
 	if workers.Deployments != nil {
 		inf := workers.Deployments.Informer()
 		if err := h.watchChainLink(inf); err != nil {
 			return err
 		}
-		h.chain.Deployments = inf.GetIndexer()
+		h.sets.FollowDeployments(inf.GetIndexer())
 	}
 	return nil
 }
@@ -303,10 +303,10 @@ func (h *Hub) chainNodes(obj any) []string {
 		return nil
 	}
 	owner := &metav1.ObjectMeta{Namespace: o.GetNamespace(), UID: types.UID(o.GetLabels()[common.LabelOwnerUID])}
-	pods, _ := common.ListOwned[*corev1.Pod](h.pods.GetIndexer(), owner) // the index is the hub's own (addIndexers)
+	pods, _ := common.ListOwned[*corev1.Pod](h.sets.Pods().GetIndexer(), owner) // the index is the hub's own (Sets.AddIndexers)
 	var nodes []string
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
+		if p.Spec.NodeName != "" && !desired.Contains(nodes, p.Spec.NodeName) {
 			nodes = append(nodes, p.Spec.NodeName)
 		}
 	}

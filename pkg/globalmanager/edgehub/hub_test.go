@@ -45,17 +45,17 @@ import (
 // edgeObjects are a dataset, a joint inference service with its two models
 // and a federated job with its model on edge-a, and a federated job on edge-b.
 func edgeObjects() []runtime.Object {
-	d := dataset("data-a", "edge-a")
+	d := edgehubtest.Dataset("data-a", "edge-a")
 	d.ResourceVersion = "10"
-	small, big := model("ji-a-small"), model("ji-a-big")
+	small, big := edgehubtest.Model("ji-a-small"), edgehubtest.Model("ji-a-big")
 	small.ResourceVersion, big.ResourceVersion = "20", "21"
-	ji := jointService("ji-a", "edge-a", "cloud")
+	ji := edgehubtest.JointService("ji-a", "edge-a", "cloud")
 	ji.ResourceVersion, ji.UID = "30", "uid-ji-a"
-	fl := federatedJob("fl-a", "cloud", "edge-a")
+	fl := edgehubtest.FederatedJob("fl-a", "cloud", "edge-a")
 	fl.ResourceVersion, fl.UID = "40", "uid-fl-a"
-	flModel := model("fl-a-model")
+	flModel := edgehubtest.Model("fl-a-model")
 	flModel.ResourceVersion = "41"
-	other := federatedJob("fl-b", "cloud", "edge-b")
+	other := edgehubtest.FederatedJob("fl-b", "cloud", "edge-b")
 	other.ResourceVersion = "50"
 	return []runtime.Object{d, small, big, ji, fl, flModel, other}
 }
@@ -600,8 +600,8 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 // ji-a on edge-a, w-fl-b of fl-b on edge-b; and w-forged on edge-a, with
 // fl-a's label but no controller.
 func workers() []runtime.Object {
-	return []runtime.Object{workerPod("w-fl", "uid-fl-a", "edge-a"), workerPod("w-ji", "uid-ji-a", "edge-a"), workerPod("w-fl-b", "uid-fl-b", "edge-b"),
-		forgedPod("w-forged", "uid-fl-a", "edge-a")}
+	return []runtime.Object{edgehubtest.WorkerPod("w-fl", "uid-fl-a", "edge-a"), edgehubtest.WorkerPod("w-ji", "uid-ji-a", "edge-a"), edgehubtest.WorkerPod("w-fl-b", "uid-fl-b", "edge-b"),
+		edgehubtest.ForgedPod("w-forged", "uid-fl-a", "edge-a")}
 }
 
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
@@ -948,7 +948,7 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
 	testwait.Eventually(t, 5*time.Second, "the cache to have fl-a at version 43", func(context.Context) (bool, error) {
-		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
+		j, ok := f.hub.sets.Cached(sednav1.FederatedLearningJobKind.Kind, testNS, "fl-a")
 		return ok && j.GetResourceVersion() == "43", nil
 	})
 	f.hub.mu.Unlock()
@@ -1049,10 +1049,10 @@ func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 }
 
 func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing.T) {
-	huge := federatedJob("fl-huge", "cloud", "edge-a")
+	huge := edgehubtest.FederatedJob("fl-huge", "cloud", "edge-a")
 	huge.ResourceVersion = "60"
 	huge.Spec.AggregationWorker.Template.Annotations = map[string]string{"pad": strings.Repeat("x", edgeproto.MaxObjectFrameBytes)}
-	small := federatedJob("fl-small", "cloud", "edge-a")
+	small := edgehubtest.FederatedJob("fl-small", "cloud", "edge-a")
 	small.ResourceVersion = "61"
 	f := newFixture(t, testConfig, huge, small)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})

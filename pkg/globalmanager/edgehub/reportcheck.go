@@ -35,11 +35,11 @@ func (s *session) checkWorker(r *edgeproto.Report) (string, *reports.Checked, er
 		return "", nil, edgeproto.Refuse("the report is of worker %s, its body names %s", edgeproto.ClipName(r.Worker), edgeproto.ClipName(info.Name))
 	}
 	o := info.Owner()
-	obj, k, ok := s.hub.concerns(s.node, o)
+	obj, k, ok := s.hub.sets.Concerns(s.node, o)
 	if !ok {
 		return "", nil, edgeproto.Refuse("node %s has no worker in %s %s/%s", s.node, o.Kind, o.Namespace, o.Name)
 	}
-	if err := s.hub.checkWorker(s.node, k, obj, info.Name, r.From, r.ReceivedAt); err != nil {
+	if err := s.hub.sets.CheckWorker(s.node, k, obj, info.Name, r.From, r.ReceivedAt); err != nil {
 		return "", nil, err
 	}
 	a := s.hub.appliers[o.Kind]
@@ -58,7 +58,7 @@ func (s *session) checkDataset(r *edgeproto.Report) (string, *reports.Checked, e
 		return "", nil, edgeproto.Refuse("invalid dataset report: %s", err.Error())
 	}
 	ref := d.Ref()
-	if _, _, ok := s.hub.concerns(s.node, ref); !ok {
+	if _, _, ok := s.hub.sets.Concerns(s.node, ref); !ok {
 		return "", nil, edgeproto.Refuse("dataset %s/%s is not on node %s", ref.Namespace, ref.Name, s.node)
 	}
 	if s.hub.datasets == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 )
@@ -148,10 +149,10 @@ type session struct {
 	unacked                        atomic.Int64 // len(inflight), as the writer last left it
 
 	// The writer's own.
-	begun, synced bool                               // the first sync is made; Synced is sent
-	held          map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
+	begun, synced bool                                    // the first sync is made; Synced is sent
+	held          map[edgeproto.ObjectRef]desired.Version // what the LC holds, by its Hello and Acks
 	inflight      map[edgeproto.ObjectRef]*inflight
-	unsendable    map[edgeproto.ObjectRef]objVersion // versions too large to send, logged once
+	unsendable    map[edgeproto.ObjectRef]desired.Version // versions too large to send, logged once
 	// queue[next:] is the rest of the difference, in the order to send it,
 	// as of the last sync; each goes out when the window has room.
 	queue []queued
@@ -171,9 +172,9 @@ func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.
 		done:       make(chan struct{}),
 		dirty:      make(chan struct{}, 1),
 		acks:       make(chan []edgeproto.ObjectVersion, 16),
-		held:       make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
+		held:       make(map[edgeproto.ObjectRef]desired.Version, len(hello.Inventory)),
 		inflight:   make(map[edgeproto.ObjectRef]*inflight),
-		unsendable: make(map[edgeproto.ObjectRef]objVersion),
+		unsendable: make(map[edgeproto.ObjectRef]desired.Version),
 		lastAcked:  h.clock.Now(),
 	}
 	s.reports = reports.NewPipeline(s.ctx, reports.Config{
@@ -187,7 +188,7 @@ func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.
 	})
 	s.checkedAt.Store(h.clock.Now().UnixNano())
 	for _, v := range hello.Inventory {
-		s.held[v.ObjectRef] = versionOf(v)
+		s.held[v.ObjectRef] = desired.VersionOf(v)
 	}
 	return s
 }

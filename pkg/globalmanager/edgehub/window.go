@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 )
 
 // The downstream window of a session: the difference between what its node
@@ -19,7 +20,7 @@ import (
 
 // inflight is an Upsert or Delete sent and not yet acknowledged.
 type inflight struct {
-	version   objVersion
+	version   desired.Version
 	delete    bool
 	firstSent time.Time // of this version, for the ack latency
 	lastSent  time.Time
@@ -30,17 +31,17 @@ type inflight struct {
 // window.
 type queued struct {
 	ref     edgeproto.ObjectRef
-	desired desiredObject // the Upsert's object, unless delete
+	desired desired.Object // the Upsert's object, unless delete
 	delete  bool
-	version objVersion // the Delete's version
+	version desired.Version // the Delete's version
 }
 
 // known is the version of ref the LocalController holds or is being sent,
 // the zero version for none.
-func (s *session) known(ref edgeproto.ObjectRef) objVersion {
+func (s *session) known(ref edgeproto.ObjectRef) desired.Version {
 	if f := s.inflight[ref]; f != nil {
 		if f.delete {
-			return objVersion{}
+			return desired.Version{}
 		}
 		return f.version
 	}
@@ -54,7 +55,7 @@ func (s *session) known(ref edgeproto.ObjectRef) objVersion {
 // is queued, and fill sends it. force names refs to send again even when
 // already sent (resends).
 func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
-	desired := s.hub.desired(s.node)
+	desired := s.hub.sets.Of(s.node)
 	refs := make([]edgeproto.ObjectRef, 0, len(desired))
 	for ref := range desired {
 		refs = append(refs, ref)
@@ -67,7 +68,7 @@ func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
 	s.queue, s.next = s.queue[:0], 0
 	for _, ref := range refs {
 		d := desired[ref]
-		if (s.known(ref).sameOnEdge(d.version) && !force[ref]) || s.unsendable[ref].sameOnEdge(d.version) {
+		if (s.known(ref).SameOnEdge(d.Version) && !force[ref]) || s.unsendable[ref].SameOnEdge(d.Version) {
 			continue
 		}
 		if s.inflight[ref] == nil {
@@ -122,7 +123,7 @@ func (s *session) fill() error {
 			// Sent since the plan was made: nothing left to do.
 		case q.delete:
 			err = s.sendDelete(q.ref, q.version)
-		case !s.known(q.ref).sameOnEdge(q.desired.version) && !s.unsendable[q.ref].sameOnEdge(q.desired.version):
+		case !s.known(q.ref).SameOnEdge(q.desired.Version) && !s.unsendable[q.ref].SameOnEdge(q.desired.Version):
 			err = s.sendUpsert(q.ref, q.desired)
 		}
 		if err != nil {
@@ -158,7 +159,7 @@ func (s *session) between() error {
 func (h *Hub) compareRefs(a, b edgeproto.ObjectRef) int {
 	rank := func(name string) int {
 		if k := h.byName[name]; k != nil {
-			return k.order
+			return k.Order
 		}
 		return len(h.kinds)
 	}
@@ -166,34 +167,34 @@ func (h *Hub) compareRefs(a, b edgeproto.ObjectRef) int {
 		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
-	obj, _, err := encodeObject(d.kind, d.obj)
+func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desired.Object) error {
+	obj, _, err := desired.EncodeObject(d.Kind, d.Obj)
 	// Whether the object can be sent at all is decided on the object alone,
 	// the same for every node, so that the sessions of two nodes never want
 	// opposite conditions on it; a node whose worker list does not fit beside
 	// it is told by its event alone.
 	if limit := edgeproto.MaxObjectFrameBytes - workerNamesReserve; err == nil && len(obj) > limit {
 		err = fmt.Errorf("%w: %s %s is %d bytes, over the %d a frame carries beside its worker names", edgeproto.ErrTooLarge,
-			ref.Kind, nsKey(ref.Namespace, ref.Name), len(obj), limit)
+			ref.Kind, ref.Namespace+"/"+ref.Name, len(obj), limit)
 	}
 	objectFails := err != nil
 	var frame []byte
 	if err == nil {
 		frame, err = edgeproto.Encode(&edgeproto.Upsert{
-			ObjectVersion: d.objectVersion(ref),
+			ObjectVersion: d.ObjectVersion(ref),
 			Object:        obj,
-			WorkerPods:    d.workers,
+			WorkerPods:    d.Workers,
 		})
 	}
 	if err != nil {
 		// Not something a retry mends; the next version may be sendable.
-		s.unsendable[ref] = d.version
+		s.unsendable[ref] = d.Version
 		s.hub.metrics.unsendable.Inc()
 		if objectFails {
 			s.hub.conditions.unsendable(ref, err)
 		}
-		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.objectVersion(ref))
-		if ro, ok := d.obj.(runtime.Object); ok {
+		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.ObjectVersion(ref))
+		if ro, ok := d.Obj.(runtime.Object); ok {
 			s.hub.recorder.Eventf(ro, corev1.EventTypeWarning, ReasonUnsendable,
 				"Cannot be sent to edge node %s, whose LocalController keeps the previous version or none: %v", s.node, err)
 		}
@@ -202,14 +203,14 @@ func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
 	if err := s.sendFrame(edgeproto.TypeUpsert, frame); err != nil {
 		return err
 	}
-	s.sent(ref, d.version, false)
-	s.hub.conditions.sent(d.kind, ref, d.obj)
-	s.logger.V(4).Info("Sent object", "object", d.objectVersion(ref))
+	s.sent(ref, d.Version, false)
+	s.hub.conditions.sent(s.hub.byName[ref.Kind], ref, d.Obj)
+	s.logger.V(4).Info("Sent object", "object", d.ObjectVersion(ref))
 	return nil
 }
 
-func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
-	ov := edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: v.resourceVersion, Digest: v.digest, Workers: v.workers}
+func (s *session) sendDelete(ref edgeproto.ObjectRef, v desired.Version) error {
+	ov := edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: v.ResourceVersion, Digest: v.Digest, Workers: v.Workers}
 	if err := s.send(&edgeproto.Delete{ObjectVersion: ov}); err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
 }
 
 // sent records an Upsert or Delete as waiting for its Ack.
-func (s *session) sent(ref edgeproto.ObjectRef, v objVersion, isDelete bool) {
+func (s *session) sent(ref edgeproto.ObjectRef, v desired.Version, isDelete bool) {
 	now := s.hub.clock.Now()
 	s.sentSeq++
 	f := s.inflight[ref]
@@ -237,7 +238,7 @@ func (s *session) ack(versions []edgeproto.ObjectVersion) {
 	now := s.hub.clock.Now()
 	for _, v := range versions {
 		f := s.inflight[v.ObjectRef]
-		if f == nil || !f.version.sameOnEdge(versionOf(v)) || f.version.resourceVersion != v.ResourceVersion {
+		if f == nil || !f.version.SameOnEdge(desired.VersionOf(v)) || f.version.ResourceVersion != v.ResourceVersion {
 			continue
 		}
 		s.hub.metrics.ackLatency.Observe(now.Sub(f.firstSent).Seconds())
