@@ -72,10 +72,7 @@ func IncrementalJob(name, datasetName string, stageNodes ...string) *sednav1.Inc
 	j.Spec.DeploySpec.Model = sednav1.DeployModel{Name: name + "-deploy"}
 	j.Spec.EvalSpec.InitialEvalModel = &sednav1.ModelRef{Name: name + "-eval"}
 	j.Spec.OutputDir = "/output"
-	nodes := append(stageNodes, "", "", "")
-	j.Spec.TrainSpec.Template = OnNodeTemplate(nodes[0])
-	j.Spec.EvalSpec.Template = OnNodeTemplate(nodes[1])
-	j.Spec.DeploySpec.Template = OnNodeTemplate(nodes[2])
+	pinStages(stageNodes, &j.Spec.TrainSpec.Template, &j.Spec.EvalSpec.Template, &j.Spec.DeploySpec.Template)
 	return j
 }
 
@@ -85,11 +82,20 @@ func LifelongJob(name, datasetName string, stageNodes ...string) *sednav1.Lifelo
 	j := &sednav1.LifelongLearningJob{ObjectMeta: Meta(name)}
 	j.Spec.Dataset = sednav1.CycleDataset{Name: datasetName, TrainProb: 0.8}
 	j.Spec.OutputDir = "/output"
-	nodes := append(stageNodes, "", "", "")
-	j.Spec.TrainSpec.Template = OnNodeTemplate(nodes[0])
-	j.Spec.EvalSpec.Template = OnNodeTemplate(nodes[1])
-	j.Spec.DeploySpec.Template = OnNodeTemplate(nodes[2])
+	pinStages(stageNodes, &j.Spec.TrainSpec.Template, &j.Spec.EvalSpec.Template, &j.Spec.DeploySpec.Template)
 	return j
+}
+
+// pinStages sets each of a learning cycle's stage templates to one pinned
+// to the node of the same rank in nodes (none past its end).
+func pinStages(nodes []string, templates ...*corev1.PodTemplateSpec) {
+	for i, t := range templates {
+		node := ""
+		if i < len(nodes) {
+			node = nodes[i]
+		}
+		*t = OnNodeTemplate(node)
+	}
 }
 
 // ForgedPod carries owner's label on node, but no controller reference.
