@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,7 +33,6 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/cloudlink"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/test/framework"
@@ -1134,7 +1135,7 @@ func scrapeMetrics(ctx context.Context, addr string) (metricsSample, error) {
 func waitLinksWritten(ctx context.Context, kube kubernetes.Interface, n int, timeout time.Duration) (time.Time, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	factory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(edgeNamespace),
-		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = edgehub.LabelEdgeNode }))
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = links.LabelEdgeNode }))
 	leases := factory.Coordination().V1().Leases()
 	lister := leases.Lister()
 	leases.Informer()
@@ -1151,7 +1152,7 @@ func waitLinksWritten(ctx context.Context, kube kubernetes.Interface, n int, tim
 		}
 		connected = 0
 		for _, l := range all {
-			if l.Annotations[edgehub.AnnotationLink] == edgehub.LinkConnected {
+			if l.Annotations[links.AnnotationLink] == links.LinkConnected {
 				connected++
 			}
 		}

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -26,14 +27,14 @@ func TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown(t *testing.T) {
 	kube := framework.KubeClient(t)
 	link := func(want string) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			l, err := kube.CoordinationV1().Leases(ns).Get(ctx, edgehub.LeaseName("edge-0"), metav1.GetOptions{})
+			l, err := kube.CoordinationV1().Leases(ns).Get(ctx, links.LeaseName("edge-0"), metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
-			return l.Annotations[edgehub.AnnotationLink] == want, nil
+			return l.Annotations[links.AnnotationLink] == want, nil
 		}
 	}
-	framework.Eventually(t, 30*time.Second, "edge-0's link up", link(edgehub.LinkConnected))
+	framework.Eventually(t, 30*time.Second, "edge-0's link up", link(links.LinkConnected))
 
 	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown(t *testing.T) {
 	}
 
 	lc.Stop(t)
-	framework.Eventually(t, 30*time.Second, "edge-0's link down", link(edgehub.LinkDisconnected))
+	framework.Eventually(t, 30*time.Second, "edge-0's link down", link(links.LinkDisconnected))
 	down := time.Now()
 	setPodPhase(t, ns, onEdge0.Name, corev1.PodFailed, "node edge-0 lost")
 	job = waitForDIJob(t, ns, diExample, "the collector held", func(j *div2.DIJob) bool {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,7 +24,6 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -412,7 +413,7 @@ func lcObjects(lc *framework.LocalController) (map[string]string, error) {
 }
 
 // lcDigests is what lc's store holds, as the digest of each object
-// (edgehub.Digest) by "Kind namespace/name": equal to the digest of the
+// (desired.Digest) by "Kind namespace/name": equal to the digest of the
 // cluster's object when the node holds all it uses of it.
 func lcDigests(lc *framework.LocalController) (map[string]string, error) {
 	return lcInventory(lc, func(v storedVersion) string { return v.Digest })
@@ -491,7 +492,7 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 		if err != nil {
 			return false, err
 		}
-		want, err := edgehub.Digest(sednav1.DatasetKind.Kind, now)
+		want, err := desired.Digest(sednav1.DatasetKind.Kind, now)
 		return len(objs) == 1 && objs["Dataset "+ns+"/"+dataset] == want && now.Spec.URL == ds.Spec.URL, err
 	})
 	if objs, err := lcObjects(lc); err != nil || !framework.VersionAtLeast(objs["Dataset "+ns+"/"+dataset], ds.ResourceVersion) {

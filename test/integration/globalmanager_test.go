@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -172,7 +174,7 @@ func TestWhatTheGlobalManagerCreatesGoesWithItsDeployment(t *testing.T) {
 			return kube.CoordinationV1().Leases(ns).Get(ctx, "nereid-globalmanager", metav1.GetOptions{})
 		},
 		"edge-0's Lease": func(ctx context.Context) (metav1.Object, error) {
-			return kube.CoordinationV1().Leases(ns).Get(ctx, edgehub.LeaseName("edge-0"), metav1.GetOptions{})
+			return kube.CoordinationV1().Leases(ns).Get(ctx, links.LeaseName("edge-0"), metav1.GetOptions{})
 		},
 		"hub's Secret": func(ctx context.Context) (metav1.Object, error) {
 			return kube.CoreV1().Secrets(ns).Get(ctx, edgehub.TLSSecretName, metav1.GetOptions{})

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -21,7 +23,6 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	edgecycle "github.com/nereid-ml/nereid/pkg/localcontroller/cycle"
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -617,7 +618,7 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		want, err := edgehub.Digest(sednav1.IncrementalLearningJobKind.Kind, job)
+		want, err := desired.Digest(sednav1.IncrementalLearningJobKind.Kind, job)
 		if err != nil {
 			return false, err
 		}

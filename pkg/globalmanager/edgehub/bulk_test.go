@@ -14,6 +14,7 @@ import (
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 )
 
 // longName is a name as long as Kubernetes allows (a DNS subdomain, 253).
@@ -26,7 +27,7 @@ func longName(prefix string, i int) string {
 func manyDatasets(n int, node string, name func(int) string) []runtime.Object {
 	objs := make([]runtime.Object, n)
 	for i := range objs {
-		objs[i] = dataset(name(i), node)
+		objs[i] = edgehubtest.Dataset(name(i), node)
 	}
 	return objs
 }
@@ -209,9 +210,7 @@ func TestBulkSyncOfTwentyThousandObjectsKeepsAcksAndReportsFlowing(t *testing.T)
 // hubUnacked is how many objects the hub has sent to node and not seen
 // acknowledged.
 func (f *fixture) hubUnacked(node string) int {
-	f.hub.links.mu.Lock()
-	defer f.hub.links.mu.Unlock()
-	return f.hub.links.get(node).unacked
+	return f.hub.links.Unacked(node)
 }
 
 func TestSendWindowBoundsWhatIsUnacknowledged(t *testing.T) {

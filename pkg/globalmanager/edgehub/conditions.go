@@ -16,8 +16,12 @@ import (
 	"k8s.io/klog/v2"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
 // ConditionEdgeSynced is the condition the hub sets on an object it cannot
@@ -93,6 +97,29 @@ type (
 		ConditionList() *[]sednav1.JobCondition
 	}
 )
+
+// kind is a kind the hub sends, and the access to its objects' conditions.
+type kind struct {
+	*desired.Kind
+	// conditions reads and writes the EdgeSynced condition of its objects.
+	conditions conditionAccess
+}
+
+// edgeKinds are the kinds of table the hub sends, with their informers in
+// factory; it writes their status with client.
+func edgeKinds(table []*kinds.Kind, client nereidclient.Interface, factory nereidinformers.SharedInformerFactory) []*kind {
+	sent := desired.KindsOf(table, factory)
+	out := make([]*kind, 0, len(sent))
+	for _, t := range table {
+		if t.Edge == nil {
+			continue
+		}
+		update := t.Edge.UpdateStatus
+		out = append(out, &kind{Kind: sent[len(out)],
+			conditions: conditionsOf(func(ctx context.Context, obj metav1.Object) error { return update(ctx, client, obj) })})
+	}
+	return out
+}
 
 // conditionsOf reads and writes the hub's conditions in the list the
 // object's type keeps, and writes its status with update.
@@ -206,7 +233,7 @@ func (w *conditionWriter) write(ctx context.Context, key conditionKey) error {
 	if !ok || k == nil {
 		return nil
 	}
-	cached, exists, err := k.informer.GetIndexer().GetByKey(nsKey(ref.Namespace, ref.Name))
+	cached, exists, err := k.Informer.GetIndexer().GetByKey(ref.Namespace + "/" + ref.Name)
 	if err != nil || !exists {
 		w.forget(ref, c)
 		return err

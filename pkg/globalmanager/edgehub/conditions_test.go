@@ -12,6 +12,7 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -19,12 +20,12 @@ import (
 // and writes it with its own client.
 func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
 	objs := map[string]runtime.Object{
-		"Dataset":                dataset("ds", "edge-a"),
-		"Model":                  model("m"),
-		"FederatedLearningJob":   federatedJob("fl", "cloud", "edge-a"),
-		"JointInferenceService":  &sednav1.JointInferenceService{ObjectMeta: meta("ji")},
-		"IncrementalLearningJob": incrementalJob("il", "ds", "edge-a"),
-		"LifelongLearningJob":    &sednav1.LifelongLearningJob{ObjectMeta: meta("ll")},
+		"Dataset":                edgehubtest.Dataset("ds", "edge-a"),
+		"Model":                  edgehubtest.Model("m"),
+		"FederatedLearningJob":   edgehubtest.FederatedJob("fl", "cloud", "edge-a"),
+		"JointInferenceService":  &sednav1.JointInferenceService{ObjectMeta: edgehubtest.Meta("ji")},
+		"IncrementalLearningJob": edgehubtest.IncrementalJob("il", "ds", "edge-a"),
+		"LifelongLearningJob":    &sednav1.LifelongLearningJob{ObjectMeta: edgehubtest.Meta("ll")},
 	}
 	var all []runtime.Object
 	for _, o := range objs {
@@ -38,24 +39,24 @@ func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1000, 0))
 	failed := unsendableCondition(edgeproto.ErrTooLarge)
 	for _, k := range sent {
-		obj := objs[k.name].DeepCopyObject().(metav1.Object)
+		obj := objs[k.Name].DeepCopyObject().(metav1.Object)
 		if got, _ := k.conditions.status(obj, ConditionEdgeSynced); got != "" {
-			t.Errorf("%s: status %q before any was set", k.name, got)
+			t.Errorf("%s: status %q before any was set", k.Name, got)
 		}
 		if !k.conditions.set(obj, failed, now) {
-			t.Errorf("%s: setting the condition changed nothing", k.name)
+			t.Errorf("%s: setting the condition changed nothing", k.Name)
 		}
 		if k.conditions.set(obj, failed, now) {
-			t.Errorf("%s: setting the same condition again changed something", k.name)
+			t.Errorf("%s: setting the same condition again changed something", k.Name)
 		}
 		if got, _ := k.conditions.status(obj, ConditionEdgeSynced); got != corev1.ConditionFalse {
-			t.Errorf("%s: status %q, want False", k.name, got)
+			t.Errorf("%s: status %q, want False", k.Name, got)
 		}
 		if err := k.conditions.update(t.Context(), obj); err != nil {
-			t.Fatalf("%s: %v", k.name, err)
+			t.Fatalf("%s: %v", k.Name, err)
 		}
 		if !k.conditions.set(obj, sentCondition, now) || func() bool { st, _ := k.conditions.status(obj, ConditionEdgeSynced); return st != corev1.ConditionTrue }() {
-			t.Errorf("%s: setting it True did not take", k.name)
+			t.Errorf("%s: setting it True did not take", k.Name)
 		}
 	}
 	il, err := client.SednaV1alpha1().IncrementalLearningJobs("default").Get(t.Context(), "il", metav1.GetOptions{})

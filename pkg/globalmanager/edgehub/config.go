@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 )
 
@@ -177,7 +180,7 @@ type Config struct {
 	MaxConcurrentReviews int
 	ReviewQueueTimeout   time.Duration
 	// ReviewEveryToken sends every token to a TokenReview. By default the
-	// hub verifies a token itself when it can (verifyLocally: the
+	// hub verifies a token itself when it can (auth.Authenticator.VerifyLocally: the
 	// signature against the API server's ServiceAccount keys, read from
 	// its /openid/v1/jwks, and the token's ServiceAccount and Pod by UID
 	// in its caches) and reviews only the others.
@@ -291,4 +294,18 @@ func CheckNamespacedName(s string) error {
 		return fmt.Errorf("%q is not namespace/name", s)
 	}
 	return nil
+}
+
+// authConfig is what the authenticator takes of c (with its defaults),
+// counting in m.
+func (c Config) authConfig(client kubernetes.Interface, m *metrics) auth.Config {
+	dsNamespace, dsName, _ := strings.Cut(c.DaemonSet, "/")
+	return auth.Config{
+		Client: client, Audience: c.TokenAudience, ServiceAccounts: c.ServiceAccounts,
+		DaemonSet:    types.NamespacedName{Namespace: dsNamespace, Name: dsName},
+		NodeSelector: c.nodeSelector, ReviewEvery: c.ReviewEveryToken,
+		ReviewCacheTTL: c.ReviewCacheTTL, MaxCachedReviews: c.MaxCachedReviews,
+		MaxConcurrentReviews: c.MaxConcurrentReviews, ReviewQueueTimeout: c.ReviewQueueTimeout,
+		Clock: c.clock, Verified: m.tokenVerified, Reviewed: m.tokenReviewed,
+	}
 }

@@ -10,21 +10,21 @@
 // TokenReview naming that audience and accepts only a token of one of
 // Config.ServiceAccounts, bound to a Pod whose node matches
 // Config.NodeSelector and whose controller is the LocalControllers'
-// DaemonSet, Config.DaemonSet, by UID (daemonset.go: a bare Pod of the
+// DaemonSet, Config.DaemonSet, by UID (auth/daemonset.go: a bare Pod of the
 // ServiceAccount, or one of another controller, is refused with 403); the
 // node is the one the review names
 // (user.extra["authentication.kubernetes.io/node-name"]). Every refusal is an
 // HTTP status with the reason, counted by reason; outcomes are cached briefly
 // by the token's hash and reviews run a bounded number at a time (see
-// authenticator). The hub verifies a token itself where it can, as the
-// review would (localtoken.go), and has the API server review such a token
-// after the connection starts, paced (confirm.go). While it holds the
+// auth.Authenticator). The hub verifies a token itself where it can, as the
+// review would (auth/localtoken.go), and has the API server review such a token
+// after the connection starts, paced (auth/confirm.go). While it holds the
 // issuer's keys it also refuses itself every token they do not verify (a
 // made-up key ID, after the keys are read again, paced; another key; wrong
 // claims): junk never reaches a TokenReview. An address refused for its
 // tokens Config.MaxRefusalsPerAddress times within a minute is refused
-// before its token is read for a minute (addresslimit.go), and refusals are
-// logged at a bounded rate (refusallog.go). A Hello that claims
+// before its token is read for a minute (auth/addresslimit.go), and refusals are
+// logged at a bounded rate (auth/refusallog.go). A Hello that claims
 // another node is answered with a close frame (websocket.ClosePolicyViolation)
 // and nothing else.
 //
@@ -44,10 +44,10 @@
 // connections ÷ 20 seconds, within the minute up to 1,200 connections.
 //
 // Downstream: for each connected node the hub computes which objects concern
-// it (see Hub.desired) from the informers' caches, each with its worker pods
+// it (see desired.Sets.Of) from the informers' caches, each with its worker pods
 // on the node and their addresses, a finished pod marked done (workers are
 // found through the controllers Nereid made, common.WorkerChain, never by
-// a label; see kinds.go for what the hub knows of each kind),
+// a label; see desired/kinds.go for what the hub knows of each kind),
 // sends the difference from what the LocalController says it holds in its
 // Hello (read whole, over as many frames as it takes, before anything is
 // sent), then Synced, and after
@@ -77,7 +77,7 @@
 // identity of the LocalController's store, which the Hello proves with the
 // store's key, since report IDs count per store (a wiped or replaced store
 // starts again at 1). A session's reports
-// go through one lane per object (reports.go): a lane's reports are handed
+// go through one lane per object (package reports): a lane's reports are handed
 // over in the order received, all that waited during the lane's last call
 // in its next (one status write for a node's burst about one object), and
 // the lanes of up to 16 objects run at once, so that no report waits for
@@ -101,7 +101,8 @@
 // # Link state
 //
 // Every node that has connected has a Lease named nereid-edge-<node> in the
-// hub's namespace, labelled nereid.io/edge-node=<node>:
+// hub's namespace, labelled nereid.io/edge-node=<node>, written by package
+// links (which says how often):
 //
 //	kubectl get lease -n <namespace> -l nereid.io/edge-node
 //	kubectl get lease -n <namespace> -l nereid.io/edge-node -o custom-columns=NODE:.spec.holderIdentity,LINK:.metadata.annotations.nereid\.io/link,LAST-HEARD:.spec.renewTime,UNACKED:.metadata.annotations.nereid\.io/unacked-objects
@@ -120,6 +121,35 @@
 //	                           connection; a new store's IDs start again from 1
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //	nereid.io/outbox           how full the node's outbox is, from its LocalController's heartbeats
+//
+// # Where the parts are
+//
+// The hub is this package and its parts below it, a package for each job
+// that does not need the connections:
+//
+//	edgehub          the Hub (hub.go), its configuration (config.go), serving
+//	                 certificate (tls.go) and serving label (serving.go); the
+//	                 ending of connections whose identity went (revoke.go,
+//	                 recheck.go); the edge conditions (conditions.go,
+//	                 reach.go); one connection (session.go), its downstream
+//	                 window (window.go) and the check of its reports against
+//	                 what its node runs (reportcheck.go)
+//	edgehub/auth     who may connect: tokens verified or reviewed (auth.go,
+//	                 localtoken.go, confirm.go), the DaemonSet rule
+//	                 (daemonset.go), what revokes an identity (revoke.go), the
+//	                 watches of what admits one (watch.go), address limits and
+//	                 the refusal log (addresslimit.go, refusallog.go)
+//	edgehub/desired  each node's desired set (desired.go), what the hub knows of
+//	                 each kind it sends (kinds.go), and how an object is encoded
+//	                 for the edge, with its digest (encode.go): no connection
+//	                 needed
+//	edgehub/links    each node's link state, written to its Lease, and read back
+//	                 (links.Reader) by the DIJob controller
+//	edgehub/reports  the report pipeline: a connection's lanes, the write turns
+//	                 shared by all, the bound on reports held, their acks, and
+//	                 the appliers' interfaces (ReportApplier, DatasetApplier)
+//	edgehub/edgehubtest  what the parts' tests share: the tests' LocalController
+//	                 Pods and DaemonSet, and an API server's answers for them
 //
 // The hub needs permission to create TokenReviews; to get, list and watch
 // Nodes; to get, list and watch Pods in the namespaces of

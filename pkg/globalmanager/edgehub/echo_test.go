@@ -11,6 +11,8 @@ import (
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 )
 
 // syncAndAck reads a connection's difference up to Synced, acknowledging
@@ -59,7 +61,7 @@ func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := Digest(sednav1.FederatedLearningJobKind.Kind, fl); err != nil || d != held["fl-a"].Digest {
+	if d, err := desired.Digest(sednav1.FederatedLearningJobKind.Kind, fl); err != nil || d != held["fl-a"].Digest {
 		t.Errorf("Digest of fl-a is %q (%v), the hub sent %q", d, err, held["fl-a"].Digest)
 	}
 
@@ -78,7 +80,7 @@ func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 		}
 	}
 	testwait.Eventually(t, 5*time.Second, "the cache to have fl-a at version 44", func(context.Context) (bool, error) {
-		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
+		j, ok := f.hub.sets.Cached(sednav1.FederatedLearningJobKind.Kind, testNS, "fl-a")
 		return ok && j.GetResourceVersion() == "44", nil
 	})
 	c.quiet(4 * testConfig.ResendAfter)
@@ -116,9 +118,9 @@ func TestStatusWritesAreNotSentToTheEdgeNorAfterAReconnect(t *testing.T) {
 // on it); what the cloud heard from the edge nodes and the conditions do
 // not.
 func TestCycleStatusReachesTheEdgeButItsReportsDoNot(t *testing.T) {
-	d := dataset("data-a", "edge-a")
+	d := edgehubtest.Dataset("data-a", "edge-a")
 	d.ResourceVersion = "10"
-	il := incrementalJob("il-a", "data-a", "edge-a", "edge-a", "edge-a")
+	il := edgehubtest.IncrementalJob("il-a", "data-a", "edge-a", "edge-a", "edge-a")
 	il.ResourceVersion = "70"
 	f := newFixture(t, testConfig, d, il)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})

@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,13 +17,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -37,11 +31,16 @@ import (
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	sednainformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
-const hubNS = "nereid-system"
+const (
+	testNS           = edgehubtest.ObjectNamespace
+	hubNS            = edgehubtest.Namespace
+	testDaemonSetUID = edgehubtest.DaemonSetUID
+)
 
 // The keys and identities of the test LocalControllers' stores.
 const (
@@ -72,74 +71,8 @@ var testConfig = Config{
 	ReachPeriod: -1,
 }
 
-// reviewTokens answers TokenReviews as the API server would for projected
-// ServiceAccount tokens bound to Pods. A token is "<name>" or, to carry
-// claims, "<name>.<base64url JSON payload>.sig"; by name:
-//
-//	token-<node>        the LocalController's (DefaultServiceAccount) Pod
-//	                    lc-<node> (uid uid-<node>) on node, hub audience
-//	token-other-<node>  a Pod of another ServiceAccount on node
-//	token-unbound       the LocalController's ServiceAccount, no Pod
-//	anything else       invalid
-//
-// A token's audience is its payload's aud, DefaultTokenAudience when it has
-// none; it is valid only for DefaultTokenAudience.
-func reviewTokens(action clienttesting.Action) (bool, runtime.Object, error) {
-	review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-	name, _, _ := strings.Cut(review.Spec.Token, ".")
-	const lcUser = "system:serviceaccount:nereid-system:nereid-localcontroller"
-	bound := func(user, node string) authenticationv1.UserInfo {
-		return authenticationv1.UserInfo{Username: user, Extra: map[string]authenticationv1.ExtraValue{
-			NodeNameExtra: {node}, PodNameExtra: {"lc-" + node}, PodUIDExtra: {"uid-" + node},
-		}}
-	}
-	tokenAudiences := []string{DefaultTokenAudience}
-	if c := tokenreview.ReadClaims(review.Spec.Token); c != nil && len(c.Audience) > 0 {
-		tokenAudiences = c.Audience
-	}
-	if !slices.Contains(review.Spec.Audiences, DefaultTokenAudience) || !slices.Contains(tokenAudiences, DefaultTokenAudience) {
-		review.Status = authenticationv1.TokenReviewStatus{Error: "token audiences are invalid for the target audiences"}
-		return true, review, nil
-	}
-	ok := authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{DefaultTokenAudience}}
-	switch {
-	case name == "token-unbound":
-		ok.User = authenticationv1.UserInfo{Username: lcUser}
-	case strings.HasPrefix(name, "token-other-"):
-		ok.User = bound("system:serviceaccount:default:default", strings.TrimPrefix(name, "token-other-"))
-	case strings.HasPrefix(name, "token-"):
-		ok.User = bound(lcUser, strings.TrimPrefix(name, "token-"))
-	default:
-		review.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
-		return true, review, nil
-	}
-	review.Status = ok
-	return true, review, nil
-}
-
-// The LocalControllers' DaemonSet of the tests: DefaultDaemonSet.
-const (
-	testDaemonSet    = "nereid-localcontroller"
-	testDaemonSetUID = "ds-uid"
-)
-
-// lcDaemonSet is the LocalControllers' DaemonSet, of UID uid.
-func lcDaemonSet(uid types.UID) *appsv1.DaemonSet {
-	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: testDaemonSet, UID: uid}}
-}
-
-// lcPod is the LocalController Pod of node as reviewTokens binds its token:
-// lc-<node> (uid uid-<node>), controlled by the DaemonSet of UID
-// testDaemonSetUID.
-func lcPod(node string) *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "lc-" + node, UID: types.UID("uid-" + node)},
-		Spec: corev1.PodSpec{ServiceAccountName: "nereid-localcontroller", NodeName: node}}
-	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(lcDaemonSet(testDaemonSetUID), daemonSetKind)}
-	return pod
-}
-
 // getLocalControllerPods answers reads of a Pod the tracker does not hold
-// that reviewTokens binds a token to (lc-<node> in hubNS) with lcPod(node),
+// that edgehubtest.ReviewTokens binds a token to (lc-<node> in hubNS) with edgehubtest.LCPod(node),
 // as if it had just been made.
 func getLocalControllerPods(tracker clienttesting.ObjectTracker) clienttesting.ReactionFunc {
 	return func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -151,35 +84,14 @@ func getLocalControllerPods(tracker clienttesting.ObjectTracker) clienttesting.R
 		if get.GetNamespace() != hubNS || !ok {
 			return false, nil, nil
 		}
-		return true, lcPod(node), nil
+		return true, edgehubtest.LCPod(node), nil
 	}
-}
-
-// getNodes answers Node reads: edge-* nodes are edge nodes, cloud-* nodes
-// exist without the edge role, no other node exists.
-func getNodes(action clienttesting.Action) (bool, runtime.Object, error) {
-	name := action.(clienttesting.GetAction).GetName()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	switch {
-	case strings.HasPrefix(name, "edge-"):
-		node.Labels = map[string]string{"node-role.kubernetes.io/edge": ""}
-	case strings.HasPrefix(name, "cloud-"):
-	default:
-		return true, nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
-	}
-	return true, node, nil
-}
-
-// jwtWith is a token named name whose payload holds claims.
-func jwtWith(name string, claims map[string]any) string {
-	payload, _ := json.Marshal(claims)
-	return name + "." + base64.RawURLEncoding.EncodeToString(payload) + ".sig"
 }
 
 // recordedReport is one call of the test applier.
-type datasetApplierFunc func(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
+type datasetApplierFunc func(ctx context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error
 
-func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+func (f datasetApplierFunc) ApplyDatasetReport(ctx context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 	return f(ctx, from, r, d)
 }
 
@@ -195,17 +107,17 @@ type recordedReport struct {
 // report and the call that had it, then asks applyErr.
 type workerApplier struct{ f *fixture }
 
-func (a workerApplier) ApplyReports(_ context.Context, from Source, reports []edgeproto.WorkerReport) []error {
+func (a workerApplier) ApplyReports(_ context.Context, from reports.Source, batch []edgeproto.WorkerReport) []error {
 	f := a.f
 	f.mu.Lock()
 	f.calls++
 	call := f.calls
 	applyErr := f.applyErr
 	f.mu.Unlock()
-	return applyInOrder(len(reports), func(i int) error {
-		r := reports[i].Report
+	return reports.ApplyInOrder(len(batch), func(i int) error {
+		r := batch[i].Report
 		f.mu.Lock()
-		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: reports[i].Info.Owner().Kind})
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: batch[i].Info.Owner().Kind})
 		f.callOf[r.ID] = call
 		f.mu.Unlock()
 		if applyErr != nil {
@@ -280,7 +192,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
-	kubeObjs, sednaObjs := []runtime.Object{lcDaemonSet(testDaemonSetUID)}, []runtime.Object(nil)
+	kubeObjs, sednaObjs := []runtime.Object{edgehubtest.LCDaemonSet(testDaemonSetUID)}, []runtime.Object(nil)
 	for _, o := range objs {
 		switch o.(type) {
 		case *corev1.Pod, *corev1.Node, *corev1.ServiceAccount:
@@ -290,8 +202,8 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		}
 	}
 	f := &fixture{t: t, kube: kubefake.NewClientset(kubeObjs...), sedna: sednafake.NewSimpleClientset(sednaObjs...), callOf: map[uint64]int{}}
-	f.kube.PrependReactor("create", "tokenreviews", reviewTokens)
-	f.kube.PrependReactor("get", "nodes", getNodes)
+	f.kube.PrependReactor("create", "tokenreviews", edgehubtest.ReviewTokens)
+	f.kube.PrependReactor("get", "nodes", edgehubtest.GetNodes)
 	f.kube.PrependReactor("get", "pods", getLocalControllerPods(f.kube.Tracker()))
 
 	// The fake clientset's watch starts after the informer's list; wait for
@@ -318,10 +230,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	})
 
 	applier := workerApplier{f}
-	appliers := Appliers{Workers: map[string]ReportApplier{
+	appliers := reports.Appliers{Workers: map[string]reports.ReportApplier{
 		"FederatedLearningJob":  applier,
 		"JointInferenceService": applier,
-	}, Datasets: datasetApplierFunc(func(_ context.Context, from Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+	}, Datasets: datasetApplierFunc(func(_ context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: d.Ref().Kind})
@@ -384,8 +296,8 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 // wants it to hold says in its Hello.
 func (f *fixture) inventory(node string) []edgeproto.ObjectVersion {
 	var inv []edgeproto.ObjectVersion
-	for ref, d := range f.hub.desired(node) {
-		inv = append(inv, d.objectVersion(ref))
+	for ref, d := range f.hub.sets.Of(node) {
+		inv = append(inv, d.ObjectVersion(ref))
 	}
 	return inv
 }
@@ -465,7 +377,7 @@ func (f *fixture) connect(node string, hello *edgeproto.Hello) *client {
 // open dials as node and reads what comes.
 func (f *fixture) open(node string) *client {
 	f.t.Helper()
-	conn, resp, err := f.dial(jwtWith("token-"+node, nil))
+	conn, resp, err := f.dial(edgehubtest.JWT("token-"+node, nil))
 	if err != nil {
 		f.t.Fatalf("dialing as %s: %v (response %v)", node, err, resp)
 	}

@@ -10,18 +10,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -36,6 +32,10 @@ import (
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -49,48 +49,32 @@ type Hub struct {
 	// kinds are the kinds of object the hub sends, byName by API kind.
 	kinds  []*kind
 	byName map[string]*kind
-	// pods are the GlobalManager's worker pods (the children cache).
-	pods cache.SharedIndexInformer
-	// chain finds a pod's object through its controllers (IsWorkerPod).
-	chain  common.WorkerChain
+	// sets compute each node's desired set (package desired), from the
+	// kinds' informers and the GlobalManager's worker pods.
+	sets   *desired.Sets
 	synced []cache.InformerSynced
-	auth   *authenticator
-	// lcPods watch the Pods of the accepted ServiceAccounts, so that a
-	// connection ends when its Pod is deleted. The hub runs them itself.
-	lcPods []cache.SharedIndexInformer
-	// lcAccounts watch the accepted ServiceAccounts, for the hub's own
-	// verification of tokens (verifyLocally); none when every token is
-	// reviewed.
-	lcAccounts []cache.SharedIndexInformer
-	// lcDaemonSet watches the LocalControllers' DaemonSet alone, which must
-	// control a LocalController's Pod (daemonset.go).
-	lcDaemonSet cache.SharedIndexInformer
-	// edgeNodes are the nodes the node selector picks, their labels only:
-	// a connection's node is checked here, not with a read of the API
-	// server each (a reconnect storm of every node would double its load).
-	edgeNodes cache.SharedIndexInformer
-	appliers  map[string]ReportApplier
-	datasets  DatasetApplier
-	recorder  record.EventRecorder
-	metrics   *metrics
-	cfg       Config
-	links     *links
-	// turns bound the lanes of reports applying at once (reports.go).
-	turns *writeTurns
+	// auth says who may connect, and watches what admitted them (package
+	// auth); the hub runs its informers itself.
+	auth     *auth.Authenticator
+	appliers map[string]reports.ReportApplier
+	datasets reports.DatasetApplier
+	recorder record.EventRecorder
+	metrics  *metrics
+	cfg      Config
+	links    *links.Writer
+	// turns bound the lanes of reports applying at once (package reports).
+	turns *reports.Turns
 	// confirmer has the tokens the hub accepted itself reviewed after the
-	// fact (confirm.go).
-	confirmer *confirmer
+	// fact (auth/confirm.go).
+	confirmer *auth.Confirmer
 	// conditions writes the EdgeSynced condition of objects that cannot be
 	// sent.
 	conditions *conditionWriter
-	// addresses count the refusals by client address (addresslimit.go),
-	// refusals logs them at a bounded rate (refusallog.go).
-	addresses *addressLimiter
-	refusals  *refusalLog
+	// addresses count the refusals by client address (auth/addresslimit.go),
+	// refusals logs them at a bounded rate (auth/refusallog.go).
+	addresses *auth.AddressLimiter
+	refusals  *auth.RefusalLog
 	upgrader  websocket.Upgrader
-
-	// digests are the objects' digests, by UID (see encode.go).
-	digests digestCache
 
 	mu       sync.RWMutex
 	sessions map[string]*session // by node
@@ -128,13 +112,13 @@ type WorkerCaches struct {
 // that travel to the edge, and to the caches of the GlobalManager's
 // children (workers); it adds its indexes and event handlers,
 // so it must be called before the factories start, and starts nothing.
-// Reports go to appliers (see Appliers); events about objects (one that
+// Reports go to appliers (see reports.Appliers); events about objects (one that
 // cannot be sent to a node) go to recorder, and the EdgeSynced condition of
 // such an object is written with client. Metrics are registered with reg
 // when it is not nil.
 func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclient.Interface,
 	informers nereidinformers.SharedInformerFactory, table []*kinds.Kind, workers WorkerCaches,
-	appliers Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
+	appliers reports.Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("edge hub configuration: %w", err)
@@ -144,19 +128,14 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 		return nil, fmt.Errorf("registering edge hub metrics: %w", err)
 	}
 	h := newHub(kubeClient, edgeKinds(table, client, informers), workers.Pods.Informer(), appliers, recorder, m, cfg)
-	if err := h.addIndexers(); err != nil {
+	if err := h.sets.AddIndexers(); err != nil {
 		return nil, err
 	}
-	if err := h.watchLocalControllerPods(); err != nil {
+	if err := h.auth.Watch(auth.Hooks{PodGone: h.podGone, PodControllerChanged: h.podControllerChanged,
+		ServiceAccountChanged: h.serviceAccountChanged, NodeLeft: h.nodeLeft, DaemonSetChanged: h.daemonSetChanged}); err != nil {
 		return nil, err
 	}
-	if err := h.watchEdgeNodes(); err != nil {
-		return nil, err
-	}
-	if err := h.watchDaemonSet(); err != nil {
-		return nil, err
-	}
-	if err := h.registerKeysGauge(reg); err != nil {
+	if err := h.auth.RegisterKeysGauge(reg); err != nil {
 		return nil, err
 	}
 	if err := h.watchKinds(); err != nil {
@@ -172,19 +151,18 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 }
 
 // newHub is a hub and its parts, watching nothing yet.
-func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.SharedIndexInformer, appliers Appliers,
+func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.SharedIndexInformer, appliers reports.Appliers,
 	recorder record.EventRecorder, m *metrics, cfg Config) *Hub {
 	h := &Hub{
 		client:   kubeClient,
 		kinds:    edgeKinds,
 		byName:   make(map[string]*kind),
-		pods:     pods,
-		appliers: make(map[string]ReportApplier, len(appliers.Workers)),
+		appliers: make(map[string]reports.ReportApplier, len(appliers.Workers)),
 		datasets: appliers.Datasets,
 		recorder: recorder,
 		metrics:  m,
 		cfg:      cfg,
-		turns:    newWriteTurns(cfg.ReportWrites, m.lanesWaiting),
+		turns:    reports.NewTurns(cfg.ReportWrites, m.lanesWaiting),
 		// A connection holds a write buffer only while it writes (most of
 		// thousands of connections are idle at any time), and a small read
 		// buffer of its own rather than the HTTP server's 4 KiB: TLS
@@ -196,60 +174,48 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 		clock:    cfg.clock,
 		ready:    make(chan struct{}),
 	}
+	sent := make([]*desired.Kind, 0, len(h.kinds))
 	for _, k := range h.kinds {
-		h.byName[k.name] = k
+		h.byName[k.Name] = k
+		sent = append(sent, k.Kind)
 	}
+	h.sets = desired.NewSets(sent, pods)
 	for kind, a := range appliers.Workers {
 		if a != nil {
 			h.appliers[kind] = a
 		}
 	}
 	h.conditions = newConditionWriter(h)
-	h.addresses = newAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
-	h.refusals = newRefusalLog(h.clock)
-	h.links = newLinks(kubeClient, cfg, h.clock)
-	h.auth = newAuthenticator(kubeClient, cfg, h.clock)
-	h.auth.verified, h.auth.reviewed = m.tokenVerified, m.tokenReviewed
-	h.confirmer = newConfirmer(h.auth, m, h.clock)
+	h.addresses = auth.NewAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
+	h.refusals = auth.NewRefusalLog(h.clock)
+	h.links = links.New(links.Config{Client: kubeClient, Namespace: cfg.Namespace, Period: cfg.LeaseUpdatePeriod, Rate: cfg.LeaseWriteRate,
+		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) }})
+	h.auth = auth.New(cfg.authConfig(kubeClient, m))
+	h.confirmer = auth.NewConfirmer(h.auth, func(result string) { m.tokensConfirmed.WithLabelValues(result).Inc() }, h.clock)
 	return h
-}
-
-// registerKeysGauge registers with reg, when both are set, the gauge of the
-// token issuer's keys the hub holds.
-func (h *Hub) registerKeysGauge(reg prometheus.Registerer) error {
-	if reg == nil || h.auth.keys == nil {
-		return nil
-	}
-	keys := h.auth.keys
-	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
-		Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
-		func() float64 { return float64(keys.count()) })); err != nil {
-		return fmt.Errorf("registering edge hub metrics: %w", err)
-	}
-	return nil
 }
 
 // watchKinds marks dirty the nodes an object of a kind the hub sends was or
 // is for, as it comes, changes on the edge's side, or goes.
 func (h *Hub) watchKinds() error {
 	for _, k := range h.kinds {
-		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { h.markDirty(h.affectedNodes(k, obj)) },
+		reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { h.markDirty(h.sets.AffectedNodes(k.Kind, obj)) },
 			UpdateFunc: func(oldObj, newObj any) {
-				if h.digests.sameOnEdge(k, oldObj, newObj) {
+				if h.sets.Digests().SameOnEdge(k.Kind, oldObj, newObj) {
 					return // a status write: nothing the edge uses changed
 				}
-				h.markDirty(append(h.affectedNodes(k, oldObj), h.affectedNodes(k, newObj)...))
+				h.markDirty(append(h.sets.AffectedNodes(k.Kind, oldObj), h.sets.AffectedNodes(k.Kind, newObj)...))
 			},
 			DeleteFunc: func(obj any) {
-				h.digests.forget(obj)
-				h.markDirty(h.affectedNodes(k, obj))
+				h.sets.Digests().Forget(obj)
+				h.markDirty(h.sets.AffectedNodes(k.Kind, obj))
 			},
 		})
 		if err != nil {
 			return fmt.Errorf("adding edge hub event handler: %w", err)
 		}
-		h.synced = append(h.synced, k.informer.HasSynced, reg.HasSynced)
+		h.synced = append(h.synced, k.Informer.HasSynced, reg.HasSynced)
 	}
 	return nil
 }
@@ -258,21 +224,22 @@ func (h *Hub) watchKinds() error {
 // node, or leaves it: that changes what the node's LocalController is sent,
 // its owner and its workers' names.
 func (h *Hub) watchWorkerPods() error {
-	reg, err := h.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
+	pods := h.sets.Pods()
+	reg, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { h.markDirty(desired.PodNodes(nil, obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
 			if o.Spec.NodeName != n.Spec.NodeName || o.Labels[common.LabelOwnerUID] != n.Labels[common.LabelOwnerUID] ||
-				!sameController(o, n) || !slices.Equal(workerIPs(o), workerIPs(n)) {
-				h.markDirty(podNodes(oldObj, newObj))
+				!sameController(o, n) || !slices.Equal(desired.WorkerIPs(o), desired.WorkerIPs(n)) {
+				h.markDirty(desired.PodNodes(oldObj, newObj))
 			}
 		},
-		DeleteFunc: func(obj any) { h.markDirty(podNodes(nil, obj)) },
+		DeleteFunc: func(obj any) { h.markDirty(desired.PodNodes(nil, obj)) },
 	})
 	if err != nil {
 		return fmt.Errorf("adding edge hub pod handler: %w", err)
 	}
-	h.synced = append(h.synced, h.pods.HasSynced, reg.HasSynced)
+	h.synced = append(h.synced, pods.HasSynced, reg.HasSynced)
 	return nil
 }
 
@@ -286,14 +253,14 @@ func (h *Hub) followWorkerChain(workers WorkerCaches) error {
 		if err := h.watchChainLink(inf); err != nil {
 			return err
 		}
-		h.chain.ReplicaSets = inf.GetIndexer()
+		h.sets.FollowReplicaSets(inf.GetIndexer())
 	}
 	if workers.Deployments != nil {
 		inf := workers.Deployments.Informer()
 		if err := h.watchChainLink(inf); err != nil {
 			return err
 		}
-		h.chain.Deployments = inf.GetIndexer()
+		h.sets.FollowDeployments(inf.GetIndexer())
 	}
 	return nil
 }
@@ -336,185 +303,23 @@ func (h *Hub) chainNodes(obj any) []string {
 		return nil
 	}
 	owner := &metav1.ObjectMeta{Namespace: o.GetNamespace(), UID: types.UID(o.GetLabels()[common.LabelOwnerUID])}
-	pods, _ := common.ListOwned[*corev1.Pod](h.pods.GetIndexer(), owner) // the index is the hub's own (addIndexers)
+	pods, _ := common.ListOwned[*corev1.Pod](h.sets.Pods().GetIndexer(), owner) // the index is the hub's own (Sets.AddIndexers)
 	var nodes []string
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
+		if p.Spec.NodeName != "" && !desired.Contains(nodes, p.Spec.NodeName) {
 			nodes = append(nodes, p.Spec.NodeName)
 		}
 	}
 	return nodes
 }
 
-// watchLocalControllerPods makes one informer per accepted ServiceAccount,
-// over the Pods that run as it (a field selector, so no other Pod is
-// cached), keeping only their metadata.
-func (h *Hub) watchLocalControllerPods() error {
-	for _, sa := range h.cfg.ServiceAccounts {
-		ns, name, _ := strings.Cut(sa, "/")
-		inf := coreinformers.NewFilteredPodInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.serviceAccountName", name).String()
-		})
-		if err := inf.SetTransform(podMetadataOnly); err != nil {
-			return fmt.Errorf("watching LocalController pods: %w", err)
-		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(oldObj, newObj any) {
-				o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
-				if controllerUID(o) != controllerUID(n) {
-					h.podControllerChanged(n)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = tomb.Obj
-				}
-				if pod, ok := obj.(*corev1.Pod); ok {
-					h.podGone(pod.UID)
-				}
-			},
-		}); err != nil {
-			return fmt.Errorf("watching LocalController pods: %w", err)
-		}
-		h.lcPods = append(h.lcPods, inf)
-		h.auth.podCache = append(h.auth.podCache, inf.GetStore())
-	}
-	// The keys refuse junk even when every token is reviewed.
-	h.auth.keys = newIssuerKeys(h.client.CoreV1().RESTClient(), h.clock)
-	for _, sa := range h.cfg.ServiceAccounts {
-		ns, name, _ := strings.Cut(sa, "/")
-		inf := coreinformers.NewFilteredServiceAccountInformer(h.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		})
-		if err := inf.SetTransform(func(obj any) (any, error) {
-			if a, ok := obj.(*corev1.ServiceAccount); ok {
-				return &corev1.ServiceAccount{ObjectMeta: identifyingMeta(a.ObjectMeta)}, nil
-			}
-			return obj, nil
-		}); err != nil {
-			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
-		}
-		// A ServiceAccount deleted (or made again, another UID) ends the
-		// connections of its tokens, and takes the cached acceptances of
-		// its tokens with it.
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { h.serviceAccountChanged(sa, obj.(*corev1.ServiceAccount)) },
-			UpdateFunc: func(oldObj, newObj any) {
-				if o, n := oldObj.(*corev1.ServiceAccount), newObj.(*corev1.ServiceAccount); o.UID != n.UID || n.DeletionTimestamp != nil {
-					h.serviceAccountChanged(sa, n)
-				}
-			},
-			DeleteFunc: func(any) { h.serviceAccountChanged(sa, nil) },
-		}); err != nil {
-			return fmt.Errorf("watching LocalController ServiceAccounts: %w", err)
-		}
-		h.lcAccounts = append(h.lcAccounts, inf)
-		h.auth.accountCache = append(h.auth.accountCache, inf.GetStore())
-	}
-	return nil
-}
-
-// watchEdgeNodes caches the edge nodes' labels, for the authenticator.
-func (h *Hub) watchEdgeNodes() error {
-	h.edgeNodes = coreinformers.NewFilteredNodeInformer(h.client, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.LabelSelector = h.cfg.nodeSelector.String()
-	})
-	err := h.edgeNodes.SetTransform(func(obj any) (any, error) {
-		n, ok := obj.(*corev1.Node)
-		if !ok {
-			return obj, nil
-		}
-		meta := identifyingMeta(n.ObjectMeta)
-		meta.Labels = n.Labels
-		return &corev1.Node{ObjectMeta: meta}, nil
-	})
-	if err != nil {
-		return fmt.Errorf("watching edge nodes: %w", err)
-	}
-	// A node deleted, or whose labels no longer match (the watch of a
-	// label selector then sends a deletion), is no longer an edge node.
-	if _, err := h.edgeNodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, newObj any) {
-			if n := newObj.(*corev1.Node); !h.cfg.nodeSelector.Matches(labels.Set(n.Labels)) {
-				h.nodeLeft(n.Name)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if n, ok := obj.(*corev1.Node); ok {
-				h.nodeLeft(n.Name)
-			}
-		},
-	}); err != nil {
-		return fmt.Errorf("watching edge nodes: %w", err)
-	}
-	h.auth.nodes = h.edgeNodes.GetStore()
-	return nil
-}
-
-// watchDaemonSet caches the LocalControllers' DaemonSet, its identity only.
-// A DaemonSet made, deleted or made again takes the cached outcomes of
-// tokens with it, and the connections of its old Pods.
-func (h *Hub) watchDaemonSet() error {
-	ds := h.auth.daemonSet
-	h.lcDaemonSet = appsinformers.NewFilteredDaemonSetInformer(h.client, ds.Namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ds.Name).String()
-	})
-	err := h.lcDaemonSet.SetTransform(func(obj any) (any, error) {
-		if d, ok := obj.(*appsv1.DaemonSet); ok {
-			return &appsv1.DaemonSet{ObjectMeta: identifyingMeta(d.ObjectMeta)}, nil
-		}
-		return obj, nil
-	})
-	if err != nil {
-		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
-	}
-	if _, err := h.lcDaemonSet.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.daemonSetChanged(obj.(*appsv1.DaemonSet)) },
-		UpdateFunc: func(oldObj, newObj any) {
-			if o, n := oldObj.(*appsv1.DaemonSet), newObj.(*appsv1.DaemonSet); o.UID != n.UID || (n.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil) {
-				h.daemonSetChanged(n)
-			}
-		},
-		DeleteFunc: func(any) { h.daemonSetChanged(nil) },
-	}); err != nil {
-		return fmt.Errorf("watching the LocalControllers' DaemonSet: %w", err)
-	}
-	h.auth.daemonSets = h.lcDaemonSet.GetStore()
-	return nil
-}
-
-// podMetadataOnly keeps of a cached Pod only what identifies it, and its
-// controller reference.
-func podMetadataOnly(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	meta := identifyingMeta(pod.ObjectMeta)
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		meta.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	return &corev1.Pod{ObjectMeta: meta}, nil
-}
-
-// identifyingMeta is what of an object's metadata identifies it, for a
-// cache that keeps no more.
-func identifyingMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp}
-}
-
 // podGone ends the connections of a deleted LocalController Pod: its token
 // no longer proves anything.
 func (h *Hub) podGone(uid types.UID) {
-	h.auth.forgetPod(uid)
 	var gone []*session
 	h.mu.RLock()
 	for _, s := range h.sessions {
-		if s.id.podUID == uid {
+		if s.id.PodUID == uid {
 			gone = append(gone, s)
 		}
 	}
@@ -562,12 +367,12 @@ func (h *Hub) Run(ctx context.Context) error {
 
 	go h.conditions.run(ctx)
 	go h.runReach(ctx)
-	go h.refusals.run(ctx)
+	go h.refusals.Run(ctx)
 	leasesCtx, stopLeases := context.WithCancel(ctx)
 	leasesDone := make(chan struct{})
 	go func() {
 		defer close(leasesDone)
-		h.links.run(leasesCtx)
+		h.links.Run(leasesCtx)
 	}()
 
 	labeled, err := h.serve(ctx, ln, srv)
@@ -581,30 +386,17 @@ func (h *Hub) Run(ctx context.Context) error {
 	return err
 }
 
-// startCaches starts the caches the hub runs itself and returns those Run
-// waits for: not the accepted ServiceAccounts', which only the hub's own
-// verification of tokens needs: until they are read (or if they cannot
-// be), tokens are reviewed.
+// startCaches starts the caches the hub runs itself (the authenticator's,
+// and the reads of the issuer's keys) and returns those Run waits for.
 func (h *Hub) startCaches(ctx context.Context) []cache.InformerSynced {
-	synced := append([]cache.InformerSynced(nil), h.synced...)
-	for _, inf := range append([]cache.SharedIndexInformer{h.edgeNodes, h.lcDaemonSet}, h.lcPods...) {
-		go inf.Run(ctx.Done())
-		synced = append(synced, inf.HasSynced)
-	}
-	for _, inf := range h.lcAccounts {
-		go inf.Run(ctx.Done())
-	}
-	return synced
+	return append(append([]cache.InformerSynced(nil), h.synced...), h.auth.Start(ctx)...)
 }
 
-// startAuthLoops starts what keeps the authentication current: the reads of
-// the issuer's keys, the confirmation of tokens the hub accepted itself,
-// and the rechecks of open connections.
+// startAuthLoops starts what keeps the authentication current: the
+// confirmation of tokens the hub accepted itself, and the rechecks of open
+// connections.
 func (h *Hub) startAuthLoops(ctx context.Context) {
-	if h.auth.keys != nil {
-		go h.auth.keys.run(ctx)
-	}
-	go h.confirmer.run(ctx) // idle while every token is reviewed
+	go h.confirmer.Run(ctx) // idle while every token is reviewed
 	go h.runRechecks(ctx)
 }
 
@@ -683,7 +475,7 @@ func (h *Hub) shutdown(ctx context.Context, srv *http.Server, labeled bool) {
 	stopping.Wait()
 	_ = srv.Shutdown(shutdownCtx) // hijacked connections are not its
 	h.conns.Wait()
-	h.links.writeDue(shutdownCtx, true)
+	h.links.WriteDue(shutdownCtx, true)
 	if labeled {
 		if uerr := SetServing(shutdownCtx, h.client, h.cfg.Pod, false); uerr != nil {
 			klog.FromContext(ctx).Error(uerr, "Cannot take the serving label off the GlobalManager's Pod; it is taken off when it starts again")
@@ -711,7 +503,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		h.refuse(ctx, r, &authError{status: http.StatusServiceUnavailable, metric: refusedShuttingDown, reason: "the GlobalManager is shutting down"}, w)
+		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusServiceUnavailable, Metric: auth.RefusedShuttingDown, Reason: "the GlobalManager is shutting down"}, w)
 		return
 	}
 	h.conns.Add(1)
@@ -725,27 +517,27 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 
 	// An address that sent bad tokens in a loop is refused before its token
 	// is read.
-	if after, blocked := h.addresses.blocked(r.RemoteAddr); blocked {
-		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooManyRefusals, retryAfter: after,
-			reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
+	if after, blocked := h.addresses.Blocked(r.RemoteAddr); blocked {
+		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusTooManyRequests, Metric: auth.RefusedTooManyRefusals, RetryAfter: after,
+			Reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
 				h.cfg.MaxRefusalsPerAddress, after)}, w)
 		return
 	}
-	id, aerr := h.auth.authenticate(r.Context(), r)
+	id, aerr := h.auth.Authenticate(r.Context(), r)
 	if aerr != nil {
-		if aerr.cacheable() {
-			h.addresses.refused(r.RemoteAddr)
+		if aerr.Cacheable() {
+			h.addresses.Refused(r.RemoteAddr)
 		}
 		h.refuse(ctx, r, aerr, w)
 		return
 	}
-	node := id.node
-	logger = logger.WithValues("node", node, "pod", id.pod.String())
+	node := id.Node
+	logger = logger.WithValues("node", node, "pod", id.Pod.String())
 	if after, ok := h.connectAllowed(node); !ok {
 		// Each connection costs a Lease write and its hello's difference:
 		// a node connecting in a loop must not cost more than its share.
-		h.refuse(ctx, r, &authError{status: http.StatusTooManyRequests, metric: refusedTooOften, retryAfter: after,
-			reason: fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery)}, w)
+		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusTooManyRequests, Metric: auth.RefusedTooOften, RetryAfter: after,
+			Reason: fmt.Sprintf("node %s connects too often: at most %d connections at once, then one every %s", node, connectBurst, connectEvery)}, w)
 		return
 	}
 	conn, err := h.upgrader.Upgrade(w, r, nil)
@@ -759,7 +551,7 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 	// (its buffers, the request and its headers, a stack grown by the TLS
 	// handshake), which thousands of long-lived connections would keep.
 	handedOn = true
-	token := bearerToken(r) // checked again while the connection lasts (recheck.go)
+	token := auth.BearerToken(r) // checked again while the connection lasts (recheck.go)
 	go func() {
 		defer h.conns.Done()
 		h.serveConn(ctx, logger, id, token, conn)
@@ -767,17 +559,17 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 // refuse answers r with the refusal, counts it and logs it, at a bounded
-// rate (refusallog.go).
-func (h *Hub) refuse(ctx context.Context, r *http.Request, aerr *authError, w http.ResponseWriter) {
-	h.metrics.refuse(aerr.metric)
-	h.refusals.refused(klog.FromContext(ctx), aerr.metric, refusedConn{remote: r.RemoteAddr, status: aerr.status, reason: aerr.reason, err: aerr.err})
-	if aerr.status == http.StatusUnauthorized {
+// rate (auth/refusallog.go).
+func (h *Hub) refuse(ctx context.Context, r *http.Request, aerr *auth.Refusal, w http.ResponseWriter) {
+	h.metrics.refuse(aerr.Metric)
+	h.refusals.Refused(klog.FromContext(ctx), aerr.Metric, auth.RefusedConn{Remote: r.RemoteAddr, Status: aerr.Status, Reason: aerr.Reason, Err: aerr.Err})
+	if aerr.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nereid-edgehub"`)
 	}
-	if aerr.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(aerr.retryAfter))
+	if aerr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(aerr.RetryAfter))
 	}
-	http.Error(w, aerr.reason, aerr.status)
+	http.Error(w, aerr.Reason, aerr.Status)
 }
 
 // A node may connect connectBurst times at once, then once every
@@ -822,8 +614,8 @@ var httpIdleTimeout = 30 * time.Second
 // serveConn reads the Hello of an authenticated connection and runs its
 // session, after the one it replaces has fully stopped. A token the hub
 // verified itself is confirmed by a review meanwhile.
-func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, token string, conn *websocket.Conn) {
-	node := id.node
+func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *auth.Identity, token string, conn *websocket.Conn) {
+	node := id.Node
 	// One connection of a node reads its Hello at a time: a newer one
 	// closes the older, as a newer session replaces an older one.
 	h.mu.Lock()
@@ -857,9 +649,9 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	if cerr == nil && hello.Node != node {
 		cerr = &closeError{code: websocket.ClosePolicyViolation,
 			reason: fmt.Sprintf("hello claims node %s but the token is bound to node %s", edgeproto.ClipName(hello.Node), node)}
-		h.metrics.refuse(refusedNodeMismatch)
+		h.metrics.refuse(auth.RefusedNodeMismatch)
 	} else if cerr != nil {
-		h.metrics.refuse(refusedNoHello)
+		h.metrics.refuse(auth.RefusedNoHello)
 	}
 	if cerr != nil {
 		logger.Info("Refused an edge connection", "reason", cerr.reason, "err", cerr.err)
@@ -883,12 +675,12 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 	// hello at once are recorded in the order they replace each other:
 	// the older's Lease and token confirmation never come after the
 	// newer's (the older's end would then forget the newer's token).
-	h.links.connected(s) // before prev ends, so that its end is not taken for a disconnect
-	if id.byHub {
-		h.confirmer.add(s, token)
+	s.link = h.links.Connected(node, hello.Store) // before prev ends, so that its end is not taken for a disconnect
+	if id.ByHub {
+		h.confirmer.Add(s, token)
 	}
 	h.mu.Unlock()
-	if h.auth.podDeleted(id.podUID) {
+	if h.auth.PodDeleted(id.PodUID) {
 		// Deleted between the review and the hello: podGone did not see
 		// this session yet.
 		s.revokePodDeleted()
@@ -911,8 +703,8 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *identity, t
 		h.metrics.connectedNodes.Set(float64(len(h.sessions)))
 	}
 	h.mu.Unlock()
-	h.links.disconnected(s)
-	h.confirmer.forget(s)
+	h.links.Disconnected(s.link)
+	h.confirmer.Forget(s)
 	close(s.done)
 	logger.Info("Edge node disconnected")
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorilla/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,23 +35,27 @@ import (
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // edgeObjects are a dataset, a joint inference service with its two models
 // and a federated job with its model on edge-a, and a federated job on edge-b.
 func edgeObjects() []runtime.Object {
-	d := dataset("data-a", "edge-a")
+	d := edgehubtest.Dataset("data-a", "edge-a")
 	d.ResourceVersion = "10"
-	small, big := model("ji-a-small"), model("ji-a-big")
+	small, big := edgehubtest.Model("ji-a-small"), edgehubtest.Model("ji-a-big")
 	small.ResourceVersion, big.ResourceVersion = "20", "21"
-	ji := jointService("ji-a", "edge-a", "cloud")
+	ji := edgehubtest.JointService("ji-a", "edge-a", "cloud")
 	ji.ResourceVersion, ji.UID = "30", "uid-ji-a"
-	fl := federatedJob("fl-a", "cloud", "edge-a")
+	fl := edgehubtest.FederatedJob("fl-a", "cloud", "edge-a")
 	fl.ResourceVersion, fl.UID = "40", "uid-fl-a"
-	flModel := model("fl-a-model")
+	flModel := edgehubtest.Model("fl-a-model")
 	flModel.ResourceVersion = "41"
-	other := federatedJob("fl-b", "cloud", "edge-b")
+	other := edgehubtest.FederatedJob("fl-b", "cloud", "edge-b")
 	other.ResourceVersion = "50"
 	return []runtime.Object{d, small, big, ji, fl, flModel, other}
 }
@@ -127,19 +130,19 @@ func TestOnlyALocalControllerOnAnEdgeNodeIsUpgraded(t *testing.T) {
 		wantBody   string
 		wantReason string
 	}{
-		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token", wantReason: refusedNoToken},
-		"not a JWT":               {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "not a ServiceAccount token", wantReason: refusedInvalidToken},
-		"an invalid token":        {token: jwtWith("forged", nil), wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: refusedInvalidToken},
-		"a token bound to no pod": {token: jwtWith("token-unbound", nil), wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: refusedNoNode},
-		"another ServiceAccount's pod on an edge node": {token: jwtWith("token-other-edge-a", nil), wantStatus: http.StatusForbidden,
-			wantBody: "is not a LocalController", wantReason: refusedNotLocalController},
-		"a LocalController on a cloud node": {token: jwtWith("token-cloud-0", nil), wantStatus: http.StatusForbidden,
-			wantBody: "node cloud-0 is not an edge node", wantReason: refusedNotEdgeNode},
-		"a LocalController on no node": {token: jwtWith("token-gone", nil), wantStatus: http.StatusForbidden,
-			wantBody: "node gone does not exist", wantReason: refusedNotEdgeNode},
+		"no token":                {token: "", wantStatus: http.StatusUnauthorized, wantBody: "bearer token", wantReason: auth.RefusedNoToken},
+		"not a JWT":               {token: "forged", wantStatus: http.StatusUnauthorized, wantBody: "not a ServiceAccount token", wantReason: auth.RefusedInvalidToken},
+		"an invalid token":        {token: edgehubtest.JWT("forged", nil), wantStatus: http.StatusUnauthorized, wantBody: "invalid bearer token", wantReason: auth.RefusedInvalidToken},
+		"a token bound to no pod": {token: edgehubtest.JWT("token-unbound", nil), wantStatus: http.StatusForbidden, wantBody: "not bound to a Pod", wantReason: auth.RefusedNoNode},
+		"another ServiceAccount's pod on an edge node": {token: edgehubtest.JWT("token-other-edge-a", nil), wantStatus: http.StatusForbidden,
+			wantBody: "is not a LocalController", wantReason: auth.RefusedNotLocalController},
+		"a LocalController on a cloud node": {token: edgehubtest.JWT("token-cloud-0", nil), wantStatus: http.StatusForbidden,
+			wantBody: "node cloud-0 is not an edge node", wantReason: auth.RefusedNotEdgeNode},
+		"a LocalController on no node": {token: edgehubtest.JWT("token-gone", nil), wantStatus: http.StatusForbidden,
+			wantBody: "node gone does not exist", wantReason: auth.RefusedNotEdgeNode},
 		"a LocalController's token for the API server": {
-			token:      jwtWith("token-edge-a", map[string]any{"aud": []string{"https://kubernetes.default.svc.cluster.local"}}),
-			wantStatus: http.StatusUnauthorized, wantBody: `the hub takes only tokens with audience "nereid-edgehub"`, wantReason: refusedWrongAudience},
+			token:      edgehubtest.JWT("token-edge-a", map[string]any{"aud": []string{"https://kubernetes.default.svc.cluster.local"}}),
+			wantStatus: http.StatusUnauthorized, wantBody: `the hub takes only tokens with audience "nereid-edgehub"`, wantReason: auth.RefusedWrongAudience},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -176,7 +179,7 @@ func TestATokenIsReviewedOnceWhileItsOutcomeIsFresh(t *testing.T) {
 		return n
 	}
 	for range 5 {
-		if conn, _, err := f.dial(jwtWith("forged", nil)); err == nil {
+		if conn, _, err := f.dial(edgehubtest.JWT("forged", nil)); err == nil {
 			conn.Close()
 			t.Fatal("a forged token was upgraded")
 		}
@@ -209,7 +212,7 @@ func holdReview(f *fixture) (release func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if conn, _, err := f.dial(jwtWith("token-slow", nil)); err == nil {
+		if conn, _, err := f.dial(edgehubtest.JWT("token-slow", nil)); err == nil {
 			conn.Close()
 		}
 	}()
@@ -225,7 +228,7 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	cfg.MaxConcurrentReviews, cfg.ReviewQueueTimeout = 1, 200*time.Millisecond
 	f := newFixture(t, cfg)
 	release := holdReview(f)
-	conn, resp, err := f.dial(jwtWith("token-edge-a", nil))
+	conn, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
 	if err == nil {
 		conn.Close()
 		t.Fatal("a connection beyond the bound was reviewed at once")
@@ -233,7 +236,7 @@ func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("got %v %v, want 503 with Retry-After", resp, err)
 	}
-	if got := f.metric("connections_refused_total", "reason", refusedBusy); got != 1 {
+	if got := f.metric("connections_refused_total", "reason", auth.RefusedBusy); got != 1 {
 		t.Errorf("connections_refused_total{reason=busy} = %v, want 1", got)
 	}
 	release()
@@ -266,49 +269,9 @@ func TestAConnectionFromACachedEdgeNodeReadsNoNode(t *testing.T) {
 	}
 }
 
-// Connections told to come back are given turns spread over the time the
-// reviews take to serve them, never past BackoffMax.
-func TestRetryAfterSpreadsTheRefusedOverTheReviewsTime(t *testing.T) {
-	var p retryPlanner
-	now := time.Unix(1000, 0)
-	// Before any review: 100ms a review, 64 at a time.
-	if got := p.after(now, 0, 64); got != 1 {
-		t.Errorf("first turn with nothing waiting = %ds, want 1", got)
-	}
-	p = retryPlanner{}
-	p.reviewed(640 * time.Millisecond) // 64 slots: 100 connections a second
-	// 1,024 wait: the first refused comes back after them, ~10.25s.
-	if got := p.after(now, 1024, 64); got != 11 {
-		t.Errorf("turn after 1024 waiting = %ds, want 11", got)
-	}
-	// The next 1,000 refused at the same moment are spread 10ms apart.
-	var last int
-	for i := range 1000 {
-		got := p.after(now, 1024, 64)
-		if got < last {
-			t.Fatalf("turn %d = %ds, before the one given earlier (%ds)", i, got, last)
-		}
-		last = got
-	}
-	if last != 21 {
-		t.Errorf("the 1001st refused's turn = %ds, want 21 (1024 waiting + 1001 turns, 10ms each)", last)
-	}
-	// Past 30s every turn is BackoffMax.
-	for range 2000 {
-		last = p.after(now, 1024, 64)
-	}
-	if last != maxRetryAfter {
-		t.Errorf("turn far ahead = %ds, want %d", last, maxRetryAfter)
-	}
-	// Once the turns given have passed, a refusal starts from the queue again.
-	if got := p.after(now.Add(time.Minute), 0, 64); got != 1 {
-		t.Errorf("turn with nothing waiting, long after = %ds, want 1", got)
-	}
-}
-
 func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
-	pod := lcPod("edge-a")
+	pod := edgehubtest.LCPod("edge-a")
 	if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +294,7 @@ func TestConnectionEndsWhenItsPodIsDeleted(t *testing.T) {
 		}
 		break
 	}
-	if got := f.metric("connections_revoked_total", "reason", revokedPodDeleted); got != 1 {
+	if got := f.metric("connections_revoked_total", "reason", auth.RevokedPodDeleted); got != 1 {
 		t.Errorf("connections_revoked_total{reason=pod_deleted} = %v, want 1", got)
 	}
 }
@@ -349,8 +312,8 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	f.hub.mu.Lock()
 	sa, sb := f.hub.sessions["edge-a"], f.hub.sessions["edge-b"]
 	f.hub.mu.Unlock()
-	f.hub.confirmer.add(sa, "token-edge-c")
-	f.hub.confirmer.add(sb, "token-edge-b")
+	f.hub.confirmer.Add(sa, "token-edge-c")
+	f.hub.confirmer.Add(sb, "token-edge-b")
 	for {
 		_, err := ca.recv(5 * time.Second)
 		if err == nil {
@@ -368,13 +331,13 @@ func TestConnectionEndsWhenTheReviewOfItsTokenRefusesIt(t *testing.T) {
 	if got := f.metric("tokens_confirmed_total", "result", "refused"); got != 1 {
 		t.Errorf("tokens_confirmed_total{result=refused} = %v, want 1", got)
 	}
-	if got := f.metric("connections_revoked_total", "reason", revokedTokenRefused); got != 1 {
+	if got := f.metric("connections_revoked_total", "reason", auth.RevokedTokenRefused); got != 1 {
 		t.Errorf("connections_revoked_total{reason=token_review_refused} = %v, want 1", got)
 	}
 	if sb.ctx.Err() != nil {
 		t.Error("edge-b's session ended though the review confirmed its token")
 	}
-	if !f.hub.auth.mustReview(sa.id.podUID) || f.hub.auth.mustReview(sb.id.podUID) {
+	if !f.hub.auth.MustReview(sa.id.PodUID) || f.hub.auth.MustReview(sb.id.PodUID) {
 		t.Error("want edge-a's Pod, and only it, to have its tokens reviewed before they are accepted from now on")
 	}
 }
@@ -387,7 +350,7 @@ func TestConnectionEndsWhenItsTokenExpires(t *testing.T) {
 	// Within recheckPeriod, so that no recheck runs meanwhile.
 	const lifetime = 10 * time.Second
 	expiry := clk.Now().Add(lifetime)
-	token := jwtWith("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": expiry.Unix()})
+	token := edgehubtest.JWT("token-edge-a", map[string]any{"aud": []string{DefaultTokenAudience}, "exp": expiry.Unix()})
 	conn, _, err := f.dial(token)
 	if err != nil {
 		t.Fatal(err)
@@ -637,8 +600,8 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 // ji-a on edge-a, w-fl-b of fl-b on edge-b; and w-forged on edge-a, with
 // fl-a's label but no controller.
 func workers() []runtime.Object {
-	return []runtime.Object{workerPod("w-fl", "uid-fl-a", "edge-a"), workerPod("w-ji", "uid-ji-a", "edge-a"), workerPod("w-fl-b", "uid-fl-b", "edge-b"),
-		forgedPod("w-forged", "uid-fl-a", "edge-a")}
+	return []runtime.Object{edgehubtest.WorkerPod("w-fl", "uid-fl-a", "edge-a"), edgehubtest.WorkerPod("w-ji", "uid-ji-a", "edge-a"), edgehubtest.WorkerPod("w-fl-b", "uid-fl-b", "edge-b"),
+		edgehubtest.ForgedPod("w-forged", "uid-fl-a", "edge-a")}
 }
 
 func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
@@ -718,14 +681,14 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		got := []string{lease.Labels[LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[AnnotationLink],
-			lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore], lease.Annotations[AnnotationUnackedObjects]}
+		got := []string{lease.Labels[links.LabelEdgeNode], *lease.Spec.HolderIdentity, lease.Annotations[links.AnnotationLink],
+			lease.Annotations[links.AnnotationLastReportID], lease.Annotations[links.AnnotationReportStore], lease.Annotations[links.AnnotationUnackedObjects]}
 		want := []string{"edge-a", "edge-a", "connected", "13", testStore, "0"}
 		return slices.Equal(got, want) && lease.Spec.RenewTime != nil, nil
 	})
-	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: LabelEdgeNode})
+	leases, err := f.kube.CoordinationV1().Leases(hubNS).List(t.Context(), metav1.ListOptions{LabelSelector: links.LabelEdgeNode})
 	if err != nil || len(leases.Items) != 1 {
-		t.Errorf("leases labelled %s: %v (%v), want edge-a's", LabelEdgeNode, leases, err)
+		t.Errorf("leases labelled %s: %v (%v), want edge-a's", links.LabelEdgeNode, leases, err)
 	}
 	c.conn.Close()
 	testwait.Eventually(t, 5*time.Second, "edge-a's Lease to say it is disconnected", func(context.Context) (bool, error) {
@@ -733,7 +696,7 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		return lease.Annotations[AnnotationLink] == LinkDisconnected, nil
+		return lease.Annotations[links.AnnotationLink] == links.LinkDisconnected, nil
 	})
 }
 
@@ -746,11 +709,11 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	leaseSays := func(wantID, wantStore string) {
 		t.Helper()
 		testwait.Eventually(t, 5*time.Second, "edge-a's Lease to name the last report and its store", func(context.Context) (bool, error) {
-			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+			lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), links.LeaseName("edge-a"), metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
-			got := []string{lease.Annotations[AnnotationLastReportID], lease.Annotations[AnnotationReportStore]}
+			got := []string{lease.Annotations[links.AnnotationLastReportID], lease.Annotations[links.AnnotationReportStore]}
 			want := []string{wantID, wantStore}
 			return slices.Equal(got, want), nil
 		})
@@ -831,8 +794,8 @@ func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {
 	if ce.Code != websocket.CloseTryAgainLater {
 		t.Errorf("closed with %d %q, want try again later", ce.Code, ce.Text)
 	}
-	if n := len(f.reports()); n != 1+len(applyBackoff) {
-		t.Errorf("applier called %d times, want %d", n, 1+len(applyBackoff))
+	if n := len(f.reports()); n != 1+len(reports.RetryWaits()) {
+		t.Errorf("applier called %d times, want %d", n, 1+len(reports.RetryWaits()))
 	}
 
 	f.mu.Lock()
@@ -941,7 +904,7 @@ func TestReportNoRetryMendsIsRefusedAndDoesNotBlockTheNext(t *testing.T) {
 			}
 			if !tc.wantRefused {
 				// Report 1 is tried again alone, and 3 waits for the resend.
-				wantCalls = map[uint64]int{1: 1 + len(applyBackoff), 2: 1}
+				wantCalls = map[uint64]int{1: 1 + len(reports.RetryWaits()), 2: 1}
 			}
 			if diff := cmp.Diff(wantCalls, calls); diff != "" {
 				t.Errorf("applier calls by report (-want,+got):\n%s", diff)
@@ -985,7 +948,7 @@ func TestBurstOfEditsIsSentOnceAtTheLatestVersion(t *testing.T) {
 	updateJob(t, f, "fl-a", "42", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "1"} })
 	updateJob(t, f, "fl-a", "43", func(j *sednav1.FederatedLearningJob) { j.Labels = map[string]string{"edit": "2"} })
 	testwait.Eventually(t, 5*time.Second, "the cache to have fl-a at version 43", func(context.Context) (bool, error) {
-		j, ok := getCached(f.hub.byName[sednav1.FederatedLearningJobKind.Kind].informer, testNS, "fl-a")
+		j, ok := f.hub.sets.Cached(sednav1.FederatedLearningJobKind.Kind, testNS, "fl-a")
 		return ok && j.GetResourceVersion() == "43", nil
 	})
 	f.hub.mu.Unlock()
@@ -1052,7 +1015,7 @@ func TestAnIdleConnectionHoldsNoWriter(t *testing.T) {
 func TestASessionWritesNothingBeforeItRuns(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	// No connection: a writer that started would fail on it.
-	s := newSession(t.Context(), f.hub, &identity{node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}, klog.Background())
+	s := newSession(t.Context(), f.hub, &auth.Identity{Node: "edge-a"}, nil, &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID}, klog.Background())
 	s.markDirty()
 	s.wakeMu.Lock()
 	defer s.wakeMu.Unlock()
@@ -1076,20 +1039,20 @@ func TestShutdownClosesConnectionsAndMarksLinksDisconnected(t *testing.T) {
 	if ce.Code != websocket.CloseGoingAway {
 		t.Errorf("closed with %d %q, want going away", ce.Code, ce.Text)
 	}
-	lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), LeaseName("edge-a"), metav1.GetOptions{})
+	lease, err := f.kube.CoordinationV1().Leases(hubNS).Get(t.Context(), links.LeaseName("edge-a"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := lease.Annotations[AnnotationLink]; got != LinkDisconnected {
-		t.Errorf("link %q after shutdown, want %q", got, LinkDisconnected)
+	if got := lease.Annotations[links.AnnotationLink]; got != links.LinkDisconnected {
+		t.Errorf("link %q after shutdown, want %q", got, links.LinkDisconnected)
 	}
 }
 
 func TestObjectOverTheFrameLimitIsReportedOnTheObjectAndTheRestIsSent(t *testing.T) {
-	huge := federatedJob("fl-huge", "cloud", "edge-a")
+	huge := edgehubtest.FederatedJob("fl-huge", "cloud", "edge-a")
 	huge.ResourceVersion = "60"
 	huge.Spec.AggregationWorker.Template.Annotations = map[string]string{"pad": strings.Repeat("x", edgeproto.MaxObjectFrameBytes)}
-	small := federatedJob("fl-small", "cloud", "edge-a")
+	small := edgehubtest.FederatedJob("fl-small", "cloud", "edge-a")
 	small.ResourceVersion = "61"
 	f := newFixture(t, testConfig, huge, small)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
@@ -1183,18 +1146,18 @@ func TestOutboxFillFromHeartbeatsShowsOnTheLease(t *testing.T) {
 			return false, nil
 		}
 		want := "85% (8500/10000 reports, 4194304/67108864 bytes)"
-		return lease.Annotations[AnnotationOutbox] == want, nil
+		return lease.Annotations[links.AnnotationOutbox] == want, nil
 	})
 }
 
 func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
-	pod := lcPod("edge-a")
+	pod := edgehubtest.LCPod("edge-a")
 	f := newFixture(t, testConfig, append(edgeObjects(), pod)...)
 	c := f.open("edge-a") // authenticated, no hello yet
 	if err := f.kube.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Eventually(t, 5*time.Second, "the hub to see the deletion of edge-a's Pod", func(context.Context) (bool, error) { return f.hub.auth.podDeleted("uid-edge-a"), nil })
+	testwait.Eventually(t, 5*time.Second, "the hub to see the deletion of edge-a's Pod", func(context.Context) (bool, error) { return f.hub.auth.PodDeleted("uid-edge-a"), nil })
 	c.send(&edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	for {
 		_, err := c.recv(5 * time.Second)
@@ -1208,7 +1171,7 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 		break
 	}
 	// And its token is no longer taken.
-	if conn, _, err := f.dial(jwtWith("token-edge-a", nil)); err == nil {
+	if conn, _, err := f.dial(edgehubtest.JWT("token-edge-a", nil)); err == nil {
 		conn.Close()
 		t.Fatal("the deleted Pod's token connected again")
 	}
@@ -1217,9 +1180,9 @@ func TestConnectionWhosePodIsDeletedBeforeItsHelloIsClosed(t *testing.T) {
 func TestTokensNoReviewWouldAcceptCostNoReview(t *testing.T) {
 	f := newFixture(t, testConfig)
 	tokens := map[string]string{
-		"too long":         jwtWith("token-edge-a", map[string]any{"pad": strings.Repeat("x", tokenreview.MaxTokenBytes)}),
-		"expired":          jwtWith("token-edge-a", map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}),
-		"another audience": jwtWith("token-edge-a", map[string]any{"aud": "https://kubernetes.default.svc"}),
+		"too long":         edgehubtest.JWT("token-edge-a", map[string]any{"pad": strings.Repeat("x", tokenreview.MaxTokenBytes)}),
+		"expired":          edgehubtest.JWT("token-edge-a", map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}),
+		"another audience": edgehubtest.JWT("token-edge-a", map[string]any{"aud": "https://kubernetes.default.svc"}),
 		"not a JWT":        "x.y",
 	}
 	for name, token := range tokens {
@@ -1444,43 +1407,11 @@ func TestALaneTryingAgainLetsOthersHaveItsTurn(t *testing.T) {
 		t.Fatalf("report 1 tried %d times before its backoff passed, want once", n)
 	}
 	testwait.Eventually(t, 5*time.Second, "report 1 tried again once its backoff passed", func(context.Context) (bool, error) {
-		clk.Step(applyBackoff[0])
+		clk.Step(reports.RetryWaits()[0])
 		return tries() == 2, nil
 	})
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Fatalf("got %q, want report 1 acknowledged once tried again", got)
-	}
-}
-
-// One node's lanes hold at most turnsPerNode of the shared turns: another
-// node's lane gets one while the first node's next lane waits.
-func TestANodeHoldsAtMostItsShareOfTheTurns(t *testing.T) {
-	shared := newWriteTurns(8, prometheus.NewGauge(prometheus.GaugeOpts{Name: "waiting"}))
-	nodeA, nodeB := make(chan struct{}, turnsPerNode), make(chan struct{}, turnsPerNode)
-	var held []*laneTurn
-	for range turnsPerNode {
-		l := &laneTurn{turns: shared, node: nodeA}
-		if !l.take(t.Context()) {
-			t.Fatal("a node's first turns were not given")
-		}
-		held = append(held, l)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	if (&laneTurn{turns: shared, node: nodeA}).take(ctx) {
-		t.Errorf("node a got a turn beyond its %d", turnsPerNode)
-	}
-	other := &laneTurn{turns: shared, node: nodeB}
-	if !other.take(t.Context()) {
-		t.Fatal("another node waited for node a's turns")
-	}
-	other.release()
-	held[0].release()
-	if l := (&laneTurn{turns: shared, node: nodeA}); !l.take(t.Context()) {
-		t.Error("node a got no turn after giving one back")
-	}
-	if len(shared.turns) != turnsPerNode {
-		t.Errorf("%d shared turns held, want %d", len(shared.turns), turnsPerNode)
 	}
 }
 
@@ -1524,17 +1455,17 @@ func TestARefusedClientsIdleConnectionIsClosed(t *testing.T) {
 func TestANodeConnectingTooOftenIsToldWhenToComeBack(t *testing.T) {
 	f := newFixture(t, testConfig, edgeObjects()...)
 	for range connectBurst {
-		conn, resp, err := f.dial(jwtWith("token-edge-a", nil))
+		conn, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
 		if err != nil {
 			t.Fatalf("connection within the burst: %v (%v)", err, resp)
 		}
 		conn.Close()
 	}
-	_, resp, err := f.dial(jwtWith("token-edge-a", nil))
+	_, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
 	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("a connection past the burst: %v, %v; want 429 with Retry-After: 1", err, resp)
 	}
-	if n := f.metric("connections_refused_total", "reason", refusedTooOften); n != 1 {
+	if n := f.metric("connections_refused_total", "reason", auth.RefusedTooOften); n != 1 {
 		t.Errorf("refused too_often %v, want 1", n)
 	}
 	other := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})

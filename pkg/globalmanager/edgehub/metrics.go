@@ -6,37 +6,6 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
-// Reasons a connection is refused, the label of connections_refused_total.
-const (
-	refusedNoToken            = "no_token"
-	refusedInvalidToken       = "invalid_token"
-	refusedWrongAudience      = "wrong_audience"
-	refusedNotLocalController = "not_localcontroller"
-	refusedNoNode             = "no_node_identity"
-	refusedNotEdgeNode        = "not_edge_node"
-	refusedNotDaemonSetPod    = "not_daemonset_pod"
-	refusedReviewError        = "token_review_error"
-	refusedBusy               = "busy"
-	refusedNoHello            = "no_hello"
-	refusedNodeMismatch       = "node_mismatch"
-	refusedShuttingDown       = "shutting_down"
-	refusedTooOften           = "too_often"
-	refusedTooManyRefusals    = "too_many_refusals"
-)
-
-// Reasons an open connection is closed because its identity no longer holds,
-// the label of connections_revoked_total.
-const (
-	revokedTokenExpired          = "token_expired"
-	revokedPodDeleted            = "pod_deleted"
-	revokedTokenRefused          = "token_review_refused"
-	revokedTokenInvalid          = "token_invalid"
-	revokedServiceAccountDeleted = "serviceaccount_deleted"
-	revokedDaemonSetDeleted      = "daemonset_deleted"
-	revokedNotDaemonSetPod       = "not_daemonset_pod"
-	revokedNotEdgeNode           = "not_edge_node"
-)
-
 // metrics are the hub's Prometheus metrics.
 type metrics struct {
 	connectedNodes prometheus.Gauge

@@ -12,8 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/cached"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 // ConditionEdgeLinked says whether every node an object needs a
@@ -121,17 +124,17 @@ func (r *reach) scan(ctx context.Context) {
 	}
 	onEdge := r.podNodes()
 	for _, k := range r.hub.kinds {
-		if !k.workers && k.name != datasetKind {
+		if !k.Workers && k.Name != desired.DatasetKind {
 			continue
 		}
-		for _, item := range k.informer.GetStore().List() {
+		for _, item := range k.Informer.GetStore().List() {
 			obj, ok := item.(metav1.Object)
 			if !ok || obj.GetDeletionTimestamp() != nil {
 				continue
 			}
 			failing := map[string]nodeReach{}
 			for node, pinned := range r.neededNodes(ctx, k, obj, onEdge[string(obj.GetUID())]) {
-				if j := judge(node, pinned); j.reason != "" && (k.workers || !j.link) {
+				if j := judge(node, pinned); j.reason != "" && (k.Workers || !j.link) {
 					failing[node] = j
 				}
 			}
@@ -145,23 +148,23 @@ func (r *reach) scan(ctx context.Context) {
 // template's nodeName) rather than finding a worker there.
 func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, running []string) map[string]bool {
 	out := map[string]bool{}
-	if p, ok := obj.(placed); ok && p.NodeName() != "" {
+	if p, ok := obj.(desired.Placed); ok && p.NodeName() != "" {
 		out[p.NodeName()] = true
 	}
-	if ds := r.hub.byName[datasetKind]; ds != nil {
-		for _, name := range datasetNames(obj) {
-			if d, ok := getCached(ds.informer, obj.GetNamespace(), name); ok {
-				if p, ok := d.(placed); ok && p.NodeName() != "" {
+	if ds := r.hub.byName[desired.DatasetKind]; ds != nil {
+		for _, name := range desired.DatasetNames(obj) {
+			if d, ok := r.hub.sets.Cached(desired.DatasetKind, obj.GetNamespace(), name); ok {
+				if p, ok := d.(desired.Placed); ok && p.NodeName() != "" {
 					out[p.NodeName()] = true
 				}
 			}
 		}
 	}
-	if k.workers {
+	if k.Workers {
 		// A pinned template names its node; only an edge node needs a
 		// LocalController for it (a cloud worker pinned to a cloud node
 		// needs none), and a node that does not exist is said so.
-		if t, ok := obj.(templated); ok {
+		if t, ok := obj.(desired.Templated); ok {
 			for _, tmpl := range t.PodTemplates() {
 				if n := tmpl.Spec.NodeName; n != "" {
 					if _, isEdge := r.edgeNode(n); isEdge || !r.nodeExists(ctx, n) {
@@ -183,9 +186,9 @@ func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, run
 // pods are bound to.
 func (r *reach) podNodes() map[string][]string {
 	out := map[string][]string{}
-	for _, item := range r.hub.pods.GetStore().List() {
+	for _, item := range r.hub.sets.Pods().GetStore().List() {
 		p, ok := item.(*corev1.Pod)
-		if !ok || p.Spec.NodeName == "" || finished(p) || p.DeletionTimestamp != nil {
+		if !ok || p.Spec.NodeName == "" || desired.Finished(p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		owner := p.Labels[common.LabelOwnerUID]
@@ -197,15 +200,8 @@ func (r *reach) podNodes() map[string][]string {
 		}
 		// The label is the pod's maker's to choose: the pod counts only
 		// for the object its controllers lead to.
-		for _, k := range r.hub.kinds {
-			if !k.workers {
-				continue
-			}
-			for _, obj := range byIndex(k.informer, indexUID, owner) {
-				if r.hub.chain.IsWorkerPod(p, obj) && !slices.Contains(out[owner], p.Spec.NodeName) {
-					out[owner] = append(out[owner], p.Spec.NodeName)
-				}
-			}
+		if r.hub.sets.OwnsWorker(p) && !slices.Contains(out[owner], p.Spec.NodeName) {
+			out[owner] = append(out[owner], p.Spec.NodeName)
 		}
 	}
 	return out
@@ -214,12 +210,7 @@ func (r *reach) podNodes() map[string][]string {
 // edgeNode says whether node is one the hub's node selector picks (so one
 // LocalControllers serve), from the hub's cache of them.
 func (r *reach) edgeNode(node string) (*corev1.Node, bool) {
-	o, exists, err := r.hub.edgeNodes.GetStore().GetByKey(node)
-	if err != nil || !exists {
-		return nil, false
-	}
-	n, ok := o.(*corev1.Node)
-	return n, ok
+	return cached.Get[*corev1.Node](r.hub.auth.Caches().EdgeNodes, node)
 }
 
 // nodeExists reads a node the hub does not watch, at most once per
@@ -256,7 +247,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; localController.everyNode=true runs them on every node, as Sedna does)",
 			node, r.hub.cfg.NodeSelector)}
 	}
-	connected, lastHeard, known := r.hub.links.state(node)
+	connected, lastHeard, known := r.hub.links.State(node)
 	if connected {
 		return nodeReach{}
 	}
@@ -295,7 +286,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 // lease reads node's Lease: whether its link is down and when it was last
 // heard from; ok false when it has none (it never connected).
 func (r *reach) lease(ctx context.Context, node string, now time.Time) (down bool, heard time.Time, ok bool) {
-	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
+	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, links.LeaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, time.Time{}, false
 	}
@@ -303,7 +294,7 @@ func (r *reach) lease(ctx context.Context, node string, now time.Time) (down boo
 		klog.FromContext(ctx).V(2).Info("Cannot read a node's Lease", "node", node, "err", err)
 		return false, time.Time{}, true
 	}
-	down, heard = LinkDown(lease, now)
+	down, heard = links.LinkDown(lease, now)
 	return down, heard, true
 }
 
@@ -311,7 +302,7 @@ func (r *reach) lease(ctx context.Context, node string, now time.Time) (down boo
 // naming them, or True where it was False. Nothing for an object that never
 // had it and is fine.
 func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
-	ref := edgeproto.ObjectRef{Kind: k.name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	ref := edgeproto.ObjectRef{Kind: k.Name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	status, said := k.conditions.status(obj, ConditionEdgeLinked)
 	if len(failing) == 0 {
 		if status == corev1.ConditionFalse {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 )
 
 // Every open connection's identity is checked again in full every
@@ -73,36 +75,36 @@ func (h *Hub) recheck(ctx context.Context, s *session) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	id, refusal := h.auth.verifyLocally(ctx, s.token)
+	id, refusal := h.auth.VerifyLocally(ctx, s.token)
 	switch {
 	case refusal != nil:
-		s.revoke(revokedTokenInvalid, "the LocalController's token is no longer valid: "+refusal.reason)
+		s.revoke(auth.RevokedTokenInvalid, "the LocalController's token is no longer valid: "+refusal.Reason)
 		return
-	case id == nil || h.auth.mustReview(s.id.podUID):
+	case id == nil || h.auth.MustReview(s.id.PodUID):
 		// The hub cannot say: a review does, in its turn.
-		h.confirmer.add(s, s.token)
-	case id.node != s.id.node || id.pod != s.id.pod || id.podUID != s.id.podUID || id.serviceAccount != s.id.serviceAccount:
-		s.revoke(revokedTokenInvalid, "the LocalController's token now names another Pod or node")
+		h.confirmer.Add(s, s.token)
+	case id.Node != s.id.Node || id.Pod != s.id.Pod || id.PodUID != s.id.PodUID || id.ServiceAccount != s.id.ServiceAccount:
+		s.revoke(auth.RevokedTokenInvalid, "the LocalController's token now names another Pod or node")
 		return
 	}
-	if h.auth.podDeleted(s.id.podUID) {
+	if h.auth.PodDeleted(s.id.PodUID) {
 		s.revokePodDeleted()
 		return
 	}
 	check := *s.id
-	refusal = h.auth.admit(ctx, &check)
-	if refusal == nil && check.daemonSet != s.id.daemonSet {
-		refusal = notDaemonSetPod("the LocalControllers' DaemonSet %s was deleted and made again", h.auth.daemonSet)
+	refusal = h.auth.Admit(ctx, &check)
+	if refusal == nil && check.DaemonSet != s.id.DaemonSet {
+		refusal = auth.NotDaemonSetPod("the LocalControllers' DaemonSet %s was deleted and made again", h.auth.DaemonSet())
 	}
-	if refusal == nil || refusal.status == http.StatusServiceUnavailable {
+	if refusal == nil || refusal.Status == http.StatusServiceUnavailable {
 		return // admitted still, or not known now: the next recheck
 	}
-	reason := revokedNotDaemonSetPod
-	switch refusal.metric {
-	case refusedNotEdgeNode:
-		reason = revokedNotEdgeNode
-	case refusedInvalidToken:
-		reason = revokedPodDeleted
+	reason := auth.RevokedNotDaemonSetPod
+	switch refusal.Metric {
+	case auth.RefusedNotEdgeNode:
+		reason = auth.RevokedNotEdgeNode
+	case auth.RefusedInvalidToken:
+		reason = auth.RevokedPodDeleted
 	}
-	s.revoke(reason, refusal.reason)
+	s.revoke(reason, refusal.Reason)
 }

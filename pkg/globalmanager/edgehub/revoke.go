@@ -5,8 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 )
 
 // An open connection lasts only as long as what admitted it: its token, its
@@ -46,73 +46,37 @@ func (h *Hub) revokeWhere(reason string, why func(s *session) string) {
 // current, its state now, says it is gone (nil), being deleted, or another
 // ServiceAccount of the same name.
 func (h *Hub) serviceAccountChanged(sa string, current *corev1.ServiceAccount) {
-	h.auth.forgetServiceAccount(sa)
-	h.revokeWhere(revokedServiceAccountDeleted, func(s *session) string {
-		if s.id.serviceAccount != sa {
+	h.revokeWhere(auth.RevokedServiceAccountDeleted, func(s *session) string {
+		if s.id.ServiceAccount != sa {
 			return ""
 		}
-		return serviceAccountGone(s.id, current)
+		return auth.ServiceAccountGone(s.id, current)
 	})
-}
-
-// The reasons say first what went, then its name: a close frame holds 123
-// bytes of them.
-
-// serviceAccountGone says why id's ServiceAccount, whose state now is
-// current (nil: deleted), no longer admits it; "" if it does.
-func serviceAccountGone(id *identity, current *corev1.ServiceAccount) string {
-	switch {
-	case current == nil:
-		return fmt.Sprintf("the LocalController's ServiceAccount was deleted (%s)", id.serviceAccount)
-	case current.DeletionTimestamp != nil:
-		return fmt.Sprintf("the LocalController's ServiceAccount is being deleted (%s)", id.serviceAccount)
-	case id.serviceAccountUID != "" && current.UID != id.serviceAccountUID:
-		return fmt.Sprintf("the LocalController's ServiceAccount was deleted and made again (%s)", id.serviceAccount)
-	}
-	return ""
 }
 
 // daemonSetChanged ends the connections of Pods of the LocalControllers'
 // DaemonSet as it was, when current, its state now, says it is gone (nil),
 // being deleted, or another DaemonSet of the same name.
 func (h *Hub) daemonSetChanged(current *appsv1.DaemonSet) {
-	h.auth.forgetDaemonSet()
-	h.revokeWhere(revokedDaemonSetDeleted, func(s *session) string { return h.daemonSetGone(s.id, current) })
-}
-
-// daemonSetGone says why the DaemonSet, whose state now is current (nil:
-// deleted), no longer admits id; "" if it does.
-func (h *Hub) daemonSetGone(id *identity, current *appsv1.DaemonSet) string {
-	ds := h.auth.daemonSet
-	switch {
-	case current == nil:
-		return fmt.Sprintf("the LocalControllers' DaemonSet was deleted (%s)", ds)
-	case current.DeletionTimestamp != nil:
-		return fmt.Sprintf("the LocalControllers' DaemonSet is being deleted (%s)", ds)
-	case current.UID != id.daemonSet:
-		return fmt.Sprintf("the LocalControllers' DaemonSet was deleted and made again (%s)", ds)
-	}
-	return ""
+	h.revokeWhere(auth.RevokedDaemonSetDeleted, func(s *session) string { return h.auth.DaemonSetGone(s.id, current) })
 }
 
 // podControllerChanged ends the connection of pod when its controller is no
 // longer the DaemonSet that admitted it (the DaemonSet released it).
 func (h *Hub) podControllerChanged(pod *corev1.Pod) {
-	h.auth.forgetPodIdentities(pod.UID)
-	controller := controllerUID(pod)
-	h.revokeWhere(revokedNotDaemonSetPod, func(s *session) string {
-		if s.id.podUID != pod.UID || controller == s.id.daemonSet {
+	controller := auth.ControllerUID(pod)
+	h.revokeWhere(auth.RevokedNotDaemonSetPod, func(s *session) string {
+		if s.id.PodUID != pod.UID || controller == s.id.DaemonSet {
 			return ""
 		}
-		return fmt.Sprintf("the LocalController's Pod is no longer controlled by the DaemonSet %s (%s)", h.auth.daemonSet, s.id.pod)
+		return fmt.Sprintf("the LocalController's Pod is no longer controlled by the DaemonSet %s (%s)", h.auth.DaemonSet(), s.id.Pod)
 	})
 }
 
 // nodeLeft ends the connections of node once it is no longer an edge node:
 // deleted, or its labels no longer match the edge node selector.
 func (h *Hub) nodeLeft(node string) {
-	h.auth.forgetNode(node)
-	h.revokeWhere(revokedNotEdgeNode, func(s *session) string {
+	h.revokeWhere(auth.RevokedNotEdgeNode, func(s *session) string {
 		if s.node != node {
 			return ""
 		}
@@ -121,26 +85,9 @@ func (h *Hub) nodeLeft(node string) {
 }
 
 // revokeIfGone ends s if the caches say its DaemonSet or its ServiceAccount
-// went before s was recorded, when their events could not find it. A
-// ServiceAccount the cache does not hold proves nothing (the cache may lag
-// one just made); the recheck settles it.
+// went before s was recorded, when their events could not find it.
 func (h *Hub) revokeIfGone(s *session) {
-	ds, _ := cachedObject[*appsv1.DaemonSet](h.auth.daemonSets, h.auth.daemonSet.String())
-	if why := h.daemonSetGone(s.id, ds); why != "" {
-		s.revoke(revokedDaemonSetDeleted, why)
-		return
+	if reason, why := h.auth.GoneFromCaches(s.id); why != "" {
+		s.revoke(reason, why)
 	}
-	if sa, ok := get[*corev1.ServiceAccount](h.auth.accountCache, s.id.serviceAccount); ok {
-		if why := serviceAccountGone(s.id, sa); why != "" {
-			s.revoke(revokedServiceAccountDeleted, why)
-		}
-	}
-}
-
-// controllerUID is the UID of pod's controller, "" for none.
-func controllerUID(pod *corev1.Pod) types.UID {
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		return ref.UID
-	}
-	return ""
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 )
 
 // untilRevoked reads c until the hub closes it, and fails unless it closes
@@ -37,7 +39,7 @@ func TestConnectionEndsWhenWhatAdmittedItGoes(t *testing.T) {
 	edgeNode := func(name string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/edge": ""}}}
 	}
-	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID}}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: edgehubtest.AccountUID}}
 	cases := map[string]struct {
 		take       func(t *testing.T, f *fixture)
 		wantReason string // the label of connections_revoked_total
@@ -49,36 +51,36 @@ func TestConnectionEndsWhenWhatAdmittedItGoes(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantReason: revokedServiceAccountDeleted, wantText: "ServiceAccount was deleted (nereid-system/nereid-localcontroller)",
+			wantReason: auth.RevokedServiceAccountDeleted, wantText: "ServiceAccount was deleted (nereid-system/nereid-localcontroller)",
 		},
 		"its DaemonSet deleted": {
 			take: func(t *testing.T, f *fixture) {
-				if err := f.kube.AppsV1().DaemonSets(hubNS).Delete(t.Context(), testDaemonSet, metav1.DeleteOptions{}); err != nil {
+				if err := f.kube.AppsV1().DaemonSets(hubNS).Delete(t.Context(), edgehubtest.DaemonSetName, metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantReason: revokedDaemonSetDeleted, wantText: "DaemonSet was deleted (nereid-system/nereid-localcontroller)",
+			wantReason: auth.RevokedDaemonSetDeleted, wantText: "DaemonSet was deleted (nereid-system/nereid-localcontroller)",
 		},
 		"its DaemonSet being deleted": {
 			take: func(t *testing.T, f *fixture) {
-				ds := lcDaemonSet(testDaemonSetUID)
+				ds := edgehubtest.LCDaemonSet(testDaemonSetUID)
 				now := metav1.Now()
 				ds.DeletionTimestamp = &now
 				if _, err := f.kube.AppsV1().DaemonSets(hubNS).Update(t.Context(), ds, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantReason: revokedDaemonSetDeleted, wantText: "is being deleted",
+			wantReason: auth.RevokedDaemonSetDeleted, wantText: "is being deleted",
 		},
 		"its Pod released by the DaemonSet": {
 			take: func(t *testing.T, f *fixture) {
-				pod := lcPod("edge-a")
+				pod := edgehubtest.LCPod("edge-a")
 				pod.OwnerReferences = nil
 				if _, err := f.kube.CoreV1().Pods(hubNS).Update(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantReason: revokedNotDaemonSetPod, wantText: "no longer controlled by the DaemonSet",
+			wantReason: auth.RevokedNotDaemonSetPod, wantText: "no longer controlled by the DaemonSet",
 		},
 		"its node's edge label removed": {
 			take: func(t *testing.T, f *fixture) {
@@ -86,7 +88,7 @@ func TestConnectionEndsWhenWhatAdmittedItGoes(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantReason: revokedNotEdgeNode, wantText: "node edge-a is no longer an edge node",
+			wantReason: auth.RevokedNotEdgeNode, wantText: "node edge-a is no longer an edge node",
 		},
 		"its node deleted": {
 			take: func(t *testing.T, f *fixture) {
@@ -94,12 +96,12 @@ func TestConnectionEndsWhenWhatAdmittedItGoes(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantReason: revokedNotEdgeNode, wantText: "node edge-a is no longer an edge node",
+			wantReason: auth.RevokedNotEdgeNode, wantText: "node edge-a is no longer an edge node",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs := append(edgeObjects(), []runtime.Object{account, lcPod("edge-a"), lcPod("edge-b"), edgeNode("edge-a"), edgeNode("edge-b")}...)
+			objs := append(edgeObjects(), []runtime.Object{account, edgehubtest.LCPod("edge-a"), edgehubtest.LCPod("edge-b"), edgeNode("edge-a"), edgeNode("edge-b")}...)
 			f := newFixture(t, testConfig, objs...)
 			a := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 			a.untilSynced()
@@ -110,7 +112,7 @@ func TestConnectionEndsWhenWhatAdmittedItGoes(t *testing.T) {
 			// The ServiceAccount and the DaemonSet are the other node's too;
 			// the other node's connection goes on otherwise.
 			want := 1.0
-			if tc.wantReason == revokedDaemonSetDeleted || tc.wantReason == revokedServiceAccountDeleted {
+			if tc.wantReason == auth.RevokedDaemonSetDeleted || tc.wantReason == auth.RevokedServiceAccountDeleted {
 				b.untilRevoked(tc.wantText)
 				want = 2
 			} else {
@@ -128,16 +130,16 @@ func TestConnectionEndsWhenWhatAdmittedItGoes(t *testing.T) {
 // the same Pod's (the hub cannot verify tokens itself here, so it has each
 // reviewed again).
 func TestTheRecheckEndsConnectionsTheWatchesMissed(t *testing.T) {
-	f := newFixture(t, testConfig, append(edgeObjects(), lcPod("edge-a"))...)
+	f := newFixture(t, testConfig, append(edgeObjects(), edgehubtest.LCPod("edge-a"))...)
 	a := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	a.untilSynced()
 	b := f.connect("edge-b", &edgeproto.Hello{Node: "edge-b", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID})
 	b.untilSynced()
 	// The cache says edge-a's Pod has no controller, as if the event had
 	// been lost; edge-b's token now reviews as another Pod's.
-	released := lcPod("edge-a")
+	released := edgehubtest.LCPod("edge-a")
 	released.OwnerReferences = nil
-	if err := f.hub.lcPods[0].GetStore().Update(released); err != nil {
+	if err := f.hub.auth.Caches().Pods[0].Update(released); err != nil {
 		t.Fatal(err)
 	}
 	f.hub.mu.Lock()
@@ -155,7 +157,7 @@ func TestTheRecheckEndsConnectionsTheWatchesMissed(t *testing.T) {
 	f.hub.recheckDue(t.Context())
 	a.untilRevoked("it has no controller (a bare Pod)")
 	b.untilRevoked("TokenReview binds it to Pod nereid-system/lc-edge-c")
-	for reason, want := range map[string]float64{revokedNotDaemonSetPod: 1, revokedTokenRefused: 1} {
+	for reason, want := range map[string]float64{auth.RevokedNotDaemonSetPod: 1, auth.RevokedTokenRefused: 1} {
 		if got := f.metric("connections_revoked_total", "reason", reason); got != want {
 			t.Errorf("connections_revoked_total{reason=%q} = %v, want %v", reason, got, want)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nereid-ml/nereid/internal/cached"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +107,7 @@ func FollowOwner(ctx context.Context, client kubernetes.Interface, namespace, de
 	}
 	logger := klog.FromContext(ctx)
 	return func() *metav1.OwnerReference {
-		d, ok := cachedObject[*appsv1.Deployment](inf.GetStore(), namespace+"/"+deployment)
+		d, ok := cached.Get[*appsv1.Deployment](inf.GetStore(), namespace+"/"+deployment)
 		if !ok {
 			logger.V(2).Info("The GlobalManager's Deployment is not there; what it creates now gets no owner", "deployment", klog.KRef(namespace, deployment))
 			return nil

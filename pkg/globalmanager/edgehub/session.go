@@ -1,24 +1,24 @@
 package edgehub
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 )
 
 // ReasonUnsendable is the reason of the Warning event on an object that cannot
@@ -105,32 +105,6 @@ func closeConn(conn *websocket.Conn, code int, reason string) {
 	_ = conn.Close()
 }
 
-// inflight is an Upsert or Delete sent and not yet acknowledged.
-type inflight struct {
-	version   objVersion
-	delete    bool
-	firstSent time.Time // of this version, for the ack latency
-	lastSent  time.Time
-	seq       uint64 // the session's count of Upserts and Deletes at its last send
-}
-
-// queued is an Upsert or Delete of the difference that waits for room in the
-// window.
-type queued struct {
-	ref     edgeproto.ObjectRef
-	desired desiredObject // the Upsert's object, unless delete
-	delete  bool
-	version objVersion // the Delete's version
-}
-
-// reportResult is a report to acknowledge: applied, or refused with a reason.
-type reportResult struct {
-	id      uint64
-	refused bool
-	reason  string
-	size    int64 // of the report's body, held until the ack is sent
-}
-
 // session is one LocalController connection after its Hello. Its reader (the
 // HTTP handler's goroutine) reads and applies frames; its writer owns the
 // downstream state and is the only one writing data frames. The writer runs
@@ -139,7 +113,7 @@ type reportResult struct {
 type session struct {
 	hub  *Hub
 	node string
-	id   *identity
+	id   *auth.Identity
 	// token is the one the connection was authenticated with, checked
 	// again every recheckPeriod (recheck.go); checkedAt is when it last
 	// was (Unix nanoseconds).
@@ -148,22 +122,20 @@ type session struct {
 	conn      *websocket.Conn
 	logger    klog.Logger
 	hello     *edgeproto.Hello
+	// link is the connection's handle on the node's Lease, set as it is
+	// recorded, before it runs.
+	link *links.Conn
 
 	ctx      context.Context
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	done     chan struct{} // closed once reader and writer have returned
 
-	dirty   chan struct{} // the node's set may have changed
-	acks    chan []edgeproto.ObjectVersion
-	reports reportLanes // the reports read and not yet acknowledged (reports.go)
-	// answered are the reports' answers waiting for the writer's
-	// acknowledgement; resultsReady says there are some. An answer never
-	// waits for the writer: a lane gives its turn back at once, however
-	// slowly the node reads.
-	answeredMu   sync.Mutex
-	answered     []reportResult
-	resultsReady chan struct{}
+	dirty chan struct{} // the node's set may have changed
+	acks  chan []edgeproto.ObjectVersion
+	// reports are the reports read and not yet acknowledged, and their
+	// answers (package reports).
+	reports *reports.Pipeline
 
 	// What wakes the writer (wake): woken says it may have work, writing
 	// that a writer goroutine runs; writers start only once run has begun
@@ -177,10 +149,10 @@ type session struct {
 	unacked                        atomic.Int64 // len(inflight), as the writer last left it
 
 	// The writer's own.
-	begun, synced bool                               // the first sync is made; Synced is sent
-	held          map[edgeproto.ObjectRef]objVersion // what the LC holds, by its Hello and Acks
+	begun, synced bool                                    // the first sync is made; Synced is sent
+	held          map[edgeproto.ObjectRef]desired.Version // what the LC holds, by its Hello and Acks
 	inflight      map[edgeproto.ObjectRef]*inflight
-	unsendable    map[edgeproto.ObjectRef]objVersion // versions too large to send, logged once
+	unsendable    map[edgeproto.ObjectRef]desired.Version // versions too large to send, logged once
 	// queue[next:] is the rest of the difference, in the order to send it,
 	// as of the last sync; each goes out when the window has room.
 	queue []queued
@@ -192,32 +164,38 @@ type session struct {
 	lastAcked         time.Time
 }
 
-func newSession(ctx context.Context, h *Hub, id *identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
+func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &session{
-		hub: h, node: id.node, id: id, conn: conn, logger: logger, hello: hello,
+		hub: h, node: id.Node, id: id, conn: conn, logger: logger, hello: hello,
 		ctx: klog.NewContext(ctx, logger), cancel: cancel,
-		done:  make(chan struct{}),
-		dirty: make(chan struct{}, 1),
-		acks:  make(chan []edgeproto.ObjectVersion, 16),
-		reports: reportLanes{slots: make(chan struct{}, maxReportLanes), held: newHeldReports(ctx, reportQueue, maxHeldReportBytes),
-			turns: make(chan struct{}, turnsPerNode)},
-		resultsReady: make(chan struct{}, 1),
-		held:         make(map[edgeproto.ObjectRef]objVersion, len(hello.Inventory)),
-		inflight:     make(map[edgeproto.ObjectRef]*inflight),
-		unsendable:   make(map[edgeproto.ObjectRef]objVersion),
-		lastAcked:    h.clock.Now(),
+		done:       make(chan struct{}),
+		dirty:      make(chan struct{}, 1),
+		acks:       make(chan []edgeproto.ObjectVersion, 16),
+		held:       make(map[edgeproto.ObjectRef]desired.Version, len(hello.Inventory)),
+		inflight:   make(map[edgeproto.ObjectRef]*inflight),
+		unsendable: make(map[edgeproto.ObjectRef]desired.Version),
+		lastAcked:  h.clock.Now(),
 	}
+	s.reports = reports.NewPipeline(s.ctx, reports.Config{
+		Source: s.source(), LastReportID: hello.LastReportID, Check: s.checkReport, Datasets: h.datasets,
+		Turns: h.turns, Window: h.cfg.ReportWindow, Clock: h.clock,
+		Applied: h.metrics.reportsApplied, Refused: h.metrics.reportsRefused, Answered: s.wake,
+		GiveUp: func(reason string, err error) {
+			s.logger.Info("Closing edge connection", "reason", reason, "err", err)
+			s.stop(websocket.CloseTryAgainLater, reason)
+		},
+	})
 	s.checkedAt.Store(h.clock.Now().UnixNano())
 	for _, v := range hello.Inventory {
-		s.held[v.ObjectRef] = versionOf(v)
+		s.held[v.ObjectRef] = desired.VersionOf(v)
 	}
 	return s
 }
 
 // source is where the session's reports come from.
-func (s *session) source() Source {
-	return Source{Node: s.node, Store: s.hello.Store}
+func (s *session) source() reports.Source {
+	return reports.Source{Node: s.node, Store: s.hello.Store}
 }
 
 // markDirty asks the writer to compare the node's set with what was sent.
@@ -318,27 +296,16 @@ func (s *session) revoke(reason, message string) {
 
 // revokePodDeleted ends a session whose LocalController Pod was deleted.
 func (s *session) revokePodDeleted() {
-	s.revoke(revokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.pod))
+	s.revoke(auth.RevokedPodDeleted, fmt.Sprintf("the LocalController's Pod %s was deleted", s.id.Pod))
 }
-
-// reportQueue is how many reports the reader hands on before it waits for
-// their acknowledgements to be sent: enough that object acks read behind a
-// burst of reports are not held up by the reports' status writes (which
-// would make the writer resend objects the LocalController already has).
-const reportQueue = 1024
-
-// maxHeldReportBytes bounds the bodies of a session's reports read and not
-// yet acknowledged: a thousand reports of a MiB each would otherwise be held
-// for one node.
-const maxHeldReportBytes = 16 << 20
 
 // run serves the session until it stops.
 func (s *session) run() {
 	// A token past its expiry (or its rotation) proves nothing: the
 	// LocalController reconnects with the one the kubelet has rotated in.
-	if !s.id.expires.IsZero() {
-		expiry := s.hub.clock.AfterFunc(s.id.expires.Sub(s.hub.clock.Now()), func() {
-			s.revoke(revokedTokenExpired, "the LocalController's token expired; reconnect with the rotated token")
+	if !s.id.Expires.IsZero() {
+		expiry := s.hub.clock.AfterFunc(s.id.Expires.Sub(s.hub.clock.Now()), func() {
+			s.revoke(auth.RevokedTokenExpired, "the LocalController's token expired; reconnect with the rotated token")
 		})
 		defer expiry.Stop()
 	}
@@ -381,7 +348,7 @@ func (s *session) run() {
 	s.closed = true
 	s.wakeMu.Unlock()
 	s.writers.Wait()
-	s.reports.running.Wait()
+	s.reports.Wait()
 	_ = s.conn.Close()
 }
 
@@ -397,7 +364,7 @@ func (s *session) read() error {
 		if s.ctx.Err() != nil {
 			continue // closing: only the peer's close frame matters now
 		}
-		s.hub.links.heard(s)
+		s.hub.links.Heard(s.link)
 		msg, err := edgeproto.Decode(frame)
 		if err != nil {
 			return frameError(err)
@@ -406,7 +373,7 @@ func (s *session) read() error {
 		switch m := msg.(type) {
 		case *edgeproto.Heartbeat:
 			if m.Outbox != nil {
-				s.hub.links.setOutbox(s, *m.Outbox)
+				s.hub.links.SetOutbox(s.link, *m.Outbox)
 			}
 		case *edgeproto.Ack:
 			select {
@@ -415,7 +382,7 @@ func (s *session) read() error {
 			case <-s.ctx.Done():
 			}
 		case *edgeproto.Report:
-			s.dispatchReport(m)
+			s.reports.Dispatch(m)
 		case *edgeproto.Inventory:
 			return &closeError{code: websocket.ClosePolicyViolation,
 				reason: "unexpected inventory message from a LocalController: its hello has ended"}
@@ -451,7 +418,7 @@ func (s *session) write() error {
 			}
 			return err
 		}
-		s.hub.links.setUnacked(s, len(s.inflight))
+		s.hub.links.SetUnacked(s.link, len(s.inflight))
 		s.unacked.Store(int64(len(s.inflight)))
 
 		// A heartbeat or resend that is due goes first: a stream of changes
@@ -471,7 +438,7 @@ func (s *session) write() error {
 			err = s.sync(nil)
 		case acks := <-s.acks:
 			s.ack(acks)
-		case <-s.resultsReady:
+		case <-s.reports.Ready():
 			err = s.ackReports()
 		default:
 			if s.queued() == 0 || len(s.inflight) >= s.hub.cfg.SendWindow {
@@ -501,264 +468,16 @@ func (s *session) sendFrame(t edgeproto.Type, frame []byte) error {
 	return nil
 }
 
-// known is the version of ref the LocalController holds or is being sent,
-// the zero version for none.
-func (s *session) known(ref edgeproto.ObjectRef) objVersion {
-	if f := s.inflight[ref]; f != nil {
-		if f.delete {
-			return objVersion{}
-		}
-		return f.version
-	}
-	return s.held[ref]
-}
-
-// sync plans what makes the LocalController's store the node's set: an
-// Upsert for each object it lacks or holds at another version, a Delete for
-// each it holds that left the set. What replaces an Upsert or Delete in
-// flight goes at once, since it takes no more room in the window; the rest
-// is queued, and fill sends it. force names refs to send again even when
-// already sent (resends).
-func (s *session) sync(force map[edgeproto.ObjectRef]bool) error {
-	desired := s.hub.desired(s.node)
-	refs := make([]edgeproto.ObjectRef, 0, len(desired))
-	for ref := range desired {
-		refs = append(refs, ref)
-	}
-	slices.SortFunc(refs, s.hub.compareRefs)
-	// The queue is planned afresh from the latest state: what an earlier
-	// plan still held is in this one, at its latest version, or is no
-	// longer due.
-	clear(s.queue)
-	s.queue, s.next = s.queue[:0], 0
-	for _, ref := range refs {
-		d := desired[ref]
-		if (s.known(ref).sameOnEdge(d.version) && !force[ref]) || s.unsendable[ref].sameOnEdge(d.version) {
-			continue
-		}
-		if s.inflight[ref] == nil {
-			s.queue = append(s.queue, queued{ref: ref, desired: d})
-			continue
-		}
-		if err := s.sendUpsert(ref, d); err != nil {
-			return err
-		}
-	}
-
-	var gone []edgeproto.ObjectRef
-	for ref := range s.held {
-		if _, ok := desired[ref]; !ok && s.inflight[ref] == nil {
-			gone = append(gone, ref)
-		}
-	}
-	for ref, f := range s.inflight {
-		if _, ok := desired[ref]; !ok && (!f.delete || force[ref]) {
-			gone = append(gone, ref)
-		}
-	}
-	slices.SortFunc(gone, s.hub.compareRefs)
-	for _, ref := range gone {
-		f := s.inflight[ref]
-		if f == nil {
-			s.queue = append(s.queue, queued{ref: ref, delete: true, version: s.held[ref]})
-			continue
-		}
-		if err := s.sendDelete(ref, f.version); err != nil {
-			return err
-		}
-	}
-	return s.fill()
-}
-
-// queued is how many Upserts and Deletes of the difference wait for room in
-// the window.
-func (s *session) queued() int { return len(s.queue) - s.next }
-
-// fill sends from the queue while the window has room, at most a window's
-// worth, so that the writer's loop gets its turn between two fills.
-func (s *session) fill() error {
-	window := s.hub.cfg.SendWindow
-	for n := 0; n < window && s.queued() > 0 && len(s.inflight) < window; n++ {
-		q := s.queue[s.next]
-		s.queue[s.next] = queued{} // the object is not kept alive by the queue
-		s.next++
-		var err error
-		switch {
-		case s.inflight[q.ref] != nil:
-			// Sent since the plan was made: nothing left to do.
-		case q.delete:
-			err = s.sendDelete(q.ref, q.version)
-		case !s.known(q.ref).sameOnEdge(q.desired.version) && !s.unsendable[q.ref].sameOnEdge(q.desired.version):
-			err = s.sendUpsert(q.ref, q.desired)
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.between(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// between takes, without waiting, the acknowledgements the reader and the
-// reporter have ready: between two sends of a long run, so that neither waits
-// on the writer for more than one frame.
-func (s *session) between() error {
-	for {
-		select {
-		case acks := <-s.acks:
-			s.ack(acks)
-		case <-s.resultsReady:
-			if err := s.ackReports(); err != nil {
-				return err
-			}
-		default:
-			return nil
-		}
-	}
-}
-
-// compareRefs orders refs by their kinds' order (Datasets and Models before
-// the jobs that name them), then by kind, namespace and name.
-func (h *Hub) compareRefs(a, b edgeproto.ObjectRef) int {
-	rank := func(name string) int {
-		if k := h.byName[name]; k != nil {
-			return k.order
-		}
-		return len(h.kinds)
-	}
-	return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
-		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-}
-
-func (s *session) sendUpsert(ref edgeproto.ObjectRef, d desiredObject) error {
-	obj, _, err := encodeObject(d.kind, d.obj)
-	// Whether the object can be sent at all is decided on the object alone,
-	// the same for every node, so that the sessions of two nodes never want
-	// opposite conditions on it; a node whose worker list does not fit beside
-	// it is told by its event alone.
-	if limit := edgeproto.MaxObjectFrameBytes - workerNamesReserve; err == nil && len(obj) > limit {
-		err = fmt.Errorf("%w: %s %s is %d bytes, over the %d a frame carries beside its worker names", edgeproto.ErrTooLarge,
-			ref.Kind, nsKey(ref.Namespace, ref.Name), len(obj), limit)
-	}
-	objectFails := err != nil
-	var frame []byte
-	if err == nil {
-		frame, err = edgeproto.Encode(&edgeproto.Upsert{
-			ObjectVersion: d.objectVersion(ref),
-			Object:        obj,
-			WorkerPods:    d.workers,
-		})
-	}
-	if err != nil {
-		// Not something a retry mends; the next version may be sendable.
-		s.unsendable[ref] = d.version
-		s.hub.metrics.unsendable.Inc()
-		if objectFails {
-			s.hub.conditions.unsendable(ref, err)
-		}
-		s.logger.Error(err, "Cannot send an object to an edge node", "object", d.objectVersion(ref))
-		if ro, ok := d.obj.(runtime.Object); ok {
-			s.hub.recorder.Eventf(ro, corev1.EventTypeWarning, ReasonUnsendable,
-				"Cannot be sent to edge node %s, whose LocalController keeps the previous version or none: %v", s.node, err)
-		}
-		return nil
-	}
-	if err := s.sendFrame(edgeproto.TypeUpsert, frame); err != nil {
-		return err
-	}
-	s.sent(ref, d.version, false)
-	s.hub.conditions.sent(d.kind, ref, d.obj)
-	s.logger.V(4).Info("Sent object", "object", d.objectVersion(ref))
-	return nil
-}
-
-func (s *session) sendDelete(ref edgeproto.ObjectRef, v objVersion) error {
-	ov := edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: v.resourceVersion, Digest: v.digest, Workers: v.workers}
-	if err := s.send(&edgeproto.Delete{ObjectVersion: ov}); err != nil {
-		return err
-	}
-	s.sent(ref, v, true)
-	s.logger.V(4).Info("Sent delete", "object", ov)
-	return nil
-}
-
-// sent records an Upsert or Delete as waiting for its Ack.
-func (s *session) sent(ref edgeproto.ObjectRef, v objVersion, isDelete bool) {
-	now := s.hub.clock.Now()
-	s.sentSeq++
-	f := s.inflight[ref]
-	if f != nil && f.version == v && f.delete == isDelete {
-		s.hub.metrics.resends.Inc()
-		f.lastSent, f.seq = now, s.sentSeq
-		return
-	}
-	s.inflight[ref] = &inflight{version: v, delete: isDelete, firstSent: now, lastSent: now, seq: s.sentSeq}
-}
-
-// ack settles what the LocalController acknowledged. An Ack of a version
-// other than the one last sent settles nothing: the newer one is on its way.
-func (s *session) ack(versions []edgeproto.ObjectVersion) {
-	now := s.hub.clock.Now()
-	for _, v := range versions {
-		f := s.inflight[v.ObjectRef]
-		if f == nil || !f.version.sameOnEdge(versionOf(v)) || f.version.resourceVersion != v.ResourceVersion {
-			continue
-		}
-		s.hub.metrics.ackLatency.Observe(now.Sub(f.firstSent).Seconds())
-		s.ackedSeq, s.lastAcked = max(s.ackedSeq, f.seq), now
-		if f.delete {
-			delete(s.held, v.ObjectRef)
-		} else {
-			s.held[v.ObjectRef] = f.version
-		}
-		delete(s.inflight, v.ObjectRef)
-	}
-}
-
-// resend sends again, at its latest version, what has waited ResendAfter for
-// its Ack and that the LocalController has either gone past (it acknowledged
-// something sent after it: it reads and persists in order) or may have lost
-// (it has settled nothing for ResendAfter). Waiting alone is no sign of loss:
-// behind a full window on a node with a slow disk, the last Upsert waits for
-// all those before it.
-func (s *session) resend() error {
-	now := s.hub.clock.Now()
-	after := s.hub.cfg.ResendAfter
-	silent := now.Sub(s.lastAcked) >= after
-	var force map[edgeproto.ObjectRef]bool
-	for ref, f := range s.inflight {
-		if now.Sub(f.lastSent) >= after && (f.seq < s.ackedSeq || silent) {
-			if force == nil {
-				force = make(map[edgeproto.ObjectRef]bool)
-			}
-			force[ref] = true
-		}
-	}
-	if force == nil {
-		return nil
-	}
-	return s.sync(force)
-}
-
 // ackReports acknowledges the reports answered so far, in one ReportAck.
 func (s *session) ackReports() error {
-	s.answeredMu.Lock()
-	results := s.answered
-	s.answered = nil
-	s.answeredMu.Unlock()
+	results := s.reports.Answers()
 	if len(results) == 0 {
 		return nil
 	}
 	// The reader may read as many reports again once these are sent.
-	defer func() {
-		for _, r := range results {
-			s.reports.held.release(r.size)
-		}
-	}()
+	defer s.reports.Acknowledged(results)
 	var last uint64
-	for _, ack := range reportAcks(results) {
+	for _, ack := range reports.Acks(results) {
 		if err := s.send(ack); err != nil {
 			return err
 		}
@@ -766,35 +485,20 @@ func (s *session) ackReports() error {
 			last = max(last, id)
 		}
 	}
-	s.hub.links.reportAcked(s, last)
+	s.hub.links.ReportAcked(s.link, last)
 	return nil
 }
 
-// maxAckBytes bounds the size of one ReportAck (its JSON is a little more):
-// a thousand refusals with long reasons would not fit a frame, and a frame
-// that cannot be sent would end the connection, and the node would send the
-// same reports again, for ever.
-const maxAckBytes = edgeproto.MaxFrameBytes / 2
+// The session is an auth.Conn, for the confirmation of its token.
 
-// reportAcks are the ReportAcks of results, in order, each of at most about
-// maxAckBytes.
-func reportAcks(results []reportResult) []*edgeproto.ReportAck {
-	var acks []*edgeproto.ReportAck
-	ack, size := &edgeproto.ReportAck{}, 0
-	for _, r := range results {
-		n := 24 // an id, and its separator
-		if r.refused {
-			n += 64 + 6*len(r.reason) // the id again, the keys, the reason (a byte escaped as \u00XX at worst)
-		}
-		if len(ack.IDs) > 0 && size+n > maxAckBytes {
-			acks = append(acks, ack)
-			ack, size = &edgeproto.ReportAck{}, 0
-		}
-		ack.IDs = append(ack.IDs, r.id)
-		if r.refused {
-			ack.Refused = append(ack.Refused, edgeproto.RefusedReport{ID: r.id, Reason: r.reason})
-		}
-		size += n
-	}
-	return append(acks, ack)
-}
+// Identity is who the session's connection was admitted as.
+func (s *session) Identity() *auth.Identity { return s.id }
+
+// Ended says whether the session has ended.
+func (s *session) Ended() bool { return s.ctx.Err() != nil }
+
+// Revoke ends the session: what admitted it no longer holds.
+func (s *session) Revoke(reason, message string) { s.revoke(reason, message) }
+
+// Logger is the session's.
+func (s *session) Logger() klog.Logger { return s.logger }

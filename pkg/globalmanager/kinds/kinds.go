@@ -85,7 +85,7 @@ type Controller struct {
 
 // Runner is a built controller. Run syncs with workers goroutines until ctx
 // is done. A Runner may also be what the edge hub hands the kind's worker
-// reports to (edgehub.ReportApplier), and may serve more than its queue
+// reports to (reports.ReportApplier, in edgehub/reports), and may serve more than its queue
 // (DIJob's replicas API) until ctx is done.
 type Runner interface {
 	Run(ctx context.Context, workers int) error

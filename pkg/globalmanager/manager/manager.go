@@ -26,6 +26,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
@@ -215,20 +216,20 @@ func build(ctx context.Context, table []*kinds.Kind, d kinds.Deps) (map[*kinds.K
 
 // appliersOf are what the edge hub hands reports to: the controllers of
 // the kinds whose workers report, and the kinds' own appliers.
-func appliersOf(table []*kinds.Kind, runners map[*kinds.Kind]kinds.Runner, d kinds.Deps) (edgehub.Appliers, error) {
-	a := edgehub.Appliers{Workers: map[string]edgehub.ReportApplier{}}
+func appliersOf(table []*kinds.Kind, runners map[*kinds.Kind]kinds.Runner, d kinds.Deps) (reports.Appliers, error) {
+	a := reports.Appliers{Workers: map[string]reports.ReportApplier{}}
 	for _, k := range table {
 		if k.Edge == nil {
 			continue
 		}
-		if r, ok := runners[k].(edgehub.ReportApplier); ok && (k.Edge.Workers || k.Edge.OwnReports) {
+		if r, ok := runners[k].(reports.ReportApplier); ok && (k.Edge.Workers || k.Edge.OwnReports) {
 			a.Workers[k.GVK.Kind] = r
 		}
 		if k.Edge.Applier == nil {
 			continue
 		}
 		switch applier := k.Edge.Applier(d).(type) {
-		case edgehub.DatasetApplier:
+		case reports.DatasetApplier:
 			a.Datasets = applier
 		default:
 			return a, fmt.Errorf("the edge applier of %s is a %T, which the edge hub cannot hand reports to", k.GVK.Kind, applier)

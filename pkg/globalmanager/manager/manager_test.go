@@ -15,7 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -66,13 +66,13 @@ func TestTheLeaderLeaseIsOwnedByTheDeployment(t *testing.T) {
 
 type reportingRunner struct{ kinds.Runner }
 
-func (reportingRunner) ApplyReports(context.Context, edgehub.Source, []edgeproto.WorkerReport) []error {
+func (reportingRunner) ApplyReports(context.Context, reports.Source, []edgeproto.WorkerReport) []error {
 	return nil
 }
 
 type datasetApplier struct{}
 
-func (datasetApplier) ApplyDatasetReport(context.Context, edgehub.Source, *edgeproto.Report, *edgeproto.DatasetReport) error {
+func (datasetApplier) ApplyDatasetReport(context.Context, reports.Source, *edgeproto.Report, *edgeproto.DatasetReport) error {
 	return nil
 }
 

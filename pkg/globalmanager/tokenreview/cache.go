@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 )
 
@@ -14,7 +16,7 @@ import (
 type Cache[V any] struct {
 	ttl        time.Duration
 	maxEntries int
-	now        func() time.Time
+	clock      clock.PassiveClock
 
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]entry[V]
@@ -26,14 +28,24 @@ type entry[V any] struct {
 }
 
 // NewCache returns a cache that keeps each outcome for ttl (nothing when
-// ttl is not positive) and at most maxEntries outcomes at a time, by the
-// clock now (time.Now when nil).
-func NewCache[V any](ttl time.Duration, maxEntries int, now func() time.Time) *Cache[V] {
-	if now == nil {
-		now = time.Now
+// ttl is not positive) and at most maxEntries outcomes at a time, by clk
+// (the real clock when nil).
+func NewCache[V any](ttl time.Duration, maxEntries int, clk clock.PassiveClock) *Cache[V] {
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	return &Cache[V]{ttl: ttl, maxEntries: maxEntries, now: now, entries: make(map[[sha256.Size]byte]entry[V])}
+	return &Cache[V]{ttl: ttl, maxEntries: maxEntries, clock: clk, entries: make(map[[sha256.Size]byte]entry[V])}
 }
+
+// NowFunc is a clock.PassiveClock read from a function, for a caller whose
+// own seam is still a func() time.Time (the DIJob replicas API's Config).
+type NowFunc func() time.Time
+
+// Now returns f().
+func (f NowFunc) Now() time.Time { return f() }
+
+// Since returns the time elapsed since t by f.
+func (f NowFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
 
 // Get returns the outcome kept for token, if one is and it is fresh.
 func (c *Cache[V]) Get(token string) (V, bool) {
@@ -41,7 +53,7 @@ func (c *Cache[V]) Get(token string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	if !ok || !c.now().Before(e.until) {
+	if !ok || !c.clock.Now().Before(e.until) {
 		var zero V
 		return zero, false
 	}
@@ -56,7 +68,7 @@ func (c *Cache[V]) Put(token string, v V, expires time.Time) {
 	if c.ttl <= 0 {
 		return
 	}
-	now := c.now()
+	now := c.clock.Now()
 	until := now.Add(c.ttl)
 	if !expires.IsZero() && expires.Before(until) {
 		until = expires

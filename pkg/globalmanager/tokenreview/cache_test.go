@@ -4,27 +4,26 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// clock is a settable clock for a cache.
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
-
-func newClock() *clock { return &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func newClock() *clocktesting.FakePassiveClock {
+	return clocktesting.NewFakePassiveClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+}
 
 func TestAnOutcomeIsKeptForTheTTL(t *testing.T) {
 	clk := newClock()
-	c := NewCache[string](10*time.Second, 10, clk.now)
+	c := NewCache[string](10*time.Second, 10, clk)
 	c.Put("token", "alice", time.Time{})
-	clk.t = clk.t.Add(10*time.Second - time.Nanosecond)
+	clk.SetTime(clk.Now().Add(10*time.Second - time.Nanosecond))
 	if got, ok := c.Get("token"); !ok || got != "alice" {
 		t.Errorf("just before the TTL: %q, %v; want alice", got, ok)
 	}
 	if _, ok := c.Get("other"); ok {
 		t.Error("a token never put is found")
 	}
-	clk.t = clk.t.Add(time.Nanosecond)
+	clk.SetTime(clk.Now().Add(time.Nanosecond))
 	if got, ok := c.Get("token"); ok {
 		t.Errorf("at the TTL: %q is still found", got)
 	}
@@ -45,8 +44,8 @@ func TestAnOutcomeIsKeptNoLongerThanItsTokensExpiry(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			clk := newClock()
-			start := clk.t
-			c := NewCache[string](10*time.Second, 10, clk.now)
+			start := clk.Now()
+			c := NewCache[string](10*time.Second, 10, clk)
 			var expires time.Time
 			if tc.expires != none {
 				expires = start.Add(tc.expires)
@@ -58,11 +57,11 @@ func TestAnOutcomeIsKeptNoLongerThanItsTokensExpiry(t *testing.T) {
 				}
 				return
 			}
-			clk.t = start.Add(tc.wantUntil - time.Nanosecond)
+			clk.SetTime(start.Add(tc.wantUntil - time.Nanosecond))
 			if _, ok := c.Get("token"); !ok {
 				t.Errorf("not found %s after it was put, want it until %s", tc.wantUntil-time.Nanosecond, tc.wantUntil)
 			}
-			clk.t = start.Add(tc.wantUntil)
+			clk.SetTime(start.Add(tc.wantUntil))
 			if _, ok := c.Get("token"); ok {
 				t.Errorf("found %s after it was put, want it gone then", tc.wantUntil)
 			}
@@ -84,12 +83,12 @@ func TestACacheWithoutTTLKeepsNothing(t *testing.T) {
 // stale entries go first.
 func TestTheCacheKeepsItsBoundDroppingStaleEntriesFirst(t *testing.T) {
 	clk := newClock()
-	c := NewCache[int](10*time.Second, 3, clk.now)
+	c := NewCache[int](10*time.Second, 3, clk)
 	c.Put("old", 0, time.Time{})
-	clk.t = clk.t.Add(5 * time.Second)
+	clk.SetTime(clk.Now().Add(5 * time.Second))
 	c.Put("a", 1, time.Time{})
 	c.Put("b", 2, time.Time{})
-	clk.t = clk.t.Add(6 * time.Second) // "old" is stale, a and b are not
+	clk.SetTime(clk.Now().Add(6 * time.Second)) // "old" is stale, a and b are not
 	c.Put("c", 3, time.Time{})
 	for _, token := range []string{"a", "b", "c"} {
 		if _, ok := c.Get(token); !ok {

@@ -13,7 +13,7 @@ import (
 )
 
 // LinkChecker says whether an edge node's link to the cloud is down, and
-// since when (edgehub.Links reads it from the node's Lease).
+// since when (links.Reader reads it from the node's Lease).
 type LinkChecker interface {
 	LinkDown(ctx context.Context, node string, now time.Time) (down bool, since time.Time, err error)
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeinformers "k8s.io/client-go/informers"
@@ -131,7 +133,7 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 	cfg := dijob.Config{
 		ServerURL: f.serverURL, ServerTokenAudience: firstOf(command.SplitList(f.serverAudiences)),
 		ClusterDomain: f.clusterDomain, EdgeLinkGrace: f.edgeLinkGrace,
-		Links: edgehub.Links{Client: d.Kube, Namespace: d.EdgeNamespace},
+		Links: links.Reader{Client: d.Kube, Namespace: d.EdgeNamespace},
 	}
 	// The allocator must see every pod and node of the cluster, not only
 	// Nereid's children: a cache of its own, of slimmed pods and nodes,

@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"context"
@@ -28,11 +28,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 )
 
 const (
-	testIssuer    = "https://kubernetes.default.svc.cluster.local"
-	testAccountID = "sa-uid"
+	testIssuer = "https://kubernetes.default.svc.cluster.local"
 )
 
 // tokenIssuer signs ServiceAccount tokens as the API server does, and
@@ -96,15 +97,15 @@ func (ti *tokenIssuer) fetch(_ context.Context, path string) ([]byte, error) {
 // lcClaims are the claims of edge-0's LocalController token, valid now.
 func lcClaims(now time.Time) (jwt.Claims, boundClaims) {
 	public := jwt.Claims{
-		Issuer: testIssuer, Subject: serviceAccountPrefix + hubNS + ":nereid-localcontroller",
-		Audience: jwt.Audience{DefaultTokenAudience},
+		Issuer: testIssuer, Subject: serviceAccountPrefix + edgehubtest.Namespace + ":nereid-localcontroller",
+		Audience: jwt.Audience{edgehubtest.Audience},
 		IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)),
 		Expiry: jwt.NewNumericDate(now.Add(time.Hour)),
 	}
 	var private boundClaims
 	k := &private.Kubernetes
-	k.Namespace = hubNS
-	k.ServiceAccount = ref{Name: "nereid-localcontroller", UID: testAccountID}
+	k.Namespace = edgehubtest.Namespace
+	k.ServiceAccount = ref{Name: "nereid-localcontroller", UID: edgehubtest.AccountUID}
 	k.Pod = &ref{Name: "lc-edge-0", UID: "uid-edge-0"}
 	k.Node = &ref{Name: "edge-0", UID: "node-uid"}
 	return public, private
@@ -132,11 +133,11 @@ func signWith(t *testing.T, key any, kid string, alg jose.SignatureAlgorithm, pu
 	return token
 }
 
-// localAuth is an authenticator that verifies ti's tokens itself, with
+// localAuth is an Authenticator that verifies ti's tokens itself, with
 // edge-0's LocalController Pod and ServiceAccount cached, edge-0 an edge
 // node and cloud-0 not; its TokenReviews are counted and refuse every token.
 type localAuth struct {
-	*authenticator
+	*Authenticator
 	reviews  atomic.Int64
 	pods     cache.Store
 	accounts cache.Store
@@ -145,18 +146,14 @@ type localAuth struct {
 
 func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	t.Helper()
-	cfg := testConfig.withDefaults()
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
 	la := &localAuth{clock: testingclock.NewFakeClock(time.Now())}
 	kube := kubefake.NewClientset()
 	kube.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		la.reviews.Add(1)
-		return reviewTokens(action)
+		return edgehubtest.ReviewTokens(action)
 	})
-	kube.PrependReactor("get", "nodes", getNodes)
-	la.authenticator = newAuthenticator(kube, cfg, la.clock)
+	kube.PrependReactor("get", "nodes", edgehubtest.GetNodes)
+	la.Authenticator = New(testConfig(t, kube, la.clock))
 	la.keys = newKeys(ti.fetch, la.clock)
 	if err := la.keys.readNow(t.Context()); err != nil {
 		t.Fatal(err)
@@ -169,10 +166,10 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 		store cache.Store
 		obj   any
 	}{
-		{la.pods, lcPod("edge-0")},
-		{la.pods, lcPod("cloud-0")},
-		{la.accounts, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID}}},
-		{la.daemonSets, lcDaemonSet(testDaemonSetUID)},
+		{la.pods, edgehubtest.LCPod("edge-0")},
+		{la.pods, edgehubtest.LCPod("cloud-0")},
+		{la.accounts, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: edgehubtest.Namespace, Name: "nereid-localcontroller", UID: edgehubtest.AccountUID}}},
+		{la.daemonSets, edgehubtest.LCDaemonSet(edgehubtest.DaemonSetUID)},
 		{nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-0", Labels: map[string]string{"node-role.kubernetes.io/edge": ""}}}},
 	} {
 		if err := o.store.Add(o.obj); err != nil {
@@ -183,14 +180,14 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	return la
 }
 
-func (la *localAuth) connect(t *testing.T, token string) (*identity, *authError) {
+func (la *localAuth) connect(t *testing.T, token string) (*Identity, *Refusal) {
 	t.Helper()
 	r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://hub/connect", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Header.Set("Authorization", "Bearer "+token)
-	return la.authenticate(t.Context(), r)
+	return la.Authenticate(t.Context(), r)
 }
 
 // The hub accepts a token it can verify as a TokenReview would, without
@@ -220,8 +217,8 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 		Review bool
 	}
 	hub := verdict{By: "hub"}
-	junk := verdict{Status: http.StatusUnauthorized, Metric: refusedInvalidToken}
-	reviewed := verdict{Status: http.StatusUnauthorized, Metric: refusedInvalidToken, Review: true} // the test's reviews refuse all
+	junk := verdict{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken}
+	reviewed := verdict{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken, Review: true} // the test's reviews refuse all
 	cases := map[string]struct {
 		token   func(t *testing.T, la *localAuth) string
 		want    verdict
@@ -255,25 +252,27 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 			}},
 		"another issuer": {want: junk,
 			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Issuer = "https://elsewhere" })},
-		"no audience": {want: verdict{Status: http.StatusUnauthorized, Metric: refusedWrongAudience},
+		"no audience": {want: verdict{Status: http.StatusUnauthorized, Metric: RefusedWrongAudience},
 			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Audience = nil })},
 		"not valid for another 10 minutes": {want: junk,
 			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.NotBefore = jwt.NewNumericDate(now.Add(10 * time.Minute)) })},
 		"no expiry": {want: junk, token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Expiry = nil })},
 		"another subject": {want: junk,
-			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) { p.Subject = serviceAccountPrefix + hubNS + ":other" })},
-		"a ServiceAccount not accepted": {want: verdict{Status: http.StatusForbidden, Metric: refusedNotLocalController},
+			token: withClaims(ti, now, func(p *jwt.Claims, _ *boundClaims) {
+				p.Subject = serviceAccountPrefix + edgehubtest.Namespace + ":other"
+			})},
+		"a ServiceAccount not accepted": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNotLocalController},
 			token: withClaims(ti, now, func(p *jwt.Claims, b *boundClaims) {
 				p.Subject = serviceAccountPrefix + "default:default"
 				b.Kubernetes.Namespace, b.Kubernetes.ServiceAccount.Name = "default", "default"
 			})},
-		"bound to no node": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+		"bound to no node": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNoNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Node = nil })},
-		"bound to no Pod": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+		"bound to no Pod": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNoNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Pod = nil })},
-		"bound to a Secret": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+		"bound to a Secret": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNoNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Secret = &ref{Name: "s", UID: "s"} })},
-		"bound to a webhook configuration": {want: verdict{Status: http.StatusForbidden, Metric: refusedNoNode},
+		"bound to a webhook configuration": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNoNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Validating = &ref{Name: "w", UID: "w"} })},
 
 		// What the hub cannot say: reviewed.
@@ -294,7 +293,7 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 		"its ServiceAccount being deleted": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
 				gone := metav1.NewTime(now)
-				if err := la.accounts.Update(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: "nereid-localcontroller", UID: testAccountID, DeletionTimestamp: &gone}}); err != nil {
+				if err := la.accounts.Update(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: edgehubtest.Namespace, Name: "nereid-localcontroller", UID: edgehubtest.AccountUID, DeletionTimestamp: &gone}}); err != nil {
 					t.Fatal(err)
 				}
 				p, b := lcClaims(now)
@@ -317,7 +316,7 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 		"its Pod being deleted": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
 				gone := metav1.NewTime(now)
-				p := lcPod("edge-0")
+				p := edgehubtest.LCPod("edge-0")
 				p.DeletionTimestamp = &gone
 				if err := la.pods.Update(p); err != nil {
 					t.Fatal(err)
@@ -327,13 +326,13 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 			}},
 
 		// Verified, then refused for what is not in the token.
-		"a Pod on a node that is not an edge node": {want: verdict{Status: http.StatusForbidden, Metric: refusedNotEdgeNode},
+		"a Pod on a node that is not an edge node": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNotEdgeNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) {
 				b.Kubernetes.Pod, b.Kubernetes.Node = &ref{Name: "lc-cloud-0", UID: "uid-cloud-0"}, &ref{Name: "cloud-0"}
 			})},
 		"its Pod deleted lately": {want: junk,
 			token: func(t *testing.T, la *localAuth) string {
-				la.forgetPod("uid-edge-0")
+				la.ForgetPod("uid-edge-0")
 				p, b := lcClaims(now)
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
@@ -345,8 +344,8 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 			id, refusal := la.connect(t, tc.token(t, la))
 			got := verdict{Review: la.reviews.Load() > 0}
 			if refusal != nil {
-				got.Status, got.Metric = refusal.status, refusal.metric
-			} else if id.byHub {
+				got.Status, got.Metric = refusal.Status, refusal.Metric
+			} else if id.ByHub {
 				got.By = "hub"
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -356,8 +355,8 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				return
 			}
 			wantExpires := time.Unix(cmpOrTime(tc.expires, now.Add(time.Hour)).Unix(), 0)
-			if id.node != "edge-0" || id.pod.Name != "lc-edge-0" || id.podUID != "uid-edge-0" || id.serviceAccount != DefaultServiceAccount ||
-				id.serviceAccountUID != testAccountID || id.daemonSet != testDaemonSetUID || !id.expires.Equal(wantExpires) {
+			if id.Node != "edge-0" || id.Pod.Name != "lc-edge-0" || id.PodUID != "uid-edge-0" || id.ServiceAccount != edgehubtest.Namespace+"/nereid-localcontroller" ||
+				id.ServiceAccountUID != edgehubtest.AccountUID || id.DaemonSet != edgehubtest.DaemonSetUID || !id.Expires.Equal(wantExpires) {
 				t.Errorf("identity %+v", id)
 			}
 		})
@@ -416,7 +415,7 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	fetched := ti.fetches.Load()
 	// Within keysRetryPeriod of the last read, the keys are not read again:
 	// k2 is not known yet, and its token is refused.
-	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal == nil || refusal.metric != refusedInvalidToken {
+	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal == nil || refusal.Metric != RefusedInvalidToken {
 		t.Fatalf("refusal %+v; want the token refused as invalid", refusal)
 	}
 	if n := ti.fetches.Load(); n != fetched {
@@ -427,7 +426,7 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	// is new to the cache of outcomes.
 	la.clock.Step(keysRetryPeriod)
 	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal != nil {
-		t.Fatalf("refused after the keys were read again: %s", refusal.reason)
+		t.Fatalf("refused after the keys were read again: %s", refusal.Reason)
 	}
 	if n := ti.fetches.Load(); n != fetched+2 {
 		t.Errorf("%d reads of the two documents, want 2", n-fetched)
@@ -489,12 +488,12 @@ func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 	p, b := lcClaims(la.clock.Now())
 	token := ti.sign(t, "k1", jose.ES256, p, b)
 	id, refusal := la.connect(t, token)
-	if refusal != nil || !id.byHub || la.reviews.Load() != 0 {
+	if refusal != nil || !id.ByHub || la.reviews.Load() != 0 {
 		t.Fatalf("identity %+v, refusal %v, %d reviews; want the hub's own acceptance", id, refusal, la.reviews.Load())
 	}
 	const lcUser = "system:serviceaccount:nereid-system:nereid-localcontroller"
 	userAs := func(username, node, pod, uid string) *authenticationv1.TokenReviewStatus {
-		return &authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{DefaultTokenAudience},
+		return &authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: []string{edgehubtest.Audience},
 			User: authenticationv1.UserInfo{Username: username, Extra: map[string]authenticationv1.ExtraValue{
 				NodeNameExtra: {node}, PodNameExtra: {pod}, PodUIDExtra: {uid}}}}
 	}
@@ -504,12 +503,12 @@ func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 		want   string                              // the refusal's metric, "" for confirmed
 	}{
 		"the same Pod":       {status: user("edge-0", "lc-edge-0", "uid-edge-0")},
-		"the Pod made again": {status: user("edge-0", "lc-edge-0", "uid-new"), want: refusedInvalidToken},
-		"another node":       {status: user("edge-1", "lc-edge-0", "uid-edge-0"), want: refusedInvalidToken},
+		"the Pod made again": {status: user("edge-0", "lc-edge-0", "uid-new"), want: RefusedInvalidToken},
+		"another node":       {status: user("edge-1", "lc-edge-0", "uid-edge-0"), want: RefusedInvalidToken},
 		"another ServiceAccount": {status: userAs("system:serviceaccount:nereid-system:default", "edge-0", "lc-edge-0", "uid-edge-0"),
-			want: refusedNotLocalController},
-		"not valid (the Pod is gone)": {status: &authenticationv1.TokenReviewStatus{Error: "pod not found"}, want: refusedInvalidToken},
-		"the review fails":            {want: refusedReviewError},
+			want: RefusedNotLocalController},
+		"not valid (the Pod is gone)": {status: &authenticationv1.TokenReviewStatus{Error: "pod not found"}, want: RefusedInvalidToken},
+		"the review fails":            {want: RefusedReviewError},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kube := la.client.(*kubefake.Clientset)
@@ -524,17 +523,17 @@ func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 			got := la.confirm(t.Context(), id, token)
 			switch {
 			case tc.want == "" && got != nil:
-				t.Errorf("refused (%s: %s); want confirmed", got.metric, got.reason)
+				t.Errorf("refused (%s: %s); want confirmed", got.Metric, got.Reason)
 			case tc.want != "" && got == nil:
 				t.Errorf("confirmed; want refused as %s", tc.want)
-			case tc.want != "" && got.metric != tc.want:
-				t.Errorf("refused as %s (%s); want %s", got.metric, got.reason, tc.want)
+			case tc.want != "" && got.Metric != tc.want:
+				t.Errorf("refused as %s (%s); want %s", got.Metric, got.Reason, tc.want)
 			}
 		})
 	}
 	// After a refusal, the Pod's tokens go to a review, whatever it says.
-	la.reviewFirst(id.podUID)
-	if again, _ := la.connect(t, ti.sign(t, "k1", jose.ES256, p, b)); again != nil && again.byHub {
+	la.reviewFirst(id.PodUID)
+	if again, _ := la.connect(t, ti.sign(t, "k1", jose.ES256, p, b)); again != nil && again.ByHub {
 		t.Error("the hub accepted a token of a Pod whose token a review refused")
 	}
 }

@@ -1,4 +1,4 @@
-package edgehub
+package reports
 
 import (
 	"context"
@@ -61,10 +61,10 @@ type Appliers struct {
 	Datasets DatasetApplier
 }
 
-// applyInOrder calls apply for 0 to n-1, in order, and returns each result.
+// ApplyInOrder calls apply for 0 to n-1, in order, and returns each result.
 // It stops at the first error that is not a refusal: the rest get that
 // error too, so that none is applied before the one that failed.
-func applyInOrder(n int, apply func(i int) error) []error {
+func ApplyInOrder(n int, apply func(i int) error) []error {
 	errs := make([]error, n)
 	for i := range n {
 		errs[i] = apply(i)

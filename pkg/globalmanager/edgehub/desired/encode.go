@@ -1,4 +1,4 @@
-package edgehub
+package desired
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
-// What reaches the edge of an object is what encodeObject sends: its spec,
+// What reaches the edge of an object is what EncodeObject sends: its spec,
 // its metadata but for what only the API server and kubectl use, and, for
 // the kinds whose status a LocalController reads (the learning cycles), its
 // status but for the cloud's own bookkeeping. A change to anything else
@@ -31,13 +31,13 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 // sending it would send every report back down.
 var cloudOnlyStatus = []string{"edgeNodes", "conditions"}
 
-// encodeObject is the JSON of a cached object as a LocalController stores it
+// EncodeObject is the JSON of a cached object as a LocalController stores it
 // (see above), with apiVersion and kind (a cached object has neither), and
 // the object's digest: edgeproto.ObjectDigest of that JSON without the
 // resourceVersion. The cached object is not changed.
-func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, string, error) {
+func EncodeObject(k *Kind, obj metav1.Object) (json.RawMessage, string, error) {
 	fail := func(err error) (json.RawMessage, string, error) {
-		return nil, "", fmt.Errorf("encoding %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
+		return nil, "", fmt.Errorf("encoding %s %s/%s: %w", k.Name, obj.GetNamespace(), obj.GetName(), err)
 	}
 	raw, err := edgeproto.Marshal(obj)
 	if err != nil {
@@ -47,9 +47,9 @@ func encodeObject(k *kind, obj metav1.Object) (json.RawMessage, string, error) {
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return fail(err)
 	}
-	top["apiVersion"], _ = edgeproto.Marshal(k.apiVersion)
-	top["kind"], _ = edgeproto.Marshal(k.name)
-	if !k.sendStatus {
+	top["apiVersion"], _ = edgeproto.Marshal(k.APIVersion)
+	top["kind"], _ = edgeproto.Marshal(k.Name)
+	if !k.SendStatus {
 		delete(top, "status")
 	} else if st, ok := top["status"]; ok {
 		var status map[string]json.RawMessage
@@ -115,14 +115,15 @@ func Digest(kindName string, obj metav1.Object) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s is not a kind sent to edge nodes (is its package linked in?)", kindName)
 	}
-	_, digest, err := encodeObject(k, obj)
+	_, digest, err := EncodeObject(k, obj)
 	return digest, err
 }
 
-// digestCache holds the digest of each cached object's latest version, by
-// UID, so that it is computed once per version rather than once per node
-// and sync. Entries go when their objects are deleted.
-type digestCache struct {
+// Digests hold the digest of each cached object's latest version, by UID,
+// so that it is computed once per version rather than once per node and
+// sync. Entries go when their objects are deleted (Forget). The zero value
+// is ready to use.
+type Digests struct {
 	mu sync.Mutex
 	m  map[types.UID]cachedDigest
 }
@@ -132,13 +133,13 @@ type cachedDigest struct {
 	digest          string
 }
 
-// of is obj's digest ("" when it cannot be encoded; sendUpsert then says
+// Of is obj's digest ("" when it cannot be encoded; sendUpsert then says
 // why).
-func (c *digestCache) of(k *kind, obj metav1.Object) string {
+func (c *Digests) Of(k *Kind, obj metav1.Object) string {
 	if d, ok := c.cached(obj); ok {
 		return d
 	}
-	_, digest, err := encodeObject(k, obj)
+	_, digest, err := EncodeObject(k, obj)
 	if err != nil {
 		return ""
 	}
@@ -152,7 +153,7 @@ func (c *digestCache) of(k *kind, obj metav1.Object) string {
 }
 
 // cached is the digest the cache holds of obj's version, if it does.
-func (c *digestCache) cached(obj metav1.Object) (string, bool) {
+func (c *Digests) cached(obj metav1.Object) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.m[obj.GetUID()]
@@ -162,8 +163,8 @@ func (c *digestCache) cached(obj metav1.Object) (string, bool) {
 	return d.digest, true
 }
 
-// forget drops the digest of a deleted object (or its tombstone).
-func (c *digestCache) forget(obj any) {
+// Forget drops the digest of a deleted object (or its tombstone).
+func (c *Digests) Forget(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -174,9 +175,9 @@ func (c *digestCache) forget(obj any) {
 	}
 }
 
-// sameOnEdge says whether an update of an object from oldObj to newObj
+// SameOnEdge says whether an update of an object from oldObj to newObj
 // changes nothing the edge uses: then no node's set or copy changes.
-func (c *digestCache) sameOnEdge(k *kind, oldObj, newObj any) bool {
+func (c *Digests) SameOnEdge(k *Kind, oldObj, newObj any) bool {
 	o, ok1 := oldObj.(metav1.Object)
 	n, ok2 := newObj.(metav1.Object)
 	if !ok1 || !ok2 || o.GetUID() != n.GetUID() {
@@ -185,10 +186,10 @@ func (c *digestCache) sameOnEdge(k *kind, oldObj, newObj any) bool {
 	oldDigest, ok := c.cached(o)
 	if !ok {
 		var err error
-		if _, oldDigest, err = encodeObject(k, o); err != nil {
+		if _, oldDigest, err = EncodeObject(k, o); err != nil {
 			return false
 		}
 	}
-	newDigest := c.of(k, n)
+	newDigest := c.Of(k, n)
 	return newDigest != "" && newDigest == oldDigest
 }

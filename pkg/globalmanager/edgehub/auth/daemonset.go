@@ -1,9 +1,11 @@
-package edgehub
+package auth
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/nereid-ml/nereid/internal/cached"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,9 +28,9 @@ import (
 // daemonSetKind is what a Pod's controller reference says of a DaemonSet.
 var daemonSetKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
-// notDaemonSetPod refuses a Pod that is not one of the DaemonSet's.
-func notDaemonSetPod(format string, args ...any) *authError {
-	return &authError{status: http.StatusForbidden, metric: refusedNotDaemonSetPod, reason: fmt.Sprintf(format, args...)}
+// NotDaemonSetPod refuses a Pod that is not one of the DaemonSet's.
+func NotDaemonSetPod(format string, args ...any) *Refusal {
+	return &Refusal{Status: http.StatusForbidden, Metric: RefusedNotDaemonSetPod, Reason: fmt.Sprintf(format, args...)}
 }
 
 // checkController refuses pod (of UID uid) unless the LocalControllers'
@@ -36,24 +38,24 @@ func notDaemonSetPod(format string, args ...any) *authError {
 // DaemonSet's UID. The Pod is read from the cache of LocalController Pods,
 // or from the API server when the cache does not have it (a Pod just made);
 // the DaemonSet from its cache alone.
-func (a *authenticator) checkController(ctx context.Context, pod types.NamespacedName, uid types.UID) (types.UID, *authError) {
-	ds := a.daemonSet
+func (a *Authenticator) checkController(ctx context.Context, pod types.NamespacedName, uid types.UID) (types.UID, *Refusal) {
+	ds := a.daemonSetName
 	if pod.Namespace != ds.Namespace {
-		return "", notDaemonSetPod("Pod %s is not a LocalController: only the Pods of the DaemonSet %s are, and it is in another namespace", pod, ds)
+		return "", NotDaemonSetPod("Pod %s is not a LocalController: only the Pods of the DaemonSet %s are, and it is in another namespace", pod, ds)
 	}
-	current, ok := cachedObject[*appsv1.DaemonSet](a.daemonSets, ds.String())
+	current, ok := cached.Get[*appsv1.DaemonSet](a.daemonSets, ds.String())
 	switch {
 	case !ok:
-		return "", notDaemonSetPod("Pod %s is not a LocalController: the LocalControllers' DaemonSet %s does not exist", pod, ds)
+		return "", NotDaemonSetPod("Pod %s is not a LocalController: the LocalControllers' DaemonSet %s does not exist", pod, ds)
 	case current.DeletionTimestamp != nil:
-		return "", notDaemonSetPod("Pod %s is not a LocalController: the LocalControllers' DaemonSet %s is being deleted", pod, ds)
+		return "", NotDaemonSetPod("Pod %s is not a LocalController: the LocalControllers' DaemonSet %s is being deleted", pod, ds)
 	}
 	p, refusal := a.localControllerPod(ctx, pod, uid)
 	if refusal != nil {
 		return "", refusal
 	}
 	if reason := controlledBy(p, current); reason != "" {
-		return "", notDaemonSetPod("Pod %s is not a LocalController: %s", pod, reason)
+		return "", NotDaemonSetPod("Pod %s is not a LocalController: %s", pod, reason)
 	}
 	return current.UID, nil
 }
@@ -76,7 +78,7 @@ func controlledBy(pod *corev1.Pod, ds *appsv1.DaemonSet) string {
 // localControllerPod is the Pod of UID uid, from the cache or read. A Pod
 // that is not there, or has another UID, was deleted: its token is no
 // longer valid.
-func (a *authenticator) localControllerPod(ctx context.Context, key types.NamespacedName, uid types.UID) (*corev1.Pod, *authError) {
+func (a *Authenticator) localControllerPod(ctx context.Context, key types.NamespacedName, uid types.UID) (*corev1.Pod, *Refusal) {
 	if p, ok := get[*corev1.Pod](a.podCache, key.String()); ok && p.UID == uid {
 		return p, nil
 	}
@@ -85,8 +87,8 @@ func (a *authenticator) localControllerPod(ctx context.Context, key types.Namesp
 	case apierrors.IsNotFound(err) || (err == nil && p.UID != uid):
 		return nil, invalidToken(fmt.Sprintf("its Pod %s (%s) no longer exists", key, uid))
 	case err != nil:
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
-			reason: "the token's Pod could not be read, try again later", err: fmt.Errorf("reading Pod %s: %w", key, err)}
+		return nil, &Refusal{Status: http.StatusServiceUnavailable, Metric: RefusedReviewError, RetryAfter: 5,
+			Reason: "the token's Pod could not be read, try again later", Err: fmt.Errorf("reading Pod %s: %w", key, err)}
 	}
 	return p, nil
 }

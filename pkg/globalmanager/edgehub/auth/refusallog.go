@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"context"
@@ -18,16 +18,16 @@ import (
 // refusalLogPeriod is the most often a reason's refusals are logged.
 const refusalLogPeriod = 10 * time.Second
 
-// refusedConn is one refused connection, as logged.
-type refusedConn struct {
-	remote string
-	status int
-	reason string
-	err    error
+// RefusedConn is one refused connection, as logged.
+type RefusedConn struct {
+	Remote string
+	Status int
+	Reason string
+	Err    error
 }
 
-// refusalLog logs refused connections, a line per reason and period at most.
-type refusalLog struct {
+// RefusalLog logs refused connections, a line per reason and period at most.
+type RefusalLog struct {
 	clock clock.WithTicker
 
 	mu      sync.Mutex
@@ -38,16 +38,16 @@ type refusalLog struct {
 type refusalTally struct {
 	logged time.Time // when its last line was written
 	count  int       // refused since, not logged
-	last   refusedConn
+	last   RefusedConn
 }
 
-func newRefusalLog(clk clock.WithTicker) *refusalLog {
-	return &refusalLog{clock: clk, reasons: make(map[string]*refusalTally)}
+func NewRefusalLog(clk clock.WithTicker) *RefusalLog {
+	return &RefusalLog{clock: clk, reasons: make(map[string]*refusalTally)}
 }
 
-// refused logs r, refused with reason label metric, or counts it for the
+// Refused logs r, refused with reason label metric, or counts it for the
 // next line of its reason.
-func (l *refusalLog) refused(logger klog.Logger, metric string, r refusedConn) {
+func (l *RefusalLog) Refused(logger klog.Logger, metric string, r RefusedConn) {
 	l.mu.Lock()
 	t := l.reasons[metric]
 	if t == nil {
@@ -64,18 +64,18 @@ func (l *refusalLog) refused(logger klog.Logger, metric string, r refusedConn) {
 	t.logged = now
 	l.mu.Unlock()
 	// The token is never logged; the reason says whose it was.
-	logger.Info("Refused an edge connection", "refusal", metric, "remote", r.remote, "status", r.status, "reason", r.reason, "err", r.err)
+	logger.Info("Refused an edge connection", "refusal", metric, "remote", r.Remote, "status", r.Status, "reason", r.Reason, "err", r.Err)
 }
 
 // flush writes a line for each reason whose refusals were counted and whose
 // last line is at least refusalLogPeriod old, or, with all, for each whose
 // refusals were counted.
-func (l *refusalLog) flush(logger klog.Logger, all bool) {
+func (l *RefusalLog) flush(logger klog.Logger, all bool) {
 	type line struct {
 		metric string
 		count  int
 		since  time.Duration
-		last   refusedConn
+		last   RefusedConn
 	}
 	var lines []line
 	l.mu.Lock()
@@ -83,18 +83,18 @@ func (l *refusalLog) flush(logger klog.Logger, all bool) {
 	for metric, t := range l.reasons {
 		if t.count > 0 && (all || now.Sub(t.logged) >= refusalLogPeriod) {
 			lines = append(lines, line{metric: metric, count: t.count, since: now.Sub(t.logged), last: t.last})
-			t.count, t.logged, t.last = 0, now, refusedConn{}
+			t.count, t.logged, t.last = 0, now, RefusedConn{}
 		}
 	}
 	l.mu.Unlock()
 	for _, ln := range lines {
 		logger.Info("Refused edge connections", "refusal", ln.metric, "count", ln.count, "in", ln.since.Round(time.Second),
-			"lastRemote", ln.last.remote, "lastStatus", ln.last.status, "lastReason", ln.last.reason, "lastErr", ln.last.err)
+			"lastRemote", ln.last.Remote, "lastStatus", ln.last.Status, "lastReason", ln.last.Reason, "lastErr", ln.last.Err)
 	}
 }
 
-// run flushes the log every refusalLogPeriod until ctx ends.
-func (l *refusalLog) run(ctx context.Context) {
+// Run flushes the log every refusalLogPeriod until ctx ends.
+func (l *RefusalLog) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	t := l.clock.NewTicker(refusalLogPeriod)
 	defer t.Stop()

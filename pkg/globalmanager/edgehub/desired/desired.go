@@ -1,4 +1,4 @@
-package edgehub
+package desired
 
 import (
 	"fmt"
@@ -38,55 +38,129 @@ const (
 // The object kinds others name: Datasets bring the objects that name them to
 // their node, and a node needs the Models of what it runs.
 var (
-	datasetKind = sednav1.DatasetKind.Kind
+	DatasetKind = sednav1.DatasetKind.Kind
 	modelKind   = sednav1.ModelKind.Kind
 )
 
-// objVersion is what tells two versions of an object on a node apart: what
-// the edge uses of it (its digest; see edgeVersion), and which of its pods
-// are on the node. resourceVersion goes with them, for the LocalController.
-type objVersion struct {
-	resourceVersion string
-	digest          string // edgeproto.ObjectDigest of the object as sent
-	workers         string // edgeproto.WorkersDigest of the workers
+// Version is what tells two versions of an object on a node apart: what
+// the edge uses of it (its digest; see EncodeObject), and which of its pods
+// are on the node. ResourceVersion goes with them, for the LocalController.
+type Version struct {
+	ResourceVersion string
+	Digest          string // edgeproto.ObjectDigest of the object as sent
+	Workers         string // edgeproto.WorkersDigest of the workers
 }
 
-func versionOf(v edgeproto.ObjectVersion) objVersion {
-	return objVersion{resourceVersion: v.ResourceVersion, digest: v.Digest, workers: v.Workers}
+// VersionOf is the Version a LocalController states.
+func VersionOf(v edgeproto.ObjectVersion) Version {
+	return Version{ResourceVersion: v.ResourceVersion, Digest: v.Digest, Workers: v.Workers}
 }
 
-// sameOnEdge says whether a LocalController that holds v needs nothing of w:
+// SameOnEdge says whether a LocalController that holds v needs nothing of w:
 // the same workers, and the same digest (an object whose status alone
 // changed is not sent again) or, where one has no digest (a LocalController
 // that predates them), the same resourceVersion.
-func (v objVersion) sameOnEdge(w objVersion) bool {
-	if v.workers != w.workers {
+func (v Version) SameOnEdge(w Version) bool {
+	if v.Workers != w.Workers {
 		return false
 	}
-	if v.digest != "" && w.digest != "" {
-		return v.digest == w.digest
+	if v.Digest != "" && w.Digest != "" {
+		return v.Digest == w.Digest
 	}
-	return v.resourceVersion == w.resourceVersion
+	return v.ResourceVersion == w.ResourceVersion
 }
 
-// desiredObject is the latest version of an object that concerns a node.
-type desiredObject struct {
-	kind    *kind
-	obj     metav1.Object
-	workers []edgeproto.Worker // its pods on the node, sorted by name
-	version objVersion
+// Object is the latest version of an object that concerns a node.
+type Object struct {
+	Kind    *Kind
+	Obj     metav1.Object
+	Workers []edgeproto.Worker // its pods on the node, sorted by name
+	Version Version
 }
 
-// objectVersion is d's ObjectVersion under ref.
-func (d desiredObject) objectVersion(ref edgeproto.ObjectRef) edgeproto.ObjectVersion {
-	return edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.version.resourceVersion, Digest: d.version.digest, Workers: d.version.workers}
+// ObjectVersion is d's ObjectVersion under ref.
+func (d Object) ObjectVersion(ref edgeproto.ObjectRef) edgeproto.ObjectVersion {
+	return edgeproto.ObjectVersion{ObjectRef: ref, ResourceVersion: d.Version.ResourceVersion, Digest: d.Version.Digest, Workers: d.Version.Workers}
 }
+
+// Sets compute each node's desired set from the informers' caches: the
+// objects of the kinds the hub sends, and the GlobalManager's worker pods.
+type Sets struct {
+	kinds  []*Kind
+	byName map[string]*Kind // by API kind
+	// pods are the GlobalManager's worker pods (the children cache).
+	pods cache.SharedIndexInformer
+	// chain finds a pod's object through its controllers (IsWorkerPod).
+	chain common.WorkerChain
+	// digests are the objects' digests, by UID (see encode.go).
+	digests Digests
+}
+
+// NewSets returns the Sets of edgeKinds, whose workers are pods. Workers
+// are found through the controllers between them (FollowReplicaSets).
+// AddIndexers must run before the informers start.
+func NewSets(edgeKinds []*Kind, pods cache.SharedIndexInformer) *Sets {
+	s := &Sets{kinds: edgeKinds, byName: make(map[string]*Kind, len(edgeKinds)), pods: pods}
+	for _, k := range edgeKinds {
+		s.byName[k.Name] = k
+	}
+	return s
+}
+
+// FollowReplicaSets and FollowDeployments set the caches of the
+// ReplicaSets and Deployments between an object and its worker pods; before
+// the informers start. Without them, only pods an object controls itself
+// are its workers.
+func (s *Sets) FollowReplicaSets(replicaSets cache.Indexer) { s.chain.ReplicaSets = replicaSets }
+
+// FollowDeployments: see FollowReplicaSets.
+func (s *Sets) FollowDeployments(deployments cache.Indexer) { s.chain.Deployments = deployments }
+
+// Kind is the kind of API kind name, nil when the hub does not send it.
+func (s *Sets) Kind(name string) *Kind { return s.byName[name] }
+
+// Digests are the objects' digests.
+func (s *Sets) Digests() *Digests { return &s.digests }
+
+// Pods is the cache of the GlobalManager's worker pods.
+func (s *Sets) Pods() cache.SharedIndexInformer { return s.pods }
 
 func nsKey(namespace, name string) string { return namespace + "/" + name }
 
-// addIndexers adds the hub's indexes to the informers; it must run before
+// Cached is the object of kind (an API kind the hub sends) namespace/name
+// in its cache, if it holds one.
+func (s *Sets) Cached(kind, namespace, name string) (metav1.Object, bool) {
+	k := s.byName[kind]
+	if k == nil {
+		return nil, false
+	}
+	return getCached(k.Informer, namespace, name)
+}
+
+// OwnsWorker says whether pod is a worker of the object its owner-uid
+// label names, of a kind with workers: the label only finds the object, the
+// pod counts only for the object its controllers lead to.
+func (s *Sets) OwnsWorker(pod *corev1.Pod) bool {
+	owner := pod.Labels[common.LabelOwnerUID]
+	if owner == "" {
+		return false
+	}
+	for _, k := range s.kinds {
+		if !k.Workers {
+			continue
+		}
+		for _, obj := range byIndex(k.Informer, indexUID, owner) {
+			if s.chain.IsWorkerPod(pod, obj) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AddIndexers adds the hub's indexes to the informers; it must run before
 // they start.
-func (h *Hub) addIndexers() error {
+func (s *Sets) AddIndexers() error {
 	keys := func(ns string, names []string) []string {
 		out := make([]string, 0, len(names))
 		for _, n := range names {
@@ -94,8 +168,8 @@ func (h *Hub) addIndexers() error {
 		}
 		return out
 	}
-	for _, k := range h.kinds {
-		err := k.informer.AddIndexers(cache.Indexers{
+	for _, k := range s.kinds {
+		err := k.Informer.AddIndexers(cache.Indexers{
 			indexNode: func(obj any) ([]string, error) {
 				if o, ok := obj.(metav1.Object); ok {
 					return templateNodes(o), nil
@@ -104,7 +178,7 @@ func (h *Hub) addIndexers() error {
 			},
 			indexDataset: func(obj any) ([]string, error) {
 				if o, ok := obj.(metav1.Object); ok {
-					return keys(o.GetNamespace(), datasetNames(o)), nil
+					return keys(o.GetNamespace(), DatasetNames(o)), nil
 				}
 				return nil, nil
 			},
@@ -116,12 +190,12 @@ func (h *Hub) addIndexers() error {
 			},
 		})
 		if err != nil {
-			return fmt.Errorf("adding edge hub indexers to the %s informer: %w", k.name, err)
+			return fmt.Errorf("adding edge hub indexers to the %s informer: %w", k.Name, err)
 		}
 		// Objects by the Models they name: the index the controllers and the
 		// Model protection share.
-		if err := common.IndexByModel(k.informer); err != nil {
-			return fmt.Errorf("%s: %w", k.name, err)
+		if err := common.IndexByModel(k.Informer); err != nil {
+			return fmt.Errorf("%s: %w", k.Name, err)
 		}
 	}
 	ownerNode := func(obj any) (owner, node string) {
@@ -130,7 +204,7 @@ func (h *Hub) addIndexers() error {
 		}
 		return "", ""
 	}
-	err := h.pods.AddIndexers(cache.Indexers{
+	err := s.pods.AddIndexers(cache.Indexers{
 		podIndexNode: func(obj any) ([]string, error) {
 			if owner, node := ownerNode(obj); owner != "" && node != "" {
 				return []string{node}, nil
@@ -150,7 +224,7 @@ func (h *Hub) addIndexers() error {
 	// An object's pods, wherever bound, by the index the controllers find
 	// their children by (added here too when no controller shares the
 	// informer).
-	if _, err := common.IndexChildren(h.pods); err != nil {
+	if _, err := common.IndexChildren(s.pods); err != nil {
 		return fmt.Errorf("adding the owner index to the pod informer: %w", err)
 	}
 	return nil
@@ -182,28 +256,28 @@ func getCached(inf cache.SharedIndexInformer, namespace, name string) (metav1.Ob
 	return m, ok
 }
 
-// workersOn are obj's pods bound to node, sorted by name, with their
+// WorkersOn are obj's pods bound to node, sorted by name, with their
 // addresses. A pod counts where it was scheduled, whatever its template
 // said.
-func (h *Hub) workersOn(obj metav1.Object, node string) []edgeproto.Worker {
-	pods := byIndex(h.pods, podIndexOwnerNode, string(obj.GetUID())+"/"+node)
+func (s *Sets) WorkersOn(obj metav1.Object, node string) []edgeproto.Worker {
+	pods := byIndex(s.pods, podIndexOwnerNode, string(obj.GetUID())+"/"+node)
 	workers := make([]edgeproto.Worker, 0, len(pods))
 	for _, p := range pods {
-		if h.chain.IsWorkerPod(p, obj) {
-			workers = append(workers, edgeproto.Worker{Name: p.GetName(), IPs: workerIPs(p), Done: finished(p)})
+		if s.chain.IsWorkerPod(p, obj) {
+			workers = append(workers, edgeproto.Worker{Name: p.GetName(), IPs: WorkerIPs(p), Done: Finished(p)})
 		}
 	}
 	slices.SortFunc(workers, func(a, b edgeproto.Worker) int { return strings.Compare(a.Name, b.Name) })
 	return workers
 }
 
-// workerIPs are the addresses a worker pod's reports come from: its IPs
+// WorkerIPs are the addresses a worker pod's reports come from: its IPs
 // (status.podIPs; a hostNetwork pod's are its node's), in canonical form, at
 // most edgeproto.MaxWorkerIPs. A pod that has finished has none: its
 // address may be given to another pod.
-func workerIPs(o metav1.Object) []string {
+func WorkerIPs(o metav1.Object) []string {
 	pod, ok := o.(*corev1.Pod)
-	if !ok || finished(pod) {
+	if !ok || Finished(pod) {
 		return nil
 	}
 	podIPs := pod.Status.PodIPs
@@ -216,14 +290,14 @@ func workerIPs(o metav1.Object) []string {
 		if err != nil || len(ips) == edgeproto.MaxWorkerIPs {
 			continue
 		}
-		if ip := addr.Unmap().String(); !contains(ips, ip) {
+		if ip := addr.Unmap().String(); !Contains(ips, ip) {
 			ips = append(ips, ip)
 		}
 	}
 	return ips
 }
 
-// desired is the latest version of every object that concerns node: those
+// Of is the latest version of every object that concerns node: those
 // an edge node's LocalController needs because it runs, or may run, a worker
 // of them, and the Datasets and Models those name.
 //
@@ -237,69 +311,69 @@ func workerIPs(o metav1.Object) []string {
 // With each object of a kind that has workers go the names of its pods on
 // node. What is missing from the caches (a Dataset or Model not yet
 // created) concerns nothing.
-func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
-	out := make(map[edgeproto.ObjectRef]desiredObject)
+func (s *Sets) Of(node string) map[edgeproto.ObjectRef]Object {
+	out := make(map[edgeproto.ObjectRef]Object)
 	if node == "" {
 		return out
 	}
-	add := func(k *kind, obj metav1.Object) {
-		ref := edgeproto.ObjectRef{Kind: k.name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	add := func(k *Kind, obj metav1.Object) {
+		ref := edgeproto.ObjectRef{Kind: k.Name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if _, ok := out[ref]; ok {
 			return
 		}
-		d := desiredObject{kind: k, obj: obj, version: objVersion{resourceVersion: obj.GetResourceVersion(), digest: h.digests.of(k, obj)}}
-		if k.workers {
-			d.workers = h.workersOn(obj, node)
-			d.version.workers = edgeproto.WorkersDigest(d.workers)
+		d := Object{Kind: k, Obj: obj, Version: Version{ResourceVersion: obj.GetResourceVersion(), Digest: s.digests.Of(k, obj)}}
+		if k.Workers {
+			d.Workers = s.WorkersOn(obj, node)
+			d.Version.Workers = edgeproto.WorkersDigest(d.Workers)
 		}
 		out[ref] = d
 	}
-	for _, k := range h.kinds {
-		for _, obj := range byIndex(k.informer, indexNode, node) {
+	for _, k := range s.kinds {
+		for _, obj := range byIndex(k.Informer, indexNode, node) {
 			add(k, obj)
 		}
 	}
 	// By namespace and UID: a pod in another namespace that names an
 	// owner's UID must not hide that owner's own pods on the node.
 	seenOwner := make(map[string]bool)
-	for _, pod := range byIndex(h.pods, podIndexNode, node) {
+	for _, pod := range byIndex(s.pods, podIndexNode, node) {
 		uid := pod.GetLabels()[common.LabelOwnerUID]
 		owner := nsKey(pod.GetNamespace(), uid)
 		if seenOwner[owner] {
 			continue
 		}
-		for _, k := range h.kinds {
-			if !k.workers {
+		for _, k := range s.kinds {
+			if !k.Workers {
 				continue
 			}
-			for _, obj := range byIndex(k.informer, indexUID, uid) {
+			for _, obj := range byIndex(k.Informer, indexUID, uid) {
 				// The label only finds the object: a pod anyone labelled
 				// brings it nowhere (another pod of the object may yet).
-				if h.chain.IsWorkerPod(pod, obj) {
+				if s.chain.IsWorkerPod(pod, obj) {
 					seenOwner[owner] = true
 					add(k, obj)
 				}
 			}
 		}
 	}
-	if datasets := h.byName[datasetKind]; datasets != nil {
-		for _, ds := range byIndex(datasets.informer, indexNode, node) {
-			for _, k := range h.kinds {
-				for _, obj := range byIndex(k.informer, indexDataset, nsKey(ds.GetNamespace(), ds.GetName())) {
+	if datasets := s.byName[DatasetKind]; datasets != nil {
+		for _, ds := range byIndex(datasets.Informer, indexNode, node) {
+			for _, k := range s.kinds {
+				for _, obj := range byIndex(k.Informer, indexDataset, nsKey(ds.GetNamespace(), ds.GetName())) {
 					add(k, obj)
 				}
 			}
 		}
 	}
-	if models := h.byName[modelKind]; models != nil {
+	if models := s.byName[modelKind]; models != nil {
 		var named []edgeproto.ObjectRef
 		for ref, d := range out {
-			for _, m := range modelNames(d.obj) {
+			for _, m := range modelNames(d.Obj) {
 				named = append(named, edgeproto.ObjectRef{Kind: modelKind, Namespace: ref.Namespace, Name: m})
 			}
 		}
 		for _, ref := range named {
-			if m, ok := getCached(models.informer, ref.Namespace, ref.Name); ok {
+			if m, ok := getCached(models.Informer, ref.Namespace, ref.Name); ok {
 				add(models, m)
 			}
 		}
@@ -307,8 +381,8 @@ func (h *Hub) desired(node string) map[edgeproto.ObjectRef]desiredObject {
 	return out
 }
 
-// finished says whether o is a pod that has finished.
-func finished(o metav1.Object) bool {
+// Finished says whether o is a pod that has finished.
+func Finished(o metav1.Object) bool {
 	pod, ok := o.(*corev1.Pod)
 	return ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
 }
@@ -330,7 +404,7 @@ func finishedAt(pod *corev1.Pod) time.Time {
 // node's, and the kubelet writes the time a moment after the process ends.
 const finishSlack = 2 * time.Second
 
-// checkWorker refuses a report of worker about obj, of kind k, from node,
+// CheckWorker refuses a report of worker about obj, of kind k, from node,
 // that came from the address from ("" if the LocalController did not say)
 // at receivedAt,
 // unless worker is one of obj's pods bound to node and from is one of its
@@ -341,26 +415,26 @@ const finishSlack = 2 * time.Second
 // against the latest pods. A finished pod's IPs still count here: its last
 // report may be applied after it has finished, but only a report taken
 // before then: after, its address may be another pod's.
-func (h *Hub) checkWorker(node string, k *kind, obj metav1.Object, worker, from string, receivedAt time.Time) error {
+func (s *Sets) CheckWorker(node string, k *Kind, obj metav1.Object, worker, from string, receivedAt time.Time) error {
 	if worker == edgeproto.LocalControllerWorker {
-		if !k.ownReports {
-			return edgeproto.Refuse("the LocalController reports under its own name only for learning cycles, not for a %s", k.name)
+		if !k.OwnReports {
+			return edgeproto.Refuse("the LocalController reports under its own name only for learning cycles, not for a %s", k.Name)
 		}
 		return nil
 	}
-	o, exists, err := h.pods.GetIndexer().GetByKey(nsKey(obj.GetNamespace(), worker))
+	o, exists, err := s.pods.GetIndexer().GetByKey(nsKey(obj.GetNamespace(), worker))
 	pod, isPod := o.(*corev1.Pod)
 	switch {
 	case err != nil || !exists || !isPod:
 		return edgeproto.Refuse("worker %s is not a pod of %s/%s", worker, obj.GetNamespace(), obj.GetName())
-	case !h.chain.IsWorkerPod(pod, obj):
+	case !s.chain.IsWorkerPod(pod, obj):
 		return edgeproto.Refuse("pod %s/%s is not a worker of %s", pod.Namespace, pod.Name, obj.GetName())
 	case pod.Spec.NodeName != node:
 		return edgeproto.Refuse("pod %s/%s runs on %q, not on node %s", pod.Namespace, pod.Name, pod.Spec.NodeName, node)
 	case from != "" && !hasIP(pod, from):
 		return edgeproto.Refuse("the report of pod %s/%s came from %s, which is not the pod's address", pod.Namespace, pod.Name, from)
 	}
-	if at := finishedAt(pod); from != "" && finished(pod) && !at.IsZero() && receivedAt.After(at.Add(finishSlack)) {
+	if at := finishedAt(pod); from != "" && Finished(pod) && !at.IsZero() && receivedAt.After(at.Add(finishSlack)) {
 		return edgeproto.Refuse("the report of pod %s/%s was taken at %s, after the pod finished at %s: its address %s may be another pod's",
 			pod.Namespace, pod.Name, receivedAt.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339), from)
 	}
@@ -381,23 +455,23 @@ func hasIP(pod *corev1.Pod, ip string) bool {
 	return false
 }
 
-// concerns reports whether the object ref (a job, a service or a Dataset:
+// Concerns reports whether the object ref (a job, a service or a Dataset:
 // what reports are about) concerns node now, by the caches, and returns it.
-func (h *Hub) concerns(node string, ref edgeproto.ObjectRef) (metav1.Object, *kind, bool) {
-	k := h.byName[ref.Kind]
+func (s *Sets) Concerns(node string, ref edgeproto.ObjectRef) (metav1.Object, *Kind, bool) {
+	k := s.byName[ref.Kind]
 	if k == nil || ref.Kind == modelKind || node == "" {
 		return nil, nil, false
 	}
-	obj, ok := getCached(k.informer, ref.Namespace, ref.Name)
+	obj, ok := getCached(k.Informer, ref.Namespace, ref.Name)
 	if !ok {
 		return nil, nil, false
 	}
-	if contains(templateNodes(obj), node) || (k.workers && len(h.workersOn(obj, node)) > 0) {
+	if Contains(templateNodes(obj), node) || (k.Workers && len(s.WorkersOn(obj, node)) > 0) {
 		return obj, k, true
 	}
-	if datasets := h.byName[datasetKind]; datasets != nil {
-		for _, name := range datasetNames(obj) {
-			if ds, ok := getCached(datasets.informer, obj.GetNamespace(), name); ok && contains(templateNodes(ds), node) {
+	if datasets := s.byName[DatasetKind]; datasets != nil {
+		for _, name := range DatasetNames(obj) {
+			if ds, ok := getCached(datasets.Informer, obj.GetNamespace(), name); ok && Contains(templateNodes(ds), node) {
 				return obj, k, true
 			}
 		}
@@ -405,9 +479,9 @@ func (h *Hub) concerns(node string, ref edgeproto.ObjectRef) (metav1.Object, *ki
 	return nil, nil, false
 }
 
-// affectedNodes are the nodes whose set of concerning objects an event on
+// AffectedNodes are the nodes whose set of concerning objects an event on
 // obj, of kind k (a cached object, or a tombstone of one), may change.
-func (h *Hub) affectedNodes(k *kind, obj any) []string {
+func (s *Sets) AffectedNodes(k *Kind, obj any) []string {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -416,28 +490,28 @@ func (h *Hub) affectedNodes(k *kind, obj any) []string {
 		return nil
 	}
 	nodes := templateNodes(o)
-	if k.name == modelKind {
+	if k.Name == modelKind {
 		// A Model goes where the objects that name it go.
-		for _, kk := range h.kinds {
-			for _, named := range byIndex(kk.informer, common.ByModel, nsKey(o.GetNamespace(), o.GetName())) {
-				nodes = append(nodes, h.affectedNodes(kk, named)...)
+		for _, kk := range s.kinds {
+			for _, named := range byIndex(kk.Informer, common.ByModel, nsKey(o.GetNamespace(), o.GetName())) {
+				nodes = append(nodes, s.AffectedNodes(kk, named)...)
 			}
 		}
 		return nodes
 	}
 	// A Dataset's objects move with it: its node is the only one whose set
 	// they enter or leave through it.
-	if k.workers {
-		pods, _ := common.ListOwned[*corev1.Pod](h.pods.GetIndexer(), o) // the index is the hub's own (addIndexers)
+	if k.Workers {
+		pods, _ := common.ListOwned[*corev1.Pod](s.pods.GetIndexer(), o) // the index is the hub's own (AddIndexers)
 		for _, p := range pods {
-			if p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
+			if p.Spec.NodeName != "" && !Contains(nodes, p.Spec.NodeName) {
 				nodes = append(nodes, p.Spec.NodeName)
 			}
 		}
 	}
-	if datasets := h.byName[datasetKind]; datasets != nil {
-		for _, name := range datasetNames(o) {
-			if ds, ok := getCached(datasets.informer, o.GetNamespace(), name); ok {
+	if datasets := s.byName[DatasetKind]; datasets != nil {
+		for _, name := range DatasetNames(o) {
+			if ds, ok := getCached(datasets.Informer, o.GetNamespace(), name); ok {
 				nodes = append(nodes, templateNodes(ds)...)
 			}
 		}
@@ -445,15 +519,15 @@ func (h *Hub) affectedNodes(k *kind, obj any) []string {
 	return nodes
 }
 
-// podNodes are the nodes whose sets a worker pod's event may change: the
+// PodNodes are the nodes whose sets a worker pod's event may change: the
 // node it is bound to, before and after.
-func podNodes(oldObj, newObj any) []string {
+func PodNodes(oldObj, newObj any) []string {
 	var nodes []string
 	for _, obj := range []any{oldObj, newObj} {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		if p, ok := obj.(*corev1.Pod); ok && p.Labels[common.LabelOwnerUID] != "" && p.Spec.NodeName != "" && !contains(nodes, p.Spec.NodeName) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Labels[common.LabelOwnerUID] != "" && p.Spec.NodeName != "" && !Contains(nodes, p.Spec.NodeName) {
 			nodes = append(nodes, p.Spec.NodeName)
 		}
 	}

@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"math"
@@ -17,7 +17,7 @@ import (
 // signature check, but every connection costs a TLS handshake, and a token
 // the API server signed (an old one, another Pod's) may still cost a
 // TokenReview now and then. So an address whose connections were refused
-// for their token (401, 403) Config.MaxRefusalsPerAddress times within a
+// for their token (401, 403) edgehub.Config.MaxRefusalsPerAddress times within a
 // minute is refused for refusalBlock, before its token is read: 429 with
 // Retry-After. Only refusals count: thousands of LocalControllers
 // behind one address (a NAT, or the tests' and the bench's 127.0.0.1)
@@ -31,8 +31,8 @@ const refusalBlock = time.Minute
 // once; one whose count is back to nothing is forgotten first.
 const maxLimitedAddresses = 100_000
 
-// addressLimiter counts refusals by client address.
-type addressLimiter struct {
+// AddressLimiter counts refusals by client address.
+type AddressLimiter struct {
 	perMinute int // 0 or less: no limit
 	clock     clock.PassiveClock
 
@@ -46,13 +46,13 @@ type addressRefusals struct {
 	blockedUntil time.Time
 }
 
-func newAddressLimiter(perMinute int, clk clock.PassiveClock) *addressLimiter {
-	return &addressLimiter{perMinute: perMinute, clock: clk, addrs: make(map[string]*addressRefusals)}
+func NewAddressLimiter(perMinute int, clk clock.PassiveClock) *AddressLimiter {
+	return &AddressLimiter{perMinute: perMinute, clock: clk, addrs: make(map[string]*addressRefusals)}
 }
 
 // blocked says whether connections from remoteAddr (host:port) are refused
 // now, and for how many more seconds.
-func (l *addressLimiter) blocked(remoteAddr string) (after int, blocked bool) {
+func (l *AddressLimiter) Blocked(remoteAddr string) (after int, blocked bool) {
 	if l.perMinute <= 0 {
 		return 0, false
 	}
@@ -68,7 +68,7 @@ func (l *addressLimiter) blocked(remoteAddr string) (after int, blocked bool) {
 
 // refused counts a connection from remoteAddr refused for its token; past
 // the limit, the address is blocked for refusalBlock.
-func (l *addressLimiter) refused(remoteAddr string) {
+func (l *AddressLimiter) Refused(remoteAddr string) {
 	if l.perMinute <= 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
@@ -20,7 +21,7 @@ import (
 // So the API server still checks every token the hub accepted itself, after
 // the connection has started: a TokenReview in the background, at most
 // confirmRate a second, so that a storm of connections costs it nothing at
-// once. The recheck of open connections (recheck.go) hands it, in the same
+// once. The hub's recheck of open connections (edgehub/recheck.go) hands it, in the same
 // way, each token the hub cannot check again itself. A connection whose token the review refuses, or finds bound to
 // another Pod, is closed, and that Pod's tokens are reviewed before they are
 // accepted from then on (for deletedMemory). How long a connection waits
@@ -34,30 +35,48 @@ const confirmRate = 20
 // confirmWorkers is how many of those reviews are in flight at once.
 const confirmWorkers = 2
 
-// confirmer has the API server review, after the fact, the token of each
+// Confirmer has the API server review, after the fact, the token of each
 // connection the hub accepted without a review. It holds one per node, the
 // node's current connection: a node that reconnects takes its place in the
 // queue again, and a connection that ended costs nothing.
-type confirmer struct {
-	auth    *authenticator
-	metrics *metrics
-	queue   workqueue.TypedRateLimitingInterface[string] // by node; failed reviews back off per node
-	pace    *rate.Limiter                                // confirmRate, across nodes
-	clock   clock.WithTicker                             // the hub's, for the backoff and the pace
+type Confirmer struct {
+	auth      *Authenticator
+	confirmed func(result string)                          // counts the reviews, by result
+	queue     workqueue.TypedRateLimitingInterface[string] // by node; failed reviews back off per node
+	pace      *rate.Limiter                                // confirmRate, across nodes
+	clock     clock.WithTicker                             // the hub's, for the backoff and the pace
 
 	mu      sync.Mutex
 	pending map[string]pendingToken // by node
 }
 
+// Conn is what the Confirmer needs of an open connection.
+type Conn interface {
+	// Identity is who the connection was admitted as.
+	Identity() *Identity
+	// Ended says whether the connection has ended.
+	Ended() bool
+	// Revoke ends the connection: what admitted it no longer holds.
+	// reason is the label of connections_revoked_total (Revoked…).
+	Revoke(reason, message string)
+	// Logger is the connection's.
+	Logger() klog.Logger
+}
+
 // pendingToken is a connection whose token waits for its review.
 type pendingToken struct {
-	s     *session
+	s     Conn
 	token string
 }
 
-func newConfirmer(auth *authenticator, m *metrics, clk clock.WithTicker) *confirmer {
-	return &confirmer{
-		auth: auth, metrics: m,
+// NewConfirmer returns a Confirmer of a's tokens, on clk; confirmed, when
+// not nil, counts its reviews by result ("confirmed", "refused").
+func NewConfirmer(auth *Authenticator, confirmed func(result string), clk clock.WithTicker) *Confirmer {
+	if confirmed == nil {
+		confirmed = func(string) {}
+	}
+	return &Confirmer{
+		auth: auth, confirmed: confirmed,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "edgehub_token_confirmations", Clock: clk}),
@@ -67,25 +86,27 @@ func newConfirmer(auth *authenticator, m *metrics, clk clock.WithTicker) *confir
 	}
 }
 
-// add has s's token, which the hub accepted itself, reviewed in its turn.
-func (c *confirmer) add(s *session, token string) {
+// Add has s's token, which the hub accepted itself, reviewed in its turn.
+func (c *Confirmer) Add(s Conn, token string) {
+	node := s.Identity().Node
 	c.mu.Lock()
-	c.pending[s.node] = pendingToken{s: s, token: token}
+	c.pending[node] = pendingToken{s: s, token: token}
 	c.mu.Unlock()
-	c.queue.Add(s.node)
+	c.queue.Add(node)
 }
 
-// forget lets s go: confirmed, refused, or ended.
-func (c *confirmer) forget(s *session) {
+// Forget lets s go: confirmed, refused, or ended.
+func (c *Confirmer) Forget(s Conn) {
+	node := s.Identity().Node
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending[s.node].s == s {
-		delete(c.pending, s.node)
+	if c.pending[node].s == s {
+		delete(c.pending, node)
 	}
 }
 
-// run reviews the waiting tokens until ctx is done.
-func (c *confirmer) run(ctx context.Context) {
+// Run reviews the waiting tokens until ctx is done.
+func (c *Confirmer) Run(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -108,7 +129,7 @@ func (c *confirmer) run(ctx context.Context) {
 
 // waitTurn waits, on the hub's clock, for the turn of one review at
 // confirmRate; false when ctx ends first.
-func (c *confirmer) waitTurn(ctx context.Context) bool {
+func (c *Confirmer) waitTurn(ctx context.Context) bool {
 	now := c.clock.Now()
 	r := c.pace.ReserveN(now, 1)
 	delay := r.DelayFrom(now)
@@ -129,42 +150,42 @@ func (c *confirmer) waitTurn(ctx context.Context) bool {
 // confirmNode reviews the token of node's connection, if one waits: a
 // refusal closes the connection, and has the Pod's next token reviewed
 // before it is accepted; an error of the review has it tried again later.
-func (c *confirmer) confirmNode(ctx context.Context, node string) {
+func (c *Confirmer) confirmNode(ctx context.Context, node string) {
 	c.mu.Lock()
 	p, ok := c.pending[node]
 	c.mu.Unlock()
-	if !ok || p.s.ctx.Err() != nil {
+	if !ok || p.s.Ended() {
 		c.queue.Forget(node)
 		return
 	}
 	if !c.waitTurn(ctx) {
 		return
 	}
-	refusal := c.auth.confirm(ctx, p.s.id, p.token)
+	refusal := c.auth.confirm(ctx, p.s.Identity(), p.token)
 	switch {
 	case refusal == nil:
 		c.queue.Forget(node)
-		c.forget(p.s)
-		c.metrics.tokensConfirmed.WithLabelValues("confirmed").Inc()
-	case refusal.metric == refusedReviewError:
+		c.Forget(p.s)
+		c.confirmed("confirmed")
+	case refusal.Metric == RefusedReviewError:
 		if ctx.Err() == nil {
-			p.s.logger.V(2).Info("Confirming the token by a TokenReview failed; trying again later", "err", refusal.err)
+			p.s.Logger().V(2).Info("Confirming the token by a TokenReview failed; trying again later", "err", refusal.Err)
 			c.queue.AddRateLimited(node)
 		}
 	default:
 		c.queue.Forget(node)
-		c.forget(p.s)
-		c.metrics.tokensConfirmed.WithLabelValues("refused").Inc()
-		c.auth.reviewFirst(p.s.id.podUID)
-		p.s.revoke(revokedTokenRefused, "a TokenReview refused the connection's token: "+refusal.reason)
+		c.Forget(p.s)
+		c.confirmed("refused")
+		c.auth.reviewFirst(p.s.Identity().PodUID)
+		p.s.Revoke(RevokedTokenRefused, "a TokenReview refused the connection's token: "+refusal.Reason)
 	}
 }
 
 // confirm reviews token, which the hub accepted itself as id, and refuses it
 // unless the API server finds it valid and bound to the same Pod of the same
-// ServiceAccount on the same node. A refusal with metric refusedReviewError
+// ServiceAccount on the same node. A refusal with metric RefusedReviewError
 // is the review failing, not the token.
-func (a *authenticator) confirm(ctx context.Context, id *identity, token string) *authError {
+func (a *Authenticator) confirm(ctx context.Context, id *Identity, token string) *Refusal {
 	cl := tokenreview.ReadClaims(token)
 	if cl == nil {
 		cl = &tokenreview.Claims{} // the hub parsed it to accept it; its times are not read here
@@ -173,10 +194,10 @@ func (a *authenticator) confirm(ctx context.Context, id *identity, token string)
 	if refusal != nil {
 		return refusal
 	}
-	if got.node != id.node || got.pod != id.pod || got.podUID != id.podUID || got.serviceAccount != id.serviceAccount {
-		return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
-			reason: fmt.Sprintf("the TokenReview binds it to Pod %s (%s) of %s on node %s, not to Pod %s (%s) of %s on node %s",
-				got.pod, got.podUID, got.serviceAccount, got.node, id.pod, id.podUID, id.serviceAccount, id.node)}
+	if got.Node != id.Node || got.Pod != id.Pod || got.PodUID != id.PodUID || got.ServiceAccount != id.ServiceAccount {
+		return &Refusal{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken,
+			Reason: fmt.Sprintf("the TokenReview binds it to Pod %s (%s) of %s on node %s, not to Pod %s (%s) of %s on node %s",
+				got.Pod, got.PodUID, got.ServiceAccount, got.Node, id.Pod, id.PodUID, id.ServiceAccount, id.Node)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"bytes"
@@ -19,13 +19,13 @@ func TestRefusalsAreLoggedAtABoundedRate(t *testing.T) {
 	var out bytes.Buffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&out)))
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	l := newRefusalLog(clk)
-	junk := refusedConn{remote: "10.0.0.1:1", status: http.StatusUnauthorized, reason: "the token is not valid: its signature does not verify"}
+	l := NewRefusalLog(clk)
+	junk := RefusedConn{Remote: "10.0.0.1:1", Status: http.StatusUnauthorized, Reason: "the token is not valid: its signature does not verify"}
 	for i := range 1000 {
-		junk.remote = fmt.Sprintf("10.0.0.1:%d", i)
-		l.refused(logger, refusedInvalidToken, junk)
+		junk.Remote = fmt.Sprintf("10.0.0.1:%d", i)
+		l.Refused(logger, RefusedInvalidToken, junk)
 	}
-	l.refused(logger, refusedNotEdgeNode, refusedConn{remote: "10.0.0.2:1", status: http.StatusForbidden, reason: "node cloud-0 is not an edge node"})
+	l.Refused(logger, RefusedNotEdgeNode, RefusedConn{Remote: "10.0.0.2:1", Status: http.StatusForbidden, Reason: "node cloud-0 is not an edge node"})
 	l.flush(logger, false) // within the period: nothing more
 	clk.Step(refusalLogPeriod)
 	l.flush(logger, false)

@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/nereid-ml/nereid/internal/cached"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -316,7 +318,7 @@ type boundClaims struct {
 // (go-jose's jwt.DefaultLeeway, which it uses).
 const apiServerLeeway = jwt.DefaultLeeway
 
-// verifyLocally authenticates token as the API server's TokenReview would,
+// VerifyLocally authenticates token as the API server's TokenReview would,
 // without asking it, once the hub holds the issuer's keys (until then, or
 // when it cannot read them, it returns nil, nil: the token is reviewed). It
 // returns:
@@ -338,7 +340,7 @@ const apiServerLeeway = jwt.DefaultLeeway
 //     token near its times, a ServiceAccount or Pod its caches do not hold as
 //     the token names them (the caches may lag). Only tokens the API server
 //     signed get there, and a review decides.
-func (a *authenticator) verifyLocally(ctx context.Context, token string) (*identity, *authError) {
+func (a *Authenticator) VerifyLocally(ctx context.Context, token string) (*Identity, *Refusal) {
 	if a.keys == nil || !a.keys.usable(ctx) {
 		return nil, nil
 	}
@@ -366,8 +368,8 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) (*ident
 		return nil, invalidToken(fmt.Sprintf("issued by %q, not by the API server (%q)", edgeproto.Clip(public.Issuer, 256, "…"), issuer))
 	}
 	if !public.Audience.Contains(a.audience) {
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
-			reason: fmt.Sprintf("the token is not for the edge hub: the hub takes only tokens with audience %q (a projected ServiceAccount token)", a.audience)}
+		return nil, &Refusal{Status: http.StatusUnauthorized, Metric: RefusedWrongAudience,
+			Reason: fmt.Sprintf("the token is not for the edge hub: the hub takes only tokens with audience %q (a projected ServiceAccount token)", a.audience)}
 	}
 	now := a.clock.Now()
 	if public.Expiry == nil {
@@ -404,33 +406,19 @@ func (a *authenticator) verifyLocally(ctx context.Context, token string) (*ident
 	if !ok || string(pod.UID) != k.Pod.UID || pod.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	id := &identity{
-		node: k.Node.Name, serviceAccount: sa,
-		pod:               types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
-		podUID:            types.UID(k.Pod.UID),
-		serviceAccountUID: account.UID,
-		byHub:             true,
+	id := &Identity{
+		Node: k.Node.Name, ServiceAccount: sa,
+		Pod:               types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
+		PodUID:            types.UID(k.Pod.UID),
+		ServiceAccountUID: account.UID,
+		ByHub:             true,
 	}
 	// The earlier of exp and warnafter, as verified.
-	id.expires = public.Expiry.Time()
-	if w := k.WarnAfter; w != nil && w.Time().Before(id.expires) {
-		id.expires = w.Time()
+	id.Expires = public.Expiry.Time()
+	if w := k.WarnAfter; w != nil && w.Time().Before(id.Expires) {
+		id.Expires = w.Time()
 	}
 	return id, nil
-}
-
-// cachedObject is the object of key in store, if it holds one of type T.
-func cachedObject[T any](store cache.Store, key string) (T, bool) {
-	var zero T
-	o, ok, err := store.GetByKey(key)
-	if err != nil || !ok {
-		return zero, false
-	}
-	t, ok := o.(T)
-	if !ok {
-		return zero, false
-	}
-	return t, true
 }
 
 // stores are caches of one kind, split by what each watches: an object is
@@ -440,7 +428,7 @@ type stores []cache.Store
 // get is the object of key in any of s, if it is of type T.
 func get[T any](s stores, key string) (T, bool) {
 	for _, store := range s {
-		if t, ok := cachedObject[T](store, key); ok {
+		if t, ok := cached.Get[T](store, key); ok {
 			return t, true
 		}
 	}

@@ -1,4 +1,4 @@
-package edgehub
+package links
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func labelValue(node string) string {
 // link is what the hub knows of one node's link, for its Lease.
 type link struct {
 	connected    bool
-	session      *session // the current connection, when connected
+	conn         *Conn // the current connection, when connected
 	connectedAt  time.Time
 	lastHeard    time.Time
 	store        string // of the current (or last) connection's Hello
@@ -76,14 +76,33 @@ type link struct {
 	lease       *coordinationv1.Lease
 }
 
-// links keeps every node's link state and writes it to the node's Lease.
-type links struct {
+// Config is what a Writer needs.
+type Config struct {
+	Client    kubernetes.Interface
+	Namespace string // of the Leases
+	// Own, when set, adds the Leases' owner to their metadata as they are
+	// written, saying whether it added it.
+	Own func(*metav1.ObjectMeta) bool
+	// Period is the shortest time between two renewals of a node's Lease.
+	Period time.Duration
+	// Rate bounds the renewals of all nodes' Leases, in writes a second
+	// (none when not positive).
+	Rate float64
+	// Grace is added to a renewal's period in leaseDurationSeconds (the
+	// hub's read timeout: how long a node may be silent and still up).
+	Grace time.Duration
+	Clock clock.WithTicker
+}
+
+// Writer keeps every node's link state and writes it to the node's Lease.
+// It is safe for concurrent use.
+type Writer struct {
 	client    kubernetes.Interface
 	namespace string
-	owner     Owner         // of the Leases, if set
-	period    time.Duration // the shortest between two renewals of a node
-	rate      float64       // renewals a second, at most
-	grace     time.Duration // added to a renewal's period in leaseDurationSeconds
+	own       func(*metav1.ObjectMeta) bool // of the Leases, if set
+	period    time.Duration                 // the shortest between two renewals of a node
+	rate      float64                       // renewals a second, at most
+	grace     time.Duration                 // added to a renewal's period in leaseDurationSeconds
 	clock     clock.WithTicker
 
 	mu    sync.Mutex
@@ -96,21 +115,27 @@ type links struct {
 	creditAt time.Time
 }
 
-func newLinks(client kubernetes.Interface, cfg Config, clk clock.WithTicker) *links {
-	return &links{
-		client:    client,
+// New returns a Writer of cfg, holding no node yet.
+func New(cfg Config) *Writer {
+	return &Writer{
+		client:    cfg.Client,
 		namespace: cfg.Namespace,
-		owner:     cfg.Owner,
-		period:    cfg.LeaseUpdatePeriod,
-		rate:      cfg.LeaseWriteRate,
-		grace:     cfg.ReadTimeout,
-		clock:     clk,
+		own:       cfg.Own,
+		period:    cfg.Period,
+		rate:      cfg.Rate,
+		grace:     cfg.Grace,
+		clock:     cfg.Clock,
 		nodes:     make(map[string]*link),
 		kick:      make(chan struct{}, 1),
 	}
 }
 
-func (l *links) get(node string) *link {
+// Conn stands for one connection of a node: what is recorded through it
+// counts only while it is the node's current connection, so that the end
+// of a connection a newer one replaced changes nothing.
+type Conn struct{ node string }
+
+func (l *Writer) get(node string) *link {
 	k := l.nodes[node]
 	if k == nil {
 		k = &link{}
@@ -119,91 +144,94 @@ func (l *links) get(node string) *link {
 	return k
 }
 
-func (l *links) wake() {
+func (l *Writer) wake() {
 	select {
 	case l.kick <- struct{}{}:
 	default:
 	}
 }
 
-// connected records that s is node's connection now.
-func (l *links) connected(s *session) {
+// Connected records that node connected now, its LocalController's store
+// being store (the Hello's), and returns the connection's handle.
+func (l *Writer) Connected(node, store string) *Conn {
+	c := &Conn{node: node}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := l.get(s.node)
+	k := l.get(node)
 	now := l.clock.Now()
-	k.connected, k.session, k.connectedAt, k.lastHeard = true, s, now, now
+	k.connected, k.conn, k.connectedAt, k.lastHeard = true, c, now, now
 	k.unacked = 0
-	if k.store != s.hello.Store {
+	if k.store != store {
 		// A new store counts its reports from 1: the last ID of the old one
 		// says nothing about it.
-		k.store, k.lastReportID = s.hello.Store, 0
+		k.store, k.lastReportID = store, 0
 	}
 	k.urgent, k.changed = true, true
 	l.wake()
+	return c
 }
 
-// disconnected records that s ended, unless a newer connection replaced it.
-func (l *links) disconnected(s *session) {
+// Disconnected records that c ended, unless a newer connection replaced it.
+func (l *Writer) Disconnected(c *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := l.get(s.node)
-	if k.session != s {
+	k := l.get(c.node)
+	if k.conn != c {
 		return
 	}
-	k.connected, k.session = false, nil
+	k.connected, k.conn = false, nil
 	k.urgent, k.changed = true, true
 	l.wake()
 }
 
-// heard records a frame from s.
-func (l *links) heard(s *session) {
+// Heard records a frame from c.
+func (l *Writer) Heard(c *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k := l.get(s.node); k.session == s {
+	if k := l.get(c.node); k.conn == c {
 		k.lastHeard = l.clock.Now()
 		k.changed = true
 	}
 }
 
-// reportAcked records the last report ID acknowledged to s.
-func (l *links) reportAcked(s *session, id uint64) {
+// ReportAcked records the last report ID acknowledged on c.
+func (l *Writer) ReportAcked(c *Conn, id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k := l.get(s.node); k.session == s && id > k.lastReportID {
+	if k := l.get(c.node); k.conn == c && id > k.lastReportID {
 		k.lastReportID = id
 		k.changed = true
 	}
 }
 
-// setUnacked records how many objects sent on s wait for an Ack.
-func (l *links) setUnacked(s *session, n int) {
+// SetUnacked records how many objects sent on c wait for an Ack.
+func (l *Writer) SetUnacked(c *Conn, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k := l.get(s.node); k.session == s && k.unacked != n {
+	if k := l.get(c.node); k.conn == c && k.unacked != n {
 		k.unacked = n
 		k.changed = true
 	}
 }
 
-// setOutbox records the outbox fill s's LocalController last said.
-func (l *links) setOutbox(s *session, fill edgeproto.OutboxFill) {
+// SetOutbox records the outbox fill c's LocalController last said.
+func (l *Writer) SetOutbox(c *Conn, fill edgeproto.OutboxFill) {
 	text := fmt.Sprintf("%d%% (%d/%d reports, %d/%d bytes)", fill.Percent(), fill.Reports, fill.MaxReports, fill.Bytes, fill.MaxBytes)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k := l.get(s.node); k.session == s && k.outbox != text {
+	if k := l.get(c.node); k.conn == c && k.outbox != text {
 		k.outbox = text
 		k.changed = true
 	}
 }
 
-// run writes the Leases until ctx is done: connects and disconnects at once,
+// Run writes the Leases until ctx is done: connects and disconnects at once,
 // other changes at most every period per node, and at most rate a second
 // in all, in rounds of a tenth of the period: a thousand nodes' renewals go
 // out fifty a second, not five hundred at once every ten seconds, a burst
 // that queued the hub's status writes behind it in the API server's fair
 // queue of this client. A failed write is tried again on the next round.
-func (l *links) run(ctx context.Context) {
+func (l *Writer) Run(ctx context.Context) {
 	ticker := l.clock.NewTicker(l.round())
 	defer ticker.Stop()
 	for {
@@ -213,7 +241,7 @@ func (l *links) run(ctx context.Context) {
 		case <-ticker.C():
 		case <-l.kick:
 		}
-		l.writeDue(ctx, false)
+		l.WriteDue(ctx, false)
 	}
 }
 
@@ -222,7 +250,7 @@ const roundsPerPeriod = 10
 
 // round is the time between two rounds of renewals (a millisecond at
 // least, however short a test's period).
-func (l *links) round() time.Duration { return max(time.Millisecond, l.period/roundsPerPeriod) }
+func (l *Writer) round() time.Duration { return max(time.Millisecond, l.period/roundsPerPeriod) }
 
 // renewalBudget is how many of due renewals may go out at now, by the
 // rate. The credit carries over at most a round's worth (one more for a
@@ -230,7 +258,7 @@ func (l *links) round() time.Duration { return max(time.Millisecond, l.period/ro
 // writes ran past the round (an API server slow to answer): what the rate
 // allowed meanwhile is written when it answers again, up to a period's
 // worth. l.mu is held.
-func (l *links) renewalBudget(now time.Time, due int) int {
+func (l *Writer) renewalBudget(now time.Time, due int) int {
 	perRound := max(1, l.rate*l.round().Seconds())
 	if l.creditAt.IsZero() {
 		l.credit = perRound
@@ -248,17 +276,18 @@ func (l *links) renewalBudget(now time.Time, due int) int {
 
 // renewal is how often each of connected nodes is renewed: period, or
 // longer where rate would not write them all in period.
-func (l *links) renewal(connected int) time.Duration {
+func (l *Writer) renewal(connected int) time.Duration {
 	if l.rate <= 0 {
 		return l.period
 	}
 	return max(l.period, time.Duration(float64(connected)/l.rate*float64(time.Second)))
 }
 
-// writeDue writes the Leases that are due, all that changed when force.
+// WriteDue writes the Leases that are due, all that changed when force
+// (as the hub stops).
 // Renewals beyond the rate's share of one round wait for the next, those
 // written longest ago first.
-func (l *links) writeDue(ctx context.Context, force bool) {
+func (l *Writer) WriteDue(ctx context.Context, force bool) {
 	type due struct {
 		node string
 		k    link
@@ -328,12 +357,12 @@ func (l *links) writeDue(ctx context.Context, force bool) {
 	})
 }
 
-// leaseWriters is how many Lease writes writeDue has in flight at most.
+// leaseWriters is how many Lease writes WriteDue has in flight at most.
 const leaseWriters = 32
 
 // write puts k into node's Lease, valid for duration, and returns the Lease
 // written.
-func (l *links) write(ctx context.Context, node string, k *link, duration time.Duration) (*coordinationv1.Lease, error) {
+func (l *Writer) write(ctx context.Context, node string, k *link, duration time.Duration) (*coordinationv1.Lease, error) {
 	leases := l.client.CoordinationV1().Leases(l.namespace)
 	name := LeaseName(node)
 	lease := k.lease
@@ -366,12 +395,14 @@ func (l *links) write(ctx context.Context, node string, k *link, duration time.D
 }
 
 // fill sets the fields of lease the hub owns from k, valid for duration.
-func (l *links) fill(lease *coordinationv1.Lease, node string, k *link, duration time.Duration) *coordinationv1.Lease {
+func (l *Writer) fill(lease *coordinationv1.Lease, node string, k *link, duration time.Duration) *coordinationv1.Lease {
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
 	lease.Labels[LabelEdgeNode] = labelValue(node)
-	OwnedBy(&lease.ObjectMeta, l.owner.ref())
+	if l.own != nil {
+		l.own(&lease.ObjectMeta)
+	}
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
 	}
@@ -399,9 +430,9 @@ func (l *links) fill(lease *coordinationv1.Lease, node string, k *link, duration
 	return lease
 }
 
-// state is node's link as this hub knows it: connected now, when last
+// State is node's link as this hub knows it: connected now, when last
 // heard from, and whether it has known the node at all since it started.
-func (l *links) state(node string) (connected bool, lastHeard time.Time, known bool) {
+func (l *Writer) State(node string) (connected bool, lastHeard time.Time, known bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k, ok := l.nodes[node]
@@ -409,4 +440,15 @@ func (l *links) state(node string) (connected bool, lastHeard time.Time, known b
 		return false, time.Time{}, false
 	}
 	return k.connected, k.lastHeard, true
+}
+
+// Unacked is how many objects sent to node wait for its acknowledgement, as
+// its Lease is to say.
+func (l *Writer) Unacked(node string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k, ok := l.nodes[node]; ok {
+		return k.unacked
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package edgehub
+package auth
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nereid-ml/nereid/internal/cached"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,65 +38,78 @@ const (
 // serviceAccountPrefix starts the username of every ServiceAccount token.
 const serviceAccountPrefix = "system:serviceaccount:"
 
-// identity is who an authenticated connection is: a LocalController Pod of
+// Identity is who an authenticated connection is: a LocalController Pod of
 // one of the accepted ServiceAccounts, on an edge node.
-type identity struct {
-	node           string
-	serviceAccount string // namespace/name
-	pod            types.NamespacedName
-	podUID         types.UID
-	// expires is when the token stops being the one to use: the earlier of
+type Identity struct {
+	Node           string
+	ServiceAccount string // namespace/name
+	Pod            types.NamespacedName
+	PodUID         types.UID
+	// Expires is when the token stops being the one to use: the earlier of
 	// its exp and the kubelet's rotation time (kubernetes.io warnafter);
 	// zero when the token says neither.
-	expires time.Time
-	// byHub is set when the hub verified the token itself, without a
+	Expires time.Time
+	// ByHub is set when the hub verified the token itself, without a
 	// review: a review confirms it later (confirm.go).
-	byHub bool
-	// serviceAccountUID is the UID of the ServiceAccount when the token was
-	// verified, daemonSet the UID of the LocalControllers' DaemonSet that
+	ByHub bool
+	// ServiceAccountUID is the UID of the ServiceAccount when the token was
+	// verified, DaemonSet the UID of the LocalControllers' DaemonSet that
 	// controls the Pod (daemonset.go): either made again is another, and
 	// ends the connection (revoke.go).
-	serviceAccountUID types.UID
-	daemonSet         types.UID
+	ServiceAccountUID types.UID
+	DaemonSet         types.UID
 }
 
-// authError is why a connection is refused before the websocket upgrade.
-type authError struct {
-	status int    // HTTP status
-	metric string // reason label of connections_refused_total
-	reason string // told to the client
-	err    error  // logged, when there is more to say than reason
-	// retryAfter, when set, is sent as Retry-After (seconds).
-	retryAfter int
+// Refusal is why a connection is refused before the websocket upgrade.
+type Refusal struct {
+	Status int    // HTTP status
+	Metric string // reason label of connections_refused_total (Refused…)
+	Reason string // told to the client
+	Err    error  // logged, when there is more to say than Reason
+	// RetryAfter, when set, is sent as Retry-After (seconds).
+	RetryAfter int
 }
 
-// cacheable reports whether the refusal is the token's own fault, so that
+// Cacheable reports whether the refusal is the token's own fault, so that
 // the same token is refused again without another TokenReview.
-func (e *authError) cacheable() bool {
-	return e.status == http.StatusUnauthorized || e.status == http.StatusForbidden
+func (e *Refusal) Cacheable() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 }
 
 // reviewResult is a cached outcome of authenticating one token.
 type reviewResult struct {
-	id      *identity
-	refusal *authError
+	id      *Identity
+	refusal *Refusal
 }
 
-// authenticator turns bearer tokens into identities: a TokenReview with the
+// Authenticator turns bearer tokens into identities: a TokenReview with the
 // hub's audience, the ServiceAccount checked against the accepted ones, and
 // the bound Pod's node checked against the edge node selector. Outcomes are
 // cached briefly by the token's hash and reviews run a bounded number at a
 // time, so that a reconnect storm of every edge node costs the API server a
 // bounded rate and a token retried in a loop costs it nothing.
-type authenticator struct {
+type Authenticator struct {
 	client          kubernetes.Interface
 	audience        string
 	serviceAccounts map[string]bool // namespace/name
-	nodeSelector    labels.Selector
+	accounts        []string        // the same, in Config's order
+	// The informers Watch makes: the Pods of the accepted ServiceAccounts,
+	// so that a connection ends when its Pod is deleted; the accepted
+	// ServiceAccounts, for the hub's own verification of tokens
+	// (verifyLocally); the LocalControllers' DaemonSet alone, which must
+	// control a LocalController's Pod (daemonset.go); the edge nodes, their
+	// labels only: a connection's node is checked there, not with a read of
+	// the API server each (a reconnect storm of every node would double its
+	// load).
+	lcPods       []cache.SharedIndexInformer
+	lcAccounts   []cache.SharedIndexInformer
+	lcDaemonSet  cache.SharedIndexInformer
+	edgeNodes    cache.SharedIndexInformer
+	nodeSelector labels.Selector
 	// daemonSet is the LocalControllers' DaemonSet, which must control the
 	// token's Pod; daemonSets caches it alone (daemonset.go).
-	daemonSet  types.NamespacedName
-	daemonSets cache.Store
+	daemonSetName types.NamespacedName
+	daemonSets    cache.Store
 	// reviewEvery has every token reviewed before it is accepted, even one
 	// the hub verified itself; the keys still refuse junk.
 	reviewEvery bool
@@ -146,35 +161,73 @@ type authenticator struct {
 // the API server, which checks the bound Pod.
 const deletedMemory = 10 * time.Minute
 
-func newAuthenticator(client kubernetes.Interface, cfg Config, clk clock.Clock) *authenticator {
+// Config is what an Authenticator needs. Every field but Verified and
+// Reviewed must be set.
+type Config struct {
+	Client kubernetes.Interface
+	// Audience is the audience a token must have.
+	Audience string
+	// ServiceAccounts are the accepted ServiceAccounts, namespace/name.
+	ServiceAccounts []string
+	// DaemonSet is the LocalControllers' DaemonSet, which must control the
+	// token's Pod (daemonset.go).
+	DaemonSet types.NamespacedName
+	// NodeSelector picks the edge nodes.
+	NodeSelector labels.Selector
+	// ReviewEvery has every token reviewed before it is accepted, even one
+	// the hub verified itself; the keys still refuse junk.
+	ReviewEvery bool
+	// ReviewCacheTTL and MaxCachedReviews bound the cache of outcomes;
+	// MaxConcurrentReviews the reviews in flight, and ReviewQueueTimeout
+	// how long a connection waits for one.
+	ReviewCacheTTL       time.Duration
+	MaxCachedReviews     int
+	MaxConcurrentReviews int
+	ReviewQueueTimeout   time.Duration
+	Clock                clock.Clock
+	// Verified counts the tokens accepted, by who verified them ("hub",
+	// "token_review"); Reviewed counts the TokenReviews sent, by result;
+	// nil counts nothing.
+	Verified func(by string)
+	Reviewed func(result string)
+}
+
+// New returns the Authenticator of cfg, with no cache yet: until Watch
+// gives it its caches, it reads what it needs and reviews every token.
+func New(cfg Config) *Authenticator {
 	accounts := make(map[string]bool, len(cfg.ServiceAccounts))
 	for _, sa := range cfg.ServiceAccounts {
 		accounts[sa] = true
 	}
-	dsNamespace, dsName, _ := strings.Cut(cfg.DaemonSet, "/")
-	return &authenticator{
-		client:          client,
-		audience:        cfg.TokenAudience,
+	return &Authenticator{
+		client:          cfg.Client,
+		audience:        cfg.Audience,
 		serviceAccounts: accounts,
-		nodeSelector:    cfg.nodeSelector,
-		daemonSet:       types.NamespacedName{Namespace: dsNamespace, Name: dsName},
-		reviewEvery:     cfg.ReviewEveryToken,
-		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, clk.Now),
+		accounts:        cfg.ServiceAccounts,
+		nodeSelector:    cfg.NodeSelector,
+		daemonSetName:   cfg.DaemonSet,
+		reviewEvery:     cfg.ReviewEvery,
+		verified:        cfg.Verified,
+		reviewed:        cfg.Reviewed,
+		reviews:         tokenreview.NewCache[reviewResult](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, cfg.Clock),
 		maxEntries:      cfg.MaxCachedReviews,
 		slots:           make(chan struct{}, cfg.MaxConcurrentReviews),
 		queueTimeout:    cfg.ReviewQueueTimeout,
-		clock:           clk,
+		clock:           cfg.Clock,
 		deleted:         make(map[types.UID]time.Time),
 		refusedAfter:    make(map[types.UID]time.Time),
 	}
 }
 
-// authenticate returns who sent r, or why it is refused.
-func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*identity, *authError) {
-	token := bearerToken(r)
+// DaemonSet is the LocalControllers' DaemonSet, namespace/name.
+func (a *Authenticator) DaemonSet() types.NamespacedName { return a.daemonSetName }
+
+// Authenticate returns who sent r, or why it is refused.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Identity, *Refusal) {
+	token := BearerToken(r)
 	if token == "" {
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedNoToken,
-			reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
+		return nil, &Refusal{Status: http.StatusUnauthorized, Metric: RefusedNoToken,
+			Reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
 	}
 	// What the token says of itself, unverified, is enough to refuse what
 	// no review would accept without costing the API server one: anyone who
@@ -190,21 +243,21 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	// one it can refuse itself never reaches it. Such a refusal is not
 	// cached: a signature checked again costs less than the entries junk
 	// would push out of the cache.
-	id, refusal := a.verifyLocally(ctx, token)
+	id, refusal := a.VerifyLocally(ctx, token)
 	if refusal != nil {
 		return nil, refusal
 	}
-	if id != nil && !a.reviewEvery && !a.mustReview(id.podUID) {
-		if a.podDeleted(id.podUID) {
+	if id != nil && !a.reviewEvery && !a.MustReview(id.PodUID) {
+		if a.PodDeleted(id.PodUID) {
 			return nil, podDeletedRefusal()
 		}
-		refusal := a.admit(ctx, id)
+		refusal := a.Admit(ctx, id)
 		if refusal == nil {
 			a.count("hub")
 			a.store(token, reviewResult{id: id})
 			return id, nil
 		}
-		if refusal.cacheable() {
+		if refusal.Cacheable() {
 			a.store(token, reviewResult{refusal: refusal})
 		}
 		return nil, refusal
@@ -224,8 +277,8 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	case <-wait.C:
 		return nil, a.busy()
 	case <-ctx.Done():
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedBusy, retryAfter: 5,
-			reason: "the connection ended while waiting to be authenticated"}
+		return nil, &Refusal{Status: http.StatusServiceUnavailable, Metric: RefusedBusy, RetryAfter: 5,
+			Reason: "the connection ended while waiting to be authenticated"}
 	}
 	defer func() { <-a.slots }()
 	// Another connection with the same token may have been reviewed while
@@ -236,26 +289,26 @@ func (a *authenticator) authenticate(ctx context.Context, r *http.Request) (*ide
 	started := a.clock.Now()
 	id, refusal = a.review(ctx, token, claims)
 	a.retry.reviewed(a.clock.Now().Sub(started))
-	if id != nil && a.podDeleted(id.podUID) {
+	if id != nil && a.PodDeleted(id.PodUID) {
 		// Deleted while the review was in flight.
 		id, refusal = nil, podDeletedRefusal()
 	}
 	if refusal == nil {
-		if refusal = a.admit(ctx, id); refusal != nil {
+		if refusal = a.Admit(ctx, id); refusal != nil {
 			id = nil
 		}
 	}
 	if refusal == nil {
 		a.count("token_review")
 	}
-	if refusal == nil || refusal.cacheable() {
+	if refusal == nil || refusal.Cacheable() {
 		a.store(token, reviewResult{id: id, refusal: refusal})
 	}
 	return id, refusal
 }
 
-// bearerToken is r's bearer token, "" if it has none.
-func bearerToken(r *http.Request) string {
+// BearerToken is r's bearer token, "" if it has none.
+func BearerToken(r *http.Request) string {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
 		return ""
@@ -264,20 +317,20 @@ func bearerToken(r *http.Request) string {
 }
 
 // podDeletedRefusal refuses the token of a Pod deleted lately.
-func podDeletedRefusal() *authError {
-	return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken,
-		reason: "the token is not valid: its Pod was deleted"}
+func podDeletedRefusal() *Refusal {
+	return &Refusal{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken,
+		Reason: "the token is not valid: its Pod was deleted"}
 }
 
 // count counts a token accepted, verified by by.
-func (a *authenticator) count(by string) {
+func (a *Authenticator) count(by string) {
 	if a.verified != nil {
 		a.verified(by)
 	}
 }
 
 // countReview counts a TokenReview sent, by its result.
-func (a *authenticator) countReview(result string) {
+func (a *Authenticator) countReview(result string) {
 	if a.reviewed != nil {
 		a.reviewed(result)
 	}
@@ -285,10 +338,10 @@ func (a *authenticator) countReview(result string) {
 
 // busy is the refusal of a connection the reviews cannot take now, with a
 // Retry-After from the retry planner.
-func (a *authenticator) busy() *authError {
-	return &authError{status: http.StatusServiceUnavailable, metric: refusedBusy,
-		retryAfter: a.retry.after(a.clock.Now(), int(a.waiting.Load()), cap(a.slots)),
-		reason:     "too many connections are being authenticated, try again later"}
+func (a *Authenticator) busy() *Refusal {
+	return &Refusal{Status: http.StatusServiceUnavailable, Metric: RefusedBusy,
+		RetryAfter: a.retry.after(a.clock.Now(), int(a.waiting.Load()), cap(a.slots)),
+		Reason:     "too many connections are being authenticated, try again later"}
 }
 
 // retryPlanner gives each connection told to come back its own turn: the
@@ -360,7 +413,7 @@ const maxWaitingPerSlot = 16
 // precheck refuses, from the token's own unverified claims, a token that no
 // review would accept: not a JWT, too long, for another audience, or
 // expired. Otherwise it returns the claims.
-func (a *authenticator) precheck(token string) (*tokenreview.Claims, *authError) {
+func (a *Authenticator) precheck(token string) (*tokenreview.Claims, *Refusal) {
 	if len(token) > tokenreview.MaxTokenBytes {
 		return nil, invalidToken(fmt.Sprintf("longer than %d bytes", tokenreview.MaxTokenBytes))
 	}
@@ -369,8 +422,8 @@ func (a *authenticator) precheck(token string) (*tokenreview.Claims, *authError)
 	case claims == nil:
 		return nil, invalidToken("not a ServiceAccount token (a JWT)")
 	case len(claims.Audience) > 0 && !slices.Contains(claims.Audience, a.audience):
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
-			reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
+		return nil, &Refusal{Status: http.StatusUnauthorized, Metric: RefusedWrongAudience,
+			Reason: fmt.Sprintf("the token is not for the edge hub: its audience is %q, the hub takes only tokens with audience %q (a projected ServiceAccount token)",
 				edgeproto.Clip(strings.Join(claims.Audience, ","), 256, "…"), a.audience)}
 	case claims.Expiry > 0 && !a.clock.Now().Before(time.Unix(claims.Expiry, 0)):
 		return nil, invalidToken("expired")
@@ -380,21 +433,21 @@ func (a *authenticator) precheck(token string) (*tokenreview.Claims, *authError)
 
 // review asks the API server who token is and checks it is an accepted
 // LocalController on an edge node.
-func (a *authenticator) review(ctx context.Context, token string, claims *tokenreview.Claims) (*identity, *authError) {
+func (a *Authenticator) review(ctx context.Context, token string, claims *tokenreview.Claims) (*Identity, *Refusal) {
 	user, err := tokenreview.Review(ctx, a.client, token, []string{a.audience})
 	switch {
 	case errors.Is(err, tokenreview.ErrWrongAudience):
 		// The token authenticated, for another audience.
 		a.countReview("authenticated")
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedWrongAudience,
-			reason: fmt.Sprintf("the token was not validated for the audience %q", a.audience)}
+		return nil, &Refusal{Status: http.StatusUnauthorized, Metric: RefusedWrongAudience,
+			Reason: fmt.Sprintf("the token was not validated for the audience %q", a.audience)}
 	case errors.Is(err, tokenreview.ErrInvalidToken):
 		a.countReview("unauthenticated")
-		return nil, &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: err.Error()}
+		return nil, &Refusal{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken, Reason: err.Error()}
 	case err != nil:
 		a.countReview("error")
-		return nil, &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
-			reason: "the token could not be reviewed, try again later", err: err}
+		return nil, &Refusal{Status: http.StatusServiceUnavailable, Metric: RefusedReviewError, RetryAfter: 5,
+			Reason: "the token could not be reviewed, try again later", Err: err}
 	}
 	a.countReview("authenticated")
 	sa, isSA := strings.CutPrefix(user.Username, serviceAccountPrefix)
@@ -407,74 +460,74 @@ func (a *authenticator) review(ctx context.Context, token string, claims *tokenr
 		return nil, notBoundToPod(user.Username)
 	}
 	saNamespace, _, _ := strings.Cut(sa, "/")
-	id := &identity{
-		node: node, serviceAccount: sa,
-		pod:               types.NamespacedName{Namespace: saNamespace, Name: podName},
-		podUID:            types.UID(podUID),
-		serviceAccountUID: types.UID(user.UID),
+	id := &Identity{
+		Node: node, ServiceAccount: sa,
+		Pod:               types.NamespacedName{Namespace: saNamespace, Name: podName},
+		PodUID:            types.UID(podUID),
+		ServiceAccountUID: types.UID(user.UID),
 	}
-	id.expires = claims.Expires()
+	id.Expires = claims.Expires()
 	return id, nil
 }
 
 // notLocalController refuses the token of user, which is not of an accepted
 // ServiceAccount.
-func (a *authenticator) notLocalController(user string) *authError {
-	return &authError{status: http.StatusForbidden, metric: refusedNotLocalController,
-		reason: fmt.Sprintf("user %q is not a LocalController: only the ServiceAccounts %s may connect", user, a.accepted())}
+func (a *Authenticator) notLocalController(user string) *Refusal {
+	return &Refusal{Status: http.StatusForbidden, Metric: RefusedNotLocalController,
+		Reason: fmt.Sprintf("user %q is not a LocalController: only the ServiceAccounts %s may connect", user, a.accepted())}
 }
 
 // notBoundToPod refuses the token of user, which is bound to no Pod on a
 // node.
-func notBoundToPod(user string) *authError {
-	return &authError{status: http.StatusForbidden, metric: refusedNoNode,
-		reason: fmt.Sprintf("the token of %q is not bound to a Pod on a node: use a token projected into the LocalController's Pod", user)}
+func notBoundToPod(user string) *Refusal {
+	return &Refusal{Status: http.StatusForbidden, Metric: RefusedNoNode,
+		Reason: fmt.Sprintf("the token of %q is not bound to a Pod on a node: use a token projected into the LocalController's Pod", user)}
 }
 
 // invalidToken refuses a token that is not valid, saying why.
-func invalidToken(why string) *authError {
-	return &authError{status: http.StatusUnauthorized, metric: refusedInvalidToken, reason: "the token is not valid: " + why}
+func invalidToken(why string) *Refusal {
+	return &Refusal{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken, Reason: "the token is not valid: " + why}
 }
 
-// admit checks what makes the Pod of a verified token a LocalController on
+// Admit checks what makes the Pod of a verified token a LocalController on
 // an edge node, beyond the token: its node is an edge node, and its
 // controller is the LocalControllers' DaemonSet, whose UID it records in id.
-func (a *authenticator) admit(ctx context.Context, id *identity) *authError {
-	if refusal := a.checkNode(ctx, id.node); refusal != nil {
+func (a *Authenticator) Admit(ctx context.Context, id *Identity) *Refusal {
+	if refusal := a.checkNode(ctx, id.Node); refusal != nil {
 		return refusal
 	}
-	ds, refusal := a.checkController(ctx, id.pod, id.podUID)
+	ds, refusal := a.checkController(ctx, id.Pod, id.PodUID)
 	if refusal != nil {
 		return refusal
 	}
-	id.daemonSet = ds
+	id.DaemonSet = ds
 	return nil
 }
 
 // checkNode refuses a node that does not exist or is not an edge node. An
 // edge node in the cache is one; any other is read, since the cache may lag
 // a node just made or labelled.
-func (a *authenticator) checkNode(ctx context.Context, node string) *authError {
+func (a *Authenticator) checkNode(ctx context.Context, node string) *Refusal {
 	l, err := a.nodeLabels(ctx, node)
 	switch {
 	case apierrors.IsNotFound(err):
-		return &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
-			reason: fmt.Sprintf("node %s does not exist", node)}
+		return &Refusal{Status: http.StatusForbidden, Metric: RefusedNotEdgeNode,
+			Reason: fmt.Sprintf("node %s does not exist", node)}
 	case err != nil:
-		return &authError{status: http.StatusServiceUnavailable, metric: refusedReviewError, retryAfter: 5,
-			reason: "the node could not be read, try again later", err: fmt.Errorf("reading node %s: %w", node, err)}
+		return &Refusal{Status: http.StatusServiceUnavailable, Metric: RefusedReviewError, RetryAfter: 5,
+			Reason: "the node could not be read, try again later", Err: fmt.Errorf("reading node %s: %w", node, err)}
 	case !a.nodeSelector.Matches(l):
-		return &authError{status: http.StatusForbidden, metric: refusedNotEdgeNode,
-			reason: fmt.Sprintf("node %s is not an edge node: its labels do not match %q", node, a.nodeSelector.String())}
+		return &Refusal{Status: http.StatusForbidden, Metric: RefusedNotEdgeNode,
+			Reason: fmt.Sprintf("node %s is not an edge node: its labels do not match %q", node, a.nodeSelector.String())}
 	}
 	return nil
 }
 
 // nodeLabels are node's labels, from the cache of edge nodes when it has
 // the node, else read.
-func (a *authenticator) nodeLabels(ctx context.Context, node string) (labels.Set, error) {
+func (a *Authenticator) nodeLabels(ctx context.Context, node string) (labels.Set, error) {
 	if a.nodes != nil {
-		if n, ok := cachedObject[*corev1.Node](a.nodes, node); ok {
+		if n, ok := cached.Get[*corev1.Node](a.nodes, node); ok {
 			return n.Labels, nil
 		}
 	}
@@ -485,7 +538,7 @@ func (a *authenticator) nodeLabels(ctx context.Context, node string) (labels.Set
 	return n.Labels, nil
 }
 
-func (a *authenticator) accepted() string {
+func (a *Authenticator) accepted() string {
 	list := make([]string, 0, len(a.serviceAccounts))
 	for sa := range a.serviceAccounts {
 		list = append(list, sa)
@@ -504,23 +557,23 @@ func oneExtra(user authenticationv1.UserInfo, key string) string {
 
 // store caches res, an identity no longer than its token's expiry, unless
 // its Pod was deleted meanwhile.
-func (a *authenticator) store(token string, res reviewResult) {
+func (a *Authenticator) store(token string, res reviewResult) {
 	var expires time.Time
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if res.id != nil {
-		if _, gone := a.deleted[res.id.podUID]; gone {
+		if _, gone := a.deleted[res.id.PodUID]; gone {
 			return
 		}
-		expires = res.id.expires
+		expires = res.id.Expires
 	}
 	a.reviews.Put(token, res, expires)
 }
 
-// forgetPod drops the cached identities of a Pod, once it is deleted, so its
+// ForgetPod drops the cached identities of a Pod, once it is deleted, so its
 // token is reviewed again (and refused) at its next connection, and
 // remembers the Pod as deleted for deletedMemory.
-func (a *authenticator) forgetPod(uid types.UID) {
+func (a *Authenticator) ForgetPod(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
@@ -531,32 +584,32 @@ func (a *authenticator) forgetPod(uid types.UID) {
 // refused after the hub had accepted it, and has the Pod's tokens reviewed
 // before they are accepted, rather than verified by the hub, for
 // deletedMemory: the hub's caches said yes where the API server said no.
-func (a *authenticator) reviewFirst(uid types.UID) {
+func (a *Authenticator) reviewFirst(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
 	remember(a.refusedAfter, uid, a.clock.Now(), a.maxEntries)
 }
 
-// mustReview reports whether the Pod uid's tokens must be reviewed.
-func (a *authenticator) mustReview(uid types.UID) bool {
+// MustReview reports whether the Pod uid's tokens must be reviewed.
+func (a *Authenticator) MustReview(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.refusedAfter[uid]
 	return ok && a.clock.Now().Sub(at) <= deletedMemory
 }
 
-// forgetPodIdentities drops the cached identities of the Pod uid, whose
+// ForgetPodIdentities drops the cached identities of the Pod uid, whose
 // controller changed.
-func (a *authenticator) forgetPodIdentities(uid types.UID) {
+func (a *Authenticator) ForgetPodIdentities(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dropPod(uid)
 }
 
 // dropPod drops the cached identities of the Pod uid; a.mu is held.
-func (a *authenticator) dropPod(uid types.UID) {
-	a.reviews.DeleteFunc(func(v reviewResult) bool { return v.id != nil && v.id.podUID == uid })
+func (a *Authenticator) dropPod(uid types.UID) {
+	a.reviews.DeleteFunc(func(v reviewResult) bool { return v.id != nil && v.id.PodUID == uid })
 }
 
 // remember records uid in m at now, first dropping the entries older than
@@ -572,32 +625,32 @@ func remember(m map[types.UID]time.Time, uid types.UID, now time.Time, limit int
 	m[uid] = now
 }
 
-// forgetServiceAccount drops the cached identities of sa (namespace/name),
+// ForgetServiceAccount drops the cached identities of sa (namespace/name),
 // once it is deleted or made again: its tokens are verified again.
-func (a *authenticator) forgetServiceAccount(sa string) {
-	a.forgetWhere(func(id *identity) bool { return id.serviceAccount == sa })
+func (a *Authenticator) ForgetServiceAccount(sa string) {
+	a.forgetWhere(func(id *Identity) bool { return id.ServiceAccount == sa })
 }
 
-// forgetNode drops the cached identities on node, once it is no longer an
+// ForgetNode drops the cached identities on node, once it is no longer an
 // edge node.
-func (a *authenticator) forgetNode(node string) {
-	a.forgetWhere(func(id *identity) bool { return id.node == node })
+func (a *Authenticator) ForgetNode(node string) {
+	a.forgetWhere(func(id *Identity) bool { return id.Node == node })
 }
 
-// forgetDaemonSet drops every cached outcome once the LocalControllers'
+// ForgetDaemonSet drops every cached outcome once the LocalControllers'
 // DaemonSet is made, deleted or made again: acceptances named its old UID,
 // refusals may have said it did not exist.
-func (a *authenticator) forgetDaemonSet() {
+func (a *Authenticator) ForgetDaemonSet() {
 	a.reviews.Clear()
 }
 
 // forgetWhere drops the cached identities for which drop says so.
-func (a *authenticator) forgetWhere(drop func(*identity) bool) {
+func (a *Authenticator) forgetWhere(drop func(*Identity) bool) {
 	a.reviews.DeleteFunc(func(v reviewResult) bool { return v.id != nil && drop(v.id) })
 }
 
-// podDeleted reports whether the Pod uid was deleted lately.
-func (a *authenticator) podDeleted(uid types.UID) bool {
+// PodDeleted reports whether the Pod uid was deleted lately.
+func (a *Authenticator) PodDeleted(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.deleted[uid]

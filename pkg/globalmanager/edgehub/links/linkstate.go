@@ -1,4 +1,4 @@
-package edgehub
+package links
 
 import (
 	"context"
@@ -28,15 +28,16 @@ func LinkDown(lease *coordinationv1.Lease, now time.Time) (down bool, since time
 	return false, since
 }
 
-// Links reads the link of edge nodes from their Leases in the hub's namespace.
-type Links struct {
+// Reader reads the link of edge nodes from their Leases in the hub's
+// namespace.
+type Reader struct {
 	Client    kubernetes.Interface
 	Namespace string
 }
 
 // LinkDown says whether node's link is down now, and since when; a node with
 // no Lease (never connected, or no edge node) is not down.
-func (l Links) LinkDown(ctx context.Context, node string, now time.Time) (bool, time.Time, error) {
+func (l Reader) LinkDown(ctx context.Context, node string, now time.Time) (bool, time.Time, error) {
 	lease, err := l.Client.CoordinationV1().Leases(l.Namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, time.Time{}, nil

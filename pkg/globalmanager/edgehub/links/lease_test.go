@@ -1,4 +1,4 @@
-package edgehub
+package links
 
 import (
 	"errors"
@@ -15,20 +15,19 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-// leaseFixture is links over a fake client, with a clock the test moves
+// leaseFixture is a Writer over a fake client, with a clock the test moves
 // and nodes connected at its start.
 type leaseFixture struct {
 	client *kubefake.Clientset
 	clock  *testingclock.FakeClock
-	l      *links
+	l      *Writer
 }
 
 // newLeaseFixture has n nodes edge-000… connected, changed when changed,
 // renewed at most rate a second over a 10 s period with a 30 s read timeout.
 func newLeaseFixture(n int, rate float64, changed bool) *leaseFixture {
 	f := &leaseFixture{client: kubefake.NewClientset(), clock: testingclock.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))}
-	f.l = newLinks(f.client, Config{Namespace: "ns", LeaseUpdatePeriod: 10 * time.Second, LeaseWriteRate: rate, ReadTimeout: 30 * time.Second},
-		f.clock)
+	f.l = New(Config{Client: f.client, Namespace: "ns", Period: 10 * time.Second, Rate: rate, Grace: 30 * time.Second, Clock: f.clock})
 	for i := range n {
 		k := f.l.get(fmt.Sprintf("edge-%03d", i))
 		k.connected, k.changed, k.lastHeard = true, changed, f.clock.Now()
@@ -49,7 +48,7 @@ func (f *leaseFixture) written() []*coordinationv1.Lease {
 }
 
 // round runs one round of writes at the fixture's time.
-func (f *leaseFixture) round(t *testing.T) { f.l.writeDue(t.Context(), false) }
+func (f *leaseFixture) round(t *testing.T) { f.l.WriteDue(t.Context(), false) }
 
 // setChanged marks every node changed, or none.
 func (f *leaseFixture) setChanged(changed bool) {
@@ -135,7 +134,7 @@ func TestLeaseRenewalsKeepToTheWriteRate(t *testing.T) {
 // changed before every round (heartbeats), at the times next gives (the
 // time of the round after one at the given time), until end; it returns
 // the times each node was written.
-func renewalsByRound(t *testing.T, nodes int, rate float64, next func(time.Time) time.Time, end time.Duration) (map[string][]time.Time, *links) {
+func renewalsByRound(t *testing.T, nodes int, rate float64, next func(time.Time) time.Time, end time.Duration) (map[string][]time.Time, *Writer) {
 	t.Helper()
 	f := newLeaseFixture(nodes, rate, false)
 	start := f.clock.Now()

@@ -1,48 +1,43 @@
-package edgehub
+package desired
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
-// kind is everything the hub knows of one kind of object it sends to edge
+// Kind is everything the hub knows of one kind of object it sends to edge
 // nodes, from the GlobalManager's table of kinds (package kinds); what it
 // needs of each object it reads through the interfaces below, which the API
 // types implement. A new edge kind is a kinds.Kind with an Edge, and those
 // methods on its type: no function of the hub switches on kinds.
-type kind struct {
-	// name is the API kind, as in edgeproto.ObjectRef.Kind.
-	name string
-	// apiVersion is group/version, put into the objects sent (a cached object
-	// has no TypeMeta).
-	apiVersion string
-	informer   cache.SharedIndexInformer
-	// order, sendStatus, workers and ownReports are the kind's kinds.Edge.
-	order      int
-	sendStatus bool
-	workers    bool
-	ownReports bool
-	// conditions reads and writes the EdgeSynced condition of its objects.
-	conditions conditionAccess
+type Kind struct {
+	// Name is the API kind, as in edgeproto.ObjectRef.Kind.
+	Name string
+	// APIVersion is group/version, put into the objects sent (a cached
+	// object has no TypeMeta).
+	APIVersion string
+	Informer   cache.SharedIndexInformer
+	// Order, SendStatus, Workers and OwnReports are the kind's kinds.Edge.
+	Order      int
+	SendStatus bool
+	Workers    bool
+	OwnReports bool
 }
 
 // What the hub reads of an object, when its type has it.
 type (
-	// templated objects run workers from these pod templates; a template
+	// Templated objects run workers from these pod templates; a template
 	// with spec.nodeName names an edge node before any pod exists.
-	templated interface {
+	Templated interface {
 		PodTemplates() []*corev1.PodTemplateSpec
 	}
-	// placed objects live on one node (a Dataset's files).
-	placed interface{ NodeName() string }
+	// Placed objects live on one node (a Dataset's files).
+	Placed interface{ NodeName() string }
 	// modelNamer objects name Models (in their namespace), which their
 	// nodes then need.
 	modelNamer interface{ ModelNames() []string }
@@ -52,19 +47,17 @@ type (
 	datasetNamer interface{ DatasetNames() []string }
 )
 
-// edgeKinds are the kinds of table the hub sends, with their informers in
-// factory; it writes their status with client.
-func edgeKinds(table []*kinds.Kind, client nereidclient.Interface, factory nereidinformers.SharedInformerFactory) []*kind {
-	var out []*kind
+// KindsOf are the kinds of table the hub sends, with their informers in
+// factory.
+func KindsOf(table []*kinds.Kind, factory nereidinformers.SharedInformerFactory) []*Kind {
+	var out []*Kind
 	for _, k := range table {
 		if k.Edge == nil {
 			continue
 		}
-		update := k.Edge.UpdateStatus
-		out = append(out, &kind{
-			name: k.GVK.Kind, apiVersion: k.GVK.GroupVersion().String(), informer: k.Informer(factory),
-			order: k.Edge.Order, sendStatus: k.Edge.SendStatus, workers: k.Edge.Workers, ownReports: k.Edge.OwnReports,
-			conditions: conditionsOf(func(ctx context.Context, obj metav1.Object) error { return update(ctx, client, obj) }),
+		out = append(out, &Kind{
+			Name: k.GVK.Kind, APIVersion: k.GVK.GroupVersion().String(), Informer: k.Informer(factory),
+			Order: k.Edge.Order, SendStatus: k.Edge.SendStatus, Workers: k.Edge.Workers, OwnReports: k.Edge.OwnReports,
 		})
 	}
 	return out
@@ -73,11 +66,11 @@ func edgeKinds(table []*kinds.Kind, client nereidclient.Interface, factory nerei
 // edgeKind is the kind of the table named name, as the hub would keep it
 // (without informer or conditions); ok is false when no kind of that name
 // travels to the edge.
-func edgeKind(name string) (k *kind, ok bool) {
+func edgeKind(name string) (k *Kind, ok bool) {
 	for _, t := range kinds.All() {
 		if t.GVK.Kind == name && t.Edge != nil {
-			return &kind{name: name, apiVersion: t.GVK.GroupVersion().String(), order: t.Edge.Order,
-				sendStatus: t.Edge.SendStatus, workers: t.Edge.Workers, ownReports: t.Edge.OwnReports}, true
+			return &Kind{Name: name, APIVersion: t.GVK.GroupVersion().String(), Order: t.Edge.Order,
+				SendStatus: t.Edge.SendStatus, Workers: t.Edge.Workers, OwnReports: t.Edge.OwnReports}, true
 		}
 	}
 	return nil, false
@@ -88,16 +81,16 @@ func edgeKind(name string) (k *kind, ok bool) {
 func templateNodes(obj metav1.Object) []string {
 	var nodes []string
 	add := func(n string) {
-		if n != "" && !contains(nodes, n) {
+		if n != "" && !Contains(nodes, n) {
 			nodes = append(nodes, n)
 		}
 	}
-	if t, ok := obj.(templated); ok {
+	if t, ok := obj.(Templated); ok {
 		for _, tmpl := range t.PodTemplates() {
 			add(tmpl.Spec.NodeName)
 		}
 	}
-	if p, ok := obj.(placed); ok {
+	if p, ok := obj.(Placed); ok {
 		add(p.NodeName())
 	}
 	return nodes
@@ -107,7 +100,9 @@ func modelNames(obj metav1.Object) []string {
 	return common.ModelNames(obj)
 }
 
-func datasetNames(obj metav1.Object) []string {
+// DatasetNames are the Datasets obj names (in its namespace), without
+// duplicates.
+func DatasetNames(obj metav1.Object) []string {
 	if d, ok := obj.(datasetNamer); ok {
 		return nonEmpty(d.DatasetNames())
 	}
@@ -117,14 +112,15 @@ func datasetNames(obj metav1.Object) []string {
 func nonEmpty(names []string) []string {
 	out := names[:0:0]
 	for _, n := range names {
-		if n != "" && !contains(out, n) {
+		if n != "" && !Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-func contains(list []string, s string) bool {
+// Contains says whether list holds s.
+func Contains(list []string, s string) bool {
 	for _, e := range list {
 		if e == s {
 			return true
