@@ -37,16 +37,6 @@ func NewCache[V any](ttl time.Duration, maxEntries int, clk clock.PassiveClock) 
 	return &Cache[V]{ttl: ttl, maxEntries: maxEntries, clock: clk, entries: make(map[[sha256.Size]byte]entry[V])}
 }
 
-// NowFunc is a clock.PassiveClock read from a function, for a caller whose
-// own seam is still a func() time.Time (the DIJob replicas API's Config).
-type NowFunc func() time.Time
-
-// Now returns f().
-func (f NowFunc) Now() time.Time { return f() }
-
-// Since returns the time elapsed since t by f.
-func (f NowFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
-
 // Get returns the outcome kept for token, if one is and it is fresh.
 func (c *Cache[V]) Get(token string) (V, bool) {
 	key := sha256.Sum256([]byte(token))

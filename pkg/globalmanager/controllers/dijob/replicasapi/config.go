@@ -109,9 +109,6 @@ type Config struct {
 	// Clock is the server's time: the review cache's, and a request's
 	// duration in its log line (kinds.Deps.Clock). Nil is the real clock.
 	Clock clock.PassiveClock
-
-	// now is Clock.Now, as the review cache takes it.
-	now func() time.Time
 }
 
 // withDefaults returns cfg with its zero fields set to their defaults.
@@ -170,6 +167,5 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	cfg.now = cfg.Clock.Now
 	return cfg
 }

@@ -51,7 +51,7 @@ func New(cfg Config) *Server {
 			client:    cfg.Kube,
 			audiences: cfg.Audiences,
 			turns:     s.turns,
-			cache:     tokenreview.NewCache[reviewOutcome](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, tokenreview.NowFunc(cfg.now)),
+			cache:     tokenreview.NewCache[reviewOutcome](cfg.ReviewCacheTTL, cfg.MaxCachedReviews, cfg.Clock),
 		}
 	}
 	if s.authz == nil {
