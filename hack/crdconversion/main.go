@@ -1,0 +1,77 @@
+// Command crdconversion adds to the DIJob CRD, which serves v1alpha1 and
+// v2alpha1, the conversion stanza controller-gen does not write: strategy
+// Webhook, ConversionReview v1, and a clientConfig naming the Service of the
+// plain manifests (build/deploy/nereid.yaml: release nereid in
+// nereid-system). The GlobalManager rewrites the clientConfig (its Service
+// or URL, and the CA bundle of the certificate it serves) when it starts, so
+// a release of another name or namespace needs no edit of the CRD.
+//
+// Usage: go run ./hack/crdconversion <dir of CRD YAML files>; the DIJob CRD
+// in it is rewritten.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The CRD and the webhook it names by default.
+const (
+	crdFile          = "diengine.opendilab.org_dijobs.yaml"
+	defaultNamespace = "nereid-system"
+	defaultService   = "nereid-dijob-conversion"
+	defaultPort      = 443
+	// Path is where the GlobalManager serves ConversionReviews.
+	Path = "/convert"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdconversion <dir of CRD YAML files>")
+		os.Exit(2)
+	}
+	if err := addConversion(filepath.Join(os.Args[1], crdFile)); err != nil {
+		fmt.Fprintln(os.Stderr, "crdconversion:", err)
+		os.Exit(1)
+	}
+}
+
+func addConversion(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd map[string]any
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	spec, ok := crd["spec"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s: no spec", path)
+	}
+	if versions, _ := spec["versions"].([]any); len(versions) < 2 {
+		return fmt.Errorf("%s: %d versions; a conversion webhook needs two", path, len(versions))
+	}
+	spec["conversion"] = map[string]any{
+		"strategy": "Webhook",
+		"webhook": map[string]any{
+			"conversionReviewVersions": []any{"v1"},
+			"clientConfig": map[string]any{
+				"service": map[string]any{
+					"namespace": defaultNamespace,
+					"name":      defaultService,
+					"path":      Path,
+					"port":      defaultPort,
+				},
+			},
+		},
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
