@@ -20,4 +20,3 @@ func (c *Controller) leftToV1(ctx context.Context, key string) bool {
 	klog.FromContext(ctx).V(4).Info("Leaving a v1alpha1 DIJob alone", "dijob", key)
 	return true
 }
-
