@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
 // The CRD and the webhook it names by default.
@@ -24,8 +26,6 @@ const (
 	defaultNamespace = "nereid-system"
 	defaultService   = "nereid-dijob-conversion"
 	defaultPort      = 443
-	// Path is where the GlobalManager serves ConversionReviews.
-	Path = "/convert"
 )
 
 func main() {
@@ -63,7 +63,7 @@ func addConversion(path string) error {
 				"service": map[string]any{
 					"namespace": defaultNamespace,
 					"name":      defaultService,
-					"path":      Path,
+					"path":      conversion.Path,
 					"port":      defaultPort,
 				},
 			},
