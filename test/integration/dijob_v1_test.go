@@ -48,7 +48,7 @@ func dijobConversionClientConfig(ctx context.Context, t *testing.T) (webhookClie
 			}
 		}
 	}
-	raw, err := framework.KubeClient(t).Discovery().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + conversion.CRDName).DoRaw(ctx)
+	raw, err := conversion.RESTCRD{Client: framework.KubeClient(t).Discovery().RESTClient()}.Get(ctx)
 	if err != nil {
 		return webhookClientConfig{}, err
 	}
@@ -153,8 +153,9 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	for _, field := range [][]string{{"spec", "group"}, {"spec", "cleanPodPolicy"}, {"spec", "volumes"}, {"spec", "coordinator", "template", "spec", "containers"}} {
 		w, _, _ := unstructured.NestedFieldNoCopy(cartpole.Object, field...)
 		g, _, _ := unstructured.NestedFieldNoCopy(got.Object, field...)
-		// Quantities come back as strings ("3"), as from any typed API.
-		if diff := cmp.Diff(normalized(t, w), normalized(t, g)); diff != "" {
+		// Quantities come back as strings ("3"), as from any typed API, and
+		// the schema's defaults are filled in (a port's protocol TCP).
+		if diff := cmp.Diff(withPortProtocol(normalized(t, w)), normalized(t, g)); diff != "" {
 			t.Errorf("%s of the v1 job read back (-applied,+read):\n%s", strings.Join(field, "."), diff)
 		}
 	}
@@ -208,7 +209,7 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 
 	// Bad v1 fields are refused at apply, naming the field.
 	coordinator := func(containers ...any) map[string]any {
-		return map[string]any{"template": map[string]any{"spec": map[string]any{"containers": containers}}}
+		return map[string]any{"template": map[string]any{"spec": map[string]any{"containers": append([]any{}, containers...)}}}
 	}
 	container := map[string]any{"name": "di-container", "image": "opendilab/ding:2021-09-26"}
 	cases := map[string]struct {
@@ -283,4 +284,19 @@ func normalized(t *testing.T, v any) any {
 		return v
 	}
 	return walk(out)
+}
+
+// withPortProtocol is containers with the schema's default protocol, TCP,
+// on each port that has none.
+func withPortProtocol(containers any) any {
+	list, _ := containers.([]any)
+	for _, c := range list {
+		ports, _ := c.(map[string]any)["ports"].([]any)
+		for _, p := range ports {
+			if p := p.(map[string]any); p["protocol"] == nil {
+				p["protocol"] = "TCP"
+			}
+		}
+	}
+	return containers
 }

@@ -74,9 +74,10 @@ type RESTCRD struct{ Client rest.Interface }
 
 const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + CRDName
 
-// Get reads the CRD.
+// Get reads the CRD, as JSON (the GlobalManager's clients ask for
+// protobuf by default).
 func (c RESTCRD) Get(ctx context.Context) ([]byte, error) {
-	return c.Client.Get().AbsPath(crdPath).DoRaw(ctx)
+	return c.Client.Get().AbsPath(crdPath).SetHeader("Accept", "application/json").DoRaw(ctx)
 }
 
 // Patch applies a JSON merge patch to the CRD.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,7 +119,7 @@ func Convert(raw []byte, apiVersion string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(out)
+		return marshalAsWritten(raw, out, reflect.ValueOf(out.Status).IsZero())
 	case tm.APIVersion == v2 && apiVersion == v1:
 		in := &div2.DIJob{}
 		if err := json.Unmarshal(raw, in); err != nil {
@@ -128,9 +129,17 @@ func Convert(raw []byte, apiVersion string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(out)
+		return marshalAsWritten(raw, out, reflect.ValueOf(out.Status).IsZero())
 	}
 	return nil, fmt.Errorf("no conversion from %s to %s", tm.APIVersion, apiVersion)
+}
+
+func marshalAsWritten(in []byte, out any, zeroStatus bool) ([]byte, error) {
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return keepAsWritten(in, raw, zeroStatus)
 }
 
 // Serve serves Handler over TLS on ln until ctx ends, within bounds of

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -176,6 +177,54 @@ func TestEnsurePointsTheCRDAtTheWebhook(t *testing.T) {
 			}
 			if patched, err := Ensure(t.Context(), tc.crd, tc.want); patched || err != tc.wantErr {
 				t.Errorf("a second Ensure = %v, %v; want no patch", patched, err)
+			}
+		})
+	}
+}
+
+// TestWebhookKeepsAV2JobAsWritten: a v2 job, as a v2 client wrote it (no
+// "metadata": {} in its templates, no "resources": {} in its containers),
+// read in v1alpha1 and written back, is the same JSON, every task's
+// template included; so is a v1 job read back.
+func TestWebhookKeepsAV2JobAsWritten(t *testing.T) {
+	cases := map[string]struct{ in, via string }{
+		"a v2 job through v1alpha1": {via: "diengine.opendilab.org/v1alpha1", in: `{"apiVersion":"diengine.opendilab.org/v2alpha1","kind":"DIJob",
+			"metadata":{"name":"j","namespace":"ns","annotations":{"a":"b"}},
+			"spec":{"priority":"normal","cleanPodPolicy":"Running","backoffLimit":3,
+				"volumes":[{"name":"cache","emptyDir":{"medium":"Memory","sizeLimit":"128Mi"}}],
+				"tasks":[
+					{"type":"evaluator","replicas":1,"template":{"spec":{"containers":[{"name":"e","image":"i"}]}}},
+					{"type":"collector","replicas":2,"template":{"spec":{"containers":[{"name":"c","image":"i","ports":[{"containerPort":22270}]}]}}},
+					{"type":"none","name":"extra","replicas":1,"template":{"spec":{"containers":[{"name":"x","image":"i"}]}}},
+					{"type":"learner","replicas":1,"template":{"spec":{"containers":[{"name":"l","image":"i"}]}}}]}}`},
+		"a v1 job through v2alpha1": {via: "diengine.opendilab.org/v2alpha1", in: `{"apiVersion":"diengine.opendilab.org/v1alpha1","kind":"DIJob",
+			"metadata":{"name":"j","namespace":"ns"},
+			"spec":{"group":"xxx","priorityClassName":"","cleanPodPolicy":"Running",
+				"coordinator":{"template":{"spec":{"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":3}}}]}}},
+				"learner":{"template":{"spec":{"containers":[{"name":"l","image":"i"}]}}}}}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var want map[string]any
+			if err := json.Unmarshal([]byte(tc.in), &want); err != nil {
+				t.Fatal(err)
+			}
+			there, err := Convert([]byte(tc.in), tc.via)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Convert(there, want["apiVersion"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(back, &got); err != nil {
+				t.Fatal(err)
+			}
+			// What the Go types cannot tell apart: "" left out, and a
+			// number the API server stores as it was written.
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreMapEntries(func(k string, v any) bool { return v == "" })); diff != "" {
+				t.Errorf("back (-written,+got):\n%s", diff)
 			}
 		})
 	}
