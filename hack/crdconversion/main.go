@@ -15,8 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/nereid-ml/nereid/hack/internal/crdfile"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
@@ -40,38 +39,28 @@ func main() {
 }
 
 func addConversion(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var crd map[string]any
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	spec, ok := crd["spec"].(map[string]any)
-	if !ok {
-		return fmt.Errorf("%s: no spec", path)
-	}
-	if versions, _ := spec["versions"].([]any); len(versions) < 2 {
-		return fmt.Errorf("%s: %d versions; a conversion webhook needs two", path, len(versions))
-	}
-	spec["conversion"] = map[string]any{
-		"strategy": "Webhook",
-		"webhook": map[string]any{
-			"conversionReviewVersions": []any{"v1"},
-			"clientConfig": map[string]any{
-				"service": map[string]any{
-					"namespace": defaultNamespace,
-					"name":      defaultService,
-					"path":      conversion.Path,
-					"port":      defaultPort,
+	return crdfile.Edit(path, func(crd map[string]any) error {
+		spec, ok := crd["spec"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("no spec")
+		}
+		if versions, _ := spec["versions"].([]any); len(versions) < 2 {
+			return fmt.Errorf("%d versions; a conversion webhook needs two", len(versions))
+		}
+		spec["conversion"] = map[string]any{
+			"strategy": "Webhook",
+			"webhook": map[string]any{
+				"conversionReviewVersions": []any{"v1"},
+				"clientConfig": map[string]any{
+					"service": map[string]any{
+						"namespace": defaultNamespace,
+						"name":      defaultService,
+						"path":      conversion.Path,
+						"port":      defaultPort,
+					},
 				},
 			},
-		},
-	}
-	out, err := yaml.Marshal(crd)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+		}
+		return nil
+	})
 }

@@ -99,20 +99,7 @@ func TestV2JobWrittenBackThroughV1IsUnchanged(t *testing.T) {
 	f := newFiller(t, 2)
 	for range rounds {
 		in := randomV2(f)
-		v1, err := ToV1(in.DeepCopy())
-		if err != nil {
-			t.Fatalf("ToV1: %v", err)
-		}
-		if IsV1InV1alpha1(v1) {
-			t.Fatalf("a v2 job read in v1alpha1 counts as a v1 job: %v", v1.Annotations)
-		}
-		back, err := ToV2(roundTripJSON(t, v1))
-		if err != nil {
-			t.Fatalf("ToV2: %v", err)
-		}
-		if IsV1(back) {
-			t.Fatalf("a v2 job written back is marked v1: %v", back.Annotations)
-		}
+		back := throughV1(t, in, false)
 		if diff := cmp.Diff(asJSON(t, in), asJSON(t, back)); diff != "" {
 			t.Fatalf("v2 -> v1 -> v2 changed the job (-want,+got):\n%s", diff)
 		}
@@ -134,21 +121,32 @@ func TestV1JobChangedThroughV2RoundTrips(t *testing.T) {
 		v2.Spec.Preemptible, v2.Spec.Replicas, v2.Spec.Priority = other.Spec.Preemptible, other.Spec.Replicas, other.Spec.Priority
 		v2.Spec.Tasks = append(v2.Spec.Tasks, other.Spec.Tasks...)
 		v2.Status = other.Status
-		v1, err := ToV1(v2.DeepCopy())
-		if err != nil {
-			t.Fatalf("ToV1: %v", err)
-		}
-		if !IsV1InV1alpha1(v1) {
-			t.Fatalf("a v1 job changed through v2 is not a v1 job in v1alpha1: %v", v1.Annotations)
-		}
-		back, err := ToV2(roundTripJSON(t, v1))
-		if err != nil {
-			t.Fatalf("ToV2: %v", err)
-		}
+		back := throughV1(t, v2, true)
 		if diff := cmp.Diff(asJSON(t, v2), asJSON(t, back)); diff != "" {
 			t.Fatalf("v2 -> v1 -> v2 changed the v1 job (-want,+got):\n%s", diff)
 		}
 	}
+}
+
+// throughV1 is job read in v1alpha1 and written back, checking on the way
+// that it is a v1 job in both versions, or in neither.
+func throughV1(t *testing.T, job *div2.DIJob, v1Job bool) *div2.DIJob {
+	t.Helper()
+	v1, err := ToV1(job.DeepCopy())
+	if err != nil {
+		t.Fatalf("ToV1: %v", err)
+	}
+	if IsV1InV1alpha1(v1) != v1Job {
+		t.Fatalf("read in v1alpha1, IsV1InV1alpha1 = %v, want %v: %v", !v1Job, v1Job, v1.Annotations)
+	}
+	back, err := ToV2(roundTripJSON(t, v1))
+	if err != nil {
+		t.Fatalf("ToV2: %v", err)
+	}
+	if IsV1(back) != v1Job {
+		t.Fatalf("written back, IsV1 = %v, want %v: %v", !v1Job, v1Job, back.Annotations)
+	}
+	return back
 }
 
 // roundTripJSON is obj as the API server hands it back: encoded and
