@@ -128,16 +128,25 @@ func fromV1(in *div1.DIJob) (*div2.DIJob, error) {
 	if l := in.Spec.Learner; l != nil {
 		out.Spec.Tasks = append(out.Spec.Tasks, div2.Task{Type: div2.TaskTypeLearner, Replicas: 1, Template: *l.Template.DeepCopy()})
 	}
+	marker, err := v1ExtraOf(in)
+	if err != nil {
+		return nil, err
+	}
+	setAnnotation(&out.ObjectMeta, AnnotationV1, marker)
+	return out, nil
+}
+
+// v1ExtraOf is AnnotationV1's value for a v1 job.
+func v1ExtraOf(in *div1.DIJob) (string, error) {
 	extra := v1Extra{PriorityClassName: in.Spec.PriorityClassName}
 	if !isZeroStatus(&in.Status) {
 		extra.Status = in.Status.DeepCopy()
 	}
 	raw, err := json.Marshal(extra)
 	if err != nil {
-		return nil, fmt.Errorf("encoding annotation %s: %w", AnnotationV1, err)
+		return "", fmt.Errorf("encoding annotation %s: %w", AnnotationV1, err)
 	}
-	setAnnotation(&out.ObjectMeta, AnnotationV1, string(raw))
-	return out, nil
+	return string(raw), nil
 }
 
 // view is the v1alpha1 object of a v2alpha1 job, without its stash.
@@ -198,15 +207,10 @@ func restore(in *div1.DIJob, raw string) (*div2.DIJob, error) {
 	if v1 {
 		marker := *s.V1
 		if json.Unmarshal([]byte(marker), &v1Extra{}) == nil {
-			extra := v1Extra{PriorityClassName: in.Spec.PriorityClassName}
-			if !isZeroStatus(&in.Status) {
-				extra.Status = in.Status.DeepCopy()
+			var err error
+			if marker, err = v1ExtraOf(in); err != nil {
+				return nil, err
 			}
-			b, err := json.Marshal(extra)
-			if err != nil {
-				return nil, fmt.Errorf("encoding annotation %s: %w", AnnotationV1, err)
-			}
-			marker = string(b)
 		}
 		setAnnotation(&out.ObjectMeta, AnnotationV1, marker)
 	}

@@ -111,35 +111,29 @@ func Convert(raw []byte, apiVersion string) ([]byte, error) {
 	case tm.APIVersion == apiVersion:
 		return raw, nil
 	case tm.APIVersion == v1 && apiVersion == v2:
-		in := &div1.DIJob{}
-		if err := json.Unmarshal(raw, in); err != nil {
-			return nil, fmt.Errorf("reading the %s DIJob: %w", v1, err)
-		}
-		out, err := ToV2(in)
-		if err != nil {
-			return nil, err
-		}
-		return marshalAsWritten(raw, out, reflect.ValueOf(out.Status).IsZero())
+		return convertJSON(raw, ToV2, func(j *div2.DIJob) any { return j.Status })
 	case tm.APIVersion == v2 && apiVersion == v1:
-		in := &div2.DIJob{}
-		if err := json.Unmarshal(raw, in); err != nil {
-			return nil, fmt.Errorf("reading the %s DIJob: %w", v2, err)
-		}
-		out, err := ToV1(in)
-		if err != nil {
-			return nil, err
-		}
-		return marshalAsWritten(raw, out, reflect.ValueOf(out.Status).IsZero())
+		return convertJSON(raw, ToV1, func(j *div1.DIJob) any { return j.Status })
 	}
 	return nil, fmt.Errorf("no conversion from %s to %s", tm.APIVersion, apiVersion)
 }
 
-func marshalAsWritten(in []byte, out any, zeroStatus bool) ([]byte, error) {
-	raw, err := json.Marshal(out)
+// convertJSON decodes raw as an In, converts it with convert and encodes
+// the Out, its templates, volumes and absent status as raw had them.
+func convertJSON[In, Out any](raw []byte, convert func(*In) (*Out, error), status func(*Out) any) ([]byte, error) {
+	in := new(In)
+	if err := json.Unmarshal(raw, in); err != nil {
+		return nil, fmt.Errorf("reading the DIJob: %w", err)
+	}
+	out, err := convert(in)
 	if err != nil {
 		return nil, err
 	}
-	return keepAsWritten(in, raw, zeroStatus)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return keepAsWritten(raw, b, reflect.ValueOf(status(out)).IsZero())
 }
 
 // Serve serves Handler over TLS on ln until ctx ends, within bounds of
