@@ -18,8 +18,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
+	"github.com/nereid-ml/nereid/hack/internal/crdfile"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned/scheme"
 )
 
@@ -48,14 +48,11 @@ func main() {
 }
 
 func trimFile(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var crd map[string]any
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
+	return crdfile.Edit(path, trim)
+}
+
+// trim keeps in crd only the descriptions of Nereid's own fields.
+func trim(crd map[string]any) error {
 	spec, _ := crd["spec"].(map[string]any)
 	group, _ := spec["group"].(string)
 	names, _ := spec["names"].(map[string]any)
@@ -66,20 +63,16 @@ func trimFile(path string) error {
 		name, _ := version["name"].(string)
 		obj, err := scheme.Scheme.New(schema.GroupVersionKind{Group: group, Version: name, Kind: kind})
 		if err != nil {
-			return fmt.Errorf("%s: the Go type of %s %s/%s: %w", path, kind, group, name, err)
+			return fmt.Errorf("the Go type of %s %s/%s: %w", kind, group, name, err)
 		}
 		s, _ := version["schema"].(map[string]any)
 		root, _ := s["openAPIV3Schema"].(map[string]any)
 		if root == nil {
-			return fmt.Errorf("%s: version %s has no openAPIV3Schema", path, name)
+			return fmt.Errorf("version %s has no openAPIV3Schema", name)
 		}
 		walk(root, reflect.TypeOf(obj))
 	}
-	out, err := yaml.Marshal(crd)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+	return nil
 }
 
 // walk keeps the descriptions of s, the schema of a value of type t, as far

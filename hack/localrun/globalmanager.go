@@ -25,6 +25,12 @@ type GlobalManager struct {
 	LeaseNamespace string
 	// EdgeHub is the hub LocalControllers connect to; nil runs none.
 	EdgeHub *EdgeHub
+	// DIJobConversion is the address of the DIJob CRD's conversion webhook
+	// (127.0.0.1:0 picks a free port, which the GlobalManager puts into the
+	// CRD as a loopback URL); "" serves none. One GlobalManager at a time
+	// can own the cluster's one CRD, so tests that start several leave it
+	// off unless they convert.
+	DIJobConversion string
 	// Verbosity is klog's -v; 0 leaves the default.
 	Verbosity int
 	// Extra flags go last, so that they win over the ones above.
@@ -68,6 +74,7 @@ func (g GlobalManager) Args() []string {
 			args = append(args, "--edge-node-selector=")
 		}
 	}
+	args = append(args, "--dijob-conversion-address="+g.DIJobConversion)
 	if g.Verbosity > 0 {
 		args = append(args, "-v="+strconv.Itoa(g.Verbosity))
 	}

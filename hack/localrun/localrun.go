@@ -147,6 +147,7 @@ func (r *Run) GlobalManager() GlobalManager {
 		LeaseNamespace: Namespace,
 		EdgeHub: &EdgeHub{Address: r.address(1), Namespace: Namespace, CAFile: r.caFile(),
 			LocalControllers: r.localControllers(), EveryNode: r.Nodes.EveryNode()},
+		DIJobConversion: "127.0.0.1:0",
 	}
 }
 

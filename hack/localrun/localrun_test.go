@@ -72,7 +72,7 @@ func TestTheLocalRunsCommandLines(t *testing.T) {
 	}{
 		"on the edge nodes": {
 			nodes:  edgeOnly,
-			wantGM: gmArgs,
+			wantGM: append(append([]string{}, gmArgs...), "--dijob-conversion-address=127.0.0.1:0"),
 			wantSecondLC: []string{"--node-name=edge-1", "--gm-address=127.0.0.1:30011", "--ca-file=/out/edge/ca.crt",
 				"--token-file=/out/edge/edge-1/token", "--worker-address=127.0.0.1:30014", "--health-address=127.0.0.1:30015",
 				"--data-dir=/out/edge/edge-1/data", "--node-root=/out/edge/edge-1/root", "--dataset-poll-period=2s"},
@@ -80,7 +80,7 @@ func TestTheLocalRunsCommandLines(t *testing.T) {
 		},
 		"on every node": {
 			nodes:  everyNode,
-			wantGM: append(append([]string{}, gmArgs...), "--edge-node-selector="),
+			wantGM: append(append([]string{}, gmArgs...), "--edge-node-selector=", "--dijob-conversion-address=127.0.0.1:0"),
 			wantSecondLC: []string{"--node-name=edge-0", "--gm-address=127.0.0.1:30011", "--ca-file=/out/edge/ca.crt",
 				"--token-file=/out/edge/edge-0/token", "--worker-address=127.0.0.1:30014", "--health-address=127.0.0.1:30015",
 				"--data-dir=/out/edge/edge-0/data", "--node-root=/out/edge/edge-0/root", "--dataset-poll-period=2s"},
@@ -103,7 +103,7 @@ func TestTheLocalRunsCommandLines(t *testing.T) {
 
 func TestAGlobalManagerWithoutLeaseNamespaceRunsWithoutLeaderElection(t *testing.T) {
 	got := GlobalManager{Kubeconfig: "kc", Namespace: "ns", HealthAddress: "127.0.0.1:0", Verbosity: 2, Extra: []string{"--x=1"}}.Args()
-	want := []string{"--kubeconfig=kc", "--health-address=127.0.0.1:0", "--namespace=ns", "--leader-elect=false", "-v=2", "--x=1"}
+	want := []string{"--kubeconfig=kc", "--health-address=127.0.0.1:0", "--namespace=ns", "--leader-elect=false", "--dijob-conversion-address=", "-v=2", "--x=1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}

@@ -59,6 +59,13 @@ func NewProcess(name, bin, logPath string, args ...string) *Process {
 	return &Process{localrun.NewProcess(name, bin, logPath, args...)}
 }
 
+// DIJobConversion is the flag that has a GlobalManager serve the DIJob
+// CRD's conversion webhook on a free loopback port and point the CRD at it
+// (a URL), as the local run does. StartGlobalManager serves none by
+// default: the cluster has one CRD, and the tests' GlobalManagers would take
+// it from one another.
+const DIJobConversion = "--dijob-conversion-address=127.0.0.1:0"
+
 // StartGlobalManager runs a real GlobalManager process against the test
 // cluster, managing only namespace, without leader election (each test runs
 // its own). extra flags are appended. It runs as the chart's ServiceAccount,

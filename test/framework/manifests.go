@@ -63,28 +63,54 @@ func SednaResource(kind string) (schema.GroupVersionResource, error) {
 // ../shared/sedna-compat (NEREID_SEDNA_COMPAT_DIR overrides it), or an error
 // saying why there is none.
 func SednaCompatDir() (string, error) {
-	dir := os.Getenv("NEREID_SEDNA_COMPAT_DIR")
-	if dir == "" {
-		root, err := findRepoRoot()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(filepath.Dir(root), "shared", "sedna-compat")
-	}
-	for _, sub := range []string{"crds", "samples"} {
-		if info, err := os.Stat(filepath.Join(dir, sub)); err != nil || !info.IsDir() {
-			return "", fmt.Errorf("no Sedna compatibility fixtures in %s (want its crds/ and samples/ folders; set NEREID_SEDNA_COMPAT_DIR)", dir)
-		}
-	}
-	return dir, nil
+	return compatDir("Sedna", "NEREID_SEDNA_COMPAT_DIR", "sedna-compat")
 }
 
 // SednaCompat is SednaCompatDir for a test, which it skips when there is none.
 func SednaCompat(t testing.TB) string {
 	t.Helper()
-	dir, err := SednaCompatDir()
+	return skipWithout(t, SednaCompatDir)
+}
+
+// DIv1alpha1CompatDir returns the folder of DI-orchestrator v0.2.2's
+// v1alpha1 CRDs and samples (crds/, samples/), kept beside the repository in
+// ../shared/di-compat/v1alpha1 (NEREID_DI_V1ALPHA1_COMPAT_DIR overrides it),
+// or an error saying why there is none.
+func DIv1alpha1CompatDir() (string, error) {
+	return compatDir("DI-orchestrator v1alpha1", "NEREID_DI_V1ALPHA1_COMPAT_DIR", filepath.Join("di-compat", "v1alpha1"))
+}
+
+// DIv1alpha1Compat is DIv1alpha1CompatDir for a test, which it skips when
+// there is none.
+func DIv1alpha1Compat(t testing.TB) string {
+	t.Helper()
+	return skipWithout(t, DIv1alpha1CompatDir)
+}
+
+// compatDir is the fixtures folder env names, else ../shared/<sub>, when it
+// has crds/ and samples/.
+func compatDir(what, env, sub string) (string, error) {
+	dir := os.Getenv(env)
+	if dir == "" {
+		root, err := findRepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(filepath.Dir(root), "shared", sub)
+	}
+	for _, s := range []string{"crds", "samples"} {
+		if info, err := os.Stat(filepath.Join(dir, s)); err != nil || !info.IsDir() {
+			return "", fmt.Errorf("no %s compatibility fixtures in %s (want its crds/ and samples/ folders; set %s)", what, dir, env)
+		}
+	}
+	return dir, nil
+}
+
+func skipWithout(t testing.TB, dir func() (string, error)) string {
+	t.Helper()
+	d, err := dir()
 	if err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	return dir
+	return d
 }

@@ -124,6 +124,8 @@ func startReleaseGlobalManager(t *testing.T, ns string, gmPod *corev1.Pod) (*fra
 		"--health-address":    "127.0.0.1:0",
 		"--edge-address":      edgeAddr,
 		"--di-server-address": "127.0.0.1:0",
+		// Not the Pod's 0.0.0.0:9443: other processes run on this machine.
+		"--dijob-conversion-address": "127.0.0.1:0",
 	})
 	args = append(args, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--pod-name="+gmPod.Name, "--pod-namespace="+ns, "-v=2")
 	gm := framework.NewProcess("globalmanager", framework.Binary(t, "globalmanager"), filepath.Join(t.TempDir(), "globalmanager.log"), args...)
@@ -137,6 +139,15 @@ func startReleaseGlobalManager(t *testing.T, ns string, gmPod *corev1.Pod) (*fra
 		}
 	})
 	waitServing(t, ns, gmPod.Name, true)
+	// With the chart's ClusterRole, it points the DIJob CRD at the
+	// release's conversion Service, with its CA.
+	framework.Eventually(t, 30*time.Second, "the DIJob CRD pointing at the release's conversion webhook", func(ctx context.Context) (bool, error) {
+		cc, err := dijobConversionClientConfig(ctx, t)
+		if err != nil {
+			return false, err
+		}
+		return cc.Service.Namespace == ns && cc.Service.Name == installRelease+"-nereid-dijob-conversion" && len(cc.CABundle) > 0, nil
+	})
 	return gm, edgeAddr
 }
 
@@ -338,6 +349,7 @@ func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, er
 		{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), namespaced: true},
 		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: edgehub.TLSSecretName},
 		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: installRelease + "-nereid-di-server-tls"},
+		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: installRelease + "-nereid-dijob-conversion-tls"},
 		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespaced: true, named: edgehub.CAConfigMapName},
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), named: clusterName},
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), named: clusterName},

@@ -19,11 +19,13 @@ limitations under the License.
 package applyconfiguration
 
 import (
+	v1alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	v2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
-	v1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	dienginev1alpha1 "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/diengine/v1alpha1"
 	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/diengine/v2alpha1"
 	internal "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/internal"
-	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/sedna/v1alpha1"
+	applyconfigurationsednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/applyconfiguration/sedna/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
@@ -33,7 +35,31 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=diengine.opendilab.org, Version=v2alpha1
+	// Group=diengine.opendilab.org, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AggregatorConfig"):
+		return &dienginev1alpha1.AggregatorConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AggregatorConfigSpec"):
+		return &dienginev1alpha1.AggregatorConfigSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AggregatorSpec"):
+		return &dienginev1alpha1.AggregatorSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CollectorSpec"):
+		return &dienginev1alpha1.CollectorSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CoordinatorSpec"):
+		return &dienginev1alpha1.CoordinatorSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DIJob"):
+		return &dienginev1alpha1.DIJobApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DIJobCondition"):
+		return &dienginev1alpha1.DIJobConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DIJobSpec"):
+		return &dienginev1alpha1.DIJobSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DIJobStatus"):
+		return &dienginev1alpha1.DIJobStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LearnerSpec"):
+		return &dienginev1alpha1.LearnerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaStatus"):
+		return &dienginev1alpha1.ReplicaStatusApplyConfiguration{}
+
+		// Group=diengine.opendilab.org, Version=v2alpha1
 	case v2alpha1.SchemeGroupVersion.WithKind("DIJob"):
 		return &dienginev2alpha1.DIJobApplyConfiguration{}
 	case v2alpha1.SchemeGroupVersion.WithKind("DIJobSpec"):
@@ -46,110 +72,110 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dienginev2alpha1.TaskApplyConfiguration{}
 
 		// Group=sedna.io, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithKind("AggregationWorker"):
-		return &sednav1alpha1.AggregationWorkerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("AIClasses"):
-		return &sednav1alpha1.AIClassesApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("AIModel"):
-		return &sednav1alpha1.AIModelApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("AIModels"):
-		return &sednav1alpha1.AIModelsApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("CloudWorker"):
-		return &sednav1alpha1.CloudWorkerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("CycleDataset"):
-		return &sednav1alpha1.CycleDatasetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("CycleStatus"):
-		return &sednav1alpha1.CycleStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Dataset"):
-		return &sednav1alpha1.DatasetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DatasetRef"):
-		return &sednav1alpha1.DatasetRefApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DatasetReportID"):
-		return &sednav1alpha1.DatasetReportIDApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DatasetSpec"):
-		return &sednav1alpha1.DatasetSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DatasetStatus"):
-		return &sednav1alpha1.DatasetStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DeployModel"):
-		return &sednav1alpha1.DeployModelApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DeploySpec"):
-		return &sednav1alpha1.DeploySpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("EdgeNodeStatus"):
-		return &sednav1alpha1.EdgeNodeStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("EdgeWorker"):
-		return &sednav1alpha1.EdgeWorkerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("EvalSpec"):
-		return &sednav1alpha1.EvalSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("FederatedLearningJob"):
-		return &sednav1alpha1.FederatedLearningJobApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("FederatedLearningJobSpec"):
-		return &sednav1alpha1.FederatedLearningJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("FederatedLearningJobStatus"):
-		return &sednav1alpha1.FederatedLearningJobStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("HardExampleMining"):
-		return &sednav1alpha1.HardExampleMiningApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("HPA"):
-		return &sednav1alpha1.HPAApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("IncrementalLearningJob"):
-		return &sednav1alpha1.IncrementalLearningJobApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("IncrementalLearningJobSpec"):
-		return &sednav1alpha1.IncrementalLearningJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("IncrementalLearningJobStatus"):
-		return &sednav1alpha1.IncrementalLearningJobStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("JobCondition"):
-		return &sednav1alpha1.JobConditionApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("JointInferenceService"):
-		return &sednav1alpha1.JointInferenceServiceApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("JointInferenceServiceSpec"):
-		return &sednav1alpha1.JointInferenceServiceSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("JointInferenceServiceStatus"):
-		return &sednav1alpha1.JointInferenceServiceStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("KnowledgeBase"):
-		return &sednav1alpha1.KnowledgeBaseApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("LifelongLearningJob"):
-		return &sednav1alpha1.LifelongLearningJobApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("LifelongLearningJobSpec"):
-		return &sednav1alpha1.LifelongLearningJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("LifelongLearningJobStatus"):
-		return &sednav1alpha1.LifelongLearningJobStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("LLWorkerSpec"):
-		return &sednav1alpha1.LLWorkerSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Metric"):
-		return &sednav1alpha1.MetricApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Model"):
-		return &sednav1alpha1.ModelApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ModelRef"):
-		return &sednav1alpha1.ModelRefApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ModelSpec"):
-		return &sednav1alpha1.ModelSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ModelStatus"):
-		return &sednav1alpha1.ModelStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ParaSpec"):
-		return &sednav1alpha1.ParaSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("RoundModel"):
-		return &sednav1alpha1.RoundModelApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("RoundStatus"):
-		return &sednav1alpha1.RoundStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("S3Transmitter"):
-		return &sednav1alpha1.S3TransmitterApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Samples"):
-		return &sednav1alpha1.SamplesApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StageCondition"):
-		return &sednav1alpha1.StageConditionApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StoreReportID"):
-		return &sednav1alpha1.StoreReportIDApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Timer"):
-		return &sednav1alpha1.TimerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("TrainingWorker"):
-		return &sednav1alpha1.TrainingWorkerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("TrainSpec"):
-		return &sednav1alpha1.TrainSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Transmitter"):
-		return &sednav1alpha1.TransmitterApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("Trigger"):
-		return &sednav1alpha1.TriggerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("TriggerCondition"):
-		return &sednav1alpha1.TriggerConditionApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("AggregationWorker"):
+		return &applyconfigurationsednav1alpha1.AggregationWorkerApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("AIClasses"):
+		return &applyconfigurationsednav1alpha1.AIClassesApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("AIModel"):
+		return &applyconfigurationsednav1alpha1.AIModelApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("AIModels"):
+		return &applyconfigurationsednav1alpha1.AIModelsApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("CloudWorker"):
+		return &applyconfigurationsednav1alpha1.CloudWorkerApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("CycleDataset"):
+		return &applyconfigurationsednav1alpha1.CycleDatasetApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("CycleStatus"):
+		return &applyconfigurationsednav1alpha1.CycleStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Dataset"):
+		return &applyconfigurationsednav1alpha1.DatasetApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("DatasetRef"):
+		return &applyconfigurationsednav1alpha1.DatasetRefApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("DatasetReportID"):
+		return &applyconfigurationsednav1alpha1.DatasetReportIDApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("DatasetSpec"):
+		return &applyconfigurationsednav1alpha1.DatasetSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("DatasetStatus"):
+		return &applyconfigurationsednav1alpha1.DatasetStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("DeployModel"):
+		return &applyconfigurationsednav1alpha1.DeployModelApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("DeploySpec"):
+		return &applyconfigurationsednav1alpha1.DeploySpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("EdgeNodeStatus"):
+		return &applyconfigurationsednav1alpha1.EdgeNodeStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("EdgeWorker"):
+		return &applyconfigurationsednav1alpha1.EdgeWorkerApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("EvalSpec"):
+		return &applyconfigurationsednav1alpha1.EvalSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("FederatedLearningJob"):
+		return &applyconfigurationsednav1alpha1.FederatedLearningJobApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("FederatedLearningJobSpec"):
+		return &applyconfigurationsednav1alpha1.FederatedLearningJobSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("FederatedLearningJobStatus"):
+		return &applyconfigurationsednav1alpha1.FederatedLearningJobStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("HardExampleMining"):
+		return &applyconfigurationsednav1alpha1.HardExampleMiningApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("HPA"):
+		return &applyconfigurationsednav1alpha1.HPAApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("IncrementalLearningJob"):
+		return &applyconfigurationsednav1alpha1.IncrementalLearningJobApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("IncrementalLearningJobSpec"):
+		return &applyconfigurationsednav1alpha1.IncrementalLearningJobSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("IncrementalLearningJobStatus"):
+		return &applyconfigurationsednav1alpha1.IncrementalLearningJobStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("JobCondition"):
+		return &applyconfigurationsednav1alpha1.JobConditionApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("JointInferenceService"):
+		return &applyconfigurationsednav1alpha1.JointInferenceServiceApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("JointInferenceServiceSpec"):
+		return &applyconfigurationsednav1alpha1.JointInferenceServiceSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("JointInferenceServiceStatus"):
+		return &applyconfigurationsednav1alpha1.JointInferenceServiceStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("KnowledgeBase"):
+		return &applyconfigurationsednav1alpha1.KnowledgeBaseApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("LifelongLearningJob"):
+		return &applyconfigurationsednav1alpha1.LifelongLearningJobApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("LifelongLearningJobSpec"):
+		return &applyconfigurationsednav1alpha1.LifelongLearningJobSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("LifelongLearningJobStatus"):
+		return &applyconfigurationsednav1alpha1.LifelongLearningJobStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("LLWorkerSpec"):
+		return &applyconfigurationsednav1alpha1.LLWorkerSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Metric"):
+		return &applyconfigurationsednav1alpha1.MetricApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Model"):
+		return &applyconfigurationsednav1alpha1.ModelApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("ModelRef"):
+		return &applyconfigurationsednav1alpha1.ModelRefApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("ModelSpec"):
+		return &applyconfigurationsednav1alpha1.ModelSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("ModelStatus"):
+		return &applyconfigurationsednav1alpha1.ModelStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("ParaSpec"):
+		return &applyconfigurationsednav1alpha1.ParaSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("RoundModel"):
+		return &applyconfigurationsednav1alpha1.RoundModelApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("RoundStatus"):
+		return &applyconfigurationsednav1alpha1.RoundStatusApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("S3Transmitter"):
+		return &applyconfigurationsednav1alpha1.S3TransmitterApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Samples"):
+		return &applyconfigurationsednav1alpha1.SamplesApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("StageCondition"):
+		return &applyconfigurationsednav1alpha1.StageConditionApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("StoreReportID"):
+		return &applyconfigurationsednav1alpha1.StoreReportIDApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Timer"):
+		return &applyconfigurationsednav1alpha1.TimerApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("TrainingWorker"):
+		return &applyconfigurationsednav1alpha1.TrainingWorkerApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("TrainSpec"):
+		return &applyconfigurationsednav1alpha1.TrainSpecApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Transmitter"):
+		return &applyconfigurationsednav1alpha1.TransmitterApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("Trigger"):
+		return &applyconfigurationsednav1alpha1.TriggerApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("TriggerCondition"):
+		return &applyconfigurationsednav1alpha1.TriggerConditionApplyConfiguration{}
 
 	}
 	return nil

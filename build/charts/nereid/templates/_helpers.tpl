@@ -79,6 +79,11 @@ most 253 characters.
 {{- printf "%s-di-server" (include "nereid.fullname" .) -}}
 {{- end -}}
 
+{{/* nereid.dijobConversion.serviceName is the Service the API server calls to convert DIJobs. */}}
+{{- define "nereid.dijobConversion.serviceName" -}}
+{{- printf "%s-dijob-conversion" (include "nereid.fullname" .) -}}
+{{- end -}}
+
 {{- define "nereid.edgeHub.serviceName" -}}
 {{- printf "%s-edgehub" (include "nereid.fullname" .) -}}
 {{- end -}}

@@ -3,6 +3,7 @@ package v2alpha1
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,21 +57,19 @@ func TestCRDBoundsReplicasAsCheckReplicasDoes(t *testing.T) {
 	}
 	var crd struct {
 		Spec struct {
-			Versions []struct {
-				Name   string
-				Schema struct {
-					OpenAPIV3Schema openAPISchema `json:"openAPIV3Schema"`
-				}
-			}
+			Versions []crdVersion
 		}
 	}
 	if err := yaml.Unmarshal(data, &crd); err != nil {
 		t.Fatal(err)
 	}
-	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != "v2alpha1" {
-		t.Fatalf("versions %+v, want v2alpha1 alone", crd.Spec.Versions)
+	// The CRD serves v1alpha1 too (converted); v2alpha1's schema is this
+	// package's.
+	v2 := slices.IndexFunc(crd.Spec.Versions, func(v crdVersion) bool { return v.Name == "v2alpha1" })
+	if v2 < 0 {
+		t.Fatalf("versions %+v, want v2alpha1 among them", crd.Spec.Versions)
 	}
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec := crd.Spec.Versions[v2].Schema.OpenAPIV3Schema.Properties["spec"]
 	task := spec.Properties["tasks"].Items
 	for field, s := range map[string]*openAPISchema{"spec.replicas": ptrTo(spec.Properties["replicas"]), "spec.tasks[].replicas": ptrTo(task.Properties["replicas"])} {
 		if s.Maximum == nil {
@@ -86,6 +85,14 @@ func TestCRDBoundsReplicasAsCheckReplicasDoes(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("spec has no rule %q at .tasks; its rules: %+v", wantRule, spec.Validations)
+	}
+}
+
+// crdVersion is what the test reads of a version of a CRD.
+type crdVersion struct {
+	Name   string
+	Schema struct {
+		OpenAPIV3Schema openAPISchema `json:"openAPIV3Schema"`
 	}
 }
 

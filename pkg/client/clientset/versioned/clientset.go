@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	dienginev1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v1alpha1"
 	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v2alpha1"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
@@ -31,6 +32,7 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	DiengineV1alpha1() dienginev1alpha1.DiengineV1alpha1Interface
 	DiengineV2alpha1() dienginev2alpha1.DiengineV2alpha1Interface
 	SednaV1alpha1() sednav1alpha1.SednaV1alpha1Interface
 }
@@ -38,8 +40,14 @@ type Interface interface {
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
+	diengineV1alpha1 *dienginev1alpha1.DiengineV1alpha1Client
 	diengineV2alpha1 *dienginev2alpha1.DiengineV2alpha1Client
 	sednaV1alpha1    *sednav1alpha1.SednaV1alpha1Client
+}
+
+// DiengineV1alpha1 retrieves the DiengineV1alpha1Client
+func (c *Clientset) DiengineV1alpha1() dienginev1alpha1.DiengineV1alpha1Interface {
+	return c.diengineV1alpha1
 }
 
 // DiengineV2alpha1 retrieves the DiengineV2alpha1Client
@@ -96,6 +104,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.diengineV1alpha1, err = dienginev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.diengineV2alpha1, err = dienginev2alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -125,6 +137,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.diengineV1alpha1 = dienginev1alpha1.New(c)
 	cs.diengineV2alpha1 = dienginev2alpha1.New(c)
 	cs.sednaV1alpha1 = sednav1alpha1.New(c)
 

@@ -21,8 +21,9 @@ package externalversions
 import (
 	fmt "fmt"
 
+	v1alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	v2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
-	v1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -53,22 +54,28 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=diengine.opendilab.org, Version=v2alpha1
+	// Group=diengine.opendilab.org, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("aggregatorconfigs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Diengine().V1alpha1().AggregatorConfigs().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("dijobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Diengine().V1alpha1().DIJobs().Informer()}, nil
+
+		// Group=diengine.opendilab.org, Version=v2alpha1
 	case v2alpha1.SchemeGroupVersion.WithResource("dijobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Diengine().V2alpha1().DIJobs().Informer()}, nil
 
 		// Group=sedna.io, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("datasets"):
+	case sednav1alpha1.SchemeGroupVersion.WithResource("datasets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().Datasets().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("federatedlearningjobs"):
+	case sednav1alpha1.SchemeGroupVersion.WithResource("federatedlearningjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().FederatedLearningJobs().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("incrementallearningjobs"):
+	case sednav1alpha1.SchemeGroupVersion.WithResource("incrementallearningjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().IncrementalLearningJobs().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("jointinferenceservices"):
+	case sednav1alpha1.SchemeGroupVersion.WithResource("jointinferenceservices"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().JointInferenceServices().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("lifelonglearningjobs"):
+	case sednav1alpha1.SchemeGroupVersion.WithResource("lifelonglearningjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().LifelongLearningJobs().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("models"):
+	case sednav1alpha1.SchemeGroupVersion.WithResource("models"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sedna().V1alpha1().Models().Informer()}, nil
 
 	}

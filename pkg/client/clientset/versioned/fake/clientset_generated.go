@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/nereid-ml/nereid/pkg/client/applyconfiguration"
 	clientset "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	dienginev1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v1alpha1"
+	fakedienginev1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v1alpha1/fake"
 	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v2alpha1"
 	fakedienginev2alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/diengine/v2alpha1/fake"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/typed/sedna/v1alpha1"
@@ -137,6 +139,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// DiengineV1alpha1 retrieves the DiengineV1alpha1Client
+func (c *Clientset) DiengineV1alpha1() dienginev1alpha1.DiengineV1alpha1Interface {
+	return &fakedienginev1alpha1.FakeDiengineV1alpha1{Fake: &c.Fake}
+}
 
 // DiengineV2alpha1 retrieves the DiengineV2alpha1Client
 func (c *Clientset) DiengineV2alpha1() dienginev2alpha1.DiengineV2alpha1Interface {

@@ -19,6 +19,7 @@ limitations under the License.
 package fake
 
 import (
+	dienginev1alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	dienginev2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1alpha1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,7 @@ var scheme = runtime.NewScheme()
 var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
+	dienginev1alpha1.AddToScheme,
 	dienginev2alpha1.AddToScheme,
 	sednav1alpha1.AddToScheme,
 }

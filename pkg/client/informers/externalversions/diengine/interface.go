@@ -19,12 +19,15 @@ limitations under the License.
 package diengine
 
 import (
+	v1alpha1 "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine/v1alpha1"
 	v2alpha1 "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/diengine/v2alpha1"
 	internalinterfaces "github.com/nereid-ml/nereid/pkg/client/informers/externalversions/internalinterfaces"
 )
 
 // Interface provides access to each of this group's versions.
 type Interface interface {
+	// V1alpha1 provides access to shared informers for resources in V1alpha1.
+	V1alpha1() v1alpha1.Interface
 	// V2alpha1 provides access to shared informers for resources in V2alpha1.
 	V2alpha1() v2alpha1.Interface
 }
@@ -38,6 +41,11 @@ type group struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &group{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// V1alpha1 returns a new v1alpha1.Interface.
+func (g *group) V1alpha1() v1alpha1.Interface {
+	return v1alpha1.New(g.factory, g.namespace, g.tweakListOptions)
 }
 
 // V2alpha1 returns a new v2alpha1.Interface.

@@ -40,6 +40,7 @@ type flags struct {
 	serverURL, serverAddress, serverCert, serverKey, serverTLSSecret, serverAudiences string
 	clusterDomain, allocatorPolicy                                                    string
 	edgeLinkGrace, allocatorPeriod                                                    time.Duration
+	conversion                                                                        conversionFlags
 }
 
 func (f *flags) add(fs *flag.FlagSet) {
@@ -70,6 +71,7 @@ func (f *flags) add(fs *flag.FlagSet) {
 		"How often the allocator considers again the preemptible DIJobs (spec.preemptible) and moves those it can place strictly better.")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local",
 		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
+	f.conversion.add(fs)
 }
 
 func (f *flags) validate() error {
@@ -94,6 +96,7 @@ func (f *flags) validate() error {
 	if f.allocatorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", f.allocatorPeriod))
 	}
+	errs = append(errs, f.conversion.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -115,10 +118,12 @@ func init() {
 	})
 }
 
-// runner runs the DIJob controller and, when asked, the replicas API.
+// runner runs the DIJob controller and, when asked, the replicas API and
+// the CRD's conversion webhook.
 type runner struct {
 	controller *dijob.Controller
 	api        *replicasapi.Server
+	conversion *conversionWebhook
 	address    string
 	tls        *tls.Config
 	// usage is the allocator's cache of every pod and node, started by the
@@ -155,6 +160,9 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		}
 	}
 	var err error
+	if r.conversion, err = f.conversion.build(ctx, d); err != nil {
+		return nil, err
+	}
 	if r.controller, err = dijob.NewController(d, cfg); err != nil {
 		return nil, fmt.Errorf("building the DIJob controller: %w", err)
 	}
@@ -171,26 +179,35 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 	return r, nil
 }
 
-// Run runs the controller and the replicas API until ctx is done or either
-// fails.
+// Run runs the controller, the replicas API and the conversion webhook
+// until ctx is done or one of them fails.
 func (r *runner) Run(ctx context.Context, workers int) error {
 	if r.usage != nil {
 		defer r.usage.Shutdown()
 	}
-	if r.api == nil {
-		return r.controller.Run(ctx, workers)
+	var servers []func(context.Context) error
+	if r.api != nil {
+		servers = append(servers, r.serve)
+	}
+	if r.conversion != nil {
+		servers = append(servers, r.conversion.run)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() {
-		err := r.serve(ctx)
-		cancel()
-		served <- err
-	}()
+	served := make(chan error, len(servers))
+	for _, serve := range servers {
+		go func() {
+			err := serve(ctx)
+			cancel()
+			served <- err
+		}()
+	}
 	err := r.controller.Run(ctx, workers)
 	cancel()
-	return errors.Join(err, <-served)
+	for range servers {
+		err = errors.Join(err, <-served)
+	}
+	return err
 }
 
 // serve serves the replicas API on --di-server-address until ctx is done,

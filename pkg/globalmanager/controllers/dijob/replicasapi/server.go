@@ -3,7 +3,6 @@ package replicasapi
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nereid-ml/nereid/internal/serving"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
@@ -89,29 +89,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 		}
 	}
 
-	limited := limits.Listener(l)
-	served := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			served <- srv.ServeTLS(limited, "", "")
-		} else {
-			served <- srv.Serve(limited)
-		}
-	}()
 	logger.Info("Serving the DIJob replicas API", "address", l.Addr().String(), "tls", tlsConfig != nil)
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving the DIJob replicas API: %w", err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(shutdownCtx)
-	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	if err != nil {
+	if err := serving.Run(ctx, srv, limits.Listener(l), shutdownTimeout); err != nil {
+		if ctx.Err() == nil {
+			return fmt.Errorf("serving the DIJob replicas API: %w", err)
+		}
 		return fmt.Errorf("shutting down the DIJob replicas API: %w", err)
 	}
 	logger.Info("DIJob replicas API stopped")
