@@ -255,7 +255,13 @@ func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T)
 	if job.Status.Restarts != 0 {
 		t.Errorf("a pod deleted by hand counted as a restart: restarts %d", job.Status.Restarts)
 	}
-	created := countEvents(t, ns, job.UID, "SuccessfulCreate", victim.Name)
+	// The replacement's event is recorded after its pod is made: wait for
+	// it, then check there is no third.
+	var created int
+	framework.Eventually(t, 30*time.Second, "the replacement's SuccessfulCreate event", func(context.Context) (bool, error) {
+		created = countEvents(t, ns, job.UID, "SuccessfulCreate", victim.Name)
+		return created >= 2, nil
+	})
 	if created != 2 {
 		t.Errorf("%d events created pod %s, want 2 (the first pod and its one replacement)", created, victim.Name)
 	}
