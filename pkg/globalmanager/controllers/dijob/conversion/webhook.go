@@ -31,6 +31,15 @@ const Path = "/convert"
 // 413 and that read fails.
 const MaxBodyBytes int64 = 64 << 20
 
+// MaxBodiesInFlight bounds the bytes of the bodies read at once, whoever
+// sends them (any pod that reaches the port can): one review of the largest
+// size, or many small ones (a DIJob is a few KiB). A review waits up to
+// bodyWait for room, then is answered 503; the API server retries a read.
+const (
+	MaxBodiesInFlight int64 = MaxBodyBytes
+	bodyWait                = 10 * time.Second
+)
+
 // limits bound the webhook's clients (the API server, and whoever else
 // reaches the port).
 var limits = serving.Limits{
@@ -60,16 +69,21 @@ type conversionResponse struct {
 	Result           metav1.Status          `json:"result"`
 }
 
-// Handler answers ConversionReviews (v1) of DIJobs on Path.
+// Handler answers ConversionReviews (v1) of DIJobs on Path, holding at
+// most MaxBodiesInFlight bytes of bodies at once.
 func Handler() http.Handler {
+	return handler(serving.NewBudget(MaxBodiesInFlight), bodyWait)
+}
+
+func handler(budget *serving.Budget, wait time.Duration) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+Path, serveReview)
+	mux.Handle("POST "+Path, budget.Bodies(MaxBodyBytes, wait, http.HandlerFunc(serveReview)))
 	return mux
 }
 
 func serveReview(w http.ResponseWriter, r *http.Request) {
 	var review conversionReview
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec := json.NewDecoder(r.Body) // cut at MaxBodyBytes by handler
 	if err := dec.Decode(&review); err != nil {
 		status := http.StatusBadRequest
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {

@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nereid-ml/nereid/internal/serving"
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 )
@@ -227,5 +229,25 @@ func TestWebhookKeepsAV2JobAsWritten(t *testing.T) {
 				t.Errorf("back (-written,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The webhook reads a body only once it has declared its size and that size
+// has room among the bodies being read (serving.Budget tests the waiting).
+func TestWebhookReadsOnlyDeclaredBodiesWithinTheBudget(t *testing.T) {
+	body := reviewOf(t, "diengine.opendilab.org/v2alpha1", v2Job())
+	unsized := httptest.NewRequestWithContext(t.Context(), http.MethodPost, Path, bytes.NewReader(body))
+	unsized.ContentLength = -1
+	rec := httptest.NewRecorder()
+	Handler().ServeHTTP(rec, unsized)
+	if rec.Code != http.StatusLengthRequired {
+		t.Errorf("a review without a Content-Length: %d, want 411", rec.Code)
+	}
+
+	full := serving.NewBudget(int64(len(body)) - 1)
+	rec = httptest.NewRecorder()
+	handler(full, time.Millisecond).ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, Path, bytes.NewReader(body)))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a review with no room in the budget: %d (Retry-After %q), want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
 }
