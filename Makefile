@@ -50,7 +50,7 @@ local-down: ## Stop every process of the local control plane (PURGE=1 also delet
 	bash hack/local-down.sh $(if $(PURGE),--purge)
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders included.
+test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders, and hack/'s checks (links, function length) included.
 	bash hack/build-tools.sh helm
 	$(GO) test -count=1 ./cmd/... ./internal/... ./pkg/... ./hack/... ./build/...
 

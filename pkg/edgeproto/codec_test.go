@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -229,21 +230,26 @@ func checkErr(t *testing.T, err, want error, wantText string) {
 	}
 }
 
-func TestDecodeRejects(t *testing.T) {
+// rejectCase is a frame Decode rejects, and the error it names.
+type rejectCase struct {
+	frame    string
+	want     error
+	wantText string
+}
+
+func decodeRejectsCases() map[string]rejectCase {
+	cases := decodeRejectsFrameCases()
+	maps.Copy(cases, decodeRejectsMessageCases())
+	return cases
+}
+
+// decodeRejectsFrameCases: frames whose size, encoding or envelope is wrong.
+func decodeRejectsFrameCases() map[string]rejectCase {
 	const okTime = `"2025-03-01T12:00:00Z"`
-	const okObject = `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"}}`
-	upsert := func(ref, object string) string {
-		return `{"v":1,"type":"upsert","payload":{` + ref + `,"object":` + object + `}}`
-	}
-	const okRef = `"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"`
 	frame := func(typ, payload string) string {
 		return `{"v":1,"type":"` + typ + `","payload":` + payload + `}`
 	}
-	cases := map[string]struct {
-		frame    string
-		want     error
-		wantText string
-	}{
+	return map[string]rejectCase{
 		// Size.
 		"one byte over MaxFrameBytes": {padTo(`{"v":1,"type":"synced","payload":{}}`, MaxFrameBytes+1), ErrTooLarge, "1048577 bytes"},
 
@@ -280,6 +286,21 @@ func TestDecodeRejects(t *testing.T) {
 			"hello: inventory.kind: cannot use a JSON number here"},
 
 		// Hello.
+	}
+}
+
+// decodeRejectsMessageCases: messages of each type that break its rules.
+func decodeRejectsMessageCases() map[string]rejectCase {
+	const okTime = `"2025-03-01T12:00:00Z"`
+	const okObject = `{"metadata":{"name":"fl","namespace":"ns","resourceVersion":"42"}}`
+	upsert := func(ref, object string) string {
+		return `{"v":1,"type":"upsert","payload":{` + ref + `,"object":` + object + `}}`
+	}
+	const okRef = `"kind":"FederatedLearningJob","namespace":"ns","name":"fl","resourceVersion":"42"`
+	frame := func(typ, payload string) string {
+		return `{"v":1,"type":"` + typ + `","payload":` + payload + `}`
+	}
+	return map[string]rejectCase{
 		"hello without node":         {frame("hello", `{"store":"s","inventory":[]}`), ErrMalformed, "hello: node is required"},
 		"hello without store":        {frame("hello", `{"node":"n","inventory":[]}`), ErrMalformed, "hello: store is required"},
 		"hello with a long store":    {frame("hello", `{"node":"n","store":"`+strings.Repeat("s", MaxStoreIdentityBytes+1)+`"}`), ErrMalformed, "hello: store is 65 bytes, the limit is 64"},
@@ -350,6 +371,10 @@ func TestDecodeRejects(t *testing.T) {
 		"heartbeat without time": {frame("heartbeat", `{}`), ErrMalformed, "heartbeat: time is required"},
 		"heartbeat at zero time": {frame("heartbeat", `{"time":"0001-01-01T00:00:00Z"}`), ErrMalformed, "heartbeat: time is required"},
 	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	cases := decodeRejectsCases()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m, err := Decode([]byte(tc.frame))

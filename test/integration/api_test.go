@@ -76,62 +76,68 @@ func TestExamplesApply(t *testing.T) {
 	}
 }
 
-// TestInvalidManifestsAreRejectedNamingTheField takes a valid example, breaks
-// one thing, and expects the API server to refuse it with the field's path in
-// the message.
-func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
-	type tc struct {
-		dir, kind string
-		breakIt   func(u *unstructured.Unstructured)
-		wantField string
-	}
-	set := func(value any, path ...string) func(u *unstructured.Unstructured) {
-		return func(u *unstructured.Unstructured) {
-			if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
-				panic(err)
-			}
+// brokenManifest is a valid example of a kind with one thing broken, and
+// the field the API server's refusal names.
+type brokenManifest struct {
+	dir, kind string
+	breakIt   func(u *unstructured.Unstructured)
+	wantField string
+}
+
+// setField sets the field at path.
+func setField(value any, path ...string) func(u *unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+			panic(err)
 		}
 	}
-	remove := func(path ...string) func(u *unstructured.Unstructured) {
-		return func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, path...) }
-	}
-	setInList := func(list []string, index int, value any, path ...string) func(u *unstructured.Unstructured) {
-		return func(u *unstructured.Unstructured) {
-			items, _, _ := unstructured.NestedSlice(u.Object, list...)
-			item := items[index].(map[string]any)
-			if err := unstructured.SetNestedField(item, value, path...); err != nil {
-				panic(err)
-			}
-			_ = unstructured.SetNestedSlice(u.Object, items, list...)
+}
+
+// removeField removes the field at path.
+func removeField(path ...string) func(u *unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, path...) }
+}
+
+// setFieldInList sets the field at path of the list's index-th item.
+func setFieldInList(list []string, index int, value any, path ...string) func(u *unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		items, _, _ := unstructured.NestedSlice(u.Object, list...)
+		item := items[index].(map[string]any)
+		if err := unstructured.SetNestedField(item, value, path...); err != nil {
+			panic(err)
 		}
+		_ = unstructured.SetNestedSlice(u.Object, items, list...)
 	}
-	cases := map[string]tc{
+}
+
+func brokenManifests() map[string]brokenManifest {
+	return map[string]brokenManifest{
 		"dataset without nodeName": {
-			dir: "dataset", kind: "Dataset", breakIt: remove("spec", "nodeName"), wantField: "spec.nodeName",
+			dir: "dataset", kind: "Dataset", breakIt: removeField("spec", "nodeName"), wantField: "spec.nodeName",
 		},
 		"dataset with empty nodeName": {
-			dir: "dataset", kind: "Dataset", breakIt: set("", "spec", "nodeName"), wantField: "spec.nodeName",
+			dir: "dataset", kind: "Dataset", breakIt: setField("", "spec", "nodeName"), wantField: "spec.nodeName",
 		},
 		"model without url": {
-			dir: "model", kind: "Model", breakIt: remove("spec", "url"), wantField: "spec.url",
+			dir: "model", kind: "Model", breakIt: removeField("spec", "url"), wantField: "spec.url",
 		},
 		"federated job with no training workers": {
 			dir: "federatedlearningjob", kind: "FederatedLearningJob",
-			breakIt: set([]any{}, "spec", "trainingWorkers"), wantField: "spec.trainingWorkers",
+			breakIt: setField([]any{}, "spec", "trainingWorkers"), wantField: "spec.trainingWorkers",
 		},
 		"aggregation worker template with no containers": {
 			dir: "federatedlearningjob", kind: "FederatedLearningJob",
-			breakIt:   set([]any{}, "spec", "aggregationWorker", "template", "spec", "containers"),
+			breakIt:   setField([]any{}, "spec", "aggregationWorker", "template", "spec", "containers"),
 			wantField: "spec.aggregationWorker.template.spec.containers",
 		},
 		"training worker without a dataset name": {
 			dir: "federatedlearningjob", kind: "FederatedLearningJob",
-			breakIt:   setInList([]string{"spec", "trainingWorkers"}, 1, "", "dataset", "name"),
+			breakIt:   setFieldInList([]string{"spec", "trainingWorkers"}, 1, "", "dataset", "name"),
 			wantField: "spec.trainingWorkers[1].dataset.name",
 		},
 		"transmitter with both s3 and ws": {
 			dir: "federatedlearningjob", kind: "FederatedLearningJob",
-			breakIt: set(map[string]any{
+			breakIt: setField(map[string]any{
 				"s3": map[string]any{"aggDataPath": "s3://bucket/agg"},
 				"ws": map[string]any{},
 			}, "spec", "transmitter"),
@@ -139,54 +145,61 @@ func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
 		},
 		"cloud worker template with no pod spec": {
 			dir: "jointinferenceservice", kind: "JointInferenceService",
-			breakIt:   set(map[string]any{}, "spec", "cloudWorker", "template"),
+			breakIt:   setField(map[string]any{}, "spec", "cloudWorker", "template"),
 			wantField: "spec.cloudWorker.template.spec.containers",
 		},
 		"hpa with minReplicas above maxReplicas": {
 			dir: "jointinferenceservice", kind: "JointInferenceService",
-			breakIt: set(int64(5), "spec", "cloudWorker", "hpa", "minReplicas"), wantField: "spec.cloudWorker.hpa.minReplicas",
+			breakIt: setField(int64(5), "spec", "cloudWorker", "hpa", "minReplicas"), wantField: "spec.cloudWorker.hpa.minReplicas",
 		},
 		"edge worker with an empty model name": {
 			dir: "jointinferenceservice", kind: "JointInferenceService",
-			breakIt: set("", "spec", "edgeWorker", "model", "name"), wantField: "spec.edgeWorker.model.name",
+			breakIt: setField("", "spec", "edgeWorker", "model", "name"), wantField: "spec.edgeWorker.model.name",
 		},
 		"train trigger operator outside the set": {
 			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
-			breakIt:   set("!=", "spec", "trainSpec", "trigger", "condition", "operator"),
+			breakIt:   setField("!=", "spec", "trainSpec", "trigger", "condition", "operator"),
 			wantField: "spec.trainSpec.trigger.condition.operator",
 		},
 		"deploy trigger operator outside the set": {
 			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
-			breakIt:   set("gt", "spec", "deploySpec", "trigger", "condition", "operator"),
+			breakIt:   setField("gt", "spec", "deploySpec", "trigger", "condition", "operator"),
 			wantField: "spec.deploySpec.trigger.condition.operator",
 		},
 		"trainProb above 1": {
 			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
-			breakIt: set(1.5, "spec", "dataset", "trainProb"), wantField: "spec.dataset.trainProb",
+			breakIt: setField(1.5, "spec", "dataset", "trainProb"), wantField: "spec.dataset.trainProb",
 		},
 		"trainProb below 0": {
 			dir: "lifelonglearningjob", kind: "LifelongLearningJob",
-			breakIt: set(-0.1, "spec", "dataset", "trainProb"), wantField: "spec.dataset.trainProb",
+			breakIt: setField(-0.1, "spec", "dataset", "trainProb"), wantField: "spec.dataset.trainProb",
 		},
 		"timer start that is not HH:MM": {
 			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
-			breakIt: set("2am", "spec", "trainSpec", "trigger", "timer", "start"), wantField: "spec.trainSpec.trigger.timer.start",
+			breakIt: setField("2am", "spec", "trainSpec", "trigger", "timer", "start"), wantField: "spec.trainSpec.trigger.timer.start",
 		},
 		"timer end past midnight": {
 			dir: "lifelonglearningjob", kind: "LifelongLearningJob",
-			breakIt: set("25:00", "spec", "trainSpec", "trigger", "timer", "end"), wantField: "spec.trainSpec.trigger.timer.end",
+			breakIt: setField("25:00", "spec", "trainSpec", "trigger", "timer", "end"), wantField: "spec.trainSpec.trigger.timer.end",
 		},
 		"deploy worker template with no containers": {
 			dir: "lifelonglearningjob", kind: "LifelongLearningJob",
-			breakIt:   set([]any{}, "spec", "deploySpec", "template", "spec", "containers"),
+			breakIt:   setField([]any{}, "spec", "deploySpec", "template", "spec", "containers"),
 			wantField: "spec.deploySpec.template.spec.containers",
 		},
 		"eval worker template with no containers": {
 			dir: "incrementallearningjob", kind: "IncrementalLearningJob",
-			breakIt:   remove("spec", "evalSpec", "template", "spec", "containers"),
+			breakIt:   removeField("spec", "evalSpec", "template", "spec", "containers"),
 			wantField: "spec.evalSpec.template.spec.containers",
 		},
 	}
+}
+
+// TestInvalidManifestsAreRejectedNamingTheField takes a valid example, breaks
+// one thing, and expects the API server to refuse it with the field's path in
+// the message.
+func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
+	cases := brokenManifests()
 	ns := framework.Namespace(t)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -364,20 +364,7 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	c.createIncremental(5, nil)
 	c.createDataset("missing-data", "/data/missing/index.txt")
 
-	// The LocalController counts the dataset; a missing file is a condition, not a zero.
-	framework.Eventually(t, 30*time.Second, "the datasets' status", func(ctx context.Context) (bool, error) {
-		d, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		m, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "missing-data", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		missing := apimeta.FindStatusCondition(m.Status.Conditions, "Readable")
-		return d.Status.NumberOfSamples == 3 && d.Status.UpdateTime != nil &&
-			missing != nil && missing.Status == metav1.ConditionFalse && strings.Contains(missing.Message, "/data/missing/index.txt"), nil
-	})
+	waitDatasetsCounted(t, c)
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageWaiting)
 	// No round under the threshold: edge-0 evaluated the trigger on its 3
 	// samples and held it.
@@ -427,6 +414,41 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 		t.Errorf("split: %d train and %d test samples, want 7 with about 80 %% to train", countLines(train), countLines(test))
 	}
 
+	checkTrainPodCarriesSednasEnvAndComesBackOnce(t, c)
+
+	// Deleting the job deletes its pods (garbage collection by owner reference).
+	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Delete(t.Context(), cycleJob, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, "the job's pods gone", func(ctx context.Context) (bool, error) {
+		list, err := framework.KubeClient(t).CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelWorkerRole})
+		return err == nil && len(list.Items) == 0, err
+	})
+}
+
+// waitDatasetsCounted: the LocalController counts the dataset; a missing
+// file is a condition, not a zero.
+func waitDatasetsCounted(t *testing.T, c *cycle) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, "the datasets' status", func(ctx context.Context) (bool, error) {
+		d, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		m, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "missing-data", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		missing := apimeta.FindStatusCondition(m.Status.Conditions, "Readable")
+		return d.Status.NumberOfSamples == 3 && d.Status.UpdateTime != nil &&
+			missing != nil && missing.Status == metav1.ConditionFalse && strings.Contains(missing.Message, "/data/missing/index.txt"), nil
+	})
+}
+
+// checkTrainPodCarriesSednasEnvAndComesBackOnce: round 1's train pod carries
+// what Sedna's train worker reads, and, deleted by hand, comes back once.
+func checkTrainPodCarriesSednasEnvAndComesBackOnce(t *testing.T, c *cycle) {
+	t.Helper()
 	// The stage pod carries what Sedna's train worker reads.
 	pod := c.stagePod("train", 1, 1)
 	env := map[string]string{}
@@ -440,7 +462,7 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	}
 
 	// A stage pod deleted by hand comes back, once.
-	synced = c.ilSynced()
+	synced := c.ilSynced()
 	framework.DeletePodByHand(t, c.ns, pod.Name)
 	framework.Eventually(t, 30*time.Second, "the train pod back", func(ctx context.Context) (bool, error) {
 		p, err := framework.KubeClient(t).CoreV1().Pods(c.ns).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -456,15 +478,6 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 1 {
 		t.Errorf("%v pods created for one deleted train pod, want 1", created)
 	}
-
-	// Deleting the job deletes its pods (garbage collection by owner reference).
-	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Delete(t.Context(), cycleJob, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 60*time.Second, "the job's pods gone", func(ctx context.Context) (bool, error) {
-		list, err := framework.KubeClient(t).CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelWorkerRole})
-		return err == nil && len(list.Items) == 0, err
-	})
 }
 
 func TestIncrementalLearningThreeRoundsDeployOnlyBetterModels(t *testing.T) {
@@ -507,9 +520,47 @@ func TestIncrementalLearningThreeRoundsDeployOnlyBetterModels(t *testing.T) {
 		t.Errorf("deploy model status %+v, want the deployed model's metrics and updateTime", m.Status)
 	}
 
-	// Round 2: a spec edit while the train stage runs takes effect at the
-	// next stage (the eval pod); the running train pod is not replaced. The
-	// new model is worse on one class → not deployed.
+	playRoundTwoWithAnEditAndAWorseModel(t, c)
+
+	// Round 3: better again → deployed, hot: the inference pod is the same.
+	c.addSamples(6)
+	c.playTrain(3, nil)
+	c.playEval(3, map[string]any{"precision_delta": []float64{0.15, 0.2}}, map[string]any{})
+	r3 := c.waitForRoundEnd(3)
+	if r3.Result != sednav1.RoundDeployed {
+		t.Fatalf("round 3 %s (%s), want Deployed", r3.Result, r3.Message)
+	}
+	if got := readNodeFile(t, c.nodeFile(cycleDeployURL)); got != "model of round 3" {
+		t.Errorf("deploy model file holds %q, want round 3's model", got)
+	}
+	s, err := c.status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, r := range s.History {
+		results = append(results, fmt.Sprintf("%d:%s", r.Round, r.Result))
+	}
+	if want := []string{"1:Deployed", "2:NotDeployed", "3:Deployed"}; !slices.Equal(results, want) {
+		t.Errorf("history %v, want %v", results, want)
+	}
+	if s.DeployedRound != 3 {
+		t.Errorf("deployedRound %d, want 3", s.DeployedRound)
+	}
+	now, err := infer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.UID != first.UID {
+		t.Errorf("the inference pod was recreated (%s → %s); with hotUpdateEnabled it must be updated in place", first.Name, now.Name)
+	}
+}
+
+// playRoundTwoWithAnEditAndAWorseModel: a spec edit while the train stage
+// runs takes effect at the next stage (the eval pod); the running train pod
+// is not replaced. The new model is worse on one class → not deployed.
+func playRoundTwoWithAnEditAndAWorseModel(t *testing.T, c *cycle) {
+	t.Helper()
 	c.addSamples(6)
 	c.waitFor(2, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
 	trainPod := c.stagePod("train", 2, 1)
@@ -545,39 +596,6 @@ func TestIncrementalLearningThreeRoundsDeployOnlyBetterModels(t *testing.T) {
 	}
 	if got := readNodeFile(t, c.nodeFile(cycleDeployURL)); got != "model of round 1" {
 		t.Errorf("deploy model file holds %q after a worse model, want round 1's still", got)
-	}
-
-	// Round 3: better again → deployed, hot: the inference pod is the same.
-	c.addSamples(6)
-	c.playTrain(3, nil)
-	c.playEval(3, map[string]any{"precision_delta": []float64{0.15, 0.2}}, map[string]any{})
-	r3 := c.waitForRoundEnd(3)
-	if r3.Result != sednav1.RoundDeployed {
-		t.Fatalf("round 3 %s (%s), want Deployed", r3.Result, r3.Message)
-	}
-	if got := readNodeFile(t, c.nodeFile(cycleDeployURL)); got != "model of round 3" {
-		t.Errorf("deploy model file holds %q, want round 3's model", got)
-	}
-	s, err := c.status(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var results []string
-	for _, r := range s.History {
-		results = append(results, fmt.Sprintf("%d:%s", r.Round, r.Result))
-	}
-	if want := []string{"1:Deployed", "2:NotDeployed", "3:Deployed"}; !slices.Equal(results, want) {
-		t.Errorf("history %v, want %v", results, want)
-	}
-	if s.DeployedRound != 3 {
-		t.Errorf("deployedRound %d, want 3", s.DeployedRound)
-	}
-	now, err := infer(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if now.UID != first.UID {
-		t.Errorf("the inference pod was recreated (%s → %s); with hotUpdateEnabled it must be updated in place", first.Name, now.Name)
 	}
 }
 

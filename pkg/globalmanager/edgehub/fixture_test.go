@@ -229,16 +229,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		return true, w, nil
 	})
 
-	applier := workerApplier{f}
-	appliers := reports.Appliers{Workers: map[string]reports.ReportApplier{
-		"FederatedLearningJob":  applier,
-		"JointInferenceService": applier,
-	}, Datasets: datasetApplierFunc(func(_ context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: d.Ref().Kind})
-		return nil
-	})}
+	appliers := f.appliers()
 	cfg.CAOutFile = filepath.Join(t.TempDir(), "ca.crt")
 	factory := sednainformers.NewSharedInformerFactory(f.sedna, 0)
 	kubeFactory := kubeinformers.NewSharedInformerFactory(f.kube, 0)
@@ -290,6 +281,21 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 		t.Fatal("CA file holds no certificate")
 	}
 	return f
+}
+
+// appliers record in f what the hub applies: workers' reports of the two
+// kinds and every dataset report.
+func (f *fixture) appliers() reports.Appliers {
+	applier := workerApplier{f}
+	return reports.Appliers{Workers: map[string]reports.ReportApplier{
+		"FederatedLearningJob":  applier,
+		"JointInferenceService": applier,
+	}, Datasets: datasetApplierFunc(func(_ context.Context, from reports.Source, r *edgeproto.Report, d *edgeproto.DatasetReport) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.applied = append(f.applied, recordedReport{node: from.Node, store: from.Store, id: r.ID, kind: d.Ref().Kind})
+		return nil
+	})}
 }
 
 // inventory is what a LocalController of node holding everything the hub

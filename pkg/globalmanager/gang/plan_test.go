@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -16,22 +17,23 @@ func TestGroupNameIsTheJobAndItsKind(t *testing.T) {
 	}
 }
 
-// TestPlanModeFromFlagAndAnnotations: the job's annotation overrides the
-// cluster's mode; one that cannot be followed is the Problem its condition
-// shows, naming the annotation.
-func TestPlanModeFromFlagAndAnnotations(t *testing.T) {
+// planModeCase is a job's annotations under a --gang-scheduler flag and the
+// served APIs, and the plan it gets.
+type planModeCase struct {
+	flag        Mode
+	apis        []*metav1.APIResourceList
+	annotations map[string]string
+	minOK       bool
+	wantMode    Mode
+	// wantStatus is what Status says of a job with no pods yet, when
+	// wantMode is None; want is every string its message must contain.
+	wantReason string
+	want       []string
+}
+
+func planModeCases() map[string]planModeCase {
 	all := []*metav1.APIResourceList{kubernetesAPI, volcanoAPI}
-	for name, tc := range map[string]struct {
-		flag        Mode
-		apis        []*metav1.APIResourceList
-		annotations map[string]string
-		minOK       bool
-		wantMode    Mode
-		// wantStatus is what Status says of a job with no pods yet, when
-		// wantMode is None; want is every string its message must contain.
-		wantReason string
-		want       []string
-	}{
+	return map[string]planModeCase{
 		"the flag": {
 			flag: Kubernetes, apis: all, wantMode: Kubernetes,
 		},
@@ -92,7 +94,14 @@ func TestPlanModeFromFlagAndAnnotations(t *testing.T) {
 			flag: Coscheduling, apis: []*metav1.APIResourceList{coschedulingAPI}, annotations: map[string]string{AnnotationScheduleTimeout: "1m"},
 			wantMode: None, wantReason: ReasonInvalidGangAnnotation, want: []string{"annotation nereid.io/gang-schedule-timeout-seconds", `"1m"`},
 		},
-	} {
+	}
+}
+
+// TestPlanModeFromFlagAndAnnotations: the job's annotation overrides the
+// cluster's mode; one that cannot be followed is the Problem its condition
+// shows, naming the annotation.
+func TestPlanModeFromFlagAndAnnotations(t *testing.T) {
+	for name, tc := range planModeCases() {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t, clusterConfig{flag: tc.flag, apis: tc.apis})
 			p := c.m.Plan(newJob(tc.annotations, nil), testKind, tc.minOK)
@@ -125,44 +134,75 @@ func TestPlanModeFromFlagAndAnnotations(t *testing.T) {
 // TestDecorateByMode: each mode's reference on the pod, and a template's
 // node name as a required node affinity the scheduler keeps.
 func TestDecorateByMode(t *testing.T) {
-	template := func() *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "train-trainer-0", Namespace: testNamespace,
-				Labels: map[string]string{"app": "fl"}, Annotations: map[string]string{"note": "kept"},
-			},
-			Spec: corev1.PodSpec{NodeName: "edge-1", Containers: []corev1.Container{{Name: "worker", Image: "worker:1"}}},
-		}
-	}
-	// pinned is template with spec.nodeName moved into the affinity, as
-	// common.Pin writes it: a match on the node's metadata.name, and the
-	// node kept in AnnotationPinnedNode.
-	pinned := func() *corev1.Pod {
-		p := template()
-		p.Spec.NodeName = ""
-		p.Annotations[AnnotationPinnedNode] = "edge-1"
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}},
-			}}},
-		}}
-		return p
-	}
 	all := []*metav1.APIResourceList{kubernetesAPI, volcanoAPI, coschedulingAPI}
-	kueue := map[string]string{LabelKueueQueue: "team-a"}
-	// Kueue's labels and annotation on a pod of a 3-pod job in queue team-a.
-	withKueue := func(p *corev1.Pod) {
-		p.Labels["kueue.x-k8s.io/queue-name"] = "team-a"
-		p.Labels["kueue.x-k8s.io/pod-group-name"] = testGroupName
-		p.Annotations["kueue.x-k8s.io/pod-group-total-count"] = "3"
+	for name, tc := range decorateCases() {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t, clusterConfig{flag: tc.flag, apis: all})
+			p := c.m.Plan(newJob(nil, tc.labels), testKind, false)
+			got := tc.template()
+			p.Decorate(got, members(3))
+			if diff := cmp.Diff(tc.want(), got); diff != "" {
+				t.Errorf("decorated pod (-want,+got):\n%s", diff)
+			}
+		})
 	}
+}
 
-	for name, tc := range map[string]struct {
-		flag     Mode
-		labels   map[string]string
-		template func() *corev1.Pod
-		want     func() *corev1.Pod
-	}{
+// decorateCase is a job's labels under a --gang-scheduler flag, its pod
+// template and the pod Decorate makes of it.
+type decorateCase struct {
+	flag     Mode
+	labels   map[string]string
+	template func() *corev1.Pod
+	want     func() *corev1.Pod
+}
+
+// decorateTemplate is a pod template naming its node.
+func decorateTemplate() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "train-trainer-0", Namespace: testNamespace,
+			Labels: map[string]string{"app": "fl"}, Annotations: map[string]string{"note": "kept"},
+		},
+		Spec: corev1.PodSpec{NodeName: "edge-1", Containers: []corev1.Container{{Name: "worker", Image: "worker:1"}}},
+	}
+}
+
+// pinned is template with spec.nodeName moved into the affinity, as
+// common.Pin writes it: a match on the node's metadata.name, and the
+// node kept in AnnotationPinnedNode.
+func pinnedTemplate() *corev1.Pod {
+	p := decorateTemplate()
+	p.Spec.NodeName = ""
+	p.Annotations[AnnotationPinnedNode] = "edge-1"
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}},
+		}}},
+	}}
+	return p
+}
+
+// withKueue puts Kueue's labels and annotation on a pod of a 3-pod job in
+// queue team-a.
+func withKueue(p *corev1.Pod) {
+	p.Labels["kueue.x-k8s.io/queue-name"] = "team-a"
+	p.Labels["kueue.x-k8s.io/pod-group-name"] = testGroupName
+	p.Annotations["kueue.x-k8s.io/pod-group-total-count"] = "3"
+}
+
+// decorateCases are decorateModeCases and decorateAffinityCases.
+func decorateCases() map[string]decorateCase {
+	cases := decorateModeCases()
+	maps.Copy(cases, decorateAffinityCases())
+	return cases
+}
+
+// decorateModeCases: each mode's reference on the pod, Kueue's with it.
+func decorateModeCases() map[string]decorateCase {
+	template, pinned := decorateTemplate, pinnedTemplate
+	kueue := map[string]string{LabelKueueQueue: "team-a"}
+	return map[string]decorateCase{
 		"kubernetes": {
 			flag: Kubernetes, template: template,
 			want: func() *corev1.Pod {
@@ -222,6 +262,14 @@ func TestDecorateByMode(t *testing.T) {
 		"none keeps the node name": {
 			flag: None, template: template, want: template,
 		},
+	}
+}
+
+// decorateAffinityCases: a template's node affinity, or none, with its node
+// name.
+func decorateAffinityCases() map[string]decorateCase {
+	template := decorateTemplate
+	return map[string]decorateCase{
 		"a template's node affinity terms each also require the node": {
 			flag: Kubernetes,
 			template: func() *corev1.Pod {
@@ -263,16 +311,6 @@ func TestDecorateByMode(t *testing.T) {
 				return p
 			},
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, clusterConfig{flag: tc.flag, apis: all})
-			p := c.m.Plan(newJob(nil, tc.labels), testKind, false)
-			got := tc.template()
-			p.Decorate(got, members(3))
-			if diff := cmp.Diff(tc.want(), got); diff != "" {
-				t.Errorf("decorated pod (-want,+got):\n%s", diff)
-			}
-		})
 	}
 }
 

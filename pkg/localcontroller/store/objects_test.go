@@ -29,7 +29,24 @@ func TestKeyString(t *testing.T) {
 	}
 }
 
-func TestObjectsPutGetListDeleteInventory(t *testing.T) {
+// objectPut is one PutObject.
+type objectPut struct {
+	key  Key
+	rv   string
+	data string
+}
+
+// objectsCase is puts and deletes, and what the store lists and holds
+// after them.
+type objectsCase struct {
+	puts          []objectPut
+	deletes       []Key
+	listKind      string
+	wantList      []Object
+	wantInventory []Version
+}
+
+func objectsCases() map[string]objectsCase {
 	var (
 		dsA   = Key{Kind: "Dataset", Namespace: "a", Name: "d1"}
 		dsB   = Key{Kind: "Dataset", Namespace: "b", Name: "d1"}
@@ -38,25 +55,14 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 		// "Dataset" is a prefix of "DatasetX": listing Dataset must not return it.
 		prefixKind = Key{Kind: "DatasetX", Namespace: "a", Name: "x"}
 	)
-	type put struct {
-		key  Key
-		rv   string
-		data string
-	}
 	obj := func(k Key, rv, data string) Object { return Object{Key: k, ResourceVersion: rv, Data: []byte(data)} }
 
-	cases := map[string]struct {
-		puts          []put
-		deletes       []Key
-		listKind      string
-		wantList      []Object
-		wantInventory []Version
-	}{
+	return map[string]objectsCase{
 		"empty store": {
 			listKind: "",
 		},
 		"ordered by kind, namespace, name": {
-			puts: []put{
+			puts: []objectPut{
 				{model, "7", "m"}, {dsB, "3", "b"}, {dsA2, "2", "a2"}, {dsA, "1", "a1"}, {prefixKind, "9", "x"},
 			},
 			listKind: "",
@@ -68,7 +74,7 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 			},
 		},
 		"list one kind": {
-			puts:     []put{{model, "7", "m"}, {dsA, "1", "a1"}, {prefixKind, "9", "x"}},
+			puts:     []objectPut{{model, "7", "m"}, {dsA, "1", "a1"}, {prefixKind, "9", "x"}},
 			listKind: "Dataset",
 			wantList: []Object{obj(dsA, "1", "a1")},
 			wantInventory: []Version{
@@ -76,25 +82,29 @@ func TestObjectsPutGetListDeleteInventory(t *testing.T) {
 			},
 		},
 		"put replaces data and resourceVersion": {
-			puts:          []put{{dsA, "1", "old"}, {dsA, "5", "new"}},
+			puts:          []objectPut{{dsA, "1", "old"}, {dsA, "5", "new"}},
 			listKind:      "Dataset",
 			wantList:      []Object{obj(dsA, "5", "new")},
 			wantInventory: []Version{{Key: dsA, ResourceVersion: "5"}},
 		},
 		"delete, and delete of an absent key": {
-			puts:          []put{{dsA, "1", "a1"}, {model, "7", "m"}},
+			puts:          []objectPut{{dsA, "1", "a1"}, {model, "7", "m"}},
 			deletes:       []Key{dsA, dsA, dsB},
 			listKind:      "",
 			wantList:      []Object{obj(model, "7", "m")},
 			wantInventory: []Version{{Key: model, ResourceVersion: "7"}},
 		},
 		"empty data and resourceVersion": {
-			puts:          []put{{dsA, "", ""}},
+			puts:          []objectPut{{dsA, "", ""}},
 			listKind:      "",
 			wantList:      []Object{{Key: dsA, Data: []byte{}}},
 			wantInventory: []Version{{Key: dsA}},
 		},
 	}
+}
+
+func TestObjectsPutGetListDeleteInventory(t *testing.T) {
+	cases := objectsCases()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})

@@ -170,26 +170,29 @@ func TestSortPods(t *testing.T) {
 	}
 }
 
-func TestDecide(t *testing.T) {
-	job := exampleJob(t)
+// decideCase is a job's pods, phase and expectations, what the allocator
+// says, and what decide makes of them.
+type decideCase struct {
+	pods        []*corev1.Pod
+	phase       div2.Phase // the job's phase in status
+	unsatisfied bool
+	moveChosen  bool // what startMove says
+
+	want        verdict
+	wantAsked   bool // startMove was asked
+	wantMove    int32
+	wantCurrent []string
+	wantStale   []string
+	wantExtra   []string
+	wantMissing []string
+}
+
+func decideCases(t *testing.T, job *div2.DIJob) map[string]decideCase {
 	pod := func(name string, phase corev1.PodPhase, edits ...func(*corev1.Pod)) *corev1.Pod {
 		return replicaPod(t, job, name, phase, edits...)
 	}
 	none := []string{}
-	cases := map[string]struct {
-		pods        []*corev1.Pod
-		phase       div2.Phase // the job's phase in status
-		unsatisfied bool
-		moveChosen  bool // what startMove says
-
-		want        verdict
-		wantAsked   bool // startMove was asked
-		wantMove    int32
-		wantCurrent []string
-		wantStale   []string
-		wantExtra   []string
-		wantMissing []string
-	}{
+	return map[string]decideCase{
 		"a new job: every replica is missing": {
 			want: decideRun, wantAsked: true,
 			wantCurrent: none, wantStale: none, wantExtra: none, wantMissing: []string{collector0, collector1, evaluator0, learner0},
@@ -241,6 +244,11 @@ func TestDecide(t *testing.T) {
 			wantCurrent: exampleSorted(), wantStale: none, wantExtra: none, wantMissing: none,
 		},
 	}
+}
+
+func TestDecide(t *testing.T) {
+	job := exampleJob(t)
+	cases := decideCases(t, job)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc := observed(t, job, tc.pods, !tc.unsatisfied)

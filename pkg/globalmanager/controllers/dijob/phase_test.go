@@ -23,8 +23,21 @@ type phaseOutcome struct {
 	Events    []string
 }
 
-func TestPhase(t *testing.T) {
-	job := exampleJob(t)
+// phaseCase is what a sync saw and did, and the phase it sets.
+type phaseCase struct {
+	current     []*corev1.Pod // the pods of wanted replicas, after act
+	holding     []held        // pods an edge link holds
+	was         div2.Phase    // the phase in status, with its condition
+	wasMessage  string
+	waiting     string // the quotas hold the new pods
+	noRoom      string // the allocator found no room
+	quotaEvents []common.Event
+	actErr      error
+
+	want phaseOutcome
+}
+
+func phaseCases(t *testing.T, job *div2.DIJob) map[string]phaseCase {
 	in := func(phases map[string]corev1.PodPhase) []*corev1.Pod {
 		var out []*corev1.Pod
 		for _, name := range exampleReplicas {
@@ -51,18 +64,7 @@ func TestPhase(t *testing.T) {
 	restartMsg := "pod cartpole-dqn-collector-0 failed; every pod is made again (restart 1 of 3)"
 	moveMsg := "the allocator moves the job to a better placement (move 1); every pod is made again"
 	pendingMsg := "4 of 4 pods wait for room: replica 2 needs cpu 500m"
-	cases := map[string]struct {
-		current     []*corev1.Pod // the pods of wanted replicas, after act
-		holding     []held        // pods an edge link holds
-		was         div2.Phase    // the phase in status, with its condition
-		wasMessage  string
-		waiting     string // the quotas hold the new pods
-		noRoom      string // the allocator found no room
-		quotaEvents []common.Event
-		actErr      error
-
-		want phaseOutcome
-	}{
+	return map[string]phaseCase{
 		"every pod running": {
 			current: in(running),
 			want:    phaseOutcome{Phase: div2.JobRunning, Reason: "AllPodsRunning", Message: "all 4 pods are running", Events: []string{"Normal Running"}},
@@ -121,6 +123,11 @@ func TestPhase(t *testing.T) {
 			want: phaseOutcome{Phase: div2.JobRunning, Reason: "AllPodsRunning", Message: "all 4 pods are running", Events: []string{"Normal Admitted", "Normal Running"}},
 		},
 	}
+}
+
+func TestPhase(t *testing.T) {
+	job := exampleJob(t)
+	cases := phaseCases(t, job)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			job := job.DeepCopy()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -367,48 +368,63 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := f.created(t, "deployments", tc.deployment).(*appsv1.Deployment)
-			if diff := cmp.Diff([]metav1.OwnerReference{ownerRef()}, d.OwnerReferences); diff != "" {
-				t.Errorf("owner references (-want,+got):\n%s", diff)
-			}
-			role := strings.TrimPrefix(tc.deployment, jiName+"-deployment-")
-			wantSelector := map[string]string{common.LabelOwnerUID: "ji-uid", common.LabelWorkerRole: role}
-			if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
-				t.Errorf("selector (-want,+got):\n%s", diff)
-			}
-			for k, v := range wantSelector {
-				if d.Labels[k] != v || d.Spec.Template.Labels[k] != v {
-					t.Errorf("label %s: Deployment %q, pod template %q; want %q", k, d.Labels[k], d.Spec.Template.Labels[k], v)
-				}
-			}
-			if d.Spec.Template.Labels[common.LabelTemplateHash] == "" {
-				t.Error("the pod template has no template-hash label")
-			}
-			if got := ptr.Deref(d.Spec.Replicas, -1); got != 1 {
-				t.Errorf("replicas = %d, want 1", got)
-			}
-			if got := d.Spec.Template.Spec.RestartPolicy; got != corev1.RestartPolicyAlways {
-				t.Errorf("restart policy = %q, want Always", got)
-			}
-			containers := d.Spec.Template.Spec.Containers
-			if len(containers) != 1 {
-				t.Fatalf("%d containers, want 1", len(containers))
-			}
-			if diff := cmp.Diff(tc.wantEnv, envOf(containers[0])); diff != "" {
-				t.Errorf("environment (-want,+got):\n%s", diff)
-			}
-			var hostPaths []string
-			for _, v := range d.Spec.Template.Spec.Volumes {
-				if v.HostPath != nil && strings.HasPrefix(v.Name, "nereid-data-") {
-					hostPaths = append(hostPaths, v.HostPath.Path)
-				}
-			}
-			if diff := cmp.Diff([]string{tc.wantPath}, hostPaths); diff != "" {
-				t.Errorf("model host paths (-want,+got):\n%s", diff)
-			}
+			checkWorkerDeployment(t, f, tc.deployment, tc.wantEnv, tc.wantPath)
 		})
 	}
+	checkExampleService(t, f)
+	checkExampleAutoscaler(t, f)
+}
 
+// checkWorkerDeployment: the example's worker Deployment is the service's,
+// selects its role, runs one pod that restarts, with the environment and the
+// model's host path wanted.
+func checkWorkerDeployment(t *testing.T, f *fixture, deployment string, wantEnv map[string]string, wantPath string) {
+	t.Helper()
+	d := f.created(t, "deployments", deployment).(*appsv1.Deployment)
+	if diff := cmp.Diff([]metav1.OwnerReference{ownerRef()}, d.OwnerReferences); diff != "" {
+		t.Errorf("owner references (-want,+got):\n%s", diff)
+	}
+	role := strings.TrimPrefix(deployment, jiName+"-deployment-")
+	wantSelector := map[string]string{common.LabelOwnerUID: "ji-uid", common.LabelWorkerRole: role}
+	if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("selector (-want,+got):\n%s", diff)
+	}
+	for k, v := range wantSelector {
+		if d.Labels[k] != v || d.Spec.Template.Labels[k] != v {
+			t.Errorf("label %s: Deployment %q, pod template %q; want %q", k, d.Labels[k], d.Spec.Template.Labels[k], v)
+		}
+	}
+	if d.Spec.Template.Labels[common.LabelTemplateHash] == "" {
+		t.Error("the pod template has no template-hash label")
+	}
+	if got := ptr.Deref(d.Spec.Replicas, -1); got != 1 {
+		t.Errorf("replicas = %d, want 1", got)
+	}
+	if got := d.Spec.Template.Spec.RestartPolicy; got != corev1.RestartPolicyAlways {
+		t.Errorf("restart policy = %q, want Always", got)
+	}
+	containers := d.Spec.Template.Spec.Containers
+	if len(containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(containers))
+	}
+	if diff := cmp.Diff(wantEnv, envOf(containers[0])); diff != "" {
+		t.Errorf("environment (-want,+got):\n%s", diff)
+	}
+	var hostPaths []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil && strings.HasPrefix(v.Name, "nereid-data-") {
+			hostPaths = append(hostPaths, v.HostPath.Path)
+		}
+	}
+	if diff := cmp.Diff([]string{wantPath}, hostPaths); diff != "" {
+		t.Errorf("model host paths (-want,+got):\n%s", diff)
+	}
+}
+
+// checkExampleService: the example's Service is the service's and reaches
+// the cloud worker on Sedna's port.
+func checkExampleService(t *testing.T, f *fixture) {
+	t.Helper()
 	svc := f.created(t, "services", serviceName).(*corev1.Service)
 	if diff := cmp.Diff([]metav1.OwnerReference{ownerRef()}, svc.OwnerReferences); diff != "" {
 		t.Errorf("service owner references (-want,+got):\n%s", diff)
@@ -419,7 +435,11 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "tcp-0" || svc.Spec.Ports[0].Port != 5000 || svc.Spec.Ports[0].TargetPort.IntVal != 5000 {
 		t.Errorf("service ports = %+v, want tcp-0, 5000 to 5000 (Sedna's)", svc.Spec.Ports)
 	}
+}
 
+// checkExampleAutoscaler: the example's cloud worker scales on CPU, 1 to 3.
+func checkExampleAutoscaler(t *testing.T, f *fixture) {
+	t.Helper()
 	hpa := f.created(t, "horizontalpodautoscalers", cloudHPA).(*autoscalingv2.HorizontalPodAutoscaler)
 	wantHPA := autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: cloudName},
@@ -440,16 +460,27 @@ func TestJointInferenceServiceCreatesChildrenOfExample(t *testing.T) {
 	}
 }
 
-// TestJointInferenceServiceChildrenFollowTheSpec starts from a settled service
-// (children created and cached, status written) and changes one thing.
-func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
-	cases := map[string]struct {
-		change     func(t *testing.T, f *fixture)
-		wantWrites []string
-		// statusSame: the service's status is not written either.
-		statusSame bool
-		check      func(t *testing.T, f *fixture)
-	}{
+// followCase is one change to a settled service, the writes the next sync
+// makes, and what else is checked after it.
+type followCase struct {
+	change     func(t *testing.T, f *fixture)
+	wantWrites []string
+	// statusSame: the service's status is not written either.
+	statusSame bool
+	check      func(t *testing.T, f *fixture)
+}
+
+func followSpecCases() map[string]followCase {
+	cases := followEarlierChildrenCases()
+	maps.Copy(cases, followTemplateCases())
+	maps.Copy(cases, followAutoscalerCases())
+	return cases
+}
+
+// followEarlierChildrenCases: no change, and children an earlier Nereid or
+// Sedna made.
+func followEarlierChildrenCases() map[string]followCase {
+	return map[string]followCase{
 		"an unchanged spec issues no write": {
 			change:     func(*testing.T, *fixture) {},
 			statusSame: true,
@@ -507,6 +538,12 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				}
 			},
 		},
+	}
+}
+
+// followTemplateCases: what changes the Deployments' templates or replicas.
+func followTemplateCases() map[string]followCase {
+	return map[string]followCase{
 		"an edited hard example mining parameter updates the edge Deployment's template": {
 			change: func(t *testing.T, f *fixture) {
 				ji := f.cachedService(t).DeepCopy()
@@ -579,6 +616,13 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 				f.cache(t, d)
 			},
 		},
+	}
+}
+
+// followAutoscalerCases: the autoscalers follow hpa; a service being deleted
+// is left alone.
+func followAutoscalerCases() map[string]followCase {
+	return map[string]followCase{
 		"hpa removed deletes the autoscaler": {
 			change: func(t *testing.T, f *fixture) {
 				ji := f.cachedService(t).DeepCopy()
@@ -634,6 +678,12 @@ func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
 			},
 		},
 	}
+}
+
+// TestJointInferenceServiceChildrenFollowTheSpec starts from a settled service
+// (children created and cached, status written) and changes one thing.
+func TestJointInferenceServiceChildrenFollowTheSpec(t *testing.T) {
+	cases := followSpecCases()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ji, models := exampleObjects(t)

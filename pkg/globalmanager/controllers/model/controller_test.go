@@ -26,7 +26,20 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
-func TestModelProtection(t *testing.T) {
+// protectionCase is a Model, the jobs that name it, and what sync does.
+type protectionCase struct {
+	model          *sednav1.Model
+	jobs           []runtime.Object
+	wantFinalizer  bool
+	wantBlocked    bool
+	wantEvents     int
+	wantNoWriteAll bool
+	uncached       bool   // the jobs are in the API server, not yet in the caches
+	listFails      bool   // the API server refuses lists
+	wantReason     string // of DeletionBlocked, when blocked
+}
+
+func protectionCases() map[string]protectionCase {
 	deleting := metav1.Now()
 	model := func(finalizers []string, deleted *metav1.Time) *sednav1.Model {
 		return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Finalizers: finalizers, DeletionTimestamp: deleted},
@@ -35,17 +48,7 @@ func TestModelProtection(t *testing.T) {
 	user := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "il", Namespace: "ns"},
 		Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"},
 			DeploySpec: sednav1.DeploySpec{Model: sednav1.DeployModel{Name: "other"}}}}
-	tests := map[string]struct {
-		model          *sednav1.Model
-		jobs           []runtime.Object
-		wantFinalizer  bool
-		wantBlocked    bool
-		wantEvents     int
-		wantNoWriteAll bool
-		uncached       bool   // the jobs are in the API server, not yet in the caches
-		listFails      bool   // the API server refuses lists
-		wantReason     string // of DeletionBlocked, when blocked
-	}{
+	return map[string]protectionCase{
 		"a new model gets the finalizer":                    {model: model(nil, nil), wantFinalizer: true},
 		"a deleted model a job names waits, and says why":   {model: model([]string{Finalizer}, &deleting), jobs: []runtime.Object{user}, wantFinalizer: true, wantBlocked: true, wantEvents: 1},
 		"a deleted model no job names is released":          {model: model([]string{Finalizer}, &deleting)},
@@ -65,6 +68,10 @@ func TestModelProtection(t *testing.T) {
 			wantFinalizer: true, wantBlocked: true, wantReason: "CannotVerify", wantEvents: 1},
 		"a deleted model without our finalizer is left to go": {model: model([]string{"someone.else/keep"}, &deleting), wantFinalizer: false, wantNoWriteAll: true},
 	}
+}
+
+func TestModelProtection(t *testing.T) {
+	tests := protectionCases()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c, client, factory, recorder := newTestController(t, append([]runtime.Object{tc.model}, tc.jobs...)...)

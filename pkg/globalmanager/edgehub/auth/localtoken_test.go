@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -190,12 +191,32 @@ func (la *localAuth) connect(t *testing.T, token string) (*Identity, *Refusal) {
 	return la.Authenticate(t.Context(), r)
 }
 
-// The hub accepts a token it can verify as a TokenReview would, without
-// one; it refuses junk, any token the API server did not sign for the hub's
-// audience to a LocalController Pod, without one; only what it cannot say
-// (a token near its times, a ServiceAccount or Pod its caches do not hold as
-// the token names them, keys it cannot use) goes to a review, which decides.
-func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
+// verdict is what became of a token: accepted by the hub ("hub"), or
+// refused with metric, after a review or not.
+type verdict struct {
+	By     string
+	Status int
+	Metric string
+	Review bool
+}
+
+var (
+	hub      = verdict{By: "hub"}
+	junk     = verdict{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken}
+	reviewed = verdict{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken, Review: true} // the test's reviews refuse all
+)
+
+// signers are the keys tokens are signed with: the issuer's, with an RSA
+// key of two algorithms and a key for encryption in its key set, and a
+// stranger's; and the time the tokens are issued.
+type signers struct {
+	ti               *tokenIssuer
+	rsaKey           *rsa.PrivateKey
+	stranger, encKey *ecdsa.PrivateKey
+	now              time.Time
+}
+
+func newSigners(t *testing.T) signers {
 	ti := newTokenIssuer(t)
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -207,23 +228,27 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 	stranger, encKey := newECKey(t), newECKey(t)
 	encJWK := jose.JSONWebKey{Key: encKey, KeyID: "enc", Use: "enc", Algorithm: string(jose.ES256)}
 	ti.extra = append(ti.extra, encJWK.Public(), map[string]string{"kty": "nonsense", "kid": "bad"})
-	now := time.Now()
-	// verdict is what became of a token: accepted by the hub ("hub"), or
-	// refused with metric, after a review or not.
-	type verdict struct {
-		By     string
-		Status int
-		Metric string
-		Review bool
-	}
-	hub := verdict{By: "hub"}
-	junk := verdict{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken}
-	reviewed := verdict{Status: http.StatusUnauthorized, Metric: RefusedInvalidToken, Review: true} // the test's reviews refuse all
-	cases := map[string]struct {
-		token   func(t *testing.T, la *localAuth) string
-		want    verdict
-		expires time.Time // when accepted: when it expires, if not at exp
-	}{
+	return signers{ti: ti, rsaKey: rsaKey, stranger: stranger, encKey: encKey, now: time.Now()}
+}
+
+// localTokenCase is a token and what becomes of it.
+type localTokenCase struct {
+	token   func(t *testing.T, la *localAuth) string
+	want    verdict
+	expires time.Time // when accepted: when it expires, if not at exp
+}
+
+func localTokenCases(k signers) map[string]localTokenCase {
+	cases := hubDecidesCases(k)
+	maps.Copy(cases, reviewDecidesCases(k))
+	return cases
+}
+
+// hubDecidesCases: tokens the hub accepts, or refuses as junk or for their
+// claims, without a review.
+func hubDecidesCases(k signers) map[string]localTokenCase {
+	ti, rsaKey, stranger, encKey, now := k.ti, k.rsaKey, k.stranger, k.encKey, k.now
+	return map[string]localTokenCase{
 		"a valid ES256 token": {want: hub, token: keyed(ti.keys["k1"], "k1", jose.ES256, now)},
 		"a valid RS256 token": {want: hub, token: keyed(rsaKey, "rsa", jose.RS256, now)},
 		"a rotated token: it expires at warnafter": {want: hub, expires: now.Add(10 * time.Minute),
@@ -274,7 +299,14 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Secret = &ref{Name: "s", UID: "s"} })},
 		"bound to a webhook configuration": {want: verdict{Status: http.StatusForbidden, Metric: RefusedNoNode},
 			token: withClaims(ti, now, func(_ *jwt.Claims, b *boundClaims) { b.Kubernetes.Validating = &ref{Name: "w", UID: "w"} })},
+	}
+}
 
+// reviewDecidesCases: what the hub cannot say goes to a review; and tokens
+// verified, then refused for what is not in them.
+func reviewDecidesCases(k signers) map[string]localTokenCase {
+	ti, now := k.ti, k.now
+	return map[string]localTokenCase{
 		// What the hub cannot say: reviewed.
 		"keys not read again for too long": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
@@ -337,6 +369,17 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
 	}
+}
+
+// The hub accepts a token it can verify as a TokenReview would, without
+// one; it refuses junk, any token the API server did not sign for the hub's
+// audience to a LocalController Pod, without one; only what it cannot say
+// (a token near its times, a ServiceAccount or Pod its caches do not hold as
+// the token names them, keys it cannot use) goes to a review, which decides.
+func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
+	k := newSigners(t)
+	ti, now := k.ti, k.now
+	cases := localTokenCases(k)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			la := newLocalAuth(t, ti)

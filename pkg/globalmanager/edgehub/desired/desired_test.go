@@ -24,18 +24,34 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
-func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
+// desiredCase is a node, the objects in the caches, and what the node's
+// desired set holds: a line per object, with its workers.
+type desiredCase struct {
+	node string
+	objs objects
+	want []string
+}
+
+// datasetInOtherNamespace is other/data-a, on edge-a.
+func datasetInOtherNamespace() *sednav1.Dataset {
+	d := edgehubtest.Dataset("data-a", "edge-a")
+	d.Namespace = "other"
+	return d
+}
+
+// desiredObjects are the caches' objects the cases share: jobs of each kind,
+// pinned, scheduled or found by their datasets, and the Models they name.
+func desiredObjects() objects {
 	withPretrained := edgehubtest.FederatedJob("fl-pre", "cloud", "edge-b")
 	withPretrained.Spec.PretrainedModel = &sednav1.ModelRef{Name: "fl-pre-start"}
 	noEvalModel := edgehubtest.IncrementalJob("il-noeval", "data-b", "edge-b")
 	noEvalModel.Spec.EvalSpec.InitialEvalModel = nil
-	otherNS := edgehubtest.Dataset("data-a", "edge-a")
-	otherNS.Namespace = "other"
+	otherNS := datasetInOtherNamespace()
 
 	// A job whose worker the scheduler placed (no nodeName in its template).
 	scheduled := edgehubtest.FederatedJob("fl-sched", "cloud", "")
 	scheduled.UID = "uid-fl-sched"
-	all := objects{
+	return objects{
 		datasets: []*sednav1.Dataset{edgehubtest.Dataset("data-a", "edge-a"), edgehubtest.Dataset("data-b", "edge-b"), otherNS},
 		pods: []*corev1.Pod{
 			withIPs(edgehubtest.WorkerPod("fl-sched-train-0", "uid-fl-sched", "edge-d"), corev1.PodRunning, "10.1.0.5", "fd00::5"),
@@ -75,12 +91,11 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 			edgehubtest.LifelongJob("ll-b", "data-b"),
 		},
 	}
+}
 
-	tests := map[string]struct {
-		node string
-		objs objects
-		want []string
-	}{
+func desiredCases() map[string]desiredCase {
+	all, otherNS := desiredObjects(), datasetInOtherNamespace()
+	return map[string]desiredCase{
 		"edge-a: its dataset, the jobs it runs workers of and their models": {
 			node: "edge-a",
 			objs: all,
@@ -157,6 +172,10 @@ func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
 			want: []string{"Dataset other/data-a"},
 		},
 	}
+}
+
+func TestDesiredSelectsWhatANodeRunsAndWhatItNames(t *testing.T) {
+	tests := desiredCases()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := seededSets(t, tc.objs)

@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,13 +13,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func TestAllocatePlacesEachReplica(t *testing.T) {
+// allocateCase is a job, the nodes, and where Allocate places each replica.
+type allocateCase struct {
+	nodes []Node
+	job   Job
+	want  Placement
+}
+
+func allocateCases() map[string]allocateCase {
+	cases := allocateCloudCases()
+	maps.Copy(cases, allocateEdgeAndResourceCases())
+	return cases
+}
+
+// allocateCloudCases: packing, spreading, and the nodes a replica may use.
+func allocateCloudCases() map[string]allocateCase {
 	cpu1 := resources("cpu", "1")
-	tests := map[string]struct {
-		nodes []Node
-		job   Job
-		want  Placement
-	}{
+	return map[string]allocateCase{
 		"learners pack onto the fullest node they fit on": {
 			nodes: []Node{cloudNode("a", "4", withUsed("cpu", "1")), cloudNode("b", "4", withUsed("cpu", "2")), cloudNode("c", "4")},
 			job:   jobOf(task(learner, 2, cpu1)),
@@ -96,6 +107,13 @@ func TestAllocatePlacesEachReplica(t *testing.T) {
 			job:   jobOf(task(learner, 1, cpu1)),
 			want:  Placement{"b"},
 		},
+	}
+}
+
+// allocateEdgeAndResourceCases: edge nodes, and resources beyond cpu.
+func allocateEdgeAndResourceCases() map[string]allocateCase {
+	cpu1 := resources("cpu", "1")
+	return map[string]allocateCase{
 		"a replica that does not ask for edge nodes never lands on one": {
 			nodes: []Node{edgeNode("edge-1", "4", withUsed("cpu", "2")), cloudNode("cloud-1", "4")},
 			job:   jobOf(task(learner, 1, cpu1), task(collector, 2, cpu1)),
@@ -151,6 +169,10 @@ func TestAllocatePlacesEachReplica(t *testing.T) {
 			want:  Placement{"b"},
 		},
 	}
+}
+
+func TestAllocatePlacesEachReplica(t *testing.T) {
+	tests := allocateCases()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := PackAndSpread{}.Allocate(tc.job, tc.nodes)

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -88,30 +89,35 @@ func TestOptimizeGathersAPreemptibleJobOnceAJobFinishes(t *testing.T) {
 	}
 }
 
-func TestOptimizeMovesOnlyPreemptibleJobsThatGainOrMust(t *testing.T) {
+// optimizedJob is ns/<name>, created created+age.
+func optimizedJob(name string, preemptible bool, priority v2alpha1.Priority, age time.Duration, tasks ...v2alpha1.Task) Job {
+	object := dijob(name, tasks...)
+	object.Spec.Preemptible, object.Spec.Priority = preemptible, priority
+	object.CreationTimestamp = metav1.NewTime(created.Add(age))
+	return JobOf(object)
+}
+
+// optimizeCase is the jobs, their previous placements, the nodes, and the
+// jobs Optimize moves where.
+type optimizeCase struct {
+	nodes    []Node
+	jobs     []Job
+	previous map[string]Placement
+	want     map[string]Placement
+}
+
+func optimizeCases() map[string]optimizeCase {
+	cases := optimizeOneJobCases()
+	maps.Copy(cases, optimizeContentionCases())
+	return cases
+}
+
+// optimizeOneJobCases: when a job moves, on its own.
+func optimizeOneJobCases() map[string]optimizeCase {
 	cpu1, cpu2 := resources("cpu", "1"), resources("cpu", "2")
-	// job is ns/<name>, created created+age.
-	job := func(name string, preemptible bool, priority v2alpha1.Priority, age time.Duration, tasks ...v2alpha1.Task) Job {
-		object := dijob(name, tasks...)
-		object.Spec.Preemptible, object.Spec.Priority = preemptible, priority
-		object.CreationTimestamp = metav1.NewTime(created.Add(age))
-		return JobOf(object)
-	}
-	normal, high := v2alpha1.PriorityNormal, v2alpha1.PriorityHigh
-	// Two jobs X and Y, each split over two nodes that have room for one of
-	// its replicas only, and room for one of them on big.
-	contention := []Node{
-		cloudNode("big", "8", withUsed("cpu", "4")),
-		cloudNode("n-a", "4", withUsed("cpu", "2")), cloudNode("n-b", "4", withUsed("cpu", "2")),
-		cloudNode("n-c", "4", withUsed("cpu", "2")), cloudNode("n-d", "4", withUsed("cpu", "2")),
-	}
-	contended := map[string]Placement{"ns/x": {"n-a", "n-b"}, "ns/y": {"n-c", "n-d"}}
-	tests := map[string]struct {
-		nodes    []Node
-		jobs     []Job
-		previous map[string]Placement
-		want     map[string]Placement
-	}{
+	job := optimizedJob
+	normal := v2alpha1.PriorityNormal
+	return map[string]optimizeCase{
 		"a job that is not preemptible never moves": {
 			nodes:    []Node{cloudNode("n1", "4", withUsed("cpu", "1")), cloudNode("n2", "4", withUsed("cpu", "1"))},
 			jobs:     []Job{job("x", false, normal, 0, task(learner, 2, cpu1))},
@@ -165,6 +171,23 @@ func TestOptimizeMovesOnlyPreemptibleJobsThatGainOrMust(t *testing.T) {
 			previous: map[string]Placement{"ns/x": {"edge-1"}},
 			want:     map[string]Placement{"ns/x": {"edge-2"}},
 		},
+	}
+}
+
+// optimizeContentionCases: which of two jobs contending for room moves.
+func optimizeContentionCases() map[string]optimizeCase {
+	cpu2 := resources("cpu", "2")
+	job := optimizedJob
+	normal, high := v2alpha1.PriorityNormal, v2alpha1.PriorityHigh
+	// Two jobs X and Y, each split over two nodes that have room for one of
+	// its replicas only, and room for one of them on big.
+	contention := []Node{
+		cloudNode("big", "8", withUsed("cpu", "4")),
+		cloudNode("n-a", "4", withUsed("cpu", "2")), cloudNode("n-b", "4", withUsed("cpu", "2")),
+		cloudNode("n-c", "4", withUsed("cpu", "2")), cloudNode("n-d", "4", withUsed("cpu", "2")),
+	}
+	contended := map[string]Placement{"ns/x": {"n-a", "n-b"}, "ns/y": {"n-c", "n-d"}}
+	return map[string]optimizeCase{
 		"the high-priority job takes the room first": {
 			nodes: contention,
 			jobs: []Job{
@@ -202,6 +225,10 @@ func TestOptimizeMovesOnlyPreemptibleJobsThatGainOrMust(t *testing.T) {
 			want:     map[string]Placement{},
 		},
 	}
+}
+
+func TestOptimizeMovesOnlyPreemptibleJobsThatGainOrMust(t *testing.T) {
+	tests := optimizeCases()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := PackAndSpread{}.Optimize(tc.jobs, tc.nodes, tc.previous)

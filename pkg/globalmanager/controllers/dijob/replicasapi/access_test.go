@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
@@ -120,7 +123,13 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
-func TestAuthorization(t *testing.T) {
+// accessObjects are the jobs and pods whose tokens TestAuthorization tries.
+type accessObjects struct {
+	job, other                                                         *div2alpha1.DIJob
+	worker, otherWorker, elsewhere, deleting, orphan, fresh, recreated *corev1.Pod
+}
+
+func newAccessObjects() accessObjects {
 	job := newJob(testJob)
 	other := newJob("other")
 	worker := newPod(job, "collector", 0, 1, "10.0.0.2")
@@ -137,20 +146,34 @@ func TestAuthorization(t *testing.T) {
 	fresh := newPod(job, "collector", 4, 5, "10.0.0.7")
 	recreated := worker.DeepCopy()
 	recreated.UID = "uid-of-the-deleted-pod"
+	return accessObjects{job: job, other: other, worker: worker, otherWorker: otherWorker, elsewhere: elsewhere,
+		deleting: deleting, orphan: orphan, fresh: fresh, recreated: recreated}
+}
 
+// authorizationCase is a request, whose token it carries, and the answer.
+type authorizationCase struct {
+	token       string
+	method      string
+	path        string
+	body        string
+	wantStatus  int
+	wantMessage string
+	// wantSAR is the one SubjectAccessReview expected, nil for none.
+	wantSAR *authorizationv1.ResourceAttributes
+}
+
+func authorizationCases(o accessObjects) map[string]authorizationCase {
+	cases := authorizationByReviewCases()
+	maps.Copy(cases, authorizationOfWorkersCases(o))
+	return cases
+}
+
+// authorizationByReviewCases: users, whom a SubjectAccessReview authorizes.
+func authorizationByReviewCases() map[string]authorizationCase {
 	wantAttrs := func(verb, name string) *authorizationv1.ResourceAttributes {
 		return &authorizationv1.ResourceAttributes{Namespace: testNS, Verb: verb, Group: "diengine.opendilab.org", Version: "v2alpha1", Resource: "dijobs", Name: name}
 	}
-	cases := map[string]struct {
-		token       string
-		method      string
-		path        string
-		body        string
-		wantStatus  int
-		wantMessage string
-		// wantSAR is the one SubjectAccessReview expected, nil for none.
-		wantSAR *authorizationv1.ResourceAttributes
-	}{
+	return map[string]authorizationCase{
 		"allowed to get by the SAR": {
 			token: "admin", method: http.MethodGet, path: replicasPath(testJob),
 			wantStatus: http.StatusOK, wantSAR: wantAttrs("get", testJob),
@@ -185,6 +208,16 @@ func TestAuthorization(t *testing.T) {
 			token: "admin", method: http.MethodDelete, path: replicasPath("missing"), body: `{"replicas": 1}`,
 			wantStatus: http.StatusNotFound, wantMessage: "DIJob rl/missing not found", wantSAR: wantAttrs("update", "missing"),
 		},
+	}
+}
+
+// authorizationOfWorkersCases: pods' tokens, which only the job's own workers' pass.
+func authorizationOfWorkersCases(o accessObjects) map[string]authorizationCase {
+	worker, otherWorker, elsewhere, deleting, orphan, fresh, recreated := o.worker, o.otherWorker, o.elsewhere, o.deleting, o.orphan, o.fresh, o.recreated
+	wantAttrs := func(verb, name string) *authorizationv1.ResourceAttributes {
+		return &authorizationv1.ResourceAttributes{Namespace: testNS, Verb: verb, Group: "diengine.opendilab.org", Version: "v2alpha1", Resource: "dijobs", Name: name}
+	}
+	return map[string]authorizationCase{
 		"a worker of the job gets its replicas": {
 			token: podToken(worker), method: http.MethodGet, path: replicasPath(testJob),
 			wantStatus: http.StatusOK,
@@ -235,10 +268,15 @@ func TestAuthorization(t *testing.T) {
 			wantStatus: http.StatusForbidden, wantMessage: "is not a worker", wantSAR: wantAttrs("get", testJob),
 		},
 	}
+}
+
+func TestAuthorization(t *testing.T) {
+	o := newAccessObjects()
+	cases := authorizationCases(o)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, Config{}, job, other, worker, otherWorker, elsewhere, deleting, orphan)
-			if err := f.kube.Tracker().Add(fresh); err != nil {
+			f := newFixture(t, Config{}, o.job, o.other, o.worker, o.otherWorker, o.elsewhere, o.deleting, o.orphan)
+			if err := f.kube.Tracker().Add(o.fresh); err != nil {
 				t.Fatal(err)
 			}
 			a := f.do(tc.method, tc.path, tc.token, tc.body)

@@ -3,6 +3,7 @@ package replicasapi
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,19 +92,29 @@ func TestGetReplicasAnswersOnlyPodsTheJobControls(t *testing.T) {
 	}
 }
 
-func TestScaleReplicas(t *testing.T) {
-	learnerCollector := []div2alpha1.Task{newTask(div2alpha1.TaskTypeLearner, "", 1), newTask(div2alpha1.TaskTypeCollector, "", 3)}
-	cases := map[string]struct {
-		tasks       []div2alpha1.Task
-		change      func(*div2alpha1.DIJob)
-		method      string
-		body        string
-		wantStatus  int
-		wantMessage string // a part of it
-		// wantReplicas are the tasks' replicas after the request, by name.
-		wantReplicas map[string]int32
-		wantData     []any
-	}{
+// scaleCase is a request to scale a job's replicas, and its answer and
+// effect.
+type scaleCase struct {
+	tasks       []div2alpha1.Task
+	change      func(*div2alpha1.DIJob)
+	method      string
+	body        string
+	wantStatus  int
+	wantMessage string // a part of it
+	// wantReplicas are the tasks' replicas after the request, by name.
+	wantReplicas map[string]int32
+	wantData     []any
+}
+
+func scaleCases() map[string]scaleCase {
+	cases := scaleTaskCases()
+	maps.Copy(cases, scaleRefusedCases())
+	return cases
+}
+
+// scaleTaskCases: which task a request scales, and the caps on replicas.
+func scaleTaskCases() map[string]scaleCase {
+	return map[string]scaleCase{
 		"POST adds to the collector task by default": {
 			method: http.MethodPost, body: `{"replicas": 2}`,
 			wantStatus: http.StatusOK, wantMessage: "successfully add replicas",
@@ -179,6 +190,12 @@ func TestScaleReplicas(t *testing.T) {
 			method: http.MethodPost, body: `{"replicas": 1, "task": "../collector"}`,
 			wantStatus: http.StatusBadRequest, wantMessage: `"task" must be the name`,
 		},
+	}
+}
+
+// scaleRefusedCases: bodies that are no request, and jobs that may not scale.
+func scaleRefusedCases() map[string]scaleCase {
+	return map[string]scaleCase{
 		"zero replicas": {
 			method: http.MethodPost, body: `{"replicas": 0}`,
 			wantStatus: http.StatusBadRequest, wantMessage: `"replicas" must be between 1 and 1024, not 0`,
@@ -249,6 +266,11 @@ func TestScaleReplicas(t *testing.T) {
 			wantReplicas: map[string]int32{"learner": 1, "collector": 3},
 		},
 	}
+}
+
+func TestScaleReplicas(t *testing.T) {
+	learnerCollector := []div2alpha1.Task{newTask(div2alpha1.TaskTypeLearner, "", 1), newTask(div2alpha1.TaskTypeCollector, "", 3)}
+	cases := scaleCases()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tasks := tc.tasks
