@@ -67,9 +67,20 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	compat := framework.DIv1alpha1Compat(t)
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion)
+	waitForTheConversionWebhook(t, ns)
+	jobNames := applyV1alpha1Samples(t, ns, compat)
+	startV2JobBeside(t, ns)
+	checkBothVersionsList(t, ns, append(jobNames, "tasks"))
+	checkV1JobReadsBackAsApplied(t, ns, compat)
+	checkV2JobUnchangedThroughV1alpha1(t, ns)
+	checkInvalidV1FieldsRefused(t, ns)
+	checkTheGlobalManagerPatchesOnlyThatCRD(t)
+}
 
-	// The GlobalManager points the CRD at its loopback URL, with the CA of
-	// the certificate it keeps in its Secret.
+// The GlobalManager points the CRD at its loopback URL, with the CA of
+// the certificate it keeps in its Secret.
+func waitForTheConversionWebhook(t *testing.T, ns string) {
+	t.Helper()
 	framework.Eventually(t, 60*time.Second, "the DIJob CRD pointing at the GlobalManager's webhook with its CA", func(ctx context.Context) (bool, error) {
 		cc, err := dijobConversionClientConfig(ctx, t)
 		if err != nil {
@@ -84,8 +95,11 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 		return strings.HasPrefix(cc.URL, "https://127.0.0.1:") && strings.HasSuffix(cc.URL, conversion.Path) &&
 			string(cc.CABundle) == string(secret.Data[selfcert.CAKey]), nil
 	})
+}
 
-	// DI-orchestrator's samples, as they are but for the namespace.
+// DI-orchestrator's samples, as they are but for the namespace.
+func applyV1alpha1Samples(t *testing.T, ns, compat string) []string {
+	t.Helper()
 	var samples []any
 	var jobNames []string
 	for _, f := range []string{"agconfig.yaml", "dijob-cartpole.yaml", "dijob-qbert.yaml"} {
@@ -110,8 +124,12 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	if _, err := dynamicClient(t).Resource(aggregatorConfigs).Namespace(ns).Get(t.Context(), "aggregator-config", metav1.GetOptions{}); err != nil {
 		t.Errorf("the AggregatorConfig sample: %v", err)
 	}
+	return jobNames
+}
 
-	// A v2 job beside them, which the v2 controller runs.
+// A v2 job beside them, which the v2 controller runs.
+func startV2JobBeside(t *testing.T, ns string) {
+	t.Helper()
 	v2job := dijobManifest("tasks", map[string]any{"type": "learner", "template": podTemplate()})
 	if _, err := dynamicClient(t).Resource(dijobs).Namespace(ns).Create(t.Context(), v2job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -120,8 +138,11 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) > 0, err
 	})
+}
 
-	// Both versions list the same jobs.
+// Both versions list the same jobs.
+func checkBothVersionsList(t *testing.T, ns string, want []string) {
+	t.Helper()
 	names := func(resource string) []string {
 		out, err := framework.Kubectl(t, "get", resource, "-n", ns, "-o", "jsonpath={.items[*].metadata.name}")
 		if err != nil {
@@ -131,17 +152,20 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	want := append(slices.Clone(jobNames), "tasks")
+	want = slices.Clone(want)
 	slices.Sort(want)
 	for _, r := range []string{"dijobs.v1alpha1.diengine.opendilab.org", "dijobs.v2alpha1.diengine.opendilab.org"} {
 		if diff := cmp.Diff(want, names(r)); diff != "" {
 			t.Errorf("kubectl get %s (-want,+got):\n%s", r, diff)
 		}
 	}
+}
 
-	// The v1 job reads back in v1alpha1 as applied, with the default of
-	// DI-orchestrator's webhook; in v2alpha1 it is marked v1, a task per
-	// template.
+// The v1 job reads back in v1alpha1 as applied, with the default of
+// DI-orchestrator's webhook; in v2alpha1 it is marked v1, a task per
+// template.
+func checkV1JobReadsBackAsApplied(t *testing.T, ns, compat string) {
+	t.Helper()
 	cartpole := framework.ReadManifest(t, filepath.Join(compat, "samples", "dijob-cartpole.yaml"), "DIJob")
 	got, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Get(t.Context(), "cartpole-dqn", metav1.GetOptions{})
 	if err != nil {
@@ -180,8 +204,11 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 			t.Errorf("pod %s of %v: the v2 controller made a pod for a v1 job", p.Name, owner)
 		}
 	}
+}
 
-	// A v2 job read in v1alpha1 and written back is unchanged in v2alpha1.
+// A v2 job read in v1alpha1 and written back is unchanged in v2alpha1.
+func checkV2JobUnchangedThroughV1alpha1(t *testing.T, ns string) {
+	t.Helper()
 	before, err := dynamicClient(t).Resource(dijobs).Namespace(ns).Get(t.Context(), "tasks", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -206,8 +233,11 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	if before.GetGeneration() != after.GetGeneration() {
 		t.Errorf("generation %d after a write through v1alpha1, was %d", after.GetGeneration(), before.GetGeneration())
 	}
+}
 
-	// Bad v1 fields are refused at apply, naming the field.
+// Bad v1 fields are refused at apply, naming the field.
+func checkInvalidV1FieldsRefused(t *testing.T, ns string) {
+	t.Helper()
 	coordinator := func(containers ...any) map[string]any {
 		return map[string]any{"template": map[string]any{"spec": map[string]any{"containers": append([]any{}, containers...)}}}
 	}
@@ -244,8 +274,11 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	if p, _, _ := unstructured.NestedString(created.Object, "spec", "cleanPodPolicy"); p != "Running" {
 		t.Errorf("spec.cleanPodPolicy = %q, want the default Running", p)
 	}
+}
 
-	// The GlobalManager may patch that CRD, and no other.
+// The GlobalManager may patch the DIJob CRD, and no other.
+func checkTheGlobalManagerPatchesOnlyThatCRD(t *testing.T) {
+	t.Helper()
 	sa := "--as=system:serviceaccount:" + framework.SystemNamespace + ":" + framework.GlobalManagerServiceAccount
 	for crd, want := range map[string]string{conversion.CRDName: "yes", "federatedlearningjobs.sedna.io": "no"} {
 		out, _ := framework.Kubectl(t, "auth", "can-i", "patch", "customresourcedefinitions.apiextensions.k8s.io/"+crd, sa)
