@@ -109,12 +109,12 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	r := render(t, ns)
 	wantKeys := []string{
 		"ClusterRole/nereid-system-nereid-globalmanager", "ClusterRoleBinding/nereid-system-nereid-globalmanager",
-		"CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
+		"CustomResourceDefinition/aggregatorconfigs.diengine.opendilab.org", "CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
 		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
 		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",
 		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
-		"Service/nereid-di-server", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
+		"Service/nereid-di-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
 		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
 		"ValidatingAdmissionPolicy/nereid-system-nereid-globalmanager-owner-label",
 		"ValidatingAdmissionPolicyBinding/nereid-system-nereid-globalmanager-owner-label",
@@ -144,23 +144,26 @@ func checkDefaultGlobalManager(t *testing.T, r release, ns string) *appsv1.Deplo
 	wantFlags := map[string]string{
 		"leader-elect": "true", "leader-elect-namespace": ns, "leader-elect-name": "nereid-globalmanager",
 		"health-address": "0.0.0.0:10350", "edge-address": "0.0.0.0:10351", "edge-namespace": ns,
-		"edge-hostnames":            "nereid-edgehub,nereid-edgehub.nereid-system,nereid-edgehub.nereid-system.svc,nereid-edgehub.nereid-system.svc.cluster.local",
-		"edge-token-audience":       "nereid-edgehub",
-		"edge-service-accounts":     "nereid-system/nereid-localcontroller",
-		"edge-daemonset":            "nereid-system/nereid-localcontroller",
-		"edge-node-selector":        "node-role.kubernetes.io/edge",
-		"lc-port":                   "9100",
-		"owner-deployment":          "nereid-globalmanager",
-		"v":                         "0",
-		"allocator":                 "pack-and-spread",
-		"allocator-period":          "1m",
-		"edge-link-grace":           "10m",
-		"di-server-address":         "0.0.0.0:8081",
-		"di-server-url":             "https://nereid-di-server.nereid-system.svc:8081",
-		"di-server-tls-secret":      "nereid-di-server-tls",
-		"di-server-token-audiences": "nereid-di-server",
-		"gang-scheduler":            "auto",
-		"quota-backfill-limit":      "3",
+		"edge-hostnames":              "nereid-edgehub,nereid-edgehub.nereid-system,nereid-edgehub.nereid-system.svc,nereid-edgehub.nereid-system.svc.cluster.local",
+		"edge-token-audience":         "nereid-edgehub",
+		"edge-service-accounts":       "nereid-system/nereid-localcontroller",
+		"edge-daemonset":              "nereid-system/nereid-localcontroller",
+		"edge-node-selector":          "node-role.kubernetes.io/edge",
+		"lc-port":                     "9100",
+		"owner-deployment":            "nereid-globalmanager",
+		"v":                           "0",
+		"allocator":                   "pack-and-spread",
+		"allocator-period":            "1m",
+		"edge-link-grace":             "10m",
+		"di-server-address":           "0.0.0.0:8081",
+		"di-server-url":               "https://nereid-di-server.nereid-system.svc:8081",
+		"di-server-tls-secret":        "nereid-di-server-tls",
+		"di-server-token-audiences":   "nereid-di-server",
+		"dijob-conversion-address":    "0.0.0.0:9443",
+		"dijob-conversion-service":    "nereid-system/nereid-dijob-conversion:443",
+		"dijob-conversion-tls-secret": "nereid-dijob-conversion-tls",
+		"gang-scheduler":              "auto",
+		"quota-backfill-limit":        "3",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
 		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)
@@ -213,6 +216,15 @@ func checkDefaultGlobalManagerServices(t *testing.T, r release, gm *appsv1.Deplo
 	}
 	if hub.Spec.Type != corev1.ServiceTypeClusterIP || hub.Spec.Ports[0].Port != 10351 || hub.Spec.Ports[0].NodePort != 0 {
 		t.Errorf("edge hub Service %s port %+v, want ClusterIP on 10351", hub.Spec.Type, hub.Spec.Ports[0])
+	}
+	// The conversion webhook, like the hub, is served by the leader alone.
+	var conversion corev1.Service
+	r.get(t, "Service/nereid-dijob-conversion", &conversion)
+	if diff := cmp.Diff(wantSelector, conversion.Spec.Selector); diff != "" {
+		t.Errorf("DIJob conversion Service selector (-want,+got):\n%s", diff)
+	}
+	if conversion.Spec.Type != corev1.ServiceTypeClusterIP || conversion.Spec.Ports[0].Port != 443 || conversion.Spec.Ports[0].TargetPort.String() != "dijob-convert" {
+		t.Errorf("DIJob conversion Service %s port %+v, want ClusterIP 443 to the container's dijob-convert", conversion.Spec.Type, conversion.Spec.Ports[0])
 	}
 	var metrics corev1.Service
 	r.get(t, "Service/nereid-globalmanager-metrics", &metrics)
