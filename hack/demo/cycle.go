@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -172,10 +171,8 @@ func (c *cycleDemo) waitFor(ctx context.Context, round int32, stage sednav1.Stag
 // play is a stage worker: it reports, writes what it made, and exits.
 func (c *cycleDemo) play(ctx context.Context, stage string, s sednav1.CycleStatus, results []map[string]any) error {
 	name := common.ChildName(c.ex.job, stage, fmt.Sprint(s.Round), fmt.Sprint(s.Attempt))
-	var pod *corev1.Pod
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := c.d.kube.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
-		pod = p
+		_, err := c.d.kube.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil, nil
 	}); err != nil {
 		return fmt.Errorf("waiting for pod %s: %w", name, err)
@@ -189,9 +186,8 @@ func (c *cycleDemo) play(ctx context.Context, stage string, s sednav1.CycleStatu
 			return err
 		}
 	}
-	pod.Status.Phase = corev1.PodSucceeded
-	if _, err := c.d.kube.CoreV1().Pods(c.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("marking %s Succeeded: %w", name, err)
+	if err := finishPod(ctx, c.d.kube, c.ns, name); err != nil {
+		return err
 	}
 	say("  %s worker %s: completed (posted to %s's LocalController, pod marked Succeeded)", stage, name, c.ex.node)
 	return nil

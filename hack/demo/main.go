@@ -251,9 +251,8 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 	}
 	say("training workers done; marking their pods and the aggregator Succeeded (playing the kubelet)")
 	for _, p := range append(trainers, *aggregator) {
-		p.Status.Phase = corev1.PodSucceeded
-		if _, err := kube.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("marking %s Succeeded: %w", p.Name, err)
+		if err := finishPod(ctx, kube, ns, p.Name); err != nil {
+			return err
 		}
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
