@@ -41,6 +41,19 @@ func (l *Lanes[K, T]) Take(key K) []T {
 	return items
 }
 
+// Idle forgets key and returns true when nothing waits for it: its
+// goroutine then ends without waiting for anything else, and the next Add
+// starts another. While something waits it returns false.
+func (l *Lanes[K, T]) Idle(key K) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.waiting[key]) > 0 {
+		return false
+	}
+	delete(l.waiting, key)
+	return true
+}
+
 // Waiting is how many items wait for key.
 func (l *Lanes[K, T]) Waiting(key K) int {
 	l.mu.Lock()

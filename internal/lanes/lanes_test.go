@@ -38,3 +38,21 @@ func TestOneGoroutinePerKeyTakesAllThatWaitInOrder(t *testing.T) {
 		t.Error("after a's goroutine ended, an Add does not start one")
 	}
 }
+
+func TestAnIdleKeyEndsItsGoroutineOnlyWhenNothingWaits(t *testing.T) {
+	var l Lanes[string, int]
+	l.Add("a", 1)
+	if l.Idle("a") {
+		t.Fatal("Idle(a) with 1 waiting ends a's goroutine")
+	}
+	l.Take("a")
+	if !l.Idle("a") {
+		t.Fatal("Idle(a) with nothing waiting keeps a's goroutine")
+	}
+	if n := l.Running(); n != 0 {
+		t.Errorf("Running() = %d after a went idle, want 0", n)
+	}
+	if !l.Add("a", 2) {
+		t.Error("after a went idle, an Add does not start its goroutine")
+	}
+}

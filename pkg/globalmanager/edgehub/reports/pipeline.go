@@ -195,6 +195,11 @@ func (g *giveUp) Error() string { return g.reason + ": " + g.err.Error() }
 func (p *Pipeline) runLane(key string) {
 	turn := &laneTurn{turns: p.cfg.Turns, node: p.turns}
 	for {
+		// A lane with nothing left ends here, before it waits for a turn
+		// it would not use.
+		if p.waiting.Idle(key) {
+			return
+		}
 		if w := p.cfg.Window; w > 0 {
 			select {
 			case <-p.cfg.Clock.After(w):
