@@ -1,0 +1,185 @@
+package coordinated
+
+import (
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+)
+
+// Replica is what one pod of a v1 job is made from.
+type Replica struct {
+	// Job is the job as v1alpha1 shows it; its name and UID own the pod.
+	Job *div1.DIJob
+	// Type is the replica type (Coordinator, Collector, …), Name the pod's
+	// name (CoordinatorName, ReplicaName).
+	Type, Name string
+	// Template is the pod template; Pod does not change it.
+	Template *corev1.PodTemplateSpec
+	// ServerURL is KUBERNETES_SERVER_URL, where the coordinator and the
+	// aggregators reach the v1 replicas server; empty sets none.
+	ServerURL string
+}
+
+// OwnerLabels are the labels that tie a v1 job's child to it for the
+// controllers' owner index, besides DI's Labels.
+func OwnerLabels(job metav1.Object) map[string]string {
+	return common.OwnerLabels(job, common.LowerKind(div2.DIJobKind))
+}
+
+// Pod builds r's pod as DI-orchestrator v0.2 did: the template's, named
+// r.Name in the job's namespace, controlled by the job; labelled with
+// Labels, replica-type and pod-name (and the owner labels); the job's
+// volumes after the template's, its priorityClassName when set; its
+// di-container's port named di-port, or the type's default port added to
+// it; and in every container the replica's port variable
+// (COLLECTOR_PORT, …), KUBERNETES_POD_NAMESPACE, KUBERNETES_POD_NAME,
+// KUBERNETES_SERVER_URL and, for the coordinator, KUBERNETES_COORDINATOR_URL
+// (its own Service's URL), set over the template's own. A coordinator
+// whose template says no restart policy gets Never. It returns the pod and
+// its port.
+func Pod(r Replica) (*corev1.Pod, int32) {
+	job := r.Job
+	pod := &corev1.Pod{
+		ObjectMeta: *r.Template.ObjectMeta.DeepCopy(),
+		Spec:       *r.Template.Spec.DeepCopy(),
+	}
+	pod.Name, pod.GenerateName, pod.Namespace = r.Name, "", job.Namespace
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, div2.DIJobKind)}
+	pod.Labels = common.MergeLabels(pod.Labels, OwnerLabels(job), Labels(job.Name),
+		map[string]string{LabelReplicaType: r.Type, LabelPodName: r.Name})
+	for _, v := range job.Spec.Volumes {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, *v.DeepCopy())
+	}
+	if job.Spec.PriorityClassName != "" {
+		pod.Spec.PriorityClassName = string(job.Spec.PriorityClassName)
+	}
+	if r.Type == Coordinator && pod.Spec.RestartPolicy == "" {
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+	port, ok := PortOf(pod)
+	if !ok {
+		port = DefaultPort(r.Type)
+		AddPort(pod, corev1.ContainerPort{Name: PortName, ContainerPort: port})
+	}
+	env := []corev1.EnvVar{
+		common.Env(portEnv(r.Type), strconv.Itoa(int(port))),
+		common.Env(EnvPodNamespace, pod.Namespace),
+		common.Env(EnvPodName, pod.Name),
+	}
+	if r.ServerURL != "" {
+		env = append(env, common.Env(EnvServerURL, r.ServerURL))
+	}
+	if r.Type == Coordinator {
+		env = append(env, common.Env(EnvCoordinatorURL, URL(pod.Name, pod.Namespace, port)))
+	}
+	SetEnv(pod, env...)
+	return pod, port
+}
+
+// SetEnv sets env in every container of pod, over what they have.
+func SetEnv(pod *corev1.Pod, env ...corev1.EnvVar) {
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = common.MergeEnv(pod.Spec.Containers[i].Env, env)
+	}
+}
+
+// AddPort adds port to pod's di-container (none without one).
+func AddPort(pod *corev1.Pod, port corev1.ContainerPort) {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == ContainerName {
+			pod.Spec.Containers[i].Ports = append(pod.Spec.Containers[i].Ports, port)
+		}
+	}
+}
+
+// Service is a pod's own headless Service, of the pod's name: DI-engine
+// reaches every replica as "<pod>.<namespace>:<port>". It selects the pod by
+// its job's labels and pod-name, publishes it before it is ready (a
+// coordinator waits for collectors that wait for it), and carries the
+// pod's di-port and, for a DDP learner, its GPU ports and the master's
+// port, as DI-orchestrator's did.
+func Service(pod *corev1.Pod) *corev1.Service {
+	port, ok := PortOf(pod)
+	if !ok {
+		port = DefaultPort(TypeOf(pod))
+	}
+	selector := common.MergeLabels(Labels(pod.Labels[LabelJobName]),
+		map[string]string{LabelReplicaType: TypeOf(pod), LabelPodName: pod.Name})
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace,
+			Labels:          common.MergeLabels(selector, ownerLabelsOf(pod)),
+			OwnerReferences: controllerRefOf(pod),
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, Selector: selector, PublishNotReadyAddresses: true,
+			Ports: []corev1.ServicePort{{Name: PortName, Port: port}},
+		},
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != ContainerName {
+			continue
+		}
+		for _, p := range c.Ports {
+			if strings.HasPrefix(p.Name, DDPPortPrefix+"-") || p.Name == MasterPortName {
+				svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort})
+			}
+		}
+	}
+	return svc
+}
+
+// ownerLabelsOf are pod's owner labels (common.OwnerLabels' keys).
+func ownerLabelsOf(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{common.LabelOwnerUID, common.LabelOwnerKind, common.LabelOwnerName} {
+		if v, ok := pod.Labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// controllerRefOf is pod's controller reference, the job.
+func controllerRefOf(pod *corev1.Pod) []metav1.OwnerReference {
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		return []metav1.OwnerReference{*ref}
+	}
+	return nil
+}
+
+// Rebuild is a new pod in place of old, a failed replica: the same spec on
+// no node yet, the same labels and owners, a new name of the same prefix
+// ("<job>-<type>-" and new random characters), and KUBERNETES_POD_NAME
+// and pod-name following it.
+func Rebuild(old *corev1.Pod) *corev1.Pod {
+	name := old.Name
+	if i := strings.LastIndex(name, "-"); i > 0 {
+		name = name[:i]
+	}
+	name += "-" + randomTail()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: old.Namespace,
+			Labels:          common.MergeLabels(old.Labels, map[string]string{LabelPodName: name}),
+			Annotations:     common.MergeLabels(old.Annotations),
+			OwnerReferences: append([]metav1.OwnerReference(nil), old.OwnerReferences...),
+		},
+		Spec: *old.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = ""
+	for i := range pod.Spec.Containers {
+		for j := range pod.Spec.Containers[i].Env {
+			if pod.Spec.Containers[i].Env[j].Name == EnvPodName {
+				pod.Spec.Containers[i].Env[j].Value = name
+			}
+		}
+	}
+	return pod
+}
