@@ -170,7 +170,7 @@ func (p *placer) place(job *div2.DIJob, wanted []replica, pods []*corev1.Pod) er
 	for i, r := range part.Replicas {
 		pod := byRank[r.Rank]
 		if edge[placement[i]] {
-			tolerateLinkLoss(&pod.Spec, p.linkGrace)
+			allocator.TolerateLinkLoss(&pod.Spec, p.linkGrace)
 		}
 		pod.Spec.Affinity = common.Pin(pod.Spec.Affinity, placement[i])
 		pod.Annotations[AnnotationNode] = placement[i]

@@ -11,6 +11,7 @@ import (
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // What DI-engine's workers and DI-orchestrator's tools read on a pod.
@@ -142,8 +143,8 @@ func (c *Controller) newPod(job *div2.DIJob, r replica, rank, total int, shared 
 		AnnotationRank:     strconv.Itoa(rank),
 		AnnotationTaskRank: strconv.Itoa(r.taskRank),
 	})
-	if selectsEdge(&pod.Spec) {
-		tolerateLinkLoss(&pod.Spec, c.config.EdgeLinkGrace)
+	if allocator.SelectsEdge(&pod.Spec) {
+		allocator.TolerateLinkLoss(&pod.Spec, c.config.EdgeLinkGrace)
 	}
 	c.addServerCredentials(pod)
 	pod.Spec.Hostname = r.name
