@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
 
@@ -65,6 +66,10 @@ const (
 type GPUPlacer struct {
 	Nodes corelisters.NodeLister
 	Pods  corelisters.PodLister
+	// Synced, when set, say whether the caches behind Nodes and Pods are
+	// filled: Place refuses to place from caches that are not, which would
+	// show a cluster without GPUs.
+	Synced []cache.InformerSynced
 	// Clock times the holds; nil is the real clock.
 	Clock clock.PassiveClock
 
@@ -91,7 +96,8 @@ type heldPod struct {
 // rest. The slots are in that order, each of at least one GPU.
 //
 // It refuses, with an error saying why, a worldSize below 1 or above
-// MaxWorldSize, a template whose node affinity cannot be read, and a
+// MaxWorldSize, a template whose node affinity cannot be read, caches not
+// filled yet (Synced), too many placements held (maxHolds), and a
 // worldSize the considered nodes do not have free (naming a few of them
 // and their free GPUs).
 func (p *GPUPlacer) Place(worldSize int, learner *corev1.PodSpec) ([]GPUSlot, error) {
@@ -101,6 +107,11 @@ func (p *GPUPlacer) Place(worldSize int, learner *corev1.PodSpec) ([]GPUSlot, er
 	cand, err := learnerCandidate(learner)
 	if err != nil {
 		return nil, err
+	}
+	for _, synced := range p.Synced {
+		if !synced() {
+			return nil, fmt.Errorf("%d GPUs asked: the caches of the cluster's nodes and pods are not filled yet, try again in a while", worldSize)
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

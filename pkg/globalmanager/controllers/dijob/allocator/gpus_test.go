@@ -256,3 +256,14 @@ func TestGPUPlacerBoundsTheHoldsInFlight(t *testing.T) {
 		t.Fatalf("Place with %d placements held: %v; want a refusal", maxHolds, err)
 	}
 }
+
+func TestGPUPlacerRefusesToPlaceFromCachesNotFilled(t *testing.T) {
+	p, _ := gpuPlacer(t, nil, []*corev1.Node{gpuNode("a", 8)}, nil)
+	filled := false
+	p.Synced = []cache.InformerSynced{func() bool { return true }, func() bool { return filled }}
+	if _, err := p.Place(2, nil); err == nil || !strings.Contains(err.Error(), "not filled yet") {
+		t.Fatalf("Place from a cache not filled: %v; want a refusal", err)
+	}
+	filled = true
+	mustPlace(t, p, 2)
+}
