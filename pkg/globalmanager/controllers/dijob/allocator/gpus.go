@@ -118,7 +118,7 @@ func (p *GPUPlacer) Place(worldSize int, learner *corev1.PodSpec) ([]GPUSlot, er
 	now := p.now()
 	p.prune(now)
 	if held := len(p.slots) + len(p.pods); held >= maxHolds {
-		return nil, fmt.Errorf("%d GPUs asked: %d placements are being made, try again in a while", worldSize, held)
+		return nil, fmt.Errorf("%d GPUs asked: %d placements and pods not yet in the cache are held, try again in a while", worldSize, held)
 	}
 	free, ruledOut, err := p.freeGPUs(cand)
 	if err != nil {

@@ -168,6 +168,15 @@ var gpuPlacements = map[string]struct {
 		pods:  []*corev1.Pod{gpuPod("p", "a", 4, corev1.PodRunning)}, worldSize: 2,
 		wantErr: "have 1 free: b 1",
 	},
+	"a learner affinity that cannot be read": {
+		nodes: []*corev1.Node{gpuNode("a", 8)}, worldSize: 2,
+		learner: &corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: "Bad"}}},
+			}},
+		}}},
+		wantErr: "required node affinity",
+	},
 	"no GPU asked":           {nodes: []*corev1.Node{gpuNode("a", 8)}, worldSize: 0, wantErr: "0 GPUs asked: between 1 and 1024"},
 	"more than MaxWorldSize": {nodes: []*corev1.Node{gpuNode("a", 8)}, worldSize: 1025, wantErr: "1025 GPUs asked: between 1 and 1024"},
 }
@@ -252,7 +261,7 @@ func TestGPUPlacerBoundsTheHoldsInFlight(t *testing.T) {
 	for range maxHolds - 1 {
 		p.slots = append(p.slots, p.slots[0])
 	}
-	if _, err := p.Place(1, nil); err == nil || !strings.Contains(err.Error(), "placements are being made") {
+	if _, err := p.Place(1, nil); err == nil || !strings.Contains(err.Error(), "not yet in the cache are held") {
 		t.Fatalf("Place with %d placements held: %v; want a refusal", maxHolds, err)
 	}
 }
