@@ -24,8 +24,6 @@ const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 const MaxWorldSize = 1024
 
 // GPUSlot is GPUs on Node: the share of one DDP learner pod.
-// (coordinated.GPUSlot is the same; coordinated imports this package, so
-// this package cannot return that type.)
 type GPUSlot struct {
 	Node string
 	GPUs int

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // ddpMasterAddr is MASTER_ADDR of the master itself: it rendezvouses with
@@ -166,15 +165,4 @@ func OwnedByAggregator(pod *corev1.Pod, aggregator string) bool {
 		}
 	}
 	return false
-}
-
-// SlotsOf are the slots an allocator.GPUPlacer placed, as DDPLearners takes
-// them (the allocator cannot name this package's type: this package
-// imports it).
-func SlotsOf(placed []allocator.GPUSlot) []GPUSlot {
-	slots := make([]GPUSlot, len(placed))
-	for i, s := range placed {
-		slots[i] = GPUSlot(s)
-	}
-	return slots
 }

@@ -286,11 +286,3 @@ func TestDDPLearnersRefuseSlotsTheyCannotBuild(t *testing.T) {
 		})
 	}
 }
-
-func TestSlotsOfKeepsThePlacersSlotsInOrder(t *testing.T) {
-	placed := []allocator.GPUSlot{{Node: "b", GPUs: 4}, {Node: "a", GPUs: 1}}
-	want := []GPUSlot{{Node: "b", GPUs: 4}, {Node: "a", GPUs: 1}}
-	if diff := cmp.Diff(want, SlotsOf(placed)); diff != "" {
-		t.Errorf("SlotsOf (-want,+got):\n%s", diff)
-	}
-}

@@ -3,6 +3,8 @@ package coordinated
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
 // ResourceGPU is the GPU resource DI-orchestrator asks for.
@@ -38,8 +40,5 @@ func SetResources(pod *corev1.Pod, r Resources) {
 }
 
 // GPUSlot is one DDP learner pod's share of a learner's GPUs: GPUs on
-// Node.
-type GPUSlot struct {
-	Node string
-	GPUs int
-}
+// Node, as allocator.GPUPlacer places them.
+type GPUSlot = allocator.GPUSlot
