@@ -17,8 +17,8 @@ import (
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	if c.leftToV1(ctx, key) {
-		return nil
+	if c.isV1Job(key) {
+		return c.syncV1(ctx, key)
 	}
 	// The caches of every node and pod are started by a job the sync acts
 	// on (Begin reads it the same way), and waited for before Begin's
