@@ -14,6 +14,7 @@ import (
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
@@ -60,12 +61,22 @@ func v1Pod(t *testing.T, job *div2.DIJob, replicaType, name string, phase corev1
 	return pod
 }
 
-// v1Fixture is a fixture whose controller has a V1ServerURL and whose
-// Service cache holds services.
+// v1Fixture is a fixture of job whose controller has a V1ServerURL, and
+// whose API server and caches hold pods and services.
 func v1Fixture(t *testing.T, job *div2.DIJob, pods []*corev1.Pod, services ...*corev1.Service) *fixture {
 	t.Helper()
-	f := newFixture(t, job, pods...)
+	f := newFixture(t, job)
 	f.c.config.V1ServerURL = v1ServerURL
+	// The API server holds the pods whole, the cache as the informers'
+	// transform leaves them.
+	for _, p := range pods {
+		if _, err := f.kube.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.c.syncer.Pods.Add(common.SlimPod(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, s := range services {
 		if _, err := f.kube.CoreV1().Services(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -270,6 +281,11 @@ func TestV1JobReplacesAFailedCollectorAndKeepsItsPhase(t *testing.T) {
 	if env(made, coordinated.EnvPodName) != made.Name || made.Labels[coordinated.LabelPodName] != made.Name || made.Annotations[AnnotationReplacement] != "1" {
 		t.Errorf("replacement %s: KUBERNETES_POD_NAME %q, pod-name %q, %s %q", made.Name, env(made, coordinated.EnvPodName),
 			made.Labels[coordinated.LabelPodName], AnnotationReplacement, made.Annotations[AnnotationReplacement])
+	}
+	// The cache holds pods without their images: the replacement is made
+	// from the pod as the API server has it.
+	if made.Spec.Containers[0].Image != failed.Spec.Containers[0].Image {
+		t.Errorf("replacement's image %q, want the failed pod's %q", made.Spec.Containers[0].Image, failed.Spec.Containers[0].Image)
 	}
 	if !slices.Equal(deleted, []string{failed.Name}) {
 		t.Errorf("deleted %v, want %s alone", deleted, failed.Name)

@@ -3,10 +3,13 @@ package dijob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
@@ -89,13 +92,32 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 		if len(olds) == maxReplacementsPerSync {
 			break
 		}
-		pod := coordinated.Rebuild(p)
+		full, err := c.podAsStored(ctx, p)
+		if full == nil {
+			errs = append(errs, err)
+			continue
+		}
+		pod := coordinated.Rebuild(full)
 		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{
 			AnnotationReplacement: strconv.Itoa(int(n)), AnnotationReplacementWindow: since.UTC().Format(time.RFC3339),
 		})
 		olds, news = append(olds, p), append(news, pod)
 	}
 	return errors.Join(append(errs, c.replace(ctx, sc, olds, news, limit))...)
+}
+
+// podAsStored is p as the API server has it: the cache holds pods without
+// most of their spec (common.SlimPod), which a replacement copies. It is
+// nil when the pod is gone or another pod has its name by now.
+func (c *Controller) podAsStored(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+	full, err := c.children.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && full.UID != p.UID) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s/%s to replace it: %w", p.Namespace, p.Name, err)
+	}
+	return full, nil
 }
 
 // replace creates news and then deletes each of olds whose new pod was
