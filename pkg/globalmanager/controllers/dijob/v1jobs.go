@@ -76,7 +76,6 @@ func (c *Controller) syncV1(ctx context.Context, key string) error {
 		sc.setPhase(div1.JobFailed, reasonInvalidV1Job, why)
 	default:
 		actErr = c.runV1(ctx, sc)
-		sc.made = s.PodsMade()
 	}
 	s.Owner.Status = conversion.V1StatusToV2(sc.status)
 	return s.End(ctx, actErr, sc.events, "phase", sc.status.Phase)
