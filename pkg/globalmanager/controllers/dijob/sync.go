@@ -15,7 +15,7 @@ import (
 )
 
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
-// one status write when it changed.
+// one status write when it changed. A job written as v1alpha1 is syncV1's.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	if c.isV1Job(key) {
 		return c.syncV1(ctx, key)
