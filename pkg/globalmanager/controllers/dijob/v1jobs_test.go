@@ -1,9 +1,11 @@
 package dijob
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -410,5 +412,48 @@ func TestV1JobsAreNotTheV2Controllers(t *testing.T) {
 				t.Errorf("the v1 job's status has v2 fields: %+v", got)
 			}
 		})
+	}
+}
+
+// TestV1ReplacementsAreBoundedPerReplicaAndPerSync: a replica is replaced
+// at most backoffLimit times within replacementWindow, a new window
+// starting once it passed; one sync replaces at most
+// maxReplacementsPerSync pods.
+func TestV1ReplacementsAreBoundedPerReplicaAndPerSync(t *testing.T) {
+	now := f0Time().Time
+	at := func(d time.Duration, n string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			AnnotationReplacement: n, AnnotationReplacementWindow: now.Add(-d).UTC().Format(time.RFC3339),
+		}}}
+	}
+	for name, tc := range map[string]struct {
+		old    *corev1.Pod
+		limit  int32
+		wantN  int32
+		wantOK bool
+	}{
+		"a first failure":                 {old: &corev1.Pod{}, limit: 3, wantN: 1, wantOK: true},
+		"the third replacement":           {old: at(time.Minute, "2"), limit: 3, wantN: 3, wantOK: true},
+		"a fourth within the window":      {old: at(time.Minute, "3"), limit: 3, wantN: 4},
+		"a fourth once the window passed": {old: at(replacementWindow, "3"), limit: 3, wantN: 1, wantOK: true},
+		"backoffLimit 0: never":           {old: &corev1.Pod{}, limit: 0, wantN: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n, _, ok := replacementOf(tc.old, now, tc.limit)
+			if n != tc.wantN || ok != tc.wantOK {
+				t.Errorf("replacement %d (%v), want %d (%v)", n, ok, tc.wantN, tc.wantOK)
+			}
+		})
+	}
+
+	job := v1Job(t, "cartpole", "", div1.DIJobStatus{Phase: div1.JobRunning})
+	pods := []*corev1.Pod{v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)}
+	for i := range maxReplacementsPerSync + 2 {
+		pods = append(pods, v1Pod(t, job, coordinated.Collector, fmt.Sprintf("cartpole-collector-%05d", i), corev1.PodFailed))
+	}
+	f := v1Fixture(t, job, pods)
+	created, deleted := f.sync(t, job)
+	if len(created) != maxReplacementsPerSync || len(deleted) != maxReplacementsPerSync {
+		t.Errorf("one sync replaced %d and deleted %d of %d failed pods, want %d", len(created), len(deleted), len(pods)-1, maxReplacementsPerSync)
 	}
 }
