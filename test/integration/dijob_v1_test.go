@@ -11,12 +11,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/register"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 	"github.com/nereid-ml/nereid/test/framework"
@@ -62,7 +68,8 @@ func dijobConversionClientConfig(ctx context.Context, t *testing.T) (webhookClie
 // conversion webhook, DI-orchestrator v0.2.2's v1alpha1 samples apply as
 // they are; both versions read the same objects; a v2 job read in v1alpha1
 // and written back is unchanged; the v1 job gets no pods from the v2
-// controller; a bad v1 field is refused naming it.
+// controller (only its coordinator, the v1 operator's); a bad v1 field is
+// refused naming it.
 func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	compat := framework.DIv1alpha1Compat(t)
 	ns := framework.Namespace(t)
@@ -194,14 +201,16 @@ func checkV1JobReadsBackAsApplied(t *testing.T, ns, compat string) {
 	if len(tasks) != 3 {
 		t.Errorf("the v1 job in v2alpha1 has %d tasks, want 3 (coordinator, collector, learner)", len(tasks))
 	}
-	// The v2 job made its pod; the v1 jobs, none.
+	// The v2 job made its pod; the v1 jobs, their coordinators alone (the
+	// v1 operator's), none of a task.
 	pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		if owner := metav1.GetControllerOf(&p); owner == nil || owner.Name != "tasks" {
-			t.Errorf("pod %s of %v: the v2 controller made a pod for a v1 job", p.Name, owner)
+		owner := metav1.GetControllerOf(&p)
+		if owner == nil || (owner.Name != "tasks" && p.Name != coordinated.CoordinatorName(owner.Name)) {
+			t.Errorf("pod %s of %v: neither the v2 job's nor a v1 job's coordinator", p.Name, owner)
 		}
 	}
 }
@@ -332,4 +341,267 @@ func withPortProtocol(containers any) any {
 		}
 	}
 	return containers
+}
+
+// TestDIJobV1alpha1RunsAsDIOrchestratorV022: DI-orchestrator's own v1
+// sample, applied as v1alpha1, gets its coordinator pod and Service with
+// DI-orchestrator v0.2.2's names, labels, port and environment; a collector
+// made as the v1 replicas server makes one gets its Service and, once
+// failed, is replaced; the job goes Created, Running and Succeeded with its
+// coordinator, read alike in v1alpha1 (phase, replicaStatus) and v2alpha1;
+// at the end cleanPodPolicy Running deletes the running collector, keeps
+// the coordinator, and every Service goes.
+func TestDIJobV1alpha1RunsAsDIOrchestratorV022(t *testing.T) {
+	compat := framework.DIv1alpha1Compat(t)
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion)
+	waitForTheConversionWebhook(t, ns)
+	const job = "cartpole-dqn"
+	applyV1Sample(t, ns, compat, "dijob-cartpole.yaml")
+	coordinator := checkV1Coordinator(t, ns, job)
+	waitForV1Job(t, ns, job, "Running with its coordinator", func(j *div1.DIJob) bool {
+		return j.Status.Phase == div1.JobRunning && activeOf(j, div1.ReplicaTypeCoordinator) == 1
+	})
+	collector := makeV1Collector(t, ns, job)
+	replacement := checkFailedCollectorReplaced(t, ns, job, collector)
+	endPod(t, ns, coordinator.Name, corev1.PodSucceeded)
+	done := waitForV1Job(t, ns, job, "Succeeded", func(j *div1.DIJob) bool { return j.Status.Phase == div1.JobSucceeded })
+	checkV1JobEnded(t, ns, done)
+	checkV1Cleanup(t, ns, job, coordinator.Name, replacement)
+}
+
+// applyV1Sample applies one of DI-orchestrator's samples, as it is but for
+// the namespace, once the API server takes the new conversion webhook.
+func applyV1Sample(t *testing.T, ns, compat, file string) {
+	t.Helper()
+	obj := framework.ReadManifest(t, filepath.Join(compat, "samples", file), "DIJob")
+	obj.SetNamespace(ns)
+	path := filepath.Join(t.TempDir(), file)
+	writeList(t, path, []any{obj.Object})
+	framework.Eventually(t, 30*time.Second, "kubectl apply of "+file, func(context.Context) (bool, error) {
+		out, err := framework.Kubectl(t, "apply", "-f", path)
+		if err != nil {
+			t.Logf("kubectl apply: %v\n%s", err, out)
+		}
+		return err == nil, nil
+	})
+}
+
+// waitForV1Job waits until the job, read in v1alpha1, satisfies cond, and
+// returns it.
+func waitForV1Job(t *testing.T, ns, name, what string, cond func(*div1.DIJob) bool) *div1.DIJob {
+	t.Helper()
+	job := &div1.DIJob{}
+	framework.Eventually(t, 60*time.Second, "v1alpha1 DIJob "+name+": "+what, func(ctx context.Context) (bool, error) {
+		u, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		job = &div1.DIJob{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, job); err != nil {
+			return false, err
+		}
+		return cond(job), nil
+	})
+	return job
+}
+
+func activeOf(j *div1.DIJob, t div1.ReplicaType) int32 {
+	if r := j.Status.ReplicaStatus[t]; r != nil {
+		return r.Active
+	}
+	return -1
+}
+
+// checkV1Coordinator checks the coordinator's pod and Service: the
+// contract's name and labels, the sample's di-port (22270, as its template
+// says) and DI-engine's environment; and returns the pod.
+func checkV1Coordinator(t *testing.T, ns, job string) *corev1.Pod {
+	t.Helper()
+	name := coordinated.CoordinatorName(job)
+	var pod *corev1.Pod
+	var svc *corev1.Service
+	framework.Eventually(t, 60*time.Second, "the coordinator's pod and Service", func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		svc, err = framework.KubeClient(t).CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	want := map[string]string{"dijob-name": job, "replica-type": "coordinator", "group-name": "diengine.opendilab.org", "controller-name": "di-operator", "pod-name": name}
+	for k, v := range want {
+		if pod.Labels[k] != v || (k != "pod-name" && svc.Spec.Selector[k] != v) {
+			t.Errorf("label %s: pod %q, Service selector %q; want %q", k, pod.Labels[k], svc.Spec.Selector[k], v)
+		}
+	}
+	if port, ok := coordinated.PortOf(pod); !ok || port != 22270 {
+		t.Errorf("the coordinator's di-port %d (%v), want the sample's 22270", port, ok)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "di-port" || svc.Spec.Ports[0].Port != 22270 {
+		t.Errorf("Service %s: clusterIP %q ports %v, want headless with di-port 22270", svc.Name, svc.Spec.ClusterIP, svc.Spec.Ports)
+	}
+	env := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	for k, v := range map[string]string{"KUBERNETES_POD_NAMESPACE": ns, "KUBERNETES_POD_NAME": name,
+		"KUBERNETES_COORDINATOR_URL": name + "." + ns + ":22270", "COORDINATOR_PORT": "22270", "PYTHONUNBUFFERED": "1"} {
+		if env[k] != v {
+			t.Errorf("the coordinator's %s=%q, want %q", k, env[k], v)
+		}
+	}
+	return pod
+}
+
+// makeV1Collector makes a collector as the v1 replicas server makes one
+// (coordinated.Pod of the job's v1alpha1 view), and waits for its Service.
+func makeV1Collector(t *testing.T, ns, job string) *corev1.Pod {
+	t.Helper()
+	stored, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := conversion.ToV1(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, _ := coordinated.Pod(coordinated.Replica{Job: v1, Type: coordinated.Collector, Name: coordinated.ReplicaName(job, coordinated.Collector), Template: &v1.Spec.Collector.Template})
+	if pod, err = framework.KubeClient(t).CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "the collector's Service", func(ctx context.Context) (bool, error) {
+		_, err := framework.KubeClient(t).CoreV1().Services(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	return pod
+}
+
+// checkFailedCollectorReplaced fails the collector and waits for its
+// replacement (a new name of its prefix, its own Service) and the failed
+// pod's end, the job still Running; it returns the replacement's name.
+func checkFailedCollectorReplaced(t *testing.T, ns, job string, collector *corev1.Pod) string {
+	t.Helper()
+	endPod(t, ns, collector.Name, corev1.PodFailed)
+	var replacement string
+	framework.Eventually(t, 60*time.Second, "the failed collector replaced", func(ctx context.Context) (bool, error) {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "replica-type=collector,dijob-name=" + job})
+		if err != nil {
+			return false, err
+		}
+		replacement = ""
+		for _, p := range pods.Items {
+			if p.Name == collector.Name {
+				return false, nil // not gone yet
+			}
+			if p.Annotations[dijob.AnnotationReplacement] == "1" && strings.HasPrefix(p.Name, job+"-collector-") && p.DeletionTimestamp == nil {
+				replacement = p.Name
+			}
+		}
+		if replacement == "" {
+			return false, nil
+		}
+		_, err = framework.KubeClient(t).CoreV1().Services(ns).Get(ctx, replacement, metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	stored, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.Phase != div2.JobRunning {
+		t.Errorf("after the collector's replacement the job is %s, want Running", stored.Status.Phase)
+	}
+	if n := countEvents(t, ns, stored.UID, "ReplicaReplaced", collector.Name); n == 0 {
+		t.Errorf("no ReplicaReplaced event names %s", collector.Name)
+	}
+	return replacement
+}
+
+// checkV1JobEnded checks the ended job in both versions: in v1alpha1 the
+// conditions of DI-orchestrator (Created, Running now False, Succeeded)
+// and the replicaStatus with the running collector counted as succeeded;
+// no stash; in v2alpha1 the same as phases and task status.
+func checkV1JobEnded(t *testing.T, ns string, job *div1.DIJob) {
+	t.Helper()
+	conds := map[div1.Phase]corev1.ConditionStatus{}
+	for _, c := range job.Status.Conditions {
+		conds[c.Type] = c.Status
+	}
+	if diff := cmp.Diff(map[div1.Phase]corev1.ConditionStatus{div1.JobCreated: "True", div1.JobRunning: "False", div1.JobSucceeded: "True"}, conds); diff != "" {
+		t.Errorf("conditions (-want,+got):\n%s", diff)
+	}
+	for rt, want := range map[div1.ReplicaType]div1.ReplicaStatus{div1.ReplicaTypeCoordinator: {Succeeded: 1}, div1.ReplicaTypeCollector: {Succeeded: 1}} {
+		if got := job.Status.ReplicaStatus[rt]; got == nil || *got != want {
+			t.Errorf("replicaStatus[%s] = %+v, want %+v", rt, got, want)
+		}
+	}
+	if _, ok := job.Annotations[conversion.AnnotationV2]; ok {
+		t.Errorf("the v1 job read in v1alpha1 carries %s: its status is not all v1", conversion.AnnotationV2)
+	}
+	stored, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.Phase != div2.JobSucceeded || stored.Status.TaskStatus["coordinator"][corev1.PodSucceeded] != 1 || stored.Status.TaskStatus["collector"][corev1.PodSucceeded] != 1 {
+		t.Errorf("in v2alpha1: phase %s, taskStatus %v; want Succeeded, a coordinator and a collector succeeded", stored.Status.Phase, stored.Status.TaskStatus)
+	}
+	if countEvents(t, ns, stored.UID, "DIJobCreated", job.Name) == 0 || countEvents(t, ns, stored.UID, "DIJobSucceeded", job.Name) == 0 {
+		t.Errorf("events DIJobCreated and DIJobSucceeded: %v", eventsOf(t, ns, stored.UID))
+	}
+}
+
+// checkV1Cleanup waits for cleanPodPolicy Running's end: the running
+// collector deleted, the coordinator kept, every Service of the job gone.
+func checkV1Cleanup(t *testing.T, ns, job, coordinator, collector string) {
+	t.Helper()
+	framework.Eventually(t, 60*time.Second, "the collector and every Service gone, the coordinator kept", func(ctx context.Context) (bool, error) {
+		kube := framework.KubeClient(t)
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "dijob-name=" + job})
+		if err != nil {
+			return false, err
+		}
+		svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: "dijob-name=" + job})
+		if err != nil {
+			return false, err
+		}
+		var names []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				names = append(names, p.Name)
+			}
+		}
+		return slices.Equal(names, []string{coordinator}) && len(svcs.Items) == 0, nil
+	})
+	if _, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(t.Context(), collector, metav1.GetOptions{}); err == nil {
+		t.Logf("the collector %s is still terminating", collector)
+	}
+}
+
+// ignoreNotFound is err unless it says the object is not there (yet).
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// endPod reports a pod's end as its kubelet would, again on a conflict:
+// kwok, which runs the pod, writes its status too.
+func endPod(t *testing.T, ns, name string, phase corev1.PodPhase) {
+	t.Helper()
+	kube := framework.KubeClient(t).CoreV1().Pods(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := kube.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Status.Phase = phase
+		_, err = kube.UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setting pod %s %s: %v", name, phase, err)
+	}
 }

@@ -187,6 +187,12 @@ func (c *Children) UpdateService(ctx context.Context, owner Owner, svc *corev1.S
 	return UpdateChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc, why)
 }
 
+// DeleteService deletes a Service of owner, only if it is still the one
+// with that UID.
+func (c *Children) DeleteService(ctx context.Context, owner Owner, svc *corev1.Service, why string) error {
+	return deleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc, why, nil)
+}
+
 // CreateDeployment creates a Deployment of owner; one that exists and is owner's is fine.
 func (c *Children) CreateDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment) error {
 	return CreateChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d)

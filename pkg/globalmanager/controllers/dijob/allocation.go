@@ -21,6 +21,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
 // Allocation is what the controller needs to place replicas itself: the
@@ -254,7 +255,8 @@ func (c *Controller) optimize(ctx context.Context) error {
 	previous := map[string]allocator.Placement{}
 	uids := map[types.UID]bool{}
 	for _, job := range jobs {
-		if !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil || job.CheckReplicas() != nil {
+		// A v1 job (syncV1) is never moved: its pods are not the allocator's.
+		if conversion.IsV1(job) || !job.Spec.Preemptible || finished(job.Status.Phase) || job.DeletionTimestamp != nil || p.moves[cache.MetaObjectToName(job).String()] != nil || job.CheckReplicas() != nil {
 			continue
 		}
 		placement, ok := c.placementOf(job)

@@ -2,7 +2,9 @@
 // reinforcement-learning jobs, each task a set of pod replicas that find one
 // another by DNS through the job's headless Service; phases from their pods,
 // restarts after a failed pod up to the job's backoff limit, and scaling that
-// adds or removes exactly the replicas asked for.
+// adds or removes exactly the replicas asked for. A job written as
+// v1alpha1 (DI-orchestrator v0.2's, coordinator-driven) it runs as
+// DI-orchestrator v0.2 did instead (syncV1).
 //
 // The rest of the DIJob feature is in this folder too: the allocator that
 // places a job's replicas (allocator) and DI-orchestrator's replicas HTTP API
@@ -34,6 +36,10 @@ var jobKind = div2.DIJobKind
 type Config struct {
 	// ServerURL is the replicas HTTP API, as workers reach it (DI_SERVER_URL).
 	ServerURL string
+	// V1ServerURL is the v1 replicas server, as a v1alpha1 job's
+	// coordinator reaches it (KUBERNETES_SERVER_URL), set by the
+	// GlobalManager's flag --di-v1-server-url; empty sets none.
+	V1ServerURL string
 	// ServerTokenAudience, when set, is the audience of a token of the
 	// pod's ServiceAccount projected into every pod for the replicas API
 	// (DI_SERVER_TOKEN_FILE).

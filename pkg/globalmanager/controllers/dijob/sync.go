@@ -15,10 +15,10 @@ import (
 )
 
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
-// one status write when it changed.
+// one status write when it changed. A job written as v1alpha1 is syncV1's.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	if c.leftToV1(ctx, key) {
-		return nil
+	if c.isV1Job(key) {
+		return c.syncV1(ctx, key)
 	}
 	// The caches of every node and pod are started by a job the sync acts
 	// on (Begin reads it the same way), and waited for before Begin's

@@ -1,41 +1,459 @@
 package dijob
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
 
-// TestV1JobsAreLeftAlone: a job written as v1alpha1 (the conversion marks
-// it) gets no pods, no Service and no status from the v2 controller; the
-// same job unmarked does.
-func TestV1JobsAreLeftAlone(t *testing.T) {
+const v1ServerURL = "http://di-v1-server:8080"
+
+// v1Template is a v1 replica's template: its di-container names no port.
+func v1Template(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: coordinated.ContainerName, Image: image}}}}
+}
+
+// v1Job is a v1alpha1 job of a coordinator, a collector and a learner, as
+// the API server stores it (v2alpha1), with status as its v1 status.
+func v1Job(t *testing.T, name string, policy div1.CleanPodPolicy, status div1.DIJobStatus) *div2.DIJob {
+	t.Helper()
+	v1 := &div1.DIJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: "v1-job-uid", Generation: 1},
+		Spec: div1.DIJobSpec{
+			CleanPodPolicy: policy,
+			Coordinator:    &div1.CoordinatorSpec{Template: v1Template("coordinator")},
+			Collector:      &div1.CollectorSpec{Template: v1Template("collector")},
+			Learner:        &div1.LearnerSpec{Template: v1Template("learner")},
+		},
+		Status: status,
+	}
+	job, err := conversion.ToV2(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// v1Pod is a pod of job's replica type in phase, as the operator (the
+// coordinator) or the v1 replicas server (the others) makes it.
+func v1Pod(t *testing.T, job *div2.DIJob, replicaType, name string, phase corev1.PodPhase) *corev1.Pod {
+	t.Helper()
+	v1, err := conversion.ToV1(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, _ := coordinated.Pod(coordinated.Replica{Job: v1, Type: replicaType, Name: name, Template: &v1.Spec.Coordinator.Template})
+	pod.UID, pod.Status.Phase = types.UID("uid-"+name), phase
+	return pod
+}
+
+// v1Fixture is a fixture of job whose controller has a V1ServerURL, and
+// whose API server and caches hold pods and services.
+func v1Fixture(t *testing.T, job *div2.DIJob, pods []*corev1.Pod, services ...*corev1.Service) *fixture {
+	t.Helper()
+	f := newFixture(t, job)
+	f.c.config.V1ServerURL = v1ServerURL
+	// The API server holds the pods whole, the cache as the informers'
+	// transform leaves them.
+	for _, p := range pods {
+		if _, err := f.kube.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.c.syncer.Pods.Add(common.SlimPod(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range services {
+		if _, err := f.kube.CoreV1().Services(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.c.syncer.Services.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// v1Status is the job's v1 status as the API server has it.
+func (f *fixture) v1Status(t *testing.T, job *div2.DIJob) div1.DIJobStatus {
+	t.Helper()
+	s := f.status(t, job)
+	return conversion.V1StatusOf(&s)
+}
+
+// events drains the events the controller recorded.
+func (f *fixture) events() []string {
+	var out []string
+	ch := f.c.syncer.Recorder.(*record.FakeRecorder).Events
+	for {
+		select {
+		case e := <-ch:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// services are the names of the Services the sync created and deleted.
+func (f *fixture) services() (created, deleted []string) {
+	for _, a := range f.kube.Actions() {
+		if a.GetResource().Resource != "services" {
+			continue
+		}
+		switch a := a.(type) {
+		case clienttesting.CreateAction:
+			created = append(created, a.GetObject().(*corev1.Service).Name)
+		case clienttesting.DeleteAction:
+			deleted = append(deleted, a.GetName())
+		}
+	}
+	slices.Sort(created)
+	slices.Sort(deleted)
+	return created, deleted
+}
+
+func hasEvent(events []string, eventType, reason string, names ...string) bool {
+	for _, e := range events {
+		if !strings.HasPrefix(e, eventType+" "+reason+" ") {
+			continue
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return !strings.Contains(e, n) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestV1JobGetsItsCoordinatorAsDIOrchestratorMadeIt: a new v1 job gets its
+// coordinator pod with DI-orchestrator v0.2's name, labels, port and
+// environment, kept off edge nodes, and its Service; the job is Created.
+// The v2 controller's pods and headless Service are not made.
+func TestV1JobGetsItsCoordinatorAsDIOrchestratorMadeIt(t *testing.T) {
+	job := v1Job(t, "cartpole", "", div1.DIJobStatus{})
+	f := v1Fixture(t, job, nil)
+	created, _ := f.sync(t, job)
+	if len(created) != 1 {
+		t.Fatalf("created %v, want the coordinator alone", names(created))
+	}
+	p := created[0]
+	if p.Name != "cartpole-coordinator" {
+		t.Errorf("coordinator pod %s, want cartpole-coordinator", p.Name)
+	}
+	wantLabels := map[string]string{"dijob-name": "cartpole", "replica-type": "coordinator", "group-name": "diengine.opendilab.org",
+		"controller-name": "di-operator", "pod-name": "cartpole-coordinator"}
+	for k, v := range wantLabels {
+		if p.Labels[k] != v {
+			t.Errorf("label %s=%q, want %q", k, p.Labels[k], v)
+		}
+	}
+	if port, ok := coordinated.PortOf(p); !ok || port != 22273 {
+		t.Errorf("di-port %d (%v), want 22273", port, ok)
+	}
+	wantEnv := map[string]string{"KUBERNETES_POD_NAMESPACE": ns, "KUBERNETES_POD_NAME": "cartpole-coordinator",
+		"KUBERNETES_COORDINATOR_URL": "cartpole-coordinator." + ns + ":22273", "KUBERNETES_SERVER_URL": v1ServerURL, "COORDINATOR_PORT": "22273"}
+	for k, v := range wantEnv {
+		if got := env(p, k); got != v {
+			t.Errorf("env %s=%q, want %q", k, got, v)
+		}
+	}
+	if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != job.UID || ref.Kind != "DIJob" {
+		t.Errorf("controller reference %v, want the job", ref)
+	}
+	if a := p.Spec.Affinity; a == nil || a.NodeAffinity == nil || !strings.Contains(a.NodeAffinity.String(), allocator.EdgeNodeLabel) {
+		t.Errorf("the coordinator may run on an edge node: affinity %v", p.Spec.Affinity)
+	}
+	if svcs, _ := f.services(); !slices.Equal(svcs, []string{"cartpole-coordinator"}) {
+		t.Errorf("Services created %v, want the coordinator's alone", svcs)
+	}
+	if got := f.v1Status(t, job); got.Phase != div1.JobCreated {
+		t.Errorf("phase %q, want Created", got.Phase)
+	}
+	if events := f.events(); !hasEvent(events, corev1.EventTypeNormal, reasonV1Created, "cartpole") {
+		t.Errorf("events %q, want DIJobCreated", events)
+	}
+}
+
+// TestV1JobPhasesFollowTheCoordinator: the job's phase, conditions, events
+// and replicaStatus follow its coordinator's pod, as DI-orchestrator's.
+func TestV1JobPhasesFollowTheCoordinator(t *testing.T) {
+	created := div1.DIJobStatus{Phase: div1.JobCreated, Conditions: []div1.DIJobCondition{{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: reasonV1Created}}}
+	running := div1.DIJobStatus{Phase: div1.JobRunning, Conditions: append(slices.Clone(created.Conditions),
+		div1.DIJobCondition{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running})}
+	errored := corev1.ContainerStatus{Name: coordinated.ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}
+	for name, tc := range map[string]struct {
+		from       div1.DIJobStatus
+		phase      corev1.PodPhase
+		containers []corev1.ContainerStatus
+		want       div1.Phase
+		wantConds  map[div1.Phase]corev1.ConditionStatus
+		wantEvent  string // type and reason
+		wantCoord  div1.ReplicaStatus
+		wantCollec div1.ReplicaStatus
+	}{
+		"pending: Created": {from: created, phase: corev1.PodPending, want: div1.JobCreated,
+			wantConds: map[div1.Phase]corev1.ConditionStatus{div1.JobCreated: "True"}, wantCollec: div1.ReplicaStatus{Active: 1}},
+		"running: Running, no event": {from: created, phase: corev1.PodRunning, want: div1.JobRunning,
+			wantConds: map[div1.Phase]corev1.ConditionStatus{div1.JobCreated: "True", div1.JobRunning: "True"},
+			wantCoord: div1.ReplicaStatus{Active: 1}, wantCollec: div1.ReplicaStatus{Active: 1}},
+		"succeeded: Succeeded, the active counted as succeeded": {from: running, phase: corev1.PodSucceeded, want: div1.JobSucceeded,
+			wantConds: map[div1.Phase]corev1.ConditionStatus{div1.JobCreated: "True", div1.JobRunning: "False", div1.JobSucceeded: "True"},
+			wantEvent: "Normal " + reasonV1Succeeded, wantCoord: div1.ReplicaStatus{Succeeded: 1}, wantCollec: div1.ReplicaStatus{Succeeded: 1}},
+		"failed: Failed": {from: running, phase: corev1.PodFailed, want: div1.JobFailed,
+			wantConds: map[div1.Phase]corev1.ConditionStatus{div1.JobCreated: "True", div1.JobRunning: "False", div1.JobFailed: "True"},
+			wantEvent: "Warning " + reasonV1Failed, wantCoord: div1.ReplicaStatus{Failed: 1}, wantCollec: div1.ReplicaStatus{Active: 1}},
+		"running, its di-container ended in error: Failed": {from: running, phase: corev1.PodRunning, containers: []corev1.ContainerStatus{errored}, want: div1.JobFailed,
+			wantConds: map[div1.Phase]corev1.ConditionStatus{div1.JobCreated: "True", div1.JobRunning: "False", div1.JobFailed: "True"},
+			wantEvent: "Warning " + reasonV1Failed, wantCoord: div1.ReplicaStatus{Failed: 1}, wantCollec: div1.ReplicaStatus{Active: 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			job := v1Job(t, "cartpole", "", tc.from)
+			coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", tc.phase)
+			coordinator.Status.ContainerStatuses = tc.containers
+			collector := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodRunning)
+			f := v1Fixture(t, job, []*corev1.Pod{coordinator, collector})
+			if created, deleted := f.sync(t, job); len(created)+len(deleted) > 0 {
+				t.Errorf("created %v, deleted %v; want neither", names(created), deleted)
+			}
+			got := f.v1Status(t, job)
+			conds := map[div1.Phase]corev1.ConditionStatus{}
+			for _, c := range got.Conditions {
+				conds[c.Type] = c.Status
+			}
+			if got.Phase != tc.want || !cmp.Equal(conds, tc.wantConds) {
+				t.Errorf("phase %s, conditions %v; want %s, %v", got.Phase, conds, tc.want, tc.wantConds)
+			}
+			if diff := cmp.Diff(map[div1.ReplicaType]div1.ReplicaStatus{
+				div1.ReplicaTypeCoordinator: tc.wantCoord, div1.ReplicaTypeCollector: tc.wantCollec, div1.ReplicaTypeLearner: {}, div1.ReplicaTypeAggregator: {},
+			}, values(got.ReplicaStatus)); diff != "" {
+				t.Errorf("replicaStatus (-want,+got):\n%s", diff)
+			}
+			events := f.events()
+			if tc.wantEvent != "" && !hasEvent(events, strings.Fields(tc.wantEvent)[0], strings.Fields(tc.wantEvent)[1], "cartpole") {
+				t.Errorf("events %q, want %s", events, tc.wantEvent)
+			}
+			if tc.wantEvent == "" && slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, " DIJob") }) {
+				t.Errorf("events %q, want no phase event", events)
+			}
+		})
+	}
+}
+
+func values(m map[div1.ReplicaType]*div1.ReplicaStatus) map[div1.ReplicaType]div1.ReplicaStatus {
+	out := map[div1.ReplicaType]div1.ReplicaStatus{}
+	for k, v := range m {
+		out[k] = *v
+	}
+	return out
+}
+
+// TestV1JobReplacesAFailedCollectorAndKeepsItsPhase: a failed collector is
+// made again under a new name of its prefix and the failed pod deleted,
+// with an event naming both; the job stays Running. A collector whose
+// replica spent its replacements is left Failed, marked, and said so.
+func TestV1JobReplacesAFailedCollectorAndKeepsItsPhase(t *testing.T) {
+	running := div1.DIJobStatus{Phase: div1.JobRunning, Conditions: []div1.DIJobCondition{{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running}}}
+	job := v1Job(t, "cartpole", "", running)
+	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
+	failed := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodFailed)
+	spent := v1Pod(t, job, coordinated.Collector, "cartpole-collector-fghij", corev1.PodFailed)
+	spent.Annotations = map[string]string{AnnotationReplacement: "3", AnnotationReplacementWindow: f0Time().Format("2006-01-02T15:04:05Z07:00")}
+	f := v1Fixture(t, job, []*corev1.Pod{coordinator, failed, spent})
+	created, deleted := f.sync(t, job)
+	if len(created) != 1 || !strings.HasPrefix(created[0].Name, "cartpole-collector-") || created[0].Name == failed.Name {
+		t.Fatalf("created %v, want one new cartpole-collector-xxxxx", names(created))
+	}
+	made := created[0]
+	if env(made, coordinated.EnvPodName) != made.Name || made.Labels[coordinated.LabelPodName] != made.Name || made.Annotations[AnnotationReplacement] != "1" {
+		t.Errorf("replacement %s: KUBERNETES_POD_NAME %q, pod-name %q, %s %q", made.Name, env(made, coordinated.EnvPodName),
+			made.Labels[coordinated.LabelPodName], AnnotationReplacement, made.Annotations[AnnotationReplacement])
+	}
+	// The cache holds pods without their images: the replacement is made
+	// from the pod as the API server has it.
+	if made.Spec.Containers[0].Image != failed.Spec.Containers[0].Image {
+		t.Errorf("replacement's image %q, want the failed pod's %q", made.Spec.Containers[0].Image, failed.Spec.Containers[0].Image)
+	}
+	if !slices.Equal(deleted, []string{failed.Name}) {
+		t.Errorf("deleted %v, want %s alone", deleted, failed.Name)
+	}
+	if got := f.v1Status(t, job); got.Phase != div1.JobRunning {
+		t.Errorf("phase %s, want Running still", got.Phase)
+	}
+	events := f.events()
+	if !hasEvent(events, corev1.EventTypeNormal, reasonReplicaReplaced, failed.Name, made.Name) {
+		t.Errorf("events %q, want %s naming %s and %s", events, reasonReplicaReplaced, failed.Name, made.Name)
+	}
+	if !hasEvent(events, corev1.EventTypeWarning, reasonReplacementSpent, spent.Name) {
+		t.Errorf("events %q, want %s naming %s", events, reasonReplacementSpent, spent.Name)
+	}
+	if p, err := f.kube.CoreV1().Pods(ns).Get(t.Context(), spent.Name, metav1.GetOptions{}); err != nil || p.Annotations[AnnotationReplacementsSpent] != "3" {
+		t.Errorf("the spent collector is not marked %s: %v", AnnotationReplacementsSpent, err)
+	}
+}
+
+// f0Time is the fixtures' clock, newFixture's.
+func f0Time() metav1.Time { return metav1.Unix(1000, 0).Rfc3339Copy() }
+
+// TestV1JobCleansUpPerPolicyAtTheEnd: a finished job's pods go per
+// cleanPodPolicy, the coordinator's never; every Service goes.
+func TestV1JobCleansUpPerPolicyAtTheEnd(t *testing.T) {
+	for policy, want := range map[div1.CleanPodPolicy][]string{
+		div1.CleanPodPolicyRunning: {"cartpole-collector-running"},
+		div1.CleanPodPolicyAll:     {"cartpole-collector-running", "cartpole-learner-done"},
+		div1.CleanPodPolicyNone:    nil,
+	} {
+		t.Run(string(policy), func(t *testing.T) {
+			job := v1Job(t, "cartpole", policy, div1.DIJobStatus{Phase: div1.JobSucceeded})
+			pods := []*corev1.Pod{
+				v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodSucceeded),
+				v1Pod(t, job, coordinated.Collector, "cartpole-collector-running", corev1.PodRunning),
+				v1Pod(t, job, coordinated.Learner, "cartpole-learner-done", corev1.PodSucceeded),
+			}
+			var services []*corev1.Service
+			for _, p := range pods {
+				svc := coordinated.Service(p)
+				svc.UID = types.UID("svc-" + p.Name)
+				services = append(services, svc)
+			}
+			f := v1Fixture(t, job, pods, services...)
+			created, deleted := f.sync(t, job)
+			if len(created) > 0 || !slices.Equal(deleted, want) {
+				t.Errorf("created %v, deleted %v; want nothing created and %v deleted", names(created), deleted, want)
+			}
+			if _, svcs := f.services(); !slices.Equal(svcs, []string{"cartpole-collector-running", "cartpole-coordinator", "cartpole-learner-done"}) {
+				t.Errorf("Services deleted %v, want all three", svcs)
+			}
+		})
+	}
+}
+
+// TestV1JobKeepsAServicePerPod: a pod the v1 server made gets its Service;
+// a Service whose pod is gone is deleted.
+func TestV1JobKeepsAServicePerPod(t *testing.T) {
+	job := v1Job(t, "cartpole", "", div1.DIJobStatus{Phase: div1.JobRunning})
+	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
+	learner := v1Pod(t, job, coordinated.Learner, "cartpole-learner-abcde", corev1.PodRunning)
+	gone := coordinated.Service(v1Pod(t, job, coordinated.Collector, "cartpole-collector-gone1", corev1.PodRunning))
+	gone.UID = "svc-gone"
+	f := v1Fixture(t, job, []*corev1.Pod{coordinator, learner}, coordinated.Service(coordinator), gone)
+	f.sync(t, job)
+	created, deleted := f.services()
+	if !slices.Equal(created, []string{learner.Name}) || !slices.Equal(deleted, []string{gone.Name}) {
+		t.Errorf("Services created %v, deleted %v; want %s created, %s deleted", created, deleted, learner.Name, gone.Name)
+	}
+}
+
+// TestV1JobWithATooLongNameFails: a job whose pods' Services could not be
+// named fails at once, naming metadata.name and the bound, and makes
+// nothing.
+func TestV1JobWithATooLongNameFails(t *testing.T) {
+	name := strings.Repeat("j", coordinated.MaxJobNameLength+1)
+	job := v1Job(t, name, "", div1.DIJobStatus{})
+	f := v1Fixture(t, job, nil)
+	if created, _ := f.sync(t, job); len(created) > 0 {
+		t.Fatalf("created %v for a job whose name is too long", names(created))
+	}
+	got := f.v1Status(t, job)
+	if got.Phase != div1.JobFailed || len(got.Conditions) != 1 || !strings.Contains(got.Conditions[0].Message, "metadata.name") {
+		t.Fatalf("status %+v, want Failed with a condition naming metadata.name", got)
+	}
+	bound := strings.Fields(strings.ReplaceAll(got.Conditions[0].Message, ":", " "))
+	if !slices.Contains(bound, "45") || coordinated.MaxJobNameLength != 45 {
+		t.Errorf("condition %q does not name the bound %d", got.Conditions[0].Message, coordinated.MaxJobNameLength)
+	}
+	if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, reasonInvalidV1Job, "metadata.name") {
+		t.Errorf("events %q, want a Warning naming metadata.name", events)
+	}
+}
+
+// TestV1JobsAreNotTheV2Controllers: the v2 controller's pods, headless
+// Service and status fields are not made for a v1 job; the same job
+// unmarked gets them.
+func TestV1JobsAreNotTheV2Controllers(t *testing.T) {
 	for name, tc := range map[string]struct {
 		v1       bool
-		wantPods bool
+		wantPods []string
 	}{
-		"a v1alpha1 job": {v1: true},
-		"a v2alpha1 job": {wantPods: true},
+		"a v1alpha1 job": {v1: true, wantPods: []string{"cartpole-dqn-coordinator"}},
+		"a v2alpha1 job": {wantPods: []string{"cartpole-dqn-learner-0", "cartpole-dqn-collector-0", "cartpole-dqn-collector-1", "cartpole-dqn-evaluator-0"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := exampleJob(t)
 			if tc.v1 {
 				job.Annotations = map[string]string{conversion.AnnotationV1: "{}"}
+				job.Spec.Tasks = append([]div2.Task{{Type: div2.TaskTypeNone, Name: conversion.CoordinatorTask, Replicas: 1, Template: v1Template("c")}}, job.Spec.Tasks...)
 			}
 			f := newFixture(t, job)
 			created, _ := f.sync(t, job)
-			if got := len(created) > 0; got != tc.wantPods {
-				t.Fatalf("pods created: %v, want %v", names(created), tc.wantPods)
+			if got := names(created); !slices.Equal(got, tc.wantPods) {
+				t.Fatalf("pods created %v, want %v", got, tc.wantPods)
 			}
-			if tc.wantPods {
-				return
+			svcs, _ := f.services()
+			if got := slices.Contains(svcs, ServiceName(job.Name)); got == tc.v1 {
+				t.Errorf("headless Service made: %v, want %v", got, !tc.v1)
 			}
-			if actions := f.kube.Actions(); len(actions) != 0 {
-				t.Errorf("the controller called the API for a v1 job: %v", actions)
-			}
-			if actions := f.di.Actions(); len(actions) != 0 {
-				t.Errorf("the controller wrote the v1 job: %v", actions)
+			if got := f.status(t, job); tc.v1 && (got.Selector != "" || got.Replicas != 0 || got.Allocation != nil) {
+				t.Errorf("the v1 job's status has v2 fields: %+v", got)
 			}
 		})
+	}
+}
+
+// TestV1ReplacementsAreBoundedPerReplicaAndPerSync: a replica is replaced
+// at most backoffLimit times within replacementWindow, a new window
+// starting once it passed; one sync replaces at most
+// maxReplacementsPerSync pods.
+func TestV1ReplacementsAreBoundedPerReplicaAndPerSync(t *testing.T) {
+	now := f0Time().Time
+	at := func(d time.Duration, n string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			AnnotationReplacement: n, AnnotationReplacementWindow: now.Add(-d).UTC().Format(time.RFC3339),
+		}}}
+	}
+	for name, tc := range map[string]struct {
+		old    *corev1.Pod
+		limit  int32
+		wantN  int32
+		wantOK bool
+	}{
+		"a first failure":                 {old: &corev1.Pod{}, limit: 3, wantN: 1, wantOK: true},
+		"the third replacement":           {old: at(time.Minute, "2"), limit: 3, wantN: 3, wantOK: true},
+		"a fourth within the window":      {old: at(time.Minute, "3"), limit: 3, wantN: 4},
+		"a fourth once the window passed": {old: at(replacementWindow, "3"), limit: 3, wantN: 1, wantOK: true},
+		"backoffLimit 0: never":           {old: &corev1.Pod{}, limit: 0, wantN: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n, _, ok := replacementOf(tc.old, now, tc.limit)
+			if n != tc.wantN || ok != tc.wantOK {
+				t.Errorf("replacement %d (%v), want %d (%v)", n, ok, tc.wantN, tc.wantOK)
+			}
+		})
+	}
+
+	job := v1Job(t, "cartpole", "", div1.DIJobStatus{Phase: div1.JobRunning})
+	pods := []*corev1.Pod{v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)}
+	for i := range maxReplacementsPerSync + 2 {
+		pods = append(pods, v1Pod(t, job, coordinated.Collector, fmt.Sprintf("cartpole-collector-%05d", i), corev1.PodFailed))
+	}
+	f := v1Fixture(t, job, pods)
+	created, deleted := f.sync(t, job)
+	if len(created) != maxReplacementsPerSync || len(deleted) != maxReplacementsPerSync {
+		t.Errorf("one sync replaced %d and deleted %d of %d failed pods, want %d", len(created), len(deleted), len(pods)-1, maxReplacementsPerSync)
 	}
 }

@@ -16,8 +16,10 @@ import (
 // The annotations the conversion owns (see the package doc).
 const (
 	// AnnotationV1 marks, on a v2alpha1 DIJob, a job written as v1alpha1,
-	// and holds what v2alpha1 cannot: JSON of its priorityClassName and v1
-	// status.
+	// and holds what v2alpha1's spec cannot: JSON of its priorityClassName.
+	// Its v1 status is in the v2alpha1 status (V1StatusToV2), which the
+	// operator writes through the status subresource: a write there cannot
+	// change an annotation.
 	AnnotationV1 = "dijob.nereid.io/v1alpha1"
 	// AnnotationV2 holds, on a v1alpha1 DIJob, JSON of what v1alpha1 cannot
 	// show of the v2alpha1 job.
@@ -31,8 +33,9 @@ const CoordinatorTask = "coordinator"
 // written out, they read back the same.
 const defaultBackoffLimit = 3
 
-// IsV1 says whether a v2alpha1 DIJob is a job written as v1alpha1: until
-// the v1 operator runs, the v2 controller leaves such jobs alone.
+// IsV1 says whether a v2alpha1 DIJob is a job written as v1alpha1, which
+// the DIJob controller runs as DI-orchestrator v0.2 did (coordinator-driven)
+// rather than by its tasks.
 func IsV1(job *div2.DIJob) bool {
 	_, ok := job.Annotations[AnnotationV1]
 	return ok
@@ -49,11 +52,11 @@ func IsV1InV1alpha1(job *div1.DIJob) bool {
 	return json.Unmarshal([]byte(raw), &s) == nil && s.V1 != nil
 }
 
-// v1Extra is AnnotationV1's value: what a v1 job has that v2alpha1 has no
-// field for.
+// v1Extra is AnnotationV1's value: what a v1 job's spec has that v2alpha1
+// has no field for. A "status" key that an older Nereid wrote there is
+// ignored: the status is in the v2alpha1 status now.
 type v1Extra struct {
 	PriorityClassName div1.PriorityClassName `json:"priorityClassName,omitempty"`
-	Status            *div1.DIJobStatus      `json:"status,omitempty"`
 }
 
 // v2Stash is AnnotationV2's value: a v2alpha1 job without the fields its
@@ -117,7 +120,7 @@ func fromV1(in *div1.DIJob) (*div2.DIJob, error) {
 			BackoffLimit:   ptr.To[int32](defaultBackoffLimit),
 			Volumes:        deepCopyVolumes(in.Spec.Volumes),
 		},
-		Status: statusToV2(&in.Status),
+		Status: V1StatusToV2(&in.Status),
 	}
 	if c := in.Spec.Coordinator; c != nil {
 		out.Spec.Tasks = append(out.Spec.Tasks, div2.Task{Type: div2.TaskTypeNone, Name: CoordinatorTask, Replicas: 1, Template: *c.Template.DeepCopy()})
@@ -139,9 +142,6 @@ func fromV1(in *div1.DIJob) (*div2.DIJob, error) {
 // v1ExtraOf is AnnotationV1's value for a v1 job.
 func v1ExtraOf(in *div1.DIJob) (string, error) {
 	extra := v1Extra{PriorityClassName: in.Spec.PriorityClassName}
-	if !isZeroStatus(&in.Status) {
-		extra.Status = in.Status.DeepCopy()
-	}
 	raw, err := json.Marshal(extra)
 	if err != nil {
 		return "", fmt.Errorf("encoding annotation %s: %w", AnnotationV1, err)
@@ -168,9 +168,7 @@ func view(in *div2.DIJob) *div1.DIJob {
 		// the whole job, marker included.
 		_ = json.Unmarshal([]byte(in.Annotations[AnnotationV1]), &extra)
 		out.Spec.PriorityClassName = extra.PriorityClassName
-		if extra.Status != nil {
-			out.Status = *extra.Status.DeepCopy()
-		}
+		out.Status = V1StatusOf(&in.Status)
 	} else {
 		out.Status = statusToV1(&in.Status)
 	}

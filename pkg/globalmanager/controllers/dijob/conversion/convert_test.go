@@ -1,6 +1,8 @@
 package conversion
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,17 +44,18 @@ func TestToV2MapsAV1Job(t *testing.T) {
 				},
 			}},
 		},
-		"a coordinator alone is one task; its status shows as the nearest v2 phase": {
+		"a coordinator alone is one task; its status is in the v2 status": {
 			in: div1.DIJob{TypeMeta: v1Meta, ObjectMeta: metav1.ObjectMeta{Name: "serial"}, Spec: div1.DIJobSpec{
 				CleanPodPolicy: div1.CleanPodPolicyAll, Coordinator: &div1.CoordinatorSpec{Template: template("c")},
 			}, Status: div1.DIJobStatus{Phase: div1.JobCreated, Conditions: []div1.DIJobCondition{{Type: div1.JobCreated, Status: corev1.ConditionTrue}},
 				ReplicaStatus: map[div1.ReplicaType]*div1.ReplicaStatus{div1.ReplicaTypeCoordinator: {Active: 1}}}},
 			want: div2.DIJob{TypeMeta: v2Meta, ObjectMeta: metav1.ObjectMeta{Name: "serial", Annotations: map[string]string{
-				AnnotationV1: `{"status":{"phase":"Created","conditions":[{"type":"Created","status":"True","lastUpdateTime":null,"lastTransitionTime":null}],"replicaStatus":{"Coordinator":{"active":1}}}}`,
+				AnnotationV1: `{}`,
 			}}, Spec: div2.DIJobSpec{
 				Priority: div2.PriorityNormal, CleanPodPolicy: div2.CleanPodPolicyAll, BackoffLimit: ptr.To[int32](3),
 				Tasks: []div2.Task{{Type: div2.TaskTypeNone, Name: "coordinator", Replicas: 1, Template: template("c")}},
-			}, Status: div2.DIJobStatus{Phase: div2.JobStarting, Conditions: []div2.JobCondition{{Type: "Starting", Status: corev1.ConditionTrue}}}},
+			}, Status: div2.DIJobStatus{Phase: div2.JobStarting, Conditions: []div2.JobCondition{{Type: "Starting", Status: corev1.ConditionTrue}},
+				TaskStatus: map[string]div2.TaskStatus{"coordinator": {corev1.PodRunning: 1, corev1.PodSucceeded: 0, corev1.PodFailed: 0}}}},
 		},
 	}
 	for name, tc := range cases {
@@ -165,5 +168,52 @@ func TestPhasesMapToTheNearest(t *testing.T) {
 		if got := toV1Phase(v2); got != v1 {
 			t.Errorf("toV1Phase(%s) = %s, want %s", v2, got, v1)
 		}
+	}
+}
+
+// TestV1StatusWrittenAsV2ReadsBackExactly: the status the operator writes
+// (a v1 status as V1StatusToV2 has it) reads back in v1alpha1 exactly, with
+// no stash; an older annotation's status is ignored.
+func TestV1StatusWrittenAsV2ReadsBackExactly(t *testing.T) {
+	at := metav1.NewTime(time.Unix(1000, 0).UTC())
+	status := div1.DIJobStatus{
+		Phase: div1.JobSucceeded,
+		Conditions: []div1.DIJobCondition{
+			{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: "DIJobCreated", Message: "created", LastUpdateTime: at, LastTransitionTime: at},
+			{Type: div1.JobRunning, Status: corev1.ConditionFalse, Reason: "DIJobRunning", LastUpdateTime: at, LastTransitionTime: at},
+			{Type: div1.JobSucceeded, Status: corev1.ConditionTrue, Reason: "DIJobSucceeded", LastUpdateTime: at, LastTransitionTime: at},
+		},
+		ReplicaStatus: map[div1.ReplicaType]*div1.ReplicaStatus{
+			div1.ReplicaTypeCoordinator: {Succeeded: 1},
+			div1.ReplicaTypeCollector:   {Active: 2, Failed: 1},
+			div1.ReplicaTypeLearner:     {Succeeded: 1},
+			div1.ReplicaTypeAggregator:  {},
+		},
+	}
+	v1 := &div1.DIJob{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "rl"}, Spec: div1.DIJobSpec{
+		PriorityClassName: "high", Coordinator: &div1.CoordinatorSpec{Template: template("c")},
+	}}
+	v2, err := ToV2(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2.Status = V1StatusToV2(&status)
+	// What an older Nereid kept in the marker is not read.
+	v2.Annotations[AnnotationV1] = `{"priorityClassName":"high","status":{"phase":"Failed"}}`
+	if got := v2.Status.TaskStatus["collector"]; got[corev1.PodRunning] != 2 || got[corev1.PodFailed] != 1 {
+		t.Errorf("collector's task status %v, want Running 2 and Failed 1", got)
+	}
+	back, err := ToV1(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(status, back.Status); diff != "" {
+		t.Errorf("v1 status read back (-want,+got):\n%s", diff)
+	}
+	if back.Spec.PriorityClassName != "high" {
+		t.Errorf("priorityClassName %q, want high", back.Spec.PriorityClassName)
+	}
+	if got := V1StatusOf(&v2.Status); !cmp.Equal(status, got) {
+		t.Errorf("V1StatusOf (-want,+got):\n%s", cmp.Diff(status, got))
 	}
 }

@@ -9,8 +9,11 @@
 // coordinator a task of type none named coordinator, the collector a task of
 // type collector, the learner one of type learner, each of one replica;
 // group, cleanPodPolicy and volumes are the same fields; priority, backoffLimit
-// and preemptible take v2alpha1's defaults. Its phase and conditions show in
-// v2alpha1 as the nearest v2 phases (Created as Starting).
+// and preemptible take v2alpha1's defaults. Its status is in the v2alpha1
+// status, where the operator writes it through the status subresource
+// (V1StatusToV2): phase and conditions as the v2 phases (Created as
+// Starting, the others by the same name), replicaStatus as taskStatus keyed
+// by the lower-case replica type, active shown as Running.
 //
 // A v2alpha1 job shows in v1alpha1 with its group, cleanPodPolicy and
 // volumes, its first task's template as the coordinator's, the template of
@@ -25,15 +28,16 @@
 // of its v1:
 //
 //   - AnnotationV1, on a v2alpha1 object, marks a v1 job and holds what
-//     v2alpha1 has no field for: its priorityClassName and its v1 status
-//     (replicaStatus, phases and conditions as written). A v1 job is known by
-//     it whichever version it is read in (IsV1, IsV1InV1alpha1).
+//     v2alpha1 has no field for: its priorityClassName. A v1 job is known by
+//     it whichever version it is read in (IsV1, IsV1InV1alpha1). (A status
+//     written into it by an older Nereid is ignored.)
 //   - AnnotationV2, on a v1alpha1 object, holds the v2alpha1 job but for the
 //     fields the v1alpha1 object shows (group, cleanPodPolicy, volumes and
 //     the templates it shows): the rest of its tasks, their replicas and
 //     names, priority, backoffLimit, preemptible, replicas and its status.
 //     Every v2 job read in v1alpha1 has it, and so has a v1 job that a v2
-//     client changed in a way v1alpha1 cannot show.
+//     client changed in a way v1alpha1 cannot show (a status V1StatusToV2
+//     does not make, say).
 //
 // So a v1 job stored as v2alpha1 reads back identical in v1alpha1, and a
 // v2 job read in v1alpha1 and written back is unchanged in v2alpha1. Written

@@ -21,7 +21,10 @@ const rounds = 100
 
 // newFiller fills objects as apimachinery's round-trip tests do: its
 // metadata fuzzer functions (times to the second, quantities, raw
-// extensions that parse), and profilings that are JSON objects.
+// extensions that parse), profilings that are JSON objects, and v1
+// statuses as the v1 schema has them: phases and condition types of v1's
+// phases, replicaStatus keyed by v1's replica types (V1StatusToV2's
+// domain).
 func newFiller(t *testing.T, seed int64) *randfill.Filler {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -32,9 +35,34 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 				raw, _ := json.Marshal(map[string]string{c.String(8): c.String(16)})
 				r.Raw = raw
 			},
+			fillV1Status,
 		}
 	}
 	return fuzzer.FuzzerFor(fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, ours), rand.NewSource(seed), codecs).NilChance(0.2).NumElements(0, 2)
+}
+
+// v1Phases are the phases a v1 status may hold.
+var v1Phases = []div1.Phase{"", div1.JobCreated, div1.JobRunning, div1.JobSucceeded, div1.JobFailed, div1.JobUnknown}
+
+// fillV1Status fills a v1 status with v1's phases and replica types.
+func fillV1Status(s *div1.DIJobStatus, c randfill.Continue) {
+	s.Phase = v1Phases[c.Intn(len(v1Phases))]
+	s.Conditions = nil
+	for _, i := range c.Perm(len(v1Phases) - 1)[:c.Intn(3)] {
+		cond := div1.DIJobCondition{}
+		c.Fill(&cond)
+		cond.Type = v1Phases[i+1]
+		s.Conditions = append(s.Conditions, cond)
+	}
+	s.ReplicaStatus = nil
+	for _, i := range c.Perm(len(replicaTypes))[:c.Intn(len(replicaTypes)+1)] {
+		if s.ReplicaStatus == nil {
+			s.ReplicaStatus = map[div1.ReplicaType]*div1.ReplicaStatus{}
+		}
+		r := &div1.ReplicaStatus{}
+		c.Fill(r)
+		s.ReplicaStatus[replicaTypes[i]] = r
+	}
 }
 
 // asJSON is what the API server sees of an object.

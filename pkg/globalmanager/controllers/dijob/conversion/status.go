@@ -1,6 +1,10 @@
 package conversion
 
 import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 )
@@ -31,9 +35,13 @@ var phaseToV1 = map[div2.Phase]div1.Phase{
 	div2.JobUnknown:      div1.JobUnknown,
 }
 
-// statusToV2 is how v2alpha1 shows a v1 job's status; the status itself
-// travels in AnnotationV1.
-func statusToV2(in *div1.DIJobStatus) div2.DIJobStatus {
+// V1StatusToV2 is a v1 job's status as its v2alpha1 object holds it, and
+// as the operator writes it through the status subresource: the phase and
+// conditions as their v2 phases (one-to-one on v1's phases: Created is
+// Starting), and each replicaStatus entry as the task status of the
+// lower-case replica type ("collector"), its active pods as Running.
+// V1StatusOf reads it back unchanged.
+func V1StatusToV2(in *div1.DIJobStatus) div2.DIJobStatus {
 	out := div2.DIJobStatus{Phase: toV2Phase(in.Phase)}
 	for _, c := range in.Conditions {
 		out.Conditions = append(out.Conditions, div2.JobCondition{
@@ -41,8 +49,50 @@ func statusToV2(in *div1.DIJobStatus) div2.DIJobStatus {
 			LastUpdateTime: c.LastUpdateTime, LastTransitionTime: c.LastTransitionTime,
 		})
 	}
+	for t, r := range in.ReplicaStatus {
+		if out.TaskStatus == nil {
+			out.TaskStatus = map[string]div2.TaskStatus{}
+		}
+		var counts div1.ReplicaStatus
+		if r != nil {
+			counts = *r
+		}
+		out.TaskStatus[TaskStatusKey(t)] = div2.TaskStatus{
+			corev1.PodRunning: counts.Active, corev1.PodSucceeded: counts.Succeeded, corev1.PodFailed: counts.Failed,
+		}
+	}
 	return out
 }
+
+// V1StatusOf is the v1 status of a v1 job, from its v2alpha1 status: the
+// inverse of V1StatusToV2. Whatever else the v2 status holds (a v2 client
+// wrote it) is not shown; ToV1 stashes it.
+func V1StatusOf(in *div2.DIJobStatus) div1.DIJobStatus {
+	out := statusToV1(in)
+	for _, t := range replicaTypes {
+		counts, ok := in.TaskStatus[TaskStatusKey(t)]
+		if !ok {
+			continue
+		}
+		if out.ReplicaStatus == nil {
+			out.ReplicaStatus = map[div1.ReplicaType]*div1.ReplicaStatus{}
+		}
+		out.ReplicaStatus[t] = &div1.ReplicaStatus{
+			Active: counts[corev1.PodRunning], Succeeded: counts[corev1.PodSucceeded], Failed: counts[corev1.PodFailed],
+		}
+	}
+	return out
+}
+
+// replicaTypes are the keys of a v1 replicaStatus.
+var replicaTypes = []div1.ReplicaType{
+	div1.ReplicaTypeCoordinator, div1.ReplicaTypeCollector, div1.ReplicaTypeLearner, div1.ReplicaTypeAggregator,
+}
+
+// TaskStatusKey is the key of a v1 replica type's counts in a v1 job's
+// status.taskStatus: the type in lower case, as the replica-type label
+// spells it ("coordinator", "collector", "learner", "aggregator").
+func TaskStatusKey(t div1.ReplicaType) string { return strings.ToLower(string(t)) }
 
 // statusToV1 is how v1alpha1 shows a v2 job's status: its phase and the
 // conditions about phases; the status itself travels in AnnotationV2.
@@ -73,9 +123,4 @@ func toV1Phase(p div2.Phase) div1.Phase {
 		return q
 	}
 	return div1.JobUnknown
-}
-
-// isZeroStatus says whether a v1 status says nothing.
-func isZeroStatus(s *div1.DIJobStatus) bool {
-	return s.Phase == "" && len(s.Conditions) == 0 && len(s.ReplicaStatus) == 0
 }
