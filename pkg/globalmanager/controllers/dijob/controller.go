@@ -41,6 +41,9 @@ type Config struct {
 	// ServerCA, when set, is the CA (PEM) of the replicas API's certificate,
 	// put into every pod (DI_SERVER_CA_FILE).
 	ServerCA []byte
+	// V1ServerURL is where a v1alpha1 job's coordinator and aggregators
+	// reach the v1 replicas server, host:port (KUBERNETES_SERVER_URL).
+	V1ServerURL string
 	// ClusterDomain is the cluster's DNS domain, the tail of every replica's
 	// name in DI_NODES.
 	ClusterDomain string
