@@ -107,7 +107,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, handle handle
 	logger := klog.FromContext(ctx)
 	kv := []any{"method", r.Method, "path", truncate(r.URL.Path), "user", ex.user, "remote", r.RemoteAddr, "code", rep.status, "took", s.cfg.Clock.Since(start)}
 	switch {
-	case rep.status >= http.StatusInternalServerError && !errors.Is(rep.err, ErrBusy):
+	case rep.status >= http.StatusInternalServerError && rep.status != http.StatusNotImplemented && !errors.Is(rep.err, ErrBusy):
 		logger.Error(rep.err, "DIJob API request failed", append(kv, "message", rep.message)...)
 	case rep.status == http.StatusOK && !ex.act.writes():
 		logger.V(4).Info("DIJob API request", kv...)

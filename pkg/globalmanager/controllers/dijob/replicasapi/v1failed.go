@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -84,11 +85,11 @@ func (s *Server) podNamesOf(names []string) ([]string, *reply) {
 
 // v1Replace replaces the pods req names.
 func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, req *v1FailedRequest) *reply {
-	collectors, rep := s.v1FailedPods(job, req.Collectors, coordinated.Collector)
+	collectors, rep := s.v1FailedPods(ctx, job, req.Collectors, coordinated.Collector)
 	if rep != nil {
 		return rep
 	}
-	learners, rep := s.v1FailedPods(job, req.Learners, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner)
+	learners, rep := s.v1FailedPods(ctx, job, req.Learners, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner)
 	if rep != nil {
 		return rep
 	}
@@ -118,28 +119,49 @@ func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job
 	return ok("successfully recreate replicas", out)
 }
 
-// v1FailedPods are the pods of job named, each of one of types: 404 for a
-// name of no pod, 400 for a pod of another job or type. Pods being deleted
-// are left out.
-func (s *Server) v1FailedPods(job *div2alpha1.DIJob, names []string, types ...string) ([]*corev1.Pod, *reply) {
+// v1FailedPods are the pods of job named, each of one of types, whole (the
+// cache holds them slimmed; Rebuild needs their spec): 404 for a name of
+// no pod, 400 for a pod of another job or type. Pods being deleted are
+// left out.
+func (s *Server) v1FailedPods(ctx context.Context, job *div2alpha1.DIJob, names []string, types ...string) ([]*corev1.Pod, *reply) {
 	var out []*corev1.Pod
 	for _, name := range names {
-		pod, err := s.pods.Pods(job.Namespace).Get(name)
+		cached, err := s.pods.Pods(job.Namespace).Get(name)
 		if err != nil {
 			return nil, fail(http.StatusNotFound, "pod: %s/%s not exists in cache", job.Namespace, name)
 		}
-		ref := metav1.GetControllerOfNoCopy(pod)
+		ref := metav1.GetControllerOfNoCopy(cached)
 		switch {
 		case ref == nil || ref.UID != job.UID:
-			return nil, fail(http.StatusBadRequest, "pod %s is not a replica of DIJob %s", klog.KObj(pod), klog.KObj(job))
-		case !slices.Contains(types, coordinated.TypeOf(pod)):
-			return nil, fail(http.StatusBadRequest, "pod %s is a %s, not a %s", klog.KObj(pod), cmp.Or(coordinated.TypeOf(pod), "pod of no replica type"), strings.Join(types, " or "))
-		case pod.DeletionTimestamp != nil:
+			return nil, fail(http.StatusBadRequest, "pod %s is not a replica of DIJob %s", klog.KObj(cached), klog.KObj(job))
+		case !slices.Contains(types, coordinated.TypeOf(cached)):
+			return nil, fail(http.StatusBadRequest, "pod %s is a %s, not a %s", klog.KObj(cached), cmp.Or(coordinated.TypeOf(cached), "pod of no replica type"), strings.Join(types, " or "))
+		case cached.DeletionTimestamp != nil:
 			continue
 		}
-		out = append(out, pod)
+		pod, rep := s.wholePod(ctx, cached)
+		if rep != nil {
+			return nil, rep
+		}
+		if pod != nil {
+			out = append(out, pod)
+		}
 	}
 	return out, nil
+}
+
+// wholePod reads cached from the API server: nil when it is gone or going.
+func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod, *reply) {
+	pod, err := s.cfg.Kube.CoreV1().Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, internal(fmt.Errorf("reading pod %s: %w", klog.KObj(cached), err), "the pod could not be read")
+	case pod.UID != cached.UID || pod.DeletionTimestamp != nil:
+		return nil, nil
+	}
+	return pod, nil
 }
 
 // rebuild creates a new pod in place of each of olds (their DDP learners
@@ -174,7 +196,14 @@ func (c *v1Creation) rebuildDDPLearners(ctx context.Context, job *div2alpha1.DIJ
 	if first == nil {
 		return nil
 	}
-	res, worldSize := ddpResourcesOf(first)
+	whole, rep := c.s.wholePod(ctx, first)
+	if rep != nil {
+		return &refusalError{rep}
+	}
+	if whole == nil {
+		return nil
+	}
+	res, worldSize := ddpResourcesOf(whole)
 	view, err := conversion.ToV1(job)
 	if err != nil {
 		return fmt.Errorf("converting DIJob %s to v1alpha1: %w", klog.KObj(job), err)

@@ -19,6 +19,7 @@ import (
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	div1listers "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
@@ -88,17 +89,18 @@ func newV1Fixture(t *testing.T, cfg Config, objects ...runtime.Object) *v1Fixtur
 			t.Fatal(err)
 		}
 	}
+	f.syncPods()
 	return f
 }
 
 // syncPods has the pod cache show the API server's pods, as the informer
-// does in time.
+// does in time: slimmed, as the GlobalManager's cache holds them.
 func (f *v1Fixture) syncPods() {
 	f.t.Helper()
 	list := f.apiPods()
 	objs := make([]any, len(list))
 	for i := range list {
-		objs[i] = &list[i]
+		objs[i] = common.SlimPod(&list[i])
 	}
 	if err := f.pods.Replace(objs, ""); err != nil {
 		f.t.Fatal(err)

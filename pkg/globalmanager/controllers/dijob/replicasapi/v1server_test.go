@@ -396,6 +396,14 @@ func TestV1FailedReplacesTheNamedPods(t *testing.T) {
 			len(learners) != 1 || learners[0] == learner.Name {
 			t.Errorf("collectors %v, learners %v: want each replaced by one of a new name", collectors, learners)
 		}
+		for _, pod := range f.apiPods() {
+			if typ := coordinated.TypeOf(&pod); typ == coordinated.Collector || typ == coordinated.Learner {
+				// The cache holds slim pods: the new one is the old one's whole spec.
+				if c := pod.Spec.Containers[0]; c.Image != "coordinator" || !slices.Contains(c.Env, corev1.EnvVar{Name: coordinated.EnvPodName, Value: pod.Name}) {
+					t.Errorf("new pod %s: image %q, env %v; want the old pod's spec with KUBERNETES_POD_NAME=%s", pod.Name, c.Image, c.Env, pod.Name)
+				}
+			}
+		}
 		want := v1JobResponse{Namespace: testNS, Coordinator: coordinatorName, Collectors: urlsAt(collectors, 22270), Learners: urlsAt(learners, 22271)}
 		if diff := cmp.Diff(want, a.jobData(t)); diff != "" {
 			t.Errorf("replicas/failed's data (-want,+got):\n%s", diff)
