@@ -46,8 +46,10 @@ func (s *Server) v1Change(ctx context.Context, r *http.Request, ex *exchange, ca
 	if !found {
 		return unavailable(ErrBusy, "too many DIJobs are being changed, try again later")
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.take(ctx); err != nil {
+		return unavailable(err, "the DIJob's other changes took too long, try again later")
+	}
+	defer st.give()
 	now := s.cfg.Clock.Now()
 	k := answerKey{job: job.UID, route: ex.act, key: key}
 	if key != "" {
@@ -73,7 +75,7 @@ func (s *Server) v1Change(ctx context.Context, r *http.Request, ex *exchange, ca
 // them and as this server changed them since: a pod created and not yet
 // in the cache counts, a pod deleted and still there does not. It forgets
 // what the cache has caught up with, and expectations past
-// expectationTTL. st.mu is held.
+// expectationTTL. The job's turn is held.
 func (s *Server) v1Counts(job *div2alpha1.DIJob, st *v1Job) (map[string]int, map[string][]*corev1.Pod) {
 	now := s.cfg.Clock.Now()
 	live := s.v1LivePods(job)

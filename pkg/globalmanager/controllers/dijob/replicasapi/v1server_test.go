@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,6 +277,28 @@ func TestV1Bounds(t *testing.T) {
 		}
 		if got := len(f.apiPodNames(coordinated.Collector)) + len(f.apiPodNames(coordinated.Learner)); got != 5 {
 			t.Errorf("%d replicas, want the first request's 5", got)
+		}
+	})
+	t.Run("concurrent requests share no room", func(t *testing.T) {
+		f := newV1Fixture(t, Config{V1: V1Config{MaxLiveReplicas: 3, RequestsPerSecond: 100}}, objects...)
+		statuses := make(chan int, 4)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				statuses <- f.call(fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{"replicas": 2}`, `{}`))).status
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		counts := map[int]int{}
+		for s := range statuses {
+			counts[s]++
+		}
+		if diff := cmp.Diff(map[int]int{http.StatusOK: 1, http.StatusConflict: 3}, counts); diff != "" {
+			t.Errorf("4 requests for 2 of 3 collectors at once, answers by status (-want,+got):\n%s", diff)
+		}
+		if got := len(f.apiPodNames(coordinated.Collector)); got != 2 {
+			t.Errorf("%d collectors, want 2", got)
 		}
 	})
 	t.Run("body size", func(t *testing.T) {

@@ -1,7 +1,9 @@
 package replicasapi
 
 import (
+	"context"
 	"crypto/sha256"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,11 +31,11 @@ type v1Jobs struct {
 	clock     clock.PassiveClock
 }
 
-// v1Job is one job's state. mu is held while a change to the job is
+// v1Job is one job's state. Its turn is held while a change to the job is
 // decided and made, so that two requests never both count the same room
 // under a bound.
 type v1Job struct {
-	mu    sync.Mutex
+	turn  chan struct{}
 	limit *rate.Limiter
 	// created are the pods made and not yet seen in the pod cache, by name;
 	// deleted those deleted and still seen live there.
@@ -70,6 +72,7 @@ func (j *v1Jobs) get(uid types.UID) (*v1Job, bool) {
 		return nil, false
 	}
 	st := &v1Job{
+		turn:    make(chan struct{}, 1),
 		limit:   rate.NewLimiter(rate.Limit(j.perSecond), burstOf(j.perSecond)),
 		created: map[string]expectation{}, deleted: map[string]expectation{}, used: now,
 	}
@@ -77,14 +80,35 @@ func (j *v1Jobs) get(uid types.UID) (*v1Job, bool) {
 	return st, true
 }
 
+// take waits for the job's turn until ctx ends; give gives it back.
+func (st *v1Job) take(ctx context.Context) error {
+	select {
+	case st.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the DIJob's other changes: %w", ctx.Err())
+	}
+}
+
+func (st *v1Job) tryTake() bool {
+	select {
+	case st.turn <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (st *v1Job) give() { <-st.turn }
+
 // pruneLocked forgets the jobs idle for jobIdleTTL that no request holds.
 func (j *v1Jobs) pruneLocked(now time.Time) {
 	for uid, st := range j.byUID {
-		if now.Sub(st.used) < jobIdleTTL || !st.mu.TryLock() {
+		if now.Sub(st.used) < jobIdleTTL || !st.tryTake() {
 			continue
 		}
 		idle := len(st.created) == 0 && len(st.deleted) == 0
-		st.mu.Unlock()
+		st.give()
 		if idle {
 			delete(j.byUID, uid)
 		}
