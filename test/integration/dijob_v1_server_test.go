@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,6 +134,7 @@ func TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
 	// The server knows the coordinator once its cache has the pod's
 	// address: DI-engine's coordinator retries until then.
 	s.waitForReplicas(from, coordinator.Name, nil, nil)
+	checkV1ServerTokens(t, s, coordinator.Name)
 	created := s.change(from, http.MethodPost, "/v1alpha1/replicas", body)
 	if len(created.Collectors) != 2 || len(created.Learners) != 1 {
 		t.Fatalf("POST answered %+v, want 2 collectors and 1 learner", created)
@@ -225,4 +227,27 @@ func checkV1ReplicaPods(t *testing.T, ns string, created v1JobAnswer) {
 			}
 		}
 	}
+}
+
+// checkV1ServerTokens: from any address, a token that may update the job
+// is let in, one that may not is refused with the reason.
+func checkV1ServerTokens(t *testing.T, s v1Server, coordinator string) {
+	t.Helper()
+	editor := serviceAccountToken(t, s.ns, "editor", []rbacv1.PolicyRule{{
+		APIGroups: []string{div2.GroupName}, Resources: []string{"dijobs"}, Verbs: []string{"get", "update"},
+	}})
+	viewer := serviceAccountToken(t, s.ns, "viewer", nil)
+	body := fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 0}, "learners": {"replicas": 0}}`, s.ns, coordinator)
+	if code, r := s.callWithToken(viewer, http.MethodPost, "/v1alpha1/replicas", body); code != http.StatusForbidden || !strings.Contains(r.Message, "may not update dijobs") {
+		t.Errorf("POST with a token that may not update the job: %d %+v, want 403 with the reason", code, r)
+	}
+	if code, r := s.callWithToken(editor, http.MethodPost, "/v1alpha1/replicas", body); code != http.StatusOK {
+		t.Errorf("POST with a token that may update the job: %d %+v, want 200", code, r)
+	}
+}
+
+// callWithToken sends one request with a bearer token, from 127.0.0.1.
+func (s v1Server) callWithToken(token, method, path, body string) (int, diResponse) {
+	s.t.Helper()
+	return callReplicasAPI(s.t, method, s.base+path, token, body)
 }
