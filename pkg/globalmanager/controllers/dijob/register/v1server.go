@@ -36,7 +36,7 @@ func (f *v1ServerFlags) add(fs *flag.FlagSet) {
 			"(the Service in front of --di-v1-server-address; DI-orchestrator's default is "+DefaultV1ServerURL+").")
 	fs.StringVar(&f.aggregatorConfig, "di-aggregator-config", replicasapi.DefaultAggregatorConfig.String(),
 		"<namespace>/<name> of the AggregatorConfig (diengine.opendilab.org/v1alpha1) the v1 replicas server makes aggregators from, "+
-			"for learners that ask for more than one GPU.")
+			"for learners that ask for more than one GPU. With --namespace, it must be in that namespace: the GlobalManager caches no other.")
 }
 
 func (f *v1ServerFlags) validate() []error {
