@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
@@ -489,4 +490,39 @@ func TestV1LearnersOfMoreThanOneGPU(t *testing.T) {
 			t.Errorf("learners answered (-want,+got):\n%s", diff)
 		}
 	})
+}
+
+func TestV1FailedAggregatorGetsNewDDPLearners(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	aggregator := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-abcde", "10.0.3.1")
+	ddp := newV1Pod(t, job, coordinated.DDPLearner, testV1Job+"-ddp-learner-fghij", "10.0.3.2")
+	ddp.OwnerReferences = append(ddp.OwnerReferences, *ownerPod(aggregator))
+	coordinated.SetEnv(ddp, corev1.EnvVar{Name: coordinated.EnvWorldSize, Value: "4"})
+	coordinated.SetResources(ddp, coordinated.Resources{CPU: quantity("8"), GPU: quantity("4")})
+	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), aggregator, ddp}
+	body := `{"namespace": "rl", "coordinator": "` + coordinatorName + `", "learners": ["` + aggregator.Name + `"]}`
+
+	f := newV1Fixture(t, Config{}, objects...)
+	if a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body)); a.status != http.StatusNotImplemented || !strings.Contains(a.body.Message, "needs the GPU allocator") {
+		t.Errorf("replacing an aggregator without the GPU allocator: %d %q, want 501", a.status, a.body.Message)
+	}
+
+	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}, DDPLearners: buildDDP}}, objects...)
+	a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body))
+	aggregators := f.apiPodNames(coordinated.Aggregator)
+	if a.status != http.StatusOK || len(aggregators) != 1 || aggregators[0] == aggregator.Name {
+		t.Fatalf("replacing an aggregator: %d %s; aggregators %v, want one new", a.status, a.raw, aggregators)
+	}
+	var made []corev1.Pod
+	for _, p := range f.apiPods() {
+		if coordinated.TypeOf(&p) == coordinated.DDPLearner && p.Name != ddp.Name {
+			made = append(made, p)
+		}
+	}
+	if len(made) != 1 || !slices.ContainsFunc(made[0].OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.Name == aggregators[0] }) {
+		t.Fatalf("new DDP learners %v, want one owned by the new aggregator %s", made, aggregators[0])
+	}
+	if gpus := made[0].Spec.Containers[0].Resources.Limits[coordinated.ResourceGPU]; gpus.Cmp(quantity("4")) != 0 {
+		t.Errorf("the new DDP learner's GPUs %s, want the world size 4", gpus.String())
+	}
 }
