@@ -680,3 +680,55 @@ func TestChartOwnerLabelPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestChartV1Server: dijob.v1Server.enabled serves the v1 replicas server
+// (flags, port, Service) and grants it the AggregatorConfigs' cache; off,
+// the default, none of it, the grant included.
+func TestChartV1Server(t *testing.T) {
+	grantsAggregatorConfigs := func(r release) bool {
+		var role rbacv1.ClusterRole
+		r.get(t, "ClusterRole/ml-nereid-globalmanager", &role)
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.Resources, "aggregatorconfigs") {
+				if !slices.Equal(rule.Verbs, []string{"list", "watch"}) {
+					t.Errorf("the AggregatorConfigs rule grants %v, want list and watch", rule.Verbs)
+				}
+				return true
+			}
+		}
+		return false
+	}
+
+	off := render(t, "ml")
+	var gm appsv1.Deployment
+	off.get(t, "Deployment/nereid-globalmanager", &gm)
+	if _, ok := flags(gm.Spec.Template.Spec.Containers[0])["di-v1-server-address"]; ok {
+		t.Error("--di-v1-server-address by default: want the v1 server off")
+	}
+	if _, ok := off["Service/nereid-di-v1-server"]; ok || grantsAggregatorConfigs(off) {
+		t.Error("the v1 server's Service or its grant rendered with the server off")
+	}
+
+	on := render(t, "ml", "--set", "globalManager.dijob.v1Server.enabled=true", "--set", "globalManager.dijob.v1Server.port=8090",
+		"--set", "globalManager.dijob.v1Server.aggregatorConfig=ml/agconfig")
+	on.get(t, "Deployment/nereid-globalmanager", &gm)
+	c := gm.Spec.Template.Spec.Containers[0]
+	want := map[string]string{"di-v1-server-address": "0.0.0.0:8090", "di-v1-server-url": "nereid-di-v1-server.ml:8090", "di-aggregator-config": "ml/agconfig"}
+	f := flags(c)
+	for k, v := range want {
+		if f[k] != v {
+			t.Errorf("--%s=%q, want %q", k, f[k], v)
+		}
+	}
+	if !slices.Contains(c.Ports, corev1.ContainerPort{Name: "di-v1-server", ContainerPort: 8090, Protocol: corev1.ProtocolTCP}) {
+		t.Errorf("container ports %v lack di-v1-server 8090", c.Ports)
+	}
+	var svc corev1.Service
+	on.get(t, "Service/nereid-di-v1-server", &svc)
+	if p := svc.Spec.Ports[0]; p.Port != 8090 || p.TargetPort.StrVal != "di-v1-server" || svc.Spec.Selector["nereid.io/edgehub"] != "serving" {
+		t.Errorf("the v1 server's Service: %+v, want port 8090 to the leader's di-v1-server", svc.Spec)
+	}
+	if !grantsAggregatorConfigs(on) {
+		t.Error("the v1 server on, and no grant of the AggregatorConfigs it caches")
+	}
+}

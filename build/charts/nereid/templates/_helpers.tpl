@@ -79,6 +79,11 @@ most 253 characters.
 {{- printf "%s-di-server" (include "nereid.fullname" .) -}}
 {{- end -}}
 
+{{/* nereid.diV1Server.serviceName is the Service v1alpha1 DIJobs' coordinators and aggregators call. */}}
+{{- define "nereid.diV1Server.serviceName" -}}
+{{- printf "%s-di-v1-server" (include "nereid.fullname" .) -}}
+{{- end -}}
+
 {{/* nereid.dijobConversion.serviceName is the Service the API server calls to convert DIJobs. */}}
 {{- define "nereid.dijobConversion.serviceName" -}}
 {{- printf "%s-dijob-conversion" (include "nereid.fullname" .) -}}

@@ -23,8 +23,9 @@ func SlimChildren(obj any) (any, error) {
 }
 
 // SlimPod is what the GlobalManager reads of a child pod: its metadata, the
-// node it runs on, its host name, subdomain and containers' ports (where a
-// DI-engine replica listens), its scheduler and scheduling group (which
+// node it runs on, whether it uses the host's network (then its IP is its
+// node's, which is no identity of the pod), its host name, subdomain and
+// containers' ports (where a DI-engine replica listens), its scheduler and scheduling group (which
 // gang it is in), its tolerations (whether a node it is pinned to takes
 // it), and its status's phase, reason, message, IP, conditions and
 // containers' states. The rest, most of a worker pod's weight (containers'
@@ -37,6 +38,7 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 		ObjectMeta: p.ObjectMeta,
 		Spec: corev1.PodSpec{
 			NodeName:        p.Spec.NodeName,
+			HostNetwork:     p.Spec.HostNetwork,
 			Hostname:        p.Spec.Hostname,
 			Subdomain:       p.Spec.Subdomain,
 			SchedulerName:   p.Spec.SchedulerName,

@@ -36,9 +36,9 @@ var jobKind = div2.DIJobKind
 type Config struct {
 	// ServerURL is the replicas HTTP API, as workers reach it (DI_SERVER_URL).
 	ServerURL string
-	// V1ServerURL is the v1 replicas server, as a v1alpha1 job's
-	// coordinator reaches it (KUBERNETES_SERVER_URL), set by the
-	// GlobalManager's flag --di-v1-server-url; empty sets none.
+	// V1ServerURL is the v1 replicas server, host:port, as a v1alpha1
+	// job's coordinator and aggregators reach it (KUBERNETES_SERVER_URL),
+	// set by the GlobalManager's flag --di-v1-server-url; empty sets none.
 	V1ServerURL string
 	// ServerTokenAudience, when set, is the audience of a token of the
 	// pod's ServiceAccount projected into every pod for the replicas API

@@ -41,6 +41,7 @@ type flags struct {
 	clusterDomain, allocatorPolicy                                                    string
 	edgeLinkGrace, allocatorPeriod                                                    time.Duration
 	conversion                                                                        conversionFlags
+	v1                                                                                v1ServerFlags
 }
 
 func (f *flags) add(fs *flag.FlagSet) {
@@ -72,6 +73,7 @@ func (f *flags) add(fs *flag.FlagSet) {
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local",
 		"The cluster's DNS domain: DIJob replicas find one another as <pod>.di-<job>.<namespace>.svc.<domain> (DI_NODES).")
 	f.conversion.add(fs)
+	f.v1.add(fs)
 }
 
 func (f *flags) validate() error {
@@ -97,6 +99,7 @@ func (f *flags) validate() error {
 		errs = append(errs, fmt.Errorf("--allocator-period %s: want a positive duration", f.allocatorPeriod))
 	}
 	errs = append(errs, f.conversion.validate()...)
+	errs = append(errs, f.v1.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -124,8 +127,10 @@ type runner struct {
 	controller *dijob.Controller
 	api        *replicasapi.Server
 	conversion *conversionWebhook
-	address    string
-	tls        *tls.Config
+	// address and v1Address are where the replicas API and the v1 replicas
+	// server listen; empty serves none.
+	address, v1Address string
+	tls                *tls.Config
 	// usage is the allocator's cache of every pod and node, started by the
 	// first DIJob synced.
 	usage kubeinformers.SharedInformerFactory
@@ -134,9 +139,9 @@ type runner struct {
 // build builds the controller, its allocator and the replicas API from the
 // flags.
 func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
-	r := &runner{address: f.serverAddress}
+	r := &runner{address: f.serverAddress, v1Address: f.v1.address}
 	cfg := dijob.Config{
-		ServerURL: f.serverURL, ServerTokenAudience: firstOf(command.SplitList(f.serverAudiences)),
+		ServerURL: f.serverURL, ServerTokenAudience: firstOf(command.SplitList(f.serverAudiences)), V1ServerURL: f.v1.url,
 		ClusterDomain: f.clusterDomain, EdgeLinkGrace: f.edgeLinkGrace,
 		Links: links.Reader{Client: d.Kube, Namespace: d.EdgeNamespace},
 	}
@@ -166,7 +171,8 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 	if r.controller, err = dijob.NewController(d, cfg); err != nil {
 		return nil, fmt.Errorf("building the DIJob controller: %w", err)
 	}
-	if f.serverAddress != "" {
+	// The v1 server shares the replicas API's reviews, caches and bounds.
+	if f.serverAddress != "" || f.v1.address != "" {
 		pods, err := common.IndexChildren(d.KubeInformers.Core().V1().Pods().Informer())
 		if err != nil {
 			return nil, fmt.Errorf("building the replicas API: %w", err)
@@ -174,20 +180,24 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		r.api = replicasapi.New(replicasapi.Config{
 			Kube: d.Kube, DI: d.Client, Jobs: d.Informers.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: pods[0], Audiences: command.SplitList(f.serverAudiences), Registerer: d.Registerer, Clock: d.Clock,
+			V1: f.v1.config(d, f.edgeLinkGrace),
 		})
 	}
 	return r, nil
 }
 
-// Run runs the controller, the replicas API and the conversion webhook
+// Run runs the controller, the replicas API, the v1 replicas server and the conversion webhook
 // until ctx is done or one of them fails.
 func (r *runner) Run(ctx context.Context, workers int) error {
 	if r.usage != nil {
 		defer r.usage.Shutdown()
 	}
 	var servers []func(context.Context) error
-	if r.api != nil {
+	if r.address != "" {
 		servers = append(servers, r.serve)
+	}
+	if r.v1Address != "" {
+		servers = append(servers, r.serveV1)
 	}
 	if r.conversion != nil {
 		servers = append(servers, r.conversion.run)

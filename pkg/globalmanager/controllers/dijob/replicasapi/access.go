@@ -37,11 +37,6 @@ const bearerRealm = `Bearer realm="nereid-diserver"`
 // authenticate returns who sent r: 401 without a valid bearer token, 503
 // when the token could not be reviewed.
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (*authenticationv1.UserInfo, *reply) {
-	unauthorized := func(message string) *reply {
-		rep := fail(http.StatusUnauthorized, "%s", message)
-		rep.header = map[string]string{"WWW-Authenticate": bearerRealm}
-		return rep
-	}
 	const required = "a bearer token is required (Authorization: Bearer <token>)"
 	values := r.Header.Values("Authorization")
 	if len(values) != 1 {
@@ -67,6 +62,13 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*authentica
 		return nil, unauthorized(ErrInvalidToken.Error())
 	}
 	return user, nil
+}
+
+// unauthorized is a 401 saying message, which asks for a bearer token.
+func unauthorized(message string) *reply {
+	rep := fail(http.StatusUnauthorized, "%s", message)
+	rep.header = map[string]string{"WWW-Authenticate": bearerRealm}
+	return rep
 }
 
 // authorize decides whether user may do act on the DIJob key and returns the

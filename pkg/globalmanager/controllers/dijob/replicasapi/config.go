@@ -98,6 +98,9 @@ type Config struct {
 	// 32 KiB, MaxConnections 1024 (past it, new ones wait to be accepted).
 	serving.Limits
 
+	// V1 is the v1 replicas server's (V1Handler).
+	V1 V1Config
+
 	// Registerer, when set, gets the server's request counter.
 	Registerer prometheus.Registerer
 
@@ -167,5 +170,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	cfg.V1 = cfg.V1.withDefaults()
 	return cfg
 }

@@ -130,4 +130,17 @@
 //
 // The server needs permission to create tokenreviews and subjectaccessreviews,
 // to get pods, and to get, update and update the status of dijobs.
+//
+// # The v1 replicas server
+//
+// V1Handler (ServeV1, plain HTTP) is DI-orchestrator v0.2.2's di-server for
+// diengine.opendilab.org/v1alpha1 jobs, which DI-engine's v1 coordinator and
+// aggregators call: GET, POST and DELETE /v1alpha1/replicas, POST
+// /v1alpha1/replicas/failed, GET /healthz. It creates and deletes the jobs'
+// collectors, learners and aggregators itself (pods: create, delete) and
+// reads AggregatorConfigs from a cache. A request without a token is taken
+// only from the address of the coordinator or aggregator pod it names; one
+// with a token is authorized as here. docs/dijob-v1alpha1.md ("The v1
+// replicas server") states its routes, bodies, access rule, bounds and
+// idempotency; v1*.go hold it.
 package replicasapi

@@ -44,7 +44,9 @@ const (
 )
 
 // writes reports whether the action changes the job.
-func (a action) writes() bool { return a != actionGetReplicas && a != actionUnknown }
+func (a action) writes() bool {
+	return a != actionGetReplicas && a != actionUnknown && a != actionV1GetReplicas
+}
 
 // apiVersionPrefix starts every route: /v2alpha1/job/{id}/{resource}.
 const apiVersionPrefix = "/v2alpha1/job/"
@@ -84,19 +86,28 @@ type exchange struct {
 	user string
 }
 
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// handlerFunc acts on a request and says what to answer.
+type handlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, ex *exchange) *reply
+
+// serveWith is an http.Handler that answers what handle says, as DI's
+// response, bounded by Config.RequestTimeout, logged and counted.
+func (s *Server) serveWith(handle handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, handle) }
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, handle handlerFunc) {
 	start := s.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	ex := exchange{act: actionUnknown}
-	rep := s.handle(ctx, w, r, &ex)
+	rep := handle(ctx, w, r, &ex)
 	write(w, rep)
 
 	s.metrics.count(ex.act, rep.status)
 	logger := klog.FromContext(ctx)
-	kv := []any{"method", r.Method, "path", truncate(r.URL.Path), "user", ex.user, "code", rep.status, "took", s.cfg.Clock.Since(start)}
+	kv := []any{"method", r.Method, "path", truncate(r.URL.Path), "user", ex.user, "remote", r.RemoteAddr, "code", rep.status, "took", s.cfg.Clock.Since(start)}
 	switch {
-	case rep.status >= http.StatusInternalServerError && !errors.Is(rep.err, ErrBusy):
+	case rep.status >= http.StatusInternalServerError && rep.status != http.StatusNotImplemented && !errors.Is(rep.err, ErrBusy):
 		logger.Error(rep.err, "DIJob API request failed", append(kv, "message", rep.message)...)
 	case rep.status == http.StatusOK && !ex.act.writes():
 		logger.V(4).Info("DIJob API request", kv...)
@@ -230,8 +241,17 @@ func write(w http.ResponseWriter, rep *reply) {
 // readJSON decodes the body of r into v: 413 past the server's bound, 400 for
 // anything but one JSON value of v's shape.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) *reply {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	dec.DisallowUnknownFields()
+	return s.decodeJSON(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), v, true)
+}
+
+// decodeJSON decodes one JSON value of v's shape from body: 413 past the
+// server's bound, 400 for anything else, or for a field v does not have
+// when strict.
+func (s *Server) decodeJSON(body io.Reader, v any, strict bool) *reply {
+	dec := json.NewDecoder(body)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	err := dec.Decode(v)
 	if err == nil {
 		// One value and nothing after it.

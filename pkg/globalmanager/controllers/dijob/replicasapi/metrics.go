@@ -23,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "nereid", Subsystem: "diserver", Name: "requests_total",
-		Help: "Requests to the DIJob replicas API, by route (get_replicas, add_replicas, delete_replicas, post_profilings, unknown) and HTTP status.",
+		Help: "Requests to the DIJob replicas API and the v1 replicas server, by route (get_replicas, add_replicas, delete_replicas, post_profilings, v1_get_replicas, v1_add_replicas, v1_delete_replicas, v1_failed_replicas, unknown) and HTTP status.",
 	}, []string{"route", "code"})
 	if err := reg.Register(requests); err != nil {
 		var already prometheus.AlreadyRegisteredError

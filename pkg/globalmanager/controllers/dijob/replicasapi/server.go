@@ -36,15 +36,21 @@ type Server struct {
 	turns    *reviewTurns
 	writes   *rate.Limiter
 	inFlight chan struct{}
+	// v1Jobs and v1Answers are the v1 server's state of the jobs it
+	// changes and its answers kept for an Idempotency-Key.
+	v1Jobs    *v1Jobs
+	v1Answers *v1Answers
 }
 
 // New returns a server of cfg. Kube, DI, Jobs and Pods must be set.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, pods: corelisters.NewPodLister(cfg.Pods), authn: cfg.Authenticator, authz: cfg.Authorizer, metrics: newMetrics(cfg.Registerer),
-		turns:    newReviewTurns(cfg.MaxConcurrentReviews, cfg.MaxReviewsPerSecond),
-		writes:   rate.NewLimiter(rate.Limit(cfg.MaxWritesPerSecond), burstOf(cfg.MaxWritesPerSecond)),
-		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight),
+		turns:     newReviewTurns(cfg.MaxConcurrentReviews, cfg.MaxReviewsPerSecond),
+		writes:    rate.NewLimiter(rate.Limit(cfg.MaxWritesPerSecond), burstOf(cfg.MaxWritesPerSecond)),
+		inFlight:  make(chan struct{}, cfg.MaxRequestsInFlight),
+		v1Jobs:    newV1Jobs(cfg.V1.MaxJobs, cfg.V1.RequestsPerSecond, cfg.Clock),
+		v1Answers: newV1Answers(cfg.V1.IdempotencyTTL, cfg.V1.MaxIdempotencyKeys),
 	}
 	if s.authn == nil {
 		s.authn = &tokenReviewer{
@@ -62,7 +68,7 @@ func New(cfg Config) *Server {
 
 // Handler returns the server's routes, for a caller that serves them itself.
 func (s *Server) Handler() http.Handler {
-	return http.HandlerFunc(s.serveHTTP)
+	return s.serveWith(s.handle)
 }
 
 // Serve answers requests on l until ctx ends, over TLS (1.2 at least) when
@@ -72,9 +78,19 @@ func (s *Server) Handler() http.Handler {
 // flight get shutdownTimeout to finish. It returns nil once shut down, or why
 // serving stopped before.
 func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config) error {
+	return s.serve(ctx, l, tlsConfig, s.Handler(), "the DIJob replicas API")
+}
+
+// ServeV1 serves V1Handler on l as Serve does, over plain HTTP: DI-engine's
+// v1 coordinator and aggregators speak nothing else.
+func (s *Server) ServeV1(ctx context.Context, l net.Listener) error {
+	return s.serve(ctx, l, nil, s.V1Handler(), "the DI v1 replicas server")
+}
+
+func (s *Server) serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config, h http.Handler, what string) error {
 	logger := klog.FromContext(ctx)
 	limits := s.cfg.Limits
-	srv := limits.Server(s.Handler())
+	srv := limits.Server(h)
 	srv.ErrorLog = klog.NewStandardLogger("WARNING")
 	// Over TLS, HTTP/2 multiplexes requests on a connection (250 by
 	// default): MaxConnections would not bound them.
@@ -89,13 +105,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 		}
 	}
 
-	logger.Info("Serving the DIJob replicas API", "address", l.Addr().String(), "tls", tlsConfig != nil)
+	logger.Info("Serving "+what, "address", l.Addr().String(), "tls", tlsConfig != nil)
 	if err := serving.Run(ctx, srv, limits.Listener(l), shutdownTimeout); err != nil {
 		if ctx.Err() == nil {
-			return fmt.Errorf("serving the DIJob replicas API: %w", err)
+			return fmt.Errorf("serving %s: %w", what, err)
 		}
-		return fmt.Errorf("shutting down the DIJob replicas API: %w", err)
+		return fmt.Errorf("shutting down %s: %w", what, err)
 	}
-	logger.Info("DIJob replicas API stopped")
+	logger.Info("Stopped serving " + what)
 	return nil
 }

@@ -1,0 +1,160 @@
+package replicasapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
+)
+
+// v1Caller is the pod a v1 request names as its sender (the body's
+// "coordinator", or the query's coordinator or aggregator) and the v1 job
+// that pod belongs to, when it is a live coordinator or aggregator of one.
+type v1Caller struct {
+	key types.NamespacedName
+	pod *corev1.Pod
+	job *div2alpha1.DIJob
+}
+
+// v1CallerOf resolves the pod namespace/name from the pod cache (Nereid's
+// children only): its job is the DIJob of its controller reference, by
+// UID, which must be a v1 job; the pod must be its coordinator or an
+// aggregator, not being deleted. A pod that is not leaves pod and job nil.
+func (s *Server) v1CallerOf(namespace, name string) v1Caller {
+	c := v1Caller{key: types.NamespacedName{Namespace: namespace, Name: name}}
+	pod, err := s.pods.Pods(namespace).Get(name)
+	if err != nil || pod.DeletionTimestamp != nil {
+		return c
+	}
+	if t := coordinated.TypeOf(pod); t != coordinated.Coordinator && t != coordinated.Aggregator {
+		return c
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != div2alpha1.DIJobKind.Kind {
+		return c
+	}
+	job, err := s.cfg.Jobs.DIJobs(namespace).Get(ref.Name)
+	if err != nil || job.UID != ref.UID || !conversion.IsV1(job) || pod.Labels[common.LabelOwnerUID] != string(job.UID) {
+		return c
+	}
+	c.pod, c.job = pod, job
+	return c
+}
+
+// v1Access lets in a request that names caller, and returns its job:
+//
+//   - without an Authorization header, from the address (r.RemoteAddr) of
+//     the caller's pod, which must be a live coordinator or aggregator of a
+//     v1 job and not on the host's network (401 otherwise, the same for a
+//     pod that does not exist, so the answer tells nothing of it);
+//   - with a bearer token, as the v2 API: a subject that may update the job
+//     (get it, for GET) or a token bound to one of its pods; 401, 403, then
+//     404 when the caller names no such pod.
+func (s *Server) v1Access(ctx context.Context, r *http.Request, ex *exchange, act action, caller v1Caller) (*div2alpha1.DIJob, *reply) {
+	if len(r.Header.Values("Authorization")) == 0 {
+		addr := callerAddress(r)
+		if caller.job != nil && !caller.pod.Spec.HostNetwork && hasPodIP(caller.pod, addr) {
+			ex.user = "pod:" + caller.key.String()
+			return caller.job, nil
+		}
+		return nil, unauthorized(fmt.Sprintf("without a bearer token, a request is taken only from the address of the coordinator or aggregator pod it names: "+
+			"%s is not the address of a live coordinator or aggregator %s of a v1 DIJob", addr, caller.key))
+	}
+	user, rep := s.authenticate(ctx, r)
+	if rep != nil {
+		return nil, rep
+	}
+	ex.user = user.Username
+	if caller.job == nil {
+		return nil, s.v1NoSuchCaller(ctx, user, act, caller.key)
+	}
+	return s.authorize(ctx, user, act, types.NamespacedName{Namespace: caller.job.Namespace, Name: caller.job.Name})
+}
+
+// v1NoSuchCaller answers a token's request naming a pod that is no
+// coordinator or aggregator of a v1 job: 403 when the token may not act on
+// the namespace's DIJobs (so it learns nothing of its pods), else 404.
+func (s *Server) v1NoSuchCaller(ctx context.Context, user *authenticationv1.UserInfo, act action, key types.NamespacedName) *reply {
+	verb := "update"
+	if !act.writes() {
+		verb = "get"
+	}
+	if rep := s.authorizeDIJobs(ctx, user, verb, key.Namespace); rep != nil {
+		return rep
+	}
+	return fail(http.StatusNotFound, "pod %s is not a live coordinator or aggregator of a v1 DIJob", key)
+}
+
+// authorizeDIJobs decides whether user may do verb on every DIJob of
+// namespace ("" for every namespace): nil, 403 with the reason, or 503.
+func (s *Server) authorizeDIJobs(ctx context.Context, user *authenticationv1.UserInfo, verb, namespace string) *reply {
+	attrs := authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: verb, Group: div2alpha1.GroupName, Version: div2alpha1.SchemeGroupVersion.Version, Resource: "dijobs",
+	}
+	dec, err := s.authz.Authorize(ctx, user, attrs)
+	switch {
+	case errors.Is(err, ErrBusy):
+		return unavailable(err, ErrBusy.Error())
+	case err != nil:
+		return unavailable(err, "the request could not be authorized, try again later")
+	}
+	if dec.Allowed {
+		return nil
+	}
+	where := fmt.Sprintf("in namespace %q", namespace)
+	if namespace == "" {
+		where = "in every namespace"
+	}
+	msg := fmt.Sprintf("user %q may not %s dijobs.%s %s", user.Username, verb, div2alpha1.GroupName, where)
+	if dec.Reason != "" {
+		msg += ": " + dec.Reason
+	}
+	return fail(http.StatusForbidden, "%s", msg)
+}
+
+// callerAddress is the address r came from, never a header's.
+func callerAddress(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// hasPodIP says whether addr is one of pod's IPs.
+func hasPodIP(pod *corev1.Pod, addr netip.Addr) bool {
+	if !addr.IsValid() {
+		return false
+	}
+	for _, p := range append([]corev1.PodIP{{IP: pod.Status.PodIP}}, pod.Status.PodIPs...) {
+		if ip, err := netip.ParseAddr(p.IP); err == nil && ip.Unmap() == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// v1Writable refuses a change to a job that is being deleted or has
+// finished (409).
+func v1Writable(job *div2alpha1.DIJob) *reply {
+	switch {
+	case job.DeletionTimestamp != nil:
+		return fail(http.StatusConflict, "DIJob %s is being deleted", klog.KObj(job))
+	case job.Status.Phase == div2alpha1.JobSucceeded || job.Status.Phase == div2alpha1.JobFailed:
+		return fail(http.StatusConflict, "DIJob %s has finished (%s)", klog.KObj(job), job.Status.Phase)
+	}
+	return nil
+}
