@@ -177,10 +177,14 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building the replicas API: %w", err)
 		}
+		v1 := f.v1.config(d, f.edgeLinkGrace)
+		if f.v1.address != "" && r.usage != nil {
+			v1.GPUs = r.gpuPlacer(d)
+		}
 		r.api = replicasapi.New(replicasapi.Config{
 			Kube: d.Kube, DI: d.Client, Jobs: d.Informers.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: pods[0], Audiences: command.SplitList(f.serverAudiences), Registerer: d.Registerer, Clock: d.Clock,
-			V1: f.v1.config(d, f.edgeLinkGrace),
+			V1: v1,
 		})
 	}
 	return r, nil
@@ -191,6 +195,11 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 func (r *runner) Run(ctx context.Context, workers int) error {
 	if r.usage != nil {
 		defer r.usage.Shutdown()
+	}
+	if r.usage != nil && r.v1Address != "" {
+		// Learners of more than one GPU are placed from it: the v1
+		// server asks before any job is synced.
+		r.usage.Start(ctx.Done())
 	}
 	var servers []func(context.Context) error
 	if r.address != "" {
@@ -264,4 +273,14 @@ func firstOf(list []string) string {
 		return ""
 	}
 	return list[0]
+}
+
+// gpuPlacer places the GPUs of DDP learners from the allocator's cache of
+// every node and pod, which Run starts when the v1 server is served.
+func (r *runner) gpuPlacer(d kinds.Deps) *allocator.GPUPlacer {
+	nodes, pods := r.usage.Core().V1().Nodes(), r.usage.Core().V1().Pods()
+	return &allocator.GPUPlacer{
+		Nodes: nodes.Lister(), Pods: pods.Lister(), Clock: d.ClockOrReal(),
+		Synced: []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced},
+	}
 }

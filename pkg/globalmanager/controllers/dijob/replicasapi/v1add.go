@@ -135,8 +135,8 @@ func templatesOf(view *div1.DIJob, req *v1ReplicasRequest) (*corev1.PodTemplateS
 // while the cache fills, 404 when there is no such AggregatorConfig.
 func (s *Server) v1AggregatorTemplate() (*corev1.PodTemplateSpec, *reply) {
 	v1 := s.cfg.V1
-	if v1.GPUs == nil || v1.DDPLearners == nil {
-		return nil, fail(http.StatusNotImplemented, "learners with more than one GPU need the GPU allocator, which this server does not have")
+	if v1.GPUs == nil {
+		return nil, fail(http.StatusNotImplemented, "learners with more than one GPU need the GPU allocator, which a GlobalManager run with --allocator=none does not have")
 	}
 	if v1.AggregatorConfigs == nil {
 		return nil, fail(http.StatusNotFound, "AggregatorConfig %s not found: this server reads none", v1.AggregatorConfig)
@@ -179,7 +179,7 @@ func (e *refusalError) Error() string { return e.rep.message }
 func (c *v1Creation) ddpLearner(ctx context.Context, view *div1.DIJob, aggregator, learner *corev1.PodTemplateSpec, res v1Resources) (string, error) {
 	v1 := c.s.cfg.V1
 	worldSize := int(res.GPU.Value())
-	slots, err := v1.GPUs.Place(worldSize)
+	slots, err := v1.GPUs.Place(worldSize, &learner.Spec)
 	if err != nil {
 		return "", &refusalError{fail(http.StatusConflict, "%d GPUs for a learner cannot be placed: %v", worldSize, err)}
 	}
@@ -189,19 +189,37 @@ func (c *v1Creation) ddpLearner(ctx context.Context, view *div1.DIJob, aggregato
 	coordinated.Place(pod, v1.EdgeLinkGrace)
 	made, err := c.create(ctx, pod)
 	if err != nil {
+		v1.GPUs.Release(slots)
 		return "", err
 	}
-	learners, err := v1.DDPLearners(DDPRequest{Job: view, Template: learner, Aggregator: made, Resources: resourcesOf(res), Slots: slots, ServerURL: v1.ServerURL})
-	if err != nil {
-		return "", &refusalError{internal(fmt.Errorf("building the DDP learners of %s: %w", klog.KObj(made), err), "the DDP learners could not be built")}
-	}
-	for _, l := range learners {
-		coordinated.Place(l, v1.EdgeLinkGrace)
-		if _, err := c.create(ctx, l); err != nil {
-			return "", err
-		}
+	if err := c.ddpLearners(ctx, view, learner, made, resourcesOf(res), slots); err != nil {
+		return "", err
 	}
 	return coordinated.URL(pod.Name, pod.Namespace, port), nil
+}
+
+// ddpLearners creates the DDP learners of the aggregator made, one per
+// slot the GPU allocator placed, from the job's learner template; the
+// allocator holds the slots until its cache has the pods.
+func (c *v1Creation) ddpLearners(ctx context.Context, view *div1.DIJob, learner *corev1.PodTemplateSpec, made *corev1.Pod, res coordinated.Resources, slots []coordinated.GPUSlot) error {
+	v1 := c.s.cfg.V1
+	pods, err := coordinated.DDPLearners(coordinated.Replica{Job: view, Type: coordinated.DDPLearner, Template: learner, ServerURL: v1.ServerURL}, made, res, slots)
+	if err != nil {
+		v1.GPUs.Release(slots)
+		return &refusalError{internal(fmt.Errorf("building the DDP learners of %s: %w", klog.KObj(made), err), "the DDP learners could not be built")}
+	}
+	created := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		m, err := c.create(ctx, p)
+		if err != nil {
+			// What was made is deleted with the request's other pods.
+			v1.GPUs.Release(slots)
+			return err
+		}
+		created = append(created, m)
+	}
+	v1.GPUs.Hold(slots, created)
+	return nil
 }
 
 // resourcesOf is what each replica of res gets.

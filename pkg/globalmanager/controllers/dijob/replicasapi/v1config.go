@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div1listers "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
@@ -40,33 +39,17 @@ const (
 var DefaultAggregatorConfig = types.NamespacedName{Namespace: "di-system", Name: "aggregator-config"}
 
 // GPUAllocator places the world size of a learner that asks for more than
-// one GPU over the cluster's nodes.
+// one GPU over the cluster's nodes (allocator.GPUPlacer).
 type GPUAllocator interface {
-	// Place returns how many GPUs each DDP learner pod takes on which node,
-	// or an error saying why worldSize GPUs cannot be placed.
-	Place(worldSize int) ([]coordinated.GPUSlot, error)
+	// Place returns how many GPUs each DDP learner pod takes on which node
+	// for a learner of spec, or an error saying why worldSize GPUs cannot
+	// be placed; the slots count as taken until Hold or Release.
+	Place(worldSize int, learner *corev1.PodSpec) ([]coordinated.GPUSlot, error)
+	// Hold takes the slots' pods, once created, as taken until the cache
+	// has them; Release gives back slots whose pods will not be made.
+	Hold(slots []coordinated.GPUSlot, pods []*corev1.Pod)
+	Release(slots []coordinated.GPUSlot)
 }
-
-// DDPRequest is what the DDP learners of one learner are built from.
-type DDPRequest struct {
-	// Job is the job as v1alpha1 shows it.
-	Job *div1.DIJob
-	// Template is the job's learner template.
-	Template *corev1.PodTemplateSpec
-	// Aggregator is the aggregator pod the learners report to, as created
-	// (its UID set).
-	Aggregator *corev1.Pod
-	// Resources are the learner's: GPU is the world size.
-	Resources coordinated.Resources
-	// Slots are the GPUAllocator's placement of the world size.
-	Slots []coordinated.GPUSlot
-	// ServerURL is KUBERNETES_SERVER_URL.
-	ServerURL string
-}
-
-// DDPLearnerBuilder builds the DDP learner pods of one learner, one per
-// slot, owned by the job and the aggregator; it creates nothing.
-type DDPLearnerBuilder func(DDPRequest) ([]*corev1.Pod, error)
 
 // V1Config is what the v1 replicas server (V1Handler) needs besides
 // Config. AggregatorConfigs is required when learners may ask for more than
@@ -86,10 +69,9 @@ type V1Config struct {
 	// AggregatorConfigsSynced says when it has filled.
 	AggregatorConfigs       div1listers.AggregatorConfigLister
 	AggregatorConfigsSynced cache.InformerSynced
-	// GPUs places learners of more than one GPU, DDPLearners builds their
-	// pods; with either nil, such learners are answered 501.
-	GPUs        GPUAllocator
-	DDPLearners DDPLearnerBuilder
+	// GPUs places learners of more than one GPU (coordinated.DDPLearners
+	// builds their pods); nil answers such learners 501.
+	GPUs GPUAllocator
 
 	// MaxReplicasPerRequest bounds the collectors, and the learners, of
 	// one request (64); MaxLiveReplicas a job's live collectors, and its

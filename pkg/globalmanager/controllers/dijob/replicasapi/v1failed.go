@@ -94,8 +94,8 @@ func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job
 		return rep
 	}
 	if slices.ContainsFunc(learners, func(p *corev1.Pod) bool { return coordinated.TypeOf(p) == coordinated.Aggregator }) &&
-		(s.cfg.V1.GPUs == nil || s.cfg.V1.DDPLearners == nil) {
-		return fail(http.StatusNotImplemented, "replacing an aggregator rebuilds its DDP learners, which needs the GPU allocator this server does not have")
+		s.cfg.V1.GPUs == nil {
+		return fail(http.StatusNotImplemented, "replacing an aggregator rebuilds its DDP learners, which needs the GPU allocator, which a GlobalManager run with --allocator=none does not have")
 	}
 	c := &v1Creation{s: s, st: st}
 	newCollectors, err := c.rebuild(ctx, job, collectors)
@@ -212,22 +212,12 @@ func (c *v1Creation) rebuildDDPLearners(ctx context.Context, job *div2alpha1.DIJ
 		return &refusalError{fail(http.StatusBadRequest, "DIJob %s has no learner template (spec.learner)", klog.KObj(job))}
 	}
 	v1 := c.s.cfg.V1
-	slots, err := v1.GPUs.Place(worldSize)
+	slots, err := v1.GPUs.Place(worldSize, &view.Spec.Learner.Template.Spec)
 	if err != nil {
 		return &refusalError{fail(http.StatusConflict, "%d GPUs for a learner cannot be placed: %v", worldSize, err)}
 	}
 	res.GPU = *resource.NewQuantity(int64(worldSize), resource.DecimalSI)
-	pods, err := v1.DDPLearners(DDPRequest{Job: view, Template: &view.Spec.Learner.Template, Aggregator: made, Resources: res, Slots: slots, ServerURL: v1.ServerURL})
-	if err != nil {
-		return &refusalError{internal(fmt.Errorf("building the DDP learners of %s: %w", klog.KObj(made), err), "the DDP learners could not be built")}
-	}
-	for _, p := range pods {
-		coordinated.Place(p, v1.EdgeLinkGrace)
-		if _, err := c.create(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.ddpLearners(ctx, view, &view.Spec.Learner.Template, made, res, slots)
 }
 
 // ddpResourcesOf are a DDP learner's CPU and memory (its di-container's

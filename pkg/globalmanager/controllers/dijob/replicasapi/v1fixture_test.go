@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
@@ -83,6 +84,14 @@ func newV1Fixture(t *testing.T, cfg Config, objects ...runtime.Object) *v1Fixtur
 		cfg.V1.ServerURL = testServerURL
 	}
 	f := &v1Fixture{fixture: newFixture(t, cfg, objects...)}
+	// The API server gives every object it creates a UID (DDP learners
+	// are owned by their aggregator's).
+	f.kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if pod, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && pod.UID == "" {
+			pod.UID = types.UID("uid-" + pod.Name)
+		}
+		return false, nil, nil
+	})
 	f.v1 = f.server.V1Handler()
 	for _, o := range f.pods.List() {
 		if err := f.kube.Tracker().Add(o.(*corev1.Pod)); err != nil {
@@ -204,20 +213,9 @@ func remarshal(v, out any) error {
 // fixedSlots is a GPUAllocator that always places on its slots.
 type fixedSlots []coordinated.GPUSlot
 
-func (f fixedSlots) Place(int) ([]coordinated.GPUSlot, error) { return f, nil }
-
-// buildDDP builds one DDP learner per slot, owned by the job and the
-// aggregator, as the DDP builder would.
-func buildDDP(r DDPRequest) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	for range r.Slots {
-		pod, _ := coordinated.Pod(coordinated.Replica{Job: r.Job, Type: coordinated.DDPLearner, Name: coordinated.ReplicaName(r.Job.Name, coordinated.DDPLearner), Template: r.Template, ServerURL: r.ServerURL})
-		pod.OwnerReferences = append(pod.OwnerReferences, *ownerPod(r.Aggregator))
-		coordinated.SetResources(pod, r.Resources)
-		out = append(out, pod)
-	}
-	return out, nil
-}
+func (f fixedSlots) Place(int, *corev1.PodSpec) ([]coordinated.GPUSlot, error) { return f, nil }
+func (fixedSlots) Hold([]coordinated.GPUSlot, []*corev1.Pod)                   {}
+func (fixedSlots) Release([]coordinated.GPUSlot)                               {}
 
 // aggregatorConfigs is a lister of configs.
 func aggregatorConfigs(t *testing.T, configs ...*div1.AggregatorConfig) div1listers.AggregatorConfigLister {

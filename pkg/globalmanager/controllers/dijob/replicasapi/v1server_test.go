@@ -467,7 +467,7 @@ func TestV1LearnersOfMoreThanOneGPU(t *testing.T) {
 			t.Errorf("%d %q, want 501", a.status, a.body.Message)
 		}
 	})
-	withDDP := V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}, DDPLearners: buildDDP}
+	withDDP := V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}}
 	t.Run("without the AggregatorConfig", func(t *testing.T) {
 		cfg := Config{V1: withDDP}
 		cfg.V1.AggregatorConfigs = aggregatorConfigs(t)
@@ -507,7 +507,7 @@ func TestV1FailedAggregatorGetsNewDDPLearners(t *testing.T) {
 		t.Errorf("replacing an aggregator without the GPU allocator: %d %q, want 501", a.status, a.body.Message)
 	}
 
-	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}, DDPLearners: buildDDP}}, objects...)
+	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}}}, objects...)
 	a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body))
 	aggregators := f.apiPodNames(coordinated.Aggregator)
 	if a.status != http.StatusOK || len(aggregators) != 1 || aggregators[0] == aggregator.Name {
