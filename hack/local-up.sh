@@ -28,6 +28,11 @@
 #                                  before 1.37 (default 1: the GenericWorkload gate on the
 #                                  API server, scheduler and controller-manager, and
 #                                  scheduling.k8s.io/v1beta1 served: Workloads, PodGroups)
+#   NEREID_DI_SERVER_PORT          the loopback port of the GlobalManager's DIJob replicas
+#                                  API, v2alpha1 (default: offset 6 of the port block;
+#                                  0 serves none). HTTPS with the GlobalManager's own CA,
+#                                  as the chart serves it; DIJob pods get its URL, CA and
+#                                  a token for it
 #   NEREID_POD_CIDR                the addresses kwok gives pods (default 127.64.0.1/16,
 #                                  loopback: a test or demo speaks from a pod's address)
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
@@ -473,7 +478,8 @@ EOF
 # bound to its node's Pod of the LocalControllers' DaemonSet (nereid-local). Their
 # ports are the reserved ones: the GlobalManager's health/metrics at +10, its edge hub
 # (wss) at +11, then per LocalController i its worker API at +12+2i and its
-# health/metrics at +13+2i (so at most four LocalControllers).
+# health/metrics at +13+2i (so at most four LocalControllers); the GlobalManager's
+# DIJob replicas API is at NEREID_DI_SERVER_PORT (+6 by default).
 ensure_nereid() {
   if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
     return
@@ -489,6 +495,7 @@ ensure_nereid() {
     --edge-nodes="${EDGE_NODES}"
     --lc-nodes="${NEREID_LC_NODES:-edge}"
     --first-port="${NEREID_RESERVED_PORT_FIRST}"
+    --di-server-port="${NEREID_DI_SERVER_PORT}"
     --ready-timeout="${READY_TIMEOUT}s"
   )
   "${NEREID_OUT_DIR}/bin/localrun" identities "${localrun[@]}" || exit 1
