@@ -15,7 +15,8 @@
 //
 // With -example dijob (make demo-dijob) it applies examples/dijob/dijob.yaml,
 // shows what DI-engine's workers find once the job runs (their pods, DI_RANK,
-// DI_NODES, the headless Service), then plays the learner and the evaluator
+// DI_NODES, the headless Service, the replicas HTTP API's GET replicas as
+// the learner calls it), then plays the learner and the evaluator
 // to their end, so that the job goes Succeeded and its cleanPodPolicy deletes
 // the collectors.
 //
