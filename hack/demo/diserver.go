@@ -31,6 +31,10 @@ type diCall struct {
 	token string
 	// body is sent as JSON; nil sends none.
 	body any
+	// retryForbidden sends the call again on 403 too, as on 5xx: a server
+	// that knows its caller by its pod's address may not have seen the
+	// pod's address yet.
+	retryForbidden bool
 }
 
 // request is the HTTP request of c.
@@ -80,13 +84,13 @@ func truncate(b []byte, n int) string {
 }
 
 // do makes the call with client, again while the server cannot be reached
-// or answers 5xx (it starts as the GlobalManager leads), for up to
-// retryFor, and returns the answer.
+// or answers 5xx (it starts as the GlobalManager leads; and 403 with
+// retryForbidden), for up to retryFor, and returns the answer.
 func (c diCall) do(ctx context.Context, client *http.Client, retryFor time.Duration) (diResponse, error) {
 	deadline := time.Now().Add(retryFor)
 	for {
 		status, raw, err := c.once(ctx, client)
-		if err == nil && status < 500 {
+		if err == nil && status < 500 && (status != http.StatusForbidden || !c.retryForbidden) {
 			return c.decodeDIResponse(status, raw)
 		}
 		if err == nil {
