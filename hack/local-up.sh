@@ -33,6 +33,10 @@
 #                                  0 serves none). HTTPS with the GlobalManager's own CA,
 #                                  as the chart serves it; DIJob pods get its URL, CA and
 #                                  a token for it
+#   NEREID_DI_V1_SERVER_PORT       the loopback port of its replicas server of v1alpha1
+#                                  DIJobs' coordinators (default: offset 7 of the port
+#                                  block; 0 serves none). Plain HTTP; coordinators get
+#                                  127.0.0.1:<port> as KUBERNETES_SERVER_URL
 #   NEREID_POD_CIDR                the addresses kwok gives pods (default 127.64.0.1/16,
 #                                  loopback: a test or demo speaks from a pod's address)
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
@@ -488,7 +492,8 @@ EOF
 # ports are the reserved ones: the GlobalManager's health/metrics at +10, its edge hub
 # (wss) at +11, then per LocalController i its worker API at +12+2i and its
 # health/metrics at +13+2i (so at most four LocalControllers); the GlobalManager's
-# DIJob replicas API is at NEREID_DI_SERVER_PORT (+6 by default).
+# DIJob replicas API is at NEREID_DI_SERVER_PORT (+6 by default), its v1 replicas
+# server at NEREID_DI_V1_SERVER_PORT (+7 by default).
 ensure_nereid() {
   if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
     return
@@ -505,6 +510,7 @@ ensure_nereid() {
     --lc-nodes="${NEREID_LC_NODES:-edge}"
     --first-port="${NEREID_RESERVED_PORT_FIRST}"
     --di-server-port="${NEREID_DI_SERVER_PORT}"
+    --di-v1-server-port="${NEREID_DI_V1_SERVER_PORT}"
     --ready-timeout="${READY_TIMEOUT}s"
   )
   "${NEREID_OUT_DIR}/bin/localrun" identities "${localrun[@]}" || exit 1

@@ -33,6 +33,9 @@ type GlobalManager struct {
 	DIJobConversion string
 	// DIServer is the DIJob replicas HTTP API (v2alpha1); nil serves none.
 	DIServer *DIServer
+	// DIV1Server is the replicas server of v1alpha1 DIJobs' coordinators;
+	// nil serves none.
+	DIV1Server *DIV1Server
 	// Verbosity is klog's -v; 0 leaves the default.
 	Verbosity int
 	// Extra flags go last, so that they win over the ones above.
@@ -73,6 +76,17 @@ type DIServer struct {
 	TokenAudience string
 }
 
+// DIV1Server is the GlobalManager's replicas server of v1alpha1 DIJobs
+// (DI-orchestrator v0.2's /v1alpha1/replicas), which their coordinators
+// call over plain HTTP.
+type DIV1Server struct {
+	// Address is its host:port.
+	Address string
+	// URL is where coordinators reach it, host:port: their
+	// KUBERNETES_SERVER_URL.
+	URL string
+}
+
 // Args is the GlobalManager's command line.
 func (g GlobalManager) Args() []string {
 	args := []string{"--kubeconfig=" + g.Kubeconfig, "--health-address=" + g.HealthAddress}
@@ -102,6 +116,9 @@ func (g GlobalManager) Args() []string {
 			args = append(args, "--di-server-token-audiences="+s.TokenAudience)
 		}
 	}
+	if s := g.DIV1Server; s != nil {
+		args = append(args, "--di-v1-server-address="+s.Address, "--di-v1-server-url="+s.URL)
+	}
 	if g.Verbosity > 0 {
 		args = append(args, "-v="+strconv.Itoa(g.Verbosity))
 	}
@@ -117,6 +134,9 @@ func (g GlobalManager) Endpoints() []string {
 	}
 	if g.DIServer != nil {
 		e = append(e, "DIJob replicas API (v2alpha1): "+g.DIServer.URL)
+	}
+	if g.DIV1Server != nil {
+		e = append(e, "v1 replicas server: http://"+g.DIV1Server.Address)
 	}
 	return e
 }

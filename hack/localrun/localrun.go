@@ -122,6 +122,9 @@ type Run struct {
 	// DIServerPort is the loopback port of the GlobalManager's DIJob
 	// replicas API (v2alpha1); 0 serves none.
 	DIServerPort int
+	// DIV1ServerPort is the loopback port of the GlobalManager's replicas
+	// server of v1alpha1 DIJobs' coordinators; 0 serves none.
+	DIV1ServerPort int
 	// ReadyTimeout bounds each wait for a process or a Pod.
 	ReadyTimeout time.Duration
 	// Logf tells the user what happens.
@@ -159,7 +162,20 @@ func (r *Run) GlobalManager() GlobalManager {
 			LocalControllers: r.localControllers(), EveryNode: r.Nodes.EveryNode()},
 		DIJobConversion: "127.0.0.1:0",
 		DIServer:        r.diServer(),
+		DIV1Server:      r.diV1Server(),
 	}
+}
+
+// diV1Server is the local run's v1 replicas server: plain HTTP, as
+// DI-engine's v1 coordinators call it, on a loopback port, which is also
+// their KUBERNETES_SERVER_URL (the coordinators' pods have loopback
+// addresses, from which the demo speaks).
+func (r *Run) diV1Server() *DIV1Server {
+	if r.DIV1ServerPort == 0 {
+		return nil
+	}
+	address := "127.0.0.1:" + strconv.Itoa(r.DIV1ServerPort)
+	return &DIV1Server{Address: address, URL: address}
 }
 
 // diServer is the local run's DIJob replicas API, served as the chart serves
@@ -305,6 +321,12 @@ func (r *Run) StartGlobalManager(ctx context.Context) error {
 	}
 	if err == nil && gm.DIServer != nil {
 		err = WaitForListener(ctx, p, "its DIJob replicas API", gm.DIServer.Address, r.ReadyTimeout)
+	}
+	if err == nil && gm.DIV1Server != nil {
+		healthz := "http://" + gm.DIV1Server.Address + "/healthz"
+		err = p.WaitReady(ctx, r.ReadyTimeout, "its v1 replicas server's "+healthz, func(ctx context.Context) bool {
+			return answersOK(ctx, healthz)
+		})
 	}
 	if err != nil {
 		return &ProcessError{Name: p.Name, LogPath: p.LogPath, Err: err}

@@ -41,6 +41,7 @@ func TestTheChartGrantsWhatTheLocalRunsReplicasAPINeeds(t *testing.T) {
 		"pods deleted":             {clusterRules, "", "pods", "delete", ""},
 		"a job's replicas changed": {clusterRules, "diengine.opendilab.org", "dijobs", "update", ""},
 		"a job's profilings":       {clusterRules, "diengine.opendilab.org", "dijobs/status", "update", ""},
+		"a v1 replica's Service":   {clusterRules, "", "services", "create", ""},
 		"its certificate made":     {roleRules, "", "secrets", "create", ""},
 		"its certificate read":     {roleRules, "", "secrets", "get", DIServerTLSSecret},
 		"its certificate reissued": {roleRules, "", "secrets", "update", DIServerTLSSecret},
