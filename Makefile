@@ -16,7 +16,7 @@ export NEREID_VERSION := $(VERSION)
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build Nereid's binaries (globalmanager, localcontroller, nereid-preflight) into _output/bin.
@@ -71,8 +71,12 @@ demo-lifelong: ## Run the lifelong learning example: grow its dataset on edge-0 
 	$(GO) run ./hack/demo -example lifelonglearningjob $(DEMO_ARGS)
 
 .PHONY: demo-dijob
-demo-dijob: ## Run the DIJob example: show its replicas' pods, DI_RANK/DI_NODES and Service, then play the learner and evaluator to the end (make local-up first; watch kubectl get dijob -w).
+demo-dijob: ## Run the DIJob example: show its replicas' pods, DI_RANK/DI_NODES, Service and the replicas API's answer, then play the learner and evaluator to the end (make local-up first; watch kubectl get dijob -w).
 	$(GO) run ./hack/demo -example dijob $(DEMO_ARGS)
+
+.PHONY: demo-dijob-v1
+demo-dijob-v1: ## Run the v1alpha1 DIJob example and play its coordinator against the v1 replicas server: ask for replicas, list, fail, give back, succeed (make local-up first).
+	$(GO) run ./hack/demo -example dijob-v1 $(DEMO_ARGS)
 
 .PHONY: bench
 bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').

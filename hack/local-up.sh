@@ -28,6 +28,15 @@
 #                                  before 1.37 (default 1: the GenericWorkload gate on the
 #                                  API server, scheduler and controller-manager, and
 #                                  scheduling.k8s.io/v1beta1 served: Workloads, PodGroups)
+#   NEREID_DI_SERVER_PORT          the loopback port of the GlobalManager's DIJob replicas
+#                                  API, v2alpha1 (default: offset 6 of the port block;
+#                                  0 serves none). HTTPS with the GlobalManager's own CA,
+#                                  as the chart serves it; DIJob pods get its URL, CA and
+#                                  a token for it
+#   NEREID_DI_V1_SERVER_PORT       the loopback port of its replicas server of v1alpha1
+#                                  DIJobs' coordinators (default: offset 7 of the port
+#                                  block; 0 serves none). Plain HTTP; coordinators get
+#                                  127.0.0.1:<port> as KUBERNETES_SERVER_URL
 #   NEREID_POD_CIDR                the addresses kwok gives pods (default 127.64.0.1/16,
 #                                  loopback: a test or demo speaks from a pod's address)
 #   NEREID_READY_TIMEOUT           seconds to wait for each component (default 120)
@@ -367,7 +376,16 @@ install_crds() {
     return
   fi
   nereid::log "installing CRDs from build/crds/"
-  kubectl_admin apply -f "${dir}/" >/dev/null || nereid::fatal "kubectl apply -f ${dir}/ failed"
+  local out
+  if ! out="$(kubectl_admin apply -f "${dir}/" 2>&1 >/dev/null)"; then
+    # The GlobalManager points the DIJob CRD's conversion webhook at its loopback URL.
+    # A client-side apply adds the file's Service beside that URL, which the API server
+    # refuses (exactly one of them); replace puts the file's clientConfig back, and the
+    # GlobalManager, (re)started below, points the CRD at itself again.
+    [[ "${out}" == *"exactly one of url or service is required"* ]] || nereid::fatal "kubectl apply -f ${dir}/ failed: ${out}"
+    nereid::log "the DIJob CRD points at an earlier GlobalManager's conversion webhook; replacing the CRDs"
+    kubectl_admin replace --save-config -f "${dir}/" >/dev/null || nereid::fatal "kubectl replace -f ${dir}/ failed"
+  fi
   kubectl_admin wait --for=condition=Established --timeout=60s -f "${dir}/" >/dev/null ||
     nereid::fatal "the CRDs in ${dir}/ did not become Established"
 }
@@ -473,7 +491,9 @@ EOF
 # bound to its node's Pod of the LocalControllers' DaemonSet (nereid-local). Their
 # ports are the reserved ones: the GlobalManager's health/metrics at +10, its edge hub
 # (wss) at +11, then per LocalController i its worker API at +12+2i and its
-# health/metrics at +13+2i (so at most four LocalControllers).
+# health/metrics at +13+2i (so at most four LocalControllers); the GlobalManager's
+# DIJob replicas API is at NEREID_DI_SERVER_PORT (+6 by default), its v1 replicas
+# server at NEREID_DI_V1_SERVER_PORT (+7 by default).
 ensure_nereid() {
   if [[ "${NEREID_GLOBALMANAGER:-1}" == "0" ]]; then
     return
@@ -489,6 +509,8 @@ ensure_nereid() {
     --edge-nodes="${EDGE_NODES}"
     --lc-nodes="${NEREID_LC_NODES:-edge}"
     --first-port="${NEREID_RESERVED_PORT_FIRST}"
+    --di-server-port="${NEREID_DI_SERVER_PORT}"
+    --di-v1-server-port="${NEREID_DI_V1_SERVER_PORT}"
     --ready-timeout="${READY_TIMEOUT}s"
   )
   "${NEREID_OUT_DIR}/bin/localrun" identities "${localrun[@]}" || exit 1

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nereid-ml/nereid/hack/localrun"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 )
@@ -57,7 +60,9 @@ func runDIJob(outDir, ns string, pause time.Duration) error {
 	if err := kubectl(ctx, d, "get", "service", "-n", ns, dijob.ServiceName(diJobName), "-o", "wide"); err != nil {
 		return err
 	}
-	say("(the replicas HTTP API, GET /v2alpha1/job/%s.%s/replicas, is not served here: local-up starts the GlobalManager without --di-server-address)", ns, diJobName)
+	if err := showReplicas(ctx, d, pods[0]); err != nil {
+		return err
+	}
 
 	// Play the workers: the learner trains, then the evaluator judges.
 	var collectors []string
@@ -104,6 +109,64 @@ func runDIJob(outDir, ns string, pause time.Duration) error {
 		return err
 	}
 	return kubectl(ctx, d, "get", "dijob", "-n", ns, diJobName)
+}
+
+// showReplicas calls the replicas HTTP API as worker's DI-engine would:
+// GET /v2alpha1/job/<namespace>.<name>/replicas at its DI_SERVER_URL,
+// trusting the CA of its DI_SERVER_CA_FILE and presenting the token of its
+// DI_SERVER_TOKEN_FILE. kwok mounts no volumes, so the demo takes the CA
+// from the pod's annotation and asks the API server for the token the
+// kubelet would project: the pod's ServiceAccount's, for the API's
+// audience, bound to the pod.
+func showReplicas(ctx context.Context, d *demoRun, worker corev1.Pod) error {
+	base := envOf(worker, "DI_SERVER_URL")
+	if base == "" {
+		return fmt.Errorf("%s has no DI_SERVER_URL: the GlobalManager serves no replicas API (make local-up serves it unless NEREID_DI_SERVER_PORT=0)", worker.Name)
+	}
+	var token string
+	if audience := serverTokenAudience(worker); audience != "" {
+		var err error
+		if token, err = localrun.BoundToken(ctx, d.kube, &worker, audience, 10*time.Minute); err != nil {
+			return err
+		}
+	}
+	client, err := trustingClient(worker.Annotations[dijob.AnnotationServerCA])
+	if err != nil {
+		return fmt.Errorf("%s: %w", worker.Name, err)
+	}
+	call := diCall{method: http.MethodGet, url: fmt.Sprintf("%s/v2alpha1/job/%s.%s/replicas", base, worker.Namespace, diJobName), token: token}
+	say("the replicas HTTP API, as %s calls it (DI_SERVER_URL, its CA and a token bound to the pod): GET %s", worker.Name, call.url)
+	r, err := call.do(ctx, client, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	var replicas []string
+	if err := json.Unmarshal(r.Data, &replicas); err != nil {
+		return fmt.Errorf("GET %s: data is not a list of addresses: %s", call.url, r.Data)
+	}
+	say("answered %q; the job's replicas, ip:port in rank order:", r.Message)
+	for _, a := range replicas {
+		fmt.Printf("  %s\n", a)
+	}
+	fmt.Println()
+	return nil
+}
+
+// serverTokenAudience is the audience of the replicas API's token that pod's
+// projected volumes hold, "" if none does (the API then takes the API
+// server's audience).
+func serverTokenAudience(pod corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && t.Audience != "" {
+				return t.Audience
+			}
+		}
+	}
+	return ""
 }
 
 // waitDIJob waits until the job has a status of its current generation

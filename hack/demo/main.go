@@ -15,9 +15,19 @@
 //
 // With -example dijob (make demo-dijob) it applies examples/dijob/dijob.yaml,
 // shows what DI-engine's workers find once the job runs (their pods, DI_RANK,
-// DI_NODES, the headless Service), then plays the learner and the evaluator
+// DI_NODES, the headless Service, the replicas HTTP API's GET replicas as
+// the learner calls it), then plays the learner and the evaluator
 // to their end, so that the job goes Succeeded and its cleanPodPolicy deletes
 // the collectors.
+//
+// With -example dijob-v1 (make demo-dijob-v1) it applies examples/dijob-v1,
+// a coordinator-driven diengine.opendilab.org/v1alpha1 job, waits for the
+// coordinator pod the GlobalManager makes, and plays that coordinator against
+// the v1 replicas server at its KUBERNETES_SERVER_URL, from its pod's
+// address: it asks for 2 collectors and a learner, lists the replicas,
+// reports a collector failed, gives one back, then ends, so that the job
+// goes Succeeded (read in v1alpha1). It stops within 5 minutes, saying what
+// it waited for when something does not come.
 //
 // It needs `make local-up` first.
 package main
@@ -29,7 +39,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,9 +74,9 @@ Flags:
 	outDir := fs.String("out-dir", "_output/local", "State dir of the local run (make local-up).")
 	namespace := fs.String("namespace", "demo", "Namespace to run the example in.")
 	example := fs.String("example", "federatedlearningjob",
-		"Example to run: federatedlearningjob, incrementallearningjob, lifelonglearningjob or dijob.")
+		"Example to run: federatedlearningjob, incrementallearningjob, lifelonglearningjob, dijob or dijob-v1.")
 	rounds := fs.Int("rounds", 3, "Training rounds each worker reports (federated), or learning-cycle rounds to play.")
-	pause := fs.Duration("pause", 2*time.Second, "Pause between rounds (dijob: before each worker ends), so there is time to watch.")
+	pause := fs.Duration("pause", 2*time.Second, "Pause between rounds (dijob, dijob-v1: before each worker ends), so there is time to watch.")
 	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on --help and a bad flag.
 	var err error
 	switch *example {
@@ -77,8 +86,10 @@ Flags:
 		err = runCycle(*outDir, *namespace, *example, *rounds, *pause)
 	case "dijob":
 		err = runDIJob(*outDir, *namespace, *pause)
+	case "dijob-v1":
+		err = runDIJobV1(*outDir, *namespace, *pause)
 	default:
-		err = fmt.Errorf("-example %q is not one of federatedlearningjob, incrementallearningjob, lifelonglearningjob, dijob", *example)
+		err = fmt.Errorf("-example %q is not one of federatedlearningjob, incrementallearningjob, lifelonglearningjob, dijob, dijob-v1", *example)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -304,8 +315,7 @@ func postOnce(ctx context.Context, kube kubernetes.Interface, lc, namespace, wor
 	if pod.Status.PodIP == "" {
 		return 0, fmt.Errorf("pod %s has no address yet", worker)
 	}
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(pod.Status.PodIP)}, Timeout: 10 * time.Second}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	client := clientFrom(pod.Status.PodIP)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lc+"/sedna/workers/"+worker+"/info", bytes.NewReader(data))
 	if err != nil {
 		return 0, err

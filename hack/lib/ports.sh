@@ -12,7 +12,11 @@
 #    2 kube-apiserver       3 kube-controller-manager (secure, /healthz)
 #    4 kube-scheduler (secure, /healthz)
 #    5 kwok server (/healthz; the simulated kubelets' endpoint)
-#    6-9 spare
+#    6 the GlobalManager's DIJob replicas API (v2alpha1; NEREID_DI_SERVER_PORT
+#      overrides it, 0 serves none)
+#    7 its replicas server of v1alpha1 DIJobs' coordinators (NEREID_DI_V1_SERVER_PORT
+#      overrides it, 0 serves none)
+#    8-9 spare
 #   10-19 reserved for Nereid's own processes (GlobalManager, LocalControllers)
 
 readonly NEREID_PORT_RANGE_FIRST=20000
@@ -44,6 +48,14 @@ nereid::ports::init() {
   NEREID_KCM_PORT=$((NEREID_PORT_BASE + 3))
   NEREID_SCHEDULER_PORT=$((NEREID_PORT_BASE + 4))
   NEREID_KWOK_PORT=$((NEREID_PORT_BASE + 5))
+  NEREID_DI_SERVER_PORT="${NEREID_DI_SERVER_PORT:-$((NEREID_PORT_BASE + 6))}"
+  if ! [[ "${NEREID_DI_SERVER_PORT}" =~ ^[0-9]+$ ]] || ((NEREID_DI_SERVER_PORT > 65535)); then
+    nereid::fatal "NEREID_DI_SERVER_PORT=${NEREID_DI_SERVER_PORT} is not a port number (0 serves no replicas API)"
+  fi
+  NEREID_DI_V1_SERVER_PORT="${NEREID_DI_V1_SERVER_PORT:-$((NEREID_PORT_BASE + 7))}"
+  if ! [[ "${NEREID_DI_V1_SERVER_PORT}" =~ ^[0-9]+$ ]] || ((NEREID_DI_V1_SERVER_PORT > 65535)); then
+    nereid::fatal "NEREID_DI_V1_SERVER_PORT=${NEREID_DI_V1_SERVER_PORT} is not a port number (0 serves no v1 replicas server)"
+  fi
   NEREID_RESERVED_PORT_FIRST=$((NEREID_PORT_BASE + 10))
   NEREID_RESERVED_PORT_LAST=$((NEREID_PORT_BASE + 19))
 }

@@ -31,6 +31,11 @@ type GlobalManager struct {
 	// can own the cluster's one CRD, so tests that start several leave it
 	// off unless they convert.
 	DIJobConversion string
+	// DIServer is the DIJob replicas HTTP API (v2alpha1); nil serves none.
+	DIServer *DIServer
+	// DIV1Server is the replicas server of v1alpha1 DIJobs' coordinators;
+	// nil serves none.
+	DIV1Server *DIV1Server
 	// Verbosity is klog's -v; 0 leaves the default.
 	Verbosity int
 	// Extra flags go last, so that they win over the ones above.
@@ -55,6 +60,33 @@ type EdgeHub struct {
 	EveryNode bool
 }
 
+// DIServer is the GlobalManager's DIJob replicas HTTP API
+// (/v2alpha1/job/<namespace>.<name>/replicas).
+type DIServer struct {
+	// Address is its host:port.
+	Address string
+	// URL is where DIJob pods reach it: their DI_SERVER_URL.
+	URL string
+	// TLSSecret, in the GlobalManager's --edge-namespace, keeps the serving
+	// certificate the GlobalManager makes itself for URL's host, and its
+	// CA, which every DIJob pod gets; "" serves plain HTTP.
+	TLSSecret string
+	// TokenAudience is the audience a caller's token must have, for which
+	// every DIJob pod gets a token bound to it; "" takes the API server's.
+	TokenAudience string
+}
+
+// DIV1Server is the GlobalManager's replicas server of v1alpha1 DIJobs
+// (DI-orchestrator v0.2's /v1alpha1/replicas), which their coordinators
+// call over plain HTTP.
+type DIV1Server struct {
+	// Address is its host:port.
+	Address string
+	// URL is where coordinators reach it, host:port: their
+	// KUBERNETES_SERVER_URL.
+	URL string
+}
+
 // Args is the GlobalManager's command line.
 func (g GlobalManager) Args() []string {
 	args := []string{"--kubeconfig=" + g.Kubeconfig, "--health-address=" + g.HealthAddress}
@@ -75,10 +107,38 @@ func (g GlobalManager) Args() []string {
 		}
 	}
 	args = append(args, "--dijob-conversion-address="+g.DIJobConversion)
+	if s := g.DIServer; s != nil {
+		args = append(args, "--di-server-address="+s.Address, "--di-server-url="+s.URL)
+		if s.TLSSecret != "" {
+			args = append(args, "--di-server-tls-secret="+s.TLSSecret)
+		}
+		if s.TokenAudience != "" {
+			args = append(args, "--di-server-token-audiences="+s.TokenAudience)
+		}
+	}
+	if s := g.DIV1Server; s != nil {
+		args = append(args, "--di-v1-server-address="+s.Address, "--di-v1-server-url="+s.URL)
+	}
 	if g.Verbosity > 0 {
 		args = append(args, "-v="+strconv.Itoa(g.Verbosity))
 	}
 	return append(args, g.Extra...)
+}
+
+// Endpoints say where the GlobalManager serves what, as "what: URL", for
+// people to read.
+func (g GlobalManager) Endpoints() []string {
+	e := []string{"metrics: http://" + g.HealthAddress + "/metrics"}
+	if g.EdgeHub != nil {
+		e = append(e, "edge hub: wss://"+g.EdgeHub.Address)
+	}
+	if g.DIServer != nil {
+		e = append(e, "DIJob replicas API (v2alpha1): "+g.DIServer.URL)
+	}
+	if g.DIV1Server != nil {
+		e = append(e, "v1 replicas server: http://"+g.DIV1Server.Address)
+	}
+	return e
 }
 
 // WaitForEdgeHub waits until gm's edge hub has written its CA to
@@ -92,8 +152,15 @@ func WaitForEdgeHub(ctx context.Context, gm *Process, hub *EdgeHub, timeout time
 	if err != nil {
 		return err
 	}
-	return gm.WaitReady(ctx, timeout, "its edge hub to listen on "+hub.Address, func(ctx context.Context) bool {
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", hub.Address)
+	return WaitForListener(ctx, gm, "its edge hub", hub.Address, timeout)
+}
+
+// WaitForListener waits until what gm serves on address (host:port)
+// accepts connections: a server of the leader's, which starts once it leads,
+// after /readyz answers.
+func WaitForListener(ctx context.Context, gm *Process, what, address string, timeout time.Duration) error {
+	return gm.WaitReady(ctx, timeout, what+" to listen on "+address, func(ctx context.Context) bool {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", address)
 		if err != nil {
 			return false
 		}

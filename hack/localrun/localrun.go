@@ -49,6 +49,13 @@ const (
 	globalManagerTokenLifetime = 365 * 24 * time.Hour
 	// fieldManager applies the GlobalManager's identity.
 	fieldManager = "nereid-local-up"
+	// DIServerTLSSecret keeps the certificate of the DIJob replicas API, in
+	// Namespace: the chart's name (<release>-di-server-tls), which the
+	// chart's Role lets the GlobalManager read and update.
+	DIServerTLSSecret = "nereid-di-server-tls"
+	// DIServerTokenAudience is the audience of the tokens the replicas API
+	// takes: the chart's default (globalManager.dijob.server.tokenAudiences).
+	DIServerTokenAudience = "nereid-di-server"
 )
 
 // earlierNamespace is where an earlier local-up made its LocalControllers'
@@ -112,6 +119,12 @@ type Run struct {
 	// the GlobalManager's health and metrics, then its edge hub, then per
 	// LocalController its worker API and its health and metrics.
 	FirstPort int
+	// DIServerPort is the loopback port of the GlobalManager's DIJob
+	// replicas API (v2alpha1); 0 serves none.
+	DIServerPort int
+	// DIV1ServerPort is the loopback port of the GlobalManager's replicas
+	// server of v1alpha1 DIJobs' coordinators; 0 serves none.
+	DIV1ServerPort int
 	// ReadyTimeout bounds each wait for a process or a Pod.
 	ReadyTimeout time.Duration
 	// Logf tells the user what happens.
@@ -148,7 +161,34 @@ func (r *Run) GlobalManager() GlobalManager {
 		EdgeHub: &EdgeHub{Address: r.address(1), Namespace: Namespace, CAFile: r.caFile(),
 			LocalControllers: r.localControllers(), EveryNode: r.Nodes.EveryNode()},
 		DIJobConversion: "127.0.0.1:0",
+		DIServer:        r.diServer(),
+		DIV1Server:      r.diV1Server(),
 	}
+}
+
+// diV1Server is the local run's v1 replicas server: plain HTTP, as
+// DI-engine's v1 coordinators call it, on a loopback port, which is also
+// their KUBERNETES_SERVER_URL (the coordinators' pods have loopback
+// addresses, from which the demo speaks).
+func (r *Run) diV1Server() *DIV1Server {
+	if r.DIV1ServerPort == 0 {
+		return nil
+	}
+	address := "127.0.0.1:" + strconv.Itoa(r.DIV1ServerPort)
+	return &DIV1Server{Address: address, URL: address}
+}
+
+// diServer is the local run's DIJob replicas API, served as the chart serves
+// it: HTTPS with a certificate the GlobalManager makes and keeps in its
+// namespace, whose CA every DIJob pod gets, taking tokens of the chart's
+// audience only; on a loopback port instead of behind a Service, so its URL
+// (the certificate's host) is 127.0.0.1.
+func (r *Run) diServer() *DIServer {
+	if r.DIServerPort == 0 {
+		return nil
+	}
+	address := "127.0.0.1:" + strconv.Itoa(r.DIServerPort)
+	return &DIServer{Address: address, URL: "https://" + address, TLSSecret: DIServerTLSSecret, TokenAudience: DIServerTokenAudience}
 }
 
 // LocalController is the command line of the i-th LocalController, of node.
@@ -279,10 +319,19 @@ func (r *Run) StartGlobalManager(ctx context.Context) error {
 	if err == nil {
 		err = WaitForEdgeHub(ctx, p, gm.EdgeHub, r.ReadyTimeout)
 	}
+	if err == nil && gm.DIServer != nil {
+		err = WaitForListener(ctx, p, "its DIJob replicas API", gm.DIServer.Address, r.ReadyTimeout)
+	}
+	if err == nil && gm.DIV1Server != nil {
+		healthz := "http://" + gm.DIV1Server.Address + "/healthz"
+		err = p.WaitReady(ctx, r.ReadyTimeout, "its v1 replicas server's "+healthz, func(ctx context.Context) bool {
+			return answersOK(ctx, healthz)
+		})
+	}
 	if err != nil {
 		return &ProcessError{Name: p.Name, LogPath: p.LogPath, Err: err}
 	}
-	r.Logf("GlobalManager ready (metrics: %s/metrics, edge hub: wss://%s)", health, gm.EdgeHub.Address)
+	r.Logf("GlobalManager ready (%s)", strings.Join(gm.Endpoints(), ", "))
 	return nil
 }
 

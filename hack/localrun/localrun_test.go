@@ -101,6 +101,32 @@ func TestTheLocalRunsCommandLines(t *testing.T) {
 	}
 }
 
+// TestTheLocalRunServesTheReplicasAPIAsTheChartDoes: HTTPS with the
+// GlobalManager's own certificate, in the chart's Secret, for the chart's
+// token audience, on the loopback port it is given; the v1 server in plain
+// HTTP, its host:port the coordinators' KUBERNETES_SERVER_URL; and both
+// addresses are among those local-up prints.
+func TestTheLocalRunServesTheReplicasAPIAsTheChartDoes(t *testing.T) {
+	nodes, err := ParseNodes("cloud-0", "edge-0 edge-1", "edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{OutDir: "/out", Nodes: nodes, FirstPort: 30010, DIServerPort: 30006, DIV1ServerPort: 30007}
+	gm := r.GlobalManager()
+	args := gm.Args()
+	want := []string{"--di-server-address=127.0.0.1:30006", "--di-server-url=https://127.0.0.1:30006",
+		"--di-server-tls-secret=nereid-di-server-tls", "--di-server-token-audiences=nereid-di-server",
+		"--di-v1-server-address=127.0.0.1:30007", "--di-v1-server-url=127.0.0.1:30007"}
+	if diff := cmp.Diff(want, args[len(args)-len(want):]); diff != "" {
+		t.Errorf("the replicas API's flags (-want,+got):\n%s", diff)
+	}
+	wantEndpoints := []string{"metrics: http://127.0.0.1:30010/metrics", "edge hub: wss://127.0.0.1:30011",
+		"DIJob replicas API (v2alpha1): https://127.0.0.1:30006", "v1 replicas server: http://127.0.0.1:30007"}
+	if diff := cmp.Diff(wantEndpoints, gm.Endpoints()); diff != "" {
+		t.Errorf("what local-up prints (-want,+got):\n%s", diff)
+	}
+}
+
 func TestAGlobalManagerWithoutLeaseNamespaceRunsWithoutLeaderElection(t *testing.T) {
 	got := GlobalManager{Kubeconfig: "kc", Namespace: "ns", HealthAddress: "127.0.0.1:0", Verbosity: 2, Extra: []string{"--x=1"}}.Args()
 	want := []string{"--kubeconfig=kc", "--health-address=127.0.0.1:0", "--namespace=ns", "--leader-elect=false", "--dijob-conversion-address=", "-v=2", "--x=1"}

@@ -424,6 +424,12 @@ func TestExamplesApplyInKubectlsOrderWithoutMissingReference(t *testing.T) {
 	for _, path := range dirs {
 		dir := filepath.Base(path)
 		t.Run(dir, func(t *testing.T) {
+			if dir == "dijob-v1" {
+				// Its AggregatorConfig names its namespace, which kubectl apply -n
+				// refuses, and its v1alpha1 job needs the conversion webhook, which
+				// one GlobalManager at a time serves.
+				t.Skip("applied by TestDIJobV1alpha1IsServedBesideV2alpha1 (checkTheV1ExampleApplies)")
+			}
 			ns := framework.Namespace(t)
 			framework.StartGlobalManager(t, ns)
 			if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example(dir)); err != nil {

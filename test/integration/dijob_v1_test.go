@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
@@ -69,7 +70,7 @@ func dijobConversionClientConfig(ctx context.Context, t *testing.T) (webhookClie
 // they are; both versions read the same objects; a v2 job read in v1alpha1
 // and written back is unchanged; the v1 job gets no pods from the v2
 // controller (only its coordinator, the v1 operator's); a bad v1 field is
-// refused naming it.
+// refused naming it; examples/dijob-v1 applies as its header says.
 func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	compat := framework.DIv1alpha1Compat(t)
 	ns := framework.Namespace(t)
@@ -81,6 +82,7 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	checkV1JobReadsBackAsApplied(t, ns, compat)
 	checkV2JobUnchangedThroughV1alpha1(t, ns)
 	checkInvalidV1FieldsRefused(t, ns)
+	checkTheV1ExampleApplies(t, ns)
 	checkTheGlobalManagerPatchesOnlyThatCRD(t)
 }
 
@@ -211,6 +213,43 @@ func checkV1JobReadsBackAsApplied(t *testing.T, ns, compat string) {
 		owner := metav1.GetControllerOf(&p)
 		if owner == nil || (owner.Name != "tasks" && p.Name != coordinated.CoordinatorName(owner.Name)) {
 			t.Errorf("pod %s of %v: neither the v2 job's nor a v1 job's coordinator", p.Name, owner)
+		}
+	}
+}
+
+// examples/dijob-v1 applies as its header says, its AggregatorConfig into
+// the namespace it names (di-system) and its job into the user's, and both
+// read back as written: nothing the example says is pruned.
+func checkTheV1ExampleApplies(t *testing.T, ns string) {
+	t.Helper()
+	agconfig, job := filepath.Join(example("dijob-v1"), "00-aggregatorconfig.yaml"), filepath.Join(example("dijob-v1"), "10-dijob.yaml")
+	if out, err := framework.Kubectl(t, "apply", "-f", agconfig); err != nil {
+		t.Fatalf("kubectl apply -f examples/dijob-v1/00-aggregatorconfig.yaml: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "-f", agconfig, "--wait=false") })
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", job); err != nil {
+		t.Fatalf("kubectl apply -f examples/dijob-v1/10-dijob.yaml: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		path, kind string
+		resource   schema.GroupVersionResource
+		namespace  string
+	}{
+		{agconfig, "AggregatorConfig", aggregatorConfigs, "di-system"},
+		{job, "DIJob", dijobsV1, ns},
+	} {
+		want := framework.ReadManifest(t, tc.path, tc.kind)
+		got, err := dynamicClient(t).Resource(tc.resource).Namespace(tc.namespace).Get(t.Context(), want.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The schema's defaults are filled in (a port's protocol TCP).
+		wantSpec := normalized(t, want.Object["spec"])
+		if containers, found, _ := unstructured.NestedFieldNoCopy(wantSpec.(map[string]any), "aggregator", "template", "spec", "containers"); found {
+			withPortProtocol(containers)
+		}
+		if diff := cmp.Diff(wantSpec, normalized(t, got.Object["spec"])); diff != "" {
+			t.Errorf("examples/dijob-v1's %s read back in v1alpha1 (-applied,+read):\n%s", tc.kind, diff)
 		}
 	}
 }

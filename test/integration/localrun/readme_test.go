@@ -65,7 +65,7 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 // user who runs make demo again does: the second run finds the first run's
 // job (Succeeded, or where the first run left it) and must start it afresh.
 func TestEveryDemoRunsAgain(t *testing.T) {
-	for _, example := range []string{"federatedlearningjob", "dijob", "incrementallearningjob", "lifelonglearningjob"} {
+	for _, example := range []string{"federatedlearningjob", "dijob", "dijob-v1", "incrementallearningjob", "lifelonglearningjob"} {
 		t.Run(example, func(t *testing.T) {
 			runDemo(t, example)
 			runDemo(t, example)

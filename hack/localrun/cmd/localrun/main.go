@@ -45,6 +45,8 @@ func main() {
 	edge := fs.String("edge-nodes", "edge-0 edge-1", "Edge node names, separated by blanks.")
 	lcNodes := fs.String("lc-nodes", "edge", `The nodes that get a LocalController: "edge", "all" or a list of names.`)
 	firstPort := fs.Int("first-port", 0, "First of the ports reserved for Nereid's processes ($NEREID_RESERVED_PORT_FIRST).")
+	diServerPort := fs.Int("di-server-port", 0, "Loopback port of the GlobalManager's DIJob replicas API (v2alpha1); 0 serves none.")
+	diV1ServerPort := fs.Int("di-v1-server-port", 0, "Loopback port of the GlobalManager's replicas server of v1alpha1 DIJobs' coordinators; 0 serves none.")
 	timeout := fs.Duration("ready-timeout", 2*time.Minute, "How long to wait for each process or Pod.")
 	_ = fs.Parse(os.Args[2:])
 
@@ -77,7 +79,7 @@ func main() {
 		fatal(err)
 	}
 	run := &localrun.Run{OutDir: *outDir, BinDir: *binDir, Manifests: *manifests, Admin: admin, Nodes: nodes,
-		FirstPort: *firstPort, ReadyTimeout: *timeout, Logf: logf}
+		FirstPort: *firstPort, DIServerPort: *diServerPort, DIV1ServerPort: *diV1ServerPort, ReadyTimeout: *timeout, Logf: logf}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := step(run, ctx); err != nil {

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
@@ -31,11 +33,20 @@ func TestExamplesDecodeStrictlyIntoTheTypes(t *testing.T) {
 	if err := div2.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	// examples/dijob-v1: DI-orchestrator v0.2's kinds, and the Namespace its
+	// AggregatorConfig lives in.
+	if err := div1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	files, err := filepath.Glob("../../../../examples/*/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("finding examples: %v (found %d)", err, len(files))
 	}
 	kinds := map[string]int{}
+	versions := map[string]int{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -61,10 +72,16 @@ func TestExamplesDecodeStrictlyIntoTheTypes(t *testing.T) {
 				t.Errorf("%s: %s does not decode strictly: %v", f, meta.Kind, err)
 			}
 			kinds[meta.Kind]++
+			versions[meta.APIVersion+" "+meta.Kind]++
 		}
 	}
 	for _, gvk := range []string{"Dataset", "Model", "JointInferenceService", "FederatedLearningJob", "IncrementalLearningJob", "LifelongLearningJob", "DIJob"} {
 		if kinds[gvk] == 0 {
+			t.Errorf("no example of %s", gvk)
+		}
+	}
+	for _, gvk := range []string{div1.SchemeGroupVersion.String() + " DIJob", div1.SchemeGroupVersion.String() + " AggregatorConfig", div2.SchemeGroupVersion.String() + " DIJob"} {
+		if versions[gvk] == 0 {
 			t.Errorf("no example of %s", gvk)
 		}
 	}
