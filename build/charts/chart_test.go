@@ -114,7 +114,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
 		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",
 		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
-		"Service/nereid-di-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
+		"Service/nereid-di-server", "Service/nereid-di-v1-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
 		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
 		"ValidatingAdmissionPolicy/nereid-system-nereid-globalmanager-owner-label",
 		"ValidatingAdmissionPolicyBinding/nereid-system-nereid-globalmanager-owner-label",
@@ -159,6 +159,9 @@ func checkDefaultGlobalManager(t *testing.T, r release, ns string) *appsv1.Deplo
 		"di-server-url":               "https://nereid-di-server.nereid-system.svc:8081",
 		"di-server-tls-secret":        "nereid-di-server-tls",
 		"di-server-token-audiences":   "nereid-di-server",
+		"di-v1-server-address":        "0.0.0.0:8080",
+		"di-v1-server-url":            "nereid-di-v1-server.nereid-system:8080",
+		"di-aggregator-config":        "di-system/aggregator-config",
 		"dijob-conversion-address":    "0.0.0.0:9443",
 		"dijob-conversion-service":    "nereid-system/nereid-dijob-conversion:443",
 		"dijob-conversion-tls-secret": "nereid-dijob-conversion-tls",
@@ -681,9 +684,9 @@ func TestChartOwnerLabelPolicy(t *testing.T) {
 	}
 }
 
-// TestChartV1Server: dijob.v1Server.enabled serves the v1 replicas server
-// (flags, port, Service) and grants it the AggregatorConfigs' cache; off,
-// the default, none of it, the grant included.
+// TestChartV1Server: dijob.v1Server.enabled, the default, serves the v1
+// replicas server (flags, port, Service) and grants it the
+// AggregatorConfigs' cache; off, none of it, the grant included.
 func TestChartV1Server(t *testing.T) {
 	grantsAggregatorConfigs := func(r release) bool {
 		var role rbacv1.ClusterRole
@@ -699,17 +702,17 @@ func TestChartV1Server(t *testing.T) {
 		return false
 	}
 
-	off := render(t, "ml")
+	off := render(t, "ml", "--set", "globalManager.dijob.v1Server.enabled=false")
 	var gm appsv1.Deployment
 	off.get(t, "Deployment/nereid-globalmanager", &gm)
 	if _, ok := flags(gm.Spec.Template.Spec.Containers[0])["di-v1-server-address"]; ok {
-		t.Error("--di-v1-server-address by default: want the v1 server off")
+		t.Error("--di-v1-server-address with dijob.v1Server.enabled=false")
 	}
 	if _, ok := off["Service/nereid-di-v1-server"]; ok || grantsAggregatorConfigs(off) {
 		t.Error("the v1 server's Service or its grant rendered with the server off")
 	}
 
-	on := render(t, "ml", "--set", "globalManager.dijob.v1Server.enabled=true", "--set", "globalManager.dijob.v1Server.port=8090",
+	on := render(t, "ml", "--set", "globalManager.dijob.v1Server.port=8090",
 		"--set", "globalManager.dijob.v1Server.aggregatorConfig=ml/agconfig")
 	on.get(t, "Deployment/nereid-globalmanager", &gm)
 	c := gm.Spec.Template.Spec.Containers[0]

@@ -42,6 +42,8 @@ func TestTheChartGrantsWhatTheLocalRunsReplicasAPINeeds(t *testing.T) {
 		"a job's replicas changed": {clusterRules, "diengine.opendilab.org", "dijobs", "update", ""},
 		"a job's profilings":       {clusterRules, "diengine.opendilab.org", "dijobs/status", "update", ""},
 		"a v1 replica's Service":   {clusterRules, "", "services", "create", ""},
+		"a v1 Service gone":        {clusterRules, "", "services", "delete", ""},
+		"aggregator templates":     {clusterRules, "diengine.opendilab.org", "aggregatorconfigs", "watch", ""},
 		"its certificate made":     {roleRules, "", "secrets", "create", ""},
 		"its certificate read":     {roleRules, "", "secrets", "get", DIServerTLSSecret},
 		"its certificate reissued": {roleRules, "", "secrets", "update", DIServerTLSSecret},
