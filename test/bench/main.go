@@ -182,6 +182,11 @@ func run(o options) error {
 		if err != nil {
 			return fmt.Errorf("dijob: %w", err)
 		}
+		v1, err := benchDIJobV1(ctx, o.dijob, kube, sedna)
+		if err != nil {
+			return fmt.Errorf("dijob v1: %w", err)
+		}
+		results = append(results, v1...)
 		printTable(results)
 		if err := writeJSON(o.dijob.out, "dijob", results); err != nil {
 			return err

@@ -21,6 +21,12 @@ import (
 // removes them after it.
 func allocPool(t *testing.T, pool string, extra map[string]string, names ...string) (selector map[string]string, tolerations []corev1.Toleration) {
 	t.Helper()
+	return allocPoolOf(t, pool, extra, nil, names...)
+}
+
+// allocPoolOf is allocPool of nodes that also have the resources more.
+func allocPoolOf(t *testing.T, pool string, extra map[string]string, more corev1.ResourceList, names ...string) (selector map[string]string, tolerations []corev1.Toleration) {
+	t.Helper()
 	kube := framework.KubeClient(t)
 	for _, name := range names {
 		node := &corev1.Node{
@@ -31,6 +37,9 @@ func allocPool(t *testing.T, pool string, extra map[string]string, names ...stri
 			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 			}},
+		}
+		for k, v := range more {
+			node.Status.Allocatable[k] = v
 		}
 		node.Status.Capacity = node.Status.Allocatable
 		if _, err := kube.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {

@@ -20,7 +20,6 @@ import (
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -159,19 +158,23 @@ func TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
 	s.waitForReplicas(from, coordinator.Name, nil, nil)
 }
 
-// startV1JobsCoordinator applies a v1alpha1 DIJob and makes its
-// coordinator pod, as the v1 operator would, running on cloud-0 with an
-// address.
-func startV1JobsCoordinator(t *testing.T, ns, name string) *corev1.Pod {
+// startV1JobsCoordinator applies a v1alpha1 DIJob whose templates are
+// template (a busybox di-container when nil) and waits for its coordinator
+// pod, the v1 operator's, to run with an address.
+func startV1JobsCoordinator(t *testing.T, ns, name string, template ...map[string]any) *corev1.Pod {
 	t.Helper()
-	template := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": coordinated.ContainerName, "image": "busybox"}}}}
+	tmpl := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": coordinated.ContainerName, "image": "busybox"}}}}
+	learner := tmpl
+	if len(template) > 0 {
+		learner = template[0]
+	}
 	manifest := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": div1.SchemeGroupVersion.String(), "kind": "DIJob",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
-			"coordinator": map[string]any{"template": template},
-			"collector":   map[string]any{"template": template},
-			"learner":     map[string]any{"template": template},
+			"coordinator": map[string]any{"template": tmpl},
+			"collector":   map[string]any{"template": tmpl},
+			"learner":     map[string]any{"template": learner},
 		},
 	}}
 	v1dijobs := div1.SchemeGroupVersion.WithResource("dijobs")
@@ -183,19 +186,14 @@ func startV1JobsCoordinator(t *testing.T, ns, name string) *corev1.Pod {
 		}
 		return err == nil, nil
 	})
-	var job *div2.DIJob
-	framework.Eventually(t, 30*time.Second, "the DIJob in the GlobalManager's cache", func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, name, metav1.GetOptions{})
-		job = j
-		return err == nil && conversion.IsV1(j), err
+	var pod *corev1.Pod
+	name = coordinated.CoordinatorName(name)
+	framework.Eventually(t, 60*time.Second, "coordinator "+name+" to run with an address", func(ctx context.Context) (bool, error) {
+		p, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		pod = p
+		return err == nil && p.Status.PodIP != "", nil
 	})
-	view, err := conversion.ToV1(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, _ := coordinated.Pod(coordinated.Replica{Job: view, Type: coordinated.Coordinator, Name: coordinated.CoordinatorName(name), Template: &view.Spec.Coordinator.Template})
-	pod.Spec.NodeName = "cloud-0"
-	return runningPodWithIP(t, pod)
+	return pod
 }
 
 // checkV1ReplicaPods checks the pods behind the URLs answered: the job's,
