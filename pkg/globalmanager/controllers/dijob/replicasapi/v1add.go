@@ -23,6 +23,14 @@ import (
 // nothing: when a pod cannot be created, those created are deleted before
 // the failure is answered.
 func (s *Server) v1Add(ctx context.Context, w http.ResponseWriter, r *http.Request, ex *exchange) *reply {
+	return s.v1ReplicasChange(ctx, w, r, ex, s.v1Create)
+}
+
+// v1ReplicasChange reads and checks a body of DI's DIJobRequest (POST and
+// DELETE /v1alpha1/replicas) and makes the change act makes, as one of the
+// job's changes (v1Change).
+func (s *Server) v1ReplicasChange(ctx context.Context, w http.ResponseWriter, r *http.Request, ex *exchange,
+	act func(context.Context, *div2alpha1.DIJob, *v1Job, *v1ReplicasRequest) *reply) *reply {
 	var req v1ReplicasRequest
 	body, rep := s.v1Body(w, r, &req)
 	if rep == nil {
@@ -39,7 +47,7 @@ func (s *Server) v1Add(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	}
 	caller := s.v1CallerOf(req.Namespace, req.Coordinator)
 	return s.v1Change(ctx, r, ex, caller, body, func(ctx context.Context, job *div2alpha1.DIJob, st *v1Job) *reply {
-		return s.v1Create(ctx, job, st, &req)
+		return act(ctx, job, st, &req)
 	})
 }
 

@@ -20,24 +20,7 @@ import (
 // A pod is deleted with its own grace period, and leaves the answers to GET
 // at once.
 func (s *Server) v1Delete(ctx context.Context, w http.ResponseWriter, r *http.Request, ex *exchange) *reply {
-	var req v1ReplicasRequest
-	body, rep := s.v1Body(w, r, &req)
-	if rep == nil {
-		rep = checkCaller(req.Namespace, req.Coordinator)
-	}
-	if rep == nil {
-		rep = s.checkResources("collectors", &req.Collectors)
-	}
-	if rep == nil {
-		rep = s.checkResources("learners", &req.Learners)
-	}
-	if rep != nil {
-		return rep
-	}
-	caller := s.v1CallerOf(req.Namespace, req.Coordinator)
-	return s.v1Change(ctx, r, ex, caller, body, func(ctx context.Context, job *div2alpha1.DIJob, st *v1Job) *reply {
-		return s.v1Remove(ctx, job, st, &req)
-	})
+	return s.v1ReplicasChange(ctx, w, r, ex, s.v1Remove)
 }
 
 // v1Remove deletes what req asks for.
