@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -154,11 +153,7 @@ func startV1GlobalManager(ctx context.Context, kube kubernetes.Interface, ns str
 func v1ServerOf(ctx context.Context, gm *framework.Process) (string, error) {
 	var addr string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		for _, line := range strings.Split(gm.Log(), "\n") {
-			if _, after, ok := strings.Cut(line, `"Serving the DI v1 replicas server" address="`); ok {
-				addr, _, _ = strings.Cut(after, `"`)
-			}
-		}
+		addr = gm.V1ServerAddress()
 		return addr != "", nil
 	})
 	if err != nil {

@@ -113,9 +113,20 @@ func (p *Process) Stop(t testing.TB) {
 // HealthAddress is where a GlobalManager serves /healthz, /readyz and
 // /metrics, as the last start in its log says; "" until one has said.
 func (p *Process) HealthAddress() string {
+	return p.loggedAddress("Serving health and metrics")
+}
+
+// V1ServerAddress is where a GlobalManager serves the DIJob v1 replicas
+// server, as the last start in its log says; "" until one has said.
+func (p *Process) V1ServerAddress() string {
+	return p.loggedAddress("Serving the DI v1 replicas server")
+}
+
+// loggedAddress is the address of the last log line of msg.
+func (p *Process) loggedAddress(msg string) string {
 	var addr string
 	for _, line := range strings.Split(p.Log(), "\n") {
-		if _, after, ok := strings.Cut(line, `"Serving health and metrics" address="`); ok {
+		if _, after, ok := strings.Cut(line, `"`+msg+`" address="`); ok {
 			addr, _, _ = strings.Cut(after, `"`)
 		}
 	}

@@ -102,11 +102,7 @@ func v1ServerAddress(t *testing.T, gm *framework.Process) string {
 	t.Helper()
 	var addr string
 	framework.Eventually(t, 30*time.Second, "the v1 replicas server to listen", func(context.Context) (bool, error) {
-		for _, line := range strings.Split(gm.Log(), "\n") {
-			if _, after, ok := strings.Cut(line, `"Serving the DI v1 replicas server" address="`); ok {
-				addr, _, _ = strings.Cut(after, `"`)
-			}
-		}
+		addr = gm.V1ServerAddress()
 		return addr != "", nil
 	})
 	return "http://" + addr
