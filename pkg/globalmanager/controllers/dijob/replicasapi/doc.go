@@ -60,7 +60,8 @@
 // the bound and the current count; so is one that would take the job past
 // 1024 replicas in all (v2alpha1.MaxJobReplicas, the CRD's bound). So is a change to a job that is finished,
 // being deleted, or preemptible (the allocator owns a preemptible job's
-// replicas; DI silently did nothing for one). data is the task's replica set
+// replicas; DI silently did nothing for one), or a v1alpha1 job (its
+// coordinator asks the v1 replicas server). data is the task's replica set
 // after the change, its pod names "<job>-<task>-<rank>" in rank order; the
 // pods appear as the controller creates them. DI answered null.
 //

@@ -19,6 +19,7 @@ import (
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
 // portName names the container port a replica listens on (DI's
@@ -214,7 +215,9 @@ func (s *Server) latest(ctx context.Context, job *div2alpha1.DIJob, attempt int)
 }
 
 // scalable refuses to scale cur when it is not the job that was authorized
-// (authorized), or is going, finished or preemptible.
+// (authorized), or is going, finished, preemptible or a v1alpha1 job (its
+// coordinator asks the v1 replicas server for its replicas; its tasks are
+// one of each, whatever their replicas say).
 func scalable(cur, authorized *div2alpha1.DIJob) *reply {
 	switch {
 	case cur.UID != authorized.UID:
@@ -225,6 +228,8 @@ func scalable(cur, authorized *div2alpha1.DIJob) *reply {
 		return fail(http.StatusConflict, "DIJob %s has finished (%s)", klog.KObj(cur), cur.Status.Phase)
 	case cur.Spec.Preemptible:
 		return fail(http.StatusConflict, "DIJob %s is preemptible: the allocator sets its replicas", klog.KObj(cur))
+	case conversion.IsV1(cur):
+		return fail(http.StatusConflict, "DIJob %s is a v1alpha1 job: its coordinator asks the v1 replicas server (/v1alpha1/replicas) for collectors and learners", klog.KObj(cur))
 	}
 	return nil
 }

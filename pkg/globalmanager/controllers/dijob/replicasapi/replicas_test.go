@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
 func TestGetReplicasListsLiveReplicasInRankOrder(t *testing.T) {
@@ -263,6 +264,14 @@ func scaleRefusedCases() map[string]scaleCase {
 			change: func(j *div2alpha1.DIJob) { j.Spec.Preemptible = true },
 			method: http.MethodPost, body: `{"replicas": 1}`,
 			wantStatus: http.StatusConflict, wantMessage: "the allocator sets its replicas",
+			wantReplicas: map[string]int32{"learner": 1, "collector": 3},
+		},
+		"v1alpha1 job": {
+			change: func(j *div2alpha1.DIJob) {
+				j.Annotations = map[string]string{conversion.AnnotationV1: "{}"}
+			},
+			method: http.MethodPost, body: `{"replicas": 1}`,
+			wantStatus: http.StatusConflict, wantMessage: "is a v1alpha1 job: its coordinator asks the v1 replicas server",
 			wantReplicas: map[string]int32{"learner": 1, "collector": 3},
 		},
 	}
