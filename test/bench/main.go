@@ -178,17 +178,7 @@ func run(o options) error {
 		}
 	}
 	if runs("dijob") {
-		results, err := benchDIJob(ctx, o.dijob, kube, sedna, c)
-		if err != nil {
-			return fmt.Errorf("dijob: %w", err)
-		}
-		v1, err := benchDIJobV1(ctx, o.dijob, kube, sedna)
-		if err != nil {
-			return fmt.Errorf("dijob v1: %w", err)
-		}
-		results = append(results, v1...)
-		printTable(results)
-		if err := writeJSON(o.dijob.out, "dijob", results); err != nil {
+		if err := runDIJob(ctx, o.dijob, kube, sedna, c); err != nil {
 			return err
 		}
 	}
@@ -767,6 +757,22 @@ func createJobs(ctx context.Context, sedna sednaclient.Interface, w *podWatcher,
 	progress("the %d jobs were created in %s", n, time.Since(start).Round(time.Millisecond))
 	err = w.waitFor(ctx, 15*time.Minute, func() bool { return len(w.pods) >= 3*n && w.services >= n })
 	return time.Since(start), err
+}
+
+// runDIJob runs the DIJob section, v2alpha1 jobs then v1alpha1 ones, and
+// prints and writes its table.
+func runDIJob(ctx context.Context, o dijobOptions, kube kubernetes.Interface, sedna sednaclient.Interface, c ceiling) error {
+	results, err := benchDIJob(ctx, o, kube, sedna, c)
+	if err != nil {
+		return fmt.Errorf("dijob: %w", err)
+	}
+	v1, err := benchDIJobV1(ctx, o, kube, sedna)
+	if err != nil {
+		return fmt.Errorf("dijob v1: %w", err)
+	}
+	results = append(results, v1...)
+	printTable(results)
+	return writeJSON(o.out, "dijob", results)
 }
 
 // createAtOnce calls create for the jobs job-0 … job-<n-1> from 16
