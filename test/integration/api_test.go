@@ -362,8 +362,8 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 	}{
 		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "EDGE", "AGE"}},
 		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
-		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
-		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "EDGE-READY", "CLOUD-READY", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ROUND", "SLOWEST", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
 		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
 		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
 	}
@@ -382,6 +382,7 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 			}
 		})
 	}
+	checkProgressColumns(t, ns)
 	out, err := framework.Kubectl(t, "get", "sedna", "-n", ns, "-o", "name")
 	if err != nil {
 		t.Fatalf("kubectl get sedna: %v", err)
@@ -389,6 +390,115 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 	if got := len(strings.Fields(out)); got != wantObjects {
 		t.Errorf("kubectl get sedna listed %d objects, want the %d of the examples:\n%s", got, wantObjects, out)
 	}
+}
+
+// checkProgressColumns writes the status fields that say a job's progress
+// into the examples (no GlobalManager runs in ns to change them) and reads
+// them back from the columns of kubectl get, -o wide's included: the
+// columns' JSONPaths name fields the status has.
+func checkProgressColumns(t *testing.T, ns string) {
+	cases := map[string]struct {
+		status string
+		want   map[string]string // column: cell, under -o wide
+	}{
+		"fl/surface-defect-detection": {
+			`{"round":5,"slowestRound":3,"slowestNode":"edge-1","fastestNode":"edge-0","edgeNodes":[` +
+				`{"name":"edge-0","lastHeardTime":"2026-01-01T00:00:00Z","lastReportID":9,"round":5},` +
+				`{"name":"edge-1","lastHeardTime":"2026-01-01T00:00:00Z","lastReportID":4,"round":3}]}`,
+			map[string]string{"ROUND": "5", "SLOWEST": "3", "SLOWEST-NODE": "edge-1", "FASTEST-NODE": "edge-0"},
+		},
+		"ji/helmet-detection-inference-example": {
+			`{"edgeReady":"1/1","cloudReady":"0/2"}`,
+			map[string]string{"EDGE-READY": "1/1", "CLOUD-READY": "0/2"},
+		},
+		"il/helmet-detection-demo": {
+			`{"stage":"Eval","state":"Running","round":3,"deployedRound":2}`,
+			map[string]string{"STAGE": "Eval", "ROUND": "3", "DEPLOYED": "2"},
+		},
+		"ll/atcii-classifier-demo": {
+			`{"stage":"Train","state":"Waiting","round":1}`,
+			map[string]string{"STAGE": "Train", "ROUND": "1"},
+		},
+	}
+	for obj, tc := range cases {
+		t.Run(obj, func(t *testing.T) {
+			if out, err := framework.Kubectl(t, "patch", "-n", ns, obj, "--subresource=status", "--type=merge", "-p", `{"status":`+tc.status+`}`); err != nil {
+				t.Fatalf("writing the status of %s: %v\n%s", obj, err, out)
+			}
+			out, err := framework.Kubectl(t, "get", "-n", ns, obj, "-o", "wide")
+			if err != nil {
+				t.Fatalf("kubectl get %s -o wide: %v", obj, err)
+			}
+			rows := tableRows(out)
+			if len(rows) != 1 {
+				t.Fatalf("kubectl get %s -o wide printed %d rows, want 1:\n%s", obj, len(rows), out)
+			}
+			got := map[string]string{}
+			for col := range tc.want {
+				got[col] = rows[0][col]
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("kubectl get %s -o wide (-want,+got):\n%s\n%s", obj, diff, out)
+			}
+		})
+	}
+	// The per-node rounds, as kubectl describe lists them.
+	out, err := framework.Kubectl(t, "describe", "-n", ns, "fl/surface-defect-detection")
+	if err != nil {
+		t.Fatalf("kubectl describe fl: %v", err)
+	}
+	for _, want := range []string{"Slowest Node:", "edge-1", "Round:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl describe fl does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// tableRows reads kubectl get's table: each row's cells by column, cut at
+// the columns' offsets in the header line (a cell may be empty or hold
+// spaces).
+func tableRows(out string) []map[string]string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	header := lines[0]
+	type column struct {
+		name       string
+		start, end int
+	}
+	var cols []column
+	for i := 0; i < len(header); {
+		if header[i] == ' ' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(header) && header[j] != ' ' {
+			j++
+		}
+		cols = append(cols, column{name: header[i:j], start: i})
+		i = j
+	}
+	for k := range cols {
+		cols[k].end = -1
+		if k+1 < len(cols) {
+			cols[k].end = cols[k+1].start
+		}
+	}
+	var rows []map[string]string
+	for _, line := range lines[1:] {
+		row := map[string]string{}
+		for _, c := range cols {
+			if c.start >= len(line) {
+				continue
+			}
+			end := c.end
+			if end < 0 || end > len(line) {
+				end = len(line)
+			}
+			row[c.name] = strings.TrimSpace(line[c.start:end])
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // A learning job's outputDir cannot change: the rounds' data and models are

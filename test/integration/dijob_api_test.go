@@ -49,8 +49,22 @@ func TestDIJobExamplesApply(t *testing.T) {
 	if r := spec["tasks"].([]any)[0].(map[string]any)["replicas"]; r != int64(1) {
 		t.Errorf("spec.tasks[0].replicas = %v, want the default 1", r)
 	}
-	if out, err := framework.Kubectl(t, "get", "dijob", "-n", ns, "minimal"); err != nil || !strings.Contains(out, "REPLICAS") {
-		t.Errorf("kubectl get dijob (short name, printer columns): %v\n%s", err, out)
+	// The printer columns, TASKS-READY read back from a status written here
+	// (no GlobalManager runs in ns to change it).
+	if out, err := framework.Kubectl(t, "patch", "-n", ns, "dijob/minimal", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"tasksReady":"learner 0/1, collector 3/4"}}`); err != nil {
+		t.Fatalf("writing the status of dijob/minimal: %v\n%s", err, out)
+	}
+	out, err := framework.Kubectl(t, "get", "dijob", "-n", ns, "minimal")
+	if err != nil {
+		t.Fatalf("kubectl get dijob (short name, printer columns): %v\n%s", err, out)
+	}
+	wantColumns := []string{"NAME", "PHASE", "READYREPLICAS", "REPLICAS", "TASKS-READY", "RESTARTS", "RESCHEDULES", "ADMISSION", "REASON", "AGE"}
+	if diff := cmp.Diff(wantColumns, strings.Fields(strings.SplitN(out, "\n", 2)[0])); diff != "" {
+		t.Errorf("columns of kubectl get dijob (-want,+got):\n%s", diff)
+	}
+	if rows := tableRows(out); len(rows) != 1 || rows[0]["TASKS-READY"] != "learner 0/1, collector 3/4" {
+		t.Errorf("kubectl get dijob shows rows %q; want TASKS-READY \"learner 0/1, collector 3/4\"\n%s", rows, out)
 	}
 }
 

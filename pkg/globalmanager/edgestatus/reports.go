@@ -47,6 +47,7 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *
 		Worker:         common.ClipText(r.Worker, sednav1.MaxWorkerNameBytes),
 		Stage:          common.ClipText(string(info.Kind), sednav1.MaxStageBytes),
 		State:          common.ClipText(string(info.Status), sednav1.MaxStageBytes),
+		Round:          reportRound(info),
 		Metrics:        ReportMetrics(info),
 	}
 	out := append([]sednav1.EdgeNodeStatus(nil), nodes...)
@@ -57,6 +58,32 @@ func RecordEdgeReport(nodes []sednav1.EdgeNodeStatus, from edgeproto.Source, r *
 		sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	}
 	return out, true
+}
+
+// The ownerInfo keys of a report's round: Sedna's federated learning
+// workers write currentRound, the learning cycles' LocalController round.
+var roundKeys = []string{"currentRound", "round"}
+
+// reportRound is the round a report's ownerInfo names under one of
+// roundKeys, as a number or a numeric string; 0 when it names none, or one
+// that is not a positive whole number that fits an int32.
+func reportRound(info *edgeproto.WorkerInfo) int32 {
+	var fields map[string]json.RawMessage
+	if len(info.OwnerInfo) == 0 || json.Unmarshal(info.OwnerInfo, &fields) != nil {
+		return 0
+	}
+	for _, k := range roundKeys {
+		v, ok := fields[k]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(MetricText(v), 10, 32)
+		if err != nil || n < 0 {
+			return 0
+		}
+		return int32(n)
+	}
+	return 0
 }
 
 // applied says whether the node's entry e counts the report id of store.

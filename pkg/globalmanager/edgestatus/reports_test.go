@@ -14,6 +14,36 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 )
 
+// TestANodesRoundIsTheOneItsReportNames: edgeNodes[].round, the per-node
+// round kubectl describe shows, is read from the report's ownerInfo under
+// Sedna's federated learning key or the learning cycles' one.
+func TestANodesRoundIsTheOneItsReportNames(t *testing.T) {
+	cases := map[string]struct {
+		ownerInfo string
+		want      int32
+	}{
+		"Sedna's federated learning worker": {`{"currentRound":5,"sampleCount":600,"startTime":1.5}`, 5},
+		"a learning cycle's report":         {`{"round":2,"numberOfSamples":10}`, 2},
+		"currentRound before round":         {`{"currentRound":7,"round":1}`, 7},
+		"a numeric string":                  {`{"currentRound":"4"}`, 4},
+		"no round":                          {`{"inferenceNumber":10}`, 0},
+		"no ownerInfo":                      {``, 0},
+		"not a whole number":                {`{"currentRound":2.5}`, 0},
+		"negative":                          {`{"currentRound":-1}`, 0},
+		"past an int32":                     {`{"currentRound":4294967296}`, 0},
+		"an object":                         {`{"currentRound":{"n":1}}`, 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			info := &edgeproto.WorkerInfo{Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning, OwnerInfo: json.RawMessage(tc.ownerInfo)}
+			nodes, _ := RecordEdgeReport(nil, edgeproto.Source{Node: "edge-1", Store: "s1"}, &edgeproto.Report{ID: 1, Worker: "w"}, info, metav1.Now())
+			if got := nodes[0].Round; got != tc.want {
+				t.Errorf("round %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRecordEdgeReportAppliesEachReportOnce(t *testing.T) {
 	now := metav1.NewTime(time.Unix(100, 0))
 	info := &edgeproto.WorkerInfo{Kind: edgeproto.StageTrain, Status: edgeproto.WorkerRunning,
@@ -21,7 +51,7 @@ func TestRecordEdgeReportAppliesEachReportOnce(t *testing.T) {
 	edge1 := edgeproto.Source{Node: "edge-1", Store: "s1"}
 	nodes, applied := RecordEdgeReport(nil, edge1, &edgeproto.Report{ID: 7, Worker: "w1"}, info, now)
 	want := []sednav1.EdgeNodeStatus{{Name: "edge-1", LastHeardTime: now, Store: "s1", LastReportID: 7, ReportsApplied: 1, Worker: "w1", Stage: "train", State: "running",
-		Metrics: []sednav1.Metric{{Key: "accuracy", Value: "0.9"}, {Key: "loss", Value: "0.25"}, {Key: "round", Value: "3"}}}}
+		Round: 3, Metrics: []sednav1.Metric{{Key: "accuracy", Value: "0.9"}, {Key: "loss", Value: "0.25"}, {Key: "round", Value: "3"}}}}
 	if !applied {
 		t.Fatal("a first report was not applied")
 	}

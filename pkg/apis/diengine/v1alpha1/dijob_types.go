@@ -10,6 +10,10 @@ import (
 // +kubebuilder:resource:shortName=dijob,categories=nereid
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Coordinator",type=integer,JSONPath=`.status.replicaStatus.Coordinator.active`,priority=1,description="Coordinator pods running"
+// +kubebuilder:printcolumn:name="Collectors",type=integer,JSONPath=`.status.replicaStatus.Collector.active`,description="Collector pods running"
+// +kubebuilder:printcolumn:name="Learners",type=integer,JSONPath=`.status.replicaStatus.Learner.active`,description="Learner pods running"
+// +kubebuilder:printcolumn:name="Aggregators",type=integer,JSONPath=`.status.replicaStatus.Aggregator.active`,priority=1,description="Aggregator pods running"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine driven by

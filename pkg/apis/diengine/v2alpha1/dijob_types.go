@@ -15,6 +15,7 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="ReadyReplicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Tasks-Ready",type=string,JSONPath=`.status.tasksReady`,description="Each task's ready replicas of those it asks for"
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
 // +kubebuilder:printcolumn:name="Reschedules",type=integer,JSONPath=`.status.reschedules`
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
@@ -163,6 +164,11 @@ type DIJobStatus struct {
 	// Replicas running and ready.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas"`
+	// Each task's ready replicas (running and ready) of those it asks for,
+	// in the spec's order, as "learner 1/1, collector 4/4": readyReplicas
+	// per task. Nereid's own, for kubectl get.
+	// +optional
+	TasksReady string `json:"tasksReady,omitempty"`
 	// The label selector of the job's pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`

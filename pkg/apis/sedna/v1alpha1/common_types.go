@@ -338,6 +338,11 @@ type EdgeNodeStatus struct {
 	// Its state: ready, running, completed or failed.
 	// +optional
 	State string `json:"state,omitempty"`
+	// The round the report was about, when its ownerInfo said: currentRound
+	// (Sedna's federated learning workers) or round (the learning cycles'
+	// LocalController); 0 otherwise.
+	// +optional
+	Round int32 `json:"round,omitempty"`
 	// The scalar fields of the worker's ownerInfo and results (round, metrics,
 	// inference counts), as reported, sorted by key; nested objects and lists
 	// as JSON text. Bounded as the type says.

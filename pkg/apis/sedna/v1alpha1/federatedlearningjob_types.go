@@ -10,6 +10,8 @@ import (
 // +kubebuilder:resource:shortName=fl,categories=sedna;nereid
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Round",type=integer,JSONPath=`.status.round`,description="The round the job is in: the highest round an edge node's workers reported"
+// +kubebuilder:printcolumn:name="Slowest",type=integer,JSONPath=`.status.slowestRound`,description="The lowest round an edge node's workers last reported: below ROUND while a node lags or its reports are held up"
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
@@ -17,6 +19,8 @@ import (
 // +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.conditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Slowest-Node",type=string,JSONPath=`.status.slowestNode`,priority=1
+// +kubebuilder:printcolumn:name="Fastest-Node",type=string,JSONPath=`.status.fastestNode`,priority=1
 
 // FederatedLearningJob trains one model from data that stays on the edge: a
 // training worker per edge dataset and one aggregation worker in the cloud.
@@ -139,6 +143,23 @@ type FederatedLearningJobStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	EdgeNodes []EdgeNodeStatus `json:"edgeNodes,omitempty"`
+	// The round the job is in: the highest round among the edge nodes'
+	// (edgeNodes[].round), that is the fastest node's; 0 until a worker
+	// reports one. Nereid's own, as the three fields below, written with
+	// the reports that move them.
+	// +optional
+	Round int32 `json:"round,omitempty"`
+	// The lowest round among the edge nodes', the slowest node's: below
+	// round while a node lags, or while its LocalController holds its
+	// reports (a link down).
+	// +optional
+	SlowestRound int32 `json:"slowestRound,omitempty"`
+	// The node with slowestRound (the first by name of those with it).
+	// +optional
+	SlowestNode string `json:"slowestNode,omitempty"`
+	// The node with round (the first by name of those with it).
+	// +optional
+	FastestNode string `json:"fastestNode,omitempty"`
 	// The metadata.generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -10,6 +10,8 @@ import (
 // +kubebuilder:resource:shortName=ji,categories=sedna;nereid
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Edge-Node",type=string,JSONPath=`.spec.edgeWorker.template.spec.nodeName`
+// +kubebuilder:printcolumn:name="Edge-Ready",type=string,JSONPath=`.status.edgeReady`,description="Available replicas of the edge worker's Deployment, of those it asks for"
+// +kubebuilder:printcolumn:name="Cloud-Ready",type=string,JSONPath=`.status.cloudReady`,description="Available replicas of the cloud worker's Deployment, of those it asks for"
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
@@ -74,6 +76,14 @@ type JointInferenceServiceStatus struct {
 	// Worker pods failed.
 	// +optional
 	Failed int32 `json:"failed"`
+	// The edge worker's Deployment: its available replicas of those it asks
+	// for, as "1/1" (0/n while it does not exist). Nereid's own, as
+	// cloudReady.
+	// +optional
+	EdgeReady string `json:"edgeReady,omitempty"`
+	// The cloud worker's Deployment, as edgeReady.
+	// +optional
+	CloudReady string `json:"cloudReady,omitempty"`
 	// Inference metrics reported by the edge workers.
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`

@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.jobConditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.jobConditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Deployed",type=integer,JSONPath=`.status.deployedRound`,priority=1,description="The round whose model the inference worker serves; 0 for the initial model"
 
 // LifelongLearningJob learns new tasks from an edge dataset round after round,
 // keeping what it learned in a knowledge base.

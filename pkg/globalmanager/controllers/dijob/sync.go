@@ -3,6 +3,7 @@ package dijob
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -286,22 +287,25 @@ func (sc *syncCtx) sortReplicas() {
 }
 
 // count fills what status counts of the job's pods: replicas, ready
-// replicas, pods per task and phase, the node of each replica, the
-// selector of the scale subresource, and the generation observed.
+// replicas, in all and per task, pods per task and phase, the node of each
+// replica, the selector of the scale subresource, and the generation
+// observed.
 func (c *Controller) count(job *div2.DIJob, wanted []replica, status *div2.DIJobStatus, pods []*corev1.Pod) {
 	status.Replicas = int32(len(wanted))
 	status.ReadyReplicas = 0
 	status.TaskStatus = nil
+	readyByTask := map[string]int32{}
 	byName := map[string]*corev1.Pod{}
 	for _, p := range pods {
 		if common.PodTerminating(p) {
 			continue
 		}
 		byName[p.Name] = p
+		task := p.Labels[LabelTaskName]
 		if p.Status.Phase == corev1.PodRunning && podReady(p) {
 			status.ReadyReplicas++
+			readyByTask[task]++
 		}
-		task := p.Labels[LabelTaskName]
 		if status.TaskStatus == nil {
 			status.TaskStatus = map[string]div2.TaskStatus{}
 		}
@@ -326,8 +330,30 @@ func (c *Controller) count(job *div2.DIJob, wanted []replica, status *div2.DIJob
 			status.Allocation = append(status.Allocation, node)
 		}
 	}
+	status.TasksReady = tasksReady(wanted, readyByTask)
 	status.Selector = common.OwnerSelector(job).String()
 	status.ObservedGeneration = job.Generation
+}
+
+// tasksReady is status.tasksReady: for each task of wanted, in spec order,
+// its name and its ready replicas of those it asks for ("learner 1/1,
+// collector 3/4"), as readyReplicas counts them: pods of the task's old
+// template or past its replicas count until they are gone. A task the spec
+// no longer has is not shown.
+func tasksReady(wanted []replica, ready map[string]int32) string {
+	var b strings.Builder
+	for i := 0; i < len(wanted); {
+		task := wanted[i].taskName
+		n := 0
+		for i < len(wanted) && wanted[i].taskName == task {
+			i, n = i+1, n+1
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d/%d", task, ready[task], n)
+	}
+	return b.String()
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -57,7 +57,10 @@ func replacingAdopted(ji *sednav1.JointInferenceService, a common.Adopted, actEr
 //     (its rollout passed the progress deadline, or it cannot create pods),
 //     the replicas it asks for that are not available. A Deployment still
 //     progressing counts none: pods being scheduled, pulled or restarted are
-//     not failures yet, and a pod that crashes is restarted in place.
+//     not failures yet, and a pod that crashes is restarted in place;
+//   - edgeReady and cloudReady: each Deployment's available replicas of
+//     those it asks for, "1/1" (while it does not exist, 0 of those it will
+//     be made with).
 //
 // It returns the events of the transitions, to record after the write.
 func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService, status *sednav1.JointInferenceServiceStatus, deployments map[string]*appsv1.Deployment, now metav1.Time) []common.Event {
@@ -65,15 +68,19 @@ func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService,
 	ready := true
 	var readiness, failures []string
 	failReason := ""
+	readyOf := map[string]*string{roleEdge: &status.EdgeReady, roleCloud: &status.CloudReady}
+	hpaOf := map[string]*sednav1.HPA{roleEdge: ji.Spec.EdgeWorker.HPA, roleCloud: ji.Spec.CloudWorker.HPA}
 	for _, role := range []string{roleEdge, roleCloud} {
 		name := workerName(ji, role)
 		d, ok := deployments[name]
 		if !ok || d.DeletionTimestamp != nil {
 			ready = false
 			readiness = append(readiness, fmt.Sprintf("%s worker: Deployment %s does not exist", role, name))
+			*readyOf[role] = fmt.Sprintf("0/%d", initialReplicas(hpaOf[role]))
 			continue
 		}
 		want := common.DeploymentReplicas(d)
+		*readyOf[role] = fmt.Sprintf("%d/%d", d.Status.AvailableReplicas, want)
 		active += d.Status.AvailableReplicas
 		if !common.DeploymentAvailable(d) {
 			ready = false

@@ -836,8 +836,9 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 		Message: "pods is forbidden: exceeded quota",
 	}}}
 	type counts struct {
-		Active, Failed   int32
-		Ready, FailedCnd corev1.ConditionStatus
+		Active, Failed        int32
+		EdgeReady, CloudReady string
+		Ready, FailedCnd      corev1.ConditionStatus
 	}
 	cases := map[string]struct {
 		edge, cloud appsv1.DeploymentStatus
@@ -846,21 +847,21 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 	}{
 		"both available": {
 			edge: available(1), cloud: available(1),
-			want:       counts{Active: 2, Ready: corev1.ConditionTrue},
+			want:       counts{Active: 2, EdgeReady: "1/1", CloudReady: "1/1", Ready: corev1.ConditionTrue},
 			wantEvents: []string{"Normal Ready the edge and cloud workers are available: edge worker: 1 of 1 replicas available; cloud worker: 1 of 1 replicas available"},
 		},
 		"cloud still starting": {
 			edge: available(1), cloud: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1},
-			want: counts{Active: 1, Ready: corev1.ConditionFalse},
+			want: counts{Active: 1, EdgeReady: "1/1", CloudReady: "0/1", Ready: corev1.ConditionFalse},
 		},
 		"edge past its progress deadline": {
 			edge: stuck, cloud: available(1),
-			want:       counts{Active: 1, Failed: 1, Ready: corev1.ConditionFalse, FailedCnd: corev1.ConditionTrue},
+			want:       counts{Active: 1, Failed: 1, EdgeReady: "0/1", CloudReady: "1/1", Ready: corev1.ConditionFalse, FailedCnd: corev1.ConditionTrue},
 			wantEvents: []string{"Warning Failed Deployment " + edgeName + ": ReplicaSet has timed out progressing."},
 		},
 		"cloud refused by a quota": {
 			edge: available(1), cloud: quota,
-			want:       counts{Active: 1, Failed: 1, Ready: corev1.ConditionFalse, FailedCnd: corev1.ConditionTrue},
+			want:       counts{Active: 1, Failed: 1, EdgeReady: "1/1", CloudReady: "0/1", Ready: corev1.ConditionFalse, FailedCnd: corev1.ConditionTrue},
 			wantEvents: []string{"Warning Failed Deployment " + cloudName + ": pods is forbidden: exceeded quota"},
 		},
 	}
@@ -882,7 +883,7 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 				t.Fatal(err)
 			}
 			status := f.storedService(t).Status
-			got := counts{Active: status.Active, Failed: status.Failed}
+			got := counts{Active: status.Active, Failed: status.Failed, EdgeReady: status.EdgeReady, CloudReady: status.CloudReady}
 			if c := common.FindJobCondition(status.Conditions, condReady); c != nil {
 				got.Ready = c.Status
 			}

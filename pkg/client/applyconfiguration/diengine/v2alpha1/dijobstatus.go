@@ -41,6 +41,10 @@ type DIJobStatusApplyConfiguration struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Replicas running and ready.
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+	// Each task's ready replicas (running and ready) of those it asks for,
+	// in the spec's order, as "learner 1/1, collector 4/4": readyReplicas
+	// per task. Nereid's own, for kubectl get.
+	TasksReady *string `json:"tasksReady,omitempty"`
 	// The label selector of the job's pods, for the scale subresource.
 	Selector *string `json:"selector,omitempty"`
 	// Times the job restarted after a pod failed.
@@ -99,6 +103,14 @@ func (b *DIJobStatusApplyConfiguration) WithReplicas(value int32) *DIJobStatusAp
 // If called multiple times, the ReadyReplicas field is set to the value of the last call.
 func (b *DIJobStatusApplyConfiguration) WithReadyReplicas(value int32) *DIJobStatusApplyConfiguration {
 	b.ReadyReplicas = &value
+	return b
+}
+
+// WithTasksReady sets the TasksReady field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TasksReady field is set to the value of the last call.
+func (b *DIJobStatusApplyConfiguration) WithTasksReady(value string) *DIJobStatusApplyConfiguration {
+	b.TasksReady = &value
 	return b
 }
 

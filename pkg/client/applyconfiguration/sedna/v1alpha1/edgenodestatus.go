@@ -62,6 +62,10 @@ type EdgeNodeStatusApplyConfiguration struct {
 	Stage *string `json:"stage,omitempty"`
 	// Its state: ready, running, completed or failed.
 	State *string `json:"state,omitempty"`
+	// The round the report was about, when its ownerInfo said: currentRound
+	// (Sedna's federated learning workers) or round (the learning cycles'
+	// LocalController); 0 otherwise.
+	Round *int32 `json:"round,omitempty"`
 	// The scalar fields of the worker's ownerInfo and results (round, metrics,
 	// inference counts), as reported, sorted by key; nested objects and lists
 	// as JSON text. Bounded as the type says.
@@ -148,6 +152,14 @@ func (b *EdgeNodeStatusApplyConfiguration) WithStage(value string) *EdgeNodeStat
 // If called multiple times, the State field is set to the value of the last call.
 func (b *EdgeNodeStatusApplyConfiguration) WithState(value string) *EdgeNodeStatusApplyConfiguration {
 	b.State = &value
+	return b
+}
+
+// WithRound sets the Round field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Round field is set to the value of the last call.
+func (b *EdgeNodeStatusApplyConfiguration) WithRound(value int32) *EdgeNodeStatusApplyConfiguration {
+	b.Round = &value
 	return b
 }
 

@@ -44,6 +44,19 @@ type FederatedLearningJobStatusApplyConfiguration struct {
 	Phase *sednav1alpha1.FLJobPhase `json:"phase,omitempty"`
 	// What the cloud last heard from each edge node with a worker here.
 	EdgeNodes []EdgeNodeStatusApplyConfiguration `json:"edgeNodes,omitempty"`
+	// The round the job is in: the highest round among the edge nodes'
+	// (edgeNodes[].round), that is the fastest node's; 0 until a worker
+	// reports one. Nereid's own, as the three fields below, written with
+	// the reports that move them.
+	Round *int32 `json:"round,omitempty"`
+	// The lowest round among the edge nodes', the slowest node's: below
+	// round while a node lags, or while its LocalController holds its
+	// reports (a link down).
+	SlowestRound *int32 `json:"slowestRound,omitempty"`
+	// The node with slowestRound (the first by name of those with it).
+	SlowestNode *string `json:"slowestNode,omitempty"`
+	// The node with round (the first by name of those with it).
+	FastestNode *string `json:"fastestNode,omitempty"`
 	// The metadata.generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
@@ -125,6 +138,38 @@ func (b *FederatedLearningJobStatusApplyConfiguration) WithEdgeNodes(values ...*
 		}
 		b.EdgeNodes = append(b.EdgeNodes, *values[i])
 	}
+	return b
+}
+
+// WithRound sets the Round field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Round field is set to the value of the last call.
+func (b *FederatedLearningJobStatusApplyConfiguration) WithRound(value int32) *FederatedLearningJobStatusApplyConfiguration {
+	b.Round = &value
+	return b
+}
+
+// WithSlowestRound sets the SlowestRound field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SlowestRound field is set to the value of the last call.
+func (b *FederatedLearningJobStatusApplyConfiguration) WithSlowestRound(value int32) *FederatedLearningJobStatusApplyConfiguration {
+	b.SlowestRound = &value
+	return b
+}
+
+// WithSlowestNode sets the SlowestNode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SlowestNode field is set to the value of the last call.
+func (b *FederatedLearningJobStatusApplyConfiguration) WithSlowestNode(value string) *FederatedLearningJobStatusApplyConfiguration {
+	b.SlowestNode = &value
+	return b
+}
+
+// WithFastestNode sets the FastestNode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FastestNode field is set to the value of the last call.
+func (b *FederatedLearningJobStatusApplyConfiguration) WithFastestNode(value string) *FederatedLearningJobStatusApplyConfiguration {
+	b.FastestNode = &value
 	return b
 }
 

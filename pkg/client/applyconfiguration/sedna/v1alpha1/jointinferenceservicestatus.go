@@ -35,6 +35,12 @@ type JointInferenceServiceStatusApplyConfiguration struct {
 	Active *int32 `json:"active,omitempty"`
 	// Worker pods failed.
 	Failed *int32 `json:"failed,omitempty"`
+	// The edge worker's Deployment: its available replicas of those it asks
+	// for, as "1/1" (0/n while it does not exist). Nereid's own, as
+	// cloudReady.
+	EdgeReady *string `json:"edgeReady,omitempty"`
+	// The cloud worker's Deployment, as edgeReady.
+	CloudReady *string `json:"cloudReady,omitempty"`
 	// Inference metrics reported by the edge workers.
 	Metrics []MetricApplyConfiguration `json:"metrics,omitempty"`
 	// What the cloud last heard from each edge node with a worker here.
@@ -83,6 +89,22 @@ func (b *JointInferenceServiceStatusApplyConfiguration) WithActive(value int32) 
 // If called multiple times, the Failed field is set to the value of the last call.
 func (b *JointInferenceServiceStatusApplyConfiguration) WithFailed(value int32) *JointInferenceServiceStatusApplyConfiguration {
 	b.Failed = &value
+	return b
+}
+
+// WithEdgeReady sets the EdgeReady field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the EdgeReady field is set to the value of the last call.
+func (b *JointInferenceServiceStatusApplyConfiguration) WithEdgeReady(value string) *JointInferenceServiceStatusApplyConfiguration {
+	b.EdgeReady = &value
+	return b
+}
+
+// WithCloudReady sets the CloudReady field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CloudReady field is set to the value of the last call.
+func (b *JointInferenceServiceStatusApplyConfiguration) WithCloudReady(value string) *JointInferenceServiceStatusApplyConfiguration {
+	b.CloudReady = &value
 	return b
 }
 
