@@ -29,6 +29,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/manager"
+	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 func main() {
@@ -81,7 +82,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.BuildInfoCollector())
 	metrics := common.NewMetrics(reg)
 	var ready, failed, following atomic.Value
 	ready.Store("waiting for leadership")
