@@ -172,7 +172,7 @@ func (o *options) managerConfig(owner edgehub.Owner) manager.Config {
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		},
 		ChildEventBatchPeriod: o.childBatchPeriod, EdgeNamespace: o.edgeNamespace, Owner: owner,
-		GangScheduler: mode, QuotaBackfill: o.quotaBackfill, AdoptSednaWorkers: o.adoptSednaWorkers,
+		GangScheduler: mode, QuotaBackfill: o.quotaBackfill, MetricsMaxJobs: o.metricsMaxJobs, AdoptSednaWorkers: o.adoptSednaWorkers,
 		Hub: edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,

@@ -5,12 +5,15 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
 	"time"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +59,9 @@ type Config struct {
 	// AdoptSednaWorkers adopts, before the caches fill, the children Sedna's
 	// GlobalManager left, so the controllers replace them.
 	AdoptSednaWorkers bool
+	// MetricsMaxJobs is how many jobs the per-job gauges export at most
+	// (jobmetrics).
+	MetricsMaxJobs int
 	// Hub configures the edge hub; an empty Hub.Address runs none.
 	Hub edgehub.Config
 }
@@ -105,6 +111,17 @@ func Start(ctx context.Context, cfg Config, c Clients, table []*kinds.Kind, metr
 	runners, err := build(ctx, served, d)
 	if err != nil {
 		return err
+	}
+	if reg != nil {
+		// Read from the caches at each scrape, and only while this replica
+		// leads: a standby's gauges would be of caches it does not fill.
+		jobs := jobmetrics.New(jobmetrics.Sources(served, func(k *kinds.Kind) func() []any {
+			return k.Informer(factory).GetStore().List
+		}), cmp.Or(cfg.MetricsMaxJobs, jobmetrics.DefaultMaxJobs))
+		if err := reg.Register(jobs); err != nil {
+			return fmt.Errorf("registering the per-job gauges: %w", err)
+		}
+		defer reg.Unregister(jobs)
 	}
 
 	// The edge hub adds indexes to the informers, so it is built before they start.

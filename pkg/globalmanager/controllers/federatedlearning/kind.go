@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,6 +26,12 @@ func init() {
 		GVK: jobKind, Resource: "federatedlearningjobs",
 		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Sedna().V1alpha1().FederatedLearningJobs().Informer()
+		},
+		// Sedna's status has no round: a round its workers report is among
+		// the metrics of the node heard from last.
+		Progress: func(obj any) kinds.Progress {
+			st := &obj.(*sednav1.FederatedLearningJob).Status
+			return kinds.Progress{Phase: string(st.Phase), Metrics: edgestatus.LatestMetrics(st.EdgeNodes)}
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.FederatedLearningJob] {
