@@ -82,8 +82,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.BuildInfoCollector())
-	metrics := common.NewMetrics(reg)
+	metrics := registerMetrics(reg)
 	var ready, failed, following atomic.Value
 	ready.Store("waiting for leadership")
 	failed.Store("")
@@ -128,6 +127,15 @@ func run(ctx context.Context, o options) error {
 		election.Owner = owner
 	}
 	return election.Lead(ctx, clients.Kube, work)
+}
+
+// registerMetrics registers with reg the metrics the GlobalManager has from
+// its start, leader or not (Go's, the process's, the build's, the
+// controllers'); the edge hub and the per-job gauges add theirs when it
+// leads (manager.Start).
+func registerMetrics(reg prometheus.Registerer) *common.Metrics {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.BuildInfoCollector())
+	return common.NewMetrics(reg)
 }
 
 // clients are the API clients of --kubeconfig.
