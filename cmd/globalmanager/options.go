@@ -8,14 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
-
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"

@@ -5,14 +5,13 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
