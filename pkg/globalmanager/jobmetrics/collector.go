@@ -131,7 +131,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func collectJob(ch chan<- prometheus.Metric, j job) {
 	p := j.progress(j.obj)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{j.kind, j.namespace, j.name}, labels...)...)
+		// A label value that is no valid UTF-8 (a phase written by another
+		// client) drops that series rather than panic in the scrape.
+		if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, append([]string{j.kind, j.namespace, j.name}, labels...)...); err == nil {
+			ch <- m
+		}
 	}
 	if p.Phase != "" {
 		gauge(phaseDesc, 1, p.Phase)

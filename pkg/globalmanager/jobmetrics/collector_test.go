@@ -129,6 +129,9 @@ nereid_job_metric{kind="JointInferenceService",metric="uploadCloudRatio",name="j
 nereid_job_phase{kind="DIJob",name="di",namespace="ns",phase="Restarting"} 1
 `,
 		},
+		"a phase that is no valid label value is left out, not a panic": {
+			obj: &sednav1.FederatedLearningJob{ObjectMeta: meta("fl"), Status: sednav1.FederatedLearningJobStatus{Phase: "\xff"}},
+		},
 		"a Model is no job": {
 			obj: &sednav1.Model{ObjectMeta: meta("m"), Status: sednav1.ModelStatus{Metrics: metrics("precision", "0.9")}},
 		},
