@@ -29,6 +29,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/manager"
+	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 func main() {
@@ -81,8 +82,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := common.NewMetrics(reg)
+	metrics := registerMetrics(reg)
 	var ready, failed, following atomic.Value
 	ready.Store("waiting for leadership")
 	failed.Store("")
@@ -129,6 +129,15 @@ func run(ctx context.Context, o options) error {
 	return election.Lead(ctx, clients.Kube, work)
 }
 
+// registerMetrics registers with reg the metrics the GlobalManager has from
+// its start, leader or not (Go's, the process's, the build's, the
+// controllers'); the edge hub and the per-job gauges add theirs when it
+// leads (manager.Start).
+func registerMetrics(reg prometheus.Registerer) *common.Metrics {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.BuildInfoCollector())
+	return common.NewMetrics(reg)
+}
+
 // clients are the API clients of --kubeconfig.
 func (o *options) clients() (manager.Clients, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -171,7 +180,7 @@ func (o *options) managerConfig(owner edgehub.Owner) manager.Config {
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		},
 		ChildEventBatchPeriod: o.childBatchPeriod, EdgeNamespace: o.edgeNamespace, Owner: owner,
-		GangScheduler: mode, QuotaBackfill: o.quotaBackfill, AdoptSednaWorkers: o.adoptSednaWorkers,
+		GangScheduler: mode, QuotaBackfill: o.quotaBackfill, MetricsMaxJobs: o.metricsMaxJobs, AdoptSednaWorkers: o.adoptSednaWorkers,
 		Hub: edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,

@@ -14,6 +14,7 @@ import (
 	"github.com/nereid-ml/nereid/internal/command"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
@@ -40,6 +41,8 @@ type options struct {
 
 	gangScheduler string
 	quotaBackfill int
+	// metricsMaxJobs bounds the jobs the per-job gauges export.
+	metricsMaxJobs int
 
 	leaderElect      bool
 	leaseNamespace   string
@@ -96,6 +99,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"coscheduling (a PodGroup of scheduling.x-k8s.io/v1alpha1, for the scheduler-plugins coscheduling plugin), "+
 			"none (pods are placed one by one), or auto: the first of kubernetes, volcano, coscheduling the API server serves, else none. "+
 			"A job's annotation "+gang.AnnotationScheduler+" overrides it. A mode named here that the API server does not serve stops the GlobalManager.")
+	fs.IntVar(&o.metricsMaxJobs, "metrics-max-jobs", jobmetrics.DefaultMaxJobs,
+		"The per-job gauges (nereid_job_*) export at most this many jobs, the first by kind, namespace and name; nereid_job_metrics_omitted_jobs counts the others.")
 	fs.IntVar(&o.quotaBackfill, "quota-backfill-limit", admission.DefaultBackfillLimit,
 		"In a namespace with ResourceQuotas, jobs are admitted whole, highest pod priority first, then oldest first. "+
 			"A job that does not fit lets later, smaller jobs that fit go ahead of it at most this many times; "+
@@ -211,6 +216,9 @@ func (o *options) validate() error {
 	}
 	if _, err := gang.ParseMode(o.gangScheduler); err != nil {
 		errs = append(errs, fmt.Errorf("--gang-scheduler: %w", err))
+	}
+	if o.metricsMaxJobs < 1 {
+		errs = append(errs, fmt.Errorf("--metrics-max-jobs %d: want at least 1", o.metricsMaxJobs))
 	}
 	if o.quotaBackfill < 0 {
 		errs = append(errs, fmt.Errorf("--quota-backfill-limit %d: want 0 or more", o.quotaBackfill))

@@ -31,6 +31,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/localcontroller/nodefs"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/pkg/localcontroller/workerapi"
+	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 // options are the LocalController's command-line settings.
@@ -157,7 +158,7 @@ func run(ctx context.Context, o options) error {
 	defer st.Close()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.BuildInfoCollector())
 	link, outbox, err := newCloudLink(logger, o, st, reg)
 	if err != nil {
 		return err

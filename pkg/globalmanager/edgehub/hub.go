@@ -138,6 +138,11 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 	if err := h.auth.RegisterKeysGauge(reg); err != nil {
 		return nil, err
 	}
+	if reg != nil {
+		if err := reg.Register(fleetCollector{links: h.links, clock: h.clock}); err != nil {
+			return nil, fmt.Errorf("registering the edge fleet's gauges: %w", err)
+		}
+	}
 	if err := h.watchKinds(); err != nil {
 		return nil, err
 	}

@@ -213,3 +213,18 @@ func MetricValue(metrics []sednav1.Metric, key string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// LatestMetrics are the metrics of the edge node heard from last: what the
+// job's workers reported most recently, whichever node it came from.
+func LatestMetrics(nodes []sednav1.EdgeNodeStatus) []sednav1.Metric {
+	var latest *sednav1.EdgeNodeStatus
+	for i := range nodes {
+		if latest == nil || nodes[i].LastHeardTime.After(latest.LastHeardTime.Time) {
+			latest = &nodes[i]
+		}
+	}
+	if latest == nil {
+		return nil
+	}
+	return latest.Metrics
+}

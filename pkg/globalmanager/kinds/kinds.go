@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
@@ -63,6 +64,26 @@ type Kind struct {
 	// show; nil for a kind that names no Models. Each object has the method
 	// ModelNames() []string.
 	ListNamingModels func(ctx context.Context, client nereidclient.Interface, namespace string, opts metav1.ListOptions) ([]metav1.Object, string, error)
+	// Progress reads, from one of the kind's objects in the informer's
+	// cache, what the per-job gauges export of it (package jobmetrics); nil
+	// for a kind that is no job (Dataset, Model).
+	Progress func(obj any) Progress
+}
+
+// Progress is what a job's status says of how far it is, as the per-job
+// gauges export it. Each field is empty where the kind's status does not
+// record it.
+type Progress struct {
+	// Phase is the job's status.phase (federated learning jobs, DIJobs).
+	Phase string
+	// Stage and State are a learning cycle's current stage and its state.
+	Stage, State string
+	// Round is a learning cycle's round; HasRound says the kind has one.
+	Round    int32
+	HasRound bool
+	// Metrics are the latest metric values the status records, as reported
+	// (values that are no number are not exported).
+	Metrics []sednav1.Metric
 }
 
 // Controller is a kind's controller: how it is built, its flags, and how

@@ -5,6 +5,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -56,6 +58,9 @@ type Config struct {
 	// AdoptSednaWorkers adopts, before the caches fill, the children Sedna's
 	// GlobalManager left, so the controllers replace them.
 	AdoptSednaWorkers bool
+	// MetricsMaxJobs is how many jobs the per-job gauges export at most
+	// (jobmetrics).
+	MetricsMaxJobs int
 	// Hub configures the edge hub; an empty Hub.Address runs none.
 	Hub edgehub.Config
 }
@@ -105,6 +110,17 @@ func Start(ctx context.Context, cfg Config, c Clients, table []*kinds.Kind, metr
 	runners, err := build(ctx, served, d)
 	if err != nil {
 		return err
+	}
+	if reg != nil {
+		// Read from the caches at each scrape, and only while this replica
+		// leads: a standby's gauges would be of caches it does not fill.
+		jobs := jobmetrics.New(jobmetrics.Sources(served, func(k *kinds.Kind) func() []any {
+			return k.Informer(factory).GetStore().List
+		}), cmp.Or(cfg.MetricsMaxJobs, jobmetrics.DefaultMaxJobs))
+		if err := reg.Register(jobs); err != nil {
+			return fmt.Errorf("registering the per-job gauges: %w", err)
+		}
+		defer reg.Unregister(jobs)
 	}
 
 	// The edge hub adds indexes to the informers, so it is built before they start.

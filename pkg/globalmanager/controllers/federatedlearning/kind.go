@@ -11,6 +11,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -24,6 +25,12 @@ func init() {
 		GVK: jobKind, Resource: "federatedlearningjobs",
 		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Sedna().V1alpha1().FederatedLearningJobs().Informer()
+		},
+		// Sedna's status has no round: a round its workers report is among
+		// the metrics of the node heard from last.
+		Progress: func(obj any) kinds.Progress {
+			st := &obj.(*sednav1.FederatedLearningJob).Status
+			return kinds.Progress{Phase: string(st.Phase), Metrics: edgestatus.LatestMetrics(st.EdgeNodes)}
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.FederatedLearningJob] {

@@ -19,6 +19,9 @@ func init() {
 		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Sedna().V1alpha1().IncrementalLearningJobs().Informer()
 		},
+		Progress: func(obj any) kinds.Progress {
+			return learningcycle.Progress(&obj.(*sednav1.IncrementalLearningJob).Status.CycleStatus)
+		},
 		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.IncrementalLearningJob] {
 				return c.SednaV1alpha1().IncrementalLearningJobs(ns)

@@ -18,6 +18,11 @@ func init() {
 		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Sedna().V1alpha1().JointInferenceServices().Informer()
 		},
+		// A service has no phase; its metrics are the edge nodes' inference
+		// counts, summed (inferenceMetrics).
+		Progress: func(obj any) kinds.Progress {
+			return kinds.Progress{Metrics: obj.(*sednav1.JointInferenceService).Status.Metrics}
+		},
 		Edge: &kinds.Edge{Order: 2, Workers: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.JointInferenceService] {
 				return c.SednaV1alpha1().JointInferenceServices(ns)

@@ -20,6 +20,9 @@ func init() {
 		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Sedna().V1alpha1().LifelongLearningJobs().Informer()
 		},
+		Progress: func(obj any) kinds.Progress {
+			return learningcycle.Progress(&obj.(*sednav1.LifelongLearningJob).Status.CycleStatus)
+		},
 		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.LifelongLearningJob] {
 				return c.SednaV1alpha1().LifelongLearningJobs(ns)

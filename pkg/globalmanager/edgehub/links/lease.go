@@ -68,7 +68,8 @@ type link struct {
 	store        string // of the current (or last) connection's Hello
 	lastReportID uint64 // of store: report IDs count per store
 	unacked      int
-	outbox       string // AnnotationOutbox's value, "" until heard
+	outbox       string                // AnnotationOutbox's value, "" until heard
+	fill         *edgeproto.OutboxFill // what outbox says, nil until heard
 
 	urgent      bool      // a connect or disconnect not yet written
 	changed     bool      // something not yet written
@@ -219,9 +220,12 @@ func (l *Writer) SetOutbox(c *Conn, fill edgeproto.OutboxFill) {
 	text := fmt.Sprintf("%d%% (%d/%d reports, %d/%d bytes)", fill.Percent(), fill.Reports, fill.MaxReports, fill.Bytes, fill.MaxBytes)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k := l.get(c.node); k.conn == c && k.outbox != text {
-		k.outbox = text
-		k.changed = true
+	if k := l.get(c.node); k.conn == c {
+		k.fill = &fill
+		if k.outbox != text {
+			k.outbox = text
+			k.changed = true
+		}
 	}
 }
 
@@ -451,4 +455,32 @@ func (l *Writer) Unacked(node string) int {
 		return k.unacked
 	}
 	return 0
+}
+
+// Node is one node's link as this hub knows it.
+type Node struct {
+	Name      string
+	Connected bool
+	// LastHeard is when the hub last heard from the node.
+	LastHeard time.Time
+	// Outbox is the outbox fill its LocalController last said; nil when it
+	// said none since this hub started.
+	Outbox *edgeproto.OutboxFill
+}
+
+// Nodes are the links of every node this hub has known since it started,
+// connected or not, in no order.
+func (l *Writer) Nodes() []Node {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Node, 0, len(l.nodes))
+	for name, k := range l.nodes {
+		n := Node{Name: name, Connected: k.connected, LastHeard: k.lastHeard}
+		if k.fill != nil {
+			fill := *k.fill
+			n.Outbox = &fill
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -18,7 +18,7 @@ import (
 // The table holds every kind the GlobalManager serves, each as the rest of
 // it needs: the flags operators and the chart pass keep their names, each
 // kind the hub sends keeps a condition list the hub can write, each kind
-// the Model protection lists names Models.
+// the Model protection lists names Models, each job says its progress.
 func TestTheTableHoldsEveryKindAsTheGlobalManagerNeedsIt(t *testing.T) {
 	table := kinds.All()
 	var got []string
@@ -68,6 +68,12 @@ func TestTheTableHoldsEveryKindAsTheGlobalManagerNeedsIt(t *testing.T) {
 		}
 		if adopts := k.AdoptsSednaChildren; adopts != (k.GVK.Group == sednav1.GroupName && k.Controller != nil && k.GVK.Kind != "Model") {
 			t.Errorf("%s: adopts Sedna's children %v", k.GVK.Kind, adopts)
+		}
+		// Every kind with workers is a job the per-job gauges export.
+		if job := k.Controller != nil && k.GVK.Kind != "Model"; job != (k.Progress != nil) {
+			t.Errorf("%s: a job %v, has Progress for the per-job gauges %v", k.GVK.Kind, job, k.Progress != nil)
+		} else if job {
+			k.Progress(obj) // reads the kind's own type
 		}
 		if k.Optional != (k.GVK.Kind == "DIJob") {
 			t.Errorf("%s: optional %v; only DIJob's CRD may be missing", k.GVK.Kind, k.Optional)

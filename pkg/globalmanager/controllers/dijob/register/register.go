@@ -110,6 +110,9 @@ func init() {
 		Informer: func(inf nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return inf.Diengine().V2alpha1().DIJobs().Informer()
 		},
+		Progress: func(obj any) kinds.Progress {
+			return kinds.Progress{Phase: string(obj.(*div2.DIJob).Status.Phase)}
+		},
 		// A cluster switched from Sedna in place may have only sedna.io's CRDs.
 		Optional: true,
 		Controller: &kinds.Controller{
