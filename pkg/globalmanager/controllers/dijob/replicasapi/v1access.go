@@ -32,11 +32,12 @@ type v1Caller struct {
 // v1CallerOf resolves the pod namespace/name from the pod cache (Nereid's
 // children only): its job is the DIJob of its controller reference, by
 // UID, which must be a v1 job; the pod must be its coordinator or an
-// aggregator, not being deleted. A pod that is not leaves pod and job nil.
+// aggregator, neither being deleted nor ended. A pod that is not leaves pod
+// and job nil.
 func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 	c := v1Caller{key: types.NamespacedName{Namespace: namespace, Name: name}}
 	pod, err := s.pods.Pods(namespace).Get(name)
-	if err != nil || pod.DeletionTimestamp != nil {
+	if err != nil || pod.DeletionTimestamp != nil || podEnded(pod) {
 		return c
 	}
 	if t := coordinated.TypeOf(pod); t != coordinated.Coordinator && t != coordinated.Aggregator {
@@ -132,6 +133,14 @@ func callerAddress(r *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr().Unmap()
+}
+
+// podEnded says whether pod has ended (Succeeded or Failed): its status
+// keeps the IPs it had, which the node has given back and may give to any
+// other pod by now, of any namespace. A Failed aggregator stays so, its
+// replacements spent, while its job runs.
+func podEnded(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // hasPodIP says whether addr is one of pod's IPs.

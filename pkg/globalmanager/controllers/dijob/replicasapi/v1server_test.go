@@ -161,8 +161,11 @@ func TestV1Access(t *testing.T) {
 	onHost := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-hhhhh", "10.0.0.20")
 	onHost.Spec.HostNetwork = true
 	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-ccccc", "10.0.0.21")
+	// Its IP, which its status keeps, is free for the node to give another pod.
+	ended := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-eeeee", "10.0.0.22")
+	ended.Status.Phase = corev1.PodFailed
 	other := newV1Job(t, "other")
-	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), onHost, collector, other}
+	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), onHost, collector, ended, other}
 	get := func(pod string) string { return v1ReplicasPath + "?namespace=" + testNS + "&coordinator=" + pod }
 	cases := map[string]struct {
 		req         v1Request
@@ -185,6 +188,10 @@ func TestV1Access(t *testing.T) {
 		"an aggregator on the host's network": {
 			req:        v1Request{method: http.MethodGet, path: v1ReplicasPath + "?namespace=rl&aggregator=" + onHost.Name, from: "10.0.0.20"},
 			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address",
+		},
+		"an aggregator that failed, from the address it had": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: `{"namespace": "rl", "coordinator": "` + ended.Name + `", "collectors": {"replicas": 1}}`, from: "10.0.0.22"},
+			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address of a live coordinator or aggregator",
 		},
 		"a token that may update the job": {
 			req: v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "admin"}, wantStatus: http.StatusOK,
