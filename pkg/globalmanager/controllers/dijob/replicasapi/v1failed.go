@@ -38,7 +38,8 @@ type v1FailedRequest struct {
 // gives it, "<pod>", or as a URL, "<pod>.<namespace>:<port>"; each must be
 // a collector (under collectors), or a learner, an aggregator or a DDP
 // learner (under learners) of the caller's job, else 400, or 404 when there
-// is no such pod, as DI answered. A pod already being deleted is left out.
+// is no such pod, as DI answered; an aggregator names only its own DDP
+// learners (403). A pod already being deleted is left out.
 // The new pods are created first, then the old ones deleted: should a
 // create fail, the new ones are deleted and nothing changed; should a
 // delete fail, its new pod is deleted again.
@@ -58,7 +59,7 @@ func (s *Server) v1Failed(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	caller := s.v1CallerOf(req.Namespace, req.Coordinator)
 	return s.v1Change(ctx, r, ex, caller, body, func(ctx context.Context, job *div2alpha1.DIJob, st *v1Job) *reply {
-		return s.v1Replace(ctx, job, st, &req)
+		return s.v1Replace(ctx, job, st, caller.pod, &req)
 	})
 }
 
@@ -83,14 +84,18 @@ func (s *Server) podNamesOf(names []string) ([]string, *reply) {
 	return out, nil
 }
 
-// v1Replace replaces the pods req names.
-func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, req *v1FailedRequest) *reply {
+// v1Replace replaces the pods req names, which caller (the coordinator, or
+// an aggregator) found failed.
+func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, caller *corev1.Pod, req *v1FailedRequest) *reply {
 	collectors, rep := s.v1FailedPods(ctx, job, req.Collectors, coordinated.Collector)
 	if rep != nil {
 		return rep
 	}
 	learners, rep := s.v1FailedPods(ctx, job, req.Learners, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner)
 	if rep != nil {
+		return rep
+	}
+	if rep := aggregatorReports(caller, collectors, learners); rep != nil {
 		return rep
 	}
 	if slices.ContainsFunc(learners, func(p *corev1.Pod) bool { return coordinated.TypeOf(p) == coordinated.Aggregator }) &&
@@ -148,6 +153,25 @@ func (s *Server) v1FailedPods(ctx context.Context, job *div2alpha1.DIJob, names 
 		}
 	}
 	return out, nil
+}
+
+// aggregatorReports refuses (403) pods an aggregator caller names that are
+// not its own DDP learners: the rest of the job is the coordinator's.
+func aggregatorReports(caller *corev1.Pod, collectors, learners []*corev1.Pod) *reply {
+	if coordinated.TypeOf(caller) != coordinated.Aggregator {
+		return nil
+	}
+	for _, p := range append(collectors, learners...) {
+		if coordinated.TypeOf(p) != coordinated.DDPLearner || !ownedBy(p, caller) {
+			return fail(http.StatusForbidden, "pod %s is no DDP learner of aggregator %s: an aggregator reports only its own", klog.KObj(p), klog.KObj(caller))
+		}
+	}
+	return nil
+}
+
+// ownedBy says whether owner (by UID) is among pod's owners.
+func ownedBy(pod, owner *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == owner.UID })
 }
 
 // wholePod reads cached from the API server: nil when it is gone or going.

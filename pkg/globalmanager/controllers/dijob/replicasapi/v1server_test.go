@@ -533,3 +533,66 @@ func TestV1FailedAggregatorGetsNewDDPLearners(t *testing.T) {
 		t.Errorf("the new DDP learner's GPUs %s, want the world size 4", gpus.String())
 	}
 }
+
+func TestV1AggregatorOnlyReportsItsOwnDDPLearners(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	const aggregatorIP = "10.0.3.1"
+	aggregator := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-abcde", aggregatorIP)
+	ddp := newV1Pod(t, job, coordinated.DDPLearner, testV1Job+"-ddp-learner-fghij", "10.0.3.2")
+	ddp.OwnerReferences = append(ddp.OwnerReferences, *ownerPod(aggregator))
+	coordinated.SetEnv(ddp, corev1.EnvVar{Name: coordinated.EnvWorldSize, Value: "1"})
+	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.3.3")
+	learner := newV1Pod(t, job, coordinated.Learner, testV1Job+"-learner-bbbbb", "10.0.3.4")
+	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), aggregator, ddp, collector, learner}
+	named := func(collectors, learners string) string {
+		return `{"namespace": "rl", "coordinator": "` + aggregator.Name + `", "collectors": ` + collectors + `, "learners": ` + learners + `}`
+	}
+	cases := map[string]struct {
+		req         v1Request
+		wantStatus  int
+		wantMessage string
+	}{
+		"POST": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: named(`{"replicas": 1}`, `{}`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "only the coordinator adds and deletes replicas",
+		},
+		"DELETE": {
+			req:        v1Request{method: http.MethodDelete, path: v1ReplicasPath, body: named(`{"replicas": 1}`, `{"replicas": 1}`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "only the coordinator adds and deletes replicas",
+		},
+		"a collector failed": {
+			req:        v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`["`+collector.Name+`"]`, `[]`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "is no DDP learner of aggregator",
+		},
+		"a learner failed": {
+			req:        v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`[]`, `["`+learner.Name+`"]`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "is no DDP learner of aggregator",
+		},
+		"itself failed": {
+			req:        v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`[]`, `["`+aggregator.Name+`"]`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "is no DDP learner of aggregator",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 1}}}}, objects...)
+			a := f.call(tc.req)
+			if a.status != tc.wantStatus || !strings.Contains(a.body.Message, tc.wantMessage) {
+				t.Errorf("%d %q, want %d with %q", a.status, a.body.Message, tc.wantStatus, tc.wantMessage)
+			}
+			if got := len(f.apiPods()); got != len(objects)-1 {
+				t.Errorf("%d pods after a refusal, want the %d there were", got, len(objects)-1)
+			}
+		})
+	}
+	t.Run("its own DDP learner failed", func(t *testing.T) {
+		f := newV1Fixture(t, Config{}, objects...)
+		a := f.call(v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`[]`, `["`+ddp.Name+`"]`), from: aggregatorIP})
+		if a.status != http.StatusOK {
+			t.Fatalf("%d %s, want 200", a.status, a.raw)
+		}
+		if got := f.apiPodNames(coordinated.DDPLearner); len(got) != 1 || got[0] == ddp.Name {
+			t.Errorf("DDP learners %v, want %s replaced", got, ddp.Name)
+		}
+	})
+}
