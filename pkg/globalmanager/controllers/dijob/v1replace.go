@@ -97,7 +97,9 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 			errs = append(errs, err)
 			continue
 		}
-		pod := coordinated.Rebuild(full)
+		// An aggregator's template is an AggregatorConfig's, which this
+		// controller does not read: its edits are not undone.
+		pod := coordinated.Rebuild(full, coordinated.TemplateOf(sc.v1, coordinated.TypeOf(p)))
 		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{
 			AnnotationReplacement: strconv.Itoa(int(n)), AnnotationReplacementWindow: since.UTC().Format(time.RFC3339),
 		})

@@ -1,6 +1,7 @@
 package coordinated
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -155,10 +156,20 @@ func controllerRefOf(pod *corev1.Pod) []metav1.OwnerReference {
 }
 
 // Rebuild is a new pod in place of old, a failed replica: the same spec on
-// no node yet, the same labels and owners, a new name of the same prefix
-// ("<job>-<type>-" and new random characters), and KUBERNETES_POD_NAME
-// and pod-name following it.
-func Rebuild(old *corev1.Pod) *corev1.Pod {
+// no node yet, the same labels and controller, a new name of the same
+// prefix ("<job>-<type>-" and new random characters), and
+// KUBERNETES_POD_NAME and pod-name following it.
+//
+// Whoever may update pods, without any right on the job, can change a
+// failed pod after it was made: its images, its tolerations (added), its
+// activeDeadlineSeconds, its owners and its ephemeral containers. The
+// replacement is made by the GlobalManager, so such an edit must not
+// outlive the pod: the images of the containers template names (the
+// replica type's template, nil when unknown), its tolerations (but the
+// link-outage ones Place adds) and activeDeadlineSeconds come from
+// template; the owners kept are the controller and the pods that own a DDP
+// learner (its aggregator); ephemeral containers are dropped.
+func Rebuild(old *corev1.Pod, template *corev1.PodTemplateSpec) *corev1.Pod {
 	name := old.Name
 	if i := strings.LastIndex(name, "-"); i > 0 {
 		name = name[:i]
@@ -169,11 +180,15 @@ func Rebuild(old *corev1.Pod) *corev1.Pod {
 			Name: name, Namespace: old.Namespace,
 			Labels:          common.MergeLabels(old.Labels, map[string]string{LabelPodName: name}),
 			Annotations:     common.MergeLabels(old.Annotations),
-			OwnerReferences: append([]metav1.OwnerReference(nil), old.OwnerReferences...),
+			OwnerReferences: rebuiltOwners(old),
 		},
 		Spec: *old.Spec.DeepCopy(),
 	}
 	pod.Spec.NodeName = ""
+	pod.Spec.EphemeralContainers = nil
+	if template != nil {
+		restoreEditable(&pod.Spec, &template.Spec)
+	}
 	for i := range pod.Spec.Containers {
 		for j := range pod.Spec.Containers[i].Env {
 			if pod.Spec.Containers[i].Env[j].Name == EnvPodName {
@@ -182,4 +197,62 @@ func Rebuild(old *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return pod
+}
+
+// TemplateOf is the template of job that pods of replicaType are made
+// from: nil for an aggregator (made from an AggregatorConfig) and for a
+// type job has no template for.
+func TemplateOf(job *div1.DIJob, replicaType string) *corev1.PodTemplateSpec {
+	switch {
+	case replicaType == Coordinator && job.Spec.Coordinator != nil:
+		return &job.Spec.Coordinator.Template
+	case replicaType == Collector && job.Spec.Collector != nil:
+		return &job.Spec.Collector.Template
+	case (replicaType == Learner || replicaType == DDPLearner) && job.Spec.Learner != nil:
+		return &job.Spec.Learner.Template
+	}
+	return nil
+}
+
+// rebuiltOwners are old's owners Rebuild keeps: its controller, and the
+// pods among its other owners (a DDP learner's aggregator).
+func rebuiltOwners(old *corev1.Pod) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range old.OwnerReferences {
+		if (ref.Controller != nil && *ref.Controller) || (ref.APIVersion == "v1" && ref.Kind == "Pod") {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// restoreEditable sets in spec, a pod's as stored, what a pod's update may
+// have changed since it was made from template: its containers' images
+// (of those template names: the others were added at admission, which adds
+// them again), its tolerations but the link-outage ones Place adds (which
+// an update may only add to), and activeDeadlineSeconds.
+func restoreEditable(spec, template *corev1.PodSpec) {
+	restoreImages(spec.InitContainers, template.InitContainers)
+	restoreImages(spec.Containers, template.Containers)
+	tolerations := slices.Clone(template.Tolerations)
+	for _, t := range spec.Tolerations {
+		linkLoss := (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) && t.Effect == corev1.TaintEffectNoExecute
+		if linkLoss && !slices.ContainsFunc(tolerations, func(have corev1.Toleration) bool { return have.Key == t.Key }) {
+			tolerations = append(tolerations, t)
+		}
+	}
+	spec.Tolerations = tolerations
+	spec.ActiveDeadlineSeconds = template.ActiveDeadlineSeconds
+}
+
+// restoreImages gives each of containers the image of template's container
+// of its name.
+func restoreImages(containers, template []corev1.Container) {
+	for i := range containers {
+		for _, t := range template {
+			if t.Name == containers[i].Name {
+				containers[i].Image = t.Image
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
@@ -149,7 +150,7 @@ func TestRebuildIsTheSameReplicaUnderANewName(t *testing.T) {
 	old.Spec.NodeName = "node-1"
 	old.Status.Phase = corev1.PodFailed
 	before := old.DeepCopy()
-	pod := Rebuild(old)
+	pod := Rebuild(old, template(0))
 	if !cmp.Equal(before, old) {
 		t.Error("Rebuild changed the old pod")
 	}
@@ -166,6 +167,40 @@ func TestRebuildIsTheSameReplicaUnderANewName(t *testing.T) {
 	}
 	if pod.Spec.NodeName != "" || pod.Status.Phase != "" || !cmp.Equal(pod.OwnerReferences, old.OwnerReferences) {
 		t.Errorf("nodeName %q phase %q owners %v", pod.Spec.NodeName, pod.Status.Phase, pod.OwnerReferences)
+	}
+}
+
+// TestRebuildUndoesWhatAPodsUpdateMayChange: whoever may update pods can
+// change a failed pod's images, tolerations, activeDeadlineSeconds, owners
+// and ephemeral containers; its replacement, made by the GlobalManager,
+// takes the template's images, tolerations and deadline, keeps only the
+// controller and pod owners, and no ephemeral container.
+func TestRebuildUndoesWhatAPodsUpdateMayChange(t *testing.T) {
+	tmpl := template(0)
+	old, _ := Pod(Replica{Job: testJob(), Type: DDPLearner, Name: "cartpole-ddp-learner-abcde", Template: tmpl})
+	aggregator := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "cartpole-aggregator-fghij", UID: "aggregator-uid"}
+	linkLoss := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64)}
+	old.OwnerReferences = append(old.OwnerReferences, aggregator)
+	old.Spec.Tolerations = []corev1.Toleration{linkLoss}
+	// The edits.
+	old.OwnerReferences = append(old.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid", BlockOwnerDeletion: new(bool)})
+	old.Spec.Containers[0].Image, old.Spec.Containers[1].Image = "attacker", "attacker"
+	old.Spec.Tolerations = append(old.Spec.Tolerations, corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists})
+	old.Spec.ActiveDeadlineSeconds = new(int64)
+	old.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "attacker"}}}
+
+	pod := Rebuild(old, tmpl)
+	if got := []string{pod.Spec.Containers[0].Image, pod.Spec.Containers[1].Image}; !slices.Equal(got, []string{"ding", "s"}) {
+		t.Errorf("images %v, want the template's [ding s]", got)
+	}
+	if diff := cmp.Diff([]corev1.Toleration{linkLoss}, pod.Spec.Tolerations); diff != "" {
+		t.Errorf("tolerations (-want,+got):\n%s", diff)
+	}
+	if pod.Spec.ActiveDeadlineSeconds != nil || pod.Spec.EphemeralContainers != nil {
+		t.Errorf("activeDeadlineSeconds %v, ephemeral containers %v: want neither", pod.Spec.ActiveDeadlineSeconds, pod.Spec.EphemeralContainers)
+	}
+	if diff := cmp.Diff([]metav1.OwnerReference{*metav1.NewControllerRef(testJob(), div2.DIJobKind), aggregator}, pod.OwnerReferences); diff != "" {
+		t.Errorf("owners (-want,+got):\n%s", diff)
 	}
 }
 

@@ -33,7 +33,8 @@ type v1FailedRequest struct {
 }
 
 // v1Failed answers POST /v1alpha1/replicas/failed: each pod named is
-// replaced by a new one (coordinated.Rebuild: the same spec, a new name)
+// replaced by a new one (coordinated.Rebuild: the same spec, a new name,
+// images and tolerations from the template)
 // and the new ones' URLs are answered. A name may be given as DI-engine
 // gives it, "<pod>", or as a URL, "<pod>.<namespace>:<port>"; each must be
 // a collector (under collectors), or a learner, an aggregator or a DDP
@@ -189,11 +190,24 @@ func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod,
 }
 
 // rebuild creates a new pod in place of each of olds (their DDP learners
-// too, for aggregators) and returns them in the same order.
+// too, for aggregators), with what a pod's update may change taken from
+// its type's template (coordinated.Rebuild), and returns them in the same
+// order.
 func (c *v1Creation) rebuild(ctx context.Context, job *div2alpha1.DIJob, olds []*corev1.Pod) ([]*corev1.Pod, error) {
+	view, err := conversion.ToV1(job)
+	if err != nil {
+		return nil, fmt.Errorf("converting DIJob %s to v1alpha1: %w", klog.KObj(job), err)
+	}
 	var out []*corev1.Pod
 	for _, old := range olds {
-		made, err := c.create(ctx, coordinated.Rebuild(old))
+		template := coordinated.TemplateOf(view, coordinated.TypeOf(old))
+		if coordinated.TypeOf(old) == coordinated.Aggregator {
+			var rep *reply
+			if template, rep = c.s.v1AggregatorTemplate(); rep != nil {
+				return nil, &refusalError{rep}
+			}
+		}
+		made, err := c.create(ctx, coordinated.Rebuild(old, template))
 		if err != nil {
 			return nil, err
 		}

@@ -429,9 +429,10 @@ func TestV1FailedReplacesTheNamedPods(t *testing.T) {
 		}
 		for _, pod := range f.apiPods() {
 			if typ := coordinated.TypeOf(&pod); typ == coordinated.Collector || typ == coordinated.Learner {
-				// The cache holds slim pods: the new one is the old one's whole spec.
-				if c := pod.Spec.Containers[0]; c.Image != "coordinator" || !slices.Contains(c.Env, corev1.EnvVar{Name: coordinated.EnvPodName, Value: pod.Name}) {
-					t.Errorf("new pod %s: image %q, env %v; want the old pod's spec with KUBERNETES_POD_NAME=%s", pod.Name, c.Image, c.Env, pod.Name)
+				// The cache holds slim pods: the new one is the old one's whole spec,
+				// its image the template's.
+				if c := pod.Spec.Containers[0]; c.Image != typ || !slices.Contains(c.Env, corev1.EnvVar{Name: coordinated.EnvPodName, Value: pod.Name}) {
+					t.Errorf("new pod %s: image %q, env %v; want the old pod's spec with image %s and KUBERNETES_POD_NAME=%s", pod.Name, c.Image, c.Env, typ, pod.Name)
 				}
 			}
 		}
@@ -514,7 +515,7 @@ func TestV1FailedAggregatorGetsNewDDPLearners(t *testing.T) {
 		t.Errorf("replacing an aggregator without the GPU allocator: %d %q, want 501", a.status, a.body.Message)
 	}
 
-	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}}}, objects...)
+	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}, AggregatorConfigs: aggregatorConfigs(t, aggregatorConfig())}}, objects...)
 	a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body))
 	aggregators := f.apiPodNames(coordinated.Aggregator)
 	if a.status != http.StatusOK || len(aggregators) != 1 || aggregators[0] == aggregator.Name {
@@ -595,4 +596,28 @@ func TestV1AggregatorOnlyReportsItsOwnDDPLearners(t *testing.T) {
 			t.Errorf("DDP learners %v, want %s replaced", got, ddp.Name)
 		}
 	})
+}
+
+// TestV1FailedDoesNotCopyAnEditOfTheFailedPod: someone who may update pods,
+// not the job, changes a failed collector's image and adds a toleration
+// of the control plane's taint; the replacement the GlobalManager makes
+// has the collector template's image and no such toleration.
+func TestV1FailedDoesNotCopyAnEditOfTheFailedPod(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.2.1")
+	collector.Spec.Containers[0].Image = "attacker"
+	collector.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
+	f := newV1Fixture(t, Config{}, job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), collector)
+	body := `{"namespace": "rl", "coordinator": "` + coordinatorName + `", "collectors": ["` + collector.Name + `"]}`
+	if a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body)); a.status != http.StatusOK {
+		t.Fatalf("replicas/failed: %d %s", a.status, a.raw)
+	}
+	for _, pod := range f.apiPods() {
+		if coordinated.TypeOf(&pod) != coordinated.Collector {
+			continue
+		}
+		if image := pod.Spec.Containers[0].Image; image != "collector" || len(pod.Spec.Tolerations) != 0 {
+			t.Errorf("new collector %s: image %q, tolerations %v; want the template's image and none", pod.Name, image, pod.Spec.Tolerations)
+		}
+	}
 }
