@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 
@@ -62,7 +63,8 @@ func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 //     v1 job and not on the host's network (401 otherwise, the same for a
 //     pod that does not exist, so the answer tells nothing of it);
 //   - with a bearer token, as the v2 API: a subject that may update the job
-//     (get it, for GET) or a token bound to one of its pods; 401, 403, then
+//     (get it, for GET) or a token bound to the caller's pod (v1Subject);
+//     401, 403, then
 //     404 when the caller names no such pod.
 func (s *Server) v1Access(ctx context.Context, r *http.Request, ex *exchange, act action, caller v1Caller) (*div2alpha1.DIJob, *reply) {
 	if len(r.Header.Values("Authorization")) == 0 {
@@ -82,7 +84,25 @@ func (s *Server) v1Access(ctx context.Context, r *http.Request, ex *exchange, ac
 	if caller.job == nil {
 		return nil, s.v1NoSuchCaller(ctx, user, act, caller.key)
 	}
-	return s.authorize(ctx, user, act, types.NamespacedName{Namespace: caller.job.Namespace, Name: caller.job.Name})
+	return s.authorize(ctx, v1Subject(user, caller), act, types.NamespacedName{Namespace: caller.job.Namespace, Name: caller.job.Name})
+}
+
+// v1Subject is user as a v1 request is authorized: a token bound to a pod
+// is a worker of the job (authorize) only when that pod is the caller it
+// names, the job's coordinator or an aggregator. DI-engine's collectors and
+// learners never call this server, and a collector may run on an edge
+// node, which may ask for its pods' tokens: through their tokens, such a
+// node would create, delete and replace the job's replicas in the cloud.
+// Another pod's token is its ServiceAccount's, as any other subject.
+func v1Subject(user *authenticationv1.UserInfo, caller v1Caller) *authenticationv1.UserInfo {
+	if oneExtra(user, PodNameExtra) == "" || oneExtra(user, PodUIDExtra) == string(caller.pod.UID) {
+		return user
+	}
+	u := *user
+	u.Extra = maps.Clone(user.Extra)
+	delete(u.Extra, PodNameExtra)
+	delete(u.Extra, PodUIDExtra)
+	return &u
 }
 
 // v1NoSuchCaller answers a token's request naming a pod that is no

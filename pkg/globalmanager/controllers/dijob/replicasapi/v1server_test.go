@@ -193,6 +193,13 @@ func TestV1Access(t *testing.T) {
 			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: `{"namespace": "rl", "coordinator": "` + ended.Name + `", "collectors": {"replicas": 1}}`, from: "10.0.0.22"},
 			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address of a live coordinator or aggregator",
 		},
+		"the token of the coordinator's pod": {
+			req: v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "pod:rl:" + coordinatorName + ":uid-" + coordinatorName}, wantStatus: http.StatusOK,
+		},
+		"the token of a collector's pod, naming the coordinator": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "pod:rl:" + collector.Name + ":uid-" + collector.Name},
+			wantStatus: http.StatusForbidden, wantMessage: `user "system:serviceaccount:rl:default" may not update dijobs`,
+		},
 		"a token that may update the job": {
 			req: v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "admin"}, wantStatus: http.StatusOK,
 		},
