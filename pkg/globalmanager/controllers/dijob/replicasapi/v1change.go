@@ -49,6 +49,7 @@ func (s *Server) v1Change(ctx context.Context, r *http.Request, ex *exchange, ca
 	if !found {
 		return unavailable(ErrBusy, "too many DIJobs are being changed, try again later")
 	}
+	defer s.v1Jobs.done(st)
 	if err := st.take(ctx); err != nil {
 		return unavailable(err, "the DIJob's other changes took too long, try again later")
 	}

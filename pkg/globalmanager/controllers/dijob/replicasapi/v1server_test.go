@@ -628,3 +628,27 @@ func TestV1FailedDoesNotCopyAnEditOfTheFailedPod(t *testing.T) {
 		}
 	}
 }
+
+// TestV1JobsAtRestLeaveRoomForOthers: the states of MaxJobs jobs that
+// changed once and rest, their rate back to a whole burst, do not refuse
+// another job's change (a tenant's own jobs would otherwise fill the
+// table for minutes); a job still within its burst keeps its state.
+func TestV1JobsAtRestLeaveRoomForOthers(t *testing.T) {
+	job, other := newV1Job(t, testV1Job), newV1Job(t, "other")
+	const otherIP = "10.0.9.1"
+	objects := []runtime.Object{job, other, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP),
+		newV1Pod(t, other, coordinated.Coordinator, "other-coordinator", otherIP)}
+	otherBody := `{"namespace": "rl", "coordinator": "other-coordinator", "collectors": {"replicas": 0}}`
+	clk := testingclock.NewFakeClock(time.Now())
+	f := newV1Fixture(t, Config{Clock: clk, V1: V1Config{MaxJobs: 1, RequestsPerSecond: 1}}, objects...)
+	if a := f.call(fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{}`, `{}`))); a.status != http.StatusOK {
+		t.Fatalf("the first job's change: %d %s", a.status, a.raw)
+	}
+	if a := f.call(v1Request{method: http.MethodPost, path: v1ReplicasPath, body: otherBody, from: otherIP}); a.status != http.StatusServiceUnavailable {
+		t.Errorf("another job's change while the first is within its burst: %d %s, want 503", a.status, a.raw)
+	}
+	clk.Step(time.Second)
+	if a := f.call(v1Request{method: http.MethodPost, path: v1ReplicasPath, body: otherBody, from: otherIP}); a.status != http.StatusOK {
+		t.Errorf("another job's change once the first rests: %d %s, want 200", a.status, a.raw)
+	}
+}
