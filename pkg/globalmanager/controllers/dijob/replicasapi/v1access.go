@@ -52,6 +52,13 @@ func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 	if err != nil || job.UID != ref.UID || !conversion.IsV1(job) || pod.Labels[common.LabelOwnerUID] != string(job.UID) {
 		return c
 	}
+	// The pod cache holds every pod with an owner label, and anyone who may
+	// create pods in the namespace may label one and make the job its
+	// controller: a coordinator is the pod of the coordinator's own name,
+	// which no other pod can have while it lives.
+	if coordinated.TypeOf(pod) == coordinated.Coordinator && pod.Name != coordinated.CoordinatorName(job.Name) {
+		return c
+	}
 	c.pod, c.job = pod, job
 	return c
 }

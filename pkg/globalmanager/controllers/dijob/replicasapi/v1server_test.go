@@ -164,8 +164,11 @@ func TestV1Access(t *testing.T) {
 	// Its IP, which its status keeps, is free for the node to give another pod.
 	ended := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-eeeee", "10.0.0.22")
 	ended.Status.Phase = corev1.PodFailed
+	// A pod someone who may create pods made, labelled and owned as the job's
+	// coordinator.
+	impostor := newV1Pod(t, job, coordinated.Coordinator, testV1Job+"-coordinator-2", "10.0.0.23")
 	other := newV1Job(t, "other")
-	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), onHost, collector, ended, other}
+	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), onHost, collector, ended, impostor, other}
 	get := func(pod string) string { return v1ReplicasPath + "?namespace=" + testNS + "&coordinator=" + pod }
 	cases := map[string]struct {
 		req         v1Request
@@ -191,6 +194,10 @@ func TestV1Access(t *testing.T) {
 		},
 		"an aggregator that failed, from the address it had": {
 			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: `{"namespace": "rl", "coordinator": "` + ended.Name + `", "collectors": {"replicas": 1}}`, from: "10.0.0.22"},
+			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address of a live coordinator or aggregator",
+		},
+		"a coordinator not of the coordinator's name": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: `{"namespace": "rl", "coordinator": "` + impostor.Name + `", "collectors": {"replicas": 1}}`, from: "10.0.0.23"},
 			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address of a live coordinator or aggregator",
 		},
 		"the token of the coordinator's pod": {
