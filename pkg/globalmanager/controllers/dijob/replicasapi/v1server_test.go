@@ -37,6 +37,14 @@ func TestV1RoutesAnswerAsDIOrchestrator(t *testing.T) {
 		"an unknown GET param":  {req: fromCoordinator(http.MethodGet, v1ReplicasPath+"?namespace=rl&job=x", ""), wantStatus: http.StatusBadRequest, wantMessage: `request param "job" is not supported`},
 		"a body of no JSON":     {req: fromCoordinator(http.MethodPost, v1ReplicasPath, "collectors"), wantStatus: http.StatusBadRequest, wantMessage: "not valid"},
 		"a body without caller": {req: fromCoordinator(http.MethodPost, v1ReplicasPath, `{"namespace": "rl"}`), wantStatus: http.StatusBadRequest, wantMessage: `"coordinator" must name`},
+		"GPUs past an int64 of thousandths": {
+			req:        fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{}`, `{"replicas": 1, "gpus": "1e300"}`)),
+			wantStatus: http.StatusBadRequest, wantMessage: "learners: cpus, gpus and memory must be at most",
+		},
+		"memory past an int64 of thousandths": {
+			req:        fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{"replicas": 1, "memory": 18446744073709551616}`, `{}`)),
+			wantStatus: http.StatusBadRequest, wantMessage: "collectors: cpus, gpus and memory must be at most",
+		},
 		"GET by name": {
 			req:        fromCoordinator(http.MethodGet, v1ReplicasPath+"?namespace=rl&coordinator="+coordinatorName+"&name=x", ""),
 			wantStatus: http.StatusOK, wantMessage: "successfully get replicas",
