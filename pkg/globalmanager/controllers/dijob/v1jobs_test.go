@@ -309,26 +309,30 @@ func TestV1JobReplacesAFailedCollectorAndKeepsItsPhase(t *testing.T) {
 }
 
 // f0Time is the fixtures' clock, newFixture's.
-// TestV1JobReplacementDoesNotCopyAnEditOfTheFailedPod: someone who may
-// update pods, not the job, changes a failed collector's image, adds a
-// toleration of the control plane's taint and an owner; the replacement
-// the GlobalManager makes has the collector template's image, no such
-// toleration and the job alone as owner.
-func TestV1JobReplacementDoesNotCopyAnEditOfTheFailedPod(t *testing.T) {
+// TestV1JobReplacementIsMadeFromTheTemplate: a failed collector that
+// someone who may create or update pods, not the job, made privileged, on
+// the host's network, tolerating the control plane's taint, of another
+// image and owner, is replaced by the collector template's pod. A failed
+// aggregator is left to the coordinator's replicas/failed.
+func TestV1JobReplacementIsMadeFromTheTemplate(t *testing.T) {
 	running := div1.DIJobStatus{Phase: div1.JobRunning}
 	job := v1Job(t, "cartpole", "", running)
 	failed := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodFailed)
 	failed.Spec.Containers[0].Image = "attacker"
+	failed.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(bool)}
+	failed.Spec.HostNetwork = true
 	failed.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
 	failed.OwnerReferences = append(failed.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"})
-	f := v1Fixture(t, job, []*corev1.Pod{v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning), failed})
+	aggregator := v1Pod(t, job, coordinated.Aggregator, "cartpole-aggregator-fghij", corev1.PodFailed)
+	f := v1Fixture(t, job, []*corev1.Pod{v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning), failed, aggregator})
 	created, _ := f.sync(t, job)
-	if len(created) != 1 {
-		t.Fatalf("created %v, want one replacement", names(created))
+	if len(created) != 1 || coordinated.TypeOf(created[0]) != coordinated.Collector {
+		t.Fatalf("created %v, want one collector", names(created))
 	}
 	made := created[0]
-	if made.Spec.Containers[0].Image != "collector" || len(made.Spec.Tolerations) != 0 || len(made.OwnerReferences) != 1 {
-		t.Errorf("replacement: image %q, tolerations %v, owners %v; want the template's image, no toleration, the job alone", made.Spec.Containers[0].Image, made.Spec.Tolerations, made.OwnerReferences)
+	if c := made.Spec.Containers[0]; c.Image != "collector" || c.SecurityContext != nil || made.Spec.HostNetwork || len(made.Spec.Tolerations) != 0 || len(made.OwnerReferences) != 1 {
+		t.Errorf("replacement: image %q, security context %v, hostNetwork %t, tolerations %v, owners %v; want the template's pod, the job its owner",
+			c.Image, c.SecurityContext, made.Spec.HostNetwork, made.Spec.Tolerations, made.OwnerReferences)
 	}
 }
 

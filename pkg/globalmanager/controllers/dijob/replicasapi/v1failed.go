@@ -33,8 +33,8 @@ type v1FailedRequest struct {
 }
 
 // v1Failed answers POST /v1alpha1/replicas/failed: each pod named is
-// replaced by a new one (coordinated.Rebuild: the same spec, a new name,
-// images and tolerations from the template)
+// replaced by a new one (coordinated.Rebuild: from the template, with the
+// old one's resources, a new name)
 // and the new ones' URLs are answered. A name may be given as DI-engine
 // gives it, "<pod>", or as a URL, "<pod>.<namespace>:<port>"; each must be
 // a collector (under collectors), or a learner, an aggregator or a DDP
@@ -190,15 +190,15 @@ func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod,
 }
 
 // rebuild creates a new pod in place of each of olds (their DDP learners
-// too, for aggregators), with what a pod's update may change taken from
-// its type's template (coordinated.Rebuild), and returns them in the same
-// order.
+// too, for aggregators) from its type's template (coordinated.Rebuild),
+// and returns them in the same order.
 func (c *v1Creation) rebuild(ctx context.Context, job *div2alpha1.DIJob, olds []*corev1.Pod) ([]*corev1.Pod, error) {
 	view, err := conversion.ToV1(job)
 	if err != nil {
 		return nil, fmt.Errorf("converting DIJob %s to v1alpha1: %w", klog.KObj(job), err)
 	}
 	var out []*corev1.Pod
+	v1 := c.s.cfg.V1
 	for _, old := range olds {
 		template := coordinated.TemplateOf(view, coordinated.TypeOf(old))
 		if coordinated.TypeOf(old) == coordinated.Aggregator {
@@ -207,7 +207,11 @@ func (c *v1Creation) rebuild(ctx context.Context, job *div2alpha1.DIJob, olds []
 				return nil, &refusalError{rep}
 			}
 		}
-		made, err := c.create(ctx, coordinated.Rebuild(old, template))
+		if template == nil {
+			return nil, &refusalError{fail(http.StatusBadRequest, "DIJob %s has no template for its %s %s", klog.KObj(job), coordinated.TypeOf(old), klog.KObj(old))}
+		}
+		pod := coordinated.Rebuild(old, coordinated.Replica{Job: view, Template: template, ServerURL: v1.ServerURL}, v1.EdgeLinkGrace)
+		made, err := c.create(ctx, pod)
 		if err != nil {
 			return nil, err
 		}

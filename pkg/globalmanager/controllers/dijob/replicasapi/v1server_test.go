@@ -620,15 +620,16 @@ func TestV1AggregatorOnlyReportsItsOwnDDPLearners(t *testing.T) {
 	})
 }
 
-// TestV1FailedDoesNotCopyAnEditOfTheFailedPod: someone who may update pods,
-// not the job, changes a failed collector's image and adds a toleration
-// of the control plane's taint; the replacement the GlobalManager makes
-// has the collector template's image and no such toleration.
+// TestV1FailedDoesNotCopyAnEditOfTheFailedPod: someone who may create or
+// update pods, not the job, gave a failed collector another image, a
+// toleration of the control plane's taint and the host's network; the
+// replacement the GlobalManager makes is the collector template's pod.
 func TestV1FailedDoesNotCopyAnEditOfTheFailedPod(t *testing.T) {
 	job := newV1Job(t, testV1Job)
 	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.2.1")
 	collector.Spec.Containers[0].Image = "attacker"
 	collector.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
+	collector.Spec.HostNetwork = true
 	f := newV1Fixture(t, Config{}, job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), collector)
 	body := `{"namespace": "rl", "coordinator": "` + coordinatorName + `", "collectors": ["` + collector.Name + `"]}`
 	if a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body)); a.status != http.StatusOK {
@@ -638,8 +639,8 @@ func TestV1FailedDoesNotCopyAnEditOfTheFailedPod(t *testing.T) {
 		if coordinated.TypeOf(&pod) != coordinated.Collector {
 			continue
 		}
-		if image := pod.Spec.Containers[0].Image; image != "collector" || len(pod.Spec.Tolerations) != 0 {
-			t.Errorf("new collector %s: image %q, tolerations %v; want the template's image and none", pod.Name, image, pod.Spec.Tolerations)
+		if image := pod.Spec.Containers[0].Image; image != "collector" || len(pod.Spec.Tolerations) != 0 || pod.Spec.HostNetwork {
+			t.Errorf("new collector %s: image %q, tolerations %v, hostNetwork %t; want the template's pod", pod.Name, image, pod.Spec.Tolerations, pod.Spec.HostNetwork)
 		}
 	}
 }
