@@ -115,11 +115,13 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 }
 
 // podAsStored is p as the API server has it: the cache holds pods without
-// most of their spec (common.SlimPod), which a replacement copies. It is
-// nil when the pod is gone or another pod has its name by now.
+// most of their spec (common.SlimPod), of which a replacement keeps the
+// resources and a DDP learner's ranks (coordinated.Rebuild). It is
+// nil when the pod is gone, another pod has its name by now, or its
+// replica type is no longer the one decided on.
 func (c *Controller) podAsStored(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
 	full, err := c.children.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && full.UID != p.UID) {
+	if apierrors.IsNotFound(err) || (err == nil && (full.UID != p.UID || coordinated.TypeOf(full) != coordinated.TypeOf(p))) {
 		return nil, nil
 	}
 	if err != nil {

@@ -175,7 +175,8 @@ func ownedBy(pod, owner *corev1.Pod) bool {
 	return slices.ContainsFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == owner.UID })
 }
 
-// wholePod reads cached from the API server: nil when it is gone or going.
+// wholePod reads cached from the API server: nil when it is gone or going,
+// or no longer of the type the cache showed (and was checked).
 func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod, *reply) {
 	pod, err := s.cfg.Kube.CoreV1().Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
 	switch {
@@ -183,7 +184,7 @@ func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod,
 		return nil, nil
 	case err != nil:
 		return nil, internal(fmt.Errorf("reading pod %s: %w", klog.KObj(cached), err), "the pod could not be read")
-	case pod.UID != cached.UID || pod.DeletionTimestamp != nil:
+	case pod.UID != cached.UID || pod.DeletionTimestamp != nil || coordinated.TypeOf(pod) != coordinated.TypeOf(cached):
 		return nil, nil
 	}
 	return pod, nil

@@ -668,3 +668,24 @@ func TestV1JobsAtRestLeaveRoomForOthers(t *testing.T) {
 		t.Errorf("another job's change once the first rests: %d %s, want 200", a.status, a.raw)
 	}
 }
+
+// TestV1FailedLeavesOutAPodWhoseTypeChanged: a collector the cache shows,
+// relabelled a coordinator since, is left out rather than made again as a
+// pod of another type than the one checked.
+func TestV1FailedLeavesOutAPodWhoseTypeChanged(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.2.1")
+	f := newV1Fixture(t, Config{}, job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), collector)
+	relabelled := collector.DeepCopy()
+	relabelled.Labels[coordinated.LabelReplicaType] = coordinated.Coordinator
+	if _, err := f.kube.CoreV1().Pods(testNS).Update(t.Context(), relabelled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"namespace": "rl", "coordinator": "` + coordinatorName + `", "collectors": ["` + collector.Name + `"]}`
+	if a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body)); a.status != http.StatusOK || a.jobData(t).Collectors != nil {
+		t.Errorf("replicas/failed: %d %s, want 200 and no collector made", a.status, a.raw)
+	}
+	if got := len(f.apiPods()); got != 2 {
+		t.Errorf("%d pods, want the 2 there were", got)
+	}
+}
