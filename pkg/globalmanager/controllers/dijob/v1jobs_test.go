@@ -284,10 +284,11 @@ func TestV1JobReplacesAFailedCollectorAndKeepsItsPhase(t *testing.T) {
 		t.Errorf("replacement %s: KUBERNETES_POD_NAME %q, pod-name %q, %s %q", made.Name, env(made, coordinated.EnvPodName),
 			made.Labels[coordinated.LabelPodName], AnnotationReplacement, made.Annotations[AnnotationReplacement])
 	}
-	// The cache holds pods without their images: the replacement is made
-	// from the pod as the API server has it.
-	if made.Spec.Containers[0].Image != failed.Spec.Containers[0].Image {
-		t.Errorf("replacement's image %q, want the failed pod's %q", made.Spec.Containers[0].Image, failed.Spec.Containers[0].Image)
+	// The cache holds pods without their env: the replacement is made from
+	// the pod as the API server has it (KUBERNETES_POD_NAME above), its image
+	// the collectors' template's.
+	if made.Spec.Containers[0].Image != "collector" {
+		t.Errorf("replacement's image %q, want the collector template's", made.Spec.Containers[0].Image)
 	}
 	if !slices.Equal(deleted, []string{failed.Name}) {
 		t.Errorf("deleted %v, want %s alone", deleted, failed.Name)
@@ -308,6 +309,33 @@ func TestV1JobReplacesAFailedCollectorAndKeepsItsPhase(t *testing.T) {
 }
 
 // f0Time is the fixtures' clock, newFixture's.
+// TestV1JobReplacementIsMadeFromTheTemplate: a failed collector that
+// someone who may create or update pods, not the job, made privileged, on
+// the host's network, tolerating the control plane's taint, of another
+// image and owner, is replaced by the collector template's pod. A failed
+// aggregator is left to the coordinator's replicas/failed.
+func TestV1JobReplacementIsMadeFromTheTemplate(t *testing.T) {
+	running := div1.DIJobStatus{Phase: div1.JobRunning}
+	job := v1Job(t, "cartpole", "", running)
+	failed := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodFailed)
+	failed.Spec.Containers[0].Image = "attacker"
+	failed.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(bool)}
+	failed.Spec.HostNetwork = true
+	failed.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
+	failed.OwnerReferences = append(failed.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"})
+	aggregator := v1Pod(t, job, coordinated.Aggregator, "cartpole-aggregator-fghij", corev1.PodFailed)
+	f := v1Fixture(t, job, []*corev1.Pod{v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning), failed, aggregator})
+	created, _ := f.sync(t, job)
+	if len(created) != 1 || coordinated.TypeOf(created[0]) != coordinated.Collector {
+		t.Fatalf("created %v, want one collector", names(created))
+	}
+	made := created[0]
+	if c := made.Spec.Containers[0]; c.Image != "collector" || c.SecurityContext != nil || made.Spec.HostNetwork || len(made.Spec.Tolerations) != 0 || len(made.OwnerReferences) != 1 {
+		t.Errorf("replacement: image %q, security context %v, hostNetwork %t, tolerations %v, owners %v; want the template's pod, the job its owner",
+			c.Image, c.SecurityContext, made.Spec.HostNetwork, made.Spec.Tolerations, made.OwnerReferences)
+	}
+}
+
 func f0Time() metav1.Time { return metav1.Unix(1000, 0).Rfc3339Copy() }
 
 // TestV1JobCleansUpPerPolicyAtTheEnd: a finished job's pods go per

@@ -15,8 +15,8 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
 
-// A v1 job's collectors, learners, aggregators and DDP learners whose pod
-// failed are replaced: a new pod of the same spec and a new name
+// A v1 job's collectors, learners and DDP learners whose pod failed are
+// replaced: a new pod from the job's template and a new name
 // (coordinated.Rebuild), then the failed one deleted, the job's phase
 // unchanged. DI-orchestrator v0.2 replaced none (the coordinator asked
 // for new ones, or the job stalled); Nereid does, within bounds:
@@ -49,10 +49,14 @@ const (
 )
 
 // replaceable says whether a pod of a v1 job's replica type is replaced
-// when it fails: every type but the coordinator, whose end is the job's.
+// when it fails: collectors, learners and DDP learners, each made again
+// from the job's template (coordinated.Rebuild). Not the coordinator, whose
+// end is the job's; nor an aggregator, made from an AggregatorConfig this
+// controller does not read and whose DDP learners go with it: the
+// coordinator's replicas/failed replaces it with new ones.
 func replaceable(p *corev1.Pod) bool {
 	switch coordinated.TypeOf(p) {
-	case coordinated.Collector, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner:
+	case coordinated.Collector, coordinated.Learner, coordinated.DDPLearner:
 		return true
 	}
 	return false
@@ -84,6 +88,10 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 		if p.Status.Phase != corev1.PodFailed || common.PodTerminating(p) || !replaceable(p) || p.Annotations[AnnotationReplacementsSpent] != "" {
 			continue
 		}
+		template := coordinated.TemplateOf(sc.v1, coordinated.TypeOf(p))
+		if template == nil {
+			continue
+		}
 		n, since, ok := replacementOf(p, sc.now.Time, limit)
 		if !ok {
 			errs = append(errs, c.spendReplacements(ctx, sc, p, n-1))
@@ -97,7 +105,7 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 			errs = append(errs, err)
 			continue
 		}
-		pod := coordinated.Rebuild(full)
+		pod := coordinated.Rebuild(full, coordinated.Replica{Job: sc.v1, Template: template, ServerURL: c.config.V1ServerURL}, c.config.EdgeLinkGrace)
 		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{
 			AnnotationReplacement: strconv.Itoa(int(n)), AnnotationReplacementWindow: since.UTC().Format(time.RFC3339),
 		})
@@ -107,11 +115,13 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 }
 
 // podAsStored is p as the API server has it: the cache holds pods without
-// most of their spec (common.SlimPod), which a replacement copies. It is
-// nil when the pod is gone or another pod has its name by now.
+// most of their spec (common.SlimPod), of which a replacement keeps the
+// resources and a DDP learner's ranks (coordinated.Rebuild). It is
+// nil when the pod is gone, another pod has its name by now, or its
+// replica type is no longer the one decided on.
 func (c *Controller) podAsStored(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
 	full, err := c.children.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && full.UID != p.UID) {
+	if apierrors.IsNotFound(err) || (err == nil && (full.UID != p.UID || coordinated.TypeOf(full) != coordinated.TypeOf(p))) {
 		return nil, nil
 	}
 	if err != nil {

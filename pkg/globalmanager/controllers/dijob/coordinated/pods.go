@@ -1,8 +1,10 @@
 package coordinated
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,32 +156,86 @@ func controllerRefOf(pod *corev1.Pod) []metav1.OwnerReference {
 	return nil
 }
 
-// Rebuild is a new pod in place of old, a failed replica: the same spec on
-// no node yet, the same labels and owners, a new name of the same prefix
-// ("<job>-<type>-" and new random characters), and KUBERNETES_POD_NAME
-// and pod-name following it.
-func Rebuild(old *corev1.Pod) *corev1.Pod {
+// Rebuild is a new pod in place of old, a failed replica: Pod of r (the
+// job and the template old's type is made from, r.Type and r.Name set
+// here) under a new name of old's prefix ("<job>-<type>-" and new random
+// characters), placed by Place with linkGrace, with what this server and
+// the allocator gave old rather than the template: its di-container's
+// resources and, for a DDP learner, its aggregator owner, role label,
+// GPU and master ports, rank variables and node affinity (its GPUs' node).
+//
+// Nothing else comes from old, as the API server stores it: anyone who may
+// create pods in the namespace can make one labelled and controlled as the
+// job's, and anyone who may update pods can change a failed one's images,
+// tolerations and owners; the replacement, which the GlobalManager makes
+// under its own identity, is what the job's author wrote.
+func Rebuild(old *corev1.Pod, r Replica, linkGrace time.Duration) *corev1.Pod {
 	name := old.Name
 	if i := strings.LastIndex(name, "-"); i > 0 {
 		name = name[:i]
 	}
-	name += "-" + randomTail()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: old.Namespace,
-			Labels:          common.MergeLabels(old.Labels, map[string]string{LabelPodName: name}),
-			Annotations:     common.MergeLabels(old.Annotations),
-			OwnerReferences: append([]metav1.OwnerReference(nil), old.OwnerReferences...),
-		},
-		Spec: *old.Spec.DeepCopy(),
+	r.Type, r.Name = TypeOf(old), name+"-"+randomTail()
+	pod, _ := Pod(r)
+	for _, ref := range old.OwnerReferences {
+		if ref.APIVersion == "v1" && ref.Kind == "Pod" && !(ref.Controller != nil && *ref.Controller) {
+			pod.OwnerReferences = append(pod.OwnerReferences, ref)
+		}
 	}
-	pod.Spec.NodeName = ""
+	for _, c := range old.Spec.Containers {
+		if c.Name == ContainerName {
+			carryDIContainer(pod, &c)
+		}
+	}
+	if r.Type != DDPLearner {
+		Place(pod, linkGrace)
+		return pod
+	}
+	if role, ok := old.Labels[LabelDDPLearnerType]; ok {
+		pod.Labels[LabelDDPLearnerType] = role
+	}
+	pod.Spec.Affinity = old.Spec.Affinity.DeepCopy()
+	return pod
+}
+
+// ddpVariables are the variables DDPLearners sets.
+var ddpVariables = []string{EnvWorldSize, EnvLocalWorldSize, EnvStartRank, EnvMasterAddr, EnvMasterPort}
+
+// carryDIContainer gives pod's di-container old's resources, and its GPU
+// and master ports and DDP variables.
+func carryDIContainer(pod *corev1.Pod, old *corev1.Container) {
+	var env []corev1.EnvVar
+	for _, e := range old.Env {
+		if slices.Contains(ddpVariables, e.Name) && e.ValueFrom == nil {
+			env = append(env, e)
+		}
+	}
 	for i := range pod.Spec.Containers {
-		for j := range pod.Spec.Containers[i].Env {
-			if pod.Spec.Containers[i].Env[j].Name == EnvPodName {
-				pod.Spec.Containers[i].Env[j].Value = name
+		c := &pod.Spec.Containers[i]
+		if c.Name != ContainerName {
+			continue
+		}
+		c.Resources = *old.Resources.DeepCopy()
+		for _, p := range old.Ports {
+			if strings.HasPrefix(p.Name, DDPPortPrefix+"-") || p.Name == MasterPortName {
+				c.Ports = append(c.Ports, p)
 			}
 		}
 	}
-	return pod
+	// DDPLearners sets them in every container.
+	SetEnv(pod, env...)
+}
+
+// TemplateOf is the template of job that pods of replicaType are made
+// from: nil for an aggregator (made from an AggregatorConfig) and for a
+// type job has no template for.
+func TemplateOf(job *div1.DIJob, replicaType string) *corev1.PodTemplateSpec {
+	switch {
+	case replicaType == Coordinator && job.Spec.Coordinator != nil:
+		return &job.Spec.Coordinator.Template
+	case replicaType == Collector && job.Spec.Collector != nil:
+		return &job.Spec.Collector.Template
+	case (replicaType == Learner || replicaType == DDPLearner) && job.Spec.Learner != nil:
+		return &job.Spec.Learner.Template
+	}
+	return nil
 }

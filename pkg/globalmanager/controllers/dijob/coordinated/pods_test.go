@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
@@ -140,32 +141,71 @@ func TestServiceSelectsItsPodByName(t *testing.T) {
 	}
 }
 
-// TestRebuildIsTheSameReplicaUnderANewName: a failed pod's replacement has
-// its spec on no node, a new name of its prefix that pod-name and
-// KUBERNETES_POD_NAME follow, its labels, annotations and owner.
+// TestRebuildIsTheSameReplicaUnderANewName: a failed pod's replacement is
+// its template's pod on no node, with the old one's resources, a new name
+// of its prefix that pod-name and KUBERNETES_POD_NAME follow, and the job
+// as its controller.
 func TestRebuildIsTheSameReplicaUnderANewName(t *testing.T) {
-	old, _ := Pod(Replica{Job: testJob(), Type: Collector, Name: "cartpole-collector-abcde", Template: template(0)})
-	old.Annotations = map[string]string{"note": "kept"}
+	r := Replica{Job: testJob(), Type: Collector, Name: "cartpole-collector-abcde", Template: template(0)}
+	old, _ := Pod(r)
+	SetResources(old, Resources{CPU: resource.MustParse("2")})
 	old.Spec.NodeName = "node-1"
 	old.Status.Phase = corev1.PodFailed
 	before := old.DeepCopy()
-	pod := Rebuild(old)
+	pod := Rebuild(old, Replica{Job: testJob(), Template: template(0)}, time.Minute)
 	if !cmp.Equal(before, old) {
 		t.Error("Rebuild changed the old pod")
 	}
 	if pod.Name == old.Name || !strings.HasPrefix(pod.Name, "cartpole-collector-") || len(pod.Name) != len(old.Name) {
 		t.Errorf("new name %q, want cartpole-collector- and %d new characters", pod.Name, randomLength)
 	}
-	if pod.Labels[LabelPodName] != pod.Name || pod.Labels[LabelReplicaType] != Collector || pod.Annotations["note"] != "kept" {
-		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
+	if pod.Labels[LabelPodName] != pod.Name || pod.Labels[LabelReplicaType] != Collector {
+		t.Errorf("labels %v", pod.Labels)
 	}
 	for _, c := range pod.Spec.Containers {
 		if envOf(c)[EnvPodName] != pod.Name {
 			t.Errorf("%s: %s=%q, want %q", c.Name, EnvPodName, envOf(c)[EnvPodName], pod.Name)
 		}
 	}
+	if cpu := pod.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("di-container's CPU limit %s, want the old one's 2", cpu.String())
+	}
 	if pod.Spec.NodeName != "" || pod.Status.Phase != "" || !cmp.Equal(pod.OwnerReferences, old.OwnerReferences) {
 		t.Errorf("nodeName %q phase %q owners %v", pod.Spec.NodeName, pod.Status.Phase, pod.OwnerReferences)
+	}
+}
+
+// TestRebuildTakesNothingElseFromTheOldPod: anyone who may create pods can
+// make one passing for a replica, and anyone who may update pods can
+// change a failed one's images, tolerations and owners; the replacement,
+// made by the GlobalManager, is the template's pod, but for a DDP
+// learner's resources, ports, rank variables, role, node affinity and
+// aggregator owner.
+func TestRebuildTakesNothingElseFromTheOldPod(t *testing.T) {
+	slot := GPUSlot{Node: "gpu-0", GPUs: 2}
+	aggregator := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cartpole-aggregator-fghij", Namespace: "rl", UID: "aggregator-uid"}}
+	r := Replica{Job: testJob(), Template: template(0)}
+	learners, err := DDPLearners(r, aggregator, Resources{CPU: resource.MustParse("4")}, []GPUSlot{slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := learners[0]
+	old := made.DeepCopy()
+	// What was done to the old pod since.
+	old.OwnerReferences = append(old.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"})
+	old.Spec.Containers[0].Image, old.Spec.Containers[1].Image = "attacker", "attacker"
+	old.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
+	old.Spec.HostNetwork, old.Spec.ServiceAccountName = true, "admin"
+	old.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(bool)}
+	old.Spec.Volumes = append(old.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+	old.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "attacker"}}}
+
+	pod := Rebuild(old, r, time.Minute)
+	want := made.DeepCopy()
+	want.Name, want.Labels[LabelPodName] = pod.Name, pod.Name
+	SetEnv(want, common.Env(EnvPodName, pod.Name))
+	if diff := cmp.Diff(want, pod); diff != "" {
+		t.Errorf("replacement (-want,+got):\n%s", diff)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 
@@ -32,11 +33,12 @@ type v1Caller struct {
 // v1CallerOf resolves the pod namespace/name from the pod cache (Nereid's
 // children only): its job is the DIJob of its controller reference, by
 // UID, which must be a v1 job; the pod must be its coordinator or an
-// aggregator, not being deleted. A pod that is not leaves pod and job nil.
+// aggregator, neither being deleted nor ended. A pod that is not leaves pod
+// and job nil.
 func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 	c := v1Caller{key: types.NamespacedName{Namespace: namespace, Name: name}}
 	pod, err := s.pods.Pods(namespace).Get(name)
-	if err != nil || pod.DeletionTimestamp != nil {
+	if err != nil || pod.DeletionTimestamp != nil || podEnded(pod) {
 		return c
 	}
 	if t := coordinated.TypeOf(pod); t != coordinated.Coordinator && t != coordinated.Aggregator {
@@ -50,6 +52,13 @@ func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 	if err != nil || job.UID != ref.UID || !conversion.IsV1(job) || pod.Labels[common.LabelOwnerUID] != string(job.UID) {
 		return c
 	}
+	// The pod cache holds every pod with an owner label, and anyone who may
+	// create pods in the namespace may label one and make the job its
+	// controller: a coordinator is the pod of the coordinator's own name,
+	// which no other pod can have while it lives.
+	if coordinated.TypeOf(pod) == coordinated.Coordinator && pod.Name != coordinated.CoordinatorName(job.Name) {
+		return c
+	}
 	c.pod, c.job = pod, job
 	return c
 }
@@ -61,7 +70,8 @@ func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 //     v1 job and not on the host's network (401 otherwise, the same for a
 //     pod that does not exist, so the answer tells nothing of it);
 //   - with a bearer token, as the v2 API: a subject that may update the job
-//     (get it, for GET) or a token bound to one of its pods; 401, 403, then
+//     (get it, for GET) or a token bound to the caller's pod (v1Subject);
+//     401, 403, then
 //     404 when the caller names no such pod.
 func (s *Server) v1Access(ctx context.Context, r *http.Request, ex *exchange, act action, caller v1Caller) (*div2alpha1.DIJob, *reply) {
 	if len(r.Header.Values("Authorization")) == 0 {
@@ -81,7 +91,25 @@ func (s *Server) v1Access(ctx context.Context, r *http.Request, ex *exchange, ac
 	if caller.job == nil {
 		return nil, s.v1NoSuchCaller(ctx, user, act, caller.key)
 	}
-	return s.authorize(ctx, user, act, types.NamespacedName{Namespace: caller.job.Namespace, Name: caller.job.Name})
+	return s.authorize(ctx, v1Subject(user, caller), act, types.NamespacedName{Namespace: caller.job.Namespace, Name: caller.job.Name})
+}
+
+// v1Subject is user as a v1 request is authorized: a token bound to a pod
+// is a worker of the job (authorize) only when that pod is the caller it
+// names, the job's coordinator or an aggregator. DI-engine's collectors and
+// learners never call this server, and a collector may run on an edge
+// node, which may ask for its pods' tokens: through their tokens, such a
+// node would create, delete and replace the job's replicas in the cloud.
+// Another pod's token is its ServiceAccount's, as any other subject.
+func v1Subject(user *authenticationv1.UserInfo, caller v1Caller) *authenticationv1.UserInfo {
+	if oneExtra(user, PodNameExtra) == "" || oneExtra(user, PodUIDExtra) == string(caller.pod.UID) {
+		return user
+	}
+	u := *user
+	u.Extra = maps.Clone(user.Extra)
+	delete(u.Extra, PodNameExtra)
+	delete(u.Extra, PodUIDExtra)
+	return &u
 }
 
 // v1NoSuchCaller answers a token's request naming a pod that is no
@@ -132,6 +160,14 @@ func callerAddress(r *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr().Unmap()
+}
+
+// podEnded says whether pod has ended (Succeeded or Failed): its status
+// keeps the IPs it had, which the node has given back and may give to any
+// other pod by now, of any namespace. A Failed aggregator stays so, its
+// replacements spent, while its job runs.
+func podEnded(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // hasPodIP says whether addr is one of pod's IPs.

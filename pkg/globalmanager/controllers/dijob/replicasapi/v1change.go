@@ -33,6 +33,9 @@ func (s *Server) v1Change(ctx context.Context, r *http.Request, ex *exchange, ca
 	if rep != nil {
 		return rep
 	}
+	if rep := v1AggregatorMay(ex.act, caller.pod); rep != nil {
+		return rep
+	}
 	if ex.act != actionV1DeleteReplicas {
 		if rep := v1Writable(job); rep != nil {
 			return rep
@@ -46,6 +49,7 @@ func (s *Server) v1Change(ctx context.Context, r *http.Request, ex *exchange, ca
 	if !found {
 		return unavailable(ErrBusy, "too many DIJobs are being changed, try again later")
 	}
+	defer s.v1Jobs.done(st)
 	if err := st.take(ctx); err != nil {
 		return unavailable(err, "the DIJob's other changes took too long, try again later")
 	}
@@ -69,6 +73,18 @@ func (s *Server) v1Change(ctx context.Context, r *http.Request, ex *exchange, ca
 		s.v1Answers.put(k, body, rep, now)
 	}
 	return rep
+}
+
+// v1AggregatorMay refuses (403) a POST or DELETE that names an
+// aggregator: adding and removing the job's replicas is its coordinator's,
+// while an aggregator, made from the cluster's AggregatorConfig and
+// reached by the job's DDP learners, only reports its own DDP learners
+// failed (v1Replace).
+func v1AggregatorMay(act action, caller *corev1.Pod) *reply {
+	if act == actionV1FailedReplicas || coordinated.TypeOf(caller) != coordinated.Aggregator {
+		return nil
+	}
+	return fail(http.StatusForbidden, "pod %s is an aggregator: only the coordinator adds and deletes replicas", klog.KObj(caller))
 }
 
 // v1Counts are the job's live pods by replica type, as the cache shows

@@ -86,7 +86,7 @@ type V1Config struct {
 	IdempotencyTTL     time.Duration
 	MaxIdempotencyKeys int
 	// MaxJobs bounds the jobs whose rate and pending pods are kept (4096);
-	// past it, 503.
+	// past it, 503, unless a job kept rests (v1Jobs.pruneLocked).
 	MaxJobs int
 }
 

@@ -33,12 +33,14 @@ type v1FailedRequest struct {
 }
 
 // v1Failed answers POST /v1alpha1/replicas/failed: each pod named is
-// replaced by a new one (coordinated.Rebuild: the same spec, a new name)
+// replaced by a new one (coordinated.Rebuild: from the template, with the
+// old one's resources, a new name)
 // and the new ones' URLs are answered. A name may be given as DI-engine
 // gives it, "<pod>", or as a URL, "<pod>.<namespace>:<port>"; each must be
 // a collector (under collectors), or a learner, an aggregator or a DDP
 // learner (under learners) of the caller's job, else 400, or 404 when there
-// is no such pod, as DI answered. A pod already being deleted is left out.
+// is no such pod, as DI answered; an aggregator names only its own DDP
+// learners (403). A pod already being deleted is left out.
 // The new pods are created first, then the old ones deleted: should a
 // create fail, the new ones are deleted and nothing changed; should a
 // delete fail, its new pod is deleted again.
@@ -58,7 +60,7 @@ func (s *Server) v1Failed(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	caller := s.v1CallerOf(req.Namespace, req.Coordinator)
 	return s.v1Change(ctx, r, ex, caller, body, func(ctx context.Context, job *div2alpha1.DIJob, st *v1Job) *reply {
-		return s.v1Replace(ctx, job, st, &req)
+		return s.v1Replace(ctx, job, st, caller.pod, &req)
 	})
 }
 
@@ -83,14 +85,18 @@ func (s *Server) podNamesOf(names []string) ([]string, *reply) {
 	return out, nil
 }
 
-// v1Replace replaces the pods req names.
-func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, req *v1FailedRequest) *reply {
+// v1Replace replaces the pods req names, which caller (the coordinator, or
+// an aggregator) found failed.
+func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, caller *corev1.Pod, req *v1FailedRequest) *reply {
 	collectors, rep := s.v1FailedPods(ctx, job, req.Collectors, coordinated.Collector)
 	if rep != nil {
 		return rep
 	}
 	learners, rep := s.v1FailedPods(ctx, job, req.Learners, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner)
 	if rep != nil {
+		return rep
+	}
+	if rep := aggregatorReports(caller, collectors, learners); rep != nil {
 		return rep
 	}
 	if slices.ContainsFunc(learners, func(p *corev1.Pod) bool { return coordinated.TypeOf(p) == coordinated.Aggregator }) &&
@@ -150,7 +156,27 @@ func (s *Server) v1FailedPods(ctx context.Context, job *div2alpha1.DIJob, names 
 	return out, nil
 }
 
-// wholePod reads cached from the API server: nil when it is gone or going.
+// aggregatorReports refuses (403) pods an aggregator caller names that are
+// not its own DDP learners: the rest of the job is the coordinator's.
+func aggregatorReports(caller *corev1.Pod, collectors, learners []*corev1.Pod) *reply {
+	if coordinated.TypeOf(caller) != coordinated.Aggregator {
+		return nil
+	}
+	for _, p := range append(collectors, learners...) {
+		if coordinated.TypeOf(p) != coordinated.DDPLearner || !ownedBy(p, caller) {
+			return fail(http.StatusForbidden, "pod %s is no DDP learner of aggregator %s: an aggregator reports only its own", klog.KObj(p), klog.KObj(caller))
+		}
+	}
+	return nil
+}
+
+// ownedBy says whether owner (by UID) is among pod's owners.
+func ownedBy(pod, owner *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == owner.UID })
+}
+
+// wholePod reads cached from the API server: nil when it is gone or going,
+// or no longer of the type the cache showed (and was checked).
 func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod, *reply) {
 	pod, err := s.cfg.Kube.CoreV1().Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
 	switch {
@@ -158,18 +184,35 @@ func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod,
 		return nil, nil
 	case err != nil:
 		return nil, internal(fmt.Errorf("reading pod %s: %w", klog.KObj(cached), err), "the pod could not be read")
-	case pod.UID != cached.UID || pod.DeletionTimestamp != nil:
+	case pod.UID != cached.UID || pod.DeletionTimestamp != nil || coordinated.TypeOf(pod) != coordinated.TypeOf(cached):
 		return nil, nil
 	}
 	return pod, nil
 }
 
 // rebuild creates a new pod in place of each of olds (their DDP learners
-// too, for aggregators) and returns them in the same order.
+// too, for aggregators) from its type's template (coordinated.Rebuild),
+// and returns them in the same order.
 func (c *v1Creation) rebuild(ctx context.Context, job *div2alpha1.DIJob, olds []*corev1.Pod) ([]*corev1.Pod, error) {
+	view, err := conversion.ToV1(job)
+	if err != nil {
+		return nil, fmt.Errorf("converting DIJob %s to v1alpha1: %w", klog.KObj(job), err)
+	}
 	var out []*corev1.Pod
+	v1 := c.s.cfg.V1
 	for _, old := range olds {
-		made, err := c.create(ctx, coordinated.Rebuild(old))
+		template := coordinated.TemplateOf(view, coordinated.TypeOf(old))
+		if coordinated.TypeOf(old) == coordinated.Aggregator {
+			var rep *reply
+			if template, rep = c.s.v1AggregatorTemplate(); rep != nil {
+				return nil, &refusalError{rep}
+			}
+		}
+		if template == nil {
+			return nil, &refusalError{fail(http.StatusBadRequest, "DIJob %s has no template for its %s %s", klog.KObj(job), coordinated.TypeOf(old), klog.KObj(old))}
+		}
+		pod := coordinated.Rebuild(old, coordinated.Replica{Job: view, Template: template, ServerURL: v1.ServerURL}, v1.EdgeLinkGrace)
+		made, err := c.create(ctx, pod)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"unicode"
@@ -153,8 +154,13 @@ func checkCaller(namespace, pod string) *reply {
 	return nil
 }
 
+// maxQuantity bounds a quantity: the largest whose thousandths are an
+// int64. Past it MilliValue and Value wrap ("1e300" reads 0), and so do
+// the scheduler's and the kubelet's sums, which read them.
+var maxQuantity = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+
 // checkResources refuses replicas below 0 or over the request bound, a
-// negative quantity, and GPUs that are not whole.
+// negative quantity or one past maxQuantity, and GPUs that are not whole.
 func (s *Server) checkResources(field string, r *v1Resources) *reply {
 	limit := s.cfg.V1.MaxReplicasPerRequest
 	switch {
@@ -162,6 +168,8 @@ func (s *Server) checkResources(field string, r *v1Resources) *reply {
 		return fail(http.StatusBadRequest, "%s.replicas must be between 0 and %d (the bound of replicas per request), not %d", field, limit, r.Replicas)
 	case r.CPU.Sign() < 0 || r.GPU.Sign() < 0 || r.Memory.Sign() < 0:
 		return fail(http.StatusBadRequest, "%s: cpus, gpus and memory must not be negative", field)
+	case r.CPU.Cmp(maxQuantity) > 0 || r.GPU.Cmp(maxQuantity) > 0 || r.Memory.Cmp(maxQuantity) > 0:
+		return fail(http.StatusBadRequest, "%s: cpus, gpus and memory must be at most %s", field, maxQuantity.String())
 	case r.GPU.MilliValue()%1000 != 0:
 		return fail(http.StatusBadRequest, "%s.gpus must be a whole number, not %s", field, r.GPU.String())
 	}

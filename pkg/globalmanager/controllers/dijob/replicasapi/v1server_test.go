@@ -37,6 +37,14 @@ func TestV1RoutesAnswerAsDIOrchestrator(t *testing.T) {
 		"an unknown GET param":  {req: fromCoordinator(http.MethodGet, v1ReplicasPath+"?namespace=rl&job=x", ""), wantStatus: http.StatusBadRequest, wantMessage: `request param "job" is not supported`},
 		"a body of no JSON":     {req: fromCoordinator(http.MethodPost, v1ReplicasPath, "collectors"), wantStatus: http.StatusBadRequest, wantMessage: "not valid"},
 		"a body without caller": {req: fromCoordinator(http.MethodPost, v1ReplicasPath, `{"namespace": "rl"}`), wantStatus: http.StatusBadRequest, wantMessage: `"coordinator" must name`},
+		"GPUs past an int64 of thousandths": {
+			req:        fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{}`, `{"replicas": 1, "gpus": "1e300"}`)),
+			wantStatus: http.StatusBadRequest, wantMessage: "learners: cpus, gpus and memory must be at most",
+		},
+		"memory past an int64 of thousandths": {
+			req:        fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{"replicas": 1, "memory": 18446744073709551616}`, `{}`)),
+			wantStatus: http.StatusBadRequest, wantMessage: "collectors: cpus, gpus and memory must be at most",
+		},
 		"GET by name": {
 			req:        fromCoordinator(http.MethodGet, v1ReplicasPath+"?namespace=rl&coordinator="+coordinatorName+"&name=x", ""),
 			wantStatus: http.StatusOK, wantMessage: "successfully get replicas",
@@ -161,8 +169,14 @@ func TestV1Access(t *testing.T) {
 	onHost := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-hhhhh", "10.0.0.20")
 	onHost.Spec.HostNetwork = true
 	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-ccccc", "10.0.0.21")
+	// Its IP, which its status keeps, is free for the node to give another pod.
+	ended := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-eeeee", "10.0.0.22")
+	ended.Status.Phase = corev1.PodFailed
+	// A pod someone who may create pods made, labelled and owned as the job's
+	// coordinator.
+	impostor := newV1Pod(t, job, coordinated.Coordinator, testV1Job+"-coordinator-2", "10.0.0.23")
 	other := newV1Job(t, "other")
-	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), onHost, collector, other}
+	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), onHost, collector, ended, impostor, other}
 	get := func(pod string) string { return v1ReplicasPath + "?namespace=" + testNS + "&coordinator=" + pod }
 	cases := map[string]struct {
 		req         v1Request
@@ -185,6 +199,21 @@ func TestV1Access(t *testing.T) {
 		"an aggregator on the host's network": {
 			req:        v1Request{method: http.MethodGet, path: v1ReplicasPath + "?namespace=rl&aggregator=" + onHost.Name, from: "10.0.0.20"},
 			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address",
+		},
+		"an aggregator that failed, from the address it had": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: `{"namespace": "rl", "coordinator": "` + ended.Name + `", "collectors": {"replicas": 1}}`, from: "10.0.0.22"},
+			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address of a live coordinator or aggregator",
+		},
+		"a coordinator not of the coordinator's name": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: `{"namespace": "rl", "coordinator": "` + impostor.Name + `", "collectors": {"replicas": 1}}`, from: "10.0.0.23"},
+			wantStatus: http.StatusUnauthorized, wantMessage: "is not the address of a live coordinator or aggregator",
+		},
+		"the token of the coordinator's pod": {
+			req: v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "pod:rl:" + coordinatorName + ":uid-" + coordinatorName}, wantStatus: http.StatusOK,
+		},
+		"the token of a collector's pod, naming the coordinator": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "pod:rl:" + collector.Name + ":uid-" + collector.Name},
+			wantStatus: http.StatusForbidden, wantMessage: `user "system:serviceaccount:rl:default" may not update dijobs`,
 		},
 		"a token that may update the job": {
 			req: v1Request{method: http.MethodPost, path: v1ReplicasPath, body: postBody(`{"replicas": 1}`, `{}`), from: strangerIP, token: "admin"}, wantStatus: http.StatusOK,
@@ -422,9 +451,10 @@ func TestV1FailedReplacesTheNamedPods(t *testing.T) {
 		}
 		for _, pod := range f.apiPods() {
 			if typ := coordinated.TypeOf(&pod); typ == coordinated.Collector || typ == coordinated.Learner {
-				// The cache holds slim pods: the new one is the old one's whole spec.
-				if c := pod.Spec.Containers[0]; c.Image != "coordinator" || !slices.Contains(c.Env, corev1.EnvVar{Name: coordinated.EnvPodName, Value: pod.Name}) {
-					t.Errorf("new pod %s: image %q, env %v; want the old pod's spec with KUBERNETES_POD_NAME=%s", pod.Name, c.Image, c.Env, pod.Name)
+				// The cache holds slim pods: the new one is the old one's whole spec,
+				// its image the template's.
+				if c := pod.Spec.Containers[0]; c.Image != typ || !slices.Contains(c.Env, corev1.EnvVar{Name: coordinated.EnvPodName, Value: pod.Name}) {
+					t.Errorf("new pod %s: image %q, env %v; want the old pod's spec with image %s and KUBERNETES_POD_NAME=%s", pod.Name, c.Image, c.Env, typ, pod.Name)
 				}
 			}
 		}
@@ -507,7 +537,7 @@ func TestV1FailedAggregatorGetsNewDDPLearners(t *testing.T) {
 		t.Errorf("replacing an aggregator without the GPU allocator: %d %q, want 501", a.status, a.body.Message)
 	}
 
-	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}}}, objects...)
+	f = newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 4}}, AggregatorConfigs: aggregatorConfigs(t, aggregatorConfig())}}, objects...)
 	a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body))
 	aggregators := f.apiPodNames(coordinated.Aggregator)
 	if a.status != http.StatusOK || len(aggregators) != 1 || aggregators[0] == aggregator.Name {
@@ -524,5 +554,138 @@ func TestV1FailedAggregatorGetsNewDDPLearners(t *testing.T) {
 	}
 	if gpus := made[0].Spec.Containers[0].Resources.Limits[coordinated.ResourceGPU]; gpus.Cmp(quantity("4")) != 0 {
 		t.Errorf("the new DDP learner's GPUs %s, want the world size 4", gpus.String())
+	}
+}
+
+func TestV1AggregatorOnlyReportsItsOwnDDPLearners(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	const aggregatorIP = "10.0.3.1"
+	aggregator := newV1Pod(t, job, coordinated.Aggregator, testV1Job+"-aggregator-abcde", aggregatorIP)
+	ddp := newV1Pod(t, job, coordinated.DDPLearner, testV1Job+"-ddp-learner-fghij", "10.0.3.2")
+	ddp.OwnerReferences = append(ddp.OwnerReferences, *ownerPod(aggregator))
+	coordinated.SetEnv(ddp, corev1.EnvVar{Name: coordinated.EnvWorldSize, Value: "1"})
+	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.3.3")
+	learner := newV1Pod(t, job, coordinated.Learner, testV1Job+"-learner-bbbbb", "10.0.3.4")
+	objects := []runtime.Object{job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), aggregator, ddp, collector, learner}
+	named := func(collectors, learners string) string {
+		return `{"namespace": "rl", "coordinator": "` + aggregator.Name + `", "collectors": ` + collectors + `, "learners": ` + learners + `}`
+	}
+	cases := map[string]struct {
+		req         v1Request
+		wantStatus  int
+		wantMessage string
+	}{
+		"POST": {
+			req:        v1Request{method: http.MethodPost, path: v1ReplicasPath, body: named(`{"replicas": 1}`, `{}`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "only the coordinator adds and deletes replicas",
+		},
+		"DELETE": {
+			req:        v1Request{method: http.MethodDelete, path: v1ReplicasPath, body: named(`{"replicas": 1}`, `{"replicas": 1}`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "only the coordinator adds and deletes replicas",
+		},
+		"a collector failed": {
+			req:        v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`["`+collector.Name+`"]`, `[]`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "is no DDP learner of aggregator",
+		},
+		"a learner failed": {
+			req:        v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`[]`, `["`+learner.Name+`"]`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "is no DDP learner of aggregator",
+		},
+		"itself failed": {
+			req:        v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`[]`, `["`+aggregator.Name+`"]`), from: aggregatorIP},
+			wantStatus: http.StatusForbidden, wantMessage: "is no DDP learner of aggregator",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newV1Fixture(t, Config{V1: V1Config{GPUs: fixedSlots{{Node: "gpu-0", GPUs: 1}}}}, objects...)
+			a := f.call(tc.req)
+			if a.status != tc.wantStatus || !strings.Contains(a.body.Message, tc.wantMessage) {
+				t.Errorf("%d %q, want %d with %q", a.status, a.body.Message, tc.wantStatus, tc.wantMessage)
+			}
+			if got := len(f.apiPods()); got != len(objects)-1 {
+				t.Errorf("%d pods after a refusal, want the %d there were", got, len(objects)-1)
+			}
+		})
+	}
+	t.Run("its own DDP learner failed", func(t *testing.T) {
+		f := newV1Fixture(t, Config{}, objects...)
+		a := f.call(v1Request{method: http.MethodPost, path: v1FailedPath, body: named(`[]`, `["`+ddp.Name+`"]`), from: aggregatorIP})
+		if a.status != http.StatusOK {
+			t.Fatalf("%d %s, want 200", a.status, a.raw)
+		}
+		if got := f.apiPodNames(coordinated.DDPLearner); len(got) != 1 || got[0] == ddp.Name {
+			t.Errorf("DDP learners %v, want %s replaced", got, ddp.Name)
+		}
+	})
+}
+
+// TestV1FailedDoesNotCopyAnEditOfTheFailedPod: someone who may create or
+// update pods, not the job, gave a failed collector another image, a
+// toleration of the control plane's taint and the host's network; the
+// replacement the GlobalManager makes is the collector template's pod.
+func TestV1FailedDoesNotCopyAnEditOfTheFailedPod(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.2.1")
+	collector.Spec.Containers[0].Image = "attacker"
+	collector.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
+	collector.Spec.HostNetwork = true
+	f := newV1Fixture(t, Config{}, job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), collector)
+	body := `{"namespace": "rl", "coordinator": "` + coordinatorName + `", "collectors": ["` + collector.Name + `"]}`
+	if a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body)); a.status != http.StatusOK {
+		t.Fatalf("replicas/failed: %d %s", a.status, a.raw)
+	}
+	for _, pod := range f.apiPods() {
+		if coordinated.TypeOf(&pod) != coordinated.Collector {
+			continue
+		}
+		if image := pod.Spec.Containers[0].Image; image != "collector" || len(pod.Spec.Tolerations) != 0 || pod.Spec.HostNetwork {
+			t.Errorf("new collector %s: image %q, tolerations %v, hostNetwork %t; want the template's pod", pod.Name, image, pod.Spec.Tolerations, pod.Spec.HostNetwork)
+		}
+	}
+}
+
+// TestV1JobsAtRestLeaveRoomForOthers: the states of MaxJobs jobs that
+// changed once and rest, their rate back to a whole burst, do not refuse
+// another job's change (a tenant's own jobs would otherwise fill the
+// table for minutes); a job still within its burst keeps its state.
+func TestV1JobsAtRestLeaveRoomForOthers(t *testing.T) {
+	job, other := newV1Job(t, testV1Job), newV1Job(t, "other")
+	const otherIP = "10.0.9.1"
+	objects := []runtime.Object{job, other, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP),
+		newV1Pod(t, other, coordinated.Coordinator, "other-coordinator", otherIP)}
+	otherBody := `{"namespace": "rl", "coordinator": "other-coordinator", "collectors": {"replicas": 0}}`
+	clk := testingclock.NewFakeClock(time.Now())
+	f := newV1Fixture(t, Config{Clock: clk, V1: V1Config{MaxJobs: 1, RequestsPerSecond: 1}}, objects...)
+	if a := f.call(fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{}`, `{}`))); a.status != http.StatusOK {
+		t.Fatalf("the first job's change: %d %s", a.status, a.raw)
+	}
+	if a := f.call(v1Request{method: http.MethodPost, path: v1ReplicasPath, body: otherBody, from: otherIP}); a.status != http.StatusServiceUnavailable {
+		t.Errorf("another job's change while the first is within its burst: %d %s, want 503", a.status, a.raw)
+	}
+	clk.Step(time.Second)
+	if a := f.call(v1Request{method: http.MethodPost, path: v1ReplicasPath, body: otherBody, from: otherIP}); a.status != http.StatusOK {
+		t.Errorf("another job's change once the first rests: %d %s, want 200", a.status, a.raw)
+	}
+}
+
+// TestV1FailedLeavesOutAPodWhoseTypeChanged: a collector the cache shows,
+// relabelled a coordinator since, is left out rather than made again as a
+// pod of another type than the one checked.
+func TestV1FailedLeavesOutAPodWhoseTypeChanged(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	collector := newV1Pod(t, job, coordinated.Collector, testV1Job+"-collector-aaaaa", "10.0.2.1")
+	f := newV1Fixture(t, Config{}, job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP), collector)
+	relabelled := collector.DeepCopy()
+	relabelled.Labels[coordinated.LabelReplicaType] = coordinated.Coordinator
+	if _, err := f.kube.CoreV1().Pods(testNS).Update(t.Context(), relabelled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"namespace": "rl", "coordinator": "` + coordinatorName + `", "collectors": ["` + collector.Name + `"]}`
+	if a := f.call(fromCoordinator(http.MethodPost, v1FailedPath, body)); a.status != http.StatusOK || a.jobData(t).Collectors != nil {
+		t.Errorf("replicas/failed: %d %s, want 200 and no collector made", a.status, a.raw)
+	}
+	if got := len(f.apiPods()); got != 2 {
+		t.Errorf("%d pods, want the 2 there were", got)
 	}
 }

@@ -18,9 +18,6 @@ import (
 // between stops being counted after this.
 const expectationTTL = 2 * time.Minute
 
-// jobIdleTTL is how long a job's state is kept once nothing uses it.
-const jobIdleTTL = 10 * time.Minute
-
 // v1Jobs is what the v1 server keeps of each job it changes, by UID, at
 // most max jobs.
 type v1Jobs struct {
@@ -41,8 +38,8 @@ type v1Job struct {
 	// deleted those deleted and still seen live there.
 	created map[string]expectation
 	deleted map[string]expectation
-	// used is when the job was last asked for (under v1Jobs.mu).
-	used time.Time
+	// users counts the requests between get and done (under v1Jobs.mu).
+	users int
 }
 
 // expectation is a pod's replica type and when it was created or deleted.
@@ -55,14 +52,15 @@ func newV1Jobs(max int, perSecond float64, clk clock.PassiveClock) *v1Jobs {
 	return &v1Jobs{byUID: map[types.UID]*v1Job{}, max: max, perSecond: perSecond, clock: clk}
 }
 
-// get is the state of the job uid, made when new; false when max jobs are
-// kept and none has been idle for jobIdleTTL.
+// get is the state of the job uid, made when new, for a request that
+// calls done with it when it ends; false when max jobs are kept and none
+// is at rest (pruneLocked).
 func (j *v1Jobs) get(uid types.UID) (*v1Job, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	now := j.clock.Now()
 	if st, ok := j.byUID[uid]; ok {
-		st.used = now
+		st.users++
 		return st, true
 	}
 	if len(j.byUID) >= j.max {
@@ -74,10 +72,17 @@ func (j *v1Jobs) get(uid types.UID) (*v1Job, bool) {
 	st := &v1Job{
 		turn:    make(chan struct{}, 1),
 		limit:   rate.NewLimiter(rate.Limit(j.perSecond), burstOf(j.perSecond)),
-		created: map[string]expectation{}, deleted: map[string]expectation{}, used: now,
+		created: map[string]expectation{}, deleted: map[string]expectation{}, users: 1,
 	}
 	j.byUID[uid] = st
 	return st, true
+}
+
+// done ends a request's use of st.
+func (j *v1Jobs) done(st *v1Job) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st.users--
 }
 
 // take waits for the job's turn until ctx ends; give gives it back.
@@ -90,26 +95,17 @@ func (st *v1Job) take(ctx context.Context) error {
 	}
 }
 
-func (st *v1Job) tryTake() bool {
-	select {
-	case st.turn <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
 func (st *v1Job) give() { <-st.turn }
 
-// pruneLocked forgets the jobs idle for jobIdleTTL that no request holds.
+// pruneLocked forgets the jobs at rest: no request uses them, no pod they
+// made or deleted is awaited, and their rate is back to a whole burst, so
+// that a new state would decide as theirs does. Forgetting only the jobs
+// idle for minutes would let a tenant with max jobs of its own, each
+// changed (with nothing) once in a while, refuse every other job's
+// changes.
 func (j *v1Jobs) pruneLocked(now time.Time) {
 	for uid, st := range j.byUID {
-		if now.Sub(st.used) < jobIdleTTL || !st.tryTake() {
-			continue
-		}
-		idle := len(st.created) == 0 && len(st.deleted) == 0
-		st.give()
-		if idle {
+		if st.users == 0 && len(st.created) == 0 && len(st.deleted) == 0 && st.limit.TokensAt(now) >= float64(st.limit.Burst()) {
 			delete(j.byUID, uid)
 		}
 	}
