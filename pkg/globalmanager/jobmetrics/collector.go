@@ -64,7 +64,7 @@ var (
 		"1 for a learning cycle's current stage and that stage's state (incremental and lifelong learning jobs).",
 		append(slices.Clone(jobLabels), "stage", "state"), nil)
 	roundDesc = prometheus.NewDesc("nereid_job_round",
-		"A learning cycle's current round, counted from 1 (0: not started).",
+		"A learning cycle's current round, counted from 1 (0: not started), or a federated learning job's (its fastest node's).",
 		jobLabels, nil)
 	metricDesc = prometheus.NewDesc("nereid_job_metric",
 		"The latest value of each numeric metric the job's status records (an evaluated round's model metrics, a service's summed inference counts, a federated job's last reporting node's values), "+

@@ -61,7 +61,7 @@ const help = `
 # TYPE nereid_job_metrics_omitted_jobs gauge
 # HELP nereid_job_phase 1 for the job's current status.phase (federated learning jobs, DIJobs).
 # TYPE nereid_job_phase gauge
-# HELP nereid_job_round A learning cycle's current round, counted from 1 (0: not started).
+# HELP nereid_job_round A learning cycle's current round, counted from 1 (0: not started), or a federated learning job's (its fastest node's).
 # TYPE nereid_job_round gauge
 # HELP nereid_job_stage 1 for a learning cycle's current stage and that stage's state (incremental and lifelong learning jobs).
 # TYPE nereid_job_stage gauge
@@ -76,9 +76,9 @@ func TestJobGaugesSayWhatEachKindsStatusRecords(t *testing.T) {
 		obj  metav1.Object
 		want string
 	}{
-		"federated learning job: phase, and the metrics of the node heard from last": {
+		"federated learning job: phase, round, and the metrics of the node heard from last": {
 			obj: &sednav1.FederatedLearningJob{ObjectMeta: meta("fl"), Status: sednav1.FederatedLearningJobStatus{
-				Phase: sednav1.FLJobRunning,
+				Phase: sednav1.FLJobRunning, Round: 7, SlowestRound: 6,
 				EdgeNodes: []sednav1.EdgeNodeStatus{
 					{Name: "edge-1", LastHeardTime: late, Metrics: metrics("round", "7", "loss", "0.25")},
 					{Name: "edge-2", LastHeardTime: early, Metrics: metrics("round", "6", "loss", "0.5")},
@@ -88,6 +88,7 @@ func TestJobGaugesSayWhatEachKindsStatusRecords(t *testing.T) {
 nereid_job_metric{kind="FederatedLearningJob",metric="loss",name="fl",namespace="ns"} 0.25
 nereid_job_metric{kind="FederatedLearningJob",metric="round",name="fl",namespace="ns"} 7
 nereid_job_phase{kind="FederatedLearningJob",name="fl",namespace="ns",phase="Running"} 1
+nereid_job_round{kind="FederatedLearningJob",name="fl",namespace="ns"} 7
 `,
 		},
 		"incremental learning job: stage, state, round, and the last evaluated round's model": {
@@ -131,6 +132,9 @@ nereid_job_phase{kind="DIJob",name="di",namespace="ns",phase="Restarting"} 1
 		},
 		"a phase that is no valid label value is left out, not a panic": {
 			obj: &sednav1.FederatedLearningJob{ObjectMeta: meta("fl"), Status: sednav1.FederatedLearningJobStatus{Phase: "\xff"}},
+			want: `
+nereid_job_round{kind="FederatedLearningJob",name="fl",namespace="ns"} 0
+`,
 		},
 		"a Model is no job": {
 			obj: &sednav1.Model{ObjectMeta: meta("m"), Status: sednav1.ModelStatus{Metrics: metrics("precision", "0.9")}},

@@ -78,7 +78,8 @@ type Progress struct {
 	Phase string
 	// Stage and State are a learning cycle's current stage and its state.
 	Stage, State string
-	// Round is a learning cycle's round; HasRound says the kind has one.
+	// Round is a learning cycle's round, or a federated learning job's
+	// (its fastest node's); HasRound says the kind has one.
 	Round    int32
 	HasRound bool
 	// Metrics are the latest metric values the status records, as reported

@@ -26,11 +26,11 @@ func init() {
 		Informer: func(f nereidinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Sedna().V1alpha1().FederatedLearningJobs().Informer()
 		},
-		// Sedna's status has no round: a round its workers report is among
-		// the metrics of the node heard from last.
+		// Its round is the fastest node's (status.round, from the rounds
+		// its workers report).
 		Progress: func(obj any) kinds.Progress {
 			st := &obj.(*sednav1.FederatedLearningJob).Status
-			return kinds.Progress{Phase: string(st.Phase), Metrics: edgestatus.LatestMetrics(st.EdgeNodes)}
+			return kinds.Progress{Phase: string(st.Phase), Round: st.Round, HasRound: true, Metrics: edgestatus.LatestMetrics(st.EdgeNodes)}
 		},
 		Edge: &kinds.Edge{Order: 2, Workers: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.FederatedLearningJob] {
