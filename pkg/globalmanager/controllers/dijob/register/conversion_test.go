@@ -25,13 +25,7 @@ func TestConversionFlagsAreChecked(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs := tc.flags.validate()
-			switch {
-			case tc.wantErr == "" && len(errs) > 0:
-				t.Errorf("validate() = %v, want none", errs)
-			case tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.wantErr)):
-				t.Errorf("validate() = %v, want an error with %q", errs, tc.wantErr)
-			}
+			checkValidate(t, tc.flags.validate(), tc.wantErr)
 		})
 	}
 }
@@ -48,5 +42,17 @@ func TestTheWebhooksURLHost(t *testing.T) {
 	}
 	if diff := cmp.Diff(&conversion.ServiceReference{Namespace: "ml", Name: "r-dijob-conversion", Port: 443}, ref); diff != "" {
 		t.Errorf("parseServiceReference (-want,+got):\n%s", diff)
+	}
+}
+
+// checkValidate checks a flag set's validate() errors: none when wantErr
+// is empty, else the first one contains wantErr.
+func checkValidate(t *testing.T, errs []error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && len(errs) > 0:
+		t.Errorf("validate() = %v, want none", errs)
+	case wantErr != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), wantErr)):
+		t.Errorf("validate() = %v, want an error with %q", errs, wantErr)
 	}
 }
