@@ -8,8 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
@@ -120,10 +118,7 @@ func (c *Controller) replaceFailed(ctx context.Context, sc *v1SyncCtx) error {
 // nil when the pod is gone, another pod has its name by now, or its
 // replica type is no longer the one decided on.
 func (c *Controller) podAsStored(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
-	full, err := c.children.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && (full.UID != p.UID || coordinated.TypeOf(full) != coordinated.TypeOf(p))) {
-		return nil, nil
-	}
+	full, err := coordinated.AsStored(ctx, c.children.Client.CoreV1(), p)
 	if err != nil {
 		return nil, fmt.Errorf("reading pod %s/%s to replace it: %w", p.Namespace, p.Name, err)
 	}

@@ -1,13 +1,16 @@
 package coordinated
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
@@ -238,4 +241,21 @@ func TemplateOf(job *div1.DIJob, replicaType string) *corev1.PodTemplateSpec {
 		return &job.Spec.Learner.Template
 	}
 	return nil
+}
+
+// AsStored reads cached, a pod of the controllers' slimmed cache, whole
+// from the API server, to build its replacement from: nil, without error,
+// when it is gone or is no longer that replica (another UID, or another
+// replica type than the cache said).
+func AsStored(ctx context.Context, pods corev1client.PodsGetter, cached *corev1.Pod) (*corev1.Pod, error) {
+	pod, err := pods.Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case pod.UID != cached.UID || TypeOf(pod) != TypeOf(cached):
+		return nil, nil
+	}
+	return pod, nil
 }

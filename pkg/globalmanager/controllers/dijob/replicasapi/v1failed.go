@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -178,13 +177,11 @@ func ownedBy(pod, owner *corev1.Pod) bool {
 // wholePod reads cached from the API server: nil when it is gone or going,
 // or no longer of the type the cache showed (and was checked).
 func (s *Server) wholePod(ctx context.Context, cached *corev1.Pod) (*corev1.Pod, *reply) {
-	pod, err := s.cfg.Kube.CoreV1().Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	pod, err := coordinated.AsStored(ctx, s.cfg.Kube.CoreV1(), cached)
 	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
 	case err != nil:
 		return nil, internal(fmt.Errorf("reading pod %s: %w", klog.KObj(cached), err), "the pod could not be read")
-	case pod.UID != cached.UID || pod.DeletionTimestamp != nil || coordinated.TypeOf(pod) != coordinated.TypeOf(cached):
+	case pod == nil || pod.DeletionTimestamp != nil:
 		return nil, nil
 	}
 	return pod, nil
