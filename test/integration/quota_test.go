@@ -118,6 +118,17 @@ func (m *podsMade) firstIndex(prefix string) int {
 	return slices.IndexFunc(m.order, func(n string) bool { return strings.HasPrefix(n, prefix) })
 }
 
+// seenIndex waits until the watch has delivered a pod of the job (by name
+// prefix) and returns where the first one was made: the API server may
+// list a pod before this watch reports it.
+func (m *podsMade) seenIndex(t *testing.T, prefix string) int {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, "the watch to report a pod named "+prefix+"*", func(context.Context) (bool, error) {
+		return m.firstIndex(prefix) >= 0, nil
+	})
+	return m.firstIndex(prefix)
+}
+
 // flAdmitted waits for the job's Admitted condition to have status, reason
 // and, unless "", message; it returns the message.
 func flAdmitted(t *testing.T, ns, name string, status corev1.ConditionStatus, reason, message string) string {
@@ -266,7 +277,7 @@ func TestQuotaForTwoOfThreeJobsAdmitsAHighPriorityJobFirst(t *testing.T) {
 	}
 	finishFLJob(t, ns, b)
 	waitForPods(t, ns, c, 2)
-	if made.firstIndex("c-") < made.firstIndex("urgent-") {
+	if made.seenIndex(t, "c-") < made.seenIndex(t, "urgent-") {
 		t.Errorf("c's pods were made before urgent's")
 	}
 }
