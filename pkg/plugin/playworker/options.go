@@ -71,7 +71,9 @@ func newFlagSet(env *cli.Env, o *options) (*flag.FlagSet, *cli.KubeFlags) {
 	}
 	kube := cli.AddKubeFlags(fs)
 	fs.Func("kind", "The report's stage: train, eval, deploy or inference (default: from the pod's nereid.io/worker-role: a training or train worker trains, an eval worker evaluates, an inference or joint inference edge worker infers).",
-		func(s string) error { return oneOf(&o.stage, s, []edgeproto.Stage{edgeproto.StageTrain, edgeproto.StageEval, edgeproto.StageDeploy, edgeproto.StageInference}) })
+		func(s string) error {
+			return oneOf(&o.stage, s, []edgeproto.Stage{edgeproto.StageTrain, edgeproto.StageEval, edgeproto.StageDeploy, edgeproto.StageInference})
+		})
 	fs.Func("status", "The worker's status: ready, running, completed or failed (default: running; with --rounds, the last round's, default completed; an inference report sends none unless given).",
 		func(s string) error {
 			return oneOf(&o.status, s, []edgeproto.WorkerStatus{edgeproto.WorkerReady, edgeproto.WorkerRunning, edgeproto.WorkerCompleted, edgeproto.WorkerFailed})
