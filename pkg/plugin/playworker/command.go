@@ -107,6 +107,13 @@ func (o *options) defaultStage(w Worker) error {
 		o.stage = edgeproto.StageEval
 	case "inference", "edge":
 		o.stage = edgeproto.StageInference
+	case "aggregation":
+		// Sedna's aggregator speaks to its trainers, not to a LocalController.
+		if o.finish != "" && !o.reportFlags {
+			o.finishOnly = true
+			return nil
+		}
+		return &cli.UsageError{Err: fmt.Errorf("pod %s is a federated learning aggregator, which sends no reports: give --finish alone to finish it, or --kind to send a report anyway", w.Name)}
 	default:
 		return &cli.UsageError{Err: fmt.Errorf("--kind is required: pod %s's role %q does not say which stage it reports (train, eval, deploy or inference)", w.Name, w.Role)}
 	}
@@ -118,6 +125,9 @@ func (o *options) defaultStage(w Worker) error {
 
 // reports are the reports to send, in order.
 func (o *options) reports(now time.Time) []Report {
+	if o.finishOnly {
+		return nil
+	}
 	results := ModelResults(o.modelFormat, o.modelURLs, o.metrics)
 	switch {
 	case o.rounds > 0:

@@ -32,6 +32,9 @@ type options struct {
 	localRun     string
 	lcURL        string
 	tries        int
+	// reportFlags says whether a flag about the report's content was
+	// given; finishOnly, that the pod is only to be finished.
+	reportFlags, finishOnly bool
 }
 
 const usageHead = `play-worker <pod> [flags]
@@ -61,7 +64,10 @@ Examples:
   kubectl nereid play-worker <pod> --kind inference --inference-count 120 --hard-example-count 9
 
   # A worker that fails.
-  kubectl nereid play-worker <pod> --kind train --status failed --finish=failed`
+  kubectl nereid play-worker <pod> --kind train --status failed --finish=failed
+
+  # A federated learning aggregator sends no reports: only finish it.
+  kubectl nereid play-worker surface-defect-detection-aggregation-x2 -n demo --finish`
 
 func newFlagSet(env *cli.Env, o *options) (*flag.FlagSet, *cli.KubeFlags) {
 	fs := cli.NewFlagSet(env, "play-worker", "play-worker <pod> [flags]")
@@ -156,6 +162,9 @@ func (o *options) check(fs *flag.FlagSet) error {
 		return usageErrorf("--lc-url and --local-run both say where the LocalController is; give one")
 	case o.tries < 1:
 		return usageErrorf("--tries %d: at least 1", o.tries)
+	}
+	for _, f := range []string{"status", "round", "total-rounds", "rounds", "metric", "model-url", "inference-count", "hard-example-count"} {
+		o.reportFlags = o.reportFlags || given(f)
 	}
 	if o.status == "" && o.stage != edgeproto.StageInference {
 		o.status = edgeproto.WorkerRunning

@@ -213,6 +213,24 @@ func TestFinishMarksAKwokPodAsItsKubeletWould(t *testing.T) {
 	}
 }
 
+func TestFinishAloneFinishesAnAggregatorAndSendsNothing(t *testing.T) {
+	lc, url := startLC(t)
+	kube := fake.NewClientset(workerPod("fl-agg", "aggregation", "cloud-0", podIP), node("cloud-0", true))
+	if err := playArgs(t, io.Discard, kube, []string{"fl-agg", "--lc-url", url, "--finish"}); err != nil {
+		t.Fatalf("play-worker: %v", err)
+	}
+	if got := len(lc.seen()); got != 0 {
+		t.Errorf("the LocalController got %d reports, want none", got)
+	}
+	p, err := kube.CoreV1().Pods("ns").Get(t.Context(), "fl-agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("aggregator is %s, want Succeeded", p.Status.Phase)
+	}
+}
+
 func TestPlayWorkerRefusesBeforeSendingAnything(t *testing.T) {
 	fsPod := workerPod("fl-train-0", "training", "edge-0", podIP)
 	notWorker := workerPod("web", "", "edge-0", podIP)
@@ -235,8 +253,10 @@ func TestPlayWorkerRefusesBeforeSendingAnything(t *testing.T) {
 			wantErr: "is a worker of a dijob, whose workers send no reports to a LocalController"},
 		"a controller reference that is not the labels' owner": {pods: []*corev1.Pod{longName}, args: []string{"long-train-0"},
 			wantErr: `names no FederatedLearningJob: neither a nereid.io/owner-name label nor a controller reference with UID "uid-1"`},
-		"an aggregator, no stage given": {pods: []*corev1.Pod{aggregator}, args: []string{"fl-agg"}, usage: true,
-			wantErr: `--kind is required: pod fl-agg's role "aggregation" does not say which stage it reports`},
+		"an aggregator's report": {pods: []*corev1.Pod{aggregator}, args: []string{"fl-agg", "--status", "completed", "--finish"}, usage: true,
+			wantErr: "pod fl-agg is a federated learning aggregator, which sends no reports: give --finish alone"},
+		"a pod whose role says no stage": {pods: []*corev1.Pod{workerPod("ps-0", "server", "edge-0", podIP)}, args: []string{"ps-0"}, usage: true,
+			wantErr: `--kind is required: pod ps-0's role "server" does not say which stage it reports`},
 		"--finish on a node that is not kwok's": {pods: []*corev1.Pod{fsPod}, args: []string{"fl-train-0", "--rounds", "1", "--finish"},
 			wantErr: "--finish: node edge-0 is not a kwok node (no annotation kwok.x-k8s.io/node=fake): its kubelet owns its pods' status"},
 		"a node the local run has no LocalController on": {pods: []*corev1.Pod{fsPod}, args: []string{"fl-train-0", "--local-run", "testdata/localrun"},
