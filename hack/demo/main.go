@@ -29,6 +29,9 @@
 // goes Succeeded (read in v1alpha1). It stops within 5 minutes, saying what
 // it waited for when something does not come.
 //
+// The workers' reports are built, sent and their pods finished by
+// pkg/plugin/playworker, as `kubectl nereid play-worker` sends them.
+//
 // It needs `make local-up` first.
 package main
 
