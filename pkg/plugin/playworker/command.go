@@ -56,12 +56,31 @@ func play(ctx context.Context, out io.Writer, kube kubernetes.Interface, namespa
 			return fmt.Errorf("--finish: %w", err)
 		}
 	}
+	if err := o.send(ctx, out, kube, w); err != nil {
+		return err
+	}
+	if o.finish == "" {
+		return nil
+	}
+	if err := FinishPod(ctx, kube, w.Namespace, w.Name, o.finish); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "pod %s/%s marked %s, as a kubelet would\n", w.Namespace, w.Name, o.finish)
+	return nil
+}
+
+// send sends w's reports, if any, to its node's LocalController.
+func (o *options) send(ctx context.Context, out io.Writer, kube kubernetes.Interface, w Worker) error {
+	reports := o.reports(time.Now())
+	if len(reports) == 0 {
+		return nil
+	}
 	lc, err := o.localController(w)
 	if err != nil {
 		return err
 	}
 	poster := &Poster{Kube: kube, Tries: o.tries}
-	for _, r := range o.reports(time.Now()) {
+	for _, r := range reports {
 		body, err := r.Body(w)
 		if err != nil {
 			return err
@@ -71,13 +90,6 @@ func play(ctx context.Context, out io.Writer, kube kubernetes.Interface, namespa
 		}
 		fmt.Fprintf(out, "%s %s/%s: %s %s%s, sent to %s's LocalController\n", w.OwnerKind, w.Namespace, w.OwnerName, w.Name, describe(r), roundOf(r), w.Node)
 	}
-	if o.finish == "" {
-		return nil
-	}
-	if err := FinishPod(ctx, kube, w.Namespace, w.Name, o.finish); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "pod %s/%s marked %s, as a kubelet would\n", w.Namespace, w.Name, o.finish)
 	return nil
 }
 

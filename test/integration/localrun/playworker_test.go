@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,37 +20,28 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-var (
-	pluginOnce sync.Once
-	pluginBin  string
-	pluginErr  error
-)
-
-// playWorker runs `kubectl nereid play-worker` as a user does on the local
-// run (with its kubeconfig and its state folder), and fails the test with
-// its output if it fails.
-func playWorker(t *testing.T, ns string, args ...string) {
+// buildPlugin builds cmd/kubectl-nereid, as a user installs it, into the
+// test's own folder.
+func buildPlugin(t *testing.T) string {
 	t.Helper()
-	pluginOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nereid-plugin-")
-		if err != nil {
-			pluginErr = err
-			return
-		}
-		pluginBin = filepath.Join(dir, "kubectl-nereid")
-		cmd := exec.Command("go", "build", "-o", pluginBin, "./cmd/kubectl-nereid")
-		cmd.Dir = framework.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pluginErr = &buildError{err: err, out: string(out)}
-		}
-	})
-	if pluginErr != nil {
-		t.Fatalf("building cmd/kubectl-nereid: %v", pluginErr)
+	bin := filepath.Join(t.TempDir(), "kubectl-nereid")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/kubectl-nereid")
+	cmd.Dir = framework.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/kubectl-nereid: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// playWorker runs `kubectl nereid play-worker` (the plugin at bin) as a
+// user does on the local run, with its kubeconfig and its state folder, and
+// fails the test with its output if it fails.
+func playWorker(t *testing.T, bin, ns string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	args = append([]string{"play-worker"}, append(args, "-n", ns, "--kubeconfig", framework.KubeconfigPath(), "--local-run", framework.OutDir())...)
-	out, err := exec.CommandContext(ctx, pluginBin, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl nereid %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -87,6 +77,7 @@ func runningWorkers(t *testing.T, ns, role string, want int) []corev1.Pod {
 }
 
 func TestPlayWorkerDrivesTheFederatedLearningExampleToSucceeded(t *testing.T) {
+	bin := buildPlugin(t)
 	ns := applyExample(t, "federatedlearningjob")
 	const job = "surface-defect-detection"
 	trainers := runningWorkers(t, ns, "training", 2)
@@ -98,13 +89,13 @@ func TestPlayWorkerDrivesTheFederatedLearningExampleToSucceeded(t *testing.T) {
 	for i, p := range trainers {
 		accuracy := fmt.Sprintf("0.9%d", i)
 		model := "/model/" + p.Spec.NodeName + "/round-3"
-		playWorker(t, ns, p.Name, "--rounds", "3", "--metric", "accuracy="+accuracy, "--model-url", model, "--finish")
+		playWorker(t, bin, ns, p.Name, "--rounds", "3", "--metric", "accuracy="+accuracy, "--model-url", model, "--finish")
 		want[p.Spec.NodeName] = []sednav1.Metric{
 			{Key: "currentRound", Value: "3"}, {Key: "format", Value: "pb"},
 			{Key: "metrics", Value: `{"accuracy":` + accuracy + `}`}, {Key: "totalRounds", Value: "3"}, {Key: "url", Value: model},
 		}
 	}
-	playWorker(t, ns, aggregators[0].Name, "--finish")
+	playWorker(t, bin, ns, aggregators[0].Name, "--finish")
 
 	sedna := nereidclient.NewForConfigOrDie(framework.RESTConfig())
 	var got *sednav1.FederatedLearningJob
@@ -127,6 +118,7 @@ func TestPlayWorkerDrivesTheFederatedLearningExampleToSucceeded(t *testing.T) {
 func TestPlayWorkerPlaysALearningCycleRound(t *testing.T) {
 	// The example's Dataset and models are files on edge-0, under the
 	// local run's root of that node; a real worker writes its model there.
+	bin := buildPlugin(t)
 	root := filepath.Join(framework.OutDir(), "edge", "edge-0", "root")
 	const dataset = "/data/helmet_detection/train_data/train_data.txt"
 	const deployModel = "/models/deploy_model/saved_model.pb"
@@ -153,9 +145,9 @@ func TestPlayWorkerPlaysALearningCycleRound(t *testing.T) {
 	writeNodeFile(t, root, dataset, samples(0, 601))
 	train := runningWorkers(t, ns, "train", 1)[0]
 	writeNodeFile(t, root, newModel, "model of round 1")
-	playWorker(t, ns, train.Name, "--status", "completed", "--model-url", newModel, "--metric", "precision=0.75", "--finish")
+	playWorker(t, bin, ns, train.Name, "--status", "completed", "--model-url", newModel, "--metric", "precision=0.75", "--finish")
 	eval := runningWorkers(t, ns, "eval", 1)[0]
-	playWorker(t, ns, eval.Name, "--status", "completed", "--model-url", newModel, "--model-url", deployModel,
+	playWorker(t, bin, ns, eval.Name, "--status", "completed", "--model-url", newModel, "--model-url", deployModel,
 		"--metric", "precision_delta=[0.15,0.12]", "--finish")
 
 	var round sednav1.RoundStatus
