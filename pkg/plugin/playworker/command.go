@@ -88,7 +88,7 @@ func (o *options) send(ctx context.Context, out io.Writer, kube kubernetes.Inter
 		if err := poster.Post(ctx, lc, w.Namespace, w.Name, body); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s %s/%s: %s %s%s, sent to %s's LocalController\n", w.OwnerKind, w.Namespace, w.OwnerName, w.Name, describe(r), roundOf(r), w.Node)
+		fmt.Fprintf(out, "%s (%s %s): %s%s, sent to %s's LocalController\n", w.Name, w.OwnerKind, w.OwnerName, describe(r), roundOf(r), w.Node)
 	}
 	return nil
 }
