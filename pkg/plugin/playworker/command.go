@@ -2,6 +2,7 @@ package playworker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -178,13 +179,26 @@ func describe(r Report) string {
 			}
 			if m, ok := res["metrics"].(map[string]any); ok {
 				for _, k := range sortedKeys(m) {
-					parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
+					parts = append(parts, k+"="+metricText(m[k]))
 				}
 			}
 		}
 		s += " [" + strings.Join(parts, " ") + "]"
 	}
 	return s
+}
+
+// metricText is a metric's value as it was given: a string as it is,
+// anything else as JSON.
+func metricText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 func roundOf(r Report) string {

@@ -115,8 +115,9 @@ func TestPlayWorkerPostsSednaReportsAsThePodFromItsAddress(t *testing.T) {
 	}
 	const head = `"name":"fl-train-0","namespace":"ns","ownerName":"fl","ownerKind":"federatedlearningjob"`
 	for name, tc := range map[string]struct {
-		args []string
-		want []lcRequest
+		args    []string
+		want    []lcRequest
+		wantOut string
 	}{
 		"a whole training worker": {
 			args: []string{"--rounds", "3", "--metric", "accuracy=0.92", "--model-url", "/model/round-3"},
@@ -126,10 +127,14 @@ func TestPlayWorkerPostsSednaReportsAsThePodFromItsAddress(t *testing.T) {
 				fromTrainer(`{` + head + `,"kind":"train","status":"completed","ownerInfo":{"currentRound":3,"totalRounds":3},` +
 					`"results":[{"format":"pb","url":"/model/round-3","metrics":{"accuracy":0.92}}]}`),
 			},
+			wantOut: "fl-train-0 (federatedlearningjob fl): train running, round 1/3, sent to edge-0's LocalController\n" +
+				"fl-train-0 (federatedlearningjob fl): train running, round 2/3, sent to edge-0's LocalController\n" +
+				"fl-train-0 (federatedlearningjob fl): train completed [/model/round-3 accuracy=0.92], round 3/3, sent to edge-0's LocalController\n",
 		},
 		"one round, the stage from the pod's role": {
-			args: []string{"--round", "2", "--total-rounds", "5"},
-			want: []lcRequest{fromTrainer(`{` + head + `,"kind":"train","status":"running","ownerInfo":{"currentRound":2,"totalRounds":5}}`)},
+			args:    []string{"--round", "2", "--total-rounds", "5"},
+			want:    []lcRequest{fromTrainer(`{` + head + `,"kind":"train","status":"running","ownerInfo":{"currentRound":2,"totalRounds":5}}`)},
+			wantOut: "fl-train-0 (federatedlearningjob fl): train running, round 2/5, sent to edge-0's LocalController\n",
 		},
 		"an eval worker's two models, metrics with the first": {
 			args: []string{"--kind", "eval", "--status", "completed", "--model-url", "/out/new.pb", "--model-url", "/models/deployed.pb",
@@ -137,10 +142,12 @@ func TestPlayWorkerPostsSednaReportsAsThePodFromItsAddress(t *testing.T) {
 			want: []lcRequest{fromTrainer(`{` + head + `,"kind":"eval","status":"completed","results":[` +
 				`{"format":"ckpt","url":"/out/new.pb","metrics":{"precision_delta":[0.15,-0.03],"note":"better"}},` +
 				`{"format":"ckpt","url":"/models/deployed.pb","metrics":{}}]}`)},
+			wantOut: "fl-train-0 (federatedlearningjob fl): eval completed [/out/new.pb note=better precision_delta=[0.15,-0.03] /models/deployed.pb], sent to edge-0's LocalController\n",
 		},
 		"a failed worker": {
-			args: []string{"--kind", "train", "--status", "failed"},
-			want: []lcRequest{fromTrainer(`{` + head + `,"kind":"train","status":"failed"}`)},
+			args:    []string{"--kind", "train", "--status", "failed"},
+			want:    []lcRequest{fromTrainer(`{` + head + `,"kind":"train","status":"failed"}`)},
+			wantOut: "fl-train-0 (federatedlearningjob fl): train failed, sent to edge-0's LocalController\n",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -153,8 +160,8 @@ func TestPlayWorkerPostsSednaReportsAsThePodFromItsAddress(t *testing.T) {
 			if diff := cmp.Diff(tc.want, lc.seen()); diff != "" {
 				t.Errorf("requests to the LocalController (-want,+got):\n%s", diff)
 			}
-			if got := strings.Count(out.String(), "sent to edge-0's LocalController"); got != len(tc.want) {
-				t.Errorf("output says %d reports were sent, want %d:\n%s", got, len(tc.want), out.String())
+			if diff := cmp.Diff(tc.wantOut, out.String()); diff != "" {
+				t.Errorf("output (-want,+got):\n%s", diff)
 			}
 		})
 	}
