@@ -51,6 +51,9 @@ func play(ctx context.Context, out io.Writer, kube kubernetes.Interface, namespa
 	if err := o.defaultStage(w); err != nil {
 		return err
 	}
+	if pod.Status.StartTime != nil {
+		o.started = pod.Status.StartTime.Time
+	}
 	if o.finish != "" {
 		// Before anything is sent: a refusal leaves nothing half done.
 		if err := RequireKwokNode(ctx, kube, w.Node); err != nil {
@@ -150,7 +153,11 @@ func (o *options) reports(now time.Time) []Report {
 		}
 		return append(rs, TrainingRound(o.rounds, o.rounds, o.status, nil, results))
 	case o.stage == edgeproto.StageInference:
-		r := Inference(now, now, o.inferences, o.hardExamples)
+		start := o.started
+		if start.IsZero() {
+			start = now
+		}
+		r := Inference(start, now, o.inferences, o.hardExamples)
 		r.Status = o.status
 		return []Report{r}
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,6 +36,9 @@ type options struct {
 	// reportFlags says whether a flag about the report's content was
 	// given; finishOnly, that the pod is only to be finished.
 	reportFlags, finishOnly bool
+	// started is when the worker pod started (an inference report's
+	// startTime); zero when unknown.
+	started time.Time
 }
 
 const usageHead = `play-worker <pod> [flags]
@@ -97,7 +101,7 @@ func newFlagSet(env *cli.Env, o *options) (*flag.FlagSet, *cli.KubeFlags) {
 			return nil
 		})
 	fs.StringVar(&o.modelFormat, "model-format", "pb", "The format of the models of --model-url.")
-	fs.IntVar(&o.inferences, "inference-count", 0, "With --kind inference: the inferences made since the worker started (ownerInfo.inferenceNumber).")
+	fs.IntVar(&o.inferences, "inference-count", 0, "With --kind inference: the inferences made since the worker started (ownerInfo.inferenceNumber; ownerInfo.startTime is the pod's start).")
 	fs.IntVar(&o.hardExamples, "hard-example-count", 0, "With --kind inference: the hard examples among them, sent to the cloud (ownerInfo.hardExampleNumber).")
 	fs.Var(finishPhase{&o.finish}, "finish", "Then mark the pod finished as its kubelet would: --finish is Succeeded (exit code 0), --finish=failed Failed (exit code 1). "+
 		"Only on a kwok node (annotation kwok.x-k8s.io/node=fake), as the local run's: on a real node the kubelet owns the pod's status, and play-worker refuses.")

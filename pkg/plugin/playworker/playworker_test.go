@@ -177,16 +177,24 @@ func playArgs(t *testing.T, out io.Writer, kube *fake.Clientset, args []string) 
 	return play(t.Context(), out, kube, "ns", o)
 }
 
-func TestInferenceReportCarriesSednasCounters(t *testing.T) {
-	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	r := Inference(start, start.Add(90*time.Second), 120, 9)
-	w := Worker{Namespace: "ns", Name: "ji-edge-x", OwnerKind: edgeproto.OwnerJointInferenceService, OwnerName: "ji"}
-	body, err := r.Body(w)
+func TestInferenceFlagsSendSednasCounters(t *testing.T) {
+	o, _, err := parse(&cli.Env{Stdout: io.Discard, Stderr: io.Discard}, []string{"ji-edge-x", "--kind", "inference", "--inference-count", "120", "--hard-example-count", "9"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.started = time.Date(2026, 11, 27, 8, 30, 0, 0, time.UTC)
+	reports := o.reports(o.started.Add(90 * time.Minute))
+	if len(reports) != 1 {
+		t.Fatalf("%d reports, want 1", len(reports))
+	}
+	w := Worker{Namespace: "ns", Name: "ji-edge-x", OwnerKind: edgeproto.OwnerJointInferenceService, OwnerName: "ji"}
+	body, err := reports[0].Body(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No status: Sedna's inference workers send none.
 	want := decode(t, `{"name":"ji-edge-x","namespace":"ns","ownerName":"ji","ownerKind":"jointinferenceservice","kind":"inference",`+
-		`"ownerInfo":{"startTime":"2026-11-27 09:00:00","updateTime":"2026-11-27 09:01:30","inferenceNumber":120,"hardExampleNumber":9,"uploadCloudRatio":0.075}}`)
+		`"ownerInfo":{"startTime":"2026-11-27 08:30:00","updateTime":"2026-11-27 10:00:00","inferenceNumber":120,"hardExampleNumber":9,"uploadCloudRatio":0.075}}`)
 	if diff := cmp.Diff(want, decode(t, string(body))); diff != "" {
 		t.Errorf("inference report (-want,+got):\n%s", diff)
 	}
