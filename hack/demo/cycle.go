@@ -19,22 +19,21 @@ import (
 
 // cycleExample is what the demo needs to know of a learning-cycle example.
 type cycleExample struct {
-	job      string
-	dataset  string // the index file, a node path
-	header   string // the csv header, "" for txt
-	model    string // where the deploy stage's model goes (incremental), a node path
-	initial  string // the initial model, a node path
-	node     string
-	output   string // outputDir
-	ownerKey string // ownerKind in reports
+	job     string
+	dataset string // the index file, a node path
+	header  string // the csv header, "" for txt
+	model   string // where the deploy stage's model goes (incremental), a node path
+	initial string // the initial model, a node path
+	node    string
+	output  string // outputDir
 }
 
 var cycleExamples = map[string]cycleExample{
 	"incrementallearningjob": {job: "helmet-detection-demo", dataset: "/data/helmet_detection/train_data/train_data.txt",
 		model: "/models/deploy_model/saved_model.pb", initial: "/models/base_model/model.ckpt",
-		node: "edge-0", output: "/output", ownerKey: "incrementallearningjob"},
+		node: "edge-0", output: "/output"},
 	"lifelonglearningjob": {job: "atcii-classifier-demo", dataset: "/data/atcii/trainData.csv", header: "temperature,humidity,comfort",
-		node: "edge-0", output: "/output", ownerKey: "lifelonglearningjob"},
+		node: "edge-0", output: "/output"},
 }
 
 // runCycle runs a learning-cycle example: it grows the dataset on the node
