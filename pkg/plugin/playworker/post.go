@@ -28,7 +28,7 @@ type Poster struct {
 	// Interval is the pause between tries (1 s when 0).
 	Interval time.Duration
 	// Clock times the pauses (the real clock when nil).
-	Clock clock.WithTicker
+	Clock clock.Clock
 }
 
 // ErrCannotSpeakAs is the error when this machine cannot send from a worker
