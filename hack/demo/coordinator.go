@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -126,12 +125,4 @@ func podNameOf(replicaURL string) string {
 		return host
 	}
 	return strings.Join(parts[:len(parts)-1], ".")
-}
-
-// clientFrom is an HTTP client whose connections come from ip: a pod's
-// address, which kwok takes from the loopback network, so this machine may
-// speak as the pod.
-func clientFrom(ip string) *http.Client {
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
 }

@@ -7,31 +7,33 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 )
 
 // cycleExample is what the demo needs to know of a learning-cycle example.
 type cycleExample struct {
-	job      string
-	dataset  string // the index file, a node path
-	header   string // the csv header, "" for txt
-	model    string // where the deploy stage's model goes (incremental), a node path
-	initial  string // the initial model, a node path
-	node     string
-	output   string // outputDir
-	ownerKey string // ownerKind in reports
+	job     string
+	dataset string // the index file, a node path
+	header  string // the csv header, "" for txt
+	model   string // where the deploy stage's model goes (incremental), a node path
+	initial string // the initial model, a node path
+	node    string
+	output  string // outputDir
 }
 
 var cycleExamples = map[string]cycleExample{
 	"incrementallearningjob": {job: "helmet-detection-demo", dataset: "/data/helmet_detection/train_data/train_data.txt",
 		model: "/models/deploy_model/saved_model.pb", initial: "/models/base_model/model.ckpt",
-		node: "edge-0", output: "/output", ownerKey: "incrementallearningjob"},
+		node: "edge-0", output: "/output"},
 	"lifelonglearningjob": {job: "atcii-classifier-demo", dataset: "/data/atcii/trainData.csv", header: "temperature,humidity,comfort",
-		node: "edge-0", output: "/output", ownerKey: "lifelonglearningjob"},
+		node: "edge-0", output: "/output"},
 }
 
 // runCycle runs a learning-cycle example: it grows the dataset on the node
@@ -171,22 +173,22 @@ func (c *cycleDemo) waitFor(ctx context.Context, round int32, stage sednav1.Stag
 // play is a stage worker: it reports, writes what it made, and exits.
 func (c *cycleDemo) play(ctx context.Context, stage string, s sednav1.CycleStatus, results []map[string]any) error {
 	name := common.ChildName(c.ex.job, stage, fmt.Sprint(s.Round), fmt.Sprint(s.Attempt))
+	var pod *corev1.Pod
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.d.kube.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+		var err error
+		pod, err = c.d.kube.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil, nil
 	}); err != nil {
 		return fmt.Errorf("waiting for pod %s: %w", name, err)
 	}
-	for _, st := range []string{"running", "completed"} {
-		body := map[string]any{"name": name, "namespace": c.ns, "ownerName": c.ex.job, "ownerKind": c.ex.ownerKey, "kind": stage, "status": st}
-		if st == "completed" {
-			body["results"] = results
-		}
-		if err := post(ctx, c.d.kube, c.d.lcURL[c.ex.node], c.ns, name, body); err != nil {
+	running := playworker.Report{Stage: edgeproto.Stage(stage), Status: edgeproto.WorkerRunning}
+	completed := playworker.Report{Stage: edgeproto.Stage(stage), Status: edgeproto.WorkerCompleted, Results: results}
+	for _, r := range []playworker.Report{running, completed} {
+		if err := c.d.report(ctx, pod, r); err != nil {
 			return err
 		}
 	}
-	if err := finishPod(ctx, c.d.kube, c.ns, name); err != nil {
+	if err := playworker.FinishPod(ctx, c.d.kube, c.ns, name, corev1.PodSucceeded); err != nil {
 		return err
 	}
 	say("  %s worker %s: completed (posted to %s's LocalController, pod marked Succeeded)", stage, name, c.ex.node)
@@ -228,8 +230,10 @@ func (c *cycleDemo) train(ctx context.Context, round int32) (modelURL string, er
 	if err := c.write(modelURL, fmt.Sprintf("model of round %d", round)); err != nil {
 		return "", err
 	}
-	if err := c.play(ctx, "train", s, []map[string]any{{"format": "pb", "url": modelURL, "modelID": fmt.Sprintf("task-%d", round),
-		"classes": []string{"cold", "comfortable", "hot"}, "metrics": map[string]any{"precision": 0.7 + 0.05*float64(round)}}}); err != nil {
+	results := playworker.ModelResults("pb", []string{modelURL}, map[string]any{"precision": 0.7 + 0.05*float64(round)})
+	results[0]["modelID"] = fmt.Sprintf("task-%d", round)
+	results[0]["classes"] = []string{"cold", "comfortable", "hot"}
+	if err := c.play(ctx, "train", s, results); err != nil {
 		return "", err
 	}
 	return modelURL, nil
@@ -247,10 +251,8 @@ func (c *cycleDemo) eval(ctx context.Context, round int32, modelURL string) erro
 	if round%2 == 0 {
 		delta = []float64{0.2, -0.03, 0.1, 0.12}
 	}
-	return c.play(ctx, "eval", s, []map[string]any{
-		{"format": "pb", "url": modelURL, "metrics": map[string]any{"precision_delta": delta, "precision": 0.7 + 0.05*float64(round)}},
-		{"format": "pb", "url": c.ex.model, "metrics": map[string]any{}},
-	})
+	return c.play(ctx, "eval", s, playworker.ModelResults("pb", []string{modelURL, c.ex.model},
+		map[string]any{"precision_delta": delta, "precision": 0.7 + 0.05*float64(round)}))
 }
 
 // showResult waits until the job waits for the next round's trigger, then

@@ -15,12 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 )
 
 // diJobName is the job of examples/dijob/dijob.yaml.
@@ -78,7 +77,7 @@ func runDIJob(outDir, ns string, pause time.Duration) error {
 			if p.Labels[dijob.LabelTaskType] != string(typ) {
 				continue
 			}
-			if err := finishPod(ctx, d.kube, p.Namespace, p.Name); err != nil {
+			if err := playworker.FinishPod(ctx, d.kube, p.Namespace, p.Name, corev1.PodSucceeded); err != nil {
 				return err
 			}
 			say("%s: its container exited 0; pod Succeeded (written as its kubelet would)", p.Name)
@@ -261,40 +260,6 @@ func envOf(p corev1.Pod, name string) string {
 		}
 	}
 	return ""
-}
-
-// finishPod writes what a kubelet writes when a pod's containers exit 0,
-// on the pod as it is now: kwok writes the same status (Running, ready),
-// so a write on a copy read earlier is retried on a conflict.
-func finishPod(ctx context.Context, kube kubernetes.Interface, ns, name string) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		p.Status.Phase = corev1.PodSucceeded
-		for i := range p.Status.ContainerStatuses {
-			cs := &p.Status.ContainerStatuses[i]
-			started := now
-			if cs.State.Running != nil {
-				started = cs.State.Running.StartedAt
-			}
-			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: now}}
-			cs.Ready = false
-		}
-		for i := range p.Status.Conditions {
-			if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-				c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionFalse, "PodCompleted", now
-			}
-		}
-		_, err = kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("marking %s Succeeded: %w", name, err)
-	}
-	return nil
 }
 
 // kubectl runs kubectl on the local run and prints the command and its output.

@@ -17,6 +17,7 @@ import (
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
+	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 )
 
 // The v1 example: examples/dijob-v1, its AggregatorConfig (applied with the
@@ -52,14 +53,14 @@ func runDIJobV1(outDir, ns string, pause time.Duration) error {
 		return fmt.Errorf("the coordinator %s has no %s: the GlobalManager serves no v1 replicas server (make local-up serves one with --di-v1-server-url)",
 			coordinator.Name, coordinated.EnvServerURL)
 	}
-	c := v1Coordinator{server: v1ServerURL(env), namespace: ns, name: coordinator.Name, client: clientFrom(coordinator.Status.PodIP), retryFor: 30 * time.Second}
+	c := v1Coordinator{server: v1ServerURL(env), namespace: ns, name: coordinator.Name, client: playworker.ClientFrom(coordinator.Status.PodIP), retryFor: 30 * time.Second}
 	say("playing the coordinator %s: its %s=%s, speaking from its address %s (the v1 server takes a coordinator's calls from there)",
 		coordinator.Name, coordinated.EnvServerURL, env, coordinator.Status.PodIP)
 	if err := playCoordinator(ctx, d, c); err != nil {
 		return err
 	}
 	time.Sleep(pause)
-	if err := finishPod(ctx, d.kube, ns, coordinator.Name); err != nil {
+	if err := playworker.FinishPod(ctx, d.kube, ns, coordinator.Name, corev1.PodSucceeded); err != nil {
 		return err
 	}
 	say("%s: its container exited 0; pod Succeeded (written as its kubelet would)", coordinator.Name)

@@ -29,17 +29,16 @@
 // goes Succeeded (read in v1alpha1). It stops within 5 minutes, saying what
 // it waited for when something does not come.
 //
+// The workers' reports are built, sent and their pods finished by
+// pkg/plugin/playworker, as `kubectl nereid play-worker` sends them.
+//
 // It needs `make local-up` first.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +55,9 @@ import (
 	"github.com/nereid-ml/nereid/internal/command"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 )
 
 func main() {
@@ -104,17 +105,9 @@ func say(format string, args ...any) {
 // localRun reads what local-up wrote: the kubeconfig, and the LC_SERVER of
 // each edge node's LocalController.
 func localRun(outDir string) (kubeconfig string, lcServer map[string]string, err error) {
-	files, err := filepath.Glob(filepath.Join(outDir, "edge", "*", "lc-server"))
-	if err != nil || len(files) == 0 {
-		return "", nil, fmt.Errorf("no LocalControllers in %s/edge: run make local-up first", outDir)
-	}
-	lcServer = map[string]string{}
-	for _, f := range files {
-		url, err := os.ReadFile(f)
-		if err != nil {
-			return "", nil, err
-		}
-		lcServer[filepath.Base(filepath.Dir(f))] = strings.TrimSpace(string(url))
+	lcServer, err = playworker.LocalControllers(outDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: run make local-up first", err)
 	}
 	return filepath.Join(outDir, "kubeconfig"), lcServer, nil
 }
@@ -128,6 +121,8 @@ type demoRun struct {
 	lcURL map[string]string
 	// outDir is local-up's state folder.
 	outDir string
+	// poster sends the workers' reports, each from its pod's address.
+	poster *playworker.Poster
 }
 
 // start connects to the local run, deletes the job an earlier run of the
@@ -144,6 +139,7 @@ func start(ctx context.Context, outDir, ns, job, manifests string, before func(*
 		return nil, err
 	}
 	d := &demoRun{kube: kubernetes.NewForConfigOrDie(cfg), sedna: sednaclient.NewForConfigOrDie(cfg), kubeconfig: kubeconfig, lcURL: lcURL, outDir: outDir}
+	d.poster = &playworker.Poster{Kube: d.kube}
 	if err := d.deleteEarlierRun(ctx, ns, job); err != nil {
 		return nil, err
 	}
@@ -213,7 +209,7 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 	if err != nil {
 		return err
 	}
-	kube, sedna, lcURL := d.kube, d.sedna, d.lcURL
+	kube, sedna := d.kube, d.sedna
 	var job *sednav1.FederatedLearningJob
 	say("waiting for the GlobalManager to start the workers (kubectl get fl -n %s -w)", ns)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -241,28 +237,15 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 
 	for round := 1; round <= rounds; round++ {
 		for _, p := range trainers {
-			status := "running"
-			var results []map[string]any
-			if round == rounds {
-				status = "completed"
-				results = []map[string]any{{"format": "pb", "url": "/model/surface-defect/round-" + strconv.Itoa(round), "metrics": map[string]any{"accuracy": 0.80 + 0.04*float64(round)}}}
-			}
-			body := map[string]any{
-				"name": p.Name, "namespace": ns, "ownerName": jobName, "ownerKind": "federatedlearningjob",
-				"kind": "train", "status": status,
-				"ownerInfo": map[string]any{"currentRound": round, "totalRounds": rounds, "loss": 1.0 / float64(round+1)},
-				"results":   results,
-			}
-			if err := post(ctx, kube, lcURL[p.Spec.NodeName], ns, p.Name, body); err != nil {
+			if err := d.playTrainer(ctx, &p, round, rounds); err != nil {
 				return err
 			}
-			say("%s on %s: round %d/%d %s (posted to its LocalController)", p.Name, p.Spec.NodeName, round, rounds, status)
 		}
 		time.Sleep(pause)
 	}
 	say("training workers done; marking their pods and the aggregator Succeeded (playing the kubelet)")
 	for _, p := range append(trainers, *aggregator) {
-		if err := finishPod(ctx, kube, ns, p.Name); err != nil {
+		if err := playworker.FinishPod(ctx, kube, ns, p.Name, corev1.PodSucceeded); err != nil {
 			return err
 		}
 	}
@@ -279,56 +262,34 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 	return nil
 }
 
-// post sends a worker's report to a LocalController, as Sedna's workers do,
-// from the worker pod's address (kwok gives the local run's pods loopback
-// addresses, which this machine may speak from): a LocalController takes a
-// worker's report from nowhere else. While it has not been sent the job,
-// the pod or its address yet (the connection is closed, or 403), the report
-// is sent again, for up to 30 s.
-func post(ctx context.Context, kube kubernetes.Interface, lc, namespace, worker string, body map[string]any) error {
-	if lc == "" {
-		return fmt.Errorf("no LocalController for worker %s's node", worker)
+// playTrainer posts what a Sedna training worker posts in round of rounds:
+// running, or completed with its model and accuracy in the last round.
+func (d *demoRun) playTrainer(ctx context.Context, p *corev1.Pod, round, rounds int) error {
+	status := edgeproto.WorkerRunning
+	var results []map[string]any
+	if round == rounds {
+		status = edgeproto.WorkerCompleted
+		results = playworker.ModelResults("pb", []string{"/model/surface-defect/round-" + strconv.Itoa(round)},
+			map[string]any{"accuracy": 0.80 + 0.04*float64(round)})
 	}
-	data, err := json.Marshal(body)
+	loss := map[string]any{"loss": 1.0 / float64(round+1)}
+	if err := d.report(ctx, p, playworker.TrainingRound(round, rounds, status, loss, results)); err != nil {
+		return err
+	}
+	say("%s on %s: round %d/%d %s (posted to its LocalController)", p.Name, p.Spec.NodeName, round, rounds, status)
+	return nil
+}
+
+// report posts r as worker pod p to the LocalController of p's node, from
+// p's address, as the job its labels name.
+func (d *demoRun) report(ctx context.Context, p *corev1.Pod, r playworker.Report) error {
+	w, err := playworker.WorkerOf(p)
 	if err != nil {
 		return err
 	}
-	var last error
-	for range 30 {
-		var code int
-		code, last = postOnce(ctx, kube, lc, namespace, worker, data)
-		if last == nil || (code != 0 && code != http.StatusForbidden) {
-			return last
-		}
-		time.Sleep(time.Second)
-	}
-	return last
-}
-
-// postOnce posts a report from worker's pod's address; it returns the
-// status (0 when the connection failed) and an error unless it was 200.
-func postOnce(ctx context.Context, kube kubernetes.Interface, lc, namespace, worker string, data []byte) (int, error) {
-	pod, err := kube.CoreV1().Pods(namespace).Get(ctx, worker, metav1.GetOptions{})
+	body, err := r.Body(w)
 	if err != nil {
-		return 0, fmt.Errorf("reading pod %s: %w", worker, err)
+		return err
 	}
-	if pod.Status.PodIP == "" {
-		return 0, fmt.Errorf("pod %s has no address yet", worker)
-	}
-	client := clientFrom(pod.Status.PodIP)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lc+"/sedna/workers/"+worker+"/info", bytes.NewReader(data))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("posting %s's report from %s: %w", worker, pod.Status.PodIP, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, fmt.Errorf("the LocalController refused %s's report from %s: %s %s", worker, pod.Status.PodIP, resp.Status, msg)
-	}
-	return resp.StatusCode, nil
+	return d.poster.Post(ctx, d.lcURL[p.Spec.NodeName], p.Namespace, p.Name, body)
 }
