@@ -108,7 +108,7 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 	const ns = "nereid-system"
 	r := render(t, ns)
 	wantKeys := []string{
-		"ClusterRole/nereid-system-nereid-globalmanager", "ClusterRoleBinding/nereid-system-nereid-globalmanager",
+		"ClusterRole/nereid-system-nereid-globalmanager", "ClusterRoleBinding/nereid-system-nereid-globalmanager", "ConfigMap/nereid-dashboard",
 		"CustomResourceDefinition/aggregatorconfigs.diengine.opendilab.org", "CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
 		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
@@ -167,6 +167,7 @@ func checkDefaultGlobalManager(t *testing.T, r release, ns string) *appsv1.Deplo
 		"dijob-conversion-tls-secret": "nereid-dijob-conversion-tls",
 		"gang-scheduler":              "auto",
 		"quota-backfill-limit":        "3",
+		"metrics-max-jobs":            "1000",
 	}
 	if diff := cmp.Diff(wantFlags, flags(c)); diff != "" {
 		t.Errorf("GlobalManager flags (-want,+got):\n%s", diff)
@@ -568,24 +569,29 @@ func TestChartRefusesWrongValuesNamingThem(t *testing.T) {
 		set      string
 		wantName string // what helm must say: the key at fault
 	}{
-		"service type not a type":      {set: "globalManager.edgeHub.service.type=External", wantName: "at '/globalManager/edgeHub/service/type'"},
-		"no replicas":                  {set: "globalManager.replicas=0", wantName: "at '/globalManager/replicas'"},
-		"allocator not a policy":       {set: "globalManager.dijob.allocator=random", wantName: "at '/globalManager/dijob/allocator'"},
-		"grace not a duration":         {set: "globalManager.dijob.edgeLinkGrace=ten minutes", wantName: "at '/globalManager/dijob/edgeLinkGrace'"},
-		"replicas not a number":        {set: "globalManager.replicas=two", wantName: "at '/globalManager/replicas'"},
-		"misspelt key":                 {set: "globalManager.replica=3", wantName: "at '/globalManager': additional properties 'replica' not allowed"},
-		"nodePort out of range":        {set: "globalManager.edgeHub.service.nodePort=80", wantName: "at '/globalManager/edgeHub/service/nodePort'"},
-		"pull policy not a policy":     {set: "localController.image.pullPolicy=Sometimes", wantName: "at '/localController/image/pullPolicy'"},
-		"worker port not a port":       {set: "localController.workerPort=70000", wantName: "at '/localController/workerPort'"},
-		"gm address without a port":    {set: "localController.gmAddress=hub.example.com", wantName: "at '/localController/gmAddress'"},
-		"extra argument not a flag":    {set: "globalManager.extraArgs={verbose}", wantName: "at '/globalManager/extraArgs/0'"},
-		"data dir not absolute":        {set: "localController.dataDir=var/lib/nereid", wantName: "at '/localController/dataDir'"},
-		"unknown top-level key":        {set: "globalmanager.replicas=3", wantName: "additional properties 'globalmanager' not allowed"},
-		"empty token audience":         {set: "globalManager.edgeHub.tokenAudience=", wantName: "at '/globalManager/edgeHub/tokenAudience'"},
-		"hostname holding two names":   {set: "globalManager.edgeHub.hostnames={a.example.com\\,b.example.com}", wantName: "at '/globalManager/edgeHub/hostnames/0'"},
-		"node root read-only as text":  {set: "localController.nodeRootReadOnly=maybe", wantName: "at '/localController/nodeRootReadOnly'"},
-		"gang scheduler not a mode":    {set: "globalManager.gangScheduler=yunikorn", wantName: "at '/globalManager/gangScheduler'"},
-		"disruption budget of nothing": {set: "globalManager.podDisruptionBudget.maxUnavailable=0", wantName: "at '/globalManager/podDisruptionBudget/maxUnavailable'"},
+		"service type not a type":        {set: "globalManager.edgeHub.service.type=External", wantName: "at '/globalManager/edgeHub/service/type'"},
+		"no replicas":                    {set: "globalManager.replicas=0", wantName: "at '/globalManager/replicas'"},
+		"allocator not a policy":         {set: "globalManager.dijob.allocator=random", wantName: "at '/globalManager/dijob/allocator'"},
+		"grace not a duration":           {set: "globalManager.dijob.edgeLinkGrace=ten minutes", wantName: "at '/globalManager/dijob/edgeLinkGrace'"},
+		"replicas not a number":          {set: "globalManager.replicas=two", wantName: "at '/globalManager/replicas'"},
+		"misspelt key":                   {set: "globalManager.replica=3", wantName: "at '/globalManager': additional properties 'replica' not allowed"},
+		"nodePort out of range":          {set: "globalManager.edgeHub.service.nodePort=80", wantName: "at '/globalManager/edgeHub/service/nodePort'"},
+		"pull policy not a policy":       {set: "localController.image.pullPolicy=Sometimes", wantName: "at '/localController/image/pullPolicy'"},
+		"worker port not a port":         {set: "localController.workerPort=70000", wantName: "at '/localController/workerPort'"},
+		"gm address without a port":      {set: "localController.gmAddress=hub.example.com", wantName: "at '/localController/gmAddress'"},
+		"extra argument not a flag":      {set: "globalManager.extraArgs={verbose}", wantName: "at '/globalManager/extraArgs/0'"},
+		"data dir not absolute":          {set: "localController.dataDir=var/lib/nereid", wantName: "at '/localController/dataDir'"},
+		"unknown top-level key":          {set: "globalmanager.replicas=3", wantName: "additional properties 'globalmanager' not allowed"},
+		"empty token audience":           {set: "globalManager.edgeHub.tokenAudience=", wantName: "at '/globalManager/edgeHub/tokenAudience'"},
+		"hostname holding two names":     {set: "globalManager.edgeHub.hostnames={a.example.com\\,b.example.com}", wantName: "at '/globalManager/edgeHub/hostnames/0'"},
+		"node root read-only as text":    {set: "localController.nodeRootReadOnly=maybe", wantName: "at '/localController/nodeRootReadOnly'"},
+		"gang scheduler not a mode":      {set: "globalManager.gangScheduler=yunikorn", wantName: "at '/globalManager/gangScheduler'"},
+		"disruption budget of nothing":   {set: "globalManager.podDisruptionBudget.maxUnavailable=0", wantName: "at '/globalManager/podDisruptionBudget/maxUnavailable'"},
+		"no job's gauges":                {set: "globalManager.metricsMaxJobs=0", wantName: "at '/globalManager/metricsMaxJobs'"},
+		"scrape interval not a duration": {set: "metrics.serviceMonitor.interval=often", wantName: "at '/metrics/serviceMonitor/interval'"},
+		"fill ratio above 1":             {set: "metrics.prometheusRule.outboxFillRatio=80", wantName: "at '/metrics/prometheusRule/outboxFillRatio'"},
+		"link down for no minutes":       {set: "metrics.prometheusRule.edgeLinkDownMinutes=0", wantName: "at '/metrics/prometheusRule/edgeLinkDownMinutes'"},
+		"dashboard label not a key":      {set: "metrics.grafanaDashboard.labelKey=grafana dashboard", wantName: "at '/metrics/grafanaDashboard/labelKey'"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := framework.Helm(t, "template", "nereid", framework.ChartDir(), "--set", tc.set)

@@ -82,7 +82,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	metrics := registerMetrics(reg)
+	metrics, leader := registerMetrics(reg)
 	var ready, failed, following atomic.Value
 	ready.Store("waiting for leadership")
 	failed.Store("")
@@ -116,12 +116,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if !o.leaderElect {
+		leader.Set(1) // alone, it leads
 		return work(ctx)
 	}
 	election := manager.Election{
 		Namespace: o.leaseNamespace, Name: o.leaseName,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
-		ShutdownTimeout: o.shutdownGracePhase, WatchDog: electionChecker, Following: &following,
+		ShutdownTimeout: o.shutdownGracePhase, WatchDog: electionChecker, Following: &following, Leader: leader,
 	}
 	if o.leaseNamespace == o.edgeNamespace {
 		election.Owner = owner
@@ -131,11 +132,11 @@ func run(ctx context.Context, o options) error {
 
 // registerMetrics registers with reg the metrics the GlobalManager has from
 // its start, leader or not (Go's, the process's, the build's, the
-// controllers'); the edge hub and the per-job gauges add theirs when it
-// leads (manager.Start).
-func registerMetrics(reg prometheus.Registerer) *common.Metrics {
+// controllers', whether it leads); the edge hub and the per-job gauges add
+// theirs when it leads (manager.Start).
+func registerMetrics(reg prometheus.Registerer) (*common.Metrics, prometheus.Gauge) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.BuildInfoCollector())
-	return common.NewMetrics(reg)
+	return common.NewMetrics(reg), manager.NewLeaderGauge(reg)
 }
 
 // clients are the API clients of --kubeconfig.

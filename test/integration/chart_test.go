@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -249,5 +250,100 @@ func writeList(t *testing.T, path string, items []any) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// monitoringCRDs are minimal CustomResourceDefinitions of the Prometheus
+// Operator's ServiceMonitor and PrometheusRule: their kinds served, their
+// contents not checked.
+const monitoringCRDs = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {plural: servicemonitors, singular: servicemonitor, kind: ServiceMonitor, listKind: ServiceMonitorList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheusrules.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {plural: prometheusrules, singular: prometheusrule, kind: PrometheusRule, listKind: PrometheusRuleList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed installs
+// the chart with helm where the API server serves the Prometheus Operator's
+// ServiceMonitor and PrometheusRule: helm finds them in discovery, and the
+// release has both, the ServiceMonitor selecting the release's metrics
+// Service and no other. (build/charts checks that neither is rendered where
+// they are not served.)
+func TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed(t *testing.T) {
+	crds := filepath.Join(t.TempDir(), "monitoring-crds.yaml")
+	if err := os.WriteFile(crds, []byte(monitoringCRDs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := framework.Kubectl(t, "apply", "-f", crds); err != nil {
+		t.Fatal(err)
+	}
+	// Later tests' releases need not make them.
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "--ignore-not-found", "--wait=false", "-f", crds) })
+	framework.Eventually(t, time.Minute, "discovery to serve ServiceMonitor and PrometheusRule", func(context.Context) (bool, error) {
+		list, err := framework.KubeClient(t).Discovery().ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
+		if err != nil {
+			return false, nil // not yet
+		}
+		var kinds []string
+		for _, r := range list.APIResources {
+			kinds = append(kinds, r.Kind)
+		}
+		return slices.Contains(kinds, "ServiceMonitor") && slices.Contains(kinds, "PrometheusRule"), nil
+	})
+
+	ns := framework.Namespace(t)
+	const release = "monitoring-test"
+	// Its owner-label policy off: it would guard every namespace, the
+	// other tests' too.
+	if out, err := framework.Helm(t, "install", release, framework.ChartDir(), "--namespace", ns, "--skip-crds",
+		"--set", "ownerLabelPolicy.enabled=false"); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = framework.Helm(t, "uninstall", release, "--namespace", ns) })
+
+	got, err := framework.Kubectl(t, "get", "servicemonitors,prometheusrules", "-n", ns,
+		"-o", `jsonpath={range .items[*]}{.kind}/{.metadata.name}{"\n"}{end}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ServiceMonitor/monitoring-test-nereid-globalmanager\nPrometheusRule/monitoring-test-nereid-globalmanager\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the release's ServiceMonitors and PrometheusRules (-want,+got):\n%s", diff)
+	}
+	selector, err := framework.Kubectl(t, "get", "servicemonitor", "monitoring-test-nereid-globalmanager", "-n", ns,
+		"-o", `go-template={{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected, err := framework.Kubectl(t, "get", "services", "-n", ns, "-l", strings.TrimSuffix(selector, ","), "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("service/monitoring-test-nereid-globalmanager-metrics\n", selected); diff != "" {
+		t.Errorf("Services the ServiceMonitor selects (-want,+got):\n%s", diff)
 	}
 }

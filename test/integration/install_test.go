@@ -351,6 +351,7 @@ func nereidLeftovers(ctx context.Context, t *testing.T, ns string) ([]string, er
 		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: installRelease + "-nereid-di-server-tls"},
 		{gvr: corev1.SchemeGroupVersion.WithResource("secrets"), namespaced: true, named: installRelease + "-nereid-dijob-conversion-tls"},
 		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespaced: true, named: edgehub.CAConfigMapName},
+		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespaced: true, selector: release}, // the Grafana dashboard
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), named: clusterName},
 		{gvr: rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), named: clusterName},
 		{gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), named: clusterName + "-owner-label"},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,34 @@ type Election struct {
 	// identity of the replica that leads while this one stands by, "" else.
 	WatchDog  *leaderelection.HealthzAdaptor
 	Following *atomic.Value
+	// Leader, when set, is 1 while this replica holds the Lease and 0
+	// otherwise (NewLeaderGauge).
+	Leader prometheus.Gauge
+}
+
+// NewLeaderGauge registers with reg nereid_globalmanager_leader, which every
+// replica exports from its start: 0 until it leads, 1 while it does. The
+// replicas' values summed say how many lead, so an alert sees a cluster
+// where none does (the sum, or the max, is 0 or the series are absent).
+func NewLeaderGauge(reg prometheus.Registerer) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "nereid_globalmanager_leader",
+		Help: "1 while this GlobalManager replica holds the leader election Lease (or runs without election), 0 otherwise.",
+	})
+	reg.MustRegister(g)
+	return g
+}
+
+// setLeader sets the Leader gauge, if any.
+func (e Election) setLeader(leads bool) {
+	if e.Leader == nil {
+		return
+	}
+	if leads {
+		e.Leader.Set(1)
+	} else {
+		e.Leader.Set(0)
+	}
 }
 
 // Lead runs work while this replica holds the Lease, until ctx is done.
@@ -61,6 +90,9 @@ func (e Election) Lead(ctx context.Context, client kubernetes.Interface, work fu
 	// RunOrDie returns as soon as the lease is released, without waiting
 	// for OnStartedLeading; led is closed once that has returned.
 	led := make(chan struct{})
+	// The gauge says 0 once Lead returns, whatever order the callbacks ran
+	// in: the Lease is then released or lost.
+	defer e.setLeader(false)
 	leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   e.LeaseDuration,
@@ -72,6 +104,7 @@ func (e Election) Lead(ctx context.Context, client kubernetes.Interface, work fu
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				leading.Store(true)
+				e.setLeader(true)
 				defer close(led)
 				if err := work(ctx); err != nil && ctx.Err() == nil {
 					workErr = err
@@ -80,6 +113,7 @@ func (e Election) Lead(ctx context.Context, client kubernetes.Interface, work fu
 				}
 			},
 			OnStoppedLeading: func() {
+				e.setLeader(false)
 				if electionCtx.Err() == nil {
 					lost.Store(true)
 				}

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,5 +119,41 @@ func TestOnePartFailingStopsTheOthers(t *testing.T) {
 	}
 	if ctx.Err() == nil {
 		t.Error("the others' context was not cancelled")
+	}
+}
+
+// nereid_globalmanager_leader is 1 while the replica works as the leader
+// and 0 before and after, once it has given the Lease up.
+func TestTheLeaderGaugeSaysWhileThisReplicaLeads(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	leader := NewLeaderGauge(reg)
+	if got := testutil.ToFloat64(leader); got != 0 {
+		t.Fatalf("nereid_globalmanager_leader is %v before the election, want 0", got)
+	}
+	kube := kubefake.NewClientset()
+	e := Election{
+		Namespace: "nereid-system", Name: "gm",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ShutdownTimeout: 10 * time.Second, Following: &atomic.Value{}, Leader: leader,
+	}
+	var whileLeading float64
+	err := e.Lead(ctx, kube, func(context.Context) error {
+		whileLeading = testutil.ToFloat64(leader)
+		cancel() // gives the Lease up
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Lead: %v", err)
+	}
+	if whileLeading != 1 {
+		t.Errorf("nereid_globalmanager_leader is %v while leading, want 1", whileLeading)
+	}
+	if got := testutil.ToFloat64(leader); got != 0 {
+		t.Errorf("nereid_globalmanager_leader is %v once the Lease is given up, want 0", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "nereid_globalmanager_leader"); err != nil || n != 1 {
+		t.Errorf("the registry gathers %d nereid_globalmanager_leader series (%v), want 1", n, err)
 	}
 }

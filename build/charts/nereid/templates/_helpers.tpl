@@ -141,3 +141,19 @@ seccompProfile:
 {{- join "," $terms -}}
 {{- end -}}
 {{- end -}}
+
+{{/* nereid.globalManager.metricsServiceName is the Service in front of every replica's /metrics. */}}
+{{- define "nereid.globalManager.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "nereid.globalManager.name" .) -}}
+{{- end -}}
+
+{{/*
+nereid.metrics.selector is the label matchers of the GlobalManager's series as
+the chart's ServiceMonitor has them scraped: Prometheus's job label is the
+metrics Service's name, its namespace label the release namespace (honorLabels
+keeps the per-job gauges' own namespace label instead, which the alerts do not
+read).
+*/}}
+{{- define "nereid.metrics.selector" -}}
+{{- printf "job=%q, namespace=%q" (include "nereid.globalManager.metricsServiceName" .) .Release.Namespace -}}
+{{- end -}}
