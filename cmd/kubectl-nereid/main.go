@@ -15,11 +15,14 @@ import (
 	"syscall"
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
+	"github.com/nereid-ml/nereid/pkg/plugin/dashboard"
 	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 // commands are kubectl nereid's subcommands, in the order --help lists them.
-var commands = []cli.Command{}
+var commands = []cli.Command{
+	dashboard.Command(),
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
