@@ -128,11 +128,8 @@ func startDashboard(t *testing.T) *dashboard {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building cmd/kubectl-nereid: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "dashboard", "--kubeconfig", framework.KubeconfigPath(), "--all-namespaces")
+	cmd := exec.Command(bin, "dashboard", "--kubeconfig", framework.KubeconfigPath(), "--all-namespaces")
 	cmd.Stderr = os.Stderr
-	// Ctrl-C, then wait: the dashboard stops on its own.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -140,10 +137,21 @@ func startDashboard(t *testing.T) *dashboard {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Ctrl-C: the dashboard stops on its own, and exits 0.
 	t.Cleanup(func() {
-		cancel()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("kubectl-nereid dashboard after Ctrl-C: %v", err)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Errorf("interrupting kubectl-nereid dashboard: %v", err)
+		}
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("kubectl-nereid dashboard after Ctrl-C: %v, want exit 0", err)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("kubectl-nereid dashboard still runs 30 s after Ctrl-C")
 		}
 	})
 	line := make(chan string, 1)
@@ -219,7 +227,7 @@ const virtualTime = "5000"
 
 func (b browser) args(t *testing.T, extra ...string) []string {
 	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1280,1000", "--virtual-time-budget=" + virtualTime}, append(extra, b.url)...)
+		"--user-data-dir=" + t.TempDir(), "--window-size=1280,1600", "--virtual-time-budget=" + virtualTime}, append(extra, b.url)...)
 }
 
 // waitFor dumps the page's DOM until check finds nothing wrong with it.

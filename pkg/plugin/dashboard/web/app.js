@@ -12,7 +12,10 @@ const POLL_MS = 2000;
 const ROUND_KINDS = new Set(['FederatedLearningJob', 'IncrementalLearningJob', 'LifelongLearningJob']);
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
-const STAGE_COLORS = { train: '#1f77b4', eval: '#ff7f0e', deploy: '#2ca02c' };
+// A running round's stages by stage; a finished round (stage Round: the
+// status keeps its start and end, not its stages') by its result.
+const STAGE_COLORS = { Train: '#1f77b4', Eval: '#ff7f0e', Deploy: '#9467bd' };
+const RESULT_COLORS = { Deployed: '#2ca02c', NotDeployed: '#9e9e9e', Failed: '#d62728' };
 
 // seen holds, per job, every round point the page has been given since it
 // opened: a federated learning job's status keeps only each node's last
@@ -242,7 +245,7 @@ function rounds(key, data) {
       ? 'A federated learning job\'s status keeps only each node\'s last report: the points of earlier rounds are those this page has seen while open (it keeps them until you leave the job). Hollow points are no longer in the status.'
       : 'A learning cycle\'s status keeps its finished rounds (history) and the current one: the plot shows them, and any the page saw while open.'),
     el('div', { class: 'legend' }, nodes.map((n) => el('span', {}, swatch(color(n)), n))),
-    metrics.length ? metrics.map((m) => plot(m, points, nodes, color)) : el('p', {}, 'No numeric metric reported yet.'),
+    metrics.length ? el('div', { class: 'plots' }, metrics.map((m) => plot(m, points, nodes, color))) : el('p', {}, 'No numeric metric reported yet.'),
     pointsTable(points));
 }
 
@@ -272,22 +275,25 @@ function plot(metric, points, nodes, color) {
   const x0 = Math.min(...xs, 1), x1 = Math.max(...xs, x0 + 1);
   let y0 = Math.min(...ys, 0), y1 = Math.max(...ys, y0 + 1e-9);
   if (y1 - y0 < 1e-9) y1 = y0 + 1;
-  const x = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
+  const xr = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
+  // Each node's points sit a few pixels apart, so that nodes with equal
+  // values in a round all show.
+  const x = (v, node) => xr(v) + (nodes.indexOf(node) - (nodes.length - 1) / 2) * 5;
   const y = (v) => H - B - ((v - y0) / (y1 - y0)) * (H - T - B);
   const svg = svgEl('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plot', 'data-metric': metric, role: 'img', 'aria-label': `${metric} per round` },
     svgEl('text', { x: L, y: 16, class: 'title' }, metric),
     svgEl('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, class: 'axis' }),
     svgEl('line', { x1: L, y1: T, x2: L, y2: H - B, class: 'axis' }),
-    axisLabels(x0, x1, y0, y1, x, y, H - B, L),
+    axisLabels(x0, x1, y0, y1, xr, y, H - B, L),
     svgEl('text', { x: W - R, y: H - 4, class: 'label end' }, 'round'));
   for (const node of nodes) {
     const mine = pts.filter((p) => p.node === node);
     if (mine.length > 1) {
-      svg.append(svgEl('polyline', { points: mine.map((p) => `${x(p.round)},${y(p.metrics[metric])}`).join(' '), stroke: color(node), class: 'series', 'data-node': node }));
+      svg.append(svgEl('polyline', { points: mine.map((p) => `${x(p.round, node)},${y(p.metrics[metric])}`).join(' '), stroke: color(node), class: 'series', 'data-node': node }));
     }
     for (const p of mine) {
       svg.append(svgEl('circle', {
-        cx: x(p.round), cy: y(p.metrics[metric]), r: 4, stroke: color(node), fill: p.current ? color(node) : 'white',
+        cx: x(p.round, node), cy: y(p.metrics[metric]), r: 4, stroke: color(node), fill: p.current ? color(node) : 'white',
         class: 'point', 'data-node': p.node, 'data-round': p.round, 'data-metric': metric,
         'data-value': p.metrics[metric], 'data-current': p.current,
       }, svgEl('title', {}, `${p.node} round ${p.round}: ${metric} ${p.metrics[metric]}`)));
@@ -332,7 +338,8 @@ function stages(job, snapshot) {
     for (const s of list.filter((s) => s.round === round)) {
       svg.append(svgEl('rect', {
         x: x(s.t0), y: top + 4, width: Math.max(2, x(s.t1) - x(s.t0)), height: ROW - 8,
-        fill: STAGE_COLORS[s.stage] || '#888', class: s.end ? 'stage' : 'stage running',
+        fill: (s.stage === 'Round' ? RESULT_COLORS[s.state] : STAGE_COLORS[s.stage]) || '#888',
+        class: `stage${s.end ? '' : ' running'}${s.state === 'Waiting' ? ' waiting' : ''}`,
         'data-round': s.round, 'data-stage': s.stage, 'data-state': s.state || '',
       }, svgEl('title', {}, `round ${s.round} ${s.stage} ${s.state || ''}: ${s.start} → ${s.end || 'now'}`)));
     }
@@ -341,8 +348,8 @@ function stages(job, snapshot) {
   svg.append(svgEl('text', { x: L, y: bottom, class: 'label' }, new Date(t0).toLocaleTimeString()),
     svgEl('text', { x: W - R, y: bottom, class: 'label end' }, new Date(t1).toLocaleTimeString()));
   return section('Stages', { class: 'sub', id: 'stages' },
-    el('p', { class: 'hint' }, 'Each round\'s stages from start to end: train, eval, deploy; a stage still running reaches now.'),
-    el('div', { class: 'legend' }, Object.entries(STAGE_COLORS).map(([s, c]) => el('span', {}, swatch(c), s))),
+    el('p', { class: 'hint' }, 'A row per round. A finished round is one bar from its start to its end, colored by its result (the status keeps no more of it); the current round has a bar per stage, pale while it waits for its trigger; a stage still running reaches now.'),
+    el('div', { class: 'legend' }, Object.entries({ ...STAGE_COLORS, ...RESULT_COLORS }).map(([s, c]) => el('span', {}, swatch(c), s))),
     svg);
 }
 
