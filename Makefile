@@ -82,7 +82,10 @@ demo-dijob-v1: ## Run the v1alpha1 DIJob example and play its coordinator agains
 .PHONY: dashboard
 dashboard: ## Build kubectl-nereid and serve its read-only dashboard of the local run's every namespace on 127.0.0.1 (make local-up first; DASHBOARD_ARGS='-n demo --port 8080'); open the URL it prints, Ctrl-C stops it.
 	$(GO) build -ldflags "$$(bash hack/lib/version.sh --ldflags)" -o $(BIN_DIR)/ ./cmd/kubectl-nereid
-	$(BIN_DIR)/kubectl-nereid dashboard --kubeconfig "$${NEREID_OUT_DIR:-$(OUTPUT_DIR)/local}/kubeconfig" $(or $(DASHBOARD_ARGS),--all-namespaces)
+	@kubeconfig="$${NEREID_OUT_DIR:-$(OUTPUT_DIR)/local}/kubeconfig"; \
+	if [[ ! -f "$$kubeconfig" ]]; then echo "no local run at $$kubeconfig: make local-up first" >&2; exit 1; fi; \
+	echo "$(BIN_DIR)/kubectl-nereid dashboard --kubeconfig $$kubeconfig $(or $(DASHBOARD_ARGS),--all-namespaces)"; \
+	exec $(BIN_DIR)/kubectl-nereid dashboard --kubeconfig "$$kubeconfig" $(or $(DASHBOARD_ARGS),--all-namespaces)
 
 .PHONY: bench
 bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').
