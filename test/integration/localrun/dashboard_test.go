@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"html"
@@ -17,13 +18,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 	"github.com/nereid-ml/nereid/test/framework"
 )
@@ -43,7 +46,8 @@ const (
 
 // TestDashboardShowsTheDemosAsTheClusterHasThem runs `kubectl nereid
 // dashboard` on the local run's kubeconfig, runs the federated learning,
-// incremental learning and DIJob demos, and opens each page in headless chromium:
+// incremental learning and DIJob demos, makes a job that waits for what it
+// names, and opens each page in headless chromium:
 // what the page shows after its polls are the cluster's facts, read here
 // with the clientsets. Each page's screenshot is saved under
 // _output/dashboard-screenshots/.
@@ -63,21 +67,21 @@ func TestDashboardShowsTheDemosAsTheClusterHasThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitingNamespace := createJobThatWaits(t, sedna)
 	pages := map[string]struct {
 		route string
 		check func(ctx context.Context, dom string) string
 	}{
 		"fleet": {route: "fleet", check: edgeNodesConnected},
 		"jobs":  {route: "jobs", check: demoJobsListed},
-		"waiting": {route: "waiting", check: func(_ context.Context, dom string) string {
-			if len(elements(dom, "section", "id", "waiting")) != 1 {
-				return "no waiting section"
-			}
-			return ""
+		"waiting": {route: "waiting", check: func(ctx context.Context, dom string) string {
+			return waitingJobShown(ctx, sedna, waitingNamespace, dom)
 		}},
 		"job-federatedlearningjob": {
 			route: "job/FederatedLearningJob/" + demoNamespace + "/" + flJob,
-			check: func(ctx context.Context, dom string) string { return flJobShown(ctx, sedna, dom) },
+			check: func(ctx context.Context, dom string) string {
+				return cmp.Or(flJobShown(ctx, sedna, dom), eventsShown(ctx, kube, "FederatedLearningJob", flJob, dom))
+			},
 		},
 		"job-incrementallearningjob": {
 			route: "job/IncrementalLearningJob/" + demoNamespace + "/" + ilJob,
@@ -437,8 +441,81 @@ func diJobReplicasShown(ctx context.Context, kube kubernetes.Interface, dom stri
 			got[task+" on "+r["data-node"]] = fmt.Sprintf("running %s, pending %s, ended %s", r["data-running"], r["data-pending"], r["data-ended"])
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		return "the replicas (-pods,+page):\n" + diff
+	}
+	return ""
+}
+
+// createJobThatWaits creates the federated learning example's job alone
+// in a namespace of its own, without the Datasets and the Model it names:
+// it waits for them (ReferencesResolved=False). It returns the namespace.
+func createJobThatWaits(t *testing.T, sedna sednaclient.Interface) string {
+	t.Helper()
+	ns := framework.Namespace(t)
+	u := framework.ReadManifest(t, filepath.Join(framework.RepoRoot(), "examples", "federatedlearningjob"), "FederatedLearningJob")
+	var job sednav1.FederatedLearningJob
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &job); err != nil {
+		t.Fatal(err)
+	}
+	job.Namespace = ns
+	if _, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), &job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating a job that waits: %v", err)
+	}
+	return ns
+}
+
+// waitingJobShown: the waiting page lists the job of createJobThatWaits
+// with what its False ReferencesResolved condition says it lacks.
+func waitingJobShown(ctx context.Context, sedna sednaclient.Interface, ns, dom string) string {
+	job, err := sedna.SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var want string
+	for _, c := range job.Status.Conditions {
+		if c.Type == common.ConditionReferencesResolved && c.Status == corev1.ConditionFalse {
+			want = c.Reason + ": " + c.Message
+		}
+	}
+	if want == "" {
+		return fmt.Sprintf("the job's conditions %+v: no ReferencesResolved=False yet", job.Status.Conditions)
+	}
+	key := "FederatedLearningJob/" + ns + "/" + flJob
+	rows := elements(dom, "tr", "data-job", key)
+	if len(rows) != 1 || rows[0]["data-waiting"] != want {
+		return fmt.Sprintf("the waiting page's rows of %s: %v, want one saying %q", key, rows, want)
+	}
+	return ""
+}
+
+// eventsShown: the job's page lists the job's events: the reasons the
+// clientset lists for it, no other.
+func eventsShown(ctx context.Context, kube kubernetes.Interface, kind, name, dom string) string {
+	events, err := kube.CoreV1().Events(demoNamespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name})
+	if err != nil {
+		return err.Error()
+	}
+	var want, got []string
+	for _, e := range events.Items {
+		want = append(want, e.Reason)
+	}
+	for _, r := range elements(dom, "tr", "", "") {
+		if reason, ok := r["data-reason"]; ok {
+			got = append(got, reason)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	want, got = slices.Compact(want), slices.Compact(got)
+	// The page shows the last 50; the demo's job, run by other tests of
+	// the package too, may have had more.
+	if len(events.Items) > 50 {
+		want = slices.DeleteFunc(want, func(r string) bool { return !slices.Contains(got, r) })
+	}
+	if len(want) == 0 || !slices.Equal(want, got) {
+		return fmt.Sprintf("the page's events' reasons %v, want the job's %v (and some)", got, want)
 	}
 	return ""
 }

@@ -174,7 +174,7 @@ function waitingPage({ snapshot }) {
   const waiting = (snapshot.jobs || []).filter((j) => j.waiting);
   const rows = waiting.map((j) => {
     const key = jobKey(j.kind, j.namespace, j.name);
-    return el('tr', { 'data-job': key }, el('td', {}, jobLink(key)), el('td', {}, j.phase), el('td', {}, j.waiting));
+    return el('tr', { 'data-job': key, 'data-waiting': j.waiting }, el('td', {}, jobLink(key)), el('td', {}, j.phase), el('td', {}, j.waiting));
   });
   return section('Waiting jobs', { id: 'waiting', 'data-count': waiting.length },
     el('p', { class: 'hint' }, 'Jobs waiting to be admitted or placed, and what they lack.'),
