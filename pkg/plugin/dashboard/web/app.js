@@ -272,9 +272,10 @@ function plot(metric, points, nodes, color) {
   const W = 560, H = 240, L = 56, R = 16, T = 24, B = 36;
   const pts = points.filter((p) => p.metrics && typeof p.metrics[metric] === 'number');
   const xs = pts.map((p) => p.round), ys = pts.map((p) => p.metrics[metric]);
-  const x0 = Math.min(...xs, 1), x1 = Math.max(...xs, x0 + 1);
-  let y0 = Math.min(...ys, 0), y1 = Math.max(...ys, y0 + 1e-9);
-  if (y1 - y0 < 1e-9) y1 = y0 + 1;
+  // Half a round of margin on each side, a tenth of the range on top, so
+  // that no point sits on an axis.
+  const x0 = Math.min(...xs) - 0.5, x1 = Math.max(...xs) + 0.5;
+  const y0 = Math.min(...ys, 0), y1 = Math.max(...ys) + (Math.max(...ys) - y0 || 1) * 0.1;
   const xr = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
   // Each node's points sit a few pixels apart, so that nodes with equal
   // values in a round all show.
@@ -305,7 +306,7 @@ function plot(metric, points, nodes, color) {
 function axisLabels(x0, x1, y0, y1, x, y, bottom, left) {
   const labels = [];
   const step = Math.max(1, Math.ceil((x1 - x0) / 10));
-  for (let r = Math.ceil(x0); r <= x1; r += step) {
+  for (let r = Math.ceil(x0); r < x1; r += step) {
     labels.push(svgEl('text', { x: x(r), y: bottom + 16, class: 'label middle' }, r));
   }
   for (const v of [y0, (y0 + y1) / 2, y1]) {
