@@ -92,15 +92,26 @@ async function getJSON(path) {
   return r.json();
 }
 
-// load asks for what the route shows.
+// load asks for what the route shows. A job's events and rounds may fail
+// alone (the job is gone, the user may not list events): their sections
+// say so, the rest of the page stays.
 async function load(r) {
   const data = { snapshot: await getJSON('/api/snapshot') };
   if (r.page === 'job') {
     const q = new URLSearchParams({ kind: r.kind, namespace: r.namespace, name: r.name });
-    data.events = await getJSON(`/api/events?${q}`);
-    if (ROUND_KINDS.has(r.kind)) data.rounds = await getJSON(`/api/rounds?${q}`);
+    const [events, rounds] = await Promise.allSettled([
+      getJSON(`/api/events?${q}`),
+      ROUND_KINDS.has(r.kind) ? getJSON(`/api/rounds?${q}`) : Promise.resolve(null),
+    ]);
+    data.events = events;
+    data.rounds = rounds;
   }
   return data;
+}
+
+// settled is a section's content from a request that may have failed.
+function settled(result, show) {
+  return result.status === 'fulfilled' ? show(result.value) : el('p', { class: 'error' }, String(result.reason.message || result.reason));
 }
 
 async function tick() {
@@ -193,8 +204,8 @@ function jobPage(data, r) {
     conditions(job),
     job.replicas && job.replicas.length ? replicas(job) : null,
     job.stages && job.stages.length ? stages(job, data.snapshot) : null,
-    data.rounds ? rounds(key, data.rounds) : null,
-    events(data.events || [], new Date(data.snapshot.taken)));
+    ROUND_KINDS.has(job.kind) ? section('Rounds', { class: 'sub', id: 'rounds' }, settled(data.rounds, (v) => rounds(key, v))) : null,
+    section('Events', { class: 'sub', id: 'events' }, settled(data.events, (v) => events(v, new Date(data.snapshot.taken)))));
 }
 
 function summary(job, snapshot) {
@@ -228,8 +239,7 @@ function events(list, now) {
   const rows = list.map((e) => el('tr', { 'data-reason': e.reason, class: e.type === 'Warning' ? 'warning' : '' },
     el('td', {}, e.type), el('td', {}, e.reason), el('td', { title: e.last }, ago(e.last, now)),
     el('td', {}, e.count), el('td', {}, e.from || ''), el('td', {}, e.message)));
-  return section('Events', { class: 'sub', id: 'events' },
-    rows.length ? table(['Type', 'Reason', 'Last', 'Count', 'From', 'Message'], rows) : el('p', {}, 'None (events expire after an hour).'));
+  return rows.length ? table(['Type', 'Reason', 'Last', 'Count', 'From', 'Message'], rows) : el('p', {}, 'None (events expire after an hour).');
 }
 
 // rounds are the job's round points: a plot per metric (a line per node,
@@ -240,7 +250,7 @@ function rounds(key, data) {
   const nodes = [...new Set(points.map((p) => p.node))].sort();
   const color = (node) => COLORS[nodes.indexOf(node) % COLORS.length];
   const fl = key.startsWith('FederatedLearningJob/');
-  return section('Rounds', { class: 'sub', id: 'rounds' },
+  return el('div', {},
     el('p', { class: 'hint' }, fl
       ? 'A federated learning job\'s status keeps only each node\'s last report: the points of earlier rounds are those this page has seen while open (it keeps them until you leave the job). Hollow points are no longer in the status.'
       : 'A learning cycle\'s status keeps its finished rounds (history) and the current one: the plot shows them, and any the page saw while open.'),
