@@ -21,7 +21,10 @@ const RESULT_COLORS = { Deployed: '#2ca02c', NotDeployed: '#9e9e9e', Failed: '#d
 // opened: a federated learning job's status keeps only each node's last
 // report, so earlier rounds exist only here.
 const seen = new Map();
+// timer is the next poll; generation counts ticks, so that a tick a route
+// change overtook neither renders nor polls again.
 let timer = null;
+let generation = 0;
 
 // el makes an element: attrs are attributes (data-* included), children
 // are elements or text.
@@ -72,7 +75,12 @@ function section(title, attrs, ...children) {
 }
 
 function route() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  let parts;
+  try {
+    parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  } catch {
+    return { page: 'fleet' }; // a malformed %-escape
+  }
   if (parts[0] === 'job' && parts.length === 4) {
     return { page: 'job', kind: parts[1], namespace: parts[2], name: parts[3] };
   }
@@ -116,16 +124,19 @@ function settled(result, show) {
 
 async function tick() {
   clearTimeout(timer);
+  const mine = ++generation;
   const r = route();
   const error = document.getElementById('error');
   try {
     const data = await load(r);
+    if (mine !== generation) return;
     render(r, data);
     error.hidden = true;
     const taken = new Date(data.snapshot.taken);
     document.getElementById('status').textContent =
       `Read ${taken.toLocaleTimeString()}; updates every ${POLL_MS / 1000} s`;
   } catch (e) {
+    if (mine !== generation) return;
     error.textContent = String(e.message || e);
     error.hidden = false;
   }
@@ -137,6 +148,7 @@ function render(r, data) {
     a.classList.toggle('current', a.dataset.page === r.page);
   }
   const pages = { fleet: fleetPage, jobs: jobsPage, waiting: waitingPage, job: jobPage };
+  if (r.page !== 'job') seen.clear(); // leaving a job forgets its points
   const main = document.getElementById('main');
   main.dataset.page = r.page;
   main.replaceChildren(...notes(data.snapshot), pages[r.page](data, r));
