@@ -15,11 +15,18 @@ import (
 	"syscall"
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
+	"github.com/nereid-ml/nereid/pkg/plugin/nodes"
+	"github.com/nereid-ml/nereid/pkg/plugin/rounds"
+	"github.com/nereid-ml/nereid/pkg/plugin/status"
 	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 // commands are kubectl nereid's subcommands, in the order --help lists them.
-var commands = []cli.Command{}
+var commands = []cli.Command{
+	status.Command,
+	nodes.Command,
+	rounds.Command,
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
