@@ -87,7 +87,7 @@ func TestKubectlNereidShowsTheDemosAsTheClusterHoldsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("status", func(t *testing.T) { checkStatus(t, kn, fl, il) })
-	t.Run("nodes", func(t *testing.T) { checkNodes(t, kn) })
+	t.Run("nodes", func(t *testing.T) { checkNodes(t, kn, fl, il) })
 	t.Run("rounds of the federated learning job", func(t *testing.T) { checkFederatedRounds(t, kn, fl) })
 	t.Run("rounds of the incremental learning job", func(t *testing.T) { checkIncrementalRounds(t, kn, sedna, il) })
 	t.Run("a job that does not exist", func(t *testing.T) {
@@ -140,25 +140,51 @@ func sameCounts(line string) bool {
 	return m != nil && m[1] == m[2]
 }
 
-// checkNodes: a node's workers are the job workers' pods on it, as the
-// API server lists them.
-func checkNodes(t *testing.T, kn kubectlNereid) {
+// checkNodes: a node's workers of the two demo jobs are those jobs' pods
+// on it, as the API server lists them by their owner's UID (other tests'
+// jobs on the same local run may still be coming and going), and each
+// node with one lists the job.
+func checkNodes(t *testing.T, kn kubectlNereid, jobs ...metav1.Object) {
 	var snap view.Snapshot
 	kn.json(t, &snap, "nodes", "-A")
-	pods, err := framework.KubeClient(t).CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{LabelSelector: common.LabelOwnerUID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range snap.Nodes {
-		var want []string
+	want := map[string][]string{}     // node: workers of jobs
+	wantJobs := map[string][]string{} // node: jobs
+	for _, j := range jobs {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(j.GetNamespace()).List(t.Context(), metav1.ListOptions{
+			LabelSelector: common.OwnerSelector(j).String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := "FederatedLearningJob"
+		if _, ok := j.(*sednav1.IncrementalLearningJob); ok {
+			kind = "IncrementalLearningJob"
+		}
 		for _, p := range pods.Items {
-			if p.Spec.NodeName == n.Name {
-				want = append(want, p.Namespace+"/"+p.Name)
+			want[p.Spec.NodeName] = append(want[p.Spec.NodeName], p.Namespace+"/"+p.Name)
+			if ref := view.JobRef(kind, j.GetNamespace(), j.GetName()); !slices.Contains(wantJobs[p.Spec.NodeName], ref) {
+				wantJobs[p.Spec.NodeName] = append(wantJobs[p.Spec.NodeName], ref)
 			}
 		}
-		slices.Sort(want)
-		if diff := cmp.Diff(want, n.Workers); diff != "" {
-			t.Errorf("node %s's workers (-want,+got):\n%s", n.Name, diff)
+	}
+	for _, n := range snap.Nodes {
+		var got, gotJobs []string
+		for _, w := range n.Workers {
+			if strings.HasPrefix(w, "demo/surface-defect-detection-") || strings.HasPrefix(w, "demo/helmet-detection-demo-") {
+				got = append(got, w)
+			}
+		}
+		for _, j := range n.Jobs {
+			if strings.HasSuffix(j, "/demo/surface-defect-detection") || strings.HasSuffix(j, "/demo/helmet-detection-demo") {
+				gotJobs = append(gotJobs, j)
+			}
+		}
+		slices.Sort(want[n.Name])
+		slices.Sort(wantJobs[n.Name])
+		if diff := cmp.Diff(want[n.Name], got); diff != "" {
+			t.Errorf("node %s's workers of the demo jobs (-want,+got):\n%s", n.Name, diff)
+		}
+		if diff := cmp.Diff(wantJobs[n.Name], gotJobs); diff != "" {
+			t.Errorf("node %s's demo jobs (-want,+got):\n%s", n.Name, diff)
 		}
 	}
 	out, err := kn.run(t, "nodes", "-A")
