@@ -16,12 +16,18 @@ import (
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
 	"github.com/nereid-ml/nereid/pkg/plugin/dashboard"
+	"github.com/nereid-ml/nereid/pkg/plugin/nodes"
+	"github.com/nereid-ml/nereid/pkg/plugin/rounds"
+	"github.com/nereid-ml/nereid/pkg/plugin/status"
 	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 // commands are kubectl nereid's subcommands, in the order --help lists them.
 var commands = []cli.Command{
-	dashboard.Command(),
+	status.Command,
+	nodes.Command,
+	rounds.Command,
+	dashboard.Command,
 }
 
 func main() {

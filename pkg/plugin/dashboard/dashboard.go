@@ -42,12 +42,10 @@ import (
 )
 
 // Command is `kubectl nereid dashboard`.
-func Command() cli.Command {
-	return cli.Command{
-		Name:    "dashboard",
-		Summary: "Serve a read-only web page of the fleet and the jobs on 127.0.0.1 until Ctrl-C.",
-		Run:     run,
-	}
+var Command = cli.Command{
+	Name:    "dashboard",
+	Summary: "Serve a read-only web page of the fleet and the jobs on 127.0.0.1 until Ctrl-C.",
+	Run:     run,
 }
 
 // options are the command's flags.

@@ -20,8 +20,13 @@ import (
 // --edge-namespace.
 const LeaseNamespace = "nereid-system"
 
-// Link states besides links.LinkConnected and links.LinkDisconnected.
-const LinkUnknown = "unknown"
+// A Node's Link: connected or disconnected, as its Lease says, or unknown
+// without one.
+const (
+	LinkConnected    = links.LinkConnected
+	LinkDisconnected = links.LinkDisconnected
+	LinkUnknown      = "unknown"
+)
 
 // nodes reads the Nodes and the edge links' Leases, and puts on each node
 // the workers, jobs and Datasets on it. Every Node is there, and every node
@@ -128,9 +133,9 @@ func leaseNode(l *coordinationv1.Lease) string {
 // renew it in time (links.LinkDown).
 func (r *reading) link(n *Node, l *coordinationv1.Lease) {
 	down, since := links.LinkDown(l, r.now)
-	n.Link = links.LinkConnected
+	n.Link = LinkConnected
 	if down {
-		n.Link = links.LinkDisconnected
+		n.Link = LinkDisconnected
 	}
 	if !since.IsZero() {
 		t := since.UTC()

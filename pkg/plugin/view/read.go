@@ -97,7 +97,7 @@ func (r *reading) workerPods(ctx context.Context) (map[string][]*corev1.Pod, err
 // jobs and services; not Datasets and Models), sorted by namespace, kind
 // and name.
 func (r *reading) jobs(ctx context.Context, pods map[string][]*corev1.Pod) ([]Job, error) {
-	var out []Job
+	out := []Job{} // [] in JSON, never null
 	for _, k := range kinds.All() {
 		if k.Progress == nil {
 			continue

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -271,5 +272,22 @@ func TestReadPutsALearningCyclesStagesOnATimeLine(t *testing.T) {
 	}
 	if j := got.Jobs[0]; j.Phase != "Eval Running" || j.Progress != "round 2 (deployed 1)" {
 		t.Errorf("phase %q progress %q", j.Phase, j.Progress)
+	}
+}
+
+// An empty cluster is empty lists in JSON, which the dashboard's script
+// iterates, never null.
+func TestReadOfAnEmptyClusterIsEmptyListsInJSON(t *testing.T) {
+	c, _, _ := clients("", nil, nil)
+	got, err := readAt(t.Context(), c, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"taken":"2026-11-27T12:00:00Z","nodes":[],"jobs":[]}`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
 	}
 }

@@ -2,6 +2,7 @@ package view
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -32,7 +33,9 @@ var roundReaders = map[schema.GroupKind]func(ctx context.Context, c *cli.Clients
 // A federated learning job has a point per edge node, from its
 // status.edgeNodes: the node's last report (round, stage, state), when it
 // was applied (lastHeardTime), and the report's numeric metrics (the round
-// itself, reported as currentRound or round, is Round and not a metric). A
+// itself, reported as currentRound or round, is Round and not a metric; a
+// metric holding a JSON object gives its numeric fields as
+// "<metric>.<field>"). A
 // learning cycle has a point per round of its status.history, and one for
 // the current round: node the dataset's node, stage and state the cycle's
 // for the current round (the result for a finished one: Deployed,
@@ -225,23 +228,40 @@ func modelMetrics(models []sednav1.RoundModel) map[string]float64 {
 	return out
 }
 
-// numeric are the metrics that hold a number, keys prefixed, leaving out
-// those named in except, the count of metrics a status dropped, keys the status
-// cut, and NaN and infinities (JSON has no such numbers); nil when none.
+// numeric are the metrics that hold a number, keys prefixed, and the
+// numeric fields of those that hold a JSON object, as "<key>.<field>" (a
+// worker's results nest their metrics so: {"metrics": {"accuracy": 0.9}});
+// leaving out those named in except, the count of metrics a status dropped,
+// keys the status cut, and NaN and infinities (JSON has no such numbers);
+// nil when none.
 func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[string]float64 {
-	var out map[string]float64
+	out := map[string]float64{}
 	for _, m := range metrics {
 		if slices.Contains(except, m.Key) || m.Key == sednav1.DroppedMetricsKey || strings.HasSuffix(m.Key, sednav1.TruncatedSuffix) {
 			continue
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(m.Value), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		if f, ok := number(m.Value); ok {
+			out[prefix+m.Key] = f
 			continue
 		}
-		if out == nil {
-			out = map[string]float64{}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal([]byte(m.Value), &fields) != nil {
+			continue
 		}
-		out[prefix+m.Key] = f
+		for k, v := range fields {
+			if f, ok := number(string(v)); ok {
+				out[prefix+m.Key+"."+k] = f
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
+}
+
+// number is the finite number s holds, if it holds one.
+func number(s string) (float64, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 }

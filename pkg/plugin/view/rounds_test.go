@@ -22,15 +22,15 @@ func TestReadRoundsOfAFederatedLearningJobIsAPointPerNode(t *testing.T) {
 			{Name: "edge-1", LastHeardTime: metav1.NewTime(ago(time.Minute)), Worker: "surface-train-1", Stage: "train", State: "running", Round: 2,
 				Metrics: metrics("accuracy", "0.75", "currentRound", "2", "loss", " 0.5", "per_class", "[0.1,0.2]", sednav1.DroppedMetricsKey, "3", "nan", "NaN")},
 			{Name: "edge-0", LastHeardTime: metav1.NewTime(ago(2 * time.Minute)), Stage: "train", State: "completed", Round: 3,
-				Metrics: metrics("accuracy", "0.875", "currentRound", "3")},
+				Metrics: metrics("accuracy", "0.875", "currentRound", "3", "metrics", `{"f1":0.5,"classes":["a","b"],"nested":{"x":1}}`)},
 		}}}
 	c, _, _ := clients("demo", nil, []runtime.Object{fl})
 	got, err := ReadRounds(t.Context(), c, "federatedlearningjob", "demo", "surface")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Rounds{Kind: "FederatedLearningJob", Namespace: "demo", Name: "surface", Metrics: []string{"accuracy", "loss"}, Points: []Point{
-		{Node: "edge-0", Round: 3, Stage: "train", State: "completed", Time: tp(ago(2 * time.Minute)), Metrics: map[string]float64{"accuracy": 0.875}},
+	want := &Rounds{Kind: "FederatedLearningJob", Namespace: "demo", Name: "surface", Metrics: []string{"accuracy", "loss", "metrics.f1"}, Points: []Point{
+		{Node: "edge-0", Round: 3, Stage: "train", State: "completed", Time: tp(ago(2 * time.Minute)), Metrics: map[string]float64{"accuracy": 0.875, "metrics.f1": 0.5}},
 		{Node: "edge-1", Round: 2, Stage: "train", State: "running", Time: tp(ago(time.Minute)), Metrics: map[string]float64{"accuracy": 0.75, "loss": 0.5}},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -20,7 +20,9 @@ package view
 
 import "time"
 
-// Snapshot is the fleet and the jobs at one moment.
+// Snapshot is the fleet and the jobs at one moment. Nodes and Jobs are
+// sorted (nodes by name; jobs by namespace, kind and name) and never null
+// in JSON.
 type Snapshot struct {
 	Taken time.Time `json:"taken"`
 	Nodes []Node    `json:"nodes"`

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -336,14 +337,10 @@ func flJobShown(ctx context.Context, sedna sednaclient.Interface, dom string) st
 	points := elements(dom, "circle", "class", "point")
 	want := 0
 	for _, n := range job.Status.EdgeNodes {
-		for _, m := range n.Metrics {
-			v, err := strconv.ParseFloat(m.Value, 64)
-			if err != nil || m.Key == "round" || m.Key == "currentRound" {
-				continue
-			}
+		for key, v := range numericMetrics(n.Metrics) {
 			want++
-			if !hasPoint(points, n.Name, n.Round, m.Key, v) {
-				return fmt.Sprintf("no current point of node %s round %d %s=%v among %v", n.Name, n.Round, m.Key, v, points)
+			if !hasPoint(points, n.Name, n.Round, key, v) {
+				return fmt.Sprintf("no current point of node %s round %d %s=%v among %v", n.Name, n.Round, key, v, points)
 			}
 		}
 	}
@@ -351,6 +348,32 @@ func flJobShown(ctx context.Context, sedna sednaclient.Interface, dom string) st
 		return fmt.Sprintf("status.edgeNodes %+v has no numeric metric: the check would check nothing", job.Status.EdgeNodes)
 	}
 	return ""
+}
+
+// numericMetrics are a report's numbers by name, as `kubectl nereid
+// rounds` names them: a number's key, or "<key>.<field>" for a number in
+// a JSON object; the round itself is no metric.
+func numericMetrics(metrics []sednav1.Metric) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range metrics {
+		if m.Key == "round" || m.Key == "currentRound" {
+			continue
+		}
+		if v, err := strconv.ParseFloat(m.Value, 64); err == nil {
+			out[m.Key] = v
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal([]byte(m.Value), &fields) != nil {
+			continue
+		}
+		for f, v := range fields {
+			if n, ok := v.(float64); ok {
+				out[m.Key+"."+f] = n
+			}
+		}
+	}
+	return out
 }
 
 func hasPoint(points []element, node string, round int32, metric string, value float64) bool {
