@@ -284,6 +284,12 @@ function accumulate(key, given) {
   return [...all.values()].sort((a, b) => a.round - b.round || a.node.localeCompare(b.node));
 }
 
+// short is v with at most 6 significant digits, for people (data-value
+// keeps it whole).
+function short(v) {
+  return Number(v.toPrecision(6));
+}
+
 // swatch is a legend's square of color c.
 function swatch(c) {
   return svgEl('svg', { width: 12, height: 12, class: 'swatch' }, svgEl('rect', { width: 12, height: 12, fill: c }));
@@ -319,7 +325,7 @@ function plot(metric, points, nodes, color) {
         cx: x(p.round, node), cy: y(p.metrics[metric]), r: 4, stroke: color(node), fill: p.current ? color(node) : 'white',
         class: 'point', 'data-node': p.node, 'data-round': p.round, 'data-metric': metric,
         'data-value': p.metrics[metric], 'data-current': p.current,
-      }, svgEl('title', {}, `${p.node} round ${p.round}: ${metric} ${p.metrics[metric]}`)));
+      }, svgEl('title', {}, `${p.node} round ${p.round}: ${metric} ${short(p.metrics[metric])}`)));
     }
   }
   return svg;
@@ -332,7 +338,7 @@ function axisLabels(x0, x1, y0, y1, x, y, bottom, left) {
     labels.push(svgEl('text', { x: x(r), y: bottom + 16, class: 'label middle' }, r));
   }
   for (const v of [y0, (y0 + y1) / 2, y1]) {
-    labels.push(svgEl('text', { x: left - 6, y: y(v) + 4, class: 'label end' }, Number(v.toPrecision(3))));
+    labels.push(svgEl('text', { x: left - 6, y: y(v) + 4, class: 'label end' }, short(v)));
   }
   return labels;
 }
@@ -341,7 +347,7 @@ function pointsTable(points) {
   const rows = points.map((p) => el('tr', { 'data-node': p.node, 'data-round': p.round, 'data-current': p.current },
     el('td', {}, p.node), el('td', {}, p.round), el('td', {}, p.stage || ''), el('td', {}, p.state || ''),
     el('td', {}, p.time || ''),
-    el('td', {}, Object.entries(p.metrics || {}).map(([k, v]) => `${k}=${v}`).join(' '))));
+    el('td', {}, Object.entries(p.metrics || {}).map(([k, v]) => `${k}=${short(v)}`).join(' '))));
   return table(['Node', 'Round', 'Stage', 'State', 'Time', 'Metrics'], rows, { class: 'points' });
 }
 
