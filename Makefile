@@ -56,6 +56,7 @@ test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders, and ha
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real local control plane.
+	@command -v chromium >/dev/null 2>&1 || echo "dashboard browser tests skipped: no chromium on PATH; apt-get install chromium" >&2
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 .PHONY: demo
@@ -77,6 +78,14 @@ demo-dijob: ## Run the DIJob example: show its replicas' pods, DI_RANK/DI_NODES,
 .PHONY: demo-dijob-v1
 demo-dijob-v1: ## Run the v1alpha1 DIJob example and play its coordinator against the v1 replicas server: ask for replicas, list, fail, give back, succeed (make local-up first).
 	$(GO) run ./hack/demo -example dijob-v1 $(DEMO_ARGS)
+
+.PHONY: dashboard
+dashboard: ## Build kubectl-nereid and serve its read-only dashboard of the local run's every namespace on 127.0.0.1 (make local-up first; DASHBOARD_ARGS='-n demo --port 8080'); open the URL it prints, Ctrl-C stops it.
+	$(GO) build -ldflags "$$(bash hack/lib/version.sh --ldflags)" -o $(BIN_DIR)/ ./cmd/kubectl-nereid
+	@kubeconfig="$${NEREID_OUT_DIR:-$(OUTPUT_DIR)/local}/kubeconfig"; \
+	if [[ ! -f "$$kubeconfig" ]]; then echo "no local run at $$kubeconfig: make local-up first" >&2; exit 1; fi; \
+	echo "$(BIN_DIR)/kubectl-nereid dashboard --kubeconfig $$kubeconfig $(or $(DASHBOARD_ARGS),--all-namespaces)"; \
+	exec $(BIN_DIR)/kubectl-nereid dashboard --kubeconfig "$$kubeconfig" $(or $(DASHBOARD_ARGS),--all-namespaces)
 
 .PHONY: bench
 bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').

@@ -480,6 +480,7 @@ Use it with:
   export KUBECONFIG=${KUBECONFIG_ADMIN}
   kubectl get nodes
 (or: source ${ENV_FILE}; kubectl is also at ${BIN}/kubectl)
+See the fleet and the jobs in a browser: NEREID_OUT_DIR=${NEREID_OUT_DIR} make dashboard (it prints the URL to open)
 Logs are in ${NEREID_OUT_DIR}/logs/. Stop it with: NEREID_OUT_DIR=${NEREID_OUT_DIR} hack/local-down.sh [--purge]
 EOF
 }

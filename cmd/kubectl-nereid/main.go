@@ -15,13 +15,21 @@ import (
 	"syscall"
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
+	"github.com/nereid-ml/nereid/pkg/plugin/dashboard"
+	"github.com/nereid-ml/nereid/pkg/plugin/nodes"
 	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
+	"github.com/nereid-ml/nereid/pkg/plugin/rounds"
+	"github.com/nereid-ml/nereid/pkg/plugin/status"
 	"github.com/nereid-ml/nereid/pkg/version"
 )
 
 // commands are kubectl nereid's subcommands, in the order --help lists them.
 var commands = []cli.Command{
+	status.Command,
+	nodes.Command,
+	rounds.Command,
 	playworker.Command(),
+	dashboard.Command,
 }
 
 func main() {

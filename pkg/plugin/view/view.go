@@ -4,11 +4,25 @@
 // conditions and what it waits for, and a job's rounds per node. Both the
 // plugin's tables and the dashboard's JSON are these types: one reading,
 // two renderings.
+//
+// # What is read
+//
+// Read lists, as the user: the Nodes; the edge links' Leases (label
+// nereid.io/edge-node, in every namespace, else in nereid-system, the
+// GlobalManager's default --edge-namespace); the pods of Nereid's
+// controllers (label nereid.io/owner-uid), which place each job's workers;
+// the Datasets; and the objects of every job kind of the GlobalManager's
+// table (package kinds), whose Progress gives each job's phase, stage and
+// round as the per-job gauges export them. What the user may not list, and
+// a kind the API server does not serve, is a Note and the rest is shown;
+// any other failure is an error. Nothing is written.
 package view
 
 import "time"
 
-// Snapshot is the fleet and the jobs at one moment.
+// Snapshot is the fleet and the jobs at one moment. Nodes and Jobs are
+// sorted (nodes by name; jobs by namespace, kind and name) and never null
+// in JSON.
 type Snapshot struct {
 	Taken time.Time `json:"taken"`
 	Nodes []Node    `json:"nodes"`
@@ -18,7 +32,8 @@ type Snapshot struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Node is one edge node as the cloud sees it.
+// Node is one node as the cloud sees it: every Node the user may list, and
+// every node with a link Lease or a job's worker.
 type Node struct {
 	Name string `json:"name"`
 	// Link is "connected", "disconnected", or "unknown" when the node has
@@ -29,8 +44,10 @@ type Node struct {
 	LastHeard *time.Time `json:"lastHeard,omitempty"`
 	// Outbox is the Lease's nereid.io/outbox annotation, "" until heard.
 	Outbox string `json:"outbox,omitempty"`
-	// Ready is the Node's Ready condition status; Edge whether it is
-	// labelled an edge node.
+	// Ready is the Node's Ready condition status ("" when the user may not
+	// list Nodes); Edge whether it is labelled an edge node
+	// (node-role.kubernetes.io/edge, the GlobalManager's default
+	// --edge-node-selector).
 	Ready string `json:"ready"`
 	Edge  bool   `json:"edge"`
 	// Objects counts the Nereid objects that concern the node (Datasets on
@@ -48,22 +65,30 @@ type Job struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
 	Created   time.Time `json:"created"`
-	// Phase is status.phase, or a learning cycle's "<stage> <state>".
+	// Phase is status.phase, or a learning cycle's "<stage> <state>", or
+	// a joint inference service's Failed, Available or Unavailable (its
+	// Failed and Ready conditions).
 	Phase string `json:"phase"`
 	// Progress is the job's progress in a few words: "round 3 (slowest 2)",
-	// "edge 1/1, cloud 1/1", "learner 1/1, collector 3/4".
+	// "round 2 (deployed 1)", "edge 1/1, cloud 1/1", "learner 1/1,
+	// collector 3/4".
 	Progress   string      `json:"progress,omitempty"`
 	Conditions []Condition `json:"conditions,omitempty"`
-	// Waiting says, when the job waits to be admitted or placed, what it
-	// lacks (its Admitted or gang condition's message, or why its pods are
-	// unscheduled); "" when it does not wait.
+	// Waiting says, when an unfinished job waits, what it lacks: the first
+	// of its ReferencesResolved (a Model or Dataset it names), Admitted
+	// (quota), Scheduled (gang) and EdgeLinked (its edge nodes' links)
+	// conditions that is False, as "<reason>: <message>", else why its
+	// pods are unscheduled ("pod <name> <reason>: <message>"); "" when it
+	// does not wait.
 	Waiting string `json:"waiting,omitempty"`
 	// Nodes are the nodes its workers are on.
 	Nodes []string `json:"nodes,omitempty"`
 	// Replicas are a DIJob's pods per task (or v1alpha1 replica type) and
 	// node.
 	Replicas []Replica `json:"replicas,omitempty"`
-	// Stages are a learning cycle's rounds and stages on a time line.
+	// Stages are a learning cycle's rounds and stages on a time line: a
+	// finished round as one entry (Stage "Round", State its result), the
+	// current round's stages from status.conditions (see stages.go).
 	Stages []Stage `json:"stages,omitempty"`
 }
 

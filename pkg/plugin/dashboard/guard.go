@@ -1,0 +1,135 @@
+package dashboard
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// The guard's bounds and names.
+const (
+	// maxHeaderBytes bounds a request's line and headers; a GET has no body.
+	maxHeaderBytes = 16 << 10
+	// cookiePrefix and the port name the cookie the token is exchanged
+	// for: a browser sends 127.0.0.1's cookies to every port, and two
+	// dashboards must not overwrite each other's.
+	cookiePrefix = "nereid-dashboard-"
+	// tokenParam is the URL's query parameter that carries the token once.
+	tokenParam = "token"
+)
+
+// securityHeaders are on every answer, refusals included. The page loads
+// its script and style from files ('self'), never inline, and fetches only
+// its own origin.
+var securityHeaders = map[string]string{
+	"Content-Security-Policy":      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+	"X-Content-Type-Options":       "nosniff",
+	"X-Frame-Options":              "DENY",
+	"Referrer-Policy":              "no-referrer",
+	"Cross-Origin-Opener-Policy":   "same-origin",
+	"Cross-Origin-Resource-Policy": "same-origin",
+	"Cache-Control":                "no-store",
+}
+
+// guard is what every request passes before it reaches the dashboard: the
+// Host check, GET only, no body, the token.
+type guard struct {
+	token  string
+	cookie string
+	// hosts are the Host headers the dashboard answers to.
+	hosts map[string]bool
+	next  http.Handler
+}
+
+// newGuard guards next with token, for a dashboard listening on addr.
+func newGuard(next http.Handler, token string, addr netip.AddrPort) *guard {
+	port := strconv.Itoa(int(addr.Port()))
+	hosts := map[string]bool{
+		net.JoinHostPort(addr.Addr().String(), port): true,
+		net.JoinHostPort("localhost", port):          true,
+	}
+	return &guard{token: token, cookie: cookiePrefix + port, hosts: hosts, next: next}
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for k, v := range securityHeaders {
+		w.Header().Set(k, v)
+	}
+	if !g.hosts[strings.ToLower(r.Host)] {
+		// A name that resolves to 127.0.0.1 (DNS rebinding) is another
+		// origin: answer nothing to it.
+		http.Error(w, "this dashboard answers only to its own address (Host "+g.anyHost()+")", http.StatusMisdirectedRequest)
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "read-only: GET only", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		http.Error(w, "a GET has no body", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if g.exchange(w, r) {
+		return
+	}
+	switch got := g.presented(r); {
+	case got == "":
+		http.Error(w, "no token: open the URL kubectl nereid dashboard printed", http.StatusUnauthorized)
+	case subtle.ConstantTimeCompare([]byte(got), []byte(g.token)) != 1:
+		http.Error(w, "wrong token: open the URL this run of kubectl nereid dashboard printed", http.StatusForbidden)
+	default:
+		g.next.ServeHTTP(w, r)
+	}
+}
+
+// exchange answers a request that carries the right token in its URL: it
+// sets the cookie and redirects to the same URL without the token. It
+// reports whether it answered.
+func (g *guard) exchange(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	if !q.Has(tokenParam) || subtle.ConstantTimeCompare([]byte(q.Get(tokenParam)), []byte(g.token)) != 1 {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     g.cookie,
+		Value:    g.token,
+		Path:     "/",
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+	})
+	q.Del(tokenParam)
+	to := r.URL.Path
+	if enc := q.Encode(); enc != "" {
+		to += "?" + enc
+	}
+	// The browser keeps the URL's #fragment (the page's route) across the
+	// redirect.
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return true
+}
+
+// presented is the token a request carries: its cookie, else its bearer
+// token, else a wrong token in its URL; "" when none.
+func (g *guard) presented(r *http.Request) string {
+	if c, err := r.Cookie(g.cookie); err == nil && c.Value != "" {
+		return c.Value
+	}
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return v
+	}
+	return r.URL.Query().Get(tokenParam)
+}
+
+// anyHost is one Host the dashboard answers to, for the refusal's message.
+func (g *guard) anyHost() string {
+	for h := range g.hosts {
+		if !strings.HasPrefix(h, "localhost:") {
+			return h
+		}
+	}
+	return ""
+}
