@@ -19,7 +19,7 @@ func TestRenderIsARowPerNode(t *testing.T) {
 	for name, snap := range map[string]*view.Snapshot{
 		"nodes":     viewtest.Snapshot(),
 		"many-jobs": many,
-		"no-nodes":  {Taken: viewtest.Now, Notes: []string{"You may not list nodes (forbidden)."}},
+		"no-nodes":  {Taken: viewtest.Now, Notes: []string{"You may not list nodes."}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out strings.Builder

@@ -98,7 +98,8 @@ func waitingWord(waiting string) string {
 }
 
 // Fleet is the fleet in a line: of the nodes that are edge nodes or have a
-// link Lease, how many are connected, and which are not.
+// link Lease, how many are connected, and which are not; "none seen" when
+// there are none (or the user may list neither Nodes nor Leases).
 func Fleet(nodes []view.Node) string {
 	var total, connected int
 	var down []string
@@ -112,6 +113,11 @@ func Fleet(nodes []view.Node) string {
 		} else {
 			down = append(down, n.Name+" ("+n.Link+")")
 		}
+	}
+	if total == 0 {
+		// No Node labelled edge and no link Lease: none, or none the
+		// user may see (the notes say which).
+		return "Edge nodes: none seen"
 	}
 	line := fmt.Sprintf("Edge nodes: %d/%d connected", connected, total)
 	if len(down) > 0 {

@@ -33,7 +33,8 @@ func TestFleetNamesTheNodesNotConnected(t *testing.T) {
 		nodes []view.Node
 		want  string
 	}{
-		"none": {nil, "Edge nodes: 0/0 connected"},
+		"none":                  {nil, "Edge nodes: none seen"},
+		"only nodes of no link": {[]view.Node{{Name: "w", Link: view.LinkUnknown, Workers: []string{"demo/p"}}}, "Edge nodes: none seen"},
 		"all connected": {[]view.Node{{Name: "a", Link: view.LinkConnected, Edge: true}, {Name: "cloud", Link: view.LinkUnknown}},
 			"Edge nodes: 1/1 connected"},
 		"a cloud node with a link counts": {[]view.Node{{Name: "cloud", Link: view.LinkDisconnected}},

@@ -41,7 +41,7 @@ type reading struct {
 func (r *reading) skip(err error, what string) bool {
 	switch {
 	case apierrors.IsForbidden(err):
-		r.notes = append(r.notes, fmt.Sprintf("You may not list %s (%v).", what, err))
+		r.notes = append(r.notes, fmt.Sprintf("You may not list %s.", what))
 	case apierrors.IsNotFound(err):
 		r.notes = append(r.notes, fmt.Sprintf("The API server does not serve %s (its CRD is not installed).", what))
 	default:

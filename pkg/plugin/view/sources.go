@@ -44,7 +44,6 @@ type cycle struct {
 	status     *sednav1.CycleStatus
 	stages     []sednav1.StageCondition
 	completion *metav1.Time
-	dataset    string
 }
 
 // sources are the kinds view knows how to show, by group and kind; a kind
@@ -127,19 +126,19 @@ func federatedFacts(obj any) facts {
 
 func incrementalFacts(obj any) facts {
 	j := obj.(*sednav1.IncrementalLearningJob)
-	return cycleFacts(j, &j.Status.CycleStatus, j.Status.Conditions, j.Status.CompletionTime, j.Spec.Dataset.Name)
+	return cycleFacts(j, &j.Status.CycleStatus, j.Status.Conditions, j.Status.CompletionTime)
 }
 
 func lifelongFacts(obj any) facts {
 	j := obj.(*sednav1.LifelongLearningJob)
-	return cycleFacts(j, &j.Status.CycleStatus, j.Status.Conditions, j.Status.CompletionTime, j.Spec.Dataset.Name)
+	return cycleFacts(j, &j.Status.CycleStatus, j.Status.Conditions, j.Status.CompletionTime)
 }
 
 // cycleFacts: the round and the round deployed (the DEPLOYED column); a
 // cycle is over only when it failed.
-func cycleFacts(meta metav1.Object, st *sednav1.CycleStatus, stages []sednav1.StageCondition, completion *metav1.Time, dataset string) facts {
+func cycleFacts(meta metav1.Object, st *sednav1.CycleStatus, stages []sednav1.StageCondition, completion *metav1.Time) facts {
 	f := facts{meta: meta, conditions: jobConditions(st.JobConditions), finished: st.State == sednav1.StageFailed,
-		cycle: &cycle{status: st, stages: stages, completion: completion, dataset: dataset}}
+		cycle: &cycle{status: st, stages: stages, completion: completion}}
 	if st.Round > 0 {
 		f.progress = fmt.Sprintf("round %d (deployed %d)", st.Round, st.DeployedRound)
 	}

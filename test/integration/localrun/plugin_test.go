@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -26,7 +31,7 @@ import (
 // kubectlNereid is kubectl-nereid built from cmd/kubectl-nereid, run
 // against the local run's kubeconfig as a user who copied it onto PATH
 // runs `kubectl nereid`.
-type kubectlNereid struct{ bin string }
+type kubectlNereid struct{ bin, kubeconfig string }
 
 // buildPlugin builds kubectl-nereid into t's temporary folder.
 func buildPlugin(t *testing.T) kubectlNereid {
@@ -37,14 +42,14 @@ func buildPlugin(t *testing.T) kubectlNereid {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building cmd/kubectl-nereid: %v\n%s", err, out)
 	}
-	return kubectlNereid{bin: bin}
+	return kubectlNereid{bin: bin, kubeconfig: filepath.Join(framework.OutDir(), "kubeconfig")}
 }
 
 // run runs it with args and returns its stdout, and its stderr in err when
 // it exits non-zero.
 func (k kubectlNereid) run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), k.bin, append(args, "--kubeconfig", filepath.Join(framework.OutDir(), "kubeconfig"))...)
+	cmd := exec.CommandContext(t.Context(), k.bin, append(args, "--kubeconfig", k.kubeconfig)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -90,6 +95,7 @@ func TestKubectlNereidShowsTheDemosAsTheClusterHoldsThem(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) { checkNodes(t, kn, fl, il) })
 	t.Run("rounds of the federated learning job", func(t *testing.T) { checkFederatedRounds(t, kn, fl) })
 	t.Run("rounds of the incremental learning job", func(t *testing.T) { checkIncrementalRounds(t, kn, sedna, il) })
+	t.Run("a user who may read only some of it", func(t *testing.T) { checkRestrictedUser(t, kn) })
 	t.Run("a job that does not exist", func(t *testing.T) {
 		_, err := kn.run(t, "rounds", "fl/no-such-job", "-n", "demo")
 		if err == nil || !strings.Contains(err.Error(), "kubectl nereid rounds: no federatedlearningjob demo/no-such-job: not found") {
@@ -297,4 +303,76 @@ func maskColumn(table, header string) string {
 		lines[i] = strings.Join(f, " ")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// checkRestrictedUser: a user who may list only the demo namespace's
+// federated learning jobs, Datasets and pods sees those, and notes for the
+// rest (as the API server refuses it), instead of an error.
+func checkRestrictedUser(t *testing.T, kn kubectlNereid) {
+	kube := framework.KubeClient(t)
+	const name = "plugin-reader"
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"sedna.io"}, Resources: []string{"federatedlearningjobs", "datasets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "demo", Name: name}}}
+	ctx := t.Context()
+	if _, err := kube.CoreV1().ServiceAccounts("demo").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().Roles("demo").Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings("demo").Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = kube.RbacV1().RoleBindings("demo").Delete(ctx, name, metav1.DeleteOptions{})
+		_ = kube.RbacV1().Roles("demo").Delete(ctx, name, metav1.DeleteOptions{})
+		_ = kube.CoreV1().ServiceAccounts("demo").Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	tr, err := kube.CoreV1().ServiceAccounts("demo").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := framework.WriteTokenKubeconfig(name, tr.Status.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := kn
+	reader.kubeconfig = path
+	var snap view.Snapshot
+	reader.json(t, &snap, "status", "-n", "demo")
+	for _, want := range []string{
+		"You may not list dijobs.diengine.opendilab.org in namespace demo",
+		"You may not list incrementallearningjobs.sedna.io in namespace demo",
+		"You may not list jointinferenceservices.sedna.io in namespace demo",
+		"You may not list lifelonglearningjobs.sedna.io in namespace demo",
+		"You may not list nodes",
+		"You may not list leases in namespace " + view.LeaseNamespace,
+	} {
+		if !slices.ContainsFunc(snap.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("no note %q in %q", want, snap.Notes)
+		}
+	}
+	if len(snap.Jobs) == 0 || slices.ContainsFunc(snap.Jobs, func(j view.Job) bool { return j.Kind != "FederatedLearningJob" }) {
+		t.Errorf("jobs %+v, want the namespace's federated learning jobs only", snap.Jobs)
+	}
+	// The nodes are those of the workers, with no link known.
+	for _, n := range snap.Nodes {
+		if n.Link != view.LinkUnknown || n.Ready != "" || len(n.Workers) == 0 {
+			t.Errorf("node %+v, want one of a worker's, its link and readiness unknown", n)
+		}
+	}
+	out, err := reader.run(t, "status", "-n", "demo")
+	if err != nil || !strings.Contains(out, "\nNotes:\n") || !strings.Contains(out, "\n  You may not list nodes.\n") {
+		t.Errorf("status as the user: %v, want the notes after the table in\n%s", err, out)
+	}
+	if _, err := reader.run(t, "rounds", "fl/surface-defect-detection", "-n", "demo"); err != nil {
+		t.Errorf("rounds of a job the user may read: %v", err)
+	}
 }

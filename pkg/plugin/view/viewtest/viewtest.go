@@ -50,7 +50,7 @@ func Snapshot() *view.Snapshot {
 				Progress: "learner 1/1, collector 1/1", Nodes: []string{"cloud-0", "edge-0"},
 				Replicas: []view.Replica{{Task: "learner", Node: "cloud-0", Running: 1}, {Task: "collector", Node: "edge-0", Running: 1}}},
 		},
-		Notes: []string{"You may not list lifelonglearningjobs.sedna.io in namespace demo (forbidden)."},
+		Notes: []string{"You may not list lifelonglearningjobs.sedna.io in namespace demo."},
 	}
 }
 
