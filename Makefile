@@ -19,7 +19,7 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build Nereid's binaries (globalmanager, localcontroller, nereid-preflight) into _output/bin.
+build: ## Build Nereid's binaries (globalmanager, localcontroller, nereid-preflight, kubectl-nereid) into _output/bin.
 	$(GO) build -ldflags "$$(bash hack/lib/version.sh --ldflags)" -o $(BIN_DIR)/ ./cmd/...
 
 .PHONY: generate

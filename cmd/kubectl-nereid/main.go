@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
@@ -48,6 +49,7 @@ func run(ctx context.Context, env *cli.Env, args []string) int {
 		}
 		return 0
 	}
+	args = commandFirst(args)
 	if args[0] == "--version" || args[0] == "version" {
 		fmt.Fprintln(env.Stdout, "kubectl-nereid "+version.Get().String())
 		return 0
@@ -79,4 +81,31 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", c.Name, c.Summary)
 	}
 	fmt.Fprint(w, "  version      Print the plugin's version.\n")
+}
+
+// valueFlags are the flags every command takes that are followed by a value
+// when given without "=".
+var valueFlags = map[string]bool{"n": true, "namespace": true, "kubeconfig": true, "context": true, "o": true, "output": true}
+
+// commandFirst moves the command's name before the flags given ahead of it,
+// so that `kubectl nereid -n demo status` is `kubectl nereid status -n demo`:
+// kubectl hands a plugin its words as they were typed.
+func commandFirst(args []string) []string {
+	for i := 0; i < len(args); i++ {
+		name, isFlag := strings.CutPrefix(args[i], "-")
+		if !isFlag {
+			if i == 0 {
+				return args
+			}
+			return append(append([]string{args[i]}, args[:i]...), args[i+1:]...)
+		}
+		name = strings.TrimPrefix(name, "-")
+		if name == "h" || name == "help" || name == "version" {
+			return args
+		}
+		if !strings.Contains(name, "=") && valueFlags[name] {
+			i++
+		}
+	}
+	return args
 }

@@ -27,6 +27,10 @@ func TestRunDispatchesAndExitsAsDocumented(t *testing.T) {
 		"rounds without a job": {args: []string{"rounds"}, wantCode: 2, wantErrOut: "kubectl nereid rounds: want one job"},
 		"rounds in all namespaces": {args: []string{"rounds", "fl/x", "-A"}, wantCode: 2,
 			wantErrOut: "rounds reads one job; name its namespace with -n"},
+		"flags before the command": {args: []string{"-n", "demo", "--kubeconfig=/nonexistent/kubeconfig", "status"}, wantCode: 1,
+			wantErrOut: "kubectl nereid status: loading the kubeconfig"},
+		"a bad flag before the command": {args: []string{"-o", "json", "--bogus", "nodes"}, wantCode: 2,
+			wantErrOut: "kubectl nereid nodes: flag provided but not defined: -bogus"},
 		"no kubeconfig fails": {args: []string{"status", "--kubeconfig", "/nonexistent/kubeconfig"}, wantCode: 1,
 			wantErrOut: "kubectl nereid status: loading the kubeconfig"},
 	} {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,36 +257,28 @@ func writeList(t *testing.T, path string, items []any) {
 // monitoringCRDs are minimal CustomResourceDefinitions of the Prometheus
 // Operator's ServiceMonitor and PrometheusRule: their kinds served, their
 // contents not checked.
-const monitoringCRDs = `apiVersion: apiextensions.k8s.io/v1
+var monitoringCRDs = monitoringCRD("servicemonitors", "servicemonitor", "ServiceMonitor") + "---\n" +
+	monitoringCRD("prometheusrules", "prometheusrule", "PrometheusRule")
+
+// monitoringCRD is a minimal CustomResourceDefinition of a
+// monitoring.coreos.com/v1 kind that keeps whatever it is given.
+func monitoringCRD(plural, singular, kind string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: servicemonitors.monitoring.coreos.com
+  name: %[1]s.monitoring.coreos.com
 spec:
   group: monitoring.coreos.com
   scope: Namespaced
-  names: {plural: servicemonitors, singular: servicemonitor, kind: ServiceMonitor, listKind: ServiceMonitorList}
+  names: {plural: %[1]s, singular: %[2]s, kind: %[3]s, listKind: %[3]sList}
   versions:
     - name: v1
       served: true
       storage: true
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: prometheusrules.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  scope: Namespaced
-  names: {plural: prometheusrules, singular: prometheusrule, kind: PrometheusRule, listKind: PrometheusRuleList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+`, plural, singular, kind)
+}
 
 // TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed installs
 // the chart with helm where the API server serves the Prometheus Operator's

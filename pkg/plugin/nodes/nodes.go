@@ -5,53 +5,25 @@
 package nodes
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
-	"github.com/nereid-ml/nereid/pkg/plugin/cli"
 	"github.com/nereid-ml/nereid/pkg/plugin/view"
 	"github.com/nereid-ml/nereid/pkg/plugin/view/printer"
 )
 
 // Command is kubectl nereid nodes.
-var Command = cli.Command{
-	Name:    "nodes",
-	Summary: "Each node's edge link, last heard, outbox, and the objects, workers and jobs on it.",
-	Run:     run,
-}
+var Command = printer.SnapshotCommand("nodes",
+	"Each node's edge link, last heard, outbox, and the objects, workers and jobs on it.",
+	"nodes [-n <namespace> | -A] [-o json]\n\n"+
+		"Prints a row per node: NODE LINK LAST-HEARD OUTBOX OBJECTS WORKERS JOBS. LINK is the edge\n"+
+		"hub's (connected, disconnected; unknown for an edge node no LocalController ever connected\n"+
+		"from); OBJECTS, WORKERS and JOBS count what is on the node in the namespace (-A: in all).", Render)
 
 // maxJobs is how many jobs a row names before it counts the others.
 const maxJobs = 3
-
-func run(ctx context.Context, env *cli.Env, args []string) error {
-	fs := cli.NewFlagSet(env, "nodes", "nodes [-n <namespace> | -A] [-o json]\n\n"+
-		"Prints a row per node: NODE LINK LAST-HEARD OUTBOX OBJECTS WORKERS JOBS. LINK is the edge\n"+
-		"hub's (connected, disconnected; unknown for an edge node no LocalController ever connected\n"+
-		"from); OBJECTS, WORKERS and JOBS count what is on the node in the namespace (-A: in all).")
-	kube := cli.AddKubeFlags(fs)
-	output := printer.AddOutputFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := printer.CheckArgs(fs); err != nil {
-		return err
-	}
-	clients, err := kube.Clients()
-	if err != nil {
-		return err
-	}
-	snap, err := view.Read(ctx, clients)
-	if err != nil {
-		return err
-	}
-	if *output == printer.JSON {
-		return printer.PrintJSON(env.Stdout, snap)
-	}
-	return Render(env.Stdout, snap)
-}
 
 // Render prints snap's nodes as kubectl nereid nodes does, ages as of
 // snap.Taken, then the notes of what could not be read.

@@ -5,48 +5,20 @@
 package status
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/nereid-ml/nereid/pkg/plugin/cli"
 	"github.com/nereid-ml/nereid/pkg/plugin/view"
 	"github.com/nereid-ml/nereid/pkg/plugin/view/printer"
 )
 
 // Command is kubectl nereid status.
-var Command = cli.Command{
-	Name:    "status",
-	Summary: "The edge fleet's links and every Nereid job: phase, progress, what it waits for.",
-	Run:     run,
-}
-
-func run(ctx context.Context, env *cli.Env, args []string) error {
-	fs := cli.NewFlagSet(env, "status", "status [-n <namespace> | -A] [-o json]\n\n"+
+var Command = printer.SnapshotCommand("status",
+	"The edge fleet's links and every Nereid job: phase, progress, what it waits for.",
+	"status [-n <namespace> | -A] [-o json]\n\n"+
 		"Prints how many edge nodes are connected, a table of the jobs in the namespace\n"+
-		"(NAMESPACE KIND NAME PHASE PROGRESS WAITING AGE), then what each waiting job lacks.")
-	kube := cli.AddKubeFlags(fs)
-	output := printer.AddOutputFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := printer.CheckArgs(fs); err != nil {
-		return err
-	}
-	clients, err := kube.Clients()
-	if err != nil {
-		return err
-	}
-	snap, err := view.Read(ctx, clients)
-	if err != nil {
-		return err
-	}
-	if *output == printer.JSON {
-		return printer.PrintJSON(env.Stdout, snap)
-	}
-	return Render(env.Stdout, snap)
-}
+		"(NAMESPACE KIND NAME PHASE PROGRESS WAITING AGE), then what each waiting job lacks.", Render)
 
 // Render prints snap as kubectl nereid status does, ages as of snap.Taken.
 func Render(w io.Writer, snap *view.Snapshot) error {
