@@ -127,13 +127,7 @@ type dashboard struct {
 // the test ends.
 func startDashboard(t *testing.T) *dashboard {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kubectl-nereid")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-nereid")
-	build.Dir = framework.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/kubectl-nereid: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "dashboard", "--kubeconfig", framework.KubeconfigPath(), "--all-namespaces")
+	cmd := exec.Command(built(t, "./cmd/kubectl-nereid"), "dashboard", "--kubeconfig", framework.KubeconfigPath(), "--all-namespaces")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

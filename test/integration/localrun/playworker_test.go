@@ -20,19 +20,6 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-// buildPlugin builds cmd/kubectl-nereid, as a user installs it, into the
-// test's own folder.
-func buildPlugin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kubectl-nereid")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/kubectl-nereid")
-	cmd.Dir = framework.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/kubectl-nereid: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // playWorker runs `kubectl nereid play-worker` (the plugin at bin) as a
 // user does on the local run, with its kubeconfig and its state folder, and
 // fails the test with its output if it fails.
@@ -77,7 +64,7 @@ func runningWorkers(t *testing.T, ns, role string, want int) []corev1.Pod {
 }
 
 func TestPlayWorkerDrivesTheFederatedLearningExampleToSucceeded(t *testing.T) {
-	bin := buildPlugin(t)
+	bin := built(t, "./cmd/kubectl-nereid")
 	ns := applyExample(t, "federatedlearningjob")
 	const job = "surface-defect-detection"
 	trainers := runningWorkers(t, ns, "training", 2)
@@ -118,7 +105,7 @@ func TestPlayWorkerDrivesTheFederatedLearningExampleToSucceeded(t *testing.T) {
 func TestPlayWorkerPlaysALearningCycleRound(t *testing.T) {
 	// The example's Dataset and models are files on edge-0, under the
 	// local run's root of that node; a real worker writes its model there.
-	bin := buildPlugin(t)
+	bin := built(t, "./cmd/kubectl-nereid")
 	root := filepath.Join(framework.OutDir(), "edge", "edge-0", "root")
 	const dataset = "/data/helmet_detection/train_data/train_data.txt"
 	const deployModel = "/models/deploy_model/saved_model.pb"

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,16 +32,10 @@ import (
 // runs `kubectl nereid`.
 type kubectlNereid struct{ bin, kubeconfig string }
 
-// buildPlugin builds kubectl-nereid into t's temporary folder.
-func buildPlugin(t *testing.T) kubectlNereid {
+// pluginOnLocalRun is kubectl-nereid run on the local run's kubeconfig.
+func pluginOnLocalRun(t *testing.T) kubectlNereid {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kubectl-nereid")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-nereid")
-	cmd.Dir = framework.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/kubectl-nereid: %v\n%s", err, out)
-	}
-	return kubectlNereid{bin: bin, kubeconfig: filepath.Join(framework.OutDir(), "kubeconfig")}
+	return kubectlNereid{bin: built(t, "./cmd/kubectl-nereid"), kubeconfig: framework.KubeconfigPath()}
 }
 
 // run runs it with args and returns its stdout, and its stderr in err when
@@ -76,7 +69,7 @@ func (k kubectlNereid) json(t *testing.T, v any, args ...string) {
 // node's workers, the jobs' phases, and each job's rounds as its status
 // records them.
 func TestKubectlNereidShowsTheDemosAsTheClusterHoldsThem(t *testing.T) {
-	kn := buildPlugin(t)
+	kn := pluginOnLocalRun(t)
 	runDemo(t, "federatedlearningjob")
 	runDemo(t, "incrementallearningjob")
 	sedna, err := sednaclient.NewForConfig(framework.RESTConfig())

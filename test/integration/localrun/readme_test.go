@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,33 +15,12 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-var (
-	demoOnce sync.Once
-	demoBin  string
-	demoErr  error
-)
-
 // runDemo runs the demo command as `make demo-<example>` does (from the
 // repository's root, on the local run's state folder), with one round and no
 // pauses, and fails the test with its output if it fails.
 func runDemo(t *testing.T, example string) {
 	t.Helper()
-	demoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nereid-demo-")
-		if err != nil {
-			demoErr = err
-			return
-		}
-		demoBin = filepath.Join(dir, "demo")
-		cmd := exec.Command("go", "build", "-o", demoBin, "./hack/demo")
-		cmd.Dir = framework.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			demoErr = &buildError{err: err, out: string(out)}
-		}
-	})
-	if demoErr != nil {
-		t.Fatalf("building hack/demo: %v", demoErr)
-	}
+	demoBin := built(t, "./hack/demo")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, demoBin, "-out-dir", framework.OutDir(), "-example", example, "-rounds", "1", "-pause", "0")
@@ -53,13 +31,6 @@ func runDemo(t *testing.T, example string) {
 	}
 	t.Logf("the %s demo:\n%s", example, out)
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // TestEveryDemoRunsAgain runs each demo twice on the same local run, as a
 // user who runs make demo again does: the second run finds the first run's
