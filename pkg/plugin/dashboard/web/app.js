@@ -1,7 +1,10 @@
 // The Nereid dashboard's page: plain JavaScript, no library, no build step.
 // It asks the dashboard's JSON endpoints (/api/snapshot, /api/rounds,
 // /api/events) every POLL_MS and renders the route in the URL's #fragment:
-// #/fleet, #/jobs, #/waiting, #/job/<kind>/<namespace>/<name>. Everything
+// #/fleet, #/jobs, #/waiting, #/job/<kind>/<namespace>/<name>. It sends the
+// token the printed URL gave it (?token=) as a bearer token, never as a
+// cookie: a browser sends 127.0.0.1's cookies to every port of it, while
+// this origin's storage is this port's alone. Everything
 // is built with DOM calls and text nodes, never from HTML text, so nothing the
 // cluster says is ever parsed as markup; plots are SVG drawn by hand, each
 // point carrying data-node, data-round, data-metric and data-value.
@@ -16,6 +19,9 @@ const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf'
 // status keeps its start and end, not its stages') by its result.
 const STAGE_COLORS = { Train: '#1f77b4', Eval: '#ff7f0e', Deploy: '#9467bd' };
 const RESULT_COLORS = { Deployed: '#2ca02c', NotDeployed: '#9e9e9e', Failed: '#d62728' };
+// TOKEN_KEY names the token in this origin's localStorage, where every tab
+// of this dashboard finds it.
+const TOKEN_KEY = 'nereid-dashboard-token';
 
 // seen holds, per job, every round point the page has been given since it
 // opened: a federated learning job's status keeps only each node's last
@@ -88,8 +94,20 @@ function route() {
   return { page: 'fleet' };
 }
 
+// takeToken keeps the printed URL's token and takes it out of the address
+// bar, so that it stays in neither the history nor a screen share.
+function takeToken() {
+  const q = new URLSearchParams(location.search);
+  if (!q.has('token')) return;
+  localStorage.setItem(TOKEN_KEY, q.get('token'));
+  q.delete('token');
+  const rest = q.toString();
+  history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
+}
+
 async function getJSON(path) {
-  const r = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+  const headers = { Authorization: `Bearer ${localStorage.getItem(TOKEN_KEY) || ''}` };
+  const r = await fetch(path, { headers, credentials: 'omit', cache: 'no-store' });
   if (!r.ok) {
     const why = (await r.text()).trim();
     if (r.status === 401 || r.status === 403) {
@@ -384,6 +402,7 @@ function stages(job, snapshot) {
 
 window.addEventListener('hashchange', tick);
 window.addEventListener('DOMContentLoaded', () => {
+  takeToken();
   document.getElementById('period').textContent = `${POLL_MS / 1000} s`;
   tick();
 });
