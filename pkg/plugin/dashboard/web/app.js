@@ -23,10 +23,15 @@ const RESULT_COLORS = { Deployed: '#2ca02c', NotDeployed: '#9e9e9e', Failed: '#d
 // of this dashboard finds it.
 const TOKEN_KEY = 'nereid-dashboard-token';
 
-// seen holds, per job, every round point the page has been given since it
+// seen holds, per job, the round points the page has been given since it
 // opened: a federated learning job's status keeps only each node's last
 // report, so earlier rounds exist only here.
 const seen = new Map();
+// MAX_GONE bounds the points seen that are no longer in the status: a page
+// left open on a long job of many nodes (or on a worker that reports
+// made-up rounds) would otherwise redraw ever more of them every POLL_MS,
+// until the plot's Math.min(...) overflows. The oldest seen go first.
+const MAX_GONE = 2000;
 // timer is the next poll; generation counts ticks, so that a tick a route
 // change overtook neither renders nor polls again.
 let timer = null;
@@ -282,7 +287,7 @@ function rounds(key, data) {
   const fl = key.startsWith('FederatedLearningJob/');
   return el('div', {},
     el('p', { class: 'hint' }, fl
-      ? 'A federated learning job\'s status keeps only each node\'s last report: the points of earlier rounds are those this page has seen while open (it keeps them until you leave the job). Hollow points are no longer in the status.'
+      ? `A federated learning job's status keeps only each node's last report: the points of earlier rounds are those this page has seen while open (it keeps the last ${MAX_GONE} until you leave the job). Hollow points are no longer in the status.`
       : 'A learning cycle\'s status keeps its finished rounds (history) and the current one: the plot shows them, and any the page saw while open.'),
     el('div', { class: 'legend' }, nodes.map((n) => el('span', {}, swatch(color(n)), n))),
     metrics.length ? el('div', { class: 'plots' }, metrics.map((m) => plot(m, points, nodes, color))) : el('p', {}, 'No numeric metric reported yet.'),
@@ -290,7 +295,8 @@ function rounds(key, data) {
 }
 
 // accumulate merges the points into what the page has seen of the job and
-// returns all of them; a point given now is marked current.
+// returns all of them, but the oldest beyond MAX_GONE; a point given now is
+// marked current.
 function accumulate(key, given) {
   if (!seen.has(key)) {
     seen.clear(); // one job at a time: leaving a job forgets its points
@@ -298,8 +304,21 @@ function accumulate(key, given) {
   }
   const all = seen.get(key);
   for (const p of all.values()) p.current = false;
-  for (const p of given) all.set(`${p.node}|${p.round}|${p.stage || ''}`, { ...p, current: true });
+  for (const p of given) {
+    const k = `${p.node}|${p.round}|${p.stage || ''}`;
+    all.delete(k); // a Map keeps the order keys were set in: the oldest seen first
+    all.set(k, { ...p, current: true });
+  }
+  forgetOldest(all, all.size - given.length - MAX_GONE);
   return [...all.values()].sort((a, b) => a.round - b.round || a.node.localeCompare(b.node));
+}
+
+// forgetOldest deletes the n points of all seen longest ago (none if n <= 0).
+function forgetOldest(all, n) {
+  for (const k of all.keys()) {
+    if (n-- <= 0) return;
+    all.delete(k);
+  }
 }
 
 // short is v with at most 6 significant digits, for people (data-value
