@@ -80,18 +80,20 @@ func TestGuardRefusesWhatIsNotTheUsersOwnGET(t *testing.T) {
 		edit         func(*http.Request)
 		want         int
 	}{
-		"no token":                  {method: "GET", path: "/api/snapshot", want: http.StatusUnauthorized},
-		"no token, an unknown path": {method: "GET", path: "/api/secrets", want: http.StatusUnauthorized},
-		"another bearer token":      {method: "GET", path: "/api/snapshot", edit: bearer("not-" + testToken), want: http.StatusForbidden},
-		"the token in the URL":      {method: "GET", path: "/api/snapshot?token=" + testToken, want: http.StatusUnauthorized},
-		"the token as a cookie":     {method: "GET", path: "/api/snapshot", edit: cookie("nereid-dashboard-"+port, testToken), want: http.StatusUnauthorized},
-		"a rebinding name":          {method: "GET", path: "/api/snapshot", edit: host("evil.example:" + port), want: http.StatusMisdirectedRequest},
-		"another port":              {method: "GET", path: "/api/snapshot", edit: host("127.0.0.1:1"), want: http.StatusMisdirectedRequest},
-		"no port":                   {method: "GET", path: "/api/snapshot", edit: host("127.0.0.1"), want: http.StatusMisdirectedRequest},
-		"a POST with the token":     {method: "POST", path: "/api/snapshot", edit: bearer(testToken), want: http.StatusMethodNotAllowed},
-		"a DELETE with the token":   {method: "DELETE", path: "/", edit: bearer(testToken), want: http.StatusMethodNotAllowed},
-		"a GET with a body":         {method: "GET", path: "/api/snapshot", edit: withBody(bearer(testToken)), want: http.StatusRequestEntityTooLarge},
-		"an unknown path":           {method: "GET", path: "/api/secrets", edit: bearer(testToken), want: http.StatusNotFound},
+		"no token":                   {method: "GET", path: "/api/snapshot", want: http.StatusUnauthorized},
+		"no token, an unknown path":  {method: "GET", path: "/api/secrets", want: http.StatusUnauthorized},
+		"another bearer token":       {method: "GET", path: "/api/snapshot", edit: bearer("not-" + testToken), want: http.StatusForbidden},
+		"the token in the URL":       {method: "GET", path: "/api/snapshot?token=" + testToken, want: http.StatusUnauthorized},
+		"the token as a cookie":      {method: "GET", path: "/api/snapshot", edit: cookie("nereid-dashboard-"+port, testToken), want: http.StatusUnauthorized},
+		"a rebinding name":           {method: "GET", path: "/api/snapshot", edit: host("evil.example:" + port), want: http.StatusMisdirectedRequest},
+		"a rebinding name, the page": {method: "GET", path: "/?token=" + testToken, edit: host("evil.example:" + port), want: http.StatusMisdirectedRequest},
+		"a POST to the page":         {method: "POST", path: "/", want: http.StatusMethodNotAllowed},
+		"another port":               {method: "GET", path: "/api/snapshot", edit: host("127.0.0.1:1"), want: http.StatusMisdirectedRequest},
+		"no port":                    {method: "GET", path: "/api/snapshot", edit: host("127.0.0.1"), want: http.StatusMisdirectedRequest},
+		"a POST with the token":      {method: "POST", path: "/api/snapshot", edit: bearer(testToken), want: http.StatusMethodNotAllowed},
+		"a DELETE with the token":    {method: "DELETE", path: "/", edit: bearer(testToken), want: http.StatusMethodNotAllowed},
+		"a GET with a body":          {method: "GET", path: "/api/snapshot", edit: withBody(bearer(testToken)), want: http.StatusRequestEntityTooLarge},
+		"an unknown path":            {method: "GET", path: "/api/secrets", edit: bearer(testToken), want: http.StatusNotFound},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
