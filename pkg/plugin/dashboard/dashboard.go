@@ -82,7 +82,8 @@ func run(ctx context.Context, env *cli.Env, args []string) error {
 // listenAddress checks the flags: a loopback address and a port in range.
 func listenAddress(o options) (netip.AddrPort, error) {
 	ip, err := netip.ParseAddr(o.address)
-	if err != nil || !ip.IsLoopback() {
+	// A zone (::1%lo) cannot be in a browser's URL nor its Host header.
+	if err != nil || !ip.IsLoopback() || ip.Zone() != "" {
 		return netip.AddrPort{}, fmt.Errorf("--address %q: want a loopback address such as 127.0.0.1 or ::1 (the dashboard is for this machine's user only)", o.address)
 	}
 	if o.port < 0 || o.port > 65535 {

@@ -176,6 +176,7 @@ func TestListenAddressIsLoopbackOnly(t *testing.T) {
 		"every v6 address":  {o: options{address: "::"}},
 		"a LAN address":     {o: options{address: "192.168.1.10"}},
 		"a name":            {o: options{address: "localhost"}},
+		"a zoned address":   {o: options{address: "::1%lo"}},
 		"a port over range": {o: options{address: "127.0.0.1", port: 65536}},
 		"a negative port":   {o: options{address: "127.0.0.1", port: -1}},
 	}
