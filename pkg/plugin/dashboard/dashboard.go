@@ -9,10 +9,11 @@
 //     random bytes), as `Authorization: Bearer <token>`: without it 401,
 //     with another token 403. The URL the command prints carries it once;
 //     the page (its HTML, script and style, served to anyone who reaches
-//     the port: they hold no data) keeps it in its origin's localStorage,
-//     takes it out of the address bar and sends it with each request. It
-//     is never a cookie: a browser sends 127.0.0.1's cookies to every port
-//     of it, so a server of another local user there would receive it.
+//     the port: they hold no data) takes it out of the address bar, sends
+//     it with each request, and keeps it in its origin's localStorage once
+//     the dashboard accepted it. It is never a cookie: a browser sends
+//     127.0.0.1's cookies to every port of it, so a server of another
+//     local user there would receive it.
 //   - The Host header must be 127.0.0.1:<port> or localhost:<port> (or
 //     [::1]:<port> on ::1), else 421: a web page of another site that a
 //     rebinding DNS name points at the dashboard gets nothing.

@@ -90,3 +90,30 @@ func chromiumPath(t *testing.T) string {
 	t.Skip("no chromium on PATH: the page's browser tests are skipped")
 	return ""
 }
+
+// The page keeps the printed URL's token for its other tabs and reloads,
+// but only once the dashboard took it: a link of another site to the page
+// with another token (its port can be guessed) changes nothing for them.
+func TestAnotherTokenInALinkDoesNotReplaceTheKeptOne(t *testing.T) {
+	chromium := chromiumPath(t)
+	base := serve(t, fixture())
+	profile := t.TempDir()
+	open := func(url string) string {
+		t.Helper()
+		dom, err := exec.CommandContext(t.Context(), chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+			"--user-data-dir="+profile, "--virtual-time-budget=3000", "--dump-dom", url).Output()
+		if err != nil {
+			t.Fatalf("chromium --dump-dom %s: %v", url, err)
+		}
+		return string(dom)
+	}
+	read := regexp.MustCompile(`<p id="status" class="status">Read `)
+	shown := regexp.MustCompile(`<p id="error"[^>]*>[^<]*`)
+	if dom := open(base + "/?token=" + testToken + "#/fleet"); !read.MatchString(dom) {
+		t.Fatalf("the printed URL: the page read nothing: %s", shown.FindString(dom))
+	}
+	open(base + "/?token=not-" + testToken + "#/fleet")
+	if dom := open(base + "/#/jobs"); !read.MatchString(dom) {
+		t.Errorf("the page without a token in its URL, after a link with another token, read nothing: %s", shown.FindString(dom))
+	}
+}

@@ -19,8 +19,8 @@ const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf'
 // status keeps its start and end, not its stages') by its result.
 const STAGE_COLORS = { Train: '#1f77b4', Eval: '#ff7f0e', Deploy: '#9467bd' };
 const RESULT_COLORS = { Deployed: '#2ca02c', NotDeployed: '#9e9e9e', Failed: '#d62728' };
-// TOKEN_KEY names the token in this origin's localStorage, where every tab
-// of this dashboard finds it.
+// TOKEN_KEY names the token in this origin's localStorage, where the
+// dashboard's other tabs and reloads find it.
 const TOKEN_KEY = 'nereid-dashboard-token';
 
 // seen holds, per job, the round points the page has been given since it
@@ -99,20 +99,35 @@ function route() {
   return { page: 'fleet' };
 }
 
-// takeToken keeps the printed URL's token and takes it out of the address
-// bar, so that it stays in neither the history nor a screen share.
+// given is the token of this tab's URL, until the dashboard takes it: only
+// then is it kept (localStorage) for the other tabs and reloads, so that a
+// link of another site to this page with another token changes nothing.
+let given = null;
+
+// takeToken takes the printed URL's token out of the address bar, so that
+// it stays in neither the history nor a screen share.
 function takeToken() {
   const q = new URLSearchParams(location.search);
   if (!q.has('token')) return;
-  localStorage.setItem(TOKEN_KEY, q.get('token'));
+  given = q.get('token');
   q.delete('token');
   const rest = q.toString();
   history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
 }
 
+function token() {
+  return given ?? localStorage.getItem(TOKEN_KEY) ?? '';
+}
+
+// keepToken keeps the given token once the dashboard answered it.
+function keepToken() {
+  if (given === null) return;
+  localStorage.setItem(TOKEN_KEY, given);
+  given = null;
+}
+
 async function getJSON(path) {
-  const headers = { Authorization: `Bearer ${localStorage.getItem(TOKEN_KEY) || ''}` };
-  const r = await fetch(path, { headers, credentials: 'omit', cache: 'no-store' });
+  const r = await fetch(path, { headers: { Authorization: `Bearer ${token()}` }, credentials: 'omit', cache: 'no-store' });
   if (!r.ok) {
     const why = (await r.text()).trim();
     if (r.status === 401 || r.status === 403) {
@@ -120,6 +135,7 @@ async function getJSON(path) {
     }
     throw new Error(`${path}: ${r.status} ${why}`);
   }
+  keepToken();
   return r.json();
 }
 
