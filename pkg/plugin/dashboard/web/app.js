@@ -99,31 +99,32 @@ function route() {
   return { page: 'fleet' };
 }
 
-// given is the token of this tab's URL, until the dashboard takes it: only
-// then is it kept (localStorage) for the other tabs and reloads, so that a
-// link of another site to this page with another token changes nothing.
-let given = null;
+// urlToken is the token of this tab's URL, until the dashboard takes it:
+// only then is it kept (localStorage) for the other tabs and reloads, so
+// that a link of another site to this page with another token changes
+// nothing.
+let urlToken = null;
 
 // takeToken takes the printed URL's token out of the address bar, so that
 // it stays in neither the history nor a screen share.
 function takeToken() {
   const q = new URLSearchParams(location.search);
   if (!q.has('token')) return;
-  given = q.get('token');
+  urlToken = q.get('token');
   q.delete('token');
   const rest = q.toString();
   history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
 }
 
 function token() {
-  return given ?? localStorage.getItem(TOKEN_KEY) ?? '';
+  return urlToken ?? localStorage.getItem(TOKEN_KEY) ?? '';
 }
 
-// keepToken keeps the given token once the dashboard answered it.
+// keepToken keeps the URL's token once the dashboard answered it.
 function keepToken() {
-  if (given === null) return;
-  localStorage.setItem(TOKEN_KEY, given);
-  given = null;
+  if (urlToken === null) return;
+  localStorage.setItem(TOKEN_KEY, urlToken);
+  urlToken = null;
 }
 
 async function getJSON(path) {
