@@ -5,12 +5,15 @@
 // What it guarantees:
 //   - It listens on a loopback address only (127.0.0.1 by default; --address
 //     refuses any other) on a port the system picks unless --port says.
-//   - Every request needs the token made for this run (32 random bytes): the
-//     URL the command prints carries it once, the first page load exchanges
-//     it for an HttpOnly, SameSite=Strict cookie and redirects to the same
-//     page without it, so it does not stay in the address bar or the
-//     history. A script may send it as `Authorization: Bearer <token>`. A
-//     request without it is refused (401), with another token too (403).
+//   - Every request for cluster data needs the token made for this run (32
+//     random bytes), as `Authorization: Bearer <token>`: without it 401,
+//     with another token 403. The URL the command prints carries it once;
+//     the page (its HTML, script and style, served to anyone who reaches
+//     the port: they hold no data) takes it out of the address bar, sends
+//     it with each request, and keeps it in its origin's localStorage once
+//     the dashboard accepted it. It is never a cookie: a browser sends
+//     127.0.0.1's cookies to every port of it, so a server of another
+//     local user there would receive it.
 //   - The Host header must be 127.0.0.1:<port> or localhost:<port> (or
 //     [::1]:<port> on ::1), else 421: a web page of another site that a
 //     rebinding DNS name points at the dashboard gets nothing.
@@ -80,7 +83,8 @@ func run(ctx context.Context, env *cli.Env, args []string) error {
 // listenAddress checks the flags: a loopback address and a port in range.
 func listenAddress(o options) (netip.AddrPort, error) {
 	ip, err := netip.ParseAddr(o.address)
-	if err != nil || !ip.IsLoopback() {
+	// A zone (::1%lo) cannot be in a browser's URL nor its Host header.
+	if err != nil || !ip.IsLoopback() || ip.Zone() != "" {
 		return netip.AddrPort{}, fmt.Errorf("--address %q: want a loopback address such as 127.0.0.1 or ::1 (the dashboard is for this machine's user only)", o.address)
 	}
 	if o.port < 0 || o.port > 65535 {

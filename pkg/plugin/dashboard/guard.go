@@ -13,11 +13,9 @@ import (
 const (
 	// maxHeaderBytes bounds a request's line and headers; a GET has no body.
 	maxHeaderBytes = 16 << 10
-	// cookiePrefix and the port name the cookie the token is exchanged
-	// for: a browser sends 127.0.0.1's cookies to every port, and two
-	// dashboards must not overwrite each other's.
-	cookiePrefix = "nereid-dashboard-"
-	// tokenParam is the URL's query parameter that carries the token once.
+	// tokenParam is the printed URL's query parameter that carries the
+	// token to the page (app.js takes it from there); the server never
+	// reads it.
 	tokenParam = "token"
 )
 
@@ -35,10 +33,16 @@ var securityHeaders = map[string]string{
 }
 
 // guard is what every request passes before it reaches the dashboard: the
-// Host check, GET only, no body, the token.
+// Host check, GET only, no body, and the token for all but the page's own
+// files.
+//
+// The token travels only as `Authorization: Bearer`, never in a cookie: a
+// browser sends 127.0.0.1's cookies to every port of 127.0.0.1 (even when
+// a web page of any site merely sends it there), so a server of another
+// local user would get it. The page keeps the token in its origin's
+// storage, which no other port's page may read.
 type guard struct {
-	token  string
-	cookie string
+	token string
 	// hosts are the Host headers the dashboard answers to.
 	hosts map[string]bool
 	next  http.Handler
@@ -51,7 +55,7 @@ func newGuard(next http.Handler, token string, addr netip.AddrPort) *guard {
 		net.JoinHostPort(addr.Addr().String(), port): true,
 		net.JoinHostPort("localhost", port):          true,
 	}
-	return &guard{token: token, cookie: cookiePrefix + port, hosts: hosts, next: next}
+	return &guard{token: token, hosts: hosts, next: next}
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -73,10 +77,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a GET has no body", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if g.exchange(w, r) {
+	if _, public := assets[r.URL.Path]; public {
+		// The page's files hold no cluster data; the page sends the token.
+		g.next.ServeHTTP(w, r)
 		return
 	}
-	switch got := g.presented(r); {
+	switch got := bearerToken(r); {
 	case got == "":
 		http.Error(w, "no token: open the URL kubectl nereid dashboard printed", http.StatusUnauthorized)
 	case subtle.ConstantTimeCompare([]byte(got), []byte(g.token)) != 1:
@@ -86,42 +92,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// exchange answers a request that carries the right token in its URL: it
-// sets the cookie and redirects to the same URL without the token. It
-// reports whether it answered.
-func (g *guard) exchange(w http.ResponseWriter, r *http.Request) bool {
-	q := r.URL.Query()
-	if !q.Has(tokenParam) || subtle.ConstantTimeCompare([]byte(q.Get(tokenParam)), []byte(g.token)) != 1 {
-		return false
-	}
-	http.SetCookie(w, &http.Cookie{
-		Name:     g.cookie,
-		Value:    g.token,
-		Path:     "/",
-		HttpOnly: true,
-		SameSite: http.SameSiteStrictMode,
-	})
-	q.Del(tokenParam)
-	to := r.URL.Path
-	if enc := q.Encode(); enc != "" {
-		to += "?" + enc
-	}
-	// The browser keeps the URL's #fragment (the page's route) across the
-	// redirect.
-	http.Redirect(w, r, to, http.StatusSeeOther)
-	return true
-}
-
-// presented is the token a request carries: its cookie, else its bearer
-// token, else a wrong token in its URL; "" when none.
-func (g *guard) presented(r *http.Request) string {
-	if c, err := r.Cookie(g.cookie); err == nil && c.Value != "" {
-		return c.Value
-	}
+// bearerToken is the bearer token a request carries, "" when none.
+func bearerToken(r *http.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return v
 	}
-	return r.URL.Query().Get(tokenParam)
+	return ""
 }
 
 // anyHost is one Host the dashboard answers to, for the refusal's message.

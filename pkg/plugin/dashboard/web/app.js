@@ -1,7 +1,10 @@
 // The Nereid dashboard's page: plain JavaScript, no library, no build step.
 // It asks the dashboard's JSON endpoints (/api/snapshot, /api/rounds,
 // /api/events) every POLL_MS and renders the route in the URL's #fragment:
-// #/fleet, #/jobs, #/waiting, #/job/<kind>/<namespace>/<name>. Everything
+// #/fleet, #/jobs, #/waiting, #/job/<kind>/<namespace>/<name>. It sends the
+// token the printed URL gave it (?token=) as a bearer token, never as a
+// cookie: a browser sends 127.0.0.1's cookies to every port of it, while
+// this origin's storage is this port's alone. Everything
 // is built with DOM calls and text nodes, never from HTML text, so nothing the
 // cluster says is ever parsed as markup; plots are SVG drawn by hand, each
 // point carrying data-node, data-round, data-metric and data-value.
@@ -16,11 +19,19 @@ const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf'
 // status keeps its start and end, not its stages') by its result.
 const STAGE_COLORS = { Train: '#1f77b4', Eval: '#ff7f0e', Deploy: '#9467bd' };
 const RESULT_COLORS = { Deployed: '#2ca02c', NotDeployed: '#9e9e9e', Failed: '#d62728' };
+// TOKEN_KEY names the token in this origin's localStorage, where the
+// dashboard's other tabs and reloads find it.
+const TOKEN_KEY = 'nereid-dashboard-token';
 
-// seen holds, per job, every round point the page has been given since it
+// seen holds, per job, the round points the page has been given since it
 // opened: a federated learning job's status keeps only each node's last
 // report, so earlier rounds exist only here.
 const seen = new Map();
+// MAX_GONE bounds the points seen that are no longer in the status: a page
+// left open on a long job of many nodes (or on a worker that reports
+// made-up rounds) would otherwise redraw ever more of them every POLL_MS,
+// until the plot's Math.min(...) overflows. The oldest seen go first.
+const MAX_GONE = 2000;
 // timer is the next poll; generation counts ticks, so that a tick a route
 // change overtook neither renders nor polls again.
 let timer = null;
@@ -88,8 +99,36 @@ function route() {
   return { page: 'fleet' };
 }
 
+// urlToken is the token of this tab's URL, until the dashboard takes it:
+// only then is it kept (localStorage) for the other tabs and reloads, so
+// that a link of another site to this page with another token changes
+// nothing.
+let urlToken = null;
+
+// takeToken takes the printed URL's token out of the address bar, so that
+// it stays in neither the history nor a screen share.
+function takeToken() {
+  const q = new URLSearchParams(location.search);
+  if (!q.has('token')) return;
+  urlToken = q.get('token');
+  q.delete('token');
+  const rest = q.toString();
+  history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
+}
+
+function token() {
+  return urlToken ?? localStorage.getItem(TOKEN_KEY) ?? '';
+}
+
+// keepToken keeps the URL's token once the dashboard answered it.
+function keepToken() {
+  if (urlToken === null) return;
+  localStorage.setItem(TOKEN_KEY, urlToken);
+  urlToken = null;
+}
+
 async function getJSON(path) {
-  const r = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+  const r = await fetch(path, { headers: { Authorization: `Bearer ${token()}` }, credentials: 'omit', cache: 'no-store' });
   if (!r.ok) {
     const why = (await r.text()).trim();
     if (r.status === 401 || r.status === 403) {
@@ -97,6 +136,7 @@ async function getJSON(path) {
     }
     throw new Error(`${path}: ${r.status} ${why}`);
   }
+  keepToken();
   return r.json();
 }
 
@@ -264,7 +304,7 @@ function rounds(key, data) {
   const fl = key.startsWith('FederatedLearningJob/');
   return el('div', {},
     el('p', { class: 'hint' }, fl
-      ? 'A federated learning job\'s status keeps only each node\'s last report: the points of earlier rounds are those this page has seen while open (it keeps them until you leave the job). Hollow points are no longer in the status.'
+      ? `A federated learning job's status keeps only each node's last report: the points of earlier rounds are those this page has seen while open (it keeps the last ${MAX_GONE} until you leave the job). Hollow points are no longer in the status.`
       : 'A learning cycle\'s status keeps its finished rounds (history) and the current one: the plot shows them, and any the page saw while open.'),
     el('div', { class: 'legend' }, nodes.map((n) => el('span', {}, swatch(color(n)), n))),
     metrics.length ? el('div', { class: 'plots' }, metrics.map((m) => plot(m, points, nodes, color))) : el('p', {}, 'No numeric metric reported yet.'),
@@ -272,7 +312,8 @@ function rounds(key, data) {
 }
 
 // accumulate merges the points into what the page has seen of the job and
-// returns all of them; a point given now is marked current.
+// returns all of them, but the oldest beyond MAX_GONE; a point given now is
+// marked current.
 function accumulate(key, given) {
   if (!seen.has(key)) {
     seen.clear(); // one job at a time: leaving a job forgets its points
@@ -280,8 +321,21 @@ function accumulate(key, given) {
   }
   const all = seen.get(key);
   for (const p of all.values()) p.current = false;
-  for (const p of given) all.set(`${p.node}|${p.round}|${p.stage || ''}`, { ...p, current: true });
+  for (const p of given) {
+    const k = `${p.node}|${p.round}|${p.stage || ''}`;
+    all.delete(k); // a Map keeps the order keys were set in: the oldest seen first
+    all.set(k, { ...p, current: true });
+  }
+  forgetOldest(all, all.size - given.length - MAX_GONE);
   return [...all.values()].sort((a, b) => a.round - b.round || a.node.localeCompare(b.node));
+}
+
+// forgetOldest deletes the n points of all seen longest ago (none if n <= 0).
+function forgetOldest(all, n) {
+  for (const k of all.keys()) {
+    if (n-- <= 0) return;
+    all.delete(k);
+  }
 }
 
 // short is v with at most 6 significant digits, for people (data-value
@@ -384,6 +438,7 @@ function stages(job, snapshot) {
 
 window.addEventListener('hashchange', tick);
 window.addEventListener('DOMContentLoaded', () => {
+  takeToken();
   document.getElementById('period').textContent = `${POLL_MS / 1000} s`;
   tick();
 });
