@@ -138,10 +138,18 @@ func (r *reading) job(k *kinds.Kind, p kinds.Progress, f facts, pods []*corev1.P
 		j.Stages = stages(f.cycle)
 	}
 	if !f.finished {
-		j.Waiting = waiting(f.conditions, pods)
+		j.Waiting = common.ClipText(waiting(f.conditions, pods), MaxMessageBytes)
+	}
+	for i := range j.Conditions {
+		j.Conditions[i].Message = common.ClipText(j.Conditions[i].Message, MaxMessageBytes)
 	}
 	return j
 }
+
+// MaxMessageBytes bounds each condition's message and what a job waits for,
+// as read: a tenant who writes a long message into a status does not make
+// every snapshot (and the dashboard's every poll) large.
+const MaxMessageBytes = 1024
 
 // phaseOf is status.phase, or a learning cycle's stage and state, or the
 // kind's own phase.

@@ -291,3 +291,24 @@ func TestReadOfAnEmptyClusterIsEmptyListsInJSON(t *testing.T) {
 		t.Errorf("got %s, want %s", b, want)
 	}
 }
+
+// A message a tenant made long is read cut to MaxMessageBytes, marked as
+// cut, in the job's conditions and in what it waits for.
+func TestReadCutsLongMessages(t *testing.T) {
+	long := strings.Repeat("é", MaxMessageBytes)
+	fl := &sednav1.FederatedLearningJob{ObjectMeta: meta("demo", "long", "long-uid"),
+		Status: sednav1.FederatedLearningJobStatus{Phase: sednav1.FLJobPending,
+			Conditions: []sednav1.JobCondition{condition("Admitted", corev1.ConditionFalse, "WaitingForQuota", long)}}}
+	c, _, _ := clients("demo", nil, []runtime.Object{fl})
+	got, err := readAt(t.Context(), c, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := got.Jobs[0]
+	if n := len(j.Conditions[0].Message); n > MaxMessageBytes || !strings.HasSuffix(j.Conditions[0].Message, sednav1.TruncatedSuffix) {
+		t.Errorf("the condition's message is %d bytes, want at most %d, ending %q", n, MaxMessageBytes, sednav1.TruncatedSuffix)
+	}
+	if n := len(j.Waiting); n > MaxMessageBytes || !strings.HasPrefix(j.Waiting, "WaitingForQuota: é") {
+		t.Errorf("waiting is %d bytes (%.40q), want at most %d, its reason first", n, j.Waiting, MaxMessageBytes)
+	}
+}

@@ -1,0 +1,48 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nereid-ml/nereid/pkg/plugin/view"
+)
+
+// Tabs polling at once share one read while it is fresh; a failed read is
+// not kept; once stale, the next request reads again.
+func TestTabsShareOneSnapshotReadWhileItIsFresh(t *testing.T) {
+	now := time.Unix(1000, 0)
+	reads, fail := 0, false
+	r := newSharedRead(time.Second, func(context.Context) (*view.Snapshot, error) {
+		reads++
+		if fail {
+			return nil, errors.New("the API server is down")
+		}
+		return &view.Snapshot{Taken: now}, nil
+	})
+	r.now = func() time.Time { return now }
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := r.get(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if reads != 1 {
+		t.Fatalf("20 tabs at once read %d times, want 1", reads)
+	}
+	now = now.Add(time.Second)
+	fail = true
+	if _, err := r.get(t.Context()); err == nil {
+		t.Fatal("a stale snapshot was served when its read failed, want the error")
+	}
+	fail = false
+	snap, err := r.get(t.Context())
+	if err != nil || reads != 3 || !snap.Taken.Equal(now) {
+		t.Fatalf("after a failed read: snapshot %v, err %v, %d reads; want a new read (3)", snap, err, reads)
+	}
+}
