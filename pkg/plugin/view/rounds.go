@@ -33,7 +33,7 @@ var roundReaders = map[schema.GroupKind]func(ctx context.Context, c *cli.Clients
 // A federated learning job has a point per edge node, from its
 // status.edgeNodes: the node's last report (round, stage, state), when it
 // was applied (lastHeardTime), and the report's numeric metrics (the round
-// itself, reported as currentRound or round, is Round and not a metric; a
+// itself, reported as currentRound or round, is Round, and totalRounds the job's length: neither is a metric; a
 // metric holding a JSON object gives its numeric fields as
 // "<metric>.<field>"). A
 // learning cycle has a point per round of its status.history, and one for
@@ -143,7 +143,7 @@ func edgePoints(nodes []sednav1.EdgeNodeStatus) []Point {
 	out := []Point{}
 	for _, e := range nodes {
 		p := Point{Node: e.Name, Round: e.Round, Stage: e.Stage, State: e.State, Time: timeOf(e.LastHeardTime),
-			Metrics: numeric(e.Metrics, "", "currentRound", "round")}
+			Metrics: numeric(e.Metrics, "", "currentRound", "round", "totalRounds")}
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b Point) int { return strings.Compare(a.Node, b.Node) })

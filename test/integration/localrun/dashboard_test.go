@@ -47,7 +47,7 @@ const (
 
 // TestDashboardShowsTheDemosAsTheClusterHasThem runs `kubectl nereid
 // dashboard` on the local run's kubeconfig, runs the federated learning,
-// incremental learning and DIJob demos, makes a job that waits for what it
+// incremental learning (three rounds) and DIJob demos, makes a job that waits for what it
 // names, and opens each page in headless chromium:
 // what the page shows after its polls are the cluster's facts, read here
 // with the clientsets. Each page's screenshot is saved under
@@ -61,7 +61,7 @@ func TestDashboardShowsTheDemosAsTheClusterHasThem(t *testing.T) {
 	})
 
 	runDemo(t, "federatedlearningjob")
-	runDemo(t, "incrementallearningjob")
+	runDemoRounds(t, "incrementallearningjob", 3) // a plot of three rounds
 	runDemo(t, "dijob")
 	kube := framework.KubeClient(t)
 	sedna, err := sednaclient.NewForConfig(framework.RESTConfig())
@@ -346,11 +346,11 @@ func flJobShown(ctx context.Context, sedna sednaclient.Interface, dom string) st
 
 // numericMetrics are a report's numbers by name, as `kubectl nereid
 // rounds` names them: a number's key, or "<key>.<field>" for a number in
-// a JSON object; the round itself is no metric.
+// a JSON object; the round itself and totalRounds are no metric.
 func numericMetrics(metrics []sednav1.Metric) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range metrics {
-		if m.Key == "round" || m.Key == "currentRound" {
+		if m.Key == "round" || m.Key == "currentRound" || m.Key == "totalRounds" {
 			continue
 		}
 		if v, err := strconv.ParseFloat(m.Value, 64); err == nil {
@@ -389,8 +389,8 @@ func ilJobShown(ctx context.Context, sedna sednaclient.Interface, dom string) st
 	if err != nil {
 		return err.Error()
 	}
-	if len(job.Status.History) == 0 {
-		return "the job has no finished round in status.history yet"
+	if len(job.Status.History) < 3 {
+		return fmt.Sprintf("the job has %d finished rounds in status.history, want the demo's 3", len(job.Status.History))
 	}
 	points := elements(dom, "circle", "class", "point")
 	for _, h := range job.Status.History {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +21,16 @@ import (
 // pauses, and fails the test with its output if it fails.
 func runDemo(t *testing.T, example string) {
 	t.Helper()
+	runDemoRounds(t, example, 1)
+}
+
+// runDemoRounds is runDemo with as many rounds as asked.
+func runDemoRounds(t *testing.T, example string, rounds int) {
+	t.Helper()
 	demoBin := built(t, "./hack/demo")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, demoBin, "-out-dir", framework.OutDir(), "-example", example, "-rounds", "1", "-pause", "0")
+	cmd := exec.CommandContext(ctx, demoBin, "-out-dir", framework.OutDir(), "-example", example, "-rounds", strconv.Itoa(rounds), "-pause", "0")
 	cmd.Dir = framework.RepoRoot()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
