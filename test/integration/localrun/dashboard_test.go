@@ -61,7 +61,7 @@ func TestDashboardShowsTheDemosAsTheClusterHasThem(t *testing.T) {
 	})
 
 	runDemo(t, "federatedlearningjob")
-	runDemoRounds(t, "incrementallearningjob", 3) // a plot of three rounds
+	runDemoRounds(t, "incrementallearningjob", 3, 0) // a plot of three rounds
 	runDemo(t, "dijob")
 	kube := framework.KubeClient(t)
 	sedna, err := sednaclient.NewForConfig(framework.RESTConfig())

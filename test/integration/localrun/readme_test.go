@@ -21,16 +21,17 @@ import (
 // pauses, and fails the test with its output if it fails.
 func runDemo(t *testing.T, example string) {
 	t.Helper()
-	runDemoRounds(t, example, 1)
+	runDemoRounds(t, example, 1, 0)
 }
 
-// runDemoRounds is runDemo with as many rounds as asked.
-func runDemoRounds(t *testing.T, example string, rounds int) {
+// runDemoRounds is runDemo with as many rounds as asked, pause apart: a
+// page polling every 2 s sees each round when pause is longer than that.
+func runDemoRounds(t *testing.T, example string, rounds int, pause time.Duration) {
 	t.Helper()
 	demoBin := built(t, "./hack/demo")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, demoBin, "-out-dir", framework.OutDir(), "-example", example, "-rounds", strconv.Itoa(rounds), "-pause", "0")
+	cmd := exec.CommandContext(ctx, demoBin, "-out-dir", framework.OutDir(), "-example", example, "-rounds", strconv.Itoa(rounds), "-pause", pause.String())
 	cmd.Dir = framework.RepoRoot()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
