@@ -128,3 +128,11 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	}
 	return err
 }
+
+// NoArgs is a UsageError when fs was given arguments besides its flags.
+func NoArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return &UsageError{Err: fmt.Errorf("unexpected arguments %q: this command takes only flags", fs.Args())}
+	}
+	return nil
+}

@@ -38,7 +38,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
@@ -66,8 +65,8 @@ func run(ctx context.Context, env *cli.Env, args []string) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return &cli.UsageError{Err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	addr, err := listenAddress(o)
 	if err != nil {
@@ -130,11 +129,7 @@ func Serve(ctx context.Context, env *cli.Env, addr netip.AddrPort, src Source) e
 
 // pageURL is the URL the user opens: the first page with the token.
 func pageURL(addr netip.AddrPort, token string) string {
-	host := "127.0.0.1"
-	if addr.Addr() != netip.MustParseAddr("127.0.0.1") {
-		host = addr.Addr().String()
-	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(addr.Port()))) + "/?token=" + token
+	return "http://" + addr.String() + "/?token=" + token
 }
 
 // newToken is 32 random bytes, URL-safe (crypto/rand.Read never fails).

@@ -43,29 +43,26 @@ var securityHeaders = map[string]string{
 // storage, which no other port's page may read.
 type guard struct {
 	token string
-	// hosts are the Host headers the dashboard answers to.
-	hosts map[string]bool
-	next  http.Handler
+	// host and localhost are the Host headers the dashboard answers to:
+	// its address and localhost, with its port.
+	host, localhost string
+	next            http.Handler
 }
 
 // newGuard guards next with token, for a dashboard listening on addr.
 func newGuard(next http.Handler, token string, addr netip.AddrPort) *guard {
-	port := strconv.Itoa(int(addr.Port()))
-	hosts := map[string]bool{
-		net.JoinHostPort(addr.Addr().String(), port): true,
-		net.JoinHostPort("localhost", port):          true,
-	}
-	return &guard{token: token, hosts: hosts, next: next}
+	localhost := net.JoinHostPort("localhost", strconv.Itoa(int(addr.Port())))
+	return &guard{token: token, host: addr.String(), localhost: localhost, next: next}
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range securityHeaders {
 		w.Header().Set(k, v)
 	}
-	if !g.hosts[strings.ToLower(r.Host)] {
+	if host := strings.ToLower(r.Host); host != g.host && host != g.localhost {
 		// A name that resolves to 127.0.0.1 (DNS rebinding) is another
 		// origin: answer nothing to it.
-		http.Error(w, "this dashboard answers only to its own address (Host "+g.anyHost()+")", http.StatusMisdirectedRequest)
+		http.Error(w, "this dashboard answers only to its own address (Host "+g.host+")", http.StatusMisdirectedRequest)
 		return
 	}
 	if r.Method != http.MethodGet {
@@ -96,16 +93,6 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func bearerToken(r *http.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return v
-	}
-	return ""
-}
-
-// anyHost is one Host the dashboard answers to, for the refusal's message.
-func (g *guard) anyHost() string {
-	for h := range g.hosts {
-		if !strings.HasPrefix(h, "localhost:") {
-			return h
-		}
 	}
 	return ""
 }

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
-
-	"github.com/nereid-ml/nereid/pkg/plugin/cli"
 )
 
 // Output is the value of -o/--output: Table ("") or JSON.
@@ -44,14 +42,6 @@ func AddOutputFlag(fs *flag.FlagSet) *Output {
 	fs.Func("output", usage, set)
 	fs.Func("o", "Short for --output `format`.", set)
 	return o
-}
-
-// CheckArgs is a UsageError when fs was given arguments besides its flags.
-func CheckArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return &cli.UsageError{Err: fmt.Errorf("unexpected arguments %q: this command takes only flags", fs.Args())}
-	}
-	return nil
 }
 
 // PrintJSON writes v as indented JSON.

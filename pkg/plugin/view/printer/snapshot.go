@@ -19,7 +19,7 @@ func SnapshotCommand(name, summary, usage string, render func(io.Writer, *view.S
 		if err := cli.Parse(fs, args); err != nil {
 			return err
 		}
-		if err := CheckArgs(fs); err != nil {
+		if err := cli.NoArgs(fs); err != nil {
 			return err
 		}
 		clients, err := kube.Clients()
