@@ -38,13 +38,6 @@ var assets = map[string]string{
 	"/style.css": "text/css; charset=utf-8",
 }
 
-// roundsKinds are the kinds that have rounds to plot.
-var roundsKinds = map[string]bool{
-	"FederatedLearningJob":   true,
-	"IncrementalLearningJob": true,
-	"LifelongLearningJob":    true,
-}
-
 // kindName is a Kubernetes kind's shape.
 var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
 
@@ -61,7 +54,7 @@ func NewHandler(src Source, token string, addr netip.AddrPort) http.Handler {
 	})
 	mux.HandleFunc("GET /api/rounds", func(w http.ResponseWriter, r *http.Request) {
 		kind, ns, name, err := jobParams(r)
-		if err == nil && !roundsKinds[kind] {
+		if err == nil && !view.HasRounds(kind) {
 			err = fmt.Errorf("kind %q has no rounds", kind)
 		}
 		if err != nil {

@@ -75,6 +75,17 @@ func ReadRounds(ctx context.Context, c *cli.Clients, kind, namespace, name strin
 	return r, nil
 }
 
+// HasRounds says whether jobs of kind (a Kind such as
+// FederatedLearningJob) have rounds ReadRounds reads.
+func HasRounds(kind string) bool {
+	for gk := range roundReaders {
+		if gk.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 func kindsWithRounds() []string {
 	var out []string
 	for gk := range roundReaders {
