@@ -58,7 +58,7 @@ func (r *reading) nodes(ctx context.Context, jobs []Job, pods map[string][]*core
 		return nil, err
 	}
 	for i := range leases {
-		r.link(get(leaseNode(&leases[i])), &leases[i])
+		r.link(get(links.LeaseNode(&leases[i])), &leases[i])
 	}
 	for _, ps := range pods {
 		for _, p := range ps {
@@ -118,15 +118,6 @@ func (r *reading) leases(ctx context.Context) ([]coordinationv1.Lease, error) {
 		return nil, fmt.Errorf("listing the edge links' leases: %w", err)
 	}
 	return l.Items, nil
-}
-
-// leaseNode is the node a link Lease is about: its holder (the label may be
-// shortened).
-func leaseNode(l *coordinationv1.Lease) string {
-	if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-		return *l.Spec.HolderIdentity
-	}
-	return l.Labels[links.LabelEdgeNode]
 }
 
 // link puts a node's link Lease on n: down when the hub said so or did not

@@ -49,6 +49,16 @@ func LeaseName(node string) string {
 	return name[:253-17] + "-" + hex.EncodeToString(sum[:8])
 }
 
+// LeaseNode is the node a link Lease is about: its holder, which the hub
+// sets to the node's name (the label LabelEdgeNode may be shortened), else
+// that label.
+func LeaseNode(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+		return *l.Spec.HolderIdentity
+	}
+	return l.Labels[LabelEdgeNode]
+}
+
 // labelValue is node as a label value, shortened when a node's name (up to
 // 253 characters) is longer than a label value may be.
 func labelValue(node string) string {
