@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
+	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 )
 
 // FreePort returns a loopback port nobody listens on now.
@@ -304,9 +304,7 @@ func PostAsWorker(t testing.TB, lc *LocalController, namespace, worker string, b
 
 // PostFrom posts body to url from the local address from.
 func PostFrom(from, url string, body []byte) (int, string) {
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
-	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	resp, err := playworker.ClientFrom(from).Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
+	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -44,8 +44,7 @@ type v1JobAnswer struct {
 // and DI's response.
 func (s v1Server) call(from, method, path, body string) (int, diResponse) {
 	s.t.Helper()
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	client := playworker.ClientFrom(from)
 	req, err := http.NewRequestWithContext(s.t.Context(), method, s.base+path, strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
