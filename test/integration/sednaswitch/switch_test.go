@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -168,6 +169,24 @@ func (s *sedna) sednaDeployment(t *testing.T, owner *unstructured.Unstructured, 
 	}
 	if _, err := framework.KubeClient(t).AppsV1().Deployments(s.ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Sedna's %s Deployment of %s: %v", workerType, owner.GetName(), err)
+	}
+}
+
+// sednaHPA creates a worker Deployment's autoscaler as Sedna's GlobalManager
+// does: hpa-<its Deployment>, the worker's labels, the spec's hpa with the
+// Deployment as its target.
+func (s *sedna) sednaHPA(t *testing.T, owner *unstructured.Unstructured, workerType string) {
+	t.Helper()
+	deployment := owner.GetName() + "-deployment-" + strings.ToLower(workerType)
+	h := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "hpa-" + deployment, Labels: sednaLabels(owner, workerType), OwnerReferences: sednaControllerRef(owner)},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 2,
+		},
+	}
+	if _, err := framework.KubeClient(t).AutoscalingV2().HorizontalPodAutoscalers(s.ns).Create(t.Context(), h, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Sedna's %s autoscaler of %s: %v", workerType, owner.GetName(), err)
 	}
 }
 
@@ -344,7 +363,13 @@ func (s *sedna) createSamples(t *testing.T, samples string) sampleObjects {
 	var o sampleObjects
 	o.dataset = dataset
 	o.fl = s.createSample(t, sample("federatedlearningjob_v1alpha1.yaml", "FederatedLearningJob"), "")
-	o.ji = s.createSample(t, sample("jointinferenceservice_v1alpha1.yaml", "JointInferenceService"), "")
+	// The cloud worker scales by an autoscaler, as Sedna's HPA sample's does.
+	ji := sample("jointinferenceservice_v1alpha1.yaml", "JointInferenceService")
+	cpu := map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu", "target": map[string]any{"type": "Utilization", "averageUtilization": int64(50)}}}
+	if err := unstructured.SetNestedField(ji.Object, map[string]any{"minReplicas": int64(1), "maxReplicas": int64(2), "metrics": []any{cpu}}, "spec", "cloudWorker", "hpa"); err != nil {
+		t.Fatal(err)
+	}
+	o.ji = s.createSample(t, ji, "")
 	o.il = s.createSample(t, sample("incrementallearningjob_v1alpha1.yaml", "IncrementalLearningJob"), "")
 	o.ll = s.createSample(t, sample("lifelonglearningjobv1alpha1.yaml", "LifelongLearningJob"), "")
 	return o
@@ -377,6 +402,7 @@ func (s *sedna) sednasChildren(t *testing.T, o sampleObjects) (map[string]types.
 	s.sednaDeployment(t, ji, "Cloud", map[string]string{"BIG_MODEL_BIND_PORT": "5000", "WORKER_NAME": "cloudworker-abcde"}, "spec", "cloudWorker", "template")
 	s.sednaService(t, ji, "Cloud", 5000)
 	s.sednaDeployment(t, ji, "Edge", map[string]string{"BIG_MODEL_IP": ji.GetName() + "-cloud." + ns, "BIG_MODEL_PORT": "5000", "WORKER_NAME": "edgeworker-abcde"}, "spec", "edgeWorker", "template")
+	s.sednaHPA(t, ji, "Cloud")
 	s.sednaPod(t, il, "train", false, map[string]string{"WORKER_NAME": "trainworker-abcde"}, "spec", "trainSpec", "template")
 	// Sedna's status, as its GlobalManager writes it.
 	flStatus := fl.DeepCopy()
@@ -401,6 +427,11 @@ func (s *sedna) sednasChildren(t *testing.T, o sampleObjects) (map[string]types.
 		t.Fatal(err)
 	}
 	sednaUIDs["Service "+sednaCloud.Name] = sednaCloud.UID
+	hpa, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "hpa-"+ji.GetName()+"-deployment-cloud", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sednaUIDs["HorizontalPodAutoscaler "+hpa.Name] = hpa.UID
 	framework.Eventually(t, waitLong, "Sedna's 2 joint inference worker pods to run", func(ctx context.Context) (bool, error) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "jointinferenceservice.sedna.io/uid=" + string(ji.GetUID())})
 		if err != nil {
@@ -585,6 +616,13 @@ func checkJointInferenceKeptSednasObjects(t *testing.T, sc sednaclient.Interface
 		if len(names) != 1 || !strings.Contains(names[0], "metadata.name") {
 			t.Errorf("pod %s's WORKER_NAME entries %v; want one, its own name", p.Name, names)
 		}
+	}
+	// Sedna's autoscaler is kept and takes the spec's metrics.
+	hpaName := "hpa-" + ji.GetName() + "-deployment-cloud"
+	hpa, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, hpaName, metav1.GetOptions{})
+	if err != nil || hpa.UID != sednaUIDs["HorizontalPodAutoscaler "+hpaName] || common.IsAdopted(hpa) || len(hpa.Spec.Metrics) != 1 || hpa.Spec.ScaleTargetRef.Name != ji.GetName()+"-deployment-cloud" {
+		t.Errorf("the cloud worker's autoscaler after the switch: %+v, err %v; want Sedna's (UID %s), kept, with the spec's one metric",
+			hpa, err, sednaUIDs["HorizontalPodAutoscaler "+hpaName])
 	}
 	cloud, err := kube.CoreV1().Services(ns).Get(ctx, ji.GetName()+"-cloud", metav1.GetOptions{})
 	if err != nil || cloud.UID != sednaCloud.UID || cloud.Spec.Selector[common.LabelOwnerUID] != string(ji.GetUID()) || cloud.Spec.ClusterIP != sednaCloud.Spec.ClusterIP {
