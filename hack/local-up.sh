@@ -473,6 +473,15 @@ wait_for_default_service_account() {
 }
 
 print_usage_hint() {
+  # The GlobalManager's addresses (edge hub, DIJob replicas APIs) as its ready line
+  # stated them, for a reader who scrolled past it.
+  local served=""
+  if [[ "${NEREID_GLOBALMANAGER:-1}" != "0" ]]; then
+    served="$(localrun endpoints | sed 's/^/  /')" || served=""
+    if [[ -n "${served}" ]]; then
+      served=$'The GlobalManager serves:\n'"${served}"
+    fi
+  fi
   cat >&2 <<EOF
 
 Local control plane is up (${NEREID_OUT_DIR}; ports ${NEREID_PORT_BASE}-$((NEREID_PORT_BASE + 19))).
@@ -482,7 +491,24 @@ Use it with:
 (or: source ${ENV_FILE}; kubectl is also at ${BIN}/kubectl)
 See the fleet and the jobs in a browser: NEREID_OUT_DIR=${NEREID_OUT_DIR} make dashboard (it prints the URL to open)
 Logs are in ${NEREID_OUT_DIR}/logs/. Stop it with: NEREID_OUT_DIR=${NEREID_OUT_DIR} hack/local-down.sh [--purge]
+${served}
 EOF
+}
+
+# localrun runs hack/localrun's command $1 with the local control plane's flags, the
+# same for each of its commands.
+localrun() {
+  "${NEREID_OUT_DIR}/bin/localrun" "$1" \
+    --out-dir="${NEREID_OUT_DIR}" \
+    --kubeconfig="${KUBECONFIG_ADMIN}" \
+    --manifests="${NEREID_ROOT}/build/deploy/nereid.yaml" \
+    --cloud-nodes="${CLOUD_NODES}" \
+    --edge-nodes="${EDGE_NODES}" \
+    --lc-nodes="${NEREID_LC_NODES:-edge}" \
+    --first-port="${NEREID_RESERVED_PORT_FIRST}" \
+    --di-server-port="${NEREID_DI_SERVER_PORT}" \
+    --di-v1-server-port="${NEREID_DI_V1_SERVER_PORT}" \
+    --ready-timeout="${READY_TIMEOUT}s"
 }
 
 # ensure_nereid builds the GlobalManager and the LocalController from the working tree
@@ -502,27 +528,15 @@ ensure_nereid() {
   nereid::log "building the GlobalManager and the LocalController from the working tree"
   (cd "${NEREID_ROOT}" && go build -ldflags "$(nereid::version::ldflags)" -o "${NEREID_OUT_DIR}/bin/" ./cmd/globalmanager ./cmd/localcontroller ./hack/localrun/cmd/localrun) ||
     nereid::fatal "building cmd/globalmanager, cmd/localcontroller and hack/localrun/cmd/localrun failed"
-  local localrun=(
-    --out-dir="${NEREID_OUT_DIR}"
-    --kubeconfig="${KUBECONFIG_ADMIN}"
-    --manifests="${NEREID_ROOT}/build/deploy/nereid.yaml"
-    --cloud-nodes="${CLOUD_NODES}"
-    --edge-nodes="${EDGE_NODES}"
-    --lc-nodes="${NEREID_LC_NODES:-edge}"
-    --first-port="${NEREID_RESERVED_PORT_FIRST}"
-    --di-server-port="${NEREID_DI_SERVER_PORT}"
-    --di-v1-server-port="${NEREID_DI_V1_SERVER_PORT}"
-    --ready-timeout="${READY_TIMEOUT}s"
-  )
-  "${NEREID_OUT_DIR}/bin/localrun" identities "${localrun[@]}" || exit 1
+  localrun identities || exit 1
   # What runs is the earlier build: stop it, and a LocalController of a node that no
   # longer gets one, before the new build starts.
   local name
   for name in $(nereid::process::names_besides_control_plane); do
     nereid::process::stop "${name}"
   done
-  "${NEREID_OUT_DIR}/bin/localrun" start-globalmanager "${localrun[@]}" || exit 1
-  "${NEREID_OUT_DIR}/bin/localrun" start-localcontrollers "${localrun[@]}" || exit 1
+  localrun start-globalmanager || exit 1
+  localrun start-localcontrollers || exit 1
 }
 
 main() {

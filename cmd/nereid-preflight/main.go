@@ -49,6 +49,45 @@ func serves(gv schema.GroupVersion, kind string) bool {
 	return false
 }
 
+// servedKinds are, for --help, the kinds of table in sedna.io's served
+// version, which the preflight counts, and a sentence naming the others
+// the GlobalManager serves (none of them Sedna's), "" if there are none.
+func servedKinds(table []*kinds.Kind) (sedna []string, others string) {
+	var rest []string
+	for _, k := range table {
+		if k.GVK.GroupVersion() == sednav1.SchemeGroupVersion {
+			sedna = append(sedna, k.GVK.Kind)
+		} else {
+			rest = append(rest, fmt.Sprintf("%s of %s", k.GVK.Kind, k.GVK.GroupVersion()))
+		}
+	}
+	if len(rest) > 0 {
+		others = "\n    Nereid also serves " + strings.Join(rest, ", ") + ",\n    which are not Sedna's kinds: the preflight does not check them."
+	}
+	return sedna, others
+}
+
+// wrap joins names with ", ", starting a new line indented by indent
+// spaces before a line passes 76 characters.
+func wrap(names []string, indent int) string {
+	var b strings.Builder
+	col := indent
+	for i, n := range names {
+		sep := ""
+		if i > 0 {
+			sep = ", "
+		}
+		if i > 0 && col+len(sep)+len(n) > 76 {
+			b.WriteString(",\n" + strings.Repeat(" ", indent))
+			col = indent
+			sep = ""
+		}
+		b.WriteString(sep + n)
+		col += len(sep) + len(n)
+	}
+	return b.String()
+}
+
 type options struct {
 	kubeconfig     string
 	namespace      string
@@ -60,6 +99,7 @@ type options struct {
 
 func main() {
 	fs := flag.NewFlagSet("nereid-preflight", flag.ContinueOnError)
+	sednaKinds, otherKinds := servedKinds(kinds.All())
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: nereid-preflight [flags]
 
@@ -71,9 +111,9 @@ that no job would be lost. Run it with Sedna still installed:
     ReidJob, VideoAnalyticsJob, …) or served in a sedna.io version other than
     %s, with its kind, namespace and name: once Sedna's GlobalManager stops,
     nothing runs them.
-  - It counts the objects of the kinds Nereid serves (Dataset, Model,
-    FederatedLearningJob, JointInferenceService, IncrementalLearningJob,
-    LifelongLearningJob), which Nereid's GlobalManager takes over.
+  - It counts the objects of the kinds Nereid serves in %s, which
+    Nereid's GlobalManager takes over:
+      %s.%s
   - It checks that Sedna's GlobalManager Deployment is scaled to 0 and its
     LocalController DaemonSet runs no pod (or that neither exists): the two
     must not act beside Nereid's.
@@ -82,7 +122,7 @@ Exit status: %d ready to switch; %d not ready (the reasons are printed);
 %d bad flags; %d the cluster could not be read.
 
 Flags:
-`, sednav1.SchemeGroupVersion, exitReady, exitNotReady, exitUsage, exitError)
+`, sednav1.SchemeGroupVersion, sednav1.SchemeGroupVersion, wrap(sednaKinds, 6), otherKinds, exitReady, exitNotReady, exitUsage, exitError)
 		command.PrintFlags(fs)
 	}
 	var o options

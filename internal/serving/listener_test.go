@@ -2,11 +2,14 @@ package serving
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -73,41 +76,92 @@ func TestLimitsCutOffSlowAndIdleClients(t *testing.T) {
 	}
 }
 
-func TestLimitsBoundTheConnectionsOpenAtOnce(t *testing.T) {
-	addr := serve(t, Limits{MaxConnections: 2}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	var held []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		held = append(held, c)
+// pipeListener is a listener of in-memory connections (net.Pipe), for the
+// tests that run in a synctest bubble, where sockets cannot be: Dial hands
+// Accept the server's end, queued as the kernel's backlog would queue it.
+type pipeListener struct {
+	conns     chan net.Conn
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn, 16), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
 	}
-	get := func() <-chan error {
-		done := make(chan error, 1)
+}
+
+func (l *pipeListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
+
+func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A third connection waits, unserved, while two are open, and is served
+// once one of them closes. The test runs in a synctest bubble: synctest.Wait
+// shows the third request blocked, not merely slow.
+func TestLimitsBoundTheConnectionsOpenAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		limits := Limits{MaxConnections: 2}
+		srv := limits.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		served := make(chan struct{})
 		go func() {
-			resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + addr + "/")
+			_ = srv.Serve(limits.Listener(ln))
+			close(served)
+		}()
+		defer func() {
+			_ = srv.Close()
+			<-served
+		}()
+		var held []net.Conn
+		for range 2 {
+			c, err := ln.DialContext(t.Context(), "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			held = append(held, c)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: ln.DialContext}}
+		defer client.CloseIdleConnections()
+		third := make(chan error, 1)
+		go func() {
+			resp, err := client.Get("http://" + ln.Addr().String() + "/")
 			if err == nil {
 				_ = resp.Body.Close()
 			}
-			done <- err
+			third <- err
 		}()
-		return done
-	}
-	third := get()
-	select {
-	case err := <-third:
-		t.Fatalf("a third connection was served while two were open: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	_ = held[0].Close()
-	select {
-	case err := <-third:
-		if err != nil {
-			t.Fatal(err)
+		synctest.Wait()
+		select {
+		case err := <-third:
+			t.Fatalf("a third connection was served while two were open: %v", err)
+		default:
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the third connection was not served once one closed")
-	}
+		_ = held[0].Close()
+		if err := <-third; err != nil {
+			t.Fatalf("the third connection, once one closed: %v", err)
+		}
+	})
 }

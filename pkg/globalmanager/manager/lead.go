@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 )
@@ -38,6 +39,8 @@ type Election struct {
 	// Leader, when set, is 1 while this replica holds the Lease and 0
 	// otherwise (NewLeaderGauge).
 	Leader prometheus.Gauge
+	// Clock times ShutdownTimeout; nil is the real clock.
+	Clock clock.Clock
 }
 
 // NewLeaderGauge registers with reg nereid_globalmanager_leader, which every
@@ -63,6 +66,13 @@ func (e Election) setLeader(leads bool) {
 	} else {
 		e.Leader.Set(0)
 	}
+}
+
+func (e Election) clock() clock.Clock {
+	if e.Clock == nil {
+		return clock.RealClock{}
+	}
+	return e.Clock
 }
 
 // Lead runs work while this replica holds the Lease, until ctx is done.
@@ -131,7 +141,7 @@ func (e Election) Lead(ctx context.Context, client kubernetes.Interface, work fu
 	if leading.Load() {
 		select {
 		case <-led:
-		case <-time.After(e.ShutdownTimeout):
+		case <-e.clock().After(e.ShutdownTimeout):
 			return fmt.Errorf("the controllers did not stop within --shutdown-timeout %s", e.ShutdownTimeout)
 		}
 	}

@@ -18,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
@@ -155,5 +157,46 @@ func TestTheLeaderGaugeSaysWhileThisReplicaLeads(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg, "nereid_globalmanager_leader"); err != nil || n != 1 {
 		t.Errorf("the registry gathers %d nereid_globalmanager_leader series (%v), want 1", n, err)
+	}
+}
+
+// Work that does not stop when the Lease is given up holds Lead no longer
+// than ShutdownTimeout, timed by the Election's clock.
+func TestLeadReturnsWhenWorkOutlivesTheShutdownTimeout(t *testing.T) {
+	const testWait = 10 * time.Second
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	e := Election{
+		Namespace: "nereid-system", Name: "gm",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ShutdownTimeout: 10 * time.Second, Following: &atomic.Value{}, Clock: clk,
+	}
+	stuck := make(chan struct{})
+	defer close(stuck)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Lead(ctx, kubefake.NewClientset(), func(context.Context) error {
+			cancel() // gives the Lease up, and then does not stop
+			<-stuck
+			return nil
+		})
+	}()
+	testwait.Eventually(t, testWait, "Lead waits on the clock for the work to stop", func(context.Context) (bool, error) {
+		return clk.HasWaiters(), nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Lead returned %v before ShutdownTimeout passed", err)
+	default:
+	}
+	clk.Step(e.ShutdownTimeout)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not stop within") {
+			t.Errorf("Lead = %v, want the controllers did not stop within the shutdown timeout", err)
+		}
+	case <-time.After(testWait):
+		t.Fatal("Lead did not return once ShutdownTimeout passed")
 	}
 }

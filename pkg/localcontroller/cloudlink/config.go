@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Defaults of Config. The read timeout is three heartbeat periods so that one
@@ -56,6 +58,10 @@ type Config struct {
 	// ReportBatch is how many outbox reports the link reads from the store at
 	// a time (default 100).
 	ReportBatch int
+	// Clock is the link's time: its heartbeats, read timeout, backoff and
+	// Status (default the real clock). Socket write deadlines alone stay on
+	// the wall clock, since they bound a write the kernel holds.
+	Clock clock.WithTicker
 }
 
 func (c Config) withDefaults() Config {
@@ -71,6 +77,9 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.BackoffMax, DefaultBackoffMax)
 	if c.ReportBatch <= 0 {
 		c.ReportBatch = DefaultReportBatch
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return c
 }

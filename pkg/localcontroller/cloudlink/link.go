@@ -140,25 +140,25 @@ func (l *Link) Run(ctx context.Context) error {
 	logger := l.logger.WithValues("url", l.cfg.URL)
 	attempt := 0
 	for {
-		start := time.Now()
+		start := l.cfg.Clock.Now()
 		err := l.session(klog.NewContext(ctx, logger))
 		if ctx.Err() != nil {
 			return nil
 		}
 		// A session that lasted is not part of a run of failures: the next
 		// wait starts again from BackoffMin.
-		if time.Since(start) >= l.cfg.BackoffMax {
+		if l.cfg.Clock.Since(start) >= l.cfg.BackoffMax {
 			attempt = 0
 		}
 		delay := retryDelay(l.cfg.BackoffMin, l.cfg.BackoffMax, attempt, err)
 		attempt++
 		logger.Info("Cloud link down; the worker API keeps serving from the local store", "err", err, "retryIn", delay, "attempt", attempt)
-		t := time.NewTimer(delay)
+		t := l.cfg.Clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -257,7 +257,7 @@ func (l *Link) setConnected(connected bool, lastErr error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.status.Connected != connected || l.status.Since.IsZero() {
-		l.status.Since = time.Now()
+		l.status.Since = l.cfg.Clock.Now()
 	}
 	l.status.Connected = connected
 	l.status.Synced = false
@@ -275,7 +275,7 @@ func (l *Link) setConnected(connected bool, lastErr error) {
 func (l *Link) heard() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.status.LastHeard = time.Now()
+	l.status.LastHeard = l.cfg.Clock.Now()
 }
 
 func (l *Link) setSynced() {

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -422,23 +423,47 @@ func TestLinkDropsCorruptStoredReports(t *testing.T) {
 	}
 }
 
+// The link sends a heartbeat each HeartbeatPeriod and drops a connection on
+// which nothing came for ReadTimeout; heartbeats from the GM keep one up past
+// it. Time is a fake clock the test steps once the link has done what the
+// last step called for.
 func TestLinkDropsASilentConnectionAndSendsHeartbeats(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
 	gm := newFakeGM(t)
 	l := newTestLink(t, gm, func(c *Config) {
-		c.HeartbeatPeriod, c.ReadTimeout = 50*time.Millisecond, 500*time.Millisecond
+		c.HeartbeatPeriod, c.ReadTimeout, c.Clock = time.Second, 10*time.Second, clk
 	})
 	start(t, l)
 	c := gm.accept(t)
 	recvAs[*edgeproto.Hello](t, c)
+	testwait.Eventually(t, testWait, "the session's heartbeat and poll tickers and its read timeout", func(context.Context) (bool, error) {
+		return clk.Waiters() == 3, nil
+	})
 
-	// The fake GM says nothing at all.
-	ce, heartbeats := c.closeReason(t)
+	// The fake GM says nothing at all: a heartbeat each period until
+	// ReadTimeout, then the close.
+	periods := int(l.cfg.ReadTimeout / l.cfg.HeartbeatPeriod)
+	for i := 1; i < periods; i++ {
+		clk.Step(l.cfg.HeartbeatPeriod)
+		if got := c.recvFrame(t); got.Type() != edgeproto.TypeHeartbeat {
+			t.Fatalf("%s after %d heartbeat periods of silence, want a heartbeat", got.Type(), i)
+		}
+	}
+	clk.Step(l.cfg.HeartbeatPeriod)
+	ce, _ := c.closeReason(t)
 	if ce == nil || ce.Code != websocket.CloseGoingAway {
 		t.Errorf("close = %v, want code %d", ce, websocket.CloseGoingAway)
 	}
-	if heartbeats < 3 {
-		t.Errorf("%d heartbeats before the read timeout, want at least 3", heartbeats)
-	}
+	// Past the backoff, the link connects again. (The fake clock's tickers
+	// outlive their Stop, so the steps go on until it has, rather than once
+	// a count of timers says it waits.)
+	testwait.Eventually(t, testWait, "the link connects again", func(context.Context) (bool, error) {
+		if testutil.ToFloat64(l.metrics.connects) == 2 {
+			return true, nil
+		}
+		clk.Step(l.cfg.BackoffMax)
+		return false, nil
+	})
 	c = gm.accept(t)
 	recvAs[*edgeproto.Hello](t, c)
 	if got := testutil.ToFloat64(l.metrics.disconnects.WithLabelValues(reasonTimeout)); got != 1 {
@@ -446,16 +471,15 @@ func TestLinkDropsASilentConnectionAndSendsHeartbeats(t *testing.T) {
 	}
 
 	// Heartbeats from the GM keep the link up past the read timeout.
-	deadline := time.Now().Add(3 * l.cfg.ReadTimeout)
-	for time.Now().Before(deadline) {
-		c.send(t, &edgeproto.Heartbeat{Time: time.Now()})
-		time.Sleep(l.cfg.ReadTimeout / 5)
+	for range 3 * 5 {
+		clk.Step(l.cfg.ReadTimeout / 5)
+		c.send(t, &edgeproto.Heartbeat{Time: clk.Now()})
+		testwait.Eventually(t, testWait, "the link hears the GM's heartbeat", func(context.Context) (bool, error) {
+			return l.Status().LastHeard.Equal(clk.Now()), nil
+		})
 	}
 	if !l.Status().Connected || testutil.ToFloat64(l.metrics.connects) != 2 {
 		t.Errorf("the link dropped a connection that heartbeats kept alive: %+v", l.Status())
-	}
-	if heard := l.Status().LastHeard; time.Since(heard) > l.cfg.ReadTimeout {
-		t.Errorf("LastHeard = %s, want within the last %s", heard, l.cfg.ReadTimeout)
 	}
 }
 

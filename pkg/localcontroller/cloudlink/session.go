@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -247,11 +248,14 @@ func (l *Link) hello() ([][]byte, error) {
 // read hands the GlobalManager's messages to the applier, in order, so that
 // the versions of one object are stored in the order they were sent.
 func (l *Link) read(ctx context.Context, conn *websocket.Conn, msgs chan<- edgeproto.Message) error {
+	// readSince is when the read under way began, in UnixNano on the
+	// link's clock; 0 while the reader hands a message on.
+	var readSince atomic.Int64
+	defer l.watchReads(conn, &readSince)()
 	for {
-		if err := conn.SetReadDeadline(time.Now().Add(l.cfg.ReadTimeout)); err != nil {
-			return endSession(reasonRead, 0, err)
-		}
+		readSince.Store(l.cfg.Clock.Now().UnixNano())
 		_, frame, err := conn.ReadMessage()
+		readSince.Store(0)
 		if err != nil {
 			return l.readError(err)
 		}
@@ -263,7 +267,7 @@ func (l *Link) read(ctx context.Context, conn *websocket.Conn, msgs chan<- edgep
 		switch msg.(type) {
 		case *edgeproto.Upsert, *edgeproto.Delete, *edgeproto.Synced, *edgeproto.ReportAck:
 		case *edgeproto.Heartbeat:
-			continue // its arrival has already pushed the read deadline back
+			continue // its arrival has already restarted the read timeout
 		default:
 			return endSession(reasonUnexpected, websocket.CloseProtocolError,
 				fmt.Errorf("the GlobalManager sent a %s message, which only a LocalController sends", msg.Type()))
@@ -273,6 +277,44 @@ func (l *Link) read(ctx context.Context, conn *websocket.Conn, msgs chan<- edgep
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
+	}
+}
+
+// watchReads ends conn's reads once a read has waited ReadTimeout on the
+// link's clock since *readSince (0: no read under way): a timer of the
+// clock rather than a socket deadline, so that tests step it. It returns a
+// func that stops the watch and waits for it.
+func (l *Link) watchReads(conn *websocket.Conn, readSince *atomic.Int64) (stop func()) {
+	t := l.cfg.Clock.NewTimer(l.cfg.ReadTimeout)
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C():
+			}
+			since := readSince.Load()
+			if since == 0 {
+				t.Reset(l.cfg.ReadTimeout)
+				continue
+			}
+			if idle := l.cfg.Clock.Since(time.Unix(0, since)); idle < l.cfg.ReadTimeout {
+				t.Reset(l.cfg.ReadTimeout - idle)
+				continue
+			}
+			// A deadline already passed fails the read under way, and any
+			// after it, with a timeout (readError). Socket deadlines are on
+			// the wall clock.
+			_ = conn.SetReadDeadline(time.Now())
+			return
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
 	}
 }
 
@@ -452,9 +494,9 @@ func (q *ackQueue) take() []edgeproto.ObjectVersion {
 // write is the session's only writer: acknowledgements, heartbeats and the
 // outbox's reports.
 func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks *ackQueue) error {
-	heartbeat := time.NewTicker(l.cfg.HeartbeatPeriod)
+	heartbeat := l.cfg.Clock.NewTicker(l.cfg.HeartbeatPeriod)
 	defer heartbeat.Stop()
-	poll := time.NewTicker(l.pollPeriod)
+	poll := l.cfg.Clock.NewTicker(l.pollPeriod)
 	defer poll.Stop()
 	// lastSent lives only as long as the session: a new session sends the
 	// whole outbox again, since anything still in it was not acknowledged.
@@ -476,13 +518,13 @@ func (l *Link) write(ctx context.Context, conn *websocket.Conn, acks *ackQueue) 
 				}
 				vs = vs[n:]
 			}
-		case <-heartbeat.C:
-			if err := l.send(conn, &edgeproto.Heartbeat{Time: time.Now(), Outbox: l.outboxFill()}); err != nil {
+		case <-heartbeat.C():
+			if err := l.send(conn, &edgeproto.Heartbeat{Time: l.cfg.Clock.Now(), Outbox: l.outboxFill()}); err != nil {
 				return err
 			}
 		case <-l.wake:
 			more = true
-		case <-poll.C:
+		case <-poll.C():
 			more = true
 		case <-next:
 			// One batch at a time, so that acknowledgements and heartbeats
@@ -556,7 +598,8 @@ func (l *Link) send(conn *websocket.Conn, msg edgeproto.Message) error {
 }
 
 // writeFrame writes one frame. The write deadline is ReadTimeout, the time
-// the GlobalManager waits for a frame.
+// the GlobalManager waits for a frame, on the wall clock: it bounds a write
+// the kernel holds, which no other clock could release.
 func (l *Link) writeFrame(conn *websocket.Conn, t edgeproto.Type, frame []byte) error {
 	if err := conn.SetWriteDeadline(time.Now().Add(l.cfg.ReadTimeout)); err != nil {
 		return endSession(reasonWrite, 0, err)

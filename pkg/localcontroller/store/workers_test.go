@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -69,40 +70,41 @@ func TestWorkerIndexFollowsTheStoredObjects(t *testing.T) {
 
 // A caller naming a worker whose address has not come yet waits for it, and
 // is admitted if it comes from it; a caller naming no worker waits for nothing.
+// In a synctest bubble a wait that never ends is a deadlock the test reports,
+// and synctest.Wait shows the waiting caller blocked, not merely slow.
 func TestWaitWorkerAtWaitsForAStartingWorkersAddress(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
-	job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
-	if err := s.PutObject(job, "1", []edgeproto.Worker{{Name: "job-0"}}, []byte(`{}`)); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if s.WaitWorkerAt(t.Context(), "job-9", netip.MustParseAddr("127.64.0.1")) {
-		t.Errorf("job-9 is no worker, but was admitted")
-	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Errorf("a name that is no worker waited %s", waited)
-	}
-	done := make(chan bool)
-	go func() { done <- s.WaitWorkerAt(t.Context(), "job-0", netip.MustParseAddr("127.64.0.1")) }()
-	select {
-	case got := <-done:
-		t.Fatalf("WaitWorkerAt returned %v before job-0 had an address", got)
-	case <-time.After(100 * time.Millisecond):
-	}
-	if err := s.PutObject(job, "2", []edgeproto.Worker{{Name: "job-0", IPs: []string{"127.64.0.1"}}}, []byte(`{}`)); err != nil {
-		t.Fatal(err)
-	}
-	if !<-done {
-		t.Errorf("job-0 came from its address once it was sent, but was refused")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if err := s.PutObject(job, "3", []edgeproto.Worker{{Name: "job-0"}}, []byte(`{}`)); err != nil {
-		t.Fatal(err)
-	}
-	if s.WaitWorkerAt(ctx, "job-0", netip.MustParseAddr("127.64.0.1")) {
-		t.Errorf("admitted after the wait ended with no address")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := openTestStore(t, filepath.Join(t.TempDir(), "lc.db"), Options{})
+		job := Key{Kind: "FederatedLearningJob", Namespace: "ns", Name: "job"}
+		if err := s.PutObject(job, "1", []edgeproto.Worker{{Name: "job-0"}}, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if s.WaitWorkerAt(t.Context(), "job-9", netip.MustParseAddr("127.64.0.1")) {
+			t.Errorf("job-9 is no worker, but was admitted")
+		}
+		done := make(chan bool)
+		go func() { done <- s.WaitWorkerAt(t.Context(), "job-0", netip.MustParseAddr("127.64.0.1")) }()
+		synctest.Wait()
+		select {
+		case got := <-done:
+			t.Fatalf("WaitWorkerAt returned %v before job-0 had an address", got)
+		default:
+		}
+		if err := s.PutObject(job, "2", []edgeproto.Worker{{Name: "job-0", IPs: []string{"127.64.0.1"}}}, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if !<-done {
+			t.Errorf("job-0 came from its address once it was sent, but was refused")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if err := s.PutObject(job, "3", []edgeproto.Worker{{Name: "job-0"}}, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if s.WaitWorkerAt(ctx, "job-0", netip.MustParseAddr("127.64.0.1")) {
+			t.Errorf("admitted after the wait ended with no address")
+		}
+	})
 }
 
 // One worker fills no more than half the workers' share of the outbox while

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
 	"github.com/nereid-ml/nereid/pkg/plugin/view"
 )
@@ -19,7 +21,7 @@ type clusterSource struct {
 // NewClusterSource is the Source of the cluster clients reach, read as
 // their user: the dashboard shows what that user may see.
 func NewClusterSource(clients *cli.Clients) Source {
-	return &clusterSource{clients: clients, snapshot: newSharedRead(time.Second, func(ctx context.Context) (*view.Snapshot, error) {
+	return &clusterSource{clients: clients, snapshot: newSharedRead(clock.RealClock{}, time.Second, func(ctx context.Context) (*view.Snapshot, error) {
 		return view.Read(ctx, clients)
 	})}
 }
@@ -43,27 +45,27 @@ func (s *clusterSource) Events(ctx context.Context, kind, namespace, name string
 type sharedRead struct {
 	fresh time.Duration
 	read  func(context.Context) (*view.Snapshot, error)
-	now   func() time.Time
+	clock clock.PassiveClock
 
 	mu   sync.Mutex
 	last *view.Snapshot
 	at   time.Time
 }
 
-func newSharedRead(fresh time.Duration, read func(context.Context) (*view.Snapshot, error)) *sharedRead {
-	return &sharedRead{fresh: fresh, read: read, now: time.Now}
+func newSharedRead(clk clock.PassiveClock, fresh time.Duration, read func(context.Context) (*view.Snapshot, error)) *sharedRead {
+	return &sharedRead{fresh: fresh, read: read, clock: clk}
 }
 
 func (r *sharedRead) get(ctx context.Context) (*view.Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.last != nil && r.now().Sub(r.at) < r.fresh {
+	if r.last != nil && r.clock.Now().Sub(r.at) < r.fresh {
 		return r.last, nil
 	}
 	snap, err := r.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.last, r.at = snap, r.now()
+	r.last, r.at = snap, r.clock.Now()
 	return snap, nil
 }

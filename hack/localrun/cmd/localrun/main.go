@@ -3,12 +3,14 @@
 // github.com/nereid-ml/nereid/hack/localrun, which the integration tests use
 // too). The processes outlive it; hack/local-down.sh stops them.
 //
-// Usage: localrun identities|start-globalmanager|start-localcontrollers [flags]
+// Usage: localrun identities|start-globalmanager|start-localcontrollers|endpoints [flags]
 //
 //	identities              the GlobalManager's kubeconfig (the chart's ServiceAccount)
 //	                        and each LocalController's token
 //	start-globalmanager     start the GlobalManager; wait until it is ready
 //	start-localcontrollers  start the LocalControllers; wait until each serves
+//	endpoints               print what the GlobalManager serves, one a line on
+//	                        stdout (the addresses its ready line states)
 //
 // It says what it does on stderr, as hack/local-up.sh does, and exits 1 with
 // the reason (and the end of a process's log) when something fails.
@@ -58,6 +60,13 @@ func main() {
 		step = (*localrun.Run).StartGlobalManager
 	case "start-localcontrollers":
 		step = (*localrun.Run).StartLocalControllers
+	case "endpoints":
+		step = func(r *localrun.Run, _ context.Context) error {
+			for _, e := range r.GlobalManager().Endpoints() {
+				fmt.Println(e)
+			}
+			return nil
+		}
 	default:
 		usage()
 	}
@@ -92,7 +101,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: localrun identities|start-globalmanager|start-localcontrollers [flags] (-h lists the flags)")
+	fmt.Fprintln(os.Stderr, "usage: localrun identities|start-globalmanager|start-localcontrollers|endpoints [flags] (-h lists the flags)")
 	os.Exit(2)
 }
 

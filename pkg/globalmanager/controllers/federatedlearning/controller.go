@@ -5,7 +5,6 @@ package federatedlearning
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -24,11 +23,6 @@ const Name = "federatedlearningjob"
 
 // jobKind is the kind of the jobs this controller owns children for.
 var jobKind = sednav1.FederatedLearningJobKind
-
-// byDataset indexes jobs by the Datasets they name, so a Dataset that
-// appears wakes exactly the jobs that wait for it (common.ByModel does so
-// for Models).
-const byDataset = "dataset"
 
 // Config is what the GlobalManager's flags set for every federated job,
 // beside what every kind shares (kinds.Deps).
@@ -102,8 +96,8 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 	if err := common.IndexByModel(jobInformer.Informer()); err != nil {
 		return nil, err
 	}
-	if err := jobInformer.Informer().AddIndexers(cache.Indexers{byDataset: indexDatasets}); err != nil {
-		return nil, fmt.Errorf("adding job indexers: %w", err)
+	if err := common.IndexByDataset(jobInformer.Informer(), datasetNames); err != nil {
+		return nil, err
 	}
 	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(
@@ -111,7 +105,7 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 		common.Handler{Informer: podInformer.Informer(), Handler: common.PodHandler(jobKind, exp, batched)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(jobKind, batched)},
 		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, common.ByModel, c.queue.Add)},
-		common.Handler{Informer: datasetInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
+		common.Handler{Informer: datasetInformer.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, common.ByDataset, c.queue.Add)},
 	); err != nil {
 		return nil, err
 	}
@@ -124,17 +118,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, Name, c.queue, workers, c.sync, c.metrics, c.synced...)
 }
 
-// indexDatasets keys a job by the namespace/name of each Dataset it names.
-func indexDatasets(obj any) ([]string, error) {
+// datasetNames are the Datasets a job names, its training workers', for
+// common.IndexByDataset.
+func datasetNames(obj any) []string {
 	job, ok := obj.(*sednav1.FederatedLearningJob)
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	var keys []string
-	for _, n := range datasetsOf(job) {
-		keys = append(keys, job.Namespace+"/"+n)
-	}
-	return keys, nil
+	return datasetsOf(job)
 }
 
 func datasetsOf(j *sednav1.FederatedLearningJob) []string {

@@ -35,11 +35,6 @@ type Config struct {
 	HistoryLimit int
 }
 
-// byDataset indexes jobs by the Dataset they name, so a Dataset that
-// appears wakes exactly the jobs that wait for it (common.ByModel does so
-// for Models).
-const byDataset = "dataset"
-
 // Controller reconciles the jobs of one learning-cycle kind: it runs the
 // cycle's workers and moves the cycle on their pods' phases (Sync) and on the
 // reports the edge forwards (ApplyReport). Kind holds the kind's decisions.
@@ -113,33 +108,23 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 	c.reports = edgestatus.For(c.syncer, name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },
 		c.clock, metrics)
-	index := func(names func(Spec) []string) cache.IndexFunc {
-		return func(obj any) ([]string, error) {
-			job, ok := obj.(J)
-			if !ok {
-				return nil, nil
-			}
-			var keys []string
-			for _, n := range names(kind.Spec(job)) {
-				keys = append(keys, job.GetNamespace()+"/"+n)
-			}
-			return keys, nil
-		}
-	}
 	if err := common.IndexByModel(jobs); err != nil {
 		return nil, err
 	}
-	if err := jobs.AddIndexers(cache.Indexers{
-		byDataset: index(func(s Spec) []string { return []string{s.Dataset} }),
+	if err := common.IndexByDataset(jobs, func(obj any) []string {
+		if job, ok := obj.(J); ok {
+			return []string{kind.Spec(job).Dataset}
+		}
+		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("adding job indexers: %w", err)
+		return nil, err
 	}
 	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(
 		common.Handler{Informer: jobs, Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: pods.Informer(), Handler: common.PodHandler(gvk, exp, batched)},
 		common.Handler{Informer: models.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, common.ByModel, c.queue.Add)},
-		common.Handler{Informer: datasets.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, byDataset, c.queue.Add)},
+		common.Handler{Informer: datasets.Informer(), Handler: common.ReferenceHandler(c.jobIndexer, common.ByDataset, c.queue.Add)},
 	); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ const (
 // count: the DIJob controller's allocator holds its own placements.
 // Only GPUs are placed: the pods' cpu and memory are left to the scheduler.
 //
-// Set Nodes and Pods; a GPUPlacer must not be copied after its first use.
+// Set Nodes, Pods and Clock; a GPUPlacer must not be copied after its first use.
 // It is safe for concurrent use.
 type GPUPlacer struct {
 	Nodes corelisters.NodeLister
@@ -68,7 +68,9 @@ type GPUPlacer struct {
 	// filled: Place refuses to place from caches that are not, which would
 	// show a cluster without GPUs.
 	Synced []cache.InformerSynced
-	// Clock times the holds; nil is the real clock.
+	// Clock times the holds. It is required: a placer that read the wall
+	// clock behind its caller's back would hold placements a test cannot
+	// expire.
 	Clock clock.PassiveClock
 
 	mu    sync.Mutex
@@ -113,7 +115,7 @@ func (p *GPUPlacer) Place(worldSize int, learner *corev1.PodSpec) ([]GPUSlot, er
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := p.Clock.Now()
 	p.prune(now)
 	if held := len(p.slots) + len(p.pods); held >= maxHolds {
 		return nil, fmt.Errorf("%d GPUs asked: %d placements and pods not yet in the cache are held, try again in a while", worldSize, held)
@@ -140,7 +142,7 @@ func (p *GPUPlacer) Hold(slots []GPUSlot, pods []*corev1.Pod) {
 	if p.pods == nil {
 		p.pods = map[string]heldPod{}
 	}
-	expires := p.now().Add(podsTTL)
+	expires := p.Clock.Now().Add(podsTTL)
 	for _, pod := range pods {
 		p.pods[pod.Namespace+"/"+pod.Name] = heldPod{pod: pod, expires: expires}
 	}
@@ -158,13 +160,6 @@ func (p *GPUPlacer) release(slots []GPUSlot) {
 	if i := slices.IndexFunc(p.slots, func(h heldSlots) bool { return slices.Equal(h.slots, slots) }); i >= 0 {
 		p.slots = slices.Delete(p.slots, i, i+1)
 	}
-}
-
-func (p *GPUPlacer) now() time.Time {
-	if p.Clock == nil {
-		return time.Now()
-	}
-	return p.Clock.Now()
 }
 
 // prune drops the holds that expired.

@@ -61,7 +61,7 @@ func pinnedGPUPod(name, node string, gpus int) *corev1.Pod {
 func resourceOf(n int) *resource.Quantity { return resource.NewQuantity(int64(n), resource.DecimalSI) }
 
 // gpuPlacer is a GPUPlacer over caches holding nodes and pods, and the
-// indexer of its pods.
+// indexer of its pods; a nil clk is a fake clock that stands still.
 func gpuPlacer(t *testing.T, clk *testingclock.FakePassiveClock, nodes []*corev1.Node, pods []*corev1.Pod) (*GPUPlacer, cache.Indexer) {
 	t.Helper()
 	nodeIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
@@ -72,10 +72,10 @@ func gpuPlacer(t *testing.T, clk *testingclock.FakePassiveClock, nodes []*corev1
 	for _, p := range pods {
 		mustAddPod(t, podIndex, p)
 	}
-	p := &GPUPlacer{Nodes: corelisters.NewNodeLister(nodeIndex), Pods: corelisters.NewPodLister(podIndex)}
-	if clk != nil {
-		p.Clock = clk
+	if clk == nil {
+		clk = testingclock.NewFakePassiveClock(time.Unix(1_000_000, 0))
 	}
+	p := &GPUPlacer{Nodes: corelisters.NewNodeLister(nodeIndex), Pods: corelisters.NewPodLister(podIndex), Clock: clk}
 	return p, podIndex
 }
 
