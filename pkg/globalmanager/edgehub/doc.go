@@ -127,8 +127,8 @@
 // The hub is this package and its parts below it, a package for each job
 // that does not need the connections:
 //
-//	edgehub          the Hub (hub.go), its configuration (config.go), serving
-//	                 certificate (tls.go) and serving label (serving.go); the
+//	edgehub          the Hub (hub.go), its configuration (config.go) and
+//	                 serving label (serving.go); the
 //	                 ending of connections whose identity went (revoke.go,
 //	                 recheck.go); the edge conditions (conditions.go,
 //	                 reach.go); one connection (session.go), its downstream
@@ -139,6 +139,9 @@
 //	                 (daemonset.go), what revokes an identity (revoke.go), the
 //	                 watches of what admits one (watch.go), address limits and
 //	                 the refusal log (addresslimit.go, refusallog.go)
+//	edgehub/certs    the serving certificate: the operator's files, or one
+//	                 generated and kept in a Secret (package selfcert), its CA
+//	                 published in a ConfigMap and a file
 //	edgehub/desired  each node's desired set (desired.go), what the hub knows of
 //	                 each kind it sends (kinds.go), and how an object is encoded
 //	                 for the edge, with its digest (encode.go): no connection

@@ -33,6 +33,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/certs"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
@@ -408,7 +409,7 @@ func (h *Hub) startAuthLoops(ctx context.Context) {
 // listen listens at Config.Address, closes h.ready, and returns the server
 // that is to serve it.
 func (h *Hub) listen(ctx context.Context) (net.Listener, *http.Server, error) {
-	cert, err := h.servingCertificate(ctx)
+	cert, err := certs.Serving(ctx, h.cfg.certsConfig(h.client))
 	if err != nil {
 		return nil, nil, err
 	}
