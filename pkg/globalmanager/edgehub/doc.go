@@ -54,8 +54,8 @@
 // that only what changes: the latest version of an object (two edits before a
 // send go out as one), or a Delete when an object leaves the node's set.
 //
-// Flow control: at most Config.SendWindow (1,000) Upserts and Deletes are
-// sent and unacknowledged at a time; the rest of a difference waits in
+// Flow control (package window): at most Config.SendWindow (1,000) Upserts
+// and Deletes are sent and unacknowledged at a time; the rest of a difference waits in
 // order, planned afresh at every change so that it goes out at its latest
 // version, and is sent as Acks make room. Between two sends the writer takes
 // the Acks and report results ready, so the reader never waits on it for
@@ -128,12 +128,13 @@
 // that does not need the connections:
 //
 //	edgehub          the Hub (hub.go), its configuration (config.go) and
-//	                 serving label (serving.go); the
-//	                 ending of connections whose identity went (revoke.go,
-//	                 recheck.go); the edge conditions (conditions.go,
-//	                 reach.go); one connection (session.go), its downstream
-//	                 window (window.go) and the check of its reports against
-//	                 what its node runs (reportcheck.go)
+//	                 serving label (serving.go); the ending of connections
+//	                 whose identity went (revoke.go, recheck.go); the edge
+//	                 conditions (conditions.go, reach.go); one connection
+//	                 (session.go): its frames read and written, the Upserts
+//	                 and Deletes its window decides (objects.go), and the
+//	                 check of its reports against what its node runs
+//	                 (reportcheck.go)
 //	edgehub/auth     who may connect: tokens verified or reviewed (auth.go,
 //	                 localtoken.go, confirm.go), the DaemonSet rule
 //	                 (daemonset.go), what revokes an identity (revoke.go), the
@@ -151,6 +152,9 @@
 //	edgehub/reports  the report pipeline: a connection's lanes, the write turns
 //	                 shared by all, the bound on reports held, their acks, and
 //	                 the appliers' interfaces (ReportApplier, DatasetApplier)
+//	edgehub/window   a connection's downstream window: what is sent, in which
+//	                 order, as Acks make room, and what is sent again; a
+//	                 Sender sends it, so no connection is needed
 //	edgehub/edgehubtest  what the parts' tests share: the tests' LocalController
 //	                 Pods and DaemonSet, and an API server's answers for them
 //
