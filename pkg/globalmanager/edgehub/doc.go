@@ -55,9 +55,9 @@
 // send go out as one), or a Delete when an object leaves the node's set.
 //
 // Flow control (package window): at most Config.SendWindow (1,000) Upserts
-// and Deletes are sent and unacknowledged at a time; the rest of a difference waits in
-// order, planned afresh at every change so that it goes out at its latest
-// version, and is sent as Acks make room. Between two sends the writer takes
+// and Deletes are sent and unacknowledged at a time; the rest of a
+// difference waits in order, planned afresh at every change so that it goes
+// out at its latest version, and is sent as Acks make room. Between two sends the writer takes
 // the Acks and report results ready, so the reader never waits on it for
 // more than one frame, and a difference of 100,000 objects goes out at the
 // pace the LocalController persists it. Synced follows the last Upsert or
