@@ -31,10 +31,12 @@ const ReasonUnsendable = "EdgeSyncFailed"
 const workerNamesReserve = 64 << 10
 
 // closeGrace is how long a closing connection waits for the peer to answer
-// its close frame before the TCP connection is cut. It is counted on the
-// wall clock (time.Now), as are the connections' read and write deadlines,
-// not on the hub's clock: a net.Conn's deadline is an instant of the wall
-// clock, and a test that moves the hub's clock must not cut connections.
+// its close frame before the TCP connection is cut. The connections' read
+// and write deadlines are counted on the wall clock (time.Now), not on the
+// hub's clock: a net.Conn's deadline is an instant of the wall clock, and a
+// test that moves the hub's clock must not cut connections. The timer that
+// cuts a stopped session's connection is the hub's, as all its timers are;
+// the read deadline still bounds a reader the timer has not yet freed.
 const closeGrace = time.Second
 
 // maxCloseReason is the most a close frame's reason holds (125 bytes of
@@ -267,7 +269,7 @@ func (s *session) stop(code int, reason string) {
 		s.cancel()
 		_ = s.conn.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(code, clipReason(reason)), time.Now().Add(closeGrace))
-		time.AfterFunc(closeGrace, func() { _ = s.conn.Close() })
+		s.hub.clock.AfterFunc(closeGrace, func() { _ = s.conn.Close() })
 	})
 }
 
