@@ -121,9 +121,7 @@ func globalManagerMetrics(t *testing.T) exported {
 		factory := nereidinformers.NewSharedInformerFactory(sedna, 0)
 		if _, err := edgehub.New(t.Context(), edgehub.Deps{
 			Kube: kube, Client: sedna, Informers: factory, Kinds: kinds.All(),
-			Workers: edgehub.WorkerCaches{
-				Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments(),
-			},
+			Workers:  edgehub.WorkerCachesOf(kubeFactory),
 			Recorder: record.NewFakeRecorder(1), Registerer: names,
 			Config: edgehub.Config{Address: "127.0.0.1:0", Namespace: "nereid-system"},
 		}); err != nil {

@@ -238,7 +238,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	f.recorder = record.NewFakeRecorder(100)
 	hub, err := New(ctx, Deps{
 		Kube: f.kube, Client: f.sedna, Informers: factory, Kinds: kinds.All(),
-		Workers:  WorkerCaches{Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments()},
+		Workers:  WorkerCachesOf(kubeFactory),
 		Appliers: appliers, Recorder: f.recorder, Registerer: f.reg, Config: cfg,
 	})
 	if err != nil {

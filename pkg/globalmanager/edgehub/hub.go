@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -132,6 +133,12 @@ type Deps struct {
 	// Registerer, when not nil, takes the hub's metrics.
 	Registerer prometheus.Registerer
 	Config     Config
+}
+
+// WorkerCachesOf are the worker caches of factory, which caches the
+// GlobalManager's children.
+func WorkerCachesOf(factory kubeinformers.SharedInformerFactory) WorkerCaches {
+	return WorkerCaches{Pods: factory.Core().V1().Pods(), ReplicaSets: factory.Apps().V1().ReplicaSets(), Deployments: factory.Apps().V1().Deployments()}
 }
 
 // New wires the hub to d.Informers for the kinds of d.Kinds that travel to
