@@ -19,7 +19,6 @@ import (
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/replicasapi"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
@@ -120,9 +119,12 @@ func globalManagerMetrics(t *testing.T) exported {
 		kube, sedna := kubefake.NewClientset(), fake.NewSimpleClientset()
 		kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 		factory := nereidinformers.NewSharedInformerFactory(sedna, 0)
-		if _, err := edgehub.New(t.Context(), kube, sedna, factory, kinds.All(), edgehub.WorkerCaches{
-			Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments(),
-		}, reports.Appliers{}, record.NewFakeRecorder(1), names, edgehub.Config{Address: "127.0.0.1:0", Namespace: "nereid-system"}); err != nil {
+		if _, err := edgehub.New(t.Context(), edgehub.Deps{
+			Kube: kube, Client: sedna, Informers: factory, Kinds: kinds.All(),
+			Workers:  edgehub.WorkerCachesOf(kubeFactory),
+			Recorder: record.NewFakeRecorder(1), Registerer: names,
+			Config: edgehub.Config{Address: "127.0.0.1:0", Namespace: "nereid-system"},
+		}); err != nil {
 			gmMetricsErr = err
 			return
 		}

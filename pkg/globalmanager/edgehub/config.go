@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/certs"
 )
 
 // Defaults of Config.
@@ -73,12 +74,12 @@ const ConnectPath = "/edge/v1/connect"
 const (
 	// TLSSecretName is the Secret holding the generated serving certificate
 	// (tls.crt, tls.key) and its CA (ca.crt, ca.key).
-	TLSSecretName = "nereid-edgehub-tls"
+	TLSSecretName = certs.SecretName
 	// CAConfigMapName is the ConfigMap publishing the CA (key ca.crt) that
 	// LocalControllers trust.
-	CAConfigMapName = "nereid-edgehub-ca"
+	CAConfigMapName = certs.CAConfigMapName
 	// CAKey is the key of the CA certificate in the Secret and the ConfigMap.
-	CAKey = selfcert.CAKey
+	CAKey = certs.CAKey
 )
 
 // Config is the hub's configuration. A zero duration takes its default.
@@ -307,5 +308,15 @@ func (c Config) authConfig(client kubernetes.Interface, m *metrics) auth.Config 
 		ReviewCacheTTL: c.ReviewCacheTTL, MaxCachedReviews: c.MaxCachedReviews,
 		MaxConcurrentReviews: c.MaxConcurrentReviews, ReviewQueueTimeout: c.ReviewQueueTimeout,
 		Clock: c.clock, Verified: m.tokenVerified, Reviewed: m.tokenReviewed,
+	}
+}
+
+// certsConfig is what the serving certificate takes of c (with its
+// defaults).
+func (c Config) certsConfig(client kubernetes.Interface) certs.Config {
+	return certs.Config{
+		Client: client, Namespace: c.Namespace, CertFile: c.CertFile, KeyFile: c.KeyFile,
+		Hostnames: c.Hostnames, CAOutFile: c.CAOutFile, Clock: c.clock,
+		Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, c.Owner.ref()) },
 	}
 }

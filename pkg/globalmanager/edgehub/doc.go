@@ -54,10 +54,10 @@
 // that only what changes: the latest version of an object (two edits before a
 // send go out as one), or a Delete when an object leaves the node's set.
 //
-// Flow control: at most Config.SendWindow (1,000) Upserts and Deletes are
-// sent and unacknowledged at a time; the rest of a difference waits in
-// order, planned afresh at every change so that it goes out at its latest
-// version, and is sent as Acks make room. Between two sends the writer takes
+// Flow control (package window): at most Config.SendWindow (1,000) Upserts
+// and Deletes are sent and unacknowledged at a time; the rest of a
+// difference waits in order, planned afresh at every change so that it goes
+// out at its latest version, and is sent as Acks make room. Between two sends the writer takes
 // the Acks and report results ready, so the reader never waits on it for
 // more than one frame, and a difference of 100,000 objects goes out at the
 // pace the LocalController persists it. Synced follows the last Upsert or
@@ -127,18 +127,22 @@
 // The hub is this package and its parts below it, a package for each job
 // that does not need the connections:
 //
-//	edgehub          the Hub (hub.go), its configuration (config.go), serving
-//	                 certificate (tls.go) and serving label (serving.go); the
-//	                 ending of connections whose identity went (revoke.go,
-//	                 recheck.go); the edge conditions (conditions.go,
-//	                 reach.go); one connection (session.go), its downstream
-//	                 window (window.go) and the check of its reports against
-//	                 what its node runs (reportcheck.go)
+//	edgehub          the Hub (hub.go), its configuration (config.go) and
+//	                 serving label (serving.go); the ending of connections
+//	                 whose identity went (revoke.go, recheck.go); the edge
+//	                 conditions (conditions.go, reach.go); one connection
+//	                 (session.go): its frames read and written, the Upserts
+//	                 and Deletes its window decides (objects.go), and the
+//	                 check of its reports against what its node runs
+//	                 (reportcheck.go)
 //	edgehub/auth     who may connect: tokens verified or reviewed (auth.go,
 //	                 localtoken.go, confirm.go), the DaemonSet rule
 //	                 (daemonset.go), what revokes an identity (revoke.go), the
 //	                 watches of what admits one (watch.go), address limits and
 //	                 the refusal log (addresslimit.go, refusallog.go)
+//	edgehub/certs    the serving certificate: the operator's files, or one
+//	                 generated and kept in a Secret (package selfcert), its CA
+//	                 published in a ConfigMap and a file
 //	edgehub/desired  each node's desired set (desired.go), what the hub knows of
 //	                 each kind it sends (kinds.go), and how an object is encoded
 //	                 for the edge, with its digest (encode.go): no connection
@@ -148,6 +152,9 @@
 //	edgehub/reports  the report pipeline: a connection's lanes, the write turns
 //	                 shared by all, the bound on reports held, their acks, and
 //	                 the appliers' interfaces (ReportApplier, DatasetApplier)
+//	edgehub/window   a connection's downstream window: what is sent, in which
+//	                 order, as Acks make room, and what is sent again; a
+//	                 Sender sends it, so no connection is needed
 //	edgehub/edgehubtest  what the parts' tests share: the tests' LocalController
 //	                 Pods and DaemonSet, and an API server's answers for them
 //

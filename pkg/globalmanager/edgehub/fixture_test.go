@@ -236,7 +236,11 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	ctx, cancel := context.WithCancel(t.Context())
 	f.reg = prometheus.NewRegistry()
 	f.recorder = record.NewFakeRecorder(100)
-	hub, err := New(ctx, f.kube, f.sedna, factory, kinds.All(), WorkerCaches{Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments()}, appliers, f.recorder, f.reg, cfg)
+	hub, err := New(ctx, Deps{
+		Kube: f.kube, Client: f.sedna, Informers: factory, Kinds: kinds.All(),
+		Workers:  WorkerCachesOf(kubeFactory),
+		Appliers: appliers, Recorder: f.recorder, Registerer: f.reg, Config: cfg,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

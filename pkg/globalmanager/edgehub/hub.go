@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +34,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/certs"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
@@ -108,18 +110,43 @@ type WorkerCaches struct {
 	Deployments appsinformers.DeploymentInformer
 }
 
-// New wires the hub to the informers in informers of the kinds of table
-// that travel to the edge, and to the caches of the GlobalManager's
-// children (workers); it adds its indexes and event handlers,
-// so it must be called before the factories start, and starts nothing.
-// Reports go to appliers (see reports.Appliers); events about objects (one that
-// cannot be sent to a node) go to recorder, and the EdgeSynced condition of
-// such an object is written with client. Metrics are registered with reg
-// when it is not nil.
-func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclient.Interface,
-	informers nereidinformers.SharedInformerFactory, table []*kinds.Kind, workers WorkerCaches,
-	appliers reports.Appliers, recorder record.EventRecorder, reg prometheus.Registerer, cfg Config) (*Hub, error) {
-	cfg = cfg.withDefaults()
+// Deps are what the hub is built from.
+type Deps struct {
+	// Kube reviews tokens, reads Nodes, Pods, ServiceAccounts and the
+	// DaemonSet, and writes the Leases, Secret and ConfigMap of
+	// Config.Namespace.
+	Kube kubernetes.Interface
+	// Client writes the EdgeSynced condition of an object that cannot be
+	// sent to a node.
+	Client nereidclient.Interface
+	// Informers caches Nereid's kinds; the hub sends those of Kinds that
+	// travel to the edge.
+	Informers nereidinformers.SharedInformerFactory
+	Kinds     []*kinds.Kind
+	// Workers are the caches of the GlobalManager's children.
+	Workers WorkerCaches
+	// Appliers take the reports (see reports.Appliers).
+	Appliers reports.Appliers
+	// Recorder takes the events about objects (one that cannot be sent to
+	// a node).
+	Recorder record.EventRecorder
+	// Registerer, when not nil, takes the hub's metrics.
+	Registerer prometheus.Registerer
+	Config     Config
+}
+
+// WorkerCachesOf are the worker caches of factory, which caches the
+// GlobalManager's children.
+func WorkerCachesOf(factory kubeinformers.SharedInformerFactory) WorkerCaches {
+	return WorkerCaches{Pods: factory.Core().V1().Pods(), ReplicaSets: factory.Apps().V1().ReplicaSets(), Deployments: factory.Apps().V1().Deployments()}
+}
+
+// New wires the hub to d.Informers for the kinds of d.Kinds that travel to
+// the edge, and to the caches of the GlobalManager's children (workers); it
+// adds its indexes and event handlers, so it must be called before the
+// factories start, and starts nothing.
+func New(ctx context.Context, d Deps) (*Hub, error) {
+	cfg, reg, workers := d.Config.withDefaults(), d.Registerer, d.Workers
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("edge hub configuration: %w", err)
 	}
@@ -127,7 +154,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, client nereidclie
 	if err != nil {
 		return nil, fmt.Errorf("registering edge hub metrics: %w", err)
 	}
-	h := newHub(kubeClient, edgeKinds(table, client, informers), workers.Pods.Informer(), appliers, recorder, m, cfg)
+	h := newHub(d.Kube, edgeKinds(d.Kinds, d.Client, d.Informers), workers.Pods.Informer(), d.Appliers, d.Recorder, m, cfg)
 	if err := h.sets.AddIndexers(); err != nil {
 		return nil, err
 	}
@@ -408,7 +435,7 @@ func (h *Hub) startAuthLoops(ctx context.Context) {
 // listen listens at Config.Address, closes h.ready, and returns the server
 // that is to serve it.
 func (h *Hub) listen(ctx context.Context) (net.Listener, *http.Server, error) {
-	cert, err := h.servingCertificate(ctx)
+	cert, err := certs.Serving(ctx, h.cfg.certsConfig(h.client))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -223,12 +224,55 @@ func holdReview(f *fixture) (release func()) {
 	}
 }
 
+// timerSpy is a fakeClock that tells of each timer NewTimer makes, by its
+// duration.
+type timerSpy struct {
+	*fakeClock
+	timers chan time.Duration
+}
+
+func (c *timerSpy) NewTimer(d time.Duration) clock.Timer {
+	t := c.fakeClock.NewTimer(d)
+	select {
+	case c.timers <- d:
+	default:
+	}
+	return t
+}
+
 func TestReviewsBeyondTheConcurrencyBoundAreToldToComeBack(t *testing.T) {
 	cfg := testConfig
-	cfg.MaxConcurrentReviews, cfg.ReviewQueueTimeout = 1, 200*time.Millisecond
+	// The queue's timeout is on the hub's clock, which the test moves; it
+	// is one no other timer of the hub has, so that its timer is told apart.
+	clk := &timerSpy{fakeClock: newFakeClock(), timers: make(chan time.Duration, 64)}
+	cfg.MaxConcurrentReviews, cfg.ReviewQueueTimeout, cfg.clock = 1, 97*time.Second, clk
 	f := newFixture(t, cfg)
 	release := holdReview(f)
-	conn, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
+	type dialed struct {
+		conn *websocket.Conn
+		resp *http.Response
+		err  error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		conn, resp, err := f.dial(edgehubtest.JWT("token-edge-a", nil))
+		done <- dialed{conn, resp, err}
+	}()
+	// Every review waits in the queue with a timer, the held one's too:
+	// the second is the connection beyond the bound.
+	for queued := 0; queued < 2; {
+		select {
+		case d := <-clk.timers:
+			if d == cfg.ReviewQueueTimeout {
+				queued++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a connection beyond the bound set no timer on the hub's clock to wait in the queue")
+		}
+	}
+	clk.Step(cfg.ReviewQueueTimeout)
+	d := <-done
+	conn, resp, err := d.conn, d.resp, d.err
 	if err == nil {
 		conn.Close()
 		t.Fatal("a connection beyond the bound was reviewed at once")

@@ -16,9 +16,9 @@ import (
 
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/window"
 )
 
 // ReasonUnsendable is the reason of the Warning event on an object that cannot
@@ -31,10 +31,12 @@ const ReasonUnsendable = "EdgeSyncFailed"
 const workerNamesReserve = 64 << 10
 
 // closeGrace is how long a closing connection waits for the peer to answer
-// its close frame before the TCP connection is cut. It is counted on the
-// wall clock (time.Now), as are the connections' read and write deadlines,
-// not on the hub's clock: a net.Conn's deadline is an instant of the wall
-// clock, and a test that moves the hub's clock must not cut connections.
+// its close frame before the TCP connection is cut. The connections' read
+// and write deadlines are counted on the wall clock (time.Now), not on the
+// hub's clock: a net.Conn's deadline is an instant of the wall clock, and a
+// test that moves the hub's clock must not cut connections. The timer that
+// cuts a stopped session's connection is the hub's, as all its timers are;
+// the read deadline still bounds a reader the timer has not yet freed.
 const closeGrace = time.Second
 
 // maxCloseReason is the most a close frame's reason holds (125 bytes of
@@ -146,22 +148,11 @@ type session struct {
 	woken, writing, opened, closed bool
 	writers                        sync.WaitGroup
 	heartbeatDue, resendDue        atomic.Bool
-	unacked                        atomic.Int64 // len(inflight), as the writer last left it
+	unacked                        atomic.Int64 // the window's Inflight, as the writer last left it
 
 	// The writer's own.
-	begun, synced bool                                    // the first sync is made; Synced is sent
-	held          map[edgeproto.ObjectRef]desired.Version // what the LC holds, by its Hello and Acks
-	inflight      map[edgeproto.ObjectRef]*inflight
-	unsendable    map[edgeproto.ObjectRef]desired.Version // versions too large to send, logged once
-	// queue[next:] is the rest of the difference, in the order to send it,
-	// as of the last sync; each goes out when the window has room.
-	queue []queued
-	next  int
-	// sentSeq counts the Upserts and Deletes sent; ackedSeq is the highest
-	// count of one acknowledged, and lastAcked when an Ack last settled
-	// one (or the session began). See resend.
-	sentSeq, ackedSeq uint64
-	lastAcked         time.Time
+	begun, synced bool // the first sync is made; Synced is sent
+	downstream    *window.Window
 }
 
 func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.Conn, hello *edgeproto.Hello, logger klog.Logger) *session {
@@ -169,14 +160,15 @@ func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.
 	s := &session{
 		hub: h, node: id.Node, id: id, conn: conn, logger: logger, hello: hello,
 		ctx: klog.NewContext(ctx, logger), cancel: cancel,
-		done:       make(chan struct{}),
-		dirty:      make(chan struct{}, 1),
-		acks:       make(chan []edgeproto.ObjectVersion, 16),
-		held:       make(map[edgeproto.ObjectRef]desired.Version, len(hello.Inventory)),
-		inflight:   make(map[edgeproto.ObjectRef]*inflight),
-		unsendable: make(map[edgeproto.ObjectRef]desired.Version),
-		lastAcked:  h.clock.Now(),
+		done:  make(chan struct{}),
+		dirty: make(chan struct{}, 1),
+		acks:  make(chan []edgeproto.ObjectVersion, 16),
 	}
+	s.downstream = window.New(window.Config{
+		Size: h.cfg.SendWindow, ResendAfter: h.cfg.ResendAfter, Compare: h.compareRefs,
+		Desired: func() window.Set { return h.sets.Of(s.node) }, Held: hello.Inventory, Out: s, Clock: h.clock,
+		Resent: h.metrics.resends.Inc, Acked: func(d time.Duration) { h.metrics.ackLatency.Observe(d.Seconds()) },
+	})
 	s.reports = reports.NewPipeline(s.ctx, reports.Config{
 		Source: s.source(), LastReportID: hello.LastReportID, Check: s.checkReport, Datasets: h.datasets,
 		Turns: h.turns, Window: h.cfg.ReportWindow, Clock: h.clock,
@@ -187,9 +179,6 @@ func newSession(ctx context.Context, h *Hub, id *auth.Identity, conn *websocket.
 		},
 	})
 	s.checkedAt.Store(h.clock.Now().UnixNano())
-	for _, v := range hello.Inventory {
-		s.held[v.ObjectRef] = desired.VersionOf(v)
-	}
 	return s
 }
 
@@ -280,7 +269,7 @@ func (s *session) stop(code int, reason string) {
 		s.cancel()
 		_ = s.conn.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(code, clipReason(reason)), time.Now().Add(closeGrace))
-		time.AfterFunc(closeGrace, func() { _ = s.conn.Close() })
+		s.hub.clock.AfterFunc(closeGrace, func() { _ = s.conn.Close() })
 	})
 }
 
@@ -401,16 +390,16 @@ func (s *session) write() error {
 	var err error
 	if !s.begun {
 		s.begun = true
-		err = s.sync(nil)
+		err = s.downstream.Sync(nil)
 	}
 	for {
-		if err == nil && !s.synced && s.queued() == 0 {
+		if err == nil && !s.synced && s.downstream.Queued() == 0 {
 			// Everything of the difference is sent, if not yet acknowledged:
 			// the LC applies frames in order, so by the time it reads Synced
 			// its store holds the node's set.
 			err = s.send(&edgeproto.Synced{})
 			s.synced = true
-			s.logger.V(2).Info("Edge node synced", "held", len(s.held), "inflight", len(s.inflight))
+			s.logger.V(2).Info("Edge node synced", "held", s.downstream.Held(), "inflight", s.downstream.Inflight())
 		}
 		if err != nil {
 			if s.ctx.Err() != nil {
@@ -418,8 +407,8 @@ func (s *session) write() error {
 			}
 			return err
 		}
-		s.hub.links.SetUnacked(s.link, len(s.inflight))
-		s.unacked.Store(int64(len(s.inflight)))
+		s.hub.links.SetUnacked(s.link, s.downstream.Inflight())
+		s.unacked.Store(int64(s.downstream.Inflight()))
 
 		// A heartbeat or resend that is due goes first: a stream of changes
 		// or Acks must not hold them back.
@@ -430,21 +419,21 @@ func (s *session) write() error {
 			err = s.send(&edgeproto.Heartbeat{Time: s.hub.clock.Now()})
 			continue
 		case s.resendDue.Swap(false):
-			err = s.resend()
+			err = s.downstream.Resend()
 			continue
 		}
 		select {
 		case <-s.dirty:
-			err = s.sync(nil)
+			err = s.downstream.Sync(nil)
 		case acks := <-s.acks:
-			s.ack(acks)
+			s.downstream.Ack(acks)
 		case <-s.reports.Ready():
 			err = s.ackReports()
 		default:
-			if s.queued() == 0 || len(s.inflight) >= s.hub.cfg.SendWindow {
+			if s.downstream.Queued() == 0 || s.downstream.Full() {
 				return nil
 			}
-			err = s.fill()
+			err = s.downstream.Fill()
 		}
 	}
 }

@@ -130,9 +130,8 @@ func Start(ctx context.Context, cfg Config, c Clients, table []*kinds.Kind, metr
 		if err != nil {
 			return err
 		}
-		hub, err = edgehub.New(ctx, c.Kube, c.Nereid, factory, served, edgehub.WorkerCaches{
-			Pods: kubeFactory.Core().V1().Pods(), ReplicaSets: kubeFactory.Apps().V1().ReplicaSets(), Deployments: kubeFactory.Apps().V1().Deployments(),
-		}, appliers, recorder, reg, cfg.Hub)
+		hub, err = edgehub.New(ctx, edgehub.Deps{Kube: c.Kube, Client: c.Nereid, Informers: factory, Kinds: served, Workers: edgehub.WorkerCachesOf(kubeFactory),
+			Appliers: appliers, Recorder: recorder, Registerer: reg, Config: cfg.Hub})
 		if err != nil {
 			return fmt.Errorf("building the edge hub: %w", err)
 		}

@@ -269,12 +269,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Ide
 		a.waiting.Add(-1)
 		return nil, a.busy()
 	}
-	wait := time.NewTimer(a.queueTimeout)
+	wait := a.clock.NewTimer(a.queueTimeout)
 	defer wait.Stop()
 	defer a.waiting.Add(-1)
 	select {
 	case a.slots <- struct{}{}:
-	case <-wait.C:
+	case <-wait.C():
 		return nil, a.busy()
 	case <-ctx.Done():
 		return nil, &Refusal{Status: http.StatusServiceUnavailable, Metric: RefusedBusy, RetryAfter: 5,

@@ -1,6 +1,7 @@
-package edgehub
+package certs
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"os"
 	"path/filepath"
@@ -13,11 +14,12 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
-// tlsHub is a hub with just what servingCertificate uses.
-func tlsHub(kube *kubefake.Clientset, cfg Config) *Hub {
-	cfg.Namespace = hubNS
-	cfg = cfg.withDefaults()
-	return &Hub{client: kube, cfg: cfg, clock: cfg.clock}
+const ns = "nereid-system"
+
+// serving is the certificate served with cfg, in ns, kept with kube.
+func serving(t *testing.T, kube *kubefake.Clientset, cfg Config) (tls.Certificate, error) {
+	cfg.Client, cfg.Namespace = kube, ns
+	return Serving(t.Context(), cfg)
 }
 
 func TestReplicasRacingConvergeOnOneGeneratedCertificate(t *testing.T) {
@@ -30,7 +32,7 @@ func TestReplicasRacingConvergeOnOneGeneratedCertificate(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range replicas {
 		wg.Go(func() {
-			cert, err := tlsHub(kube, cfg).servingCertificate(t.Context())
+			cert, err := serving(t, kube, cfg)
 			if err != nil {
 				t.Errorf("replica %d: %v", i, err)
 				return
@@ -45,7 +47,7 @@ func TestReplicasRacingConvergeOnOneGeneratedCertificate(t *testing.T) {
 		}
 	}
 
-	secret, err := kube.CoreV1().Secrets(hubNS).Get(t.Context(), TLSSecretName, metav1.GetOptions{})
+	secret, err := kube.CoreV1().Secrets(ns).Get(t.Context(), SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestReplicasRacingConvergeOnOneGeneratedCertificate(t *testing.T) {
 			t.Errorf("secret lacks %s", k)
 		}
 	}
-	cm, err := kube.CoreV1().ConfigMaps(hubNS).Get(t.Context(), CAConfigMapName, metav1.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), CAConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,19 +86,19 @@ func TestReplicasRacingConvergeOnOneGeneratedCertificate(t *testing.T) {
 
 func TestCertificateLackingANameIsReissuedByTheSameCA(t *testing.T) {
 	kube := kubefake.NewClientset()
-	if _, err := tlsHub(kube, Config{}).servingCertificate(t.Context()); err != nil {
+	if _, err := serving(t, kube, Config{}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := kube.CoreV1().Secrets(hubNS).Get(t.Context(), TLSSecretName, metav1.GetOptions{})
+	before, err := kube.CoreV1().Secrets(ns).Get(t.Context(), SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	cert, err := tlsHub(kube, Config{Hostnames: []string{"gm.example"}}).servingCertificate(t.Context())
+	cert, err := serving(t, kube, Config{Hostnames: []string{"gm.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := kube.CoreV1().Secrets(hubNS).Get(t.Context(), TLSSecretName, metav1.GetOptions{})
+	after, err := kube.CoreV1().Secrets(ns).Get(t.Context(), SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
