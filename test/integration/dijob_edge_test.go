@@ -18,7 +18,8 @@ import (
 // TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown: a collector on an edge
 // node whose link is down, seen failed meanwhile (as the node controller may
 // report it), neither restarts the job nor counts as lost until the grace
-// ends; then it is a failure like any other.
+// ends; then it is a failure like any other. Meanwhile the job's EdgeLinked
+// condition and EDGE column say the link is down, and back once it is.
 func TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown(t *testing.T) {
 	ns := framework.Namespace(t)
 	const grace = 20 * time.Second
@@ -68,6 +69,26 @@ func TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown(t *testing.T) {
 	lc.Stop(t)
 	framework.Eventually(t, 30*time.Second, "edge-0's link down", link(links.LinkDisconnected))
 	down := time.Now()
+	// The job says so at once, in its EdgeLinked condition and kubectl
+	// get's EDGE column, with nothing else changed (the Lease is watched).
+	linkSays := func(status corev1.ConditionStatus, reason, message string) func(j *div2.DIJob) bool {
+		return func(j *div2.DIJob) bool {
+			for _, c := range j.Status.Conditions {
+				if c.Type == div2.ConditionEdgeLinked {
+					return c.Status == status && c.Reason == reason && strings.Contains(c.Message, message)
+				}
+			}
+			return false
+		}
+	}
+	waitForDIJob(t, ns, diExample, "EdgeLinked to say edge-0's link is down",
+		linkSays(corev1.ConditionFalse, links.ReasonLinkDown, "the link of edge node edge-0 is down since"))
+	if took := time.Since(down); took > 10*time.Second {
+		t.Errorf("the job said edge-0's link is down %s after its Lease did, want within 10 s", took)
+	}
+	if out, err := framework.Kubectl(t, "get", "dijob", "-n", ns, diExample); err != nil || !strings.Contains(out, "EDGE") || !strings.Contains(out, links.ReasonLinkDown) {
+		t.Errorf("kubectl get dijob: %v\n%s\nwant an EDGE column saying %s", err, out, links.ReasonLinkDown)
+	}
 	setPodPhase(t, ns, onEdge0.Name, corev1.PodFailed, "node edge-0 lost")
 	job = waitForDIJob(t, ns, diExample, "the collector held", func(j *div2.DIJob) bool {
 		return strings.Contains(conditionOf(j, div2.JobRunning), onEdge0.Name+" on edge-0 (held until")
@@ -80,4 +101,9 @@ func TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown(t *testing.T) {
 	if held := time.Since(down); held < grace-2*time.Second {
 		t.Errorf("the job restarted %v after the link went down, before the grace %v", held, grace)
 	}
+	// Back, the job says so.
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForDIJob(t, ns, diExample, "EdgeLinked to say the links are back", linkSays(corev1.ConditionTrue, links.ReasonLinked, ""))
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/internal/cached"
@@ -22,13 +23,15 @@ import (
 // ConditionEdgeLinked says whether every node an object needs a
 // LocalController on has one connected: a Dataset's node, the nodes of a
 // job's Datasets, and the edge nodes its workers are pinned to or run on.
-// A Dataset is told only of what the cluster's shape decides (no such node,
-// a node LocalControllers do not serve); a job also of a link that is down
-// or never came up.
+// A job is told of a link that is down or never came up at once; a Dataset
+// of no such node, a node LocalControllers do not serve, or one no
+// LocalController ever connected from at once, and of a link that is down
+// only once it has been down for as long as a Lease lasts (datasetTold).
 // False names each node that has none and why; it goes True again once they
 // all have. An object that never missed one has no such condition: the hub
-// writes nothing for objects whose nodes are all linked.
-const ConditionEdgeLinked = "EdgeLinked"
+// writes nothing for objects whose nodes are all linked. The DIJob
+// controller sets the same condition on DIJobs (links.ConditionEdgeLinked).
+const ConditionEdgeLinked = links.ConditionEdgeLinked
 
 // The reasons of ConditionEdgeLinked, the first that applies to any node.
 const (
@@ -39,9 +42,9 @@ const (
 	// has ever connected from it.
 	ReasonNoLocalController = "NoLocalController"
 	// ReasonLinkDown: the node's LocalController was connected and is not.
-	ReasonLinkDown = "LinkDown"
+	ReasonLinkDown = links.ReasonLinkDown
 	// ReasonLinked: every node has its LocalController connected again.
-	ReasonLinked = "Linked"
+	ReasonLinked = links.ReasonLinked
 )
 
 // DefaultReachPeriod is how often the hub looks at every object's nodes.
@@ -53,12 +56,31 @@ const nodeCacheTTL = 10 * time.Second
 
 // nodeReach is why a node fails an object; reason "" is a node that serves.
 // link marks what the node's link says (down, or never up) rather than the
-// cluster's shape: jobs are told it, Datasets are not (a node may hold
-// thousands, and a LocalController's restart would write every one of them
-// twice; their jobs, and the node's Lease, say it).
+// cluster's shape, and since when it has said so (zero: never up, or not
+// known). Jobs are told it at once; Datasets only once it has lasted
+// linkSettle (datasetTold).
 type nodeReach struct {
 	reason, why string
 	link        bool
+	since       time.Time
+}
+
+// datasetTold says whether a Dataset is told of j at now. A node may hold
+// thousands of Datasets, so a link's blip must not write each of them
+// twice: a Dataset hears of a link that is down only once it has been down
+// for settle (the Lease's duration), which bounds the writes to two per
+// Dataset per outage that long. What the cluster's shape says (no such
+// node, a node LocalControllers do not serve, no LocalController ever
+// connected) does not flap, and is told at once.
+func (j nodeReach) datasetTold(now time.Time, settle time.Duration) bool {
+	return !j.link || j.since.IsZero() || now.Sub(j.since) >= settle
+}
+
+// linkSettle is as long as a Lease lasts: the hub takes a node's silence
+// for a loss only after it (a hub that just started), and tells Datasets of
+// a link down only after it.
+func (r *reach) linkSettle() time.Duration {
+	return r.hub.cfg.ReadTimeout + r.hub.cfg.LeaseUpdatePeriod
 }
 
 // readNode is what the hub read of a node outside its edge nodes' cache.
@@ -72,6 +94,10 @@ type readNode struct {
 type reach struct {
 	hub     *Hub
 	started time.Time
+	// edgeNodes caches the nodes LocalControllers serve; state is a node's
+	// link as the hub knows it (links.Writer.State).
+	edgeNodes cache.Store
+	state     func(node string) (connected bool, lastHeard time.Time, known bool)
 	// nodes caches node reads for nodeCacheTTL; the scan is its only user.
 	nodes map[string]readNode
 	// reads is how many nodes this scan may still read: node names come
@@ -91,7 +117,8 @@ func (h *Hub) runReach(ctx context.Context) {
 	if h.cfg.ReachPeriod < 0 {
 		return
 	}
-	r := &reach{hub: h, started: h.clock.Now(), nodes: map[string]readNode{}}
+	r := &reach{hub: h, started: h.clock.Now(), nodes: map[string]readNode{},
+		edgeNodes: h.auth.Caches().EdgeNodes, state: h.links.State}
 	for ctx.Err() == nil {
 		r.scan(ctx)
 		select {
@@ -134,7 +161,7 @@ func (r *reach) scan(ctx context.Context) {
 			}
 			failing := map[string]nodeReach{}
 			for node, pinned := range r.neededNodes(ctx, k, obj, onEdge[string(obj.GetUID())]) {
-				if j := judge(node, pinned); j.reason != "" && (k.Workers || !j.link) {
+				if j := judge(node, pinned); j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())) {
 					failing[node] = j
 				}
 			}
@@ -210,7 +237,7 @@ func (r *reach) podNodes() map[string][]string {
 // edgeNode says whether node is one the hub's node selector picks (so one
 // LocalControllers serve), from the hub's cache of them.
 func (r *reach) edgeNode(node string) (*corev1.Node, bool) {
-	return cached.Get[*corev1.Node](r.hub.auth.Caches().EdgeNodes, node)
+	return cached.Get[*corev1.Node](r.edgeNodes, node)
 }
 
 // nodeExists reads a node the hub does not watch, at most once per
@@ -247,40 +274,36 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 			"node %s runs no LocalController: LocalControllers serve the nodes matching %q (the chart's localController.nodeSelector; localController.everyNode=true runs them on every node, as Sedna does)",
 			node, r.hub.cfg.NodeSelector)}
 	}
-	connected, lastHeard, known := r.hub.links.State(node)
+	connected, lastHeard, known := r.state(node)
 	if connected {
 		return nodeReach{}
 	}
-	since := ""
+	var since time.Time
 	if known {
 		// A LocalController that restarts is back within a heartbeat.
 		if now.Sub(lastHeard) < r.hub.cfg.HeartbeatPeriod {
 			return nodeReach{}
 		}
-		since = lastHeard.UTC().Format(time.RFC3339)
+		since = lastHeard
 	} else {
 		// A hub that just started waits for the nodes to reconnect, as
 		// long as a Lease lasts, before it takes their silence for a
 		// loss; then the Lease says when the node was last heard from.
-		if now.Sub(r.started) < r.hub.cfg.ReadTimeout+r.hub.cfg.LeaseUpdatePeriod || r.reads <= 0 {
+		if now.Sub(r.started) < r.linkSettle() || r.reads <= 0 {
 			return nodeReach{} // or its Lease is read by a later scan
 		}
 		r.reads--
 		down, heard, ok := r.lease(ctx, node, now)
 		switch {
 		case !ok:
-			return nodeReach{ReasonNoLocalController, fmt.Sprintf("no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node), true}
+			return nodeReach{reason: ReasonNoLocalController, link: true, why: fmt.Sprintf(
+				"no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node)}
 		case !down:
 			return nodeReach{}
-		case !heard.IsZero():
-			since = heard.UTC().Format(time.RFC3339)
 		}
+		since = heard
 	}
-	why := fmt.Sprintf("the link of edge node %s is down", node)
-	if since != "" {
-		why += " since " + since
-	}
-	return nodeReach{ReasonLinkDown, why, true}
+	return nodeReach{reason: ReasonLinkDown, why: links.DownMessage(node, since), link: true, since: since}
 }
 
 // lease reads node's Lease: whether its link is down and when it was last
@@ -307,7 +330,7 @@ func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
 	if len(failing) == 0 {
 		if status == corev1.ConditionFalse {
 			r.hub.conditions.wants(ref, syncCondition{typ: ConditionEdgeLinked, ok: true, reason: ReasonLinked,
-				message: "every node it needs a LocalController on has one connected", eventType: corev1.EventTypeNormal})
+				message: links.LinkedMessage, eventType: corev1.EventTypeNormal})
 		}
 		return
 	}

@@ -2,11 +2,19 @@ package edgehub
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 // TestReachReadsABoundedNumberOfNodesAScan: node names come from objects
@@ -29,5 +37,127 @@ func TestReachReadsABoundedNumberOfNodesAScan(t *testing.T) {
 	r.nodeExists(t.Context(), "node-0")
 	if got := len(kube.Actions()); got != nodeReadsPerScan {
 		t.Errorf("node-0 read again within %s (%d reads)", nodeCacheTTL, got)
+	}
+}
+
+// TestReachJudgesEachNodeByItsRules: why a node fails an object, by the
+// rules of judge: what the cluster's shape says first, then the link.
+func TestReachJudgesEachNodeByItsRules(t *testing.T) {
+	start := time.Unix(10000, 0)
+	cfg := Config{NodeSelector: "node-role/edge=", HeartbeatPeriod: 10 * time.Second, ReadTimeout: 30 * time.Second, LeaseUpdatePeriod: 10 * time.Second}
+	settle := cfg.ReadTimeout + cfg.LeaseUpdatePeriod
+	type link struct {
+		connected, known bool
+		heard            time.Time
+	}
+	lease := func(node, state string, renew time.Time) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: links.LeaseName(node), Namespace: "hub",
+			Annotations: map[string]string{links.AnnotationLink: state}}}
+		if !renew.IsZero() {
+			l.Spec.RenewTime = &metav1.MicroTime{Time: renew}
+		}
+		return l
+	}
+	cases := map[string]struct {
+		node         string
+		pinned, edge bool
+		cloudNode    bool // the node exists, outside the edge nodes
+		link         link
+		lease        *coordinationv1.Lease
+		sinceStart   time.Duration
+		wantReason   string
+		wantWhy      string
+		wantLink     bool
+	}{
+		"a node that does not exist": {
+			node: "gone", pinned: true, sinceStart: time.Hour,
+			wantReason: ReasonNoSuchNode, wantWhy: "no node gone exists",
+		},
+		"a worker the scheduler put on a cloud node": {
+			node: "cloud-0", cloudNode: true, sinceStart: time.Hour,
+		},
+		"a cloud node an object names": {
+			node: "cloud-0", pinned: true, cloudNode: true, sinceStart: time.Hour,
+			wantReason: ReasonNoLocalController, wantWhy: `node cloud-0 runs no LocalController: LocalControllers serve the nodes matching "node-role/edge="`,
+		},
+		"an edge node connected": {
+			node: "edge-0", edge: true, link: link{connected: true, known: true, heard: start}, sinceStart: time.Hour,
+		},
+		"an edge node that left less than a heartbeat ago": {
+			node: "edge-0", edge: true, link: link{known: true, heard: start.Add(time.Hour - 5*time.Second)}, sinceStart: time.Hour,
+		},
+		"an edge node that left a heartbeat ago": {
+			node: "edge-0", edge: true, link: link{known: true, heard: start.Add(time.Hour - time.Minute)}, sinceStart: time.Hour,
+			wantReason: ReasonLinkDown, wantWhy: "the link of edge node edge-0 is down since " + start.Add(time.Hour-time.Minute).UTC().Format(time.RFC3339), wantLink: true,
+		},
+		"an edge node unknown to a hub that just started": {
+			node: "edge-0", edge: true, sinceStart: settle - time.Second,
+		},
+		"an edge node that never connected": {
+			node: "edge-0", edge: true, sinceStart: settle,
+			wantReason: ReasonNoLocalController, wantWhy: "no LocalController has connected from edge node edge-0", wantLink: true,
+		},
+		"an edge node whose Lease says disconnected": {
+			node: "edge-0", edge: true, sinceStart: settle, lease: lease("edge-0", links.LinkDisconnected, start.Add(-time.Hour)),
+			wantReason: ReasonLinkDown, wantWhy: "the link of edge node edge-0 is down since " + start.Add(-time.Hour).UTC().Format(time.RFC3339), wantLink: true,
+		},
+		"an edge node whose Lease says connected": {
+			node: "edge-0", edge: true, sinceStart: settle, lease: lease("edge-0", links.LinkConnected, start.Add(settle-time.Second)),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.cloudNode || tc.edge {
+				objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.node}})
+			}
+			if tc.lease != nil {
+				objs = append(objs, tc.lease)
+			}
+			edgeNodes := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			if tc.edge {
+				if err := edgeNodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.node}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := cfg
+			c.Namespace = "hub"
+			now := start.Add(tc.sinceStart)
+			r := &reach{
+				hub: &Hub{client: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(now), cfg: c}, started: start,
+				nodes: map[string]readNode{}, reads: nodeReadsPerScan, edgeNodes: edgeNodes,
+				state: func(string) (bool, time.Time, bool) { return tc.link.connected, tc.link.heard, tc.link.known },
+			}
+			got := r.judge(t.Context(), tc.node, tc.pinned, now)
+			if got.reason != tc.wantReason || !strings.Contains(got.why, tc.wantWhy) || got.link != tc.wantLink {
+				t.Errorf("judge(%s) = %+v, want reason %q, why containing %q, link %v", tc.node, got, tc.wantReason, tc.wantWhy, tc.wantLink)
+			}
+		})
+	}
+}
+
+// TestReachTellsADatasetOfALinkDownOnlyOnceItLasted: a Dataset hears at
+// once what the cluster's shape says, but of a link that is down only once
+// it has been down as long as a Lease lasts; a blip writes nothing.
+func TestReachTellsADatasetOfALinkDownOnlyOnceItLasted(t *testing.T) {
+	now := time.Unix(10000, 0)
+	const settle = 40 * time.Second
+	cases := map[string]struct {
+		j    nodeReach
+		want bool
+	}{
+		"no such node":                 {nodeReach{reason: ReasonNoSuchNode}, true},
+		"a node not served":            {nodeReach{reason: ReasonNoLocalController}, true},
+		"never connected":              {nodeReach{reason: ReasonNoLocalController, link: true}, true},
+		"down for less than the Lease": {nodeReach{reason: ReasonLinkDown, link: true, since: now.Add(-settle + time.Second)}, false},
+		"down for the Lease":           {nodeReach{reason: ReasonLinkDown, link: true, since: now.Add(-settle)}, true},
+		"down since a time not known":  {nodeReach{reason: ReasonLinkDown, link: true}, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.j.datasetTold(now, settle); got != tc.want {
+				t.Errorf("datasetTold = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

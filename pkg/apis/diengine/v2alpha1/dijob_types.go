@@ -20,6 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Reschedules",type=integer,JSONPath=`.status.reschedules`
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the job is in its phase: TooManyReplicas waits for a person, InsufficientResources and WaitingForQuota for room"
+// +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="LinkDown while an edge node its pods are on has lost its link to the cloud (the condition names the nodes and since when); Linked once they are back; empty while it never missed one"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine: tasks
@@ -228,8 +229,10 @@ type TaskStatus map[corev1.PodPhase]int32
 // DI-orchestrator's; Scheduled, whether its pods are placed (False with
 // reason WaitingForGang while its gang waits); and Admitted, whether the
 // namespace's ResourceQuotas hold it (False with reason WaitingForQuota
-// while it waits; none without quotas).
-// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted
+// while it waits; none without quotas); and EdgeLinked, whether the edge
+// nodes its pods are on have their link to the cloud (False with reason
+// LinkDown naming the nodes and since when; none while it never missed one).
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted;EdgeLinked
 type ConditionType string
 
 const (
@@ -237,12 +240,15 @@ const (
 	ConditionScheduled ConditionType = "Scheduled"
 	// ConditionAdmitted says whether the namespace's quotas hold the job.
 	ConditionAdmitted ConditionType = "Admitted"
+	// ConditionEdgeLinked says whether every edge node the job's pods are
+	// on has its link to the cloud, as Sedna's kinds' EdgeLinked does.
+	ConditionEdgeLinked ConditionType = "EdgeLinked"
 )
 
 // JobCondition is one observation of a DIJob; its type is a phase,
-// Scheduled or Admitted.
+// Scheduled, Admitted or EdgeLinked.
 type JobCondition struct {
-	// The phase this condition is about, Scheduled or Admitted.
+	// The phase this condition is about, Scheduled, Admitted or EdgeLinked.
 	Type ConditionType `json:"type"`
 	// True, False or Unknown.
 	Status corev1.ConditionStatus `json:"status"`

@@ -9,6 +9,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 // SetJobCondition sets the condition of c's type, keeping one entry per type.
@@ -118,4 +119,24 @@ func ClipConditionMessage(msg string) string {
 // in all: a status field of bounded size that shows it was cut.
 func ClipText(s string, limit int) string {
 	return edgeproto.Clip(s, limit, sednav1.TruncatedSuffix)
+}
+
+// ReasonEdgeLinkDown is the reason of a condition that would say all is
+// well (a job's workers all running, a service Ready) while the owner's
+// EdgeLinked condition says a node it needs has no LocalController
+// connected.
+const ReasonEdgeLinkDown = "EdgeLinkDown"
+
+// AllWellUnlessLinkDown is the condition of condType saying all is well
+// (reason, message), unless conds hold an EdgeLinked condition that is
+// False (the edge hub's): then it is Unknown, with reason EdgeLinkDown and
+// that condition's message, since the cloud knows the workers there only
+// as they were when it last heard from their node.
+func AllWellUnlessLinkDown(owner metav1.Object, conds []sednav1.JobCondition, condType, reason, message string) sednav1.JobCondition {
+	c := JobConditionFor(owner, condType, true, reason, message)
+	if l := FindJobCondition(conds, links.ConditionEdgeLinked); l != nil && l.Status == corev1.ConditionFalse {
+		c.Status, c.Reason = corev1.ConditionUnknown, ReasonEdgeLinkDown
+		c.Message = ClipConditionMessage(message + " as the cloud last heard, but " + l.Message)
+	}
+	return c
 }

@@ -22,7 +22,7 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 	found := false
 	for i := range status.Conditions {
 		c := &status.Conditions[i]
-		if c.Type == div2.ConditionScheduled || c.Type == div2.ConditionAdmitted {
+		if !isPhase(c.Type) {
 			continue // not a phase
 		}
 		if c.Type == div2.ConditionType(phase) {
@@ -52,6 +52,12 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 		return nil
 	}
 	return []common.Event{{Type: eventType, Reason: string(phase), Message: message}}
+}
+
+// isPhase says whether a condition of type t is a phase's, rather than
+// Scheduled, Admitted or EdgeLinked, which setPhase leaves as they are.
+func isPhase(t div2.ConditionType) bool {
+	return t != div2.ConditionScheduled && t != div2.ConditionAdmitted && t != div2.ConditionEdgeLinked
 }
 
 // conditionMessage is the message of the condition of a phase, "" without one.

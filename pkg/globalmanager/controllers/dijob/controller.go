@@ -53,8 +53,13 @@ type Config struct {
 	// Allocation places replicas with an allocator policy; nil leaves them
 	// to the Kubernetes scheduler.
 	Allocation *Allocation
-	// Links says whether an edge node's link is down; nil holds no pod.
+	// Links says whether an edge node's link is down; nil holds no pod and
+	// sets no EdgeLinked condition.
 	Links LinkChecker
+	// LinkLeases, when set, is the cache of the link Leases Links reads: a
+	// link that goes down or comes back re-syncs the jobs with pods on its
+	// node, so their EdgeLinked condition follows within seconds.
+	LinkLeases cache.SharedIndexInformer
 	// EdgeLinkGrace is how long a replica on an edge node whose link is
 	// down is held as running, and how long its pod tolerates the node's
 	// unreachable and not-ready taints before eviction.
@@ -136,6 +141,13 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		return nil, err
 	}
 	c.synced = append(c.synced, d.Gangs.Watch(jobKind, batched), d.Admission.Watch(jobKind, c.queue.Add))
+	if config.LinkLeases != nil {
+		synced, err := c.watchLinks(config.LinkLeases, podInformer.Informer())
+		if err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, synced...)
+	}
 	return c, nil
 }
 

@@ -71,6 +71,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		pods = append(pods, s.PodsMade()...)
 		if !finished(sc.status.Phase) {
 			events = append(events, setScheduled(sc.status, sc.plan.Status(wantedPods(sc.wanted, pods), len(sc.wanted)), sc.now)...)
+			events = append(events, sc.setEdgeLinked()...)
 		}
 	}
 	c.count(job, sc.wanted, sc.status, pods)
@@ -108,11 +109,12 @@ type syncCtx struct {
 	haveService bool
 
 	// What observe read of the pods.
-	hashes  map[string]string // each task's template hash
-	live    []*corev1.Pod     // the pods not being deleted
-	failed  *corev1.Pod       // the first live pod that failed, not held
-	holding []held            // live pods an edge link holds as running
-	isHeld  map[string]bool   // their names
+	hashes  map[string]string    // each task's template hash
+	live    []*corev1.Pod        // the pods not being deleted
+	failed  *corev1.Pod          // the first live pod that failed, not held
+	holding []held               // live pods an edge link holds as running
+	links   map[string]linkState // the link of each node a live pod is on
+	isHeld  map[string]bool      // their names
 
 	// What decide read of a move: the number a live pod is marked with.
 	moveN      int32
@@ -174,16 +176,16 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncCtx) ([]common.Event
 	return sc.phase(), sc.actErr
 }
 
-// observe reads the job's pods: each task's template hash, then the pods
-// sorted by sortPods, an edge node's link read once per sync.
+// observe reads the job's pods: each task's template hash, the link of
+// each node they are on, then the pods sorted by sortPods.
 func (c *Controller) observe(ctx context.Context, sc *syncCtx) error {
 	hashes, err := taskHashes(sc.job)
 	if err != nil {
 		return fmt.Errorf("building pods of %s: %w", sc.key, err)
 	}
 	sc.hashes = hashes
-	links := map[string]linkState{}
-	sc.sortPods(func(p *corev1.Pod) (held, bool) { return c.heldByLink(ctx, sc.key, p, sc.now.Time, links) })
+	sc.links = c.readLinks(ctx, sc.pods, sc.now.Time)
+	sc.sortPods(func(p *corev1.Pod) (held, bool) { return c.heldByLink(ctx, sc.key, p, sc.now.Time, sc.links) })
 	return nil
 }
 

@@ -25,6 +25,7 @@ import (
 	difake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
 	diinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -390,10 +391,10 @@ func TestScaleSubresourceSetsTheOnlyTask(t *testing.T) {
 	}
 }
 
-// links is a LinkChecker whose down nodes went down at the given times.
-type links map[string]time.Time
+// downLinks is a LinkChecker whose down nodes went down at the given times.
+type downLinks map[string]time.Time
 
-func (l links) LinkDown(_ context.Context, node string, _ time.Time) (bool, time.Time, error) {
+func (l downLinks) LinkDown(_ context.Context, node string, _ time.Time) (bool, time.Time, error) {
 	since, ok := l[node]
 	return ok, since, nil
 }
@@ -430,7 +431,7 @@ func TestACollectorBehindADownEdgeLinkIsHeldForTheGrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, job, pods...)
-			f.c.config.Links = links{"node-collector": tc.downSince}
+			f.c.config.Links = downLinks{"node-collector": tc.downSince}
 			_, deleted := f.sync(t, job)
 			st := f.status(t, job)
 			if st.Phase != tc.phase || st.Restarts != tc.restarts {
@@ -653,5 +654,78 @@ func TestAMarkNotYetInTheCacheDecidesNothingAgain(t *testing.T) {
 	}
 	if st := f.status(t, restarting); st.Phase != div2.JobRestarting || st.Restarts != 1 {
 		t.Fatalf("with the restart's mark not yet seen: phase %s restarts %d, want Restarting 1", st.Phase, st.Restarts)
+	}
+}
+
+// TestADIJobSaysWhichEdgeLinksAreDownAndWhenTheyReturn: a running job whose
+// pod is on an edge node whose link is down says so in its EdgeLinked
+// condition, in the words Sedna's kinds use, with a Warning; its phase
+// stays Running. Back, the condition is True and a Normal event says so.
+func TestADIJobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
+	if links.ConditionEdgeLinked != string(div2.ConditionEdgeLinked) {
+		t.Fatalf("DIJob's EdgeLinked %q is not the hub's %q", div2.ConditionEdgeLinked, links.ConditionEdgeLinked)
+	}
+	job := exampleJob(t)
+	made, _ := newFixture(t, job).sync(t, job)
+	pods := withPhase(made, corev1.PodRunning)
+	down := time.Unix(900, 0)
+
+	f := newFixture(t, job, pods...)
+	recorder := f.c.syncer.Recorder.(*record.FakeRecorder)
+	f.c.config.Links = downLinks{"node-collector": down}
+	f.sync(t, job)
+	st := f.status(t, job)
+	c := findCondition(st, div2.ConditionEdgeLinked)
+	want := "the link of edge node node-collector is down since " + down.UTC().Format(time.RFC3339)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != links.ReasonLinkDown || c.Message != want {
+		t.Fatalf("EdgeLinked %+v, want False %s %q", c, links.ReasonLinkDown, want)
+	}
+	if st.Phase != div2.JobRunning {
+		t.Errorf("phase %s with a link down, want Running", st.Phase)
+	}
+	if ev := drain(recorder); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Warning LinkDown "+want) }) {
+		t.Errorf("events %q, want a Warning LinkDown naming the node", ev)
+	}
+
+	job.Status = st
+	f = newFixture(t, job, pods...)
+	recorder = f.c.syncer.Recorder.(*record.FakeRecorder)
+	f.c.config.Links = downLinks{}
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionEdgeLinked); c == nil || c.Status != corev1.ConditionTrue || c.Reason != links.ReasonLinked {
+		t.Errorf("EdgeLinked %+v once the link is back, want True %s", c, links.ReasonLinked)
+	}
+	if ev := drain(recorder); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Normal Linked") }) {
+		t.Errorf("events %q, want a Normal Linked", ev)
+	}
+
+	// A job that never missed a link has no such condition.
+	f = newFixture(t, exampleJob(t), pods...)
+	f.c.config.Links = downLinks{}
+	f.sync(t, job)
+	if c := findCondition(f.status(t, exampleJob(t)), div2.ConditionEdgeLinked); c != nil {
+		t.Errorf("a job always linked has EdgeLinked %+v, want none", c)
+	}
+}
+
+func findCondition(st div2.DIJobStatus, typ div2.ConditionType) *div2.JobCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// drain is what the recorder recorded so far.
+func drain(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
 	}
 }

@@ -234,7 +234,10 @@ func (c *Controller) setPhase(job *sednav1.FederatedLearningJob, status *sednav1
 		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, false, "Failed", msg), now)
 	case missing == 0 && running == len(workers):
 		status.Phase = sednav1.FLJobRunning
-		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, true, "AllWorkersRunning", fmt.Sprintf("all %d workers are running", len(workers))), now)
+		// A worker behind a link that is down is running as far as the
+		// cloud last heard: Training does not say all is well meanwhile.
+		status.Conditions = common.SetJobCondition(status.Conditions, common.AllWellUnlessLinkDown(job, status.Conditions,
+			condTraining, "AllWorkersRunning", fmt.Sprintf("all %d workers are running", len(workers))), now)
 	default:
 		status.Phase = sednav1.FLJobPending
 	}

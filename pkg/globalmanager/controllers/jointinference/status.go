@@ -100,7 +100,7 @@ func (c *Controller) setStatusFromDeployments(ji *sednav1.JointInferenceService,
 	wasReady := common.IsJobConditionTrue(status.Conditions, condReady)
 	readyMsg := strings.Join(readiness, "; ")
 	if ready {
-		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(ji, condReady, true, "Available", readyMsg), now)
+		status.Conditions = common.SetJobCondition(status.Conditions, common.AllWellUnlessLinkDown(ji, status.Conditions, condReady, "Available", readyMsg), now)
 		if !wasReady {
 			events = append(events, common.Event{Type: corev1.EventTypeNormal, Reason: "Ready", Message: "the edge and cloud workers are available: " + readyMsg})
 		}

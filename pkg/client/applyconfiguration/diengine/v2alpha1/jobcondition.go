@@ -28,9 +28,9 @@ import (
 // with apply.
 //
 // JobCondition is one observation of a DIJob; its type is a phase,
-// Scheduled or Admitted.
+// Scheduled, Admitted or EdgeLinked.
 type JobConditionApplyConfiguration struct {
-	// The phase this condition is about, Scheduled or Admitted.
+	// The phase this condition is about, Scheduled, Admitted or EdgeLinked.
 	Type *dienginev2alpha1.ConditionType `json:"type,omitempty"`
 	// True, False or Unknown.
 	Status *v1.ConditionStatus `json:"status,omitempty"`

@@ -137,6 +137,8 @@ type runner struct {
 	// usage is the allocator's cache of every pod and node, started by the
 	// first DIJob synced.
 	usage kubeinformers.SharedInformerFactory
+	// leases caches the link Leases of the edge namespace.
+	leases kubeinformers.SharedInformerFactory
 }
 
 // build builds the controller, its allocator and the replicas API from the
@@ -147,6 +149,14 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		ServerURL: f.serverURL, ServerTokenAudience: firstOf(command.SplitList(f.serverAudiences)), V1ServerURL: f.v1.url,
 		ClusterDomain: f.clusterDomain, EdgeLinkGrace: f.edgeLinkGrace,
 		Links: links.Reader{Client: d.Kube, Namespace: d.EdgeNamespace},
+	}
+	// A cache of the link Leases, read at every sync and watched so that a
+	// job hears at once that an edge node's link went down or came back.
+	if d.EdgeNamespace != "" {
+		r.leases = kubeinformers.NewSharedInformerFactoryWithOptions(d.Kube, 0, kubeinformers.WithNamespace(d.EdgeNamespace))
+		leases := r.leases.Coordination().V1().Leases()
+		cfg.Links = links.Lister{Leases: leases.Lister(), Namespace: d.EdgeNamespace}
+		cfg.LinkLeases = leases.Informer()
 	}
 	// The allocator must see every pod and node of the cluster, not only
 	// Nereid's children: a cache of its own, of slimmed pods and nodes,
@@ -198,6 +208,14 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 func (r *runner) Run(ctx context.Context, workers int) error {
 	if r.usage != nil {
 		defer r.usage.Shutdown()
+	}
+	if r.leases != nil {
+		leasesCtx, stop := context.WithCancel(ctx)
+		r.leases.Start(leasesCtx.Done())
+		defer func() {
+			stop()
+			r.leases.Shutdown()
+		}()
 	}
 	if r.usage != nil && r.v1Address != "" {
 		// Learners of more than one GPU are placed from it: the v1
