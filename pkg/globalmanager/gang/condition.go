@@ -6,16 +6,19 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 // ConditionScheduled is the type of a job's condition that says whether its
-// pods are placed: False while its gang waits (reason WaitingForGang), True
-// once placed.
+// pods are placed: False while its gang waits (reason WaitingForGang) or,
+// without a gang, while a pod cannot be placed (placement.
+// ReasonUnschedulable); True once placed.
 const ConditionScheduled = "Scheduled"
 
 // Events are what to record when a job's Scheduled condition goes from
 // (was, wasReason; had says it existed) to st: a warning when its
-// annotations stop it (a person must act), a normal event when it starts
+// annotations stop it or a pod of it cannot be placed (a person must act:
+// the node, its taints, the template), a normal event when it starts
 // waiting for its gang (every gang does, for a moment, when it is made)
 // and when its gang is placed. A job without a gang hears nothing: its
 // condition says so once.
@@ -24,7 +27,7 @@ func Events(had, was bool, wasReason string, st Status) []common.Event {
 		return nil
 	}
 	switch st.Reason {
-	case ReasonInvalidGangAnnotation, ReasonGangSchedulerUnavailable:
+	case ReasonInvalidGangAnnotation, ReasonGangSchedulerUnavailable, placement.ReasonUnschedulable:
 		return []common.Event{{Type: corev1.EventTypeWarning, Reason: st.Reason, Message: st.Message}}
 	case ReasonWaitingForGang:
 		return []common.Event{{Type: corev1.EventTypeNormal, Reason: st.Reason, Message: st.Message}}

@@ -8,7 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 func TestGroupNameIsTheJobAndItsKind(t *testing.T) {
@@ -174,7 +177,7 @@ func decorateTemplate() *corev1.Pod {
 func pinnedTemplate() *corev1.Pod {
 	p := decorateTemplate()
 	p.Spec.NodeName = ""
-	p.Annotations[AnnotationPinnedNode] = "edge-1"
+	p.Annotations[placement.AnnotationPinnedNode] = "edge-1"
 	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}},
@@ -285,7 +288,7 @@ func decorateAffinityCases() map[string]decorateCase {
 			want: func() *corev1.Pod {
 				p := template()
 				p.Spec.NodeName = ""
-				p.Annotations[AnnotationPinnedNode] = "edge-1"
+				p.Annotations[placement.AnnotationPinnedNode] = "edge-1"
 				onNode := []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}}
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
@@ -405,9 +408,21 @@ func TestStatusCountsPlacedPods(t *testing.T) {
 		},
 		"without a gang, not yet placed": {
 			flag:  None,
-			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", unschedulable}},
+			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", ""}},
 			count: 2,
 			want:  Status{Reason: ReasonGangSchedulingOff, Message: "--gang-scheduler=none: pods are placed one by one"},
+		},
+		"without a gang, one the scheduler cannot place": {
+			flag:  None,
+			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", unschedulable}},
+			count: 2,
+			want:  Status{Reason: placement.ReasonUnschedulable, Message: "pod w-1 cannot be placed; the scheduler says: " + unschedulable},
+		},
+		"without a gang, one bound to a node that does not exist": {
+			flag:  None,
+			pods:  [][3]string{{"w-0", "edge-9", ""}, {"w-1", "edge-2", ""}},
+			count: 2,
+			want:  Status{Reason: placement.ReasonUnschedulable, Message: "pod w-0 is pinned to node edge-9, which does not exist"},
 		},
 		"an invalid annotation is the status": {
 			flag: Kubernetes, annotations: map[string]string{AnnotationScheduler: "bogus"},
@@ -418,7 +433,8 @@ func TestStatusCountsPlacedPods(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, clusterConfig{flag: tc.flag, apis: all})
+			c := newCluster(t, clusterConfig{flag: tc.flag, apis: all, kube: []runtime.Object{
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-2"}}}})
 			p := c.m.Plan(newJob(tc.annotations, nil), testKind, true)
 			var live []*corev1.Pod
 			for _, po := range tc.pods {
