@@ -1,6 +1,8 @@
 package gang
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -50,4 +52,35 @@ func SetJobCondition(owner metav1.Object, conds []sednav1.JobCondition, st Statu
 		events = Events(true, old.Status == corev1.ConditionTrue, old.Reason, st)
 	}
 	return common.SetJobCondition(conds, common.JobConditionFor(owner, ConditionScheduled, st.Scheduled, st.Reason, st.Message), now), events
+}
+
+// ReasonPlaced is the reason of the Scheduled condition of a job whose
+// pods are placed one by one, never as a gang (a learning cycle's stage
+// and inference pods), once no pod of it is refused a place any more.
+const ReasonPlaced = "Placed"
+
+// Placement is the Scheduled condition of a job whose pods are placed one
+// by one, never as a gang: Unschedulable, naming the pod, its node and
+// why, while one of pods cannot be placed. A nil Manager reads no nodes.
+func (m *Manager) Placement(pods []*corev1.Pod) Status {
+	var nodes *placement.Nodes
+	ctx := context.Background()
+	if m != nil {
+		nodes, ctx = m.nodes, m.context()
+	}
+	if says := nodes.Unplaced(ctx, pods); says != "" {
+		return Status{Reason: placement.ReasonUnschedulable, Message: says}
+	}
+	return Status{Scheduled: true, Reason: ReasonPlaced, Message: "no pod of the job is refused a place"}
+}
+
+// SetPlacementCondition sets the Scheduled condition of a sedna.io job
+// whose pods are placed one by one to st (Placement's) and returns the
+// events its change calls for. A job none of whose pods was ever refused
+// a place has no such condition: it would say nothing on every job.
+func SetPlacementCondition(owner metav1.Object, conds []sednav1.JobCondition, st Status, now metav1.Time) ([]sednav1.JobCondition, []common.Event) {
+	if st.Scheduled && common.FindJobCondition(conds, ConditionScheduled) == nil {
+		return conds, nil
+	}
+	return SetJobCondition(owner, conds, st, now)
 }
