@@ -98,8 +98,8 @@ func (r *Nodes) nodeSays(ctx context.Context, pod *corev1.Pod, node string) stri
 // short says which resource node n has too little of for pod: "" when it
 // has enough of each (or what is requested there is not known).
 func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) string {
-	if requested == nil || len(n.Status.Allocatable) == 0 {
-		return "" // not known, or a node that reports nothing
+	if len(n.Status.Allocatable) == 0 {
+		return "" // a node that reports nothing
 	}
 	asks := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	names := make([]string, 0, len(asks))
@@ -116,6 +116,14 @@ func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) strin
 		allocatable, has := n.Status.Allocatable[corev1.ResourceName(name)]
 		if !has {
 			allocatable = resource.Quantity{}
+		}
+		if requested == nil {
+			// The pods there could not be listed (a GlobalManager of one
+			// namespace sees no others'): what the node has at all.
+			if want.Cmp(allocatable) > 0 {
+				whys = append(whys, fmt.Sprintf("%s: it asks for %s, the node has %s allocatable", name, want.String(), allocatable.String()))
+			}
+			continue
 		}
 		free := allocatable.DeepCopy()
 		used := requested[corev1.ResourceName(name)]
@@ -168,7 +176,7 @@ func (r *Nodes) get(ctx context.Context, node string) nodeRead {
 }
 
 // requested is the sum of what the unfinished pods bound to node ask for,
-// nil when they cannot be listed.
+// nil when they cannot be listed (then only allocatable is judged).
 func (r *Nodes) requested(ctx context.Context, node string) corev1.ResourceList {
 	pods, err := r.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
