@@ -363,9 +363,9 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "EDGE", "AGE"}},
 		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
 		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "EDGE-READY", "CLOUD-READY", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
-		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ROUND", "SLOWEST", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
-		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
-		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ROUND", "SLOWEST", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
+		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
+		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
 	}
 	for kind, tc := range cases {
 		t.Run(kind, func(t *testing.T) {

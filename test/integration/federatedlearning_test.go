@@ -288,6 +288,14 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 		il, err2 := framework.Kubectl(t, "get", "il", "-n", ns)
 		return strings.Contains(fl, "MissingReference") && strings.Contains(il, "MissingReference"), errors.Join(err1, err2)
 	})
+	// Blocked, it names no inference worker: there is no such pod.
+	ils, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(ils.Items) != 1 {
+		t.Fatalf("incremental jobs: %v (%v)", ils, err)
+	}
+	if w := ils.Items[0].Status.InferenceWorker; w != "" {
+		t.Errorf("the blocked incremental job names inference worker %q, a pod that does not exist", w)
+	}
 	applyExampleFiles(t, ns, "federatedlearningjob", "01-model.yaml")
 	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
 	if out, err := framework.Kubectl(t, "get", "fl", flJob, "-n", ns); err != nil || !strings.Contains(out, "Resolved") {

@@ -606,8 +606,9 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 
 // TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy: a job whose aggregator
 // is pinned to a node whose taint it does not tolerate, and one whose
-// trainer is pinned to a node that does not exist, wait as gangs, each
-// naming the pod, its node and why, not only how many pods are placed.
+// trainer is pinned to a node that does not exist, and one whose pods ask
+// for more cpu than their node has, wait as gangs, each naming the pod,
+// its node and why, not only how many pods are placed.
 func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "pin-" + ns[len(ns)-5:]
@@ -618,19 +619,10 @@ func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	tainted := pinnedFLJob("tainted", "100m", nil, n1, n1)
 	missing := pinnedFLJob("missing", "100m", tolerations, n1, "no-such-node")
-	for _, j := range []*sednav1.FederatedLearningJob{tainted, missing} {
+	big := pinnedFLJob("big", "5", tolerations, n1, n1)
+	for _, j := range []*sednav1.FederatedLearningJob{tainted, missing, big} {
 		if _, err := jobs.Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
-		}
-	}
-	says := func(want ...string) func(string) bool {
-		return func(msg string) bool {
-			for _, w := range want {
-				if !strings.Contains(msg, w) {
-					return false
-				}
-			}
-			return true
 		}
 	}
 	msg := flCondition(t, ns, "tainted", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
@@ -639,4 +631,7 @@ func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	msg = flCondition(t, ns, "missing", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
 		says("is pinned to node no-such-node, which does not exist"))
 	t.Logf("missing: %s", msg)
+	msg = flCondition(t, ns, "big", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
+		says("is pinned to node "+n1+", which has too little free: cpu: it asks for 5,"))
+	t.Logf("big: %s", msg)
 }

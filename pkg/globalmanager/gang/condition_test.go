@@ -10,6 +10,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 func TestEventsOnlyOnTransitions(t *testing.T) {
@@ -19,6 +20,7 @@ func TestEventsOnlyOnTransitions(t *testing.T) {
 	unavailable := Status{Reason: ReasonGangSchedulerUnavailable, Message: "annotation nereid.io/gang-scheduler asks for volcano"}
 	noGang := Status{Scheduled: true, Reason: ReasonNoGangScheduler, Message: "the cluster serves no gang scheduling API"}
 	off := Status{Reason: ReasonGangSchedulingOff, Message: "--gang-scheduler=none"}
+	unplaceable := Status{Reason: placement.ReasonUnschedulable, Message: "pod w-0 is pinned to node edge-9, which does not exist"}
 	warning := func(st Status) []common.Event {
 		return []common.Event{{Type: corev1.EventTypeWarning, Reason: st.Reason, Message: st.Message}}
 	}
@@ -44,6 +46,9 @@ func TestEventsOnlyOnTransitions(t *testing.T) {
 		"from an invalid annotation to waiting":             {had: true, wasReason: ReasonInvalidGangAnnotation, st: waiting, want: normal(waiting)},
 		"no gang scheduler is said only by the condition":   {st: noGang},
 		"gang scheduling off":                               {had: true, wasReason: ReasonWaitingForGang, st: off},
+		"a pod without a gang cannot be placed":             {had: true, was: true, wasReason: ReasonGangSchedulingOff, st: unplaceable, want: warning(unplaceable)},
+		"it still cannot, another message":                  {had: true, wasReason: placement.ReasonUnschedulable, st: Status{Reason: placement.ReasonUnschedulable, Message: "pod w-0 cannot be placed; the scheduler says: 0/4"}},
+		"placed at last":                                    {had: true, wasReason: placement.ReasonUnschedulable, st: Status{Scheduled: true, Reason: ReasonGangSchedulingOff}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Events(tc.had, tc.was, tc.wasReason, tc.st)); diff != "" {
@@ -131,3 +136,32 @@ var cmpIgnoreHeartbeat = cmp.Transformer("noHeartbeat", func(c sednav1.JobCondit
 	c.LastHeartbeatTime = metav1.Time{}
 	return c
 })
+
+// TestPlacementConditionAppearsOnlyOnceAPodIsRefused: a job whose pods are
+// placed one by one has no Scheduled condition until a pod of it cannot be
+// placed; then it warns once, and says Placed when the pod is.
+func TestPlacementConditionAppearsOnlyOnceAPodIsRefused(t *testing.T) {
+	job := newJob(nil, nil)
+	now := metav1.NewTime(time.Unix(1000, 0))
+	refused := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-train-0"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}}}
+	placedPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-train-0"}, Spec: corev1.PodSpec{NodeName: "edge-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	var m *Manager // reads no nodes: what the scheduler wrote is enough here
+	conds, events := SetPlacementCondition(job, nil, m.Placement([]*corev1.Pod{placedPod}), now)
+	if len(conds) != 0 || len(events) != 0 {
+		t.Fatalf("placed at once: conditions %+v, events %+v; want none", conds, events)
+	}
+	conds, events = SetPlacementCondition(job, conds, m.Placement([]*corev1.Pod{refused}), now)
+	c := common.FindJobCondition(conds, ConditionScheduled)
+	want := "pod j-train-0 cannot be placed; the scheduler says: 0/3 nodes are available"
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != placement.ReasonUnschedulable || c.Message != want || len(events) != 1 || events[0].Type != corev1.EventTypeWarning {
+		t.Fatalf("refused: condition %+v, events %+v; want Unschedulable %q and one warning", c, events, want)
+	}
+	if _, events = SetPlacementCondition(job, conds, m.Placement([]*corev1.Pod{refused}), now); len(events) != 0 {
+		t.Errorf("still refused: events %+v, want none", events)
+	}
+	conds, _ = SetPlacementCondition(job, conds, m.Placement([]*corev1.Pod{placedPod}), now)
+	if c := common.FindJobCondition(conds, ConditionScheduled); c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonPlaced {
+		t.Errorf("placed: condition %+v, want True %s", c, ReasonPlaced)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 // Config is what the GlobalManager gives the gang Manager.
@@ -60,8 +61,9 @@ type Manager struct {
 	kubeFactory    kubeinformers.SharedInformerFactory
 	dynamicFactory dynamicinformer.DynamicSharedInformerFactory
 
-	// pinned reads the nodes of pods pinned by their templates.
-	pinned *nodeReads
+	// nodes reads the nodes pods are pinned to, to say why one cannot be
+	// placed.
+	nodes *placement.Nodes
 
 	mu       sync.Mutex
 	served   Served
@@ -107,7 +109,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 			kubeinformers.WithNamespace(cfg.Namespace), kubeinformers.WithTweakListOptions(tweak),
 			kubeinformers.WithTransform(common.DropManagedFields)),
 		dynamicFactory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(cfg.Dynamic, 0, cfg.Namespace, tweak),
-		pinned:         &nodeReads{kube: cfg.Kube, clock: clk},
+		nodes:          placement.NewNodes(cfg.Kube, clk),
 	}
 	m.activateServed()
 	klog.FromContext(ctx).Info("Gang scheduling", "flag", cfg.Mode, "mode", def,

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 // Reasons of a job's Scheduled condition.
@@ -88,7 +89,7 @@ func (p *Plan) Decorate(pod *corev1.Pod, members Members) {
 	if node := pod.Spec.NodeName; node != "" {
 		pod.Spec.Affinity = common.Pin(pod.Spec.Affinity, node)
 		pod.Spec.NodeName = ""
-		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{AnnotationPinnedNode: node})
+		pod.Annotations = common.MergeLabels(pod.Annotations, map[string]string{placement.AnnotationPinnedNode: node})
 	}
 	switch p.Mode {
 	case Kubernetes:
@@ -289,6 +290,11 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 		}
 	}
 	if p.Mode == None {
+		// Placed one by one: a pod that cannot be placed is named, with
+		// its node and why, until it is.
+		if says := p.nodes().Unplaced(p.context(), live); says != "" {
+			return Status{Reason: placement.ReasonUnschedulable, Message: says}
+		}
 		return Status{Scheduled: placed >= count && count > 0, Reason: p.noneReason, Message: p.why}
 	}
 	minimum := int32(count)
@@ -308,7 +314,7 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 	// pinned pod may say why: the first such pod's, by name.
 	slices.SortFunc(unplaced, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, pod := range unplaced {
-		if says := p.m.pinned.pinnedSays(p.m.context(), pod); says != "" {
+		if says := p.nodes().NodeSays(p.context(), pod); says != "" {
 			msg += "; " + says
 			break
 		}
@@ -318,24 +324,33 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 	} else if inGroup < count {
 		msg += fmt.Sprintf("; %d of its pods are made", inGroup)
 	}
-	return Status{Reason: ReasonWaitingForGang, Message: msg}
+	return Status{Reason: ReasonWaitingForGang, Message: common.ClipConditionMessage(msg)}
+}
+
+// nodes reads the nodes of pinned pods; nil (it reads none) without a
+// Manager.
+func (p *Plan) nodes() *placement.Nodes {
+	if p.m == nil {
+		return nil
+	}
+	return p.m.nodes
+}
+
+// context is the Manager's, or a background one without a Manager.
+func (p *Plan) context() context.Context {
+	if p.m == nil {
+		return context.Background()
+	}
+	return p.m.context()
 }
 
 // schedulerSays is what the scheduler last said of the gang: the group's
 // own condition where the scheduler writes one, else pod's.
 func (p *Plan) schedulerSays(pod *corev1.Pod) string {
 	if says := p.m.groupSays(p.Mode, p.owner.GetNamespace(), p.Name); says != "" {
-		return says
+		return common.ClipText(says, 1024)
 	}
-	if pod == nil {
-		return ""
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
-			return c.Message
-		}
-	}
-	return ""
+	return placement.SchedulerSays(pod)
 }
 
 // dynamicClient is a dynamic resource client as common.TypedClient.

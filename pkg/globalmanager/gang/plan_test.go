@@ -8,7 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 func TestGroupNameIsTheJobAndItsKind(t *testing.T) {
@@ -174,7 +177,7 @@ func decorateTemplate() *corev1.Pod {
 func pinnedTemplate() *corev1.Pod {
 	p := decorateTemplate()
 	p.Spec.NodeName = ""
-	p.Annotations[AnnotationPinnedNode] = "edge-1"
+	p.Annotations[placement.AnnotationPinnedNode] = "edge-1"
 	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}},
@@ -285,7 +288,7 @@ func decorateAffinityCases() map[string]decorateCase {
 			want: func() *corev1.Pod {
 				p := template()
 				p.Spec.NodeName = ""
-				p.Annotations[AnnotationPinnedNode] = "edge-1"
+				p.Annotations[placement.AnnotationPinnedNode] = "edge-1"
 				onNode := []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge-1"}}}
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
@@ -340,85 +343,105 @@ func TestNilManagerPlansNoGang(t *testing.T) {
 	}
 }
 
+// statusCase is a job's pods under a flag and annotations, and the
+// Scheduled condition they make.
+type statusCase struct {
+	flag        Mode
+	annotations map[string]string
+	// pods are made by the plan: name, node ("" unplaced), the scheduler's message.
+	pods  [][3]string
+	extra []*corev1.Pod
+	count int
+	want  Status
+}
+
+const unschedulable = "0/4 nodes are available: 4 Insufficient cpu."
+
+var statusCases = map[string]statusCase{
+	"waiting, with the scheduler's message on the first unplaced pod": {
+		flag:  Kubernetes,
+		pods:  [][3]string{{"w-2", "", "a later pod's message"}, {"w-0", "edge-1", ""}, {"w-1", "", unschedulable}},
+		count: 3,
+		want: Status{Reason: ReasonWaitingForGang, Message: "1 of 3 pods are placed; the kubernetes gang " + testGroupName +
+			" needs 3 placed together; the scheduler says: " + unschedulable},
+	},
+	"waiting for pods not made yet": {
+		flag:  Volcano,
+		pods:  [][3]string{{"w-0", "", ""}},
+		count: 3,
+		want: Status{Reason: ReasonWaitingForGang, Message: "0 of 3 pods are placed; the volcano gang " + testGroupName +
+			" needs 3 placed together; 1 of its pods are made"},
+	},
+	"all placed": {
+		flag:  Coscheduling,
+		pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "edge-2", ""}},
+		count: 2,
+		want:  Status{Scheduled: true, Reason: ReasonGangScheduled, Message: "all 2 pods are placed (coscheduling gang " + testGroupName + ")"},
+	},
+	"the annotation's minimum met": {
+		flag: Kubernetes, annotations: map[string]string{AnnotationMinMember: "2"},
+		pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "edge-2", ""}, {"w-2", "", unschedulable}},
+		count: 3,
+		want: Status{Scheduled: true, Reason: ReasonGangScheduled,
+			Message: "2 of 3 pods are placed, the gang's minimum of 2 is met (kubernetes gang " + testGroupName + ")"},
+	},
+	"the annotation's minimum not met": {
+		flag: Kubernetes, annotations: map[string]string{AnnotationMinMember: "2"},
+		pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", ""}, {"w-2", "", ""}},
+		count: 3,
+		want: Status{Reason: ReasonWaitingForGang,
+			Message: "1 of 3 pods are placed; the kubernetes gang " + testGroupName + " needs 2 placed together"},
+	},
+	"terminating pods are not counted": {
+		flag: Volcano,
+		pods: [][3]string{{"w-0", "edge-1", ""}},
+		extra: []*corev1.Pod{{
+			ObjectMeta: metav1.ObjectMeta{Name: "w-1", DeletionTimestamp: ptr.To(metav1.Now()), Annotations: map[string]string{AnnotationVolcanoGroup: testGroupName}},
+			Spec:       corev1.PodSpec{NodeName: "edge-2"},
+		}},
+		count: 2,
+		want: Status{Reason: ReasonWaitingForGang, Message: "1 of 2 pods are placed; the volcano gang " + testGroupName +
+			" needs 2 placed together; 1 of its pods are made"},
+	},
+	"without a gang, placed": {
+		flag:  None,
+		pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "edge-2", ""}},
+		count: 2,
+		want:  Status{Scheduled: true, Reason: ReasonGangSchedulingOff, Message: "--gang-scheduler=none: pods are placed one by one"},
+	},
+	"without a gang, not yet placed": {
+		flag:  None,
+		pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", ""}},
+		count: 2,
+		want:  Status{Reason: ReasonGangSchedulingOff, Message: "--gang-scheduler=none: pods are placed one by one"},
+	},
+	"without a gang, one the scheduler cannot place": {
+		flag:  None,
+		pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", unschedulable}},
+		count: 2,
+		want:  Status{Reason: placement.ReasonUnschedulable, Message: "pod w-1 cannot be placed; the scheduler says: " + unschedulable},
+	},
+	"without a gang, one bound to a node that does not exist": {
+		flag:  None,
+		pods:  [][3]string{{"w-0", "edge-9", ""}, {"w-1", "edge-2", ""}},
+		count: 2,
+		want:  Status{Reason: placement.ReasonUnschedulable, Message: "pod w-0 is pinned to node edge-9, which does not exist"},
+	},
+	"an invalid annotation is the status": {
+		flag: Kubernetes, annotations: map[string]string{AnnotationScheduler: "bogus"},
+		pods:  [][3]string{{"w-0", "edge-1", ""}},
+		count: 1,
+		want: Status{Reason: ReasonInvalidGangAnnotation,
+			Message: `annotation nereid.io/gang-scheduler: "bogus" is not a gang scheduler (one of auto, kubernetes, volcano, coscheduling, none); the job's pods wait for an edit`},
+	},
+}
+
 func TestStatusCountsPlacedPods(t *testing.T) {
 	all := []*metav1.APIResourceList{kubernetesAPI, volcanoAPI, coschedulingAPI}
-	const unschedulable = "0/4 nodes are available: 4 Insufficient cpu."
-	for name, tc := range map[string]struct {
-		flag        Mode
-		annotations map[string]string
-		// pods are made by the plan: name, node ("" unplaced), the scheduler's message.
-		pods  [][3]string
-		extra []*corev1.Pod
-		count int
-		want  Status
-	}{
-		"waiting, with the scheduler's message on the first unplaced pod": {
-			flag:  Kubernetes,
-			pods:  [][3]string{{"w-2", "", "a later pod's message"}, {"w-0", "edge-1", ""}, {"w-1", "", unschedulable}},
-			count: 3,
-			want: Status{Reason: ReasonWaitingForGang, Message: "1 of 3 pods are placed; the kubernetes gang " + testGroupName +
-				" needs 3 placed together; the scheduler says: " + unschedulable},
-		},
-		"waiting for pods not made yet": {
-			flag:  Volcano,
-			pods:  [][3]string{{"w-0", "", ""}},
-			count: 3,
-			want: Status{Reason: ReasonWaitingForGang, Message: "0 of 3 pods are placed; the volcano gang " + testGroupName +
-				" needs 3 placed together; 1 of its pods are made"},
-		},
-		"all placed": {
-			flag:  Coscheduling,
-			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "edge-2", ""}},
-			count: 2,
-			want:  Status{Scheduled: true, Reason: ReasonGangScheduled, Message: "all 2 pods are placed (coscheduling gang " + testGroupName + ")"},
-		},
-		"the annotation's minimum met": {
-			flag: Kubernetes, annotations: map[string]string{AnnotationMinMember: "2"},
-			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "edge-2", ""}, {"w-2", "", unschedulable}},
-			count: 3,
-			want: Status{Scheduled: true, Reason: ReasonGangScheduled,
-				Message: "2 of 3 pods are placed, the gang's minimum of 2 is met (kubernetes gang " + testGroupName + ")"},
-		},
-		"the annotation's minimum not met": {
-			flag: Kubernetes, annotations: map[string]string{AnnotationMinMember: "2"},
-			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", ""}, {"w-2", "", ""}},
-			count: 3,
-			want: Status{Reason: ReasonWaitingForGang,
-				Message: "1 of 3 pods are placed; the kubernetes gang " + testGroupName + " needs 2 placed together"},
-		},
-		"terminating pods are not counted": {
-			flag: Volcano,
-			pods: [][3]string{{"w-0", "edge-1", ""}},
-			extra: []*corev1.Pod{{
-				ObjectMeta: metav1.ObjectMeta{Name: "w-1", DeletionTimestamp: ptr.To(metav1.Now()), Annotations: map[string]string{AnnotationVolcanoGroup: testGroupName}},
-				Spec:       corev1.PodSpec{NodeName: "edge-2"},
-			}},
-			count: 2,
-			want: Status{Reason: ReasonWaitingForGang, Message: "1 of 2 pods are placed; the volcano gang " + testGroupName +
-				" needs 2 placed together; 1 of its pods are made"},
-		},
-		"without a gang, placed": {
-			flag:  None,
-			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "edge-2", ""}},
-			count: 2,
-			want:  Status{Scheduled: true, Reason: ReasonGangSchedulingOff, Message: "--gang-scheduler=none: pods are placed one by one"},
-		},
-		"without a gang, not yet placed": {
-			flag:  None,
-			pods:  [][3]string{{"w-0", "edge-1", ""}, {"w-1", "", unschedulable}},
-			count: 2,
-			want:  Status{Reason: ReasonGangSchedulingOff, Message: "--gang-scheduler=none: pods are placed one by one"},
-		},
-		"an invalid annotation is the status": {
-			flag: Kubernetes, annotations: map[string]string{AnnotationScheduler: "bogus"},
-			pods:  [][3]string{{"w-0", "edge-1", ""}},
-			count: 1,
-			want: Status{Reason: ReasonInvalidGangAnnotation,
-				Message: `annotation nereid.io/gang-scheduler: "bogus" is not a gang scheduler (one of auto, kubernetes, volcano, coscheduling, none); the job's pods wait for an edit`},
-		},
-	} {
+	for name, tc := range statusCases {
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, clusterConfig{flag: tc.flag, apis: all})
+			c := newCluster(t, clusterConfig{flag: tc.flag, apis: all, kube: []runtime.Object{
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-2"}}}})
 			p := c.m.Plan(newJob(tc.annotations, nil), testKind, true)
 			var live []*corev1.Pod
 			for _, po := range tc.pods {

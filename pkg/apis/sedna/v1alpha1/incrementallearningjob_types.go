@@ -12,9 +12,10 @@ import (
 // +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.stage`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Round",type=integer,JSONPath=`.status.round`
-// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`,description="Pods not finished, pending ones included, as Sedna and a Kubernetes Job count them; SCHEDULED says whether they are placed"
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.jobConditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.jobConditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.jobConditions[?(@.type=="Scheduled")].reason`,description="Whether its pods are placed: Unschedulable (a pod cannot be placed: its node and why are in the condition) and WaitingForGang wait on a node or a person; GangScheduled, GangSchedulingOff, NoGangScheduler or Placed once they are"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.jobConditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Deployed",type=integer,JSONPath=`.status.deployedRound`,priority=1,description="The round whose model the inference worker serves; 0 for the initial model"

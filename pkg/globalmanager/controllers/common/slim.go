@@ -26,10 +26,12 @@ func SlimChildren(obj any) (any, error) {
 // node it runs on, whether it uses the host's network (then its IP is its
 // node's, which is no identity of the pod), its host name, subdomain and
 // containers' ports (where a DI-engine replica listens), its scheduler and scheduling group (which
-// gang it is in), its tolerations (whether a node it is pinned to takes
-// it), and its status's phase, reason, message, IP, conditions and
-// containers' states. The rest, most of a worker pod's weight (containers'
-// images, commands, env, mounts and resources; volumes), is never read: the
+// gang it is in), its tolerations, node selector, required node affinity
+// and containers' requests (whether a node it is pinned to takes it, and
+// which node that is), and its status's phase, reason, message, IP,
+// conditions and containers' states. The rest, most of a worker pod's
+// weight (containers' images, commands, env, mounts and limits; volumes),
+// is never read: the
 // template-hash label says which spec a pod was made from. The cache holds
 // thousands of worker pods.
 func SlimPod(p *corev1.Pod) *corev1.Pod {
@@ -44,6 +46,9 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 			SchedulerName:   p.Spec.SchedulerName,
 			SchedulingGroup: p.Spec.SchedulingGroup,
 			Tolerations:     p.Spec.Tolerations,
+			NodeSelector:    p.Spec.NodeSelector,
+			Affinity:        requiredNodeAffinity(p.Spec.Affinity),
+			Overhead:        p.Spec.Overhead,
 		},
 		Status: corev1.PodStatus{
 			Phase:      p.Status.Phase,
@@ -57,7 +62,12 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 	}
 	slim.ManagedFields = nil
 	for _, c := range p.Spec.Containers {
-		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports,
+			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+	}
+	for _, c := range p.Spec.InitContainers {
+		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy,
+			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		slim.Status.ContainerStatuses = append(slim.Status.ContainerStatuses, corev1.ContainerStatus{
@@ -65,4 +75,14 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 		})
 	}
 	return slim
+}
+
+// requiredNodeAffinity is what a placement reads of an affinity: its
+// required node affinity alone.
+func requiredNodeAffinity(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 }

@@ -13,6 +13,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
 // Sync reconciles one job: lister read, deep copy, expectations, claim, move
@@ -48,6 +49,11 @@ func (c *Controller[J]) Sync(ctx context.Context, key string) error {
 			errs = append(errs, c.deleteStale(ctx, key, job, &st, pods))
 		}
 	}
+	// A pod refused a place (its node, its taints, its size) is named on
+	// the job, not only on the pod.
+	var placed []common.Event
+	st.JobConditions, placed = gang.SetPlacementCondition(job, st.JobConditions, c.deps.Gangs.Placement(pods), m.now)
+	m.events = append(m.events, placed...)
 	st.Active, st.Succeeded, st.Failed = countPods(pods)
 	st.ObservedGeneration = job.GetGeneration()
 	fields.write(st)
@@ -80,18 +86,25 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 	if !satisfied || st.Finished() {
 		return stageErr
 	}
-	if st.InferenceWorker == "" {
-		st.InferenceWorker = InferenceWorkerName(job.GetName(), st.DeployedRound)
+	name := st.InferenceWorker
+	if name == "" {
+		name = InferenceWorkerName(job.GetName(), st.DeployedRound)
 	}
 	// The inference worker is kept; only one deleted by hand is created again.
-	if findPod(pods, st.InferenceWorker) != nil {
+	if findPod(pods, name) != nil {
+		st.InferenceWorker = name
 		return stageErr
 	}
-	pod, err := c.workerPod(job, spec, refs, st, RoleInference, st.InferenceWorker)
+	pod, err := c.workerPod(job, spec, refs, st, RoleInference, name)
 	if err != nil {
 		return errors.Join(stageErr, err)
 	}
-	_, err = c.createAdmitted(ctx, key, job, m, pod)
+	// The status names the pod once it is asked for, never one a quota
+	// still holds back.
+	asked, err := c.createAdmitted(ctx, key, job, m, pod)
+	if asked {
+		st.InferenceWorker = name
+	}
 	return errors.Join(stageErr, err)
 }
 
@@ -198,7 +211,7 @@ func (c *Controller[J]) deleteStale(ctx context.Context, key string, job J, st *
 				add("a later try replaced it", p)
 			}
 		case RoleInference:
-			if p.Name != st.InferenceWorker {
+			if st.InferenceWorker != "" && p.Name != st.InferenceWorker {
 				add("replaced by "+st.InferenceWorker, p)
 			}
 		}
