@@ -6,7 +6,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 )
 
@@ -51,13 +50,7 @@ type Lister struct {
 // no Lease (never connected, or no edge node) is not down.
 func (l Lister) LinkDown(_ context.Context, node string, now time.Time) (bool, time.Time, error) {
 	lease, err := l.Leases.Leases(l.Namespace).Get(LeaseName(node))
-	if apierrors.IsNotFound(err) {
-		return false, time.Time{}, nil
-	} else if err != nil {
-		return false, time.Time{}, fmt.Errorf("reading the link Lease of node %s: %w", node, err)
-	}
-	down, since := LinkDown(lease, now)
-	return down, since, nil
+	return linkDownRead(node, lease, err, now)
 }
 
 // LinkChanged says whether a Lease's update changed what it says of the

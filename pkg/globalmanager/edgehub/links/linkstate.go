@@ -39,6 +39,12 @@ type Reader struct {
 // no Lease (never connected, or no edge node) is not down.
 func (l Reader) LinkDown(ctx context.Context, node string, now time.Time) (bool, time.Time, error) {
 	lease, err := l.Client.CoordinationV1().Leases(l.Namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
+	return linkDownRead(node, lease, err, now)
+}
+
+// linkDownRead is LinkDown of node's Lease as read (lease, err): a Lease
+// not found says the link is not down.
+func linkDownRead(node string, lease *coordinationv1.Lease, err error, now time.Time) (bool, time.Time, error) {
 	if apierrors.IsNotFound(err) {
 		return false, time.Time{}, nil
 	} else if err != nil {
