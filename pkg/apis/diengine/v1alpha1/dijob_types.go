@@ -14,6 +14,7 @@ import (
 // +kubebuilder:printcolumn:name="Collectors",type=integer,JSONPath=`.status.replicaStatus.Collector.active`,description="Collector pods running"
 // +kubebuilder:printcolumn:name="Learners",type=integer,JSONPath=`.status.replicaStatus.Learner.active`,description="Learner pods running"
 // +kubebuilder:printcolumn:name="Aggregators",type=integer,JSONPath=`.status.replicaStatus.Aggregator.active`,priority=1,description="Aggregator pods running"
+// +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="LinkDown while an edge node its pods are on has lost its link to the cloud (the condition names the nodes and since when); Linked once they are back; empty while it never missed one"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine driven by
@@ -114,7 +115,8 @@ type DIJobStatus struct {
 	// it runs, Succeeded or Failed as it ends, Unknown.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
-	// Conditions, one per phase.
+	// Conditions, one per phase, and EdgeLinked once an edge link of the
+	// job's pods went down.
 	// +optional
 	Conditions []DIJobCondition `json:"conditions,omitempty"`
 	// How many pods of each replica type (Coordinator, Collector, Learner,
@@ -134,6 +136,11 @@ const (
 	JobFailed    Phase = "Failed"
 	JobUnknown   Phase = "Unknown"
 )
+
+// ConditionEdgeLinked is the one condition type that is not a phase: v2alpha1's
+// EdgeLinked, False while an edge node the job's pods are on has lost its
+// link to the cloud, True once it is back.
+const ConditionEdgeLinked Phase = "EdgeLinked"
 
 // ReplicaType is the role of a pod of a coordinator-driven DIJob.
 type ReplicaType string
@@ -159,9 +166,10 @@ type ReplicaStatus struct {
 	Failed int32 `json:"failed,omitempty"`
 }
 
-// DIJobCondition is one observation of a DIJob; its type is a phase.
+// DIJobCondition is one observation of a DIJob; its type is a phase, or
+// EdgeLinked.
 type DIJobCondition struct {
-	// The phase this condition is about.
+	// The phase this condition is about, or EdgeLinked.
 	Type Phase `json:"type"`
 	// True, False or Unknown.
 	Status corev1.ConditionStatus `json:"status"`

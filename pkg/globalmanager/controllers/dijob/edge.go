@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -100,17 +101,25 @@ func heldList(hs []held) string {
 }
 
 // setEdgeLinked sets the job's EdgeLinked condition from the links the sync
-// read: False naming each node of a live pod whose link is down and since
-// when, in the words Sedna's kinds use (links.DownMessage); True once none
-// is, for a job that had it False; none for a job that never missed one.
-// A Warning says the link went down, a Normal event that it came back.
+// read (setEdgeLinked).
 func (sc *syncCtx) setEdgeLinked() []common.Event {
-	if sc.links == nil {
+	return setEdgeLinked(sc.status, sc.links, sc.now)
+}
+
+// setEdgeLinked sets a job's EdgeLinked condition in status from the links
+// a sync read (readLinks): False naming each node of a live pod whose link
+// is down and since when, in the words Sedna's kinds use
+// (links.DownMessage); True once none is, for a job that had it False; none
+// for a job that never missed one. A Warning says the link went down, a
+// Normal event that it came back. A v1 job has it too, in the v2 status
+// its v1 status is written as.
+func setEdgeLinked(status *div2.DIJobStatus, lks map[string]linkState, now metav1.Time) []common.Event {
+	if lks == nil {
 		return nil // not read: nothing known
 	}
 	var whys []string
-	for _, node := range slices.Sorted(maps.Keys(sc.links)) {
-		if st := sc.links[node]; st.err == nil && st.down {
+	for _, node := range slices.Sorted(maps.Keys(lks)) {
+		if st := lks[node]; st.err == nil && st.down {
 			whys = append(whys, links.DownMessage(node, st.since))
 		}
 	}
@@ -124,13 +133,13 @@ func (sc *syncCtx) setEdgeLinked() []common.Event {
 		return nil
 	}
 	if len(whys) == 0 {
-		if !slices.ContainsFunc(sc.status.Conditions, func(c div2.JobCondition) bool { return c.Type == div2.ConditionEdgeLinked }) {
+		if !slices.ContainsFunc(status.Conditions, func(c div2.JobCondition) bool { return c.Type == div2.ConditionEdgeLinked }) {
 			return nil
 		}
-		return setCondition(sc.status, div2.ConditionEdgeLinked, true, links.ReasonLinked, links.LinkedMessage, sc.now, events)
+		return setCondition(status, div2.ConditionEdgeLinked, true, links.ReasonLinked, links.LinkedMessage, now, events)
 	}
-	return setCondition(sc.status, div2.ConditionEdgeLinked, false, links.ReasonLinkDown,
-		common.ClipConditionMessage(strings.Join(whys, "; ")), sc.now, events)
+	return setCondition(status, div2.ConditionEdgeLinked, false, links.ReasonLinkDown,
+		common.ClipConditionMessage(strings.Join(whys, "; ")), now, events)
 }
 
 // podsByNode indexes the pods the controllers cache by their node.

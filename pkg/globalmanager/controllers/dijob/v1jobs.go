@@ -51,7 +51,8 @@ type v1SyncCtx struct {
 // coordinator's pod, a Service for every pod, failed workers replaced,
 // phases from the coordinator, cleanup at the end (docs/dijob-v1alpha1.md,
 // "The operator"). The v1 status is written once, as the job's v2 status
-// (conversion.V1StatusToV2). Gangs, quotas and the allocator hold nothing
+// (conversion.V1StatusToV2), with the EdgeLinked condition of a v2 job
+// (setEdgeLinked). Gangs, quotas and the allocator hold nothing
 // of a v1 job: DI-orchestrator v0.2 had none.
 func (c *Controller) syncV1(ctx context.Context, key string) error {
 	ctx, s, err := c.syncer.Begin(ctx, key)
@@ -78,6 +79,13 @@ func (c *Controller) syncV1(ctx context.Context, key string) error {
 		actErr = c.runV1(ctx, sc)
 	}
 	s.Owner.Status = conversion.V1StatusToV2(sc.status)
+	if !v1Finished(sc.status.Phase) {
+		// Its collectors may run on edge nodes (coordinated.Place): it says
+		// which links are down as a v2 job does, in the v2 status, where
+		// v1alpha1 shows EdgeLinked too.
+		links := c.readLinks(ctx, append(append([]*corev1.Pod(nil), sc.pods...), sc.made...), sc.now.Time)
+		sc.events = append(sc.events, setEdgeLinked(&s.Owner.Status, links, sc.now)...)
+	}
 	return s.End(ctx, actErr, sc.events, "phase", sc.status.Phase)
 }
 

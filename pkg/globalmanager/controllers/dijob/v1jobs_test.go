@@ -20,6 +20,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 const v1ServerURL = "http://di-v1-server:8080"
@@ -483,5 +484,66 @@ func TestV1ReplacementsAreBoundedPerReplicaAndPerSync(t *testing.T) {
 	created, deleted := f.sync(t, job)
 	if len(created) != maxReplacementsPerSync || len(deleted) != maxReplacementsPerSync {
 		t.Errorf("one sync replaced %d and deleted %d of %d failed pods, want %d", len(created), len(deleted), len(pods)-1, maxReplacementsPerSync)
+	}
+}
+
+// TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn: a running v1 job
+// whose collector is on an edge node whose link is down has v2's EdgeLinked
+// condition, False with LinkDown naming the node, and a Warning; v1alpha1
+// shows it, and the phase stays Running. Back, it is True (Linked) with a
+// Normal event.
+func TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
+	running := div1.DIJobStatus{Phase: div1.JobRunning, Conditions: []div1.DIJobCondition{
+		{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: reasonV1Created},
+		{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running},
+	}}
+	job := v1Job(t, "cartpole", "", running)
+	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
+	coordinator.Spec.NodeName = "cloud-0"
+	collector := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodRunning)
+	collector.Spec.NodeName = "edge-0"
+	pods := []*corev1.Pod{coordinator, collector}
+	down := time.Unix(900, 0)
+
+	f := v1Fixture(t, job, pods)
+	f.c.config.Links = downLinks{"edge-0": down}
+	f.sync(t, job)
+	st := f.status(t, job)
+	c := findCondition(st, div2.ConditionEdgeLinked)
+	want := "the link of edge node edge-0 is down since " + down.UTC().Format(time.RFC3339)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != links.ReasonLinkDown || c.Message != want {
+		t.Fatalf("EdgeLinked %+v, want False %s %q", c, links.ReasonLinkDown, want)
+	}
+	v1 := conversion.V1StatusOf(&st)
+	if v1.Phase != div1.JobRunning {
+		t.Errorf("v1 phase %s with a link down, want Running", v1.Phase)
+	}
+	if !slices.ContainsFunc(v1.Conditions, func(c div1.DIJobCondition) bool {
+		return c.Type == div1.ConditionEdgeLinked && c.Status == corev1.ConditionFalse && c.Reason == links.ReasonLinkDown
+	}) {
+		t.Errorf("v1 conditions %+v, want EdgeLinked False %s", v1.Conditions, links.ReasonLinkDown)
+	}
+	if ev := f.events(); !hasEvent(ev, corev1.EventTypeWarning, links.ReasonLinkDown, want) {
+		t.Errorf("events %q, want a Warning LinkDown naming the node", ev)
+	}
+
+	job.Status = st
+	f = v1Fixture(t, job, pods)
+	f.c.config.Links = downLinks{}
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionEdgeLinked); c == nil || c.Status != corev1.ConditionTrue || c.Reason != links.ReasonLinked {
+		t.Errorf("EdgeLinked %+v once the link is back, want True %s", c, links.ReasonLinked)
+	}
+	if ev := f.events(); !hasEvent(ev, corev1.EventTypeNormal, links.ReasonLinked) {
+		t.Errorf("events %q, want a Normal Linked", ev)
+	}
+
+	// A v1 job that never missed a link has no such condition.
+	job = v1Job(t, "cartpole", "", running)
+	f = v1Fixture(t, job, pods)
+	f.c.config.Links = downLinks{}
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionEdgeLinked); c != nil {
+		t.Errorf("EdgeLinked %+v on a job that never missed a link, want none", c)
 	}
 }

@@ -27,9 +27,10 @@ import (
 // DIJobConditionApplyConfiguration represents a declarative configuration of the DIJobCondition type for use
 // with apply.
 //
-// DIJobCondition is one observation of a DIJob; its type is a phase.
+// DIJobCondition is one observation of a DIJob; its type is a phase, or
+// EdgeLinked.
 type DIJobConditionApplyConfiguration struct {
-	// The phase this condition is about.
+	// The phase this condition is about, or EdgeLinked.
 	Type *dienginev1alpha1.Phase `json:"type,omitempty"`
 	// True, False or Unknown.
 	Status *v1.ConditionStatus `json:"status,omitempty"`

@@ -22,8 +22,8 @@ const rounds = 100
 // newFiller fills objects as apimachinery's round-trip tests do: its
 // metadata fuzzer functions (times to the second, quantities, raw
 // extensions that parse), profilings that are JSON objects, and v1
-// statuses as the v1 schema has them: phases and condition types of v1's
-// phases, replicaStatus keyed by v1's replica types (V1StatusToV2's
+// statuses as the v1 schema has them: phases, and condition types of v1's
+// phases and EdgeLinked, replicaStatus keyed by v1's replica types (V1StatusToV2's
 // domain).
 func newFiller(t *testing.T, seed int64) *randfill.Filler {
 	t.Helper()
@@ -44,14 +44,18 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 // v1Phases are the phases a v1 status may hold.
 var v1Phases = []div1.Phase{"", div1.JobCreated, div1.JobRunning, div1.JobSucceeded, div1.JobFailed, div1.JobUnknown}
 
-// fillV1Status fills a v1 status with v1's phases and replica types.
+// v1ConditionTypes are the types a v1 condition may have.
+var v1ConditionTypes = append(v1Phases[1:len(v1Phases):len(v1Phases)], div1.ConditionEdgeLinked)
+
+// fillV1Status fills a v1 status with v1's phases, condition types and
+// replica types.
 func fillV1Status(s *div1.DIJobStatus, c randfill.Continue) {
 	s.Phase = v1Phases[c.Intn(len(v1Phases))]
 	s.Conditions = nil
-	for _, i := range c.Perm(len(v1Phases) - 1)[:c.Intn(3)] {
+	for _, i := range c.Perm(len(v1ConditionTypes))[:c.Intn(3)] {
 		cond := div1.DIJobCondition{}
 		c.Fill(&cond)
-		cond.Type = v1Phases[i+1]
+		cond.Type = v1ConditionTypes[i]
 		s.Conditions = append(s.Conditions, cond)
 	}
 	s.ReplicaStatus = nil

@@ -38,14 +38,14 @@ var phaseToV1 = map[div2.Phase]div1.Phase{
 // V1StatusToV2 is a v1 job's status as its v2alpha1 object holds it, and
 // as the operator writes it through the status subresource: the phase and
 // conditions as their v2 phases (one-to-one on v1's phases: Created is
-// Starting), and each replicaStatus entry as the task status of the
+// Starting; EdgeLinked stays EdgeLinked), and each replicaStatus entry as the task status of the
 // lower-case replica type ("collector"), its active pods as Running.
 // V1StatusOf reads it back unchanged.
 func V1StatusToV2(in *div1.DIJobStatus) div2.DIJobStatus {
 	out := div2.DIJobStatus{Phase: toV2Phase(in.Phase)}
 	for _, c := range in.Conditions {
 		out.Conditions = append(out.Conditions, div2.JobCondition{
-			Type: div2.ConditionType(toV2Phase(c.Type)), Status: c.Status, Reason: c.Reason, Message: c.Message,
+			Type: conditionToV2(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
 			LastUpdateTime: c.LastUpdateTime, LastTransitionTime: c.LastTransitionTime,
 		})
 	}
@@ -94,12 +94,15 @@ var replicaTypes = []div1.ReplicaType{
 // spells it ("coordinator", "collector", "learner", "aggregator").
 func TaskStatusKey(t div1.ReplicaType) string { return strings.ToLower(string(t)) }
 
-// statusToV1 is how v1alpha1 shows a v2 job's status: its phase and the
-// conditions about phases; the status itself travels in AnnotationV2.
+// statusToV1 is how v1alpha1 shows a v2 job's status: its phase, the
+// conditions about phases and EdgeLinked; the status itself travels in AnnotationV2.
 func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 	out := div1.DIJobStatus{Phase: toV1Phase(in.Phase)}
 	for _, c := range in.Conditions {
 		p, ok := phaseToV1[div2.Phase(c.Type)]
+		if c.Type == div2.ConditionEdgeLinked {
+			p, ok = div1.ConditionEdgeLinked, true
+		}
 		if !ok || p == "" {
 			continue // Scheduled, Admitted: v1 has none
 		}
@@ -109,6 +112,15 @@ func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 		})
 	}
 	return out
+}
+
+// conditionToV2 is the v2 type of a v1 condition: its phase's, but
+// EdgeLinked, the one that is no phase, as it is.
+func conditionToV2(t div1.Phase) div2.ConditionType {
+	if t == div1.ConditionEdgeLinked {
+		return div2.ConditionEdgeLinked
+	}
+	return div2.ConditionType(toV2Phase(t))
 }
 
 func toV2Phase(p div1.Phase) div2.Phase {
