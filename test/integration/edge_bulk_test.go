@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
@@ -179,16 +180,20 @@ func TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames(t *testing.T) {
 
 	lc.Stop(t)
 	phase = time.Now()
+	// The hub writes the Datasets' EdgeLinked condition meanwhile (their
+	// LocalController is down): an edit that meets one is read again.
 	if err := framework.ForEach(t.Context(), edited, bulkWorkers, func(ctx context.Context, i int) error {
-		d, err := datasets.Get(ctx, bulkName(i), metav1.GetOptions{})
-		if err != nil {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := datasets.Get(ctx, bulkName(i), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.URL = "/data/bulk-edited.txt"
+			if d, err = datasets.Update(ctx, d, metav1.UpdateOptions{}); err == nil {
+				w.set(ns, d)
+			}
 			return err
-		}
-		d.Spec.URL = "/data/bulk-edited.txt"
-		if d, err = datasets.Update(ctx, d, metav1.UpdateOptions{}); err == nil {
-			w.set(ns, d)
-		}
-		return err
+		})
 	}); err != nil {
 		t.Fatal(err)
 	}
