@@ -21,6 +21,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -607,8 +608,10 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 // TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy: a job whose aggregator
 // is pinned to a node whose taint it does not tolerate, and one whose
 // trainer is pinned to a node that does not exist, and one whose pods ask
-// for more cpu than their node has, wait as gangs, each naming the pod,
-// its node and why, not only how many pods are placed.
+// for more cpu than their node has at all, do not wait as gangs: each is
+// Unschedulable, naming the pod, its node and why, not only how many pods
+// are placed, with one Warning (a person must act). A gang whose node is
+// only full for now waits (TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull).
 func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "pin-" + ns[len(ns)-5:]
@@ -617,21 +620,33 @@ func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	framework.StartGlobalManager(t, ns)
 	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
-	tainted := pinnedFLJob("tainted", "100m", nil, n1, n1)
-	missing := pinnedFLJob("missing", "100m", tolerations, n1, "no-such-node")
-	big := pinnedFLJob("big", "5", tolerations, n1, n1)
-	for _, j := range []*sednav1.FederatedLearningJob{tainted, missing, big} {
-		if _, err := jobs.Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
+	uids := map[string]types.UID{}
+	for _, j := range []*sednav1.FederatedLearningJob{
+		pinnedFLJob("tainted", "100m", nil, n1, n1),
+		pinnedFLJob("missing", "100m", tolerations, n1, "no-such-node"),
+		pinnedFLJob("big", "5", tolerations, n1, n1),
+	} {
+		made, err := jobs.Create(t.Context(), j, metav1.CreateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		uids[j.Name] = made.UID
 	}
-	msg := flCondition(t, ns, "tainted", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
-		says("is pinned to node "+n1+", whose taint nereid.io/test-pool="+pool+":NoSchedule it does not tolerate"))
-	t.Logf("tainted: %s", msg)
-	msg = flCondition(t, ns, "missing", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
-		says("is pinned to node no-such-node, which does not exist"))
-	t.Logf("missing: %s", msg)
-	msg = flCondition(t, ns, "big", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang,
-		says("is pinned to node "+n1+", which has too little free: cpu: it asks for 5,"))
-	t.Logf("big: %s", msg)
+	for name, want := range map[string]string{
+		"tainted": "is pinned to node " + n1 + ", whose taint nereid.io/test-pool=" + pool + ":NoSchedule it does not tolerate",
+		"missing": "is pinned to node no-such-node, which does not exist",
+		"big":     "is pinned to node " + n1 + ", which has too little free: cpu: it asks for 5,",
+	} {
+		msg := flCondition(t, ns, name, gang.ConditionScheduled, corev1.ConditionFalse, placement.ReasonUnschedulable, says(want))
+		t.Logf("%s: %s", name, msg)
+		framework.Eventually(t, 10*time.Second, "a Warning on job "+name, func(context.Context) (bool, error) {
+			return unschedulableWarnings(t, ns, uids[name]) > 0, nil
+		})
+	}
+	// Warned once each, however often the jobs sync while they wait.
+	for name, uid := range uids {
+		if n := unschedulableWarnings(t, ns, uid); n != 1 {
+			t.Errorf("job %s has %d Unschedulable warnings, want 1", name, n)
+		}
+	}
 }

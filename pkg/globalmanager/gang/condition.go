@@ -12,9 +12,10 @@ import (
 )
 
 // ConditionScheduled is the type of a job's condition that says whether its
-// pods are placed: False while its gang waits (reason WaitingForGang) or,
-// without a gang, while a pod cannot be placed (placement.
-// ReasonUnschedulable); True once placed.
+// pods are placed: False while its gang waits (reason WaitingForGang) or
+// while a pod cannot be placed (placement.ReasonUnschedulable: without a
+// gang, when the scheduler gave up on it; in a gang, when its pinned node
+// refuses it until a person acts); True once placed.
 const ConditionScheduled = "Scheduled"
 
 // Events are what to record when a job's Scheduled condition goes from

@@ -311,12 +311,13 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 	}
 	msg := fmt.Sprintf("%d of %d pods are placed; the %s gang %s needs %d placed together", placed, count, p.Mode, p.Name, minimum)
 	// The gang's message says only that too few are placed; the node of a
-	// pinned pod may say why: the first such pod's, by name.
-	slices.SortFunc(unplaced, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	for _, pod := range unplaced {
-		if says := p.nodes().NodeSays(p.context(), pod); says != "" {
-			msg += "; " + says
-			break
+	// pinned pod may say why: the first such pod's, by name. A refusal
+	// that lasts until a person acts is no longer waiting: Unschedulable.
+	reason := ReasonWaitingForGang
+	if refused := p.refused(unplaced); refused.Says != "" {
+		msg += "; " + refused.Says
+		if refused.Lasts {
+			reason = placement.ReasonUnschedulable
 		}
 	}
 	if says := p.schedulerSays(first); says != "" {
@@ -324,7 +325,25 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 	} else if inGroup < count {
 		msg += fmt.Sprintf("; %d of its pods are made", inGroup)
 	}
-	return Status{Reason: ReasonWaitingForGang, Message: common.ClipConditionMessage(msg)}
+	return Status{Reason: reason, Message: common.ClipConditionMessage(msg)}
+}
+
+// refused is what the node of the first unplaced pinned pod (by name)
+// that its node refuses says; a refusal that lasts comes before one that
+// does not.
+func (p *Plan) refused(unplaced []*corev1.Pod) placement.Refusal {
+	slices.SortFunc(unplaced, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	var first placement.Refusal
+	for _, pod := range unplaced {
+		refused := p.nodes().NodeSays(p.context(), pod)
+		if refused.Lasts {
+			return refused
+		}
+		if first.Says == "" {
+			first = refused
+		}
+	}
+	return first
 }
 
 // nodes reads the nodes of pinned pods; nil (it reads none) without a

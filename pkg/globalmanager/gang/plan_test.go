@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -450,6 +451,44 @@ func TestStatusCountsPlacedPods(t *testing.T) {
 			live = append(live, tc.extra...)
 			if diff := cmp.Diff(tc.want, p.Status(live, tc.count)); diff != "" {
 				t.Errorf("Status (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAGangWhosePinnedNodeRefusesItUntilAPersonActsIsUnschedulable: a gang
+// whose pod is pinned to a node that does not exist, or that can never hold
+// it, is Unschedulable (a Warning); one whose node is only full for now
+// keeps waiting (WaitingForGang, a Normal event).
+func TestAGangWhosePinnedNodeRefusesItUntilAPersonActsIsUnschedulable(t *testing.T) {
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
+	c := newCluster(t, clusterConfig{flag: Kubernetes, apis: []*metav1.APIResourceList{kubernetesAPI}, kube: []runtime.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Status: corev1.NodeStatus{Allocatable: cpu("250m")}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "full"}, Status: corev1.NodeStatus{Allocatable: cpu("1")}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "there", Namespace: "other"},
+			Spec: corev1.PodSpec{NodeName: "full", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("800m")}}}}},
+	}})
+	p := c.m.Plan(newJob(nil, nil), testKind, true)
+	for _, tc := range []struct {
+		node, reason, says, event string
+	}{
+		{"gone", placement.ReasonUnschedulable, "pod w-1 is pinned to node gone, which does not exist", corev1.EventTypeWarning},
+		{"small", placement.ReasonUnschedulable, "pod w-1 is pinned to node small, which has too little free: cpu: it asks for 500m, 250m of the node's 250m allocatable is free", corev1.EventTypeWarning},
+		{"full", ReasonWaitingForGang, "pod w-1 is pinned to node full, which has too little free: cpu: it asks for 500m, 200m of the node's 1 allocatable is free", corev1.EventTypeNormal},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			placed := pod(p, "w-0", "edge-1", "")
+			pinned := pod(p, "w-1", "", "")
+			pinned.Annotations = map[string]string{placement.AnnotationPinnedNode: tc.node}
+			pinned.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("500m")}}}
+			st := p.Status([]*corev1.Pod{placed, pinned}, 2)
+			if st.Scheduled || st.Reason != tc.reason || !strings.Contains(st.Message, tc.says) {
+				t.Errorf("Status = %+v, want reason %s saying %q", st, tc.reason, tc.says)
+			}
+			if events := Events(false, false, "", st); len(events) != 1 || events[0].Type != tc.event {
+				t.Errorf("events %+v, want one %s", events, tc.event)
 			}
 		})
 	}

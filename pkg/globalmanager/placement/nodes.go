@@ -56,26 +56,27 @@ type nodeRead struct {
 // nodeSays says why pod, pinned to node, may not go there: the node does
 // not exist, is cordoned, has a taint the pod does not tolerate, or has
 // less of a resource free than the pod asks for. Empty when none of these
-// holds (the scheduler's message says the rest). A pod already bound to
-// the node (its template's spec.nodeName, never seen by a scheduler) is
-// judged only by whether the node exists: a kubelet runs it whatever the
-// taints say.
-func (r *Nodes) nodeSays(ctx context.Context, pod *corev1.Pod, node string) string {
+// holds (the scheduler's message says the rest). lasts says the refusal
+// holds until a person acts (every reason but a node too full for now:
+// one whose pods will end). A pod already bound to the node (its
+// template's spec.nodeName, never seen by a scheduler) is judged only by
+// whether the node exists: a kubelet runs it whatever the taints say.
+func (r *Nodes) nodeSays(ctx context.Context, pod *corev1.Pod, node string) (why string, lasts bool) {
 	if r == nil || r.kube == nil || node == "" {
-		return ""
+		return "", false
 	}
 	read := r.get(ctx, node)
 	if !read.ok {
-		return ""
+		return "", false
 	}
 	n := read.node
 	switch {
 	case n == nil:
-		return "which does not exist"
+		return "which does not exist", true
 	case pod.Spec.NodeName != "":
-		return ""
+		return "", false
 	case n.Spec.Unschedulable:
-		return "which is cordoned (unschedulable)"
+		return "which is cordoned (unschedulable)", true
 	}
 	var untolerated []string
 	for i := range n.Spec.Taints {
@@ -90,16 +91,18 @@ func (r *Nodes) nodeSays(ctx context.Context, pod *corev1.Pod, node string) stri
 		}
 	}
 	if len(untolerated) > 0 {
-		return "whose taint " + strings.Join(untolerated, ", ") + " it does not tolerate"
+		return "whose taint " + strings.Join(untolerated, ", ") + " it does not tolerate", true
 	}
 	return short(pod, n, read.requested)
 }
 
 // short says which resource node n has too little of for pod: "" when it
-// has enough of each (or what is requested there is not known).
-func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) string {
+// has enough of each (or what is requested there is not known). lasts
+// says the pod asks for more of one than the node can hold at all, not
+// only than it has free now.
+func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) (why string, lasts bool) {
 	if len(n.Status.Allocatable) == 0 {
-		return "" // a node that reports nothing
+		return "", false // a node that reports nothing
 	}
 	asks := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	names := make([]string, 0, len(asks))
@@ -116,6 +119,9 @@ func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) strin
 		allocatable, has := n.Status.Allocatable[corev1.ResourceName(name)]
 		if !has {
 			allocatable = resource.Quantity{}
+		}
+		if want.Cmp(allocatable) > 0 {
+			lasts = true
 		}
 		if requested == nil {
 			// The pods there could not be listed (a GlobalManager of one
@@ -138,9 +144,9 @@ func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) strin
 			name, want.String(), free.String(), allocatable.String(), used.String()))
 	}
 	if len(whys) == 0 {
-		return ""
+		return "", false
 	}
-	return "which has too little free: " + strings.Join(whys, "; ")
+	return "which has too little free: " + strings.Join(whys, "; "), lasts
 }
 
 // get is what is known of the node (its node nil when it does not exist,

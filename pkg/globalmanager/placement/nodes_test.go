@@ -24,6 +24,7 @@ func TestAPinnedPodsNodeSaysWhyItIsNotPlaced(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: corev1.NodeSpec{Unschedulable: true}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "free"}, Status: corev1.NodeStatus{Allocatable: cpu("4")}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "full"}, Status: corev1.NodeStatus{Allocatable: cpu("4")}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Status: corev1.NodeStatus{Allocatable: cpu("500m")}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "there", Namespace: "other"}, Spec: corev1.PodSpec{NodeName: "full",
 			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("3500m")}}}}},
 	)
@@ -39,21 +40,24 @@ func TestAPinnedPodsNodeSaysWhyItIsNotPlaced(t *testing.T) {
 	boundTainted.Spec.NodeName = "tainted"
 	bySelector := pod("")
 	bySelector.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "cordoned"}
+	lasting := func(says string) Refusal { return Refusal{Says: says, Lasts: true} }
 	for name, tc := range map[string]struct {
 		pod  *corev1.Pod
-		want string
+		want Refusal
 	}{
-		"missing":  {pod("gone"), "pod w is pinned to node gone, which does not exist"},
-		"cordoned": {pod("cordoned"), "pod w is pinned to node cordoned, which is cordoned (unschedulable)"},
-		"tainted":  {pod("tainted"), "pod w is pinned to node tainted, whose taint dedicated=gpu:NoSchedule it does not tolerate"},
-		"full": {pod("full"), "pod w is pinned to node full, which has too little free: " +
-			"cpu: it asks for 1, 500m of the node's 4 allocatable is free (3500m requested by the pods there)"},
-		"tolerated":             {pod("tainted", corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists}), ""},
-		"room":                  {pod("free"), ""},
-		"unpinned":              {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unpinned"}}, ""},
-		"bound to missing":      {bound, "pod w is pinned to node gone, which does not exist"},
-		"bound, taints ignored": {boundTainted, ""},
-		"hostname selector":     {bySelector, "pod w is pinned to node cordoned, which is cordoned (unschedulable)"},
+		"missing":  {pod("gone"), lasting("pod w is pinned to node gone, which does not exist")},
+		"cordoned": {pod("cordoned"), lasting("pod w is pinned to node cordoned, which is cordoned (unschedulable)")},
+		"tainted":  {pod("tainted"), lasting("pod w is pinned to node tainted, whose taint dedicated=gpu:NoSchedule it does not tolerate")},
+		"full, for now": {pod("full"), Refusal{Says: "pod w is pinned to node full, which has too little free: " +
+			"cpu: it asks for 1, 500m of the node's 4 allocatable is free (3500m requested by the pods there)"}},
+		"too small for ever": {pod("small"), lasting("pod w is pinned to node small, which has too little free: " +
+			"cpu: it asks for 1, 500m of the node's 500m allocatable is free (0 requested by the pods there)")},
+		"tolerated":             {pod("tainted", corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists}), Refusal{}},
+		"room":                  {pod("free"), Refusal{}},
+		"unpinned":              {&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unpinned"}}, Refusal{}},
+		"bound to missing":      {bound, lasting("pod w is pinned to node gone, which does not exist")},
+		"bound, taints ignored": {boundTainted, Refusal{}},
+		"hostname selector":     {bySelector, lasting("pod w is pinned to node cordoned, which is cordoned (unschedulable)")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, r.NodeSays(t.Context(), tc.pod)); diff != "" {
@@ -70,7 +74,7 @@ func TestAPinnedPodsNodeSaysWhyItIsNotPlaced(t *testing.T) {
 	}
 	r.NodeSays(t.Context(), pod("gone"))
 	r.NodeSays(t.Context(), pod("full"))
-	if after := len(kube.Actions()); gets != 5 || after != len(kube.Actions()) {
-		t.Errorf("%d node reads for 5 nodes; want each read once", gets)
+	if after := len(kube.Actions()); gets != 6 || after != len(kube.Actions()) {
+		t.Errorf("%d node reads for 6 nodes; want each read once", gets)
 	}
 }

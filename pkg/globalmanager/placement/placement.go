@@ -22,7 +22,8 @@ import (
 const AnnotationPinnedNode = "nereid.io/pinned-node"
 
 // ReasonUnschedulable is the reason of a job's Scheduled condition while a
-// pod of it, without a gang, cannot be placed.
+// pod of it, without a gang, cannot be placed, or, in a gang, while the
+// node a pod is pinned to refuses it until a person acts (Refusal.Lasts).
 const ReasonUnschedulable = "Unschedulable"
 
 // maxSchedulerSays bounds what is quoted of the scheduler's message: it
@@ -71,16 +72,26 @@ func hostnameAffinity(pod *corev1.Pod) string {
 	return node
 }
 
-// NodeSays says why pod, when it is pinned to a node, may not go there:
-// "pod <pod> is pinned to node <node>, <why>"; "" when it is not pinned or
-// nothing is wrong with its node that Nodes can see.
-func (r *Nodes) NodeSays(ctx context.Context, pod *corev1.Pod) string {
+// Refusal is why the node a pod is pinned to refuses it.
+type Refusal struct {
+	// Says is "pod <pod> is pinned to node <node>, <why>"; "" when the pod
+	// is not pinned or nothing is wrong with its node that Nodes can see.
+	Says string
+	// Lasts is true when the refusal holds until a person acts: the node
+	// does not exist, is cordoned, has a taint the pod does not tolerate,
+	// or can never hold what the pod asks for. A node only too full for
+	// now (its pods will end) does not last.
+	Lasts bool
+}
+
+// NodeSays is why pod, when it is pinned to a node, may not go there.
+func (r *Nodes) NodeSays(ctx context.Context, pod *corev1.Pod) Refusal {
 	node := PinnedNode(pod)
-	why := r.nodeSays(ctx, pod, node)
+	why, lasts := r.nodeSays(ctx, pod, node)
 	if why == "" {
-		return ""
+		return Refusal{}
 	}
-	return fmt.Sprintf("pod %s is pinned to node %s, %s", pod.Name, node, why)
+	return Refusal{Says: fmt.Sprintf("pod %s is pinned to node %s, %s", pod.Name, node, why), Lasts: lasts}
 }
 
 // SchedulerSays is what the scheduler last wrote on pod while it could not
@@ -123,7 +134,7 @@ func (r *Nodes) Unplaced(ctx context.Context, pods []*corev1.Pod) string {
 		if common.PodTerminating(pod) || common.PodFinished(pod) || pod.Status.Phase == corev1.PodRunning {
 			continue
 		}
-		s := stuck{pod: pod, nodeSays: r.NodeSays(ctx, pod)}
+		s := stuck{pod: pod, nodeSays: r.NodeSays(ctx, pod).Says}
 		if pod.Spec.NodeName == "" {
 			s.scheduler = SchedulerSays(pod)
 		}
