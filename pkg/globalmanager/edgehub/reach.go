@@ -286,10 +286,13 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 		}
 		since = lastHeard
 	} else {
-		// A hub that just started waits for the nodes to reconnect, as
-		// long as a Lease lasts, before it takes their silence for a
-		// loss; then the Lease says when the node was last heard from.
-		if now.Sub(r.started) < r.linkSettle() || r.reads <= 0 {
+		// A hub that just started gives the nodes a heartbeat to connect.
+		// A node with no Lease never connected to any hub: that is said
+		// then. One with a Lease gets as long as a Lease lasts to
+		// reconnect before its silence is taken for a loss; then the
+		// Lease says when it was last heard from.
+		up := now.Sub(r.started)
+		if up < r.hub.cfg.HeartbeatPeriod || r.reads <= 0 {
 			return nodeReach{} // or its Lease is read by a later scan
 		}
 		r.reads--
@@ -298,7 +301,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 		case !ok:
 			return nodeReach{reason: ReasonNoLocalController, link: true, why: fmt.Sprintf(
 				"no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node)}
-		case !down:
+		case !down || up < r.linkSettle():
 			return nodeReach{}
 		}
 		since = heard

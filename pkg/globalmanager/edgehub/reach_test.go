@@ -91,7 +91,14 @@ func TestReachJudgesEachNodeByItsRules(t *testing.T) {
 			wantReason: ReasonLinkDown, wantWhy: "the link of edge node edge-0 is down since " + start.Add(time.Hour-time.Minute).UTC().Format(time.RFC3339), wantLink: true,
 		},
 		"an edge node unknown to a hub that just started": {
-			node: "edge-0", edge: true, sinceStart: settle - time.Second,
+			node: "edge-0", edge: true, sinceStart: cfg.HeartbeatPeriod - time.Second,
+		},
+		"an edge node that never connected, a heartbeat after the hub started": {
+			node: "edge-0", edge: true, sinceStart: cfg.HeartbeatPeriod,
+			wantReason: ReasonNoLocalController, wantWhy: "no LocalController has connected from edge node edge-0", wantLink: true,
+		},
+		"an edge node whose Lease says disconnected, to a hub that just started": {
+			node: "edge-0", edge: true, sinceStart: settle - time.Second, lease: lease("edge-0", links.LinkDisconnected, start.Add(-time.Hour)),
 		},
 		"an edge node that never connected": {
 			node: "edge-0", edge: true, sinceStart: settle,
