@@ -115,8 +115,8 @@ type DIJobStatus struct {
 	// it runs, Succeeded or Failed as it ends, Unknown.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
-	// Conditions, one per phase, and EdgeLinked once an edge link of the
-	// job's pods went down.
+	// Conditions, one per phase, EdgeLinked once an edge link of the job's
+	// pods went down, and Scheduled once a pod of it could not be placed.
 	// +optional
 	Conditions []DIJobCondition `json:"conditions,omitempty"`
 	// How many pods of each replica type (Coordinator, Collector, Learner,
@@ -137,10 +137,17 @@ const (
 	JobUnknown   Phase = "Unknown"
 )
 
-// ConditionEdgeLinked is the one condition type that is not a phase: v2alpha1's
-// EdgeLinked, False while an edge node the job's pods are on has lost its
-// link to the cloud, True once it is back.
-const ConditionEdgeLinked Phase = "EdgeLinked"
+// The condition types that are not phases, v2alpha1's as they are.
+const (
+	// ConditionEdgeLinked is False while an edge node the job's pods are on
+	// has lost its link to the cloud, True once it is back.
+	ConditionEdgeLinked Phase = "EdgeLinked"
+	// ConditionScheduled is False, reason Unschedulable, while a pod of the
+	// job cannot be placed (the message names the pod, its node and why),
+	// True (Placed) once none is refused; a job none of whose pods was
+	// ever refused a place has none.
+	ConditionScheduled Phase = "Scheduled"
+)
 
 // ReplicaType is the role of a pod of a coordinator-driven DIJob.
 type ReplicaType string

@@ -78,6 +78,17 @@ func setScheduled(status *div2.DIJobStatus, st gang.Status, now metav1.Time) []c
 	})
 }
 
+// setPlacement sets the Scheduled condition of a job whose pods are placed
+// one by one (a v1 job's) to st (gang.Manager.Placement's) and returns the
+// events its change calls for. A job none of whose pods was ever refused
+// a place has no such condition, as a learning cycle has none.
+func setPlacement(status *div2.DIJobStatus, st gang.Status, now metav1.Time) []common.Event {
+	if st.Scheduled && !slices.ContainsFunc(status.Conditions, func(c div2.JobCondition) bool { return c.Type == div2.ConditionScheduled }) {
+		return nil
+	}
+	return setScheduled(status, st, now)
+}
+
 // setAdmitted sets the job's Admitted condition to what the quotas' admission
 // says, and returns the events its change calls for.
 func setAdmitted(status *div2.DIJobStatus, d admission.Decision, now metav1.Time) []common.Event {

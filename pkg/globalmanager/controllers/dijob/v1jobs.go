@@ -52,8 +52,9 @@ type v1SyncCtx struct {
 // phases from the coordinator, cleanup at the end (docs/dijob-v1alpha1.md,
 // "The operator"). The v1 status is written once, as the job's v2 status
 // (conversion.V1StatusToV2), with the EdgeLinked condition of a v2 job
-// (setEdgeLinked). Gangs, quotas and the allocator hold nothing
-// of a v1 job: DI-orchestrator v0.2 had none.
+// (setEdgeLinked) and a Scheduled condition once a pod of it cannot be
+// placed (setPlacement). Gangs, quotas and the allocator hold nothing of
+// a v1 job: DI-orchestrator v0.2 had none.
 func (c *Controller) syncV1(ctx context.Context, key string) error {
 	ctx, s, err := c.syncer.Begin(ctx, key)
 	if s == nil || err != nil {
@@ -83,8 +84,10 @@ func (c *Controller) syncV1(ctx context.Context, key string) error {
 		// Its collectors may run on edge nodes (coordinated.Place): it says
 		// which links are down as a v2 job does, in the v2 status, where
 		// v1alpha1 shows EdgeLinked too.
-		links := c.readLinks(ctx, append(append([]*corev1.Pod(nil), sc.pods...), sc.made...), sc.now.Time)
+		pods := append(append([]*corev1.Pod(nil), sc.pods...), sc.made...)
+		links := c.readLinks(ctx, pods, sc.now.Time)
 		sc.events = append(sc.events, setEdgeLinked(&s.Owner.Status, links, sc.now)...)
+		sc.events = append(sc.events, setPlacement(&s.Owner.Status, c.deps.Gangs.Placement(pods), sc.now)...)
 	}
 	return s.End(ctx, actErr, sc.events, "phase", sc.status.Phase)
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 )
 
 const v1ServerURL = "http://di-v1-server:8080"
@@ -545,5 +547,60 @@ func TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
 	f.sync(t, job)
 	if c := findCondition(f.status(t, job), div2.ConditionEdgeLinked); c != nil {
 		t.Errorf("EdgeLinked %+v on a job that never missed a link, want none", c)
+	}
+}
+
+// TestV1JobSaysWhichPodCannotBePlaced: a v1 job whose collector the
+// scheduler cannot place says Scheduled=False Unschedulable naming the pod
+// and what the scheduler said, in v1alpha1 too, with one Warning; once it
+// is placed, Scheduled=True Placed. A job never refused has no condition.
+func TestV1JobSaysWhichPodCannotBePlaced(t *testing.T) {
+	running := div1.DIJobStatus{Phase: div1.JobRunning, Conditions: []div1.DIJobCondition{
+		{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: reasonV1Created},
+		{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running},
+	}}
+	job := v1Job(t, "cartpole", "", running)
+	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
+	coordinator.Spec.NodeName = "cloud-0"
+	collector := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodPending)
+	const says = "0/3 nodes are available: 3 Insufficient cpu."
+	collector.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: says}}
+
+	f := v1Fixture(t, job, []*corev1.Pod{coordinator, collector})
+	f.sync(t, job)
+	st := f.status(t, job)
+	want := "pod cartpole-collector-abcde cannot be placed; the scheduler says: " + says
+	if c := findCondition(st, div2.ConditionScheduled); c == nil || c.Status != corev1.ConditionFalse || c.Reason != placement.ReasonUnschedulable || c.Message != want {
+		t.Fatalf("Scheduled %+v, want False %s %q", c, placement.ReasonUnschedulable, want)
+	}
+	if v1 := conversion.V1StatusOf(&st); v1.Phase != div1.JobRunning || !slices.ContainsFunc(v1.Conditions, func(c div1.DIJobCondition) bool {
+		return c.Type == div1.ConditionScheduled && c.Status == corev1.ConditionFalse && c.Reason == placement.ReasonUnschedulable
+	}) {
+		t.Errorf("v1 status %+v, want Running with Scheduled False %s", v1, placement.ReasonUnschedulable)
+	}
+	if ev := f.events(); !hasEvent(ev, corev1.EventTypeWarning, placement.ReasonUnschedulable, "cartpole-collector-abcde") {
+		t.Errorf("events %q, want a Warning Unschedulable naming the pod", ev)
+	}
+
+	// Placed: True, and no second warning.
+	job.Status = st
+	placed := collector.DeepCopy()
+	placed.Spec.NodeName, placed.Status.Phase, placed.Status.Conditions = "edge-0", corev1.PodRunning, nil
+	f = v1Fixture(t, job, []*corev1.Pod{coordinator, placed})
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionScheduled); c == nil || c.Status != corev1.ConditionTrue || c.Reason != gang.ReasonPlaced {
+		t.Errorf("Scheduled %+v once placed, want True %s", c, gang.ReasonPlaced)
+	}
+	if ev := f.events(); hasEvent(ev, corev1.EventTypeWarning, placement.ReasonUnschedulable) {
+		t.Errorf("events %q once placed, want no Warning", ev)
+	}
+
+	// Never refused: no condition.
+	job = v1Job(t, "cartpole", "", running)
+	f = v1Fixture(t, job, []*corev1.Pod{coordinator, placed})
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionScheduled); c != nil {
+		t.Errorf("Scheduled %+v on a job never refused a place, want none", c)
 	}
 }

@@ -30,8 +30,8 @@ type DIJobStatusApplyConfiguration struct {
 	// Where the job is: Created when its coordinator exists, Running while
 	// it runs, Succeeded or Failed as it ends, Unknown.
 	Phase *dienginev1alpha1.Phase `json:"phase,omitempty"`
-	// Conditions, one per phase, and EdgeLinked once an edge link of the
-	// job's pods went down.
+	// Conditions, one per phase, EdgeLinked once an edge link of the job's
+	// pods went down, and Scheduled once a pod of it could not be placed.
 	Conditions []DIJobConditionApplyConfiguration `json:"conditions,omitempty"`
 	// How many pods of each replica type (Coordinator, Collector, Learner,
 	// Aggregator) are active, succeeded and failed.

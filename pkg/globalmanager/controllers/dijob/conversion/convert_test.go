@@ -101,7 +101,9 @@ func TestToV1ShowsAV2Job(t *testing.T) {
 		Coordinator: &div1.CoordinatorSpec{Template: template("evaluator")},
 		Collector:   &div1.CollectorSpec{Template: template("collector")},
 		Learner:     &div1.LearnerSpec{Template: template("learner")},
-	}, Status: div1.DIJobStatus{Phase: div1.JobCreated, Conditions: []div1.DIJobCondition{{Type: div1.JobCreated, Status: corev1.ConditionTrue}}}}
+	}, Status: div1.DIJobStatus{Phase: div1.JobCreated, Conditions: []div1.DIJobCondition{
+		{Type: div1.JobCreated, Status: corev1.ConditionTrue}, {Type: div1.ConditionScheduled, Status: corev1.ConditionTrue},
+	}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ToV1 (-want,+got):\n%s", diff)
 	}

@@ -38,8 +38,8 @@ var phaseToV1 = map[div2.Phase]div1.Phase{
 // V1StatusToV2 is a v1 job's status as its v2alpha1 object holds it, and
 // as the operator writes it through the status subresource: the phase and
 // conditions as their v2 phases (one-to-one on v1's phases: Created is
-// Starting; EdgeLinked stays EdgeLinked), and each replicaStatus entry as the task status of the
-// lower-case replica type ("collector"), its active pods as Running.
+// Starting; EdgeLinked and Scheduled stay as they are), and each
+// replicaStatus entry as the task status of the lower-case replica type ("collector"), its active pods as Running.
 // V1StatusOf reads it back unchanged.
 func V1StatusToV2(in *div1.DIJobStatus) div2.DIJobStatus {
 	out := div2.DIJobStatus{Phase: toV2Phase(in.Phase)}
@@ -95,16 +95,17 @@ var replicaTypes = []div1.ReplicaType{
 func TaskStatusKey(t div1.ReplicaType) string { return strings.ToLower(string(t)) }
 
 // statusToV1 is how v1alpha1 shows a v2 job's status: its phase, the
-// conditions about phases and EdgeLinked; the status itself travels in AnnotationV2.
+// conditions about phases, EdgeLinked and Scheduled; the status itself
+// travels in AnnotationV2.
 func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 	out := div1.DIJobStatus{Phase: toV1Phase(in.Phase)}
 	for _, c := range in.Conditions {
 		p, ok := phaseToV1[div2.Phase(c.Type)]
-		if c.Type == div2.ConditionEdgeLinked {
-			p, ok = div1.ConditionEdgeLinked, true
+		if same, notPhase := sameInV1[c.Type]; notPhase {
+			p, ok = same, true
 		}
 		if !ok || p == "" {
-			continue // Scheduled, Admitted: v1 has none
+			continue // Admitted: v1 has none
 		}
 		out.Conditions = append(out.Conditions, div1.DIJobCondition{
 			Type: p, Status: c.Status, Reason: c.Reason, Message: c.Message,
@@ -114,11 +115,20 @@ func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 	return out
 }
 
+// sameInV1 are the condition types that are no phase and v1alpha1 shows
+// as they are.
+var sameInV1 = map[div2.ConditionType]div1.Phase{
+	div2.ConditionEdgeLinked: div1.ConditionEdgeLinked,
+	div2.ConditionScheduled:  div1.ConditionScheduled,
+}
+
 // conditionToV2 is the v2 type of a v1 condition: its phase's, but
-// EdgeLinked, the one that is no phase, as it is.
+// EdgeLinked and Scheduled, which are no phase, as they are.
 func conditionToV2(t div1.Phase) div2.ConditionType {
-	if t == div1.ConditionEdgeLinked {
-		return div2.ConditionEdgeLinked
+	for v2, v1 := range sameInV1 {
+		if v1 == t {
+			return v2
+		}
 	}
 	return div2.ConditionType(toV2Phase(t))
 }

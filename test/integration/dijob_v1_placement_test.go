@@ -1,0 +1,81 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// TestDIJobV1SaysWhichPodCannotBePlaced: a v1 coordinator asks for a
+// collector with more cpu than any node has; the job, read in v1alpha1,
+// says Scheduled=False Unschedulable naming the collector and what the
+// scheduler says, kubectl get's SCHEDULED column shows it, one Warning is
+// recorded; once the coordinator removes it, Scheduled=True Placed.
+func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
+	ns := framework.Namespace(t)
+	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion,
+		"--di-v1-server-address", "127.0.0.1:0", "--di-v1-server-url", "127.0.0.1:8080")
+	waitForTheConversionWebhook(t, ns)
+	s := v1Server{t: t, base: v1ServerAddress(t, gm), ns: ns}
+	const job = "huge"
+	coordinator := startV1JobsCoordinator(t, ns, job)
+	from := coordinator.Status.PodIP
+	s.waitForReplicas(from, coordinator.Name, nil, nil)
+
+	created := s.change(from, http.MethodPost, "/v1alpha1/replicas",
+		fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 1, "cpus": "500"}, "learners": {"replicas": 0}}`, ns, coordinator.Name))
+	if len(created.Collectors) != 1 {
+		t.Fatalf("POST answered %+v, want 1 collector", created)
+	}
+	collector := strings.SplitN(created.Collectors[0], ".", 2)[0]
+	refused := waitForV1Job(t, ns, job, "Scheduled=False Unschedulable naming "+collector, func(j *div1.DIJob) bool {
+		c := v1Condition(j, div1.ConditionScheduled)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == placement.ReasonUnschedulable &&
+			strings.Contains(c.Message, "pod "+collector+" cannot be placed; the scheduler says: ") && strings.Contains(c.Message, "Insufficient cpu")
+	})
+	t.Logf("Scheduled: %s", v1Condition(refused, div1.ConditionScheduled).Message)
+	if refused.Status.Phase != div1.JobRunning {
+		t.Errorf("phase %s while a collector cannot be placed, want Running (the coordinator runs)", refused.Status.Phase)
+	}
+	framework.Eventually(t, 30*time.Second, "kubectl get's SCHEDULED column to say Unschedulable", func(context.Context) (bool, error) {
+		out, err := framework.Kubectl(t, "get", "dijobs.v1alpha1.diengine.opendilab.org", "-n", ns, job)
+		if err != nil {
+			t.Logf("kubectl get: %v\n%s", err, out) // the webhook may be moving
+			return false, nil
+		}
+		return strings.Contains(out, "SCHEDULED") && strings.Contains(out, placement.ReasonUnschedulable), nil
+	})
+	framework.Eventually(t, 10*time.Second, "a Warning Unschedulable on the job", func(context.Context) (bool, error) {
+		return unschedulableWarnings(t, ns, refused.UID) > 0, nil
+	})
+
+	s.change(from, http.MethodDelete, "/v1alpha1/replicas",
+		fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 1}, "learners": {"replicas": 0}}`, ns, coordinator.Name))
+	waitForV1Job(t, ns, job, "Scheduled=True Placed once the collector is gone", func(j *div1.DIJob) bool {
+		c := v1Condition(j, div1.ConditionScheduled)
+		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == gang.ReasonPlaced
+	})
+	if n := unschedulableWarnings(t, ns, refused.UID); n != 1 {
+		t.Errorf("%d Unschedulable warnings, want 1", n)
+	}
+}
+
+// v1Condition is the job's condition of type typ, nil without one.
+func v1Condition(j *div1.DIJob, typ div1.Phase) *div1.DIJobCondition {
+	for i := range j.Status.Conditions {
+		if j.Status.Conditions[i].Type == typ {
+			return &j.Status.Conditions[i]
+		}
+	}
+	return nil
+}
