@@ -51,6 +51,8 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	syncer    *common.Syncer[*sednav1.JointInferenceService]
 	reports   *edgestatus.EdgeReports[*sednav1.JointInferenceService]
+	// workers finds a service's worker pods (placement.go).
+	workers workerPods
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -120,13 +122,17 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 	if err := common.IndexByModel(jiInformer.Informer()); err != nil {
 		return nil, err
 	}
-	if c.synced, err = common.AddHandlers(
+	pods, err := c.workers.watch(d, jiInformer.Informer(), children[1], common.Batched(c.queue, d.ChildEventBatchPeriod))
+	if err != nil {
+		return nil, err
+	}
+	if c.synced, err = common.AddHandlers(append(pods,
 		common.Handler{Informer: jiInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: deploymentInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: hpaInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jiIndexer, common.ByModel, c.queue.Add)},
-	); err != nil {
+	)...); err != nil {
 		return nil, err
 	}
 	c.synced = append(c.synced, d.Admission.Watch(serviceKind, c.queue.Add))
