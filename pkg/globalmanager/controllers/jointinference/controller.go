@@ -1,7 +1,8 @@
 // Package jointinference is the JointInferenceService controller: an edge
 // worker Deployment serving the small model, a cloud worker Deployment serving
 // the big one behind a Service the edge worker calls, an autoscaler for each
-// worker that asks for one, and status from the Deployments' real state.
+// worker that asks for one, status from the Deployments' real state, and a
+// Scheduled condition that names a worker pod that cannot be placed.
 package jointinference
 
 import (
