@@ -362,7 +362,7 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 	}{
 		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "EDGE", "AGE"}},
 		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
-		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "EDGE-READY", "CLOUD-READY", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "EDGE", "AGE"}},
+		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "EDGE-READY", "CLOUD-READY", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
 		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ROUND", "SLOWEST", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
 		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
 		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
@@ -408,8 +408,8 @@ func checkProgressColumns(t *testing.T, ns string) {
 			map[string]string{"ROUND": "5", "SLOWEST": "3", "SLOWEST-NODE": "edge-1", "FASTEST-NODE": "edge-0"},
 		},
 		"ji/helmet-detection-inference-example": {
-			`{"edgeReady":"1/1","cloudReady":"0/2"}`,
-			map[string]string{"EDGE-READY": "1/1", "CLOUD-READY": "0/2"},
+			`{"edgeReady":"1/1","cloudReady":"0/2","conditions":[{"type":"Scheduled","status":"False","reason":"Unschedulable"}]}`,
+			map[string]string{"EDGE-READY": "1/1", "CLOUD-READY": "0/2", "SCHEDULED": "Unschedulable"},
 		},
 		"il/helmet-detection-demo": {
 			`{"stage":"Eval","state":"Running","round":3,"deployedRound":2}`,

@@ -173,13 +173,27 @@ func flScheduled(t *testing.T, ns, name string, status corev1.ConditionStatus, r
 // reason and a message that says holds of, and returns the message.
 func flCondition(t *testing.T, ns, name, condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
 	t.Helper()
+	return waitCondition(t, sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get, name, condType, status, reason, says)
+}
+
+// conditioned is a sedna.io job or service: its conditions are JobConditions.
+type conditioned interface {
+	ConditionList() *[]sednav1.JobCondition
+}
+
+// waitCondition waits for the condition of condType of the object get
+// reads by name to have status and reason and a message that says holds
+// of, and returns the message.
+func waitCondition[T conditioned](t *testing.T, get func(context.Context, string, metav1.GetOptions) (T, error), name, condType string,
+	status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
+	t.Helper()
 	var msg string
-	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s %s=%s %s", name, condType, status, reason), func(ctx context.Context) (bool, error) {
-		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
+	framework.Eventually(t, 60*time.Second, fmt.Sprintf("%s %s=%s %s", name, condType, status, reason), func(ctx context.Context) (bool, error) {
+		obj, err := get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		c := common.FindJobCondition(job.Status.Conditions, condType)
+		c := common.FindJobCondition(*obj.ConditionList(), condType)
 		if c == nil {
 			return false, nil
 		}

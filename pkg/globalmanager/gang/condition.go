@@ -57,7 +57,8 @@ func SetJobCondition(owner metav1.Object, conds []sednav1.JobCondition, st Statu
 
 // ReasonPlaced is the reason of the Scheduled condition of a job whose
 // pods are placed one by one, never as a gang (a learning cycle's stage
-// and inference pods), once no pod of it is refused a place any more.
+// and inference pods, a joint inference service's workers), once no pod
+// of it is refused a place any more.
 const ReasonPlaced = "Placed"
 
 // Placement is the Scheduled condition of a job whose pods are placed one
@@ -72,11 +73,12 @@ func (m *Manager) Placement(pods []*corev1.Pod) Status {
 	if says := nodes.Unplaced(ctx, pods); says != "" {
 		return Status{Reason: placement.ReasonUnschedulable, Message: says}
 	}
-	return Status{Scheduled: true, Reason: ReasonPlaced, Message: "no pod of the job is refused a place"}
+	return Status{Scheduled: true, Reason: ReasonPlaced, Message: "no pod of it is refused a place"}
 }
 
 // SetPlacementCondition sets the Scheduled condition of a sedna.io job
-// whose pods are placed one by one to st (Placement's) and returns the
+// whose pods are placed one by one (or of a JointInferenceService, whose
+// conditions are JobConditions too) to st (Placement's) and returns the
 // events its change calls for. A job none of whose pods was ever refused
 // a place has no such condition: it would say nothing on every job.
 func SetPlacementCondition(owner metav1.Object, conds []sednav1.JobCondition, st Status, now metav1.Time) ([]sednav1.JobCondition, []common.Event) {

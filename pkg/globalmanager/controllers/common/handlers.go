@@ -86,22 +86,52 @@ func PodHandler(ownerKind schema.GroupVersionKind, exp *Expectations, enqueue fu
 // ChildHandler enqueues the owner of any other child kind (Services,
 // Deployments, HPAs) on every event.
 func ChildHandler(ownerKind schema.GroupVersionKind, enqueue func(key string)) cache.ResourceEventHandler {
-	handle := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		m, err := apimeta.Accessor(obj)
-		if err != nil {
-			return
-		}
+	return onEveryEvent(func(m metav1.Object) {
 		if key, ok := OwnerKey(m, ownerKind); ok {
 			enqueue(key)
 		}
+	})
+}
+
+// LabelledChildHandler enqueues, on every event of a child whose
+// controller is not its owner (a service's pods and their ReplicaSets), the
+// owner its owner-uid label names in its namespace, found through the
+// owners' IndexUID (IndexByUID). The label only finds the owner: the sync
+// decides what of the owner's the child is (WorkerChain).
+func LabelledChildHandler(owners cache.Indexer, enqueue func(key string)) cache.ResourceEventHandler {
+	return onEveryEvent(func(m metav1.Object) {
+		uid := m.GetLabels()[LabelOwnerUID]
+		if uid == "" {
+			return
+		}
+		found, err := owners.ByIndex(IndexUID, ownerIndexKey(m.GetNamespace(), uid))
+		if err != nil {
+			return
+		}
+		for _, o := range found {
+			if key, ok := KeyOf(o); ok {
+				enqueue(key)
+			}
+		}
+	})
+}
+
+// onEveryEvent calls handle with the object of every event: the added,
+// the updated one's new state, the deleted one's last (from its tombstone
+// when the watch missed the delete).
+func onEveryEvent(handle func(m metav1.Object)) cache.ResourceEventHandler {
+	h := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if m, err := apimeta.Accessor(obj); err == nil {
+			handle(m)
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: func(_, newObj any) { handle(newObj) },
-		DeleteFunc: handle,
+		AddFunc:    h,
+		UpdateFunc: func(_, newObj any) { h(newObj) },
+		DeleteFunc: h,
 	}
 }
 

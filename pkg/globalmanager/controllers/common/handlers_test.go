@@ -111,3 +111,39 @@ func TestAMarkIsExpectedUntilThePodHandlerSeesIt(t *testing.T) {
 		t.Fatal("not satisfied once the mark's write failed")
 	}
 }
+
+// A child whose controller is not its owner (a service's pod) syncs the
+// owner its owner-uid label names in its own namespace, on every event.
+func TestALabelledChildEnqueuesTheOwnerItsLabelNames(t *testing.T) {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &sednav1.JointInferenceService{}, 0, cache.Indexers{})
+	owners, err := IndexByUID(inf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owners.Add(&sednav1.JointInferenceService{ObjectMeta: metav1.ObjectMeta{Name: "ji", Namespace: "ns", UID: "ji-uid"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	h := LabelledChildHandler(owners, func(key string) { got = append(got, key) })
+	pod := func(ns, uid string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: map[string]string{LabelOwnerUID: uid}}}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want []string
+	}{
+		"its pod":                     {pod("ns", "ji-uid"), []string{"ns/ji", "ns/ji", "ns/ji", "ns/ji"}},
+		"a pod of another namespace":  {pod("other", "ji-uid"), nil},
+		"a pod of no owner it caches": {pod("ns", "gone"), nil},
+		"a pod without the label":     {pod("ns", ""), nil},
+	} {
+		got = nil
+		h.OnAdd(tc.pod, false)
+		h.OnUpdate(tc.pod, tc.pod)
+		h.OnDelete(tc.pod)
+		h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: tc.pod})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: enqueued %v, want %v", name, got, tc.want)
+		}
+	}
+}

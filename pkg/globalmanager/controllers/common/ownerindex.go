@@ -36,14 +36,42 @@ func ownerIndexKey(namespace, uid string) string { return namespace + "/" + uid 
 func IndexChildren(informers ...cache.SharedIndexInformer) ([]cache.Indexer, error) {
 	out := make([]cache.Indexer, len(informers))
 	for i, inf := range informers {
-		if _, ok := inf.GetIndexer().GetIndexers()[IndexOwner]; !ok {
-			if err := inf.AddIndexers(ChildIndexers); err != nil {
-				return nil, fmt.Errorf("adding the owner index: %w", err)
-			}
+		if err := addIndexOnce(inf, IndexOwner, indexOwner); err != nil {
+			return nil, err
 		}
 		out[i] = inf.GetIndexer()
 	}
 	return out, nil
+}
+
+// IndexUID is the index of owners' caches by "<namespace>/<uid>": how a
+// child whose controller is not its owner (a service's pod, controlled by
+// a ReplicaSet) finds its owner from its owner-uid label.
+const IndexUID = "nereid.io/uid"
+
+// IndexByUID adds IndexUID to an owners' informer that lacks it, before it
+// starts, and returns its indexer.
+func IndexByUID(inf cache.SharedIndexInformer) (cache.Indexer, error) {
+	err := addIndexOnce(inf, IndexUID, func(obj any) ([]string, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil
+		}
+		return []string{ownerIndexKey(m.GetNamespace(), string(m.GetUID()))}, nil
+	})
+	return inf.GetIndexer(), err
+}
+
+// addIndexOnce adds the index name to inf unless it has it: the informers
+// are shared, and each controller of a kind asks.
+func addIndexOnce(inf cache.SharedIndexInformer, name string, index cache.IndexFunc) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
+		return nil
+	}
+	if err := inf.AddIndexers(cache.Indexers{name: index}); err != nil {
+		return fmt.Errorf("adding the %s index: %w", name, err)
+	}
+	return nil
 }
 
 // ListOwned lists from indexer (one with IndexOwner) the objects labelled as

@@ -1,6 +1,9 @@
 package common
 
 import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -66,4 +69,15 @@ func controlledBy(indexer cache.Indexer, namespace string, ref *metav1.OwnerRefe
 		return nil, false
 	}
 	return m, true
+}
+
+// Pods are obj's worker pods in pods (a cache with IndexOwner): those its
+// owner-uid label finds that IsWorkerPod takes for obj's, so a pod anyone
+// labelled says nothing of obj.
+func (c WorkerChain) Pods(pods cache.Indexer, obj metav1.Object) ([]*corev1.Pod, error) {
+	labelled, err := ListOwned[*corev1.Pod](pods, obj)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(labelled, func(p *corev1.Pod) bool { return !c.IsWorkerPod(p, obj) }), nil
 }

@@ -1,7 +1,8 @@
 // Package jointinference is the JointInferenceService controller: an edge
 // worker Deployment serving the small model, a cloud worker Deployment serving
 // the big one behind a Service the edge worker calls, an autoscaler for each
-// worker that asks for one, and status from the Deployments' real state.
+// worker that asks for one, status from the Deployments' real state, and a
+// Scheduled condition that names a worker pod that cannot be placed.
 package jointinference
 
 import (
@@ -51,6 +52,8 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	syncer    *common.Syncer[*sednav1.JointInferenceService]
 	reports   *edgestatus.EdgeReports[*sednav1.JointInferenceService]
+	// workers finds a service's worker pods (placement.go).
+	workers workerPods
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -120,13 +123,17 @@ func NewController(_ context.Context, d kinds.Deps, config Config) (*Controller,
 	if err := common.IndexByModel(jiInformer.Informer()); err != nil {
 		return nil, err
 	}
-	if c.synced, err = common.AddHandlers(
+	pods, err := c.workers.watch(d, jiInformer.Informer(), children[1], common.Batched(c.queue, d.ChildEventBatchPeriod))
+	if err != nil {
+		return nil, err
+	}
+	if c.synced, err = common.AddHandlers(append(pods,
 		common.Handler{Informer: jiInformer.Informer(), Handler: common.OwnerHandler(c.queue.Add)},
 		common.Handler{Informer: deploymentInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: serviceInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: hpaInformer.Informer(), Handler: common.ChildHandler(serviceKind, c.queue.Add)},
 		common.Handler{Informer: modelInformer.Informer(), Handler: common.ReferenceHandler(c.jiIndexer, common.ByModel, c.queue.Add)},
-	); err != nil {
+	)...); err != nil {
 		return nil, err
 	}
 	c.synced = append(c.synced, d.Admission.Watch(serviceKind, c.queue.Add))

@@ -24,6 +24,8 @@ const (
 	// condFailed: a Deployment reports it cannot reach its spec. It appears
 	// only once that has happened, and turns False when it clears.
 	condFailed = "Failed"
+	// Scheduled (gang.ConditionScheduled, set in placement.go): False while
+	// a worker pod cannot be placed; it appears only once one could not.
 )
 
 func workersCreated(ji *sednav1.JointInferenceService, actErr error) sednav1.JobCondition {

@@ -94,6 +94,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	events = append(events, c.setStatusFromDeployments(ji, status, kids.deployments, now)...)
+	// A worker pod refused a place (its node, its taints, its size) is
+	// named on the service, not only on the pod.
+	pods, err := c.workers.of(ji)
+	if err != nil {
+		return fmt.Errorf("listing worker pods of %s: %w", key, err)
+	}
+	events = append(events, c.setScheduled(ji, pods, now)...)
 	status.ObservedGeneration = ji.Generation
 	return s.End(ctx, actErr, events, "active", status.Active, "failed", status.Failed)
 }

@@ -122,7 +122,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	var kubeObjs, sednaObjs []runtime.Object
 	for _, o := range objs {
 		switch o.(type) {
-		case *appsv1.Deployment, *corev1.Service, *autoscalingv2.HorizontalPodAutoscaler:
+		case *appsv1.Deployment, *corev1.Service, *autoscalingv2.HorizontalPodAutoscaler, *appsv1.ReplicaSet, *corev1.Pod:
 			kubeObjs = append(kubeObjs, o)
 		default:
 			sednaObjs = append(sednaObjs, o)
@@ -149,6 +149,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		"Deployment":              ki.Apps().V1().Deployments().Informer().GetIndexer(),
 		"Service":                 ki.Core().V1().Services().Informer().GetIndexer(),
 		"HorizontalPodAutoscaler": ki.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetIndexer(),
+		"ReplicaSet":              ki.Apps().V1().ReplicaSets().Informer().GetIndexer(),
+		"Pod":                     ki.Core().V1().Pods().Informer().GetIndexer(),
 	}
 	for _, o := range objs {
 		f.cache(t, o)
@@ -171,6 +173,10 @@ func (f *fixture) cache(t *testing.T, obj runtime.Object) {
 		kind = "Service"
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		kind = "HorizontalPodAutoscaler"
+	case *appsv1.ReplicaSet:
+		kind = "ReplicaSet"
+	case *corev1.Pod:
+		kind = "Pod"
 	default:
 		t.Fatalf("no indexer for %T", obj)
 	}
