@@ -27,10 +27,7 @@ import (
 // learner asked for next, with no GPU left, is refused saying why.
 func TestDIJobV1ServerPlacesDDPLearnersOnFreeGPUs(t *testing.T) {
 	ns := framework.Namespace(t)
-	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion,
-		"--di-v1-server-address", "127.0.0.1:0", "--di-v1-server-url", "127.0.0.1:8080", "--di-aggregator-config", ns+"/agconfig")
-	waitForTheConversionWebhook(t, ns)
-	s := v1Server{t: t, base: v1ServerAddress(t, gm), ns: ns}
+	s := startV1Server(t, ns, "--di-aggregator-config", ns+"/agconfig")
 	pool := "ddp-" + ns
 	selector, tolerations := allocPoolOf(t, pool, nil, corev1.ResourceList{coordinated.ResourceGPU: resource.MustParse("2")}, pool+"-a", pool+"-b")
 	createAggregatorConfig(t, ns, "agconfig")

@@ -23,10 +23,7 @@ import (
 // recorded; once the coordinator removes it, Scheduled=True Placed.
 func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
 	ns := framework.Namespace(t)
-	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion,
-		"--di-v1-server-address", "127.0.0.1:0", "--di-v1-server-url", "127.0.0.1:8080")
-	waitForTheConversionWebhook(t, ns)
-	s := v1Server{t: t, base: v1ServerAddress(t, gm), ns: ns}
+	s := startV1Server(t, ns)
 	const job = "huge"
 	coordinator := startV1JobsCoordinator(t, ns, job)
 	from := coordinator.Status.PodIP

@@ -97,6 +97,17 @@ func sameSet(a, b []string) bool {
 
 // v1ServerAddress is where a GlobalManager serves the v1 replicas server,
 // as its log says.
+// startV1Server starts a GlobalManager of ns serving the v1 replicas
+// server (KUBERNETES_SERVER_URL 127.0.0.1:8080), with extra flags, and
+// the DIJob CRD's conversion webhook; it returns the server to call.
+func startV1Server(t *testing.T, ns string, extra ...string) v1Server {
+	t.Helper()
+	gm := framework.StartGlobalManager(t, ns, append([]string{"--edge-namespace", ns, framework.DIJobConversion,
+		"--di-v1-server-address", "127.0.0.1:0", "--di-v1-server-url", "127.0.0.1:8080"}, extra...)...)
+	waitForTheConversionWebhook(t, ns)
+	return v1Server{t: t, base: v1ServerAddress(t, gm), ns: ns}
+}
+
 func v1ServerAddress(t *testing.T, gm *framework.Process) string {
 	t.Helper()
 	var addr string
@@ -114,10 +125,7 @@ func v1ServerAddress(t *testing.T, gm *framework.Process) string {
 // and changes nothing.
 func TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
 	ns := framework.Namespace(t)
-	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion,
-		"--di-v1-server-address", "127.0.0.1:0", "--di-v1-server-url", "127.0.0.1:8080")
-	waitForTheConversionWebhook(t, ns)
-	s := v1Server{t: t, base: v1ServerAddress(t, gm), ns: ns}
+	s := startV1Server(t, ns)
 	coordinator := startV1JobsCoordinator(t, ns, "pong")
 	from := coordinator.Status.PodIP
 

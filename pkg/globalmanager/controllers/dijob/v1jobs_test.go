@@ -489,19 +489,31 @@ func TestV1ReplacementsAreBoundedPerReplicaAndPerSync(t *testing.T) {
 	}
 }
 
+// v1Running is the status of a v1 job whose coordinator runs.
+func v1Running() div1.DIJobStatus {
+	return div1.DIJobStatus{Phase: div1.JobRunning, Conditions: []div1.DIJobCondition{
+		{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: reasonV1Created},
+		{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running},
+	}}
+}
+
+// v1Coordinator is job's coordinator, running on cloud-0.
+func v1Coordinator(t *testing.T, job *div2.DIJob) *corev1.Pod {
+	t.Helper()
+	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
+	coordinator.Spec.NodeName = "cloud-0"
+	return coordinator
+}
+
 // TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn: a running v1 job
 // whose collector is on an edge node whose link is down has v2's EdgeLinked
 // condition, False with LinkDown naming the node, and a Warning; v1alpha1
 // shows it, and the phase stays Running. Back, it is True (Linked) with a
 // Normal event.
 func TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
-	running := div1.DIJobStatus{Phase: div1.JobRunning, Conditions: []div1.DIJobCondition{
-		{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: reasonV1Created},
-		{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running},
-	}}
+	running := v1Running()
 	job := v1Job(t, "cartpole", "", running)
-	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
-	coordinator.Spec.NodeName = "cloud-0"
+	coordinator := v1Coordinator(t, job)
 	collector := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodRunning)
 	collector.Spec.NodeName = "edge-0"
 	pods := []*corev1.Pod{coordinator, collector}
@@ -555,13 +567,9 @@ func TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
 // and what the scheduler said, in v1alpha1 too, with one Warning; once it
 // is placed, Scheduled=True Placed. A job never refused has no condition.
 func TestV1JobSaysWhichPodCannotBePlaced(t *testing.T) {
-	running := div1.DIJobStatus{Phase: div1.JobRunning, Conditions: []div1.DIJobCondition{
-		{Type: div1.JobCreated, Status: corev1.ConditionTrue, Reason: reasonV1Created},
-		{Type: div1.JobRunning, Status: corev1.ConditionTrue, Reason: reasonV1Running},
-	}}
+	running := v1Running()
 	job := v1Job(t, "cartpole", "", running)
-	coordinator := v1Pod(t, job, coordinated.Coordinator, "cartpole-coordinator", corev1.PodRunning)
-	coordinator.Spec.NodeName = "cloud-0"
+	coordinator := v1Coordinator(t, job)
 	collector := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodPending)
 	const says = "0/3 nodes are available: 3 Insufficient cpu."
 	collector.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
