@@ -172,13 +172,37 @@ func flScheduled(t *testing.T, ns, name string, status corev1.ConditionStatus, r
 // reason and a message that says holds of, and returns the message.
 func flCondition(t *testing.T, ns, name, condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
 	t.Helper()
+	return sednaCondition(t, 60*time.Second, "job "+name, conditionsOf(sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get, name,
+		func(j *sednav1.FederatedLearningJob) []sednav1.JobCondition { return j.Status.Conditions }), condType, status, reason, says)
+}
+
+// conditionsOf reads the conditions (as conds finds them) of the object
+// get reads by name, for sednaCondition.
+func conditionsOf[T any](get func(context.Context, string, metav1.GetOptions) (T, error), name string,
+	conds func(T) []sednav1.JobCondition) func(ctx context.Context) ([]sednav1.JobCondition, error) {
+	return func(ctx context.Context) ([]sednav1.JobCondition, error) {
+		obj, err := get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return conds(obj), nil
+	}
+}
+
+// sednaCondition waits up to timeout for the condition of condType of a
+// Sedna object (what names it), as conds reads its conditions, to have
+// status and reason and a message that says holds of, and returns the
+// message.
+func sednaCondition(t *testing.T, timeout time.Duration, what string, conds func(ctx context.Context) ([]sednav1.JobCondition, error),
+	condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
+	t.Helper()
 	var msg string
-	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s %s=%s %s", name, condType, status, reason), func(ctx context.Context) (bool, error) {
-		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
+	framework.Eventually(t, timeout, fmt.Sprintf("%s %s=%s %s", what, condType, status, reason), func(ctx context.Context) (bool, error) {
+		all, err := conds(ctx)
 		if err != nil {
 			return false, err
 		}
-		c := common.FindJobCondition(job.Status.Conditions, condType)
+		c := common.FindJobCondition(all, condType)
 		if c == nil {
 			return false, nil
 		}
