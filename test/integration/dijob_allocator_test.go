@@ -63,8 +63,13 @@ func allocPoolOf(t *testing.T, pool string, extra map[string]string, more corev1
 		}
 		return true, nil
 	})
-	return map[string]string{"nereid.io/test-pool": pool},
-		[]corev1.Toleration{{Key: "nereid.io/test-pool", Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
+	return map[string]string{"nereid.io/test-pool": pool}, poolTolerations(pool)
+}
+
+// poolTolerations are how pods reach the nodes of an allocPool, made or
+// still to be made.
+func poolTolerations(pool string) []corev1.Toleration {
+	return []corev1.Toleration{{Key: "nereid.io/test-pool", Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
 }
 
 // poolTask is a task of the pool, requesting cpu.

@@ -37,7 +37,7 @@ func TestDIJobV1ServerPlacesDDPLearnersOnFreeGPUs(t *testing.T) {
 		"tolerations":  []any{map[string]any{"key": tolerations[0].Key, "operator": "Equal", "value": tolerations[0].Value, "effect": "NoSchedule"}},
 		"containers":   []any{map[string]any{"name": coordinated.ContainerName, "image": "busybox"}},
 	}}
-	coordinator := startV1JobsCoordinator(t, ns, "ddp", learner)
+	coordinator := startV1JobsCoordinator(t, ns, "ddp", map[string]map[string]any{coordinated.Learner: learner})
 	from := coordinator.Status.PodIP
 	s.waitForReplicas(from, coordinator.Name, nil, nil)
 

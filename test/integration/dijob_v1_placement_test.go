@@ -11,26 +11,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
 // TestDIJobV1SaysWhichPodCannotBePlaced: a v1 coordinator asks for a
-// collector with more cpu than any node has; the job, read in v1alpha1,
-// says Scheduled=False Unschedulable naming the collector and what the
-// scheduler says, kubectl get's SCHEDULED column shows it, one Warning is
+// collector whose template pins it to a node that does not exist; the job,
+// read in v1alpha1, says Scheduled=False Unschedulable naming the collector,
+// the node and why, kubectl get's SCHEDULED column shows it, one Warning is
 // recorded; once the coordinator removes it, Scheduled=True Placed.
 func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
 	ns := framework.Namespace(t)
 	s := startV1Server(t, ns)
-	const job = "huge"
-	coordinator := startV1JobsCoordinator(t, ns, job)
+	const job = "pinned"
+	pinned := map[string]any{"spec": map[string]any{
+		"nodeSelector": map[string]any{corev1.LabelHostname: "no-such-node"},
+		"containers":   []any{map[string]any{"name": coordinated.ContainerName, "image": "busybox"}},
+	}}
+	coordinator := startV1JobsCoordinator(t, ns, job, map[string]map[string]any{coordinated.Collector: pinned})
 	from := coordinator.Status.PodIP
 	s.waitForReplicas(from, coordinator.Name, nil, nil)
 
 	created := s.change(from, http.MethodPost, "/v1alpha1/replicas",
-		fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 1, "cpus": "500"}, "learners": {"replicas": 0}}`, ns, coordinator.Name))
+		fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 1, "cpus": "100m"}, "learners": {"replicas": 0}}`, ns, coordinator.Name))
 	if len(created.Collectors) != 1 {
 		t.Fatalf("POST answered %+v, want 1 collector", created)
 	}
@@ -38,7 +43,7 @@ func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
 	refused := waitForV1Job(t, ns, job, "Scheduled=False Unschedulable naming "+collector, func(j *div1.DIJob) bool {
 		c := v1Condition(j, div1.ConditionScheduled)
 		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == placement.ReasonUnschedulable &&
-			strings.Contains(c.Message, "pod "+collector+" cannot be placed; the scheduler says: ") && strings.Contains(c.Message, "Insufficient cpu")
+			strings.Contains(c.Message, "pod "+collector+" is pinned to node no-such-node, which does not exist")
 	})
 	t.Logf("Scheduled: %s", v1Condition(refused, div1.ConditionScheduled).Message)
 	if refused.Status.Phase != div1.JobRunning {

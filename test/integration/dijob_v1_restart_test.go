@@ -27,7 +27,7 @@ func TestDIJobV1LosesNothingWhenTheGlobalManagerRestarts(t *testing.T) {
 	gm := framework.StartGlobalManager(t, ns, args...)
 	waitForTheConversionWebhook(t, ns)
 	s := v1Server{t: t, base: v1ServerAddress(t, gm), ns: ns}
-	coordinator := startV1JobsCoordinator(t, ns, "restart")
+	coordinator := startV1JobsCoordinator(t, ns, "restart", nil)
 	from := coordinator.Status.PodIP
 	s.waitForReplicas(from, coordinator.Name, nil, nil)
 	created := s.change(from, http.MethodPost, "/v1alpha1/replicas", fmt.Sprintf(

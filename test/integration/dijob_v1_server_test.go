@@ -126,7 +126,7 @@ func v1ServerAddress(t *testing.T, gm *framework.Process) string {
 func TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
 	ns := framework.Namespace(t)
 	s := startV1Server(t, ns)
-	coordinator := startV1JobsCoordinator(t, ns, "pong")
+	coordinator := startV1JobsCoordinator(t, ns, "pong", nil)
 	from := coordinator.Status.PodIP
 
 	body := fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 2, "cpus": "100m"}, "learners": {"replicas": 1, "memory": 134217728, "gpus": 0}}`, ns, coordinator.Name)
@@ -162,23 +162,23 @@ func TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
 }
 
 // startV1JobsCoordinator applies a v1alpha1 DIJob whose templates are
-// template (a busybox di-container when nil) and waits for its coordinator
-// pod, the v1 operator's, to run with an address.
-func startV1JobsCoordinator(t *testing.T, ns, name string, template ...map[string]any) *corev1.Pod {
+// those of templates, by replica type (coordinated.Collector,
+// coordinated.Learner), and a busybox di-container for the others, and
+// waits for its coordinator pod, the v1 operator's, to run with an address.
+func startV1JobsCoordinator(t *testing.T, ns, name string, templates map[string]map[string]any) *corev1.Pod {
 	t.Helper()
 	tmpl := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": coordinated.ContainerName, "image": "busybox"}}}}
-	learner := tmpl
-	if len(template) > 0 {
-		learner = template[0]
+	spec := map[string]any{}
+	for _, typ := range []string{coordinated.Coordinator, coordinated.Collector, coordinated.Learner} {
+		spec[typ] = map[string]any{"template": tmpl}
+		if own, ok := templates[typ]; ok {
+			spec[typ] = map[string]any{"template": own}
+		}
 	}
 	manifest := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": div1.SchemeGroupVersion.String(), "kind": "DIJob",
 		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"coordinator": map[string]any{"template": tmpl},
-			"collector":   map[string]any{"template": tmpl},
-			"learner":     map[string]any{"template": learner},
-		},
+		"spec":     spec,
 	}}
 	v1dijobs := div1.SchemeGroupVersion.WithResource("dijobs")
 	// The API server takes the webhook's clientConfig within moments.

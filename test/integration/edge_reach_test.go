@@ -284,3 +284,39 @@ func TestAJobWhoseEdgeLinkIsDownSaysSoAndRecovers(t *testing.T) {
 		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "AllWorkersRunning", err
 	})
 }
+
+// TestAJointInferenceServiceWhoseEdgeLinkIsDownIsNotSaidReady stops the
+// LocalController of edge-0, where the joint inference example's edge
+// worker runs: the service's EdgeLinked condition says the link is down,
+// naming the node, and its Ready condition goes Unknown (EdgeLinkDown)
+// instead of saying Available, since the cloud knows the edge worker only
+// as it last heard; kubectl get's EDGE column shows it. Both go back once
+// the LocalController reconnects.
+func TestAJointInferenceServiceWhoseEdgeLinkIsDownIsNotSaidReady(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	applyJointInferenceExample(t, ns)
+	conds := conditionsOf(sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get, jiName)
+
+	lc.Stop(t)
+	stopped := time.Now()
+	// Within the Lease's duration, as for a job (the hub waits a heartbeat
+	// for a LocalController that restarts, then scans every 2 s).
+	sednaCondition(t, 40*time.Second, "service "+jiName, conds, edgehub.ConditionEdgeLinked, corev1.ConditionFalse, edgehub.ReasonLinkDown,
+		says("edge node edge-0 is down since"))
+	t.Logf("the link condition came %s after the LocalController stopped", time.Since(stopped).Round(time.Second))
+	msg := sednaCondition(t, 10*time.Second, "service "+jiName, conds, "Ready", corev1.ConditionUnknown, common.ReasonEdgeLinkDown,
+		says("edge worker: 1 of 1 replicas available", "edge node edge-0 is down since"))
+	t.Logf("Ready: %s", msg)
+	out, err := framework.Kubectl(t, "get", "-n", ns, "jointinferenceservices", jiName)
+	if err != nil || !strings.Contains(out, "EDGE") || !strings.Contains(out, edgehub.ReasonLinkDown) {
+		t.Errorf("kubectl get jointinferenceservices: %v\n%s\nwant its EDGE column to say %s", err, out, edgehub.ReasonLinkDown)
+	}
+
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sednaCondition(t, 40*time.Second, "service "+jiName, conds, edgehub.ConditionEdgeLinked, corev1.ConditionTrue, edgehub.ReasonLinked, says())
+	sednaCondition(t, 10*time.Second, "service "+jiName, conds, "Ready", corev1.ConditionTrue, "Available", says("edge worker: 1 of 1 replicas available"))
+}

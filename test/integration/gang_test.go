@@ -181,19 +181,41 @@ type conditioned interface {
 	ConditionList() *[]sednav1.JobCondition
 }
 
-// waitCondition waits for the condition of condType of the object get
-// reads by name to have status and reason and a message that says holds
-// of, and returns the message.
+// waitCondition waits a minute for the condition of condType of the
+// object get reads by name to have status and reason and a message that
+// says holds of, and returns the message.
 func waitCondition[T conditioned](t *testing.T, get func(context.Context, string, metav1.GetOptions) (T, error), name, condType string,
 	status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
 	t.Helper()
-	var msg string
-	framework.Eventually(t, 60*time.Second, fmt.Sprintf("%s %s=%s %s", name, condType, status, reason), func(ctx context.Context) (bool, error) {
+	return sednaCondition(t, 60*time.Second, name, conditionsOf(get, name), condType, status, reason, says)
+}
+
+// conditionsOf reads the conditions of the object get reads by name, for
+// sednaCondition.
+func conditionsOf[T conditioned](get func(context.Context, string, metav1.GetOptions) (T, error), name string) func(ctx context.Context) ([]sednav1.JobCondition, error) {
+	return func(ctx context.Context) ([]sednav1.JobCondition, error) {
 		obj, err := get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return *obj.ConditionList(), nil
+	}
+}
+
+// sednaCondition waits up to timeout for the condition of condType of a
+// Sedna object (what names it), as conds reads its conditions, to have
+// status and reason and a message that says holds of, and returns the
+// message.
+func sednaCondition(t *testing.T, timeout time.Duration, what string, conds func(ctx context.Context) ([]sednav1.JobCondition, error),
+	condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
+	t.Helper()
+	var msg string
+	framework.Eventually(t, timeout, fmt.Sprintf("%s %s=%s %s", what, condType, status, reason), func(ctx context.Context) (bool, error) {
+		all, err := conds(ctx)
 		if err != nil {
 			return false, err
 		}
-		c := common.FindJobCondition(*obj.ConditionList(), condType)
+		c := common.FindJobCondition(all, condType)
 		if c == nil {
 			return false, nil
 		}

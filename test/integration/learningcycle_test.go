@@ -133,8 +133,22 @@ func (c *cycle) createIncremental(threshold float64, timer *sednav1.Timer) *sedn
 	c.t.Helper()
 	c.createModels()
 	c.createDataset("cycle-data", cycleIndex)
-	job := &sednav1.IncrementalLearningJob{
-		ObjectMeta: metav1.ObjectMeta{Name: cycleJob},
+	job := incrementalJob(cycleJob, threshold, timer)
+	created, err := sednaClient(c.t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Create(c.t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return created
+}
+
+// incrementalJob is an incremental job of Dataset cycle-data and Models
+// initial-model and deploy-model, with stage templates pinned to edge-0,
+// whose train trigger fires past threshold new samples (within timer's
+// window) and whose deploy trigger fires when precision improved by more
+// than 0.1 on every class.
+func incrementalJob(name string, threshold float64, timer *sednav1.Timer) *sednav1.IncrementalLearningJob {
+	return &sednav1.IncrementalLearningJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: sednav1.IncrementalLearningJobSpec{
 			Dataset:      sednav1.CycleDataset{Name: "cycle-data", TrainProb: 0.8},
 			InitialModel: sednav1.ModelRef{Name: "initial-model"},
@@ -148,11 +162,6 @@ func (c *cycle) createIncremental(threshold float64, timer *sednav1.Timer) *sedn
 			OutputDir: cycleOutput,
 		},
 	}
-	created, err := sednaClient(c.t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Create(c.t.Context(), job, metav1.CreateOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return created
 }
 
 // status reads the job's cycle status.
