@@ -160,8 +160,7 @@ func checkWarnedOnceWhileWaiting(t *testing.T, ns string, readings []framework.C
 // they do not tolerate, and a DIJob without a gang (the allocator off)
 // whose learner is pinned to the missing node: within 30 s each says
 // Scheduled=False Unschedulable naming its waiting pod, the node and why
-// (kubectl get's SCHEDULED column shows it for the learning jobs; DIJobs
-// have no such column), and each warns once, however often it syncs; once
+// (kubectl get's SCHEDULED column shows it), and each warns once, however often it syncs; once
 // the node comes and the taint goes, all are placed.
 func TestLearningJobsAndADIJobPinnedWhereTheyCannotGoSayWhichNodeAndWhy(t *testing.T) {
 	ns := framework.Namespace(t)
@@ -210,9 +209,9 @@ func TestLearningJobsAndADIJobPinnedWhereTheyCannotGoSayWhichNodeAndWhy(t *testi
 		t.Errorf("the jobs said why their pods cannot be placed %s after they were made, want within 30 s", took.Round(time.Second))
 	}
 	t.Logf("the jobs said why their pods cannot be placed %s after they were made", time.Since(created).Round(100*time.Millisecond))
-	out, err := framework.Kubectl(t, "get", "-n", ns, "incrementallearningjobs,lifelonglearningjobs")
-	if err != nil || strings.Count(out, "SCHEDULED") != 2 || strings.Count(out, placement.ReasonUnschedulable) != 2 {
-		t.Errorf("kubectl get incrementallearningjobs,lifelonglearningjobs (%v):\n%s\nwant a SCHEDULED column saying Unschedulable for each job", err, out)
+	out, err := framework.Kubectl(t, "get", "-n", ns, "incrementallearningjobs,lifelonglearningjobs,dijobs.v2alpha1.diengine.opendilab.org")
+	if err != nil || strings.Count(out, "SCHEDULED") != 3 || strings.Count(out, placement.ReasonUnschedulable) != 3 {
+		t.Errorf("kubectl get incrementallearningjobs,lifelonglearningjobs,dijobs (%v):\n%s\nwant a SCHEDULED column saying Unschedulable for each job", err, out)
 	}
 
 	checkWarnedOnceWhileWaiting(t, ns, readings, map[string]pinnedJob{

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:printcolumn:name="Collectors",type=integer,JSONPath=`.status.replicaStatus.Collector.active`,description="Collector pods running"
 // +kubebuilder:printcolumn:name="Learners",type=integer,JSONPath=`.status.replicaStatus.Learner.active`,description="Learner pods running"
 // +kubebuilder:printcolumn:name="Aggregators",type=integer,JSONPath=`.status.replicaStatus.Aggregator.active`,priority=1,description="Aggregator pods running"
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,description="Unschedulable while a pod of the job cannot be placed (the condition names the pod, its node and why); Placed once none is refused; empty while none ever was"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="LinkDown while an edge node its pods are on has lost its link to the cloud (the condition names the nodes and since when); Linked once they are back; empty while it never missed one"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -20,6 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Reschedules",type=integer,JSONPath=`.status.reschedules`
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the job is in its phase: TooManyReplicas waits for a person, InsufficientResources and WaitingForQuota for room"
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,description="Whether its pods are placed: Unschedulable waits for a person (the condition names the pod, its node and why), WaitingForGang for its gang to fit; GangScheduled, GangSchedulingOff or NoGangScheduler once nothing waits on placement"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="LinkDown while an edge node its pods are on has lost its link to the cloud (the condition names the nodes and since when); Linked once they are back; empty while it never missed one"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
