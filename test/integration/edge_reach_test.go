@@ -235,9 +235,12 @@ func later(a, b time.Time) time.Time {
 // the node a federated learning job's Dataset and training worker are on:
 // the job and the Dataset say the link is down, naming the node and since
 // when; its Training condition no longer says AllWorkersRunning; all go
-// back once it reconnects.
+// back once it reconnects. The job's other node, edge-1, has its own
+// LocalController: without one it would say NoLocalController a heartbeat
+// after the hub started, and the job would never be linked.
 func TestAJobWhoseEdgeLinkIsDownSaysSoAndRecovers(t *testing.T) {
-	ns, _, lc, _ := reportingWorker(t)
+	ns, hub, lc, _ := reportingWorker(t)
+	framework.StartLocalController(t, hub, "edge-1", framework.EdgeIdentity(t, ns, "edge-1"))
 	jobLink := func(ctx context.Context) (*sednav1.JobCondition, error) {
 		j, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
