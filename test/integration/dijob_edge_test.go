@@ -122,12 +122,8 @@ func linkGraceOf(pod *corev1.Pod) time.Duration {
 // status and reason and a message containing message.
 func v1LinkSays(status corev1.ConditionStatus, reason, message string) func(j *div1.DIJob) bool {
 	return func(j *div1.DIJob) bool {
-		for _, c := range j.Status.Conditions {
-			if c.Type == div1.ConditionEdgeLinked {
-				return c.Status == status && c.Reason == reason && strings.Contains(c.Message, message)
-			}
-		}
-		return false
+		c := v1Condition(j, div1.ConditionEdgeLinked)
+		return c != nil && c.Status == status && c.Reason == reason && strings.Contains(c.Message, message)
 	}
 }
 

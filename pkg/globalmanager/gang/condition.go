@@ -82,8 +82,17 @@ func (m *Manager) Placement(pods []*corev1.Pod) Status {
 // events its change calls for. A job none of whose pods was ever refused
 // a place has no such condition: it would say nothing on every job.
 func SetPlacementCondition(owner metav1.Object, conds []sednav1.JobCondition, st Status, now metav1.Time) ([]sednav1.JobCondition, []common.Event) {
-	if st.Scheduled && common.FindJobCondition(conds, ConditionScheduled) == nil {
+	if !PlacementWorthSaying(st, common.FindJobCondition(conds, ConditionScheduled) != nil) {
 		return conds, nil
 	}
 	return SetJobCondition(owner, conds, st, now)
+}
+
+// PlacementWorthSaying says whether the Scheduled condition of a job whose
+// pods are placed one by one is set to st (Placement's), had telling
+// whether the job has one: always once it has, else only when a pod is
+// refused a place. A job none of whose pods was ever refused has none: it
+// would say nothing on every job.
+func PlacementWorthSaying(st Status, had bool) bool {
+	return had || !st.Scheduled
 }

@@ -81,9 +81,10 @@ func setScheduled(status *div2.DIJobStatus, st gang.Status, now metav1.Time) []c
 // setPlacement sets the Scheduled condition of a job whose pods are placed
 // one by one (a v1 job's) to st (gang.Manager.Placement's) and returns the
 // events its change calls for. A job none of whose pods was ever refused
-// a place has no such condition, as a learning cycle has none.
+// a place has no such condition (gang.PlacementWorthSaying).
 func setPlacement(status *div2.DIJobStatus, st gang.Status, now metav1.Time) []common.Event {
-	if st.Scheduled && !slices.ContainsFunc(status.Conditions, func(c div2.JobCondition) bool { return c.Type == div2.ConditionScheduled }) {
+	had := slices.ContainsFunc(status.Conditions, func(c div2.JobCondition) bool { return c.Type == div2.ConditionScheduled })
+	if !gang.PlacementWorthSaying(st, had) {
 		return nil
 	}
 	return setScheduled(status, st, now)

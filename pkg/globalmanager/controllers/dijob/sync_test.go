@@ -675,11 +675,7 @@ func TestADIJobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
 	f.c.config.Links = downLinks{"node-collector": down}
 	f.sync(t, job)
 	st := f.status(t, job)
-	c := findCondition(st, div2.ConditionEdgeLinked)
-	want := "the link of edge node node-collector is down since " + down.UTC().Format(time.RFC3339)
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != links.ReasonLinkDown || c.Message != want {
-		t.Fatalf("EdgeLinked %+v, want False %s %q", c, links.ReasonLinkDown, want)
-	}
+	want := wantLinkDown(t, st, "node-collector", down)
 	if st.Phase != div2.JobRunning {
 		t.Errorf("phase %s with a link down, want Running", st.Phase)
 	}
@@ -706,6 +702,17 @@ func TestADIJobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
 	if c := findCondition(f.status(t, exampleJob(t)), div2.ConditionEdgeLinked); c != nil {
 		t.Errorf("a job always linked has EdgeLinked %+v, want none", c)
 	}
+}
+
+// wantLinkDown fails t unless st's EdgeLinked condition is False, LinkDown,
+// saying node's link is down since down, and returns its message.
+func wantLinkDown(t *testing.T, st div2.DIJobStatus, node string, down time.Time) string {
+	t.Helper()
+	want := "the link of edge node " + node + " is down since " + down.UTC().Format(time.RFC3339)
+	if c := findCondition(st, div2.ConditionEdgeLinked); c == nil || c.Status != corev1.ConditionFalse || c.Reason != links.ReasonLinkDown || c.Message != want {
+		t.Fatalf("EdgeLinked %+v, want False %s %q", c, links.ReasonLinkDown, want)
+	}
+	return want
 }
 
 func findCondition(st div2.DIJobStatus, typ div2.ConditionType) *div2.JobCondition {

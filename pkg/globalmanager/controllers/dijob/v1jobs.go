@@ -84,7 +84,7 @@ func (c *Controller) syncV1(ctx context.Context, key string) error {
 		// Its collectors may run on edge nodes (coordinated.Place): it says
 		// which links are down as a v2 job does, in the v2 status, where
 		// v1alpha1 shows EdgeLinked too.
-		pods := append(append([]*corev1.Pod(nil), sc.pods...), sc.made...)
+		pods := sc.live()
 		links := c.readLinks(ctx, pods, sc.now.Time)
 		sc.events = append(sc.events, setEdgeLinked(&s.Owner.Status, links, sc.now)...)
 		sc.events = append(sc.events, setPlacement(&s.Owner.Status, c.deps.Gangs.Placement(pods), sc.now)...)
@@ -127,11 +127,16 @@ func (c *Controller) runV1(ctx context.Context, sc *v1SyncCtx) error {
 		coordinator = made
 	}
 	errs = append(errs, c.replaceFailed(ctx, sc))
-	pods := append(append([]*corev1.Pod(nil), sc.pods...), sc.made...)
+	pods := sc.live()
 	errs = append(errs, c.syncV1Services(ctx, sc, pods))
 	sc.status.ReplicaStatus = countReplicas(pods, sc.deleted)
 	sc.advance(coordinator != nil)
 	return errors.Join(errs...)
+}
+
+// live is the job's pods: those in the cache and those the sync made.
+func (sc *v1SyncCtx) live() []*corev1.Pod {
+	return append(append([]*corev1.Pod(nil), sc.pods...), sc.made...)
 }
 
 // coordinator is the job's coordinator pod in the cache (being deleted

@@ -523,11 +523,7 @@ func TestV1JobSaysWhichEdgeLinksAreDownAndWhenTheyReturn(t *testing.T) {
 	f.c.config.Links = downLinks{"edge-0": down}
 	f.sync(t, job)
 	st := f.status(t, job)
-	c := findCondition(st, div2.ConditionEdgeLinked)
-	want := "the link of edge node edge-0 is down since " + down.UTC().Format(time.RFC3339)
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != links.ReasonLinkDown || c.Message != want {
-		t.Fatalf("EdgeLinked %+v, want False %s %q", c, links.ReasonLinkDown, want)
-	}
+	want := wantLinkDown(t, st, "edge-0", down)
 	v1 := conversion.V1StatusOf(&st)
 	if v1.Phase != div1.JobRunning {
 		t.Errorf("v1 phase %s with a link down, want Running", v1.Phase)
