@@ -23,6 +23,18 @@ const (
 var ownerKinds = []OwnerKind{OwnerFederatedLearningJob, OwnerJointInferenceService,
 	OwnerIncrementalLearningJob, OwnerLifelongLearningJob}
 
+// OwnerKindOf is the owner kind of the sedna.io kind apiKind
+// (federatedlearningjob for FederatedLearningJob), or "" for a kind whose
+// workers do not report.
+func OwnerKindOf(apiKind string) OwnerKind {
+	for _, k := range ownerKinds {
+		if k.APIKind() == apiKind {
+			return k
+		}
+	}
+	return ""
+}
+
 // APIKind is the sedna.io kind of the owner (FederatedLearningJob for
 // federatedlearningjob), or "" for an unknown owner kind.
 func (k OwnerKind) APIKind() string {
@@ -90,10 +102,20 @@ type WorkerInfo struct {
 	Results []json.RawMessage `json:"results,omitempty"`
 }
 
-// ParseWorkerInfo decodes a worker's body and validates it. The LC calls it
-// before it accepts a report into its outbox; the GM calls it again on the
-// Report's Body and refuses the report on an error.
-func ParseWorkerInfo(body []byte) (*WorkerInfo, error) {
+// ParseWorkerInfo decodes a worker's body and validates it. The GM calls it
+// on a Report's Body and refuses the report on an error.
+func ParseWorkerInfo(body []byte) (*WorkerInfo, error) { return parseWorkerInfo(body, true) }
+
+// ParseWorkerBody decodes a worker's body and validates all of it but whom
+// it is for (namespace, ownerName, ownerKind). The LC calls it before it
+// accepts a report: it takes the owner from the worker's pod, not from the
+// body, for Sedna's own workers do not always say it (a federated trainer
+// sends ownerKind "default", a joint inference worker ownerName "sedna"),
+// and then writes the pod's owner into the body (WithOwner).
+func ParseWorkerBody(body []byte) (*WorkerInfo, error) { return parseWorkerInfo(body, false) }
+
+// parseWorkerInfo decodes body and validates it, its owner when owner is set.
+func parseWorkerInfo(body []byte, owner bool) (*WorkerInfo, error) {
 	if !json.Valid(body) {
 		return nil, errors.New("body is not valid JSON")
 	}
@@ -107,7 +129,7 @@ func ParseWorkerInfo(body []byte) (*WorkerInfo, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, errors.New(describeJSONError(err))
 	}
-	if err := w.Validate(); err != nil {
+	if err := w.validate(owner); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -116,7 +138,10 @@ func ParseWorkerInfo(body []byte) (*WorkerInfo, error) {
 // Validate checks the fields the GM needs to apply a report, and that the
 // enumerations hold values Sedna's workers send. It returns every problem
 // found, each naming its field.
-func (w *WorkerInfo) Validate() error {
+func (w *WorkerInfo) Validate() error { return w.validate(true) }
+
+// validate is Validate, of the owner's fields too when owner is set.
+func (w *WorkerInfo) validate(owner bool) error {
 	var errs []error
 	required := func(field, value string) {
 		if value == "" {
@@ -124,11 +149,12 @@ func (w *WorkerInfo) Validate() error {
 		}
 	}
 	required("name", w.Name)
-	required("namespace", w.Namespace)
-	required("ownerName", w.OwnerName)
-
-	if err := oneOf("ownerKind", w.OwnerKind, ownerKinds); err != nil {
-		errs = append(errs, err)
+	if owner {
+		required("namespace", w.Namespace)
+		required("ownerName", w.OwnerName)
+		if err := oneOf("ownerKind", w.OwnerKind, ownerKinds); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := oneOf("kind", w.Kind, stages); err != nil {
 		errs = append(errs, err)
@@ -175,6 +201,43 @@ const maxProblems = 10
 // an empty Kind when OwnerKind is unknown.
 func (w *WorkerInfo) Owner() ObjectRef {
 	return ObjectRef{Kind: w.OwnerKind.APIKind(), Namespace: w.Namespace, Name: w.OwnerName}
+}
+
+// WithOwner is body, a worker's report that ParseWorkerBody took, saying
+// that it is for owner: its namespace, ownerName and ownerKind set to
+// owner's, the rest as it was. A body that says so already is returned as
+// it is, byte for byte.
+func WithOwner(body []byte, info *WorkerInfo, owner ObjectRef) ([]byte, error) {
+	kind := OwnerKindOf(owner.Kind)
+	if kind == "" {
+		return nil, fmt.Errorf("%s is not a kind whose workers report", owner.Kind)
+	}
+	if info.Namespace == owner.Namespace && info.OwnerName == owner.Name && info.OwnerKind == kind {
+		return body, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, err
+	}
+	set := map[string]string{"namespace": owner.Namespace, "ownerName": owner.Name, "ownerKind": string(kind)}
+	// encoding/json matches field names without case: a "ownerkind" left
+	// beside the "ownerKind" set here could be the one a reader takes.
+	for name := range fields {
+		for field := range set {
+			if strings.EqualFold(name, field) {
+				delete(fields, name)
+			}
+		}
+	}
+	for name, value := range set {
+		raw, err := json.Marshal(value)
+		if err != nil {
+			return nil, err
+		}
+		fields[name] = raw
+	}
+	info.Namespace, info.OwnerName, info.OwnerKind = owner.Namespace, owner.Name, kind
+	return json.Marshal(fields)
 }
 
 // oneOf checks that a required enumeration field holds one of allowed.

@@ -251,18 +251,18 @@ func (s *Store) ApplyObjects(changes []ObjectChange) error {
 	}
 	// The workers index follows what is committed: what each change takes
 	// out and puts in, applied once the transaction is.
-	var gone, added [][]edgeproto.Worker
+	var gone, added []keyedWorkers
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		gone, added = gone[:0], added[:0]
 		b := tx.Bucket(objectsBucket)
 		for _, c := range changes {
 			if old := b.Get(c.Key.encode()); old != nil {
 				if o, err := decodeObject(c.Key, old, false); err == nil {
-					gone = append(gone, o.Workers)
+					gone = append(gone, keyedWorkers{c.Key, o.Workers})
 				}
 			}
 			if !c.Delete {
-				added = append(added, c.Workers)
+				added = append(added, keyedWorkers{c.Key, c.Workers})
 			}
 			var err error
 			if c.Delete {

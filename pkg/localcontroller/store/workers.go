@@ -14,24 +14,34 @@ import (
 // workerIndex is, in memory, which worker names the stored objects give
 // each address, and which of their workers have no address yet: what the
 // worker API checks a caller against before it reads a byte of its body,
-// and a connection against before it serves it. It follows the objects
-// bucket, counting (a pod may be named by more than one object).
+// and a connection against before it serves it; and which objects name each
+// worker, which is whom its reports are for. It follows the objects bucket,
+// counting (a pod may be named by more than one object).
 type workerIndex struct {
 	mu      sync.Mutex
 	byAddr  map[netip.Addr]map[string]int
 	pending map[string]int // workers without an address, by name
+	// owners are the objects naming each worker that is not done.
+	owners map[string]map[Key]struct{}
 	// changed is closed, and replaced, at every change: what a caller
 	// waiting for its worker's address waits on.
 	changed chan struct{}
 }
 
 func newWorkerIndex() *workerIndex {
-	return &workerIndex{byAddr: make(map[netip.Addr]map[string]int), pending: make(map[string]int), changed: make(chan struct{})}
+	return &workerIndex{byAddr: make(map[netip.Addr]map[string]int), pending: make(map[string]int),
+		owners: make(map[string]map[Key]struct{}), changed: make(chan struct{})}
+}
+
+// keyedWorkers are an object's workers on this node.
+type keyedWorkers struct {
+	key     Key
+	workers []edgeproto.Worker
 }
 
 // load indexes every stored object's workers; tx is Open's.
 func (x *workerIndex) load(tx *bolt.Tx) error {
-	var all [][]edgeproto.Worker
+	var all []keyedWorkers
 	err := tx.Bucket(objectsBucket).ForEach(func(k, v []byte) error {
 		key, err := decodeKey(k)
 		if err != nil {
@@ -41,7 +51,7 @@ func (x *workerIndex) load(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		all = append(all, o.Workers)
+		all = append(all, keyedWorkers{key, o.Workers})
 		return nil
 	})
 	if err != nil {
@@ -52,28 +62,43 @@ func (x *workerIndex) load(tx *bolt.Tx) error {
 }
 
 // update takes out the workers of gone and puts in those of added.
-func (x *workerIndex) update(gone, added [][]edgeproto.Worker) {
+func (x *workerIndex) update(gone, added []keyedWorkers) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, ws := range gone {
-		for _, w := range ws {
-			x.add(w, -1)
+		for _, w := range ws.workers {
+			x.add(ws.key, w, -1)
 		}
 	}
 	for _, ws := range added {
-		for _, w := range ws {
-			x.add(w, 1)
+		for _, w := range ws.workers {
+			x.add(ws.key, w, 1)
 		}
 	}
 	close(x.changed)
 	x.changed = make(chan struct{})
 }
 
-// add counts w's addresses (or its lack of one) by n; x.mu is held. A
-// worker done counts nowhere: it is no caller's, and not awaited.
-func (x *workerIndex) add(w edgeproto.Worker, n int) {
+// add counts w's addresses (or its lack of one) by n, and key as its
+// owner; x.mu is held. A worker done counts nowhere: it is no caller's, and
+// not awaited.
+func (x *workerIndex) add(key Key, w edgeproto.Worker, n int) {
 	if w.Done {
 		return
+	}
+	keys := x.owners[w.Name]
+	switch {
+	case n > 0 && keys == nil:
+		x.owners[w.Name] = map[Key]struct{}{key: {}}
+	case n > 0:
+		keys[key] = struct{}{}
+	default:
+		// An object names a worker once, so taking its key out is right
+		// even where another count of the name stays.
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(x.owners, w.Name)
+		}
 	}
 	if len(w.IPs) == 0 {
 		countName(x.pending, w.Name, n)
@@ -117,6 +142,20 @@ func (x *workerIndex) names() int {
 		}
 	}
 	return len(seen)
+}
+
+// WorkerOwners returns the keys of the stored objects that name worker as
+// one of their pods on this node, not done, in no order: whom a report of
+// that worker can be for.
+func (s *Store) WorkerOwners(worker string) []Key {
+	x := s.workers
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	keys := make([]Key, 0, len(x.owners[worker]))
+	for k := range x.owners[worker] {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // AddressAdmission says what the stored objects say of callers from addr:

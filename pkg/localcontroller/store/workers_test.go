@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -30,6 +31,14 @@ func TestWorkerIndexFollowsTheStoredObjects(t *testing.T) {
 			t.Errorf("%s: AddressAdmission(%s) = known %v, awaiting %v; want %v, %v", step, at, known, awaiting, w.known, w.awaiting)
 		}
 	}
+	owners := func(step, worker string, want ...Key) {
+		t.Helper()
+		got := s.WorkerOwners(worker)
+		slices.SortFunc(got, func(x, y Key) int { return strings.Compare(x.String(), y.String()) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: WorkerOwners(%s) = %v, want %v", step, worker, got, want)
+		}
+	}
 	if err := s.ApplyObjects([]ObjectChange{
 		{Key: a, ResourceVersion: "1", Workers: []edgeproto.Worker{{Name: "a-0", IPs: []string{"127.64.0.1"}}, {Name: "a-1"}}, Data: []byte(`{}`)},
 		{Key: b, ResourceVersion: "1", Workers: []edgeproto.Worker{{Name: "b-0", IPs: []string{"127.64.0.2"}}}, Data: []byte(`{}`)},
@@ -39,12 +48,24 @@ func TestWorkerIndexFollowsTheStoredObjects(t *testing.T) {
 	check("stored", "127.64.0.1", want{true, true})
 	check("stored", "::ffff:127.64.0.2", want{true, true})
 	check("stored", "127.64.0.3", want{false, true})
+	owners("stored", "a-0", a)
+	owners("stored", "a-1", a)
+	// A pod two objects name is each one's.
+	if err := s.PutObject(b, "1", []edgeproto.Worker{{Name: "a-0", IPs: []string{"127.64.0.1"}}, {Name: "b-0", IPs: []string{"127.64.0.2"}}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	owners("named twice", "a-0", a, b)
+	if err := s.PutObject(b, "1", []edgeproto.Worker{{Name: "b-0", IPs: []string{"127.64.0.2"}}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	owners("named once again", "a-0", a)
 	// a-1 gets its address; a-0 leaves the node.
 	if err := s.PutObject(a, "2", []edgeproto.Worker{{Name: "a-1", IPs: []string{"127.64.0.3"}}}, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	check("a replaced", "127.64.0.1", want{false, false})
 	check("a replaced", "127.64.0.3", want{true, false})
+	owners("a replaced", "a-0")
 	if !s.WaitWorkerAt(t.Context(), "a-1", addr("127.64.0.3")) || s.WaitWorkerAt(t.Context(), "a-1", addr("127.64.0.2")) {
 		t.Errorf("a-1 is at 127.64.0.3 only")
 	}
@@ -52,11 +73,13 @@ func TestWorkerIndexFollowsTheStoredObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b deleted", "127.64.0.2", want{false, false})
+	owners("b deleted", "b-0")
 	// A worker that is done is awaited by no one and is no caller's.
 	if err := s.PutObject(b, "2", []edgeproto.Worker{{Name: "b-0", Done: true}}, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	check("b-0 done", "127.64.0.2", want{false, false})
+	owners("b-0 done", "b-0")
 	if s.WaitWorkerAt(t.Context(), "b-0", addr("127.64.0.2")) {
 		t.Errorf("a worker that is done was admitted")
 	}
@@ -66,6 +89,7 @@ func TestWorkerIndexFollowsTheStoredObjects(t *testing.T) {
 	s = openTestStore(t, path, Options{})
 	check("reopened", "127.64.0.3", want{true, false})
 	check("reopened", "127.64.0.2", want{false, false})
+	owners("reopened", "a-1", a)
 }
 
 // A caller naming a worker whose address has not come yet waits for it, and

@@ -21,8 +21,10 @@
 //   - a request naming a worker that is not at the caller's address is
 //     answered 403 before its body is read; a worker whose address has not
 //     come yet is waited for, up to AddressWait;
-//   - once the body is read, the worker must be a pod of the object it reports
-//     for, at that address.
+//   - once the body is read, the report is for the object whose pod the
+//     worker is, at that address, whatever the body says (Sedna's own
+//     workers do not always say it right: ownerOf); the body goes up saying
+//     that object.
 package workerapi
 
 import (
@@ -39,6 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -92,6 +95,8 @@ type Outbox interface {
 // of), which of its pods are on the node, and at which addresses.
 type Owners interface {
 	GetWorkers(key store.Key) (workers []edgeproto.Worker, found bool, err error)
+	// WorkerOwners are the objects naming worker as their pod on the node.
+	WorkerOwners(worker string) []store.Key
 	// AddressAdmission says whether addr is some worker's, and whether
 	// some worker has no address yet.
 	AddressAdmission(addr netip.Addr) (known, awaiting bool)
@@ -130,6 +135,10 @@ type Server struct {
 	// Refused counts the connections closed as they were accepted, from
 	// addresses no worker has; nil counts nothing.
 	Refused func()
+	// refusalLog bounds the refused reports logged; refusalsNotLogged
+	// counts those it held back since the last one logged.
+	refusalLog        *rate.Limiter
+	refusalsNotLogged atomic.Int64
 
 	// Test seams.
 	clock        clock.Clock   // stamps reports, times the wait for a slot
@@ -142,8 +151,11 @@ type Server struct {
 func NewServer(logger klog.Logger, outbox Outbox, owners Owners) *Server {
 	return &Server{outbox: outbox, owners: owners, logger: logger, clock: clock.RealClock{}, maxBodyBytes: MaxBodyBytes,
 		inFlight: make(chan struct{}, MaxInFlight), inFlightWait: inFlightWait, addressWait: AddressWait,
-		perAddress: make(map[netip.Addr]int)}
+		perAddress: make(map[netip.Addr]int), refusalLog: rate.NewLimiter(rate.Every(time.Second), refusalLogBurst)}
 }
+
+// refusalLogBurst is how many refused reports are logged at once.
+const refusalLogBurst = 10
 
 // Listener is ln serving only the connections from workers' addresses (and,
 // while a worker has none yet, at most MaxUnknownConnections others); put
@@ -244,7 +256,7 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return // the caller has gone
 	}
-	info, err := edgeproto.ParseWorkerInfo(body)
+	info, err := edgeproto.ParseWorkerBody(body)
 	if err != nil {
 		s.refuse(w, worker, http.StatusBadRequest, err.Error())
 		return
@@ -253,21 +265,19 @@ func (s *Server) postInfo(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, worker, http.StatusBadRequest, fmt.Sprintf("name %q in the body is not the worker %q of the URL", info.Name, worker))
 		return
 	}
-	owner := info.Owner()
-	key := store.Key{Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name}
-	workers, known, err := s.owners.GetWorkers(key)
-	if err != nil {
+	key, reason, err := s.ownerOf(info, worker, addr)
+	switch {
+	case err != nil:
 		s.refuse(w, worker, http.StatusInternalServerError, "reading the local store: "+err.Error())
 		return
+	case reason != "":
+		s.refuse(w, worker, http.StatusForbidden, reason)
+		return
 	}
-	// Only the object's own pods on this node report for it, each from its
-	// address: the GlobalManager sends them with the object. One answer for
-	// an object the node does not hold, a name that is not its pod and a
-	// pod at another address, so that a caller cannot probe which objects
-	// the node holds.
-	if !known || !edgeproto.Admits(workers, worker, addr) {
-		s.refuse(w, worker, http.StatusForbidden, fmt.Sprintf("worker %s is not a pod of %s %s/%s on this node at %s "+
-			"(or this node has not heard of it yet, or it was deleted)", worker, info.OwnerKind, info.Namespace, info.OwnerName, addr))
+	// The body goes up saying whom it is for, as the GlobalManager reads it.
+	body, err = edgeproto.WithOwner(body, info, edgeproto.ObjectRef{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name})
+	if err != nil {
+		s.refuse(w, worker, http.StatusInternalServerError, "writing the owner into the report: "+err.Error())
 		return
 	}
 	// The record is what the cloud link will send, byte for byte: a report
@@ -309,11 +319,20 @@ func notFromWorker(worker string, addr netip.Addr) string {
 		"(or this node has not heard of the pod or its address yet)", worker, addr)
 }
 
-// refuse answers with a status and a reason the worker's log will show.
+// refuse answers with a status and a reason the worker's log will show, and
+// logs it at the default level (Sedna's library logs a refusal only as a
+// status code, then sends it again): at most refusalLogBurst at once and
+// one a second after, any caller can make refusals; the next line logged
+// says how many were not.
 func (s *Server) refuse(w http.ResponseWriter, worker string, code int, reason string) {
 	reason = edgeproto.Clip(reason, maxReasonBytes, "…")
 	worker = edgeproto.ClipName(worker) // as logged
-	s.logger.V(2).Info("Refused a worker report", "worker", worker, "code", code, "reason", reason)
+	if s.refusalLog.Allow() {
+		s.logger.Info("Refused a worker report", "worker", worker, "code", code, "reason", reason,
+			"notLoggedBefore", s.refusalsNotLogged.Swap(0))
+	} else {
+		s.refusalsNotLogged.Add(1)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": reason})

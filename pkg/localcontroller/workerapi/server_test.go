@@ -98,15 +98,12 @@ func TestRefusedReportsSayWhyAndBufferNothing(t *testing.T) {
 		wantReason   string
 	}{
 		"not JSON": {worker: "job-training-0-abc", body: `{"name":`, wantCode: http.StatusBadRequest, wantReason: "JSON"},
-		"unknown ownerKind": {worker: "job-training-0-abc", wantCode: http.StatusBadRequest, wantReason: "ownerKind",
-			body: strings.Replace(trainReport, "federatedlearningjob", "cronjob", 1)},
+		"unknown kind": {worker: "job-training-0-abc", wantCode: http.StatusBadRequest, wantReason: "kind",
+			body: strings.Replace(trainReport, `"kind":"train"`, `"kind":"fit"`, 1)},
 		"missing status": {worker: "job-training-0-abc", wantCode: http.StatusBadRequest, wantReason: "status",
 			body: strings.Replace(trainReport, `"status":"running",`, "", 1)},
 		"name differs from the URL": {worker: "job-aggregation-0", from: aggregatorAddr, body: trainReport, wantCode: http.StatusBadRequest,
 			wantReason: "in the body is not the worker"},
-		"owner not on this node": {worker: "job-training-0-abc", wantCode: http.StatusForbidden,
-			wantReason: "job-training-0-abc is not a pod of federatedlearningjob ns/other on this node",
-			body:       strings.Replace(trainReport, `"ownerName":"job"`, `"ownerName":"other"`, 1)},
 		"a name that is no pod of the node": {worker: "job-training-9-xyz", wantCode: http.StatusForbidden,
 			wantReason: "a report for worker job-training-9-xyz is taken only from the address of its pod on this node, and 192.0.2.1 is not it",
 			body:       strings.Replace(trainReport, `"name":"job-training-0-abc"`, `"name":"job-training-9-xyz"`, 1)},
@@ -291,9 +288,9 @@ func TestRefusalsAreBounded(t *testing.T) {
 	s, _ := newServer(t, store.Options{})
 	long := strings.Repeat("x", 100<<10)
 	w := "job-training-0-abc"
-	rec := post(t, s, w, `{"name":"`+w+`","namespace":"`+long+`","ownerName":"`+long+`","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`)
-	if rec.Code != http.StatusForbidden || rec.Body.Len() > maxReasonBytes+64 {
-		t.Errorf("refusal %d of %d bytes, want 403 in at most %d", rec.Code, rec.Body.Len(), maxReasonBytes+64)
+	rec := post(t, s, w, `{"name":"`+w+`","namespace":"ns","ownerName":"job","ownerKind":"federatedlearningjob","kind":"`+long+`","status":"`+long+`"}`)
+	if rec.Code != http.StatusBadRequest || rec.Body.Len() > maxReasonBytes+64 {
+		t.Errorf("refusal %d of %d bytes, want 400 in at most %d", rec.Code, rec.Body.Len(), maxReasonBytes+64)
 	}
 }
 
