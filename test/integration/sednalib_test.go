@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/test/framework"
+	"github.com/nereid-ml/nereid/test/sednalib"
+)
+
+// sednaLibrary is Sedna's own library beside the checkout, or skips the
+// test: without ../shared there is none; without root or Debian's Python
+// packages (make test-integration installs them as root) it cannot run.
+func sednaLibrary(t *testing.T) string {
+	t.Helper()
+	lib, err := sednalib.SednaLib(framework.RepoRoot())
+	if err != nil {
+		t.Skipf("Sedna's worker library is not here: %v", err)
+	}
+	if err := sednalib.Usable(t.Context(), lib); err != nil {
+		t.Skipf("Sedna's worker library cannot run here: %v", err)
+	}
+	return lib
+}
+
+// sednaSample is one object of Sedna's own samples (../shared/sedna-compat/samples),
+// unchanged but for the node names, which name Sedna's test cluster's nodes.
+func sednaSample(t *testing.T, file string, into any, nodes map[string]string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "..", "shared", "sedna-compat", "samples", file))
+	if err != nil {
+		t.Skipf("Sedna's samples are not here: %v", err)
+	}
+	text := string(data)
+	for from, to := range nodes {
+		text = strings.ReplaceAll(text, `nodeName: "`+from+`"`, `nodeName: "`+to+`"`)
+	}
+	if err := yaml.UnmarshalStrict([]byte(text), into); err != nil {
+		t.Fatalf("decoding Sedna's %s: %v", file, err)
+	}
+}
+
+// startSednaWorker runs role of the harness as pod's worker, stopped at the
+// end of the test; its output is printed if the test fails.
+func startSednaWorker(t *testing.T, h *sednalib.Harness, lib string, pod *corev1.Pod, role string, imageEnv map[string]string) *sednalib.Worker {
+	t.Helper()
+	w, err := h.Start(t.Context(), lib, pod, role, imageEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		if t.Failed() {
+			t.Logf("%s's worker (%s) said:\n%s", pod.Name, role, tail(w.Log(), 40))
+		}
+	})
+	return w
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// runningPods waits for want pods of job to run with an address, and returns
+// them by worker role.
+func runningPods(t *testing.T, ns string, job metav1.Object, want int) map[string][]*corev1.Pod {
+	t.Helper()
+	var byRole map[string][]*corev1.Pod
+	framework.Eventually(t, 60*time.Second, fmt.Sprintf("%d pods of %s running", want, job.GetName()), func(ctx context.Context) (bool, error) {
+		pods, err := livePods(ctx, t, ns, job)
+		if err != nil {
+			return false, err
+		}
+		byRole = map[string][]*corev1.Pod{}
+		n := 0
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+				byRole[p.Labels[common.LabelWorkerRole]] = append(byRole[p.Labels[common.LabelWorkerRole]], p)
+				n++
+			}
+		}
+		return n == want, nil
+	})
+	return byRole
+}
+
+// waitForWorkerExit waits for w to exit, and fails the test unless it
+// exited 0.
+func waitForWorkerExit(t *testing.T, w *sednalib.Worker, within time.Duration) {
+	t.Helper()
+	select {
+	case <-w.Done():
+		if w.Err() != nil {
+			t.Fatalf("%s's worker exited with %v:\n%s", w.Pod.Name, w.Err(), tail(w.Log(), 40))
+		}
+	case <-time.After(within):
+		t.Fatalf("%s's worker still runs after %s:\n%s", w.Pod.Name, within, tail(w.Log(), 40))
+	}
+}
+
+// Sedna's own federated learning example, its manifests and its worker
+// scripts' classes (AggregationServer, FederatedLearning) unchanged, trains
+// three rounds: every trainer report reaches the job's status. Sedna's
+// FederatedLearning sends ownerKind "default"; the LocalController takes the
+// owner from the pod.
+func TestSednasFederatedLearningWorkersTrainThreeRoundsIntoStatus(t *testing.T) {
+	lib := sednaLibrary(t)
+	var job sednav1.FederatedLearningJob
+	sednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": "cloud-0", "edge1": "edge-0", "edge2": "edge-1"})
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lcs := map[string]*framework.LocalController{}
+	h := &sednalib.Harness{Kube: framework.KubeClient(t), LogDir: t.TempDir(), Nodes: map[string]sednalib.Node{"cloud-0": {Root: t.TempDir()}}}
+	for _, node := range []string{"edge-0", "edge-1"} {
+		lc := framework.StartLocalController(t, hub, node, framework.EdgeIdentity(t, ns, node))
+		lcs[node] = lc
+		h.Nodes[node] = sednalib.Node{Root: lc.Root, LocalController: sednalib.URLHost(lc.WorkerURL)}
+		writeNodeFile(t, lc.Root, "/data/train.txt", "images/0.jpg,0\nimages/1.jpg,1\nimages/2.jpg,0\n")
+	}
+	sc := sednaClient(t).SednaV1alpha1()
+	for i, node := range []string{"edge-0", "edge-1"} {
+		ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.TrainingWorkers[i].Dataset.Name},
+			Spec: sednav1.DatasetSpec{URL: "/data/train.txt", Format: "txt", NodeName: node}}
+		if _, err := sc.Datasets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.AggregationWorker.Model.Name},
+		Spec: sednav1.ModelSpec{URL: "/model", Format: "pb"}}
+	if _, err := sc.Models(ns).Create(t.Context(), model, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := sc.FederatedLearningJobs(ns).Create(t.Context(), &job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := runningPods(t, ns, created, 3)
+	startSednaWorker(t, h, lib, pods["aggregation"][0], "fl-aggregator", nil)
+	var trainers []*sednalib.Worker
+	for _, p := range pods["training"] {
+		// Sedna's example images set BACKEND_TYPE; Keras's backend is the
+		// one whose weights FederatedLearning sends.
+		trainers = append(trainers, startSednaWorker(t, h, lib, p, "fl-trainer", map[string]string{"BACKEND_TYPE": "KERAS"}))
+	}
+	for _, w := range trainers {
+		waitForWorkerExit(t, w, 3*time.Minute)
+	}
+	framework.Eventually(t, 60*time.Second, "both edge nodes' round 3 in the job's status", func(ctx context.Context) (bool, error) {
+		j, err := sc.FederatedLearningJobs(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		rounds := map[string]int32{}
+		for _, n := range j.Status.EdgeNodes {
+			rounds[n.Name] = n.Round
+		}
+		return rounds["edge-0"] == 3 && rounds["edge-1"] == 3 && j.Status.Round == 3 && j.Status.SlowestRound == 3, nil
+	})
+	for node, lc := range lcs {
+		framework.WaitForReportsAcknowledged(t, lc)
+		got, err := sc.FederatedLearningJobs(ns).Get(t.Context(), created.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range got.Status.EdgeNodes {
+			// Sedna's trainer reports each round once: running, running, completed.
+			if n.Name == node && n.ReportsApplied != 3 {
+				t.Errorf("%s: %d reports applied, want 3", node, n.ReportsApplied)
+			}
+		}
+	}
+}
+
+// writeNodeFile writes content at the node path p under a node's root.
+func writeNodeFile(t *testing.T, root, p, content string) {
+	t.Helper()
+	full := filepath.Join(root, filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,116 @@
+"""Sedna's own worker classes, run as a Sedna user's worker image runs them.
+
+Each role is what the worker script of Sedna's example does (examples/ of
+../shared/sedna-compat), with a trivial estimator in place of the TensorFlow
+model: it reads the pod's environment through Sedna's own Context and
+BaseConfig, calls Sedna's own FederatedLearning, JointInference,
+AggregationServer..., and those post to the LocalController what Sedna's
+library posts. Usage: python3 -m nereid_workers <role>.
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+class Estimator:
+    """A model of one weight vector: training adds one to it."""
+
+    def __init__(self, **kwargs):
+        self.weights = [np.zeros(4)]
+
+    def train(self, train_data=None, valid_data=None, **kwargs):
+        self.weights = [w + 1 for w in self.weights]
+        return {"loss": float(1.0 / (1 + self.weights[0][0]))}
+
+    def get_weights(self):
+        return self.weights
+
+    def set_weights(self, weights):
+        self.weights = [np.array(w, dtype=float) for w in weights]
+
+    def save(self, model_path):
+        os.makedirs(os.path.dirname(model_path) or ".", exist_ok=True)
+        with open(model_path, "w") as f:
+            json.dump([w.tolist() for w in self.weights], f)
+        return model_path
+
+    def load(self, model_url=None, **kwargs):
+        if model_url and os.path.isfile(model_url):
+            with open(model_url) as f:
+                self.set_weights(json.load(f))
+
+    def load_weights(self, model_path):
+        self.load(model_path)
+
+    def predict(self, data=None, **kwargs):
+        return [{"score": float(self.weights[0][0]), "input": str(d)} for d in (data or [])]
+
+    def evaluate(self, data=None, **kwargs):
+        return {"precision": 0.9, "recall": 0.8}
+
+
+def fl_aggregator():
+    """Sedna's aggregation_worker/aggregate.py."""
+    from sedna.common.config import Context
+    from sedna.service.server import AggregationServer
+
+    server = AggregationServer(
+        aggregation=Context.get_parameters("aggregation_algorithm", "FedAvg"),
+        exit_round=int(Context.get_parameters("exit_round", 3)),
+        ws_size=20 * 1024 * 1024,
+        participants_count=int(Context.get_parameters("participants_count", 1)),
+    )
+    server.start()
+
+
+def fl_trainer():
+    """Sedna's training_worker/train.py."""
+    from sedna.common.config import BaseConfig, Context
+    from sedna.core.federated_learning import FederatedLearning
+    from sedna.datasources import TxtDataParse
+
+    train_data = TxtDataParse(data_type="train")
+    train_data.parse(BaseConfig.train_dataset_url, use_raw=True)
+    fl_model = FederatedLearning(
+        estimator=Estimator,
+        aggregation=Context.get_parameters("aggregation_algorithm", "FedAvg"))
+    fl_model.train(train_data=train_data, valid_data=None, epochs=1)
+
+
+def ji_edge():
+    """Sedna's little_model/little_model.py: infer, and send hard examples
+    to the cloud worker; LCReporter posts the counters every LC_PERIOD."""
+    from sedna.common.config import Context
+    from sedna.core.joint_inference import JointInference
+
+    ji = JointInference(estimator=Estimator, hard_example_mining={"method": "IBT", "param": {"threshold_img": 0.9}})
+    count = int(Context.get_parameters("NEREID_INFERENCES", "5"))
+    for i in range(count):
+        ji.estimator.predict([i])
+        ji.lc_reporter.update_for_edge_inference()
+    # The reporter posts once a period; wait for the test to stop the pod.
+    while True:
+        time.sleep(1)
+
+
+ROLES = {
+    "fl-aggregator": fl_aggregator,
+    "fl-trainer": fl_trainer,
+    "ji-edge": ji_edge,
+}
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in ROLES:
+        print(f"usage: {argv[0]} {'|'.join(sorted(ROLES))}", file=sys.stderr)
+        return 2
+    ROLES[argv[1]]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
