@@ -55,7 +55,8 @@ test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders, and ha
 	$(GO) test -count=1 ./cmd/... ./internal/... ./pkg/... ./hack/... ./build/...
 
 .PHONY: test-integration
-test-integration: tools ## Integration tests against a real local control plane.
+test-integration: tools ## Integration tests against a real local control plane (as root it installs the Python packages Sedna's worker library needs).
+	@bash hack/sedna-python.sh
 	@command -v chromium >/dev/null 2>&1 || echo "dashboard browser tests skipped: no chromium on PATH; apt-get install chromium" >&2
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 

@@ -59,6 +59,9 @@ func (m *Manager) deploy(ctx context.Context, j *job, mem *jobMemory) error {
 	report := ownReport{stage: edgeproto.StageDeploy, status: edgeproto.WorkerCompleted}
 	info := deployInfo{Round: st.Round}
 	model, err := m.copyModel(j)
+	if err == nil && j.hotUpdate {
+		err = m.hotUpdate(j)
+	}
 	if err != nil {
 		report.status = edgeproto.WorkerFailed
 		info.Reason = err.Error()

@@ -150,6 +150,9 @@ type job struct {
 	// deployModel is the Model the deploy copy overwrites; empty for a
 	// LifelongLearningJob, whose deploy stage is the cloud's alone.
 	deployModel string
+	// hotUpdate says the inference worker reloads the model from the hot
+	// update folder (hotupdate.go), which the deploy copy then fills too.
+	hotUpdate bool
 }
 
 // kinds are the learning-cycle kinds and how to read each.
@@ -166,6 +169,7 @@ var kinds = []struct {
 			ownerKind: edgeproto.OwnerIncrementalLearningJob, uid: j.UID,
 			dataset: j.Spec.Dataset, trigger: j.Spec.TrainSpec.Trigger, outputDir: j.Spec.OutputDir,
 			status: j.Status.CycleStatus, deployModel: j.Spec.DeploySpec.Model.Name,
+			hotUpdate: j.Spec.DeploySpec.Model.HotUpdateEnabled,
 		}, nil
 	}},
 	{"LifelongLearningJob", func(o store.Object) (*job, error) {

@@ -37,6 +37,19 @@ type Worker struct {
 	HostPaths []string
 	// DataPathPrefix is where node paths appear in the container.
 	DataPathPrefix string
+	// Mounts are node folders mounted at paths of their own (not under
+	// DataPathPrefix), made on the node if missing.
+	Mounts []NodeMount
+}
+
+// NodeMount is a node folder that a worker gets at a path of its own.
+type NodeMount struct {
+	// Name of the pod's volume.
+	Name string
+	// NodePath is the folder on the node; the kubelet makes it if missing.
+	NodePath string
+	// MountPath is where it appears in every container.
+	MountPath string
 }
 
 // NewWorkerPod builds a worker's pod: the worker's template (NewWorkerTemplate),
@@ -70,7 +83,22 @@ func NewWorkerTemplate(owner metav1.Object, ownerKind schema.GroupVersionKind, w
 		c.Env = ContainerEnv(c.Env, w)
 	}
 	mountHostPaths(&t.Spec, w.HostPaths, w.DataPathPrefix)
+	mountNodeFolders(&t.Spec, w.Mounts)
 	return t
+}
+
+// mountNodeFolders mounts each of mounts, read-write, into every container.
+func mountNodeFolders(spec *corev1.PodSpec, mounts []NodeMount) {
+	create := corev1.HostPathDirectoryOrCreate
+	for _, m := range mounts {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{
+			Name:         m.Name,
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: m.NodePath, Type: &create}},
+		})
+		for i := range spec.Containers {
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: m.Name, MountPath: m.MountPath})
+		}
+	}
 }
 
 // MergeEnv returns base with each of add set: an entry of the same name is

@@ -166,6 +166,9 @@ func TestNewJobStartsRoundOneWithItsInferenceWorker(t *testing.T) {
 		"NAMESPACE": ns, "JOB_NAME": jobName, "WORKER_NAME": deploy0, "LC_SERVER": "http://$(NEREID_NODE_IP):9100",
 		"LOG_LEVEL": "INFO", "DATA_PATH_PREFIX": "/home/data",
 		"MODEL_URL": "/home/data/models/deploy_model/saved_model.pb", "MODEL_NAME": "deploy-model", "MODEL_HOT_UPDATE": "true",
+		// Sedna's ModelLoadingThread reads these two; without them it never
+		// reloads (Sedna's setModelHotUpdateEnv).
+		"MODEL_POLL_PERIOD_SECONDS": "60", "MODEL_HOT_UPDATE_CONFIG": "/model-hot-update/model_config.json",
 		"HEM_NAME": "IBT", "HEM_PARAMETERS": `{"threshold_box":"0.9","threshold_img":"0.9"}`,
 		// The user's own variables stay.
 		"input_shape": "352,640", "video_url": "file://video/video.mp4", "HE_SAVED_URL": "/he_saved_url",
@@ -175,6 +178,20 @@ func TestNewJobStartsRoundOneWithItsInferenceWorker(t *testing.T) {
 	}
 	if pod.Labels[common.LabelWorkerRole] != "inference" || pod.Spec.NodeName != node {
 		t.Errorf("inference pod role %q on node %q", pod.Labels[common.LabelWorkerRole], pod.Spec.NodeName)
+	}
+	// The hot update folder, Sedna's, where the LocalController puts the file.
+	var hot []string
+	for _, v := range pod.Spec.Volumes {
+		if hp := v.HostPath; hp != nil && hp.Type != nil && *hp.Type == corev1.HostPathDirectoryOrCreate {
+			for _, m := range pod.Spec.Containers[0].VolumeMounts {
+				if m.Name == v.Name {
+					hot = append(hot, hp.Path+" at "+m.MountPath)
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"/var/lib/sedna/model-hot-update/" + ns + "/incrementallearningjob/" + jobName + " at /model-hot-update"}, hot); diff != "" {
+		t.Errorf("hot update mount (-want,+got):\n%s", diff)
 	}
 	if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "IncrementalLearningJob" || ref.UID != job.UID {
 		t.Errorf("controller reference %+v", ref)
@@ -233,7 +250,6 @@ func TestRoundTrainsWhenTheTriggerFiresAndRunsItsTrainPod(t *testing.T) {
 		"BASE_MODEL_URL":       "/home/data/models/base_model",
 		"MODEL_URL":            "/home/data/output/round-1/train",
 		"OUTPUT_URL":           "/home/data/output/round-1/train",
-		"MODEL_NAME":           "deploy-model",
 		"batch_size":           "32", "epochs": "1", "input_shape": "352,640", "class_names": "person,helmet,helmet-on,helmet-off",
 		"nms_threshold": "0.4", "obj_threshold": "0.3",
 	}

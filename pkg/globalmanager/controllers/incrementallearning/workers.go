@@ -1,11 +1,13 @@
 package incrementallearning
 
 import (
+	"path"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
@@ -25,10 +27,12 @@ func (k *kind) Env(job *sednav1.IncrementalLearningJob, st *learningcycle.Status
 			base = refs.Models[spec.InitialModel.Name]
 		}
 		out := learningcycle.RoundDir(spec.OutputDir, st.Round, learningcycle.RoleTrain)
+		// No MODEL_NAME, as Sedna sets none for the train worker: Sedna's
+		// backend then names the model file with its format's extension
+		// (model.pb), which its report's format is read from.
 		return []corev1.EnvVar{
 			common.Env("BASE_MODEL_URL", local(base.Spec.URL)),
 			common.Env("MODEL_URL", local(out)),
-			common.Env("MODEL_NAME", deploy.Name),
 		}, []string{base.Spec.URL}
 	case learningcycle.RoleEval:
 		current := deploy
@@ -52,6 +56,11 @@ func (k *kind) Env(job *sednav1.IncrementalLearningJob, st *learningcycle.Status
 		common.Env("MODEL_NAME", deploy.Name),
 		common.Env("MODEL_HOT_UPDATE", strconv.FormatBool(spec.DeploySpec.Model.HotUpdateEnabled)),
 	}
+	if spec.DeploySpec.Model.HotUpdateEnabled {
+		env = append(env,
+			common.Env("MODEL_POLL_PERIOD_SECONDS", strconv.FormatInt(pollPeriodSeconds(spec.DeploySpec.Model), 10)),
+			common.Env("MODEL_HOT_UPDATE_CONFIG", path.Join(edgeproto.HotUpdateMountPath, edgeproto.HotUpdateConfigFile)))
+	}
 	if hem := spec.DeploySpec.HardExampleMining; hem != nil {
 		env = append(env, common.Env("HEM_NAME", hem.Name), common.Env("HEM_PARAMETERS", common.HEMParameters(hem.Parameters)))
 	}
@@ -73,7 +82,32 @@ func (k *kind) SednaEnv(job *sednav1.IncrementalLearningJob, role learningcycle.
 	}
 	names := []string{"MODEL_URL", "HEM_NAME", "HEM_PARAMETERS"}
 	if job.Spec.DeploySpec.Model.HotUpdateEnabled {
-		names = append(names, "MODEL_HOT_UPDATE")
+		names = append(names, "MODEL_HOT_UPDATE", "MODEL_POLL_PERIOD_SECONDS", "MODEL_HOT_UPDATE_CONFIG")
 	}
 	return names
+}
+
+// Mounts gives the inference worker of a job with hot update its folder on
+// the node, where the LocalController that deploys a round puts the model
+// and the file that says which it is (edgeproto.HotUpdateDir), as Sedna's
+// injectModelHotUpdateMount does.
+func (k *kind) Mounts(job *sednav1.IncrementalLearningJob, role learningcycle.Role) []common.NodeMount {
+	if role != learningcycle.RoleInference || !job.Spec.DeploySpec.Model.HotUpdateEnabled {
+		return nil
+	}
+	return []common.NodeMount{{
+		Name:      "sedna-model-hot-update-volume",
+		NodePath:  edgeproto.HotUpdateDir(sednav1.IncrementalLearningJobKind.Kind, job.Namespace, job.Name),
+		MountPath: edgeproto.HotUpdateMountPath,
+	}}
+}
+
+// pollPeriodSeconds is how often the inference worker reads the hot update
+// file: the spec's, or Sedna's default of 60 (its CRD's default, which a
+// job created before the field existed may lack).
+func pollPeriodSeconds(m sednav1.DeployModel) int64 {
+	if m.PollPeriodSeconds > 0 {
+		return m.PollPeriodSeconds
+	}
+	return 60
 }

@@ -49,6 +49,12 @@ type Kind[J Job[J]] interface {
 	Applied(ctx context.Context, job J, info *edgeproto.WorkerInfo, o Outcome) ([]common.Event, error)
 }
 
+// Mounter is a Kind whose workers get node folders at paths of their own
+// (an incremental job's inference worker, its hot update folder).
+type Mounter[J any] interface {
+	Mounts(job J, role Role) []common.NodeMount
+}
+
 // Client is the part of a kind's generated client the cycle uses.
 type Client[J any] = common.StatusClient[J]
 

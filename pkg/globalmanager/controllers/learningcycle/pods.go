@@ -66,6 +66,9 @@ func (c *Controller[J]) workerPod(job J, spec Spec, refs Refs, st *Status, role 
 		SednaEnv:  append(sednaEnv, c.kind.SednaEnv(job, role)...),
 		HostPaths: hostPaths, DataPathPrefix: prefix,
 	}
+	if m, ok := c.kind.(Mounter[J]); ok {
+		w.Mounts = m.Mounts(job, role)
+	}
 	hash, err := common.Hash(w.Role, w.Template, w.Env, w.HostPaths, w.DataPathPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("hashing %s worker: %w", role, err)
