@@ -64,7 +64,7 @@
 //     inference worker, <job>-deploy-<round>, replaces the old one. Lifelong:
 //     the controller itself deploys by replacing the inference worker with
 //     <job>-deploy-<round>, which serves the round's knowledge base
-//     (CLOUD_KB_INDEX). Either way the round ends Deployed, deployedRound is
+//     (MODEL_URLS). Either way the round ends Deployed, deployedRound is
 //     the round, and the next round waits for its trigger.
 //
 // # Failures
@@ -113,6 +113,8 @@
 // (<outputDir>/round-<R>/train). Eval: ORIGINAL_DATASET_URL,
 // TEST_DATASET_URL, OUTPUT_URL (<outputDir>/round-<R>/eval). The kinds add
 // their models (incremental: BASE_MODEL_URL, MODEL_URL, MODEL_URLS,
-// MODEL_NAME, MODEL_HOT_UPDATE, HEM_NAME, HEM_PARAMETERS) or knowledge base
-// (lifelong: CLOUD_KB_INDEX, HAS_COMPLETED_INITIAL_TRAINING, KB_SERVER).
+// MODEL_NAME, MODEL_HOT_UPDATE and, with hot update, its config file and
+// poll period, HEM_NAME, HEM_PARAMETERS) or knowledge base (lifelong:
+// CLOUD_KB_INDEX, MODEL_URLS, HAS_COMPLETED_INITIAL_TRAINING, KB_SERVER), as
+// Sedna's library reads them (docs/kinds.md has the table).
 package learningcycle

@@ -71,8 +71,11 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 	if env["HAS_COMPLETED_INITIAL_TRAINING"] != "false" || env["KB_SERVER"] != "http://kb.example:9020" || env["CLOUD_KB_INDEX"] != "" {
 		t.Errorf("first inference worker env %v: no knowledge base yet", env)
 	}
-	// What Sedna sets the deploy worker and Nereid does not (docs/kinds.md).
-	unset(t, "inference", env, "OUTPUT_URL", "MODEL_URLS", "MODEL_URL")
+	// No knowledge base before the first deploy; a folder to write in.
+	unset(t, "inference", env, "MODEL_URLS", "MODEL_URL")
+	if got := env["OUTPUT_URL"]; got != "/home/data/output/deploy" {
+		t.Errorf("first inference worker OUTPUT_URL %q, want /home/data/output/deploy", got)
+	}
 
 	f = f.Next(t)
 	f.Report(t, node, 1, cycletest.Trigger(kindName, jobName, 1, 600))
@@ -88,8 +91,7 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 			t.Errorf("train env %s = %q, want %q", k, env[k], v)
 		}
 	}
-	// A lifelong job names no model; the knowledge base goes to the eval
-	// and deploy workers.
+	// A lifelong job names no model, and round 1 starts the knowledge base.
 	unset(t, "train", env, "MODEL_URL", "BASE_MODEL_URL", "MODEL_URLS", "CLOUD_KB_INDEX")
 
 	f.Report(t, node, 2, cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted,
@@ -116,7 +118,11 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 	if got := env["OUTPUT_URL"]; got != "/home/data/output/round-1/eval" {
 		t.Errorf("eval OUTPUT_URL %q", got)
 	}
-	unset(t, "eval", env, "MODEL_URLS", "MODEL_URL")
+	// Sedna's eval worker reads the index from MODEL_URLS.
+	if got := env["MODEL_URLS"]; got != "/home/data/output/round-1/train/index.pkl" {
+		t.Errorf("eval MODEL_URLS %q", got)
+	}
+	unset(t, "eval", env, "MODEL_URL")
 	f.Report(t, node, 3, cycletest.Worker(kindName, jobName, eval11, edgeproto.StageEval, edgeproto.WorkerCompleted,
 		`{"url":"/output/round-1/train/task-0.pkl","metrics":{"precision":0.83}}`))
 	if s := jobOf(t, f).Status; s.Stage != sednav1.StageDeploy || s.State != sednav1.StageReady {
@@ -135,8 +141,32 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 		t.Errorf("writes (-want,+got):\n%s", diff)
 	}
 	env = cycletest.Env(f.Pod(t, deploy1))
-	if env["CLOUD_KB_INDEX"] != "/home/data/output/round-1/train/index.pkl" || env["HAS_COMPLETED_INITIAL_TRAINING"] != "true" {
-		t.Errorf("new inference worker env %v, want round 1's knowledge base", env)
+	if env["MODEL_URLS"] != "/home/data/output/round-1/train/index.pkl" || env["HAS_COMPLETED_INITIAL_TRAINING"] != "true" {
+		t.Errorf("new inference worker env %v, want round 1's knowledge base in MODEL_URLS", env)
+	}
+
+	// Round 2's train worker updates round 1's knowledge base: Sedna's
+	// library reads CLOUD_KB_INDEX as a node path under DATA_PATH_PREFIX,
+	// so the index's folder is mounted there.
+	f = f.Next(t)
+	f.Report(t, node, 4, cycletest.Trigger(kindName, jobName, 2, 900))
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	train21 := f.Pod(t, jobName+"-train-2-1")
+	env = cycletest.Env(train21)
+	if env["CLOUD_KB_INDEX"] != "/output/round-1/train/index.pkl" || env["HAS_COMPLETED_INITIAL_TRAINING"] != "true" {
+		t.Errorf("round 2 train env %v, want round 1's index as a node path", env)
+	}
+	mounted := false
+	for _, v := range train21.Spec.Volumes {
+		for _, m := range train21.Spec.Containers[0].VolumeMounts {
+			if m.Name == v.Name && v.HostPath != nil && v.HostPath.Path == "/output/round-1/train" && m.MountPath == "/home/data/output/round-1/train" {
+				mounted = true
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("round 2's train pod does not mount round 1's index folder: %+v", train21.Spec.Volumes)
 	}
 }
 

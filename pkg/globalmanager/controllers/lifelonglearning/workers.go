@@ -2,6 +2,7 @@ package lifelonglearning
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,36 +16,54 @@ func KBIndex(outputDir string, round int32) string {
 	return learningcycle.RoundDir(outputDir, round, learningcycle.RoleTrain) + "/index.pkl"
 }
 
-// Env gives each worker the knowledge base: the eval worker that of the
-// round it evaluates, the inference worker that of the deployed round (none
-// before the first deploy).
+// Env gives each worker the knowledge base as Sedna's library reads it:
+//   - the train worker of a round after the first deploy
+//     (HAS_COMPLETED_INITIAL_TRAINING=true) updates the deployed round's
+//     index: CLOUD_KB_INDEX is its node path, to which Sedna's library adds
+//     DATA_PATH_PREFIX itself (LifelongLearning.update), as Sedna sets it;
+//   - the eval worker reads the round's index from MODEL_URLS;
+//   - the inference worker reads the deployed round's index from MODEL_URLS
+//     (none before the first deploy) and writes under OUTPUT_URL,
+//     <outputDir>/deploy.
+//
+// The eval and inference workers also get CLOUD_KB_INDEX, Nereid's own
+// default from before it read Sedna's library, in container paths.
 func (k *kind) Env(job *sednav1.LifelongLearningJob, st *learningcycle.Status, role learningcycle.Role, _ learningcycle.Refs) ([]corev1.EnvVar, []string) {
+	local := func(p string) string { return common.ContainerPath(p, k.dataPathPrefix) }
 	env := []corev1.EnvVar{common.Env("HAS_COMPLETED_INITIAL_TRAINING", strconv.FormatBool(st.DeployedRound > 0))}
 	if k.kbServer != "" {
 		env = append(env, common.Env("KB_SERVER", k.kbServer))
 	}
-	var kbRound int32
+	var paths []string
 	switch role {
+	case learningcycle.RoleTrain:
+		if st.DeployedRound == 0 {
+			return env, nil
+		}
+		index := KBIndex(job.Spec.OutputDir, st.DeployedRound)
+		return append(env, common.Env("CLOUD_KB_INDEX", index)), []string{index}
 	case learningcycle.RoleEval:
-		kbRound = st.Round
+		index := KBIndex(job.Spec.OutputDir, st.Round)
+		return append(env, common.Env("MODEL_URLS", local(index)), common.Env("CLOUD_KB_INDEX", local(index))), []string{index}
 	case learningcycle.RoleInference:
-		kbRound = st.DeployedRound
+		out := strings.TrimRight(job.Spec.OutputDir, "/") + "/deploy"
+		env, paths = append(env, common.Env("OUTPUT_URL", local(out))), []string{out}
+		if st.DeployedRound == 0 {
+			return env, paths
+		}
+		index := KBIndex(job.Spec.OutputDir, st.DeployedRound)
+		return append(env, common.Env("MODEL_URLS", local(index)), common.Env("CLOUD_KB_INDEX", local(index))), append(paths, index)
 	}
-	if kbRound == 0 {
-		return env, nil
-	}
-	index := KBIndex(job.Spec.OutputDir, kbRound)
-	return append(env, common.Env("CLOUD_KB_INDEX", common.ContainerPath(index, k.dataPathPrefix))), []string{index}
+	return env, nil
 }
 
 // SednaEnv names what Sedna's GlobalManager sets of the worker's environment
 // beyond the cycle's own (createPod and createInferPod of its
-// lifelonglearningjob.go): the knowledge base to the train and eval workers,
-// OUTPUT_URL to every worker. Nereid's others (HAS_COMPLETED_INITIAL_TRAINING
-// and CLOUD_KB_INDEX to the eval and inference workers, KB_SERVER to the
-// inference worker) are defaults a template overrides. A name here that
-// Nereid does not set (the inference worker's OUTPUT_URL and MODEL_URLS, the
-// eval worker's MODEL_URLS) is the template's, as docs/kinds.md says.
+// lifelonglearningjob.go): the knowledge base to each worker (the train
+// worker's CLOUD_KB_INDEX, the others' MODEL_URLS) and OUTPUT_URL to the
+// train and eval workers. Nereid's others (CLOUD_KB_INDEX to the eval and
+// inference workers, the inference worker's OUTPUT_URL) are defaults a
+// template overrides.
 func (k *kind) SednaEnv(_ *sednav1.LifelongLearningJob, role learningcycle.Role) []string {
 	switch role {
 	case learningcycle.RoleTrain:
@@ -52,5 +71,5 @@ func (k *kind) SednaEnv(_ *sednav1.LifelongLearningJob, role learningcycle.Role)
 	case learningcycle.RoleEval:
 		return []string{"OUTPUT_URL", "KB_SERVER", "MODEL_URLS"}
 	}
-	return []string{"OUTPUT_URL", "MODEL_URLS"}
+	return []string{"MODEL_URLS"}
 }
