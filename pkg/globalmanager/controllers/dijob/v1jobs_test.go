@@ -9,8 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
@@ -606,5 +610,43 @@ func TestV1JobSaysWhichPodCannotBePlaced(t *testing.T) {
 	f.sync(t, job)
 	if c := findCondition(f.status(t, job), div2.ConditionScheduled); c != nil {
 		t.Errorf("Scheduled %+v on a job never refused a place, want none", c)
+	}
+}
+
+// TestV1JobSaysWhenItsCoordinatorCannotBeMade: the API server refuses the
+// coordinator's pod; the sync fails (to be retried) and the job says why:
+// ReplicasCreated False FailedCreate naming the template and the API
+// server's words, in v1alpha1 too, with a Warning FailedCreate. Once the
+// coordinator is made, ReplicasCreated True.
+func TestV1JobSaysWhenItsCoordinatorCannotBeMade(t *testing.T) {
+	job := v1Job(t, "cartpole", "", div1.DIJobStatus{})
+	f := v1Fixture(t, job, nil)
+	const says = "spec.containers[0].image: Required value"
+	f.kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "cartpole-coordinator", field.ErrorList{field.Required(field.NewPath("spec", "containers").Index(0).Child("image"), "")})
+	})
+	if err := f.c.sync(t.Context(), ns+"/"+job.Name); err == nil {
+		t.Fatal("sync succeeded though the coordinator was refused")
+	}
+	st := f.status(t, job)
+	c := findCondition(st, div2.ConditionReplicasCreated)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != common.ReasonFailedCreate ||
+		!strings.Contains(c.Message, "spec.coordinator.template") || !strings.Contains(c.Message, says) {
+		t.Fatalf("ReplicasCreated %+v, want False %s naming the template and %q", c, common.ReasonFailedCreate, says)
+	}
+	if v1 := conversion.V1StatusOf(&st); !slices.ContainsFunc(v1.Conditions, func(c div1.DIJobCondition) bool {
+		return c.Type == div1.ConditionReplicasCreated && c.Status == corev1.ConditionFalse
+	}) {
+		t.Errorf("v1 conditions %+v, want ReplicasCreated False", v1.Conditions)
+	}
+	if ev := f.events(); !hasEvent(ev, corev1.EventTypeWarning, common.ReasonFailedCreate, "cartpole-coordinator", says) {
+		t.Errorf("events %q, want a Warning FailedCreate saying why", ev)
+	}
+
+	job.Status = st
+	f = v1Fixture(t, job, nil)
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionReplicasCreated); c == nil || c.Status != corev1.ConditionTrue || c.Reason != common.ReasonSuccessfulCreate {
+		t.Errorf("ReplicasCreated %+v once the coordinator is made, want True %s", c, common.ReasonSuccessfulCreate)
 	}
 }

@@ -2,6 +2,7 @@ package dijob
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -121,6 +122,26 @@ func (sc *v1SyncCtx) setPhase(phase div1.Phase, reason, message string) {
 		eventType = corev1.EventTypeWarning
 	}
 	sc.events = append(sc.events, common.Event{Type: eventType, Reason: reason, Message: message})
+}
+
+// setReplicasCreated sets the condition ReplicasCreated of a v1 job:
+// False (FailedCreate, why) when the sync could not make a pod, True
+// (SuccessfulCreate) when it made pods after one had failed to be made; a
+// job none of whose pods ever failed to be made has none. The v1 replicas
+// server sets it too, for the collectors and learners it makes.
+func (sc *v1SyncCtx) setReplicasCreated() {
+	c := div1.DIJobCondition{Type: div1.ConditionReplicasCreated, LastUpdateTime: sc.now, LastTransitionTime: sc.now}
+	switch {
+	case sc.failedCreate != "":
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, common.ReasonFailedCreate, sc.failedCreate
+	case len(sc.made) > 0 && slices.ContainsFunc(sc.status.Conditions, func(c div1.DIJobCondition) bool {
+		return c.Type == div1.ConditionReplicasCreated && c.Status != corev1.ConditionTrue
+	}):
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, common.ReasonSuccessfulCreate, "pods made again"
+	default:
+		return
+	}
+	setV1Condition(sc.status, c)
 }
 
 // setV1Condition puts c in place of the condition of its type (DI's
