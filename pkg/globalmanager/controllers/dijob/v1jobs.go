@@ -83,6 +83,7 @@ func (c *Controller) syncV1(ctx context.Context, key string) error {
 		actErr = c.runV1(ctx, sc)
 	}
 	s.Owner.Status = conversion.V1StatusToV2(sc.status)
+	setV1Progress(&s.Owner.Status, sc.live(), sc.deleted)
 	if !v1Finished(sc.status.Phase) {
 		// Its collectors may run on edge nodes (coordinated.Place): it says
 		// which links are down as a v2 job does, in the v2 status, where

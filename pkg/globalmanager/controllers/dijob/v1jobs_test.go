@@ -650,3 +650,31 @@ func TestV1JobSaysWhenItsCoordinatorCannotBeMade(t *testing.T) {
 		t.Errorf("ReplicasCreated %+v once the coordinator is made, want True %s", c, common.ReasonSuccessfulCreate)
 	}
 }
+
+// TestV1JobShowsItsProgressInTheDefaultView: kubectl get dijob, the plugin
+// and its dashboard read v2alpha1's replicas, readyReplicas and tasksReady;
+// a v1 job fills them from its pods (a coordinator and two collectors
+// running and ready, a learner pending, a collector ended): 4 replicas, 3
+// ready, "coordinator 1/1, collector 2/2, learner 0/1".
+func TestV1JobShowsItsProgressInTheDefaultView(t *testing.T) {
+	job := v1Job(t, "cartpole", "", v1Running())
+	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	coordinator := v1Coordinator(t, job)
+	coordinator.Status.Conditions = ready
+	var pods []*corev1.Pod
+	for _, name := range []string{"cartpole-collector-a", "cartpole-collector-b"} {
+		p := v1Pod(t, job, coordinated.Collector, name, corev1.PodRunning)
+		p.Status.Conditions = ready
+		pods = append(pods, p)
+	}
+	pods = append(pods, coordinator,
+		v1Pod(t, job, coordinated.Learner, "cartpole-learner-a", corev1.PodPending),
+		v1Pod(t, job, coordinated.Collector, "cartpole-collector-c", corev1.PodSucceeded))
+	f := v1Fixture(t, job, pods)
+	f.sync(t, job)
+	st := f.status(t, job)
+	got := fmt.Sprintf("%d %d %q", st.Replicas, st.ReadyReplicas, st.TasksReady)
+	if want := fmt.Sprintf("%d %d %q", 4, 3, "coordinator 1/1, collector 2/2, learner 0/1"); got != want {
+		t.Errorf("replicas, readyReplicas, tasksReady = %s, want %s", got, want)
+	}
+}

@@ -3,10 +3,12 @@ package dijob
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
@@ -56,6 +58,38 @@ func countReplicas(pods []*corev1.Pod, deleted map[string]bool) map[div1.Replica
 		}
 	}
 	return out
+}
+
+// setV1Progress fills, in a v1 job's v2 status, what the default view
+// (kubectl get dijob, which reads v2alpha1; the plugin and its dashboard)
+// shows of a job's progress: replicas, its pods not ended (DDP learners
+// too); readyReplicas, those running and ready; tasksReady, those of each
+// replica type ("coordinator 1/1, collector 2/2, learner 1/1", a type
+// shown once it has a pod). v1alpha1 shows replicaStatus instead.
+func setV1Progress(status *div2.DIJobStatus, pods []*corev1.Pod, deleted map[string]bool) {
+	types := []string{coordinated.Coordinator, coordinated.Collector, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner}
+	asked, ready := map[string]int32{}, map[string]int32{}
+	status.Replicas, status.ReadyReplicas = 0, 0
+	for _, p := range pods {
+		typ := coordinated.TypeOf(p)
+		if !slices.Contains(types, typ) || common.PodTerminating(p) || deleted[p.Name] ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		asked[typ]++
+		status.Replicas++
+		if p.Status.Phase == corev1.PodRunning && podReady(p) {
+			ready[typ]++
+			status.ReadyReplicas++
+		}
+	}
+	var parts []string
+	for _, typ := range types {
+		if asked[typ] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", typ, ready[typ], asked[typ]))
+		}
+	}
+	status.TasksReady = strings.Join(parts, ", ")
 }
 
 // diContainerEnd is the reason the pod's di-container terminated, when it
