@@ -418,8 +418,8 @@ func TestV1JobWithATooLongNameFails(t *testing.T) {
 }
 
 // TestV1JobsAreNotTheV2Controllers: the v2 controller's pods, headless
-// Service and status fields are not made for a v1 job; the same job
-// unmarked gets them.
+// Service and status fields (selector, allocation, replicas of its tasks)
+// are not made for a v1 job; the same job unmarked gets them.
 func TestV1JobsAreNotTheV2Controllers(t *testing.T) {
 	for name, tc := range map[string]struct {
 		v1       bool
@@ -443,8 +443,9 @@ func TestV1JobsAreNotTheV2Controllers(t *testing.T) {
 			if got := slices.Contains(svcs, ServiceName(job.Name)); got == tc.v1 {
 				t.Errorf("headless Service made: %v, want %v", got, !tc.v1)
 			}
-			if got := f.status(t, job); tc.v1 && (got.Selector != "" || got.Replicas != 0 || got.Allocation != nil) {
-				t.Errorf("the v1 job's status has v2 fields: %+v", got)
+			// Its replicas are its pods' (setV1Progress), not its tasks'.
+			if got := f.status(t, job); tc.v1 && (got.Selector != "" || got.Replicas != 1 || got.Allocation != nil) {
+				t.Errorf("the v1 job's status has the v2 controller's fields: %+v", got)
 			}
 		})
 	}
