@@ -5,7 +5,8 @@
 #   apply configurations                  k8s.io/code-generator (kube_codegen.sh gen_client)
 #   CRD YAML in build/charts/nereid/crds/ controller-gen (sigs.k8s.io/controller-tools),
 #     its descriptions trimmed (hack/crddesc), the DIJob CRD's conversion
-#     webhook stanza added (hack/crdconversion),
+#     webhook stanza added (hack/crdconversion), its v1alpha1 worker
+#     templates' field names written (hack/crdv1templates),
 #     copied to build/crds/ for `kubectl apply -f build/crds/`
 #   build/deploy/nereid.yaml              helm template of the chart (hack/update-manifests.sh)
 # The generator versions are pinned in hack/tools/codegen/go.mod; their binaries are
@@ -63,6 +64,9 @@ go run ./hack/crddesc "${ROOT}/${CHART_CRDS}"
 # controller-gen writes no conversion stanza; the DIJob CRD serves two
 # versions through the GlobalManager's conversion webhook.
 go run ./hack/crdconversion "${ROOT}/${CHART_CRDS}"
+# controller-gen writes v1alpha1's collector and learner templates schemaless;
+# their field names are checked all the same.
+go run ./hack/crdv1templates "${ROOT}/${CHART_CRDS}"
 # The chart installs the CRDs from its crds/; users who apply them by hand find
 # the same files where they always were.
 mkdir -p "${ROOT}/build/crds"

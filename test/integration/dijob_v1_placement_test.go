@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/placement"
@@ -70,6 +71,44 @@ func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
 	if n := unschedulableWarnings(t, ns, refused.UID); n != 1 {
 		t.Errorf("%d Unschedulable warnings, want 1", n)
 	}
+}
+
+// TestDIJobV1SaysWhyAReplicaWasNotMade: a collector template the CRD takes
+// but the API server refuses as a pod (a container without an image); the
+// coordinator's POST is answered 400 and the job, read in v1alpha1, says
+// ReplicasCreated=False FailedCreate naming the template and the API
+// server's words, with a Warning FailedCreate event.
+func TestDIJobV1SaysWhyAReplicaWasNotMade(t *testing.T) {
+	ns := framework.Namespace(t)
+	s := startV1Server(t, ns)
+	const job = "imageless"
+	imageless := map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": coordinated.ContainerName}},
+	}}
+	coordinator := startV1JobsCoordinator(t, ns, job, map[string]map[string]any{coordinated.Collector: imageless})
+	from := coordinator.Status.PodIP
+	s.waitForReplicas(from, coordinator.Name, nil, nil)
+
+	code, r := s.call(from, http.MethodPost, "/v1alpha1/replicas",
+		fmt.Sprintf(`{"namespace": %q, "coordinator": %q, "collectors": {"replicas": 1}, "learners": {"replicas": 0}}`, ns, coordinator.Name))
+	const says = "image: Required value"
+	if code != http.StatusBadRequest || !strings.Contains(r.Message, says) {
+		t.Fatalf("POST of an imageless collector: %d %q, want 400 saying %q", code, r.Message, says)
+	}
+	refused := waitForV1Job(t, ns, job, "ReplicasCreated=False FailedCreate naming the template", func(j *div1.DIJob) bool {
+		c := v1Condition(j, div1.ConditionReplicasCreated)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == common.ReasonFailedCreate &&
+			strings.Contains(c.Message, "spec.collector.template") && strings.Contains(c.Message, says)
+	})
+	t.Logf("ReplicasCreated: %s", v1Condition(refused, div1.ConditionReplicasCreated).Message)
+	framework.Eventually(t, 10*time.Second, "a Warning FailedCreate on the job", func(context.Context) (bool, error) {
+		for _, e := range eventsOf(t, ns, refused.UID) {
+			if e.Type == corev1.EventTypeWarning && e.Reason == common.ReasonFailedCreate && strings.Contains(e.Message, says) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
 
 // v1Condition is the job's condition of type typ, nil without one.

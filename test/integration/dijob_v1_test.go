@@ -290,6 +290,9 @@ func checkInvalidV1FieldsRefused(t *testing.T, ns string) {
 		return map[string]any{"template": map[string]any{"spec": map[string]any{"containers": append([]any{}, containers...)}}}
 	}
 	container := map[string]any{"name": "di-container", "image": "opendilab/ding:2021-09-26"}
+	worker := func(spec map[string]any) map[string]any {
+		return map[string]any{"template": map[string]any{"spec": spec}}
+	}
 	cases := map[string]struct {
 		spec      map[string]any
 		wantField string
@@ -298,13 +301,23 @@ func checkInvalidV1FieldsRefused(t *testing.T, ns string) {
 		"an unknown cleanPodPolicy":     {map[string]any{"cleanPodPolicy": "Sometimes", "coordinator": coordinator(container)}, "spec.cleanPodPolicy", "Unsupported value"},
 		"no coordinator":                {map[string]any{"group": "g"}, "spec.coordinator", "Required value"},
 		"a coordinator of no container": {map[string]any{"coordinator": coordinator()}, "spec.coordinator.template.spec.containers", "the coordinator needs at least one container"},
+		// The worker templates are checked as far as their schema goes
+		// (hack/crdv1templates): field names, a named container.
+		"a collector's containerz": {map[string]any{"coordinator": coordinator(container), "collector": worker(map[string]any{"containerz": []any{container}})},
+			"spec.collector.template.spec.containers", "Required value"},
+		"a learner of no container": {map[string]any{"coordinator": coordinator(container), "learner": worker(map[string]any{"containers": []any{}})},
+			"spec.learner.template.spec.containers", "should have at least 1 items"},
+		"a learner's container without a name": {map[string]any{"coordinator": coordinator(container), "learner": worker(map[string]any{"containers": []any{map[string]any{"image": "x"}}})},
+			"spec.learner.template.spec.containers[0].name", "Required value"},
+		"a collector's nodeSelektor (kubectl's strict validation)": {map[string]any{"coordinator": coordinator(container), "collector": worker(map[string]any{"containers": []any{container}, "nodeSelektor": map[string]any{}})},
+			"spec.collector.template.spec.nodeSelektor", "unknown field"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			obj := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": div1.SchemeGroupVersion.String(), "kind": "DIJob", "metadata": map[string]any{"name": "invalid"}, "spec": tc.spec,
 			}}
-			_, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+			_, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 			if err == nil || !strings.Contains(err.Error(), tc.wantField) || !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Errorf("refused with %v; want %q at %s", err, tc.wantMsg, tc.wantField)
 			}

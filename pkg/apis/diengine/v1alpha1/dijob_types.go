@@ -88,10 +88,12 @@ type CoordinatorSpec struct {
 
 // CollectorSpec is the collectors' pod template.
 type CollectorSpec struct {
-	// The collectors' pod template. Its schema is not spelled out (nor its
-	// containers checked) when the job is applied, only when its pods are
-	// made: with three pod templates spelled out, the CRD, which holds
-	// v2alpha1's too, outgrows what a client-side kubectl apply can write.
+	// The collectors' pod template. When the job is applied only its field
+	// names (its own, its spec's and its containers') are checked, and
+	// that it has a container with a name; the fields' values are checked
+	// when its pods are made: with three pod templates spelled out, the
+	// CRD, which holds v2alpha1's too, outgrows what a client-side kubectl
+	// apply can write (hack/crdv1templates writes this schema).
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -100,10 +102,12 @@ type CollectorSpec struct {
 
 // LearnerSpec is the learners' pod template.
 type LearnerSpec struct {
-	// The learners' pod template. Its schema is not spelled out (nor its
-	// containers checked) when the job is applied, only when its pods are
-	// made: with three pod templates spelled out, the CRD, which holds
-	// v2alpha1's too, outgrows what a client-side kubectl apply can write.
+	// The learners' pod template. When the job is applied only its field
+	// names (its own, its spec's and its containers') are checked, and
+	// that it has a container with a name; the fields' values are checked
+	// when its pods are made: with three pod templates spelled out, the
+	// CRD, which holds v2alpha1's too, outgrows what a client-side kubectl
+	// apply can write (hack/crdv1templates writes this schema).
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -117,7 +121,8 @@ type DIJobStatus struct {
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 	// Conditions, one per phase, EdgeLinked once an edge link of the job's
-	// pods went down, and Scheduled once a pod of it could not be placed.
+	// pods went down, Scheduled once a pod of it could not be placed, and
+	// ReplicasCreated once one could not be made.
 	// +optional
 	Conditions []DIJobCondition `json:"conditions,omitempty"`
 	// How many pods of each replica type (Coordinator, Collector, Learner,
@@ -148,6 +153,12 @@ const (
 	// True (Placed) once none is refused; a job none of whose pods was
 	// ever refused a place has none.
 	ConditionScheduled Phase = "Scheduled"
+	// ConditionReplicasCreated is False, reason FailedCreate, once a pod
+	// of the job could not be made (its coordinator's, or a collector or
+	// learner the coordinator asked for; the message names the pod, its
+	// template and why), True (SuccessfulCreate) once pods are made again;
+	// a job none of whose pods ever failed to be made has none.
+	ConditionReplicasCreated Phase = "ReplicasCreated"
 )
 
 // ReplicaType is the role of a pod of a coordinator-driven DIJob.

@@ -232,8 +232,9 @@ type TaskStatus map[corev1.PodPhase]int32
 // namespace's ResourceQuotas hold it (False with reason WaitingForQuota
 // while it waits; none without quotas); and EdgeLinked, whether the edge
 // nodes its pods are on have their link to the cloud (False with reason
-// LinkDown naming the nodes and since when; none while it never missed one).
-// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted;EdgeLinked
+// LinkDown naming the nodes and since when; none while it never missed one);
+// and, for a v1alpha1 job, ReplicasCreated, whether its pods could be made.
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted;EdgeLinked;ReplicasCreated
 type ConditionType string
 
 const (
@@ -244,6 +245,9 @@ const (
 	// ConditionEdgeLinked says whether every edge node the job's pods are
 	// on has its link to the cloud, as Sedna's kinds' EdgeLinked does.
 	ConditionEdgeLinked ConditionType = "EdgeLinked"
+	// ConditionReplicasCreated says whether the pods of a v1alpha1 job
+	// could be made (v1alpha1's ReplicasCreated).
+	ConditionReplicasCreated ConditionType = "ReplicasCreated"
 )
 
 // JobCondition is one observation of a DIJob; its type is a phase,

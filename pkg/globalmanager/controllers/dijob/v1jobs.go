@@ -45,6 +45,9 @@ type v1SyncCtx struct {
 	made    []*corev1.Pod
 	deleted map[string]bool
 	events  []common.Event
+	// failedCreate says why a pod the sync meant to make was not made
+	// (setReplicasCreated), "" when none failed.
+	failedCreate string
 }
 
 // syncV1 reconciles a v1alpha1 job as DI-orchestrator v0.2 did: the
@@ -80,6 +83,7 @@ func (c *Controller) syncV1(ctx context.Context, key string) error {
 		actErr = c.runV1(ctx, sc)
 	}
 	s.Owner.Status = conversion.V1StatusToV2(sc.status)
+	setV1Progress(&s.Owner.Status, sc.live(), sc.deleted)
 	if !v1Finished(sc.status.Phase) {
 		// Its collectors may run on edge nodes (coordinated.Place): it says
 		// which links are down as a v2 job does, in the v2 status, where
@@ -117,7 +121,8 @@ func v1Finished(p div1.Phase) bool {
 
 // runV1 acts on an unfinished v1 job, in steps: make the coordinator when
 // the job has none, replace failed workers, give every pod its Service,
-// count the replicas and move the phase.
+// count the replicas, say whether its pods could be made and move the
+// phase.
 func (c *Controller) runV1(ctx context.Context, sc *v1SyncCtx) error {
 	coordinator, found := sc.coordinator()
 	var errs []error
@@ -130,6 +135,7 @@ func (c *Controller) runV1(ctx context.Context, sc *v1SyncCtx) error {
 	pods := sc.live()
 	errs = append(errs, c.syncV1Services(ctx, sc, pods))
 	sc.status.ReplicaStatus = countReplicas(pods, sc.deleted)
+	sc.setReplicasCreated()
 	sc.advance(coordinator != nil)
 	return errors.Join(errs...)
 }
@@ -162,6 +168,9 @@ func (c *Controller) makeCoordinator(ctx context.Context, sc *v1SyncCtx) (*corev
 	coordinated.Place(pod, c.config.EdgeLinkGrace)
 	made, err := c.children.CreatePods(ctx, sc.key, sc.job, []*corev1.Pod{pod})
 	sc.made = append(sc.made, made...)
+	if err != nil {
+		sc.failedCreate = fmt.Sprintf("the coordinator (from %s) was not made: %v", coordinated.TemplateField(coordinated.Coordinator), err)
+	}
 	if len(made) == 0 {
 		return nil, err
 	}

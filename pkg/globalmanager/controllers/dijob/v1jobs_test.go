@@ -9,8 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
@@ -414,8 +418,8 @@ func TestV1JobWithATooLongNameFails(t *testing.T) {
 }
 
 // TestV1JobsAreNotTheV2Controllers: the v2 controller's pods, headless
-// Service and status fields are not made for a v1 job; the same job
-// unmarked gets them.
+// Service and status fields (selector, allocation, replicas of its tasks)
+// are not made for a v1 job; the same job unmarked gets them.
 func TestV1JobsAreNotTheV2Controllers(t *testing.T) {
 	for name, tc := range map[string]struct {
 		v1       bool
@@ -439,8 +443,9 @@ func TestV1JobsAreNotTheV2Controllers(t *testing.T) {
 			if got := slices.Contains(svcs, ServiceName(job.Name)); got == tc.v1 {
 				t.Errorf("headless Service made: %v, want %v", got, !tc.v1)
 			}
-			if got := f.status(t, job); tc.v1 && (got.Selector != "" || got.Replicas != 0 || got.Allocation != nil) {
-				t.Errorf("the v1 job's status has v2 fields: %+v", got)
+			// Its replicas are its pods' (setV1Progress), not its tasks'.
+			if got := f.status(t, job); tc.v1 && (got.Selector != "" || got.Replicas != 1 || got.Allocation != nil) {
+				t.Errorf("the v1 job's status has the v2 controller's fields: %+v", got)
 			}
 		})
 	}
@@ -606,5 +611,71 @@ func TestV1JobSaysWhichPodCannotBePlaced(t *testing.T) {
 	f.sync(t, job)
 	if c := findCondition(f.status(t, job), div2.ConditionScheduled); c != nil {
 		t.Errorf("Scheduled %+v on a job never refused a place, want none", c)
+	}
+}
+
+// TestV1JobSaysWhenItsCoordinatorCannotBeMade: the API server refuses the
+// coordinator's pod; the sync fails (to be retried) and the job says why:
+// ReplicasCreated False FailedCreate naming the template and the API
+// server's words, in v1alpha1 too, with a Warning FailedCreate. Once the
+// coordinator is made, ReplicasCreated True.
+func TestV1JobSaysWhenItsCoordinatorCannotBeMade(t *testing.T) {
+	job := v1Job(t, "cartpole", "", div1.DIJobStatus{})
+	f := v1Fixture(t, job, nil)
+	const says = "spec.containers[0].image: Required value"
+	f.kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "cartpole-coordinator", field.ErrorList{field.Required(field.NewPath("spec", "containers").Index(0).Child("image"), "")})
+	})
+	if err := f.c.sync(t.Context(), ns+"/"+job.Name); err == nil {
+		t.Fatal("sync succeeded though the coordinator was refused")
+	}
+	st := f.status(t, job)
+	c := findCondition(st, div2.ConditionReplicasCreated)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != common.ReasonFailedCreate ||
+		!strings.Contains(c.Message, "spec.coordinator.template") || !strings.Contains(c.Message, says) {
+		t.Fatalf("ReplicasCreated %+v, want False %s naming the template and %q", c, common.ReasonFailedCreate, says)
+	}
+	if v1 := conversion.V1StatusOf(&st); !slices.ContainsFunc(v1.Conditions, func(c div1.DIJobCondition) bool {
+		return c.Type == div1.ConditionReplicasCreated && c.Status == corev1.ConditionFalse
+	}) {
+		t.Errorf("v1 conditions %+v, want ReplicasCreated False", v1.Conditions)
+	}
+	if ev := f.events(); !hasEvent(ev, corev1.EventTypeWarning, common.ReasonFailedCreate, "cartpole-coordinator", says) {
+		t.Errorf("events %q, want a Warning FailedCreate saying why", ev)
+	}
+
+	job.Status = st
+	f = v1Fixture(t, job, nil)
+	f.sync(t, job)
+	if c := findCondition(f.status(t, job), div2.ConditionReplicasCreated); c == nil || c.Status != corev1.ConditionTrue || c.Reason != common.ReasonSuccessfulCreate {
+		t.Errorf("ReplicasCreated %+v once the coordinator is made, want True %s", c, common.ReasonSuccessfulCreate)
+	}
+}
+
+// TestV1JobShowsItsProgressInTheDefaultView: kubectl get dijob, the plugin
+// and its dashboard read v2alpha1's replicas, readyReplicas and tasksReady;
+// a v1 job fills them from its pods (a coordinator and two collectors
+// running and ready, a learner pending, a collector ended): 4 replicas, 3
+// ready, "coordinator 1/1, collector 2/2, learner 0/1".
+func TestV1JobShowsItsProgressInTheDefaultView(t *testing.T) {
+	job := v1Job(t, "cartpole", "", v1Running())
+	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	coordinator := v1Coordinator(t, job)
+	coordinator.Status.Conditions = ready
+	var pods []*corev1.Pod
+	for _, name := range []string{"cartpole-collector-a", "cartpole-collector-b"} {
+		p := v1Pod(t, job, coordinated.Collector, name, corev1.PodRunning)
+		p.Status.Conditions = ready
+		pods = append(pods, p)
+	}
+	pods = append(pods, coordinator,
+		v1Pod(t, job, coordinated.Learner, "cartpole-learner-a", corev1.PodPending),
+		v1Pod(t, job, coordinated.Collector, "cartpole-collector-c", corev1.PodSucceeded))
+	f := v1Fixture(t, job, pods)
+	f.sync(t, job)
+	st := f.status(t, job)
+	got := fmt.Sprintf("%d %d %q", st.Replicas, st.ReadyReplicas, st.TasksReady)
+	if want := fmt.Sprintf("%d %d %q", 4, 3, "coordinator 1/1, collector 2/2, learner 0/1"); got != want {
+		t.Errorf("replicas, readyReplicas, tasksReady = %s, want %s", got, want)
 	}
 }

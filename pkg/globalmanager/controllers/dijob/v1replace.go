@@ -130,6 +130,9 @@ func (c *Controller) podAsStored(ctx context.Context, p *corev1.Pod) (*corev1.Po
 func (c *Controller) replace(ctx context.Context, sc *v1SyncCtx, olds, news []*corev1.Pod, limit int32) error {
 	made, err := c.children.CreatePods(ctx, sc.key, sc.job, news)
 	sc.made = append(sc.made, made...)
+	if err != nil {
+		sc.failedCreate = fmt.Sprintf("replacements of failed pods were not made: %v", err)
+	}
 	isMade := common.ByName(made)
 	var doomed []*corev1.Pod
 	for i, old := range olds {

@@ -2,10 +2,13 @@ package dijob
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
@@ -55,6 +58,38 @@ func countReplicas(pods []*corev1.Pod, deleted map[string]bool) map[div1.Replica
 		}
 	}
 	return out
+}
+
+// setV1Progress fills, in a v1 job's v2 status, what the default view
+// (kubectl get dijob, which reads v2alpha1; the plugin and its dashboard)
+// shows of a job's progress: replicas, its pods not ended (DDP learners
+// too); readyReplicas, those running and ready; tasksReady, those of each
+// replica type ("coordinator 1/1, collector 2/2, learner 1/1", a type
+// shown once it has a pod). v1alpha1 shows replicaStatus instead.
+func setV1Progress(status *div2.DIJobStatus, pods []*corev1.Pod, deleted map[string]bool) {
+	types := []string{coordinated.Coordinator, coordinated.Collector, coordinated.Learner, coordinated.Aggregator, coordinated.DDPLearner}
+	asked, ready := map[string]int32{}, map[string]int32{}
+	status.Replicas, status.ReadyReplicas = 0, 0
+	for _, p := range pods {
+		typ := coordinated.TypeOf(p)
+		if !slices.Contains(types, typ) || common.PodTerminating(p) || deleted[p.Name] ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		asked[typ]++
+		status.Replicas++
+		if p.Status.Phase == corev1.PodRunning && podReady(p) {
+			ready[typ]++
+			status.ReadyReplicas++
+		}
+	}
+	var parts []string
+	for _, typ := range types {
+		if asked[typ] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", typ, ready[typ], asked[typ]))
+		}
+	}
+	status.TasksReady = strings.Join(parts, ", ")
 }
 
 // diContainerEnd is the reason the pod's di-container terminated, when it
@@ -121,6 +156,26 @@ func (sc *v1SyncCtx) setPhase(phase div1.Phase, reason, message string) {
 		eventType = corev1.EventTypeWarning
 	}
 	sc.events = append(sc.events, common.Event{Type: eventType, Reason: reason, Message: message})
+}
+
+// setReplicasCreated sets the condition ReplicasCreated of a v1 job:
+// False (FailedCreate, why) when the sync could not make a pod, True
+// (SuccessfulCreate) when it made pods after one had failed to be made; a
+// job none of whose pods ever failed to be made has none. The v1 replicas
+// server sets it too, for the collectors and learners it makes.
+func (sc *v1SyncCtx) setReplicasCreated() {
+	c := div1.DIJobCondition{Type: div1.ConditionReplicasCreated, LastUpdateTime: sc.now, LastTransitionTime: sc.now}
+	switch {
+	case sc.failedCreate != "":
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, common.ReasonFailedCreate, sc.failedCreate
+	case len(sc.made) > 0 && slices.ContainsFunc(sc.status.Conditions, func(c div1.DIJobCondition) bool {
+		return c.Type == div1.ConditionReplicasCreated && c.Status != corev1.ConditionTrue
+	}):
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, common.ReasonSuccessfulCreate, "pods made again"
+	default:
+		return
+	}
+	setV1Condition(sc.status, c)
 }
 
 // setV1Condition puts c in place of the condition of its type (DI's

@@ -31,7 +31,8 @@ type DIJobStatusApplyConfiguration struct {
 	// it runs, Succeeded or Failed as it ends, Unknown.
 	Phase *dienginev1alpha1.Phase `json:"phase,omitempty"`
 	// Conditions, one per phase, EdgeLinked once an edge link of the job's
-	// pods went down, and Scheduled once a pod of it could not be placed.
+	// pods went down, Scheduled once a pod of it could not be placed, and
+	// ReplicasCreated once one could not be made.
 	Conditions []DIJobConditionApplyConfiguration `json:"conditions,omitempty"`
 	// How many pods of each replica type (Coordinator, Collector, Learner,
 	// Aggregator) are active, succeeded and failed.

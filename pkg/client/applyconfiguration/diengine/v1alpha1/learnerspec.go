@@ -27,10 +27,12 @@ import (
 //
 // LearnerSpec is the learners' pod template.
 type LearnerSpecApplyConfiguration struct {
-	// The learners' pod template. Its schema is not spelled out (nor its
-	// containers checked) when the job is applied, only when its pods are
-	// made: with three pod templates spelled out, the CRD, which holds
-	// v2alpha1's too, outgrows what a client-side kubectl apply can write.
+	// The learners' pod template. When the job is applied only its field
+	// names (its own, its spec's and its containers') are checked, and
+	// that it has a container with a name; the fields' values are checked
+	// when its pods are made: with three pod templates spelled out, the
+	// CRD, which holds v2alpha1's too, outgrows what a client-side kubectl
+	// apply can write (hack/crdv1templates writes this schema).
 	Template *v1.PodTemplateSpec `json:"template,omitempty"`
 }
 

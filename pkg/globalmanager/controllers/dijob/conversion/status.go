@@ -38,7 +38,7 @@ var phaseToV1 = map[div2.Phase]div1.Phase{
 // V1StatusToV2 is a v1 job's status as its v2alpha1 object holds it, and
 // as the operator writes it through the status subresource: the phase and
 // conditions as their v2 phases (one-to-one on v1's phases: Created is
-// Starting; EdgeLinked and Scheduled stay as they are), and each
+// Starting; EdgeLinked, Scheduled and ReplicasCreated stay as they are), and each
 // replicaStatus entry as the task status of the lower-case replica type ("collector"), its active pods as Running.
 // V1StatusOf reads it back unchanged.
 func V1StatusToV2(in *div1.DIJobStatus) div2.DIJobStatus {
@@ -95,7 +95,7 @@ var replicaTypes = []div1.ReplicaType{
 func TaskStatusKey(t div1.ReplicaType) string { return strings.ToLower(string(t)) }
 
 // statusToV1 is how v1alpha1 shows a v2 job's status: its phase, the
-// conditions about phases, EdgeLinked and Scheduled; the status itself
+// conditions about phases, EdgeLinked, Scheduled and ReplicasCreated; the status itself
 // travels in AnnotationV2.
 func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 	out := div1.DIJobStatus{Phase: toV1Phase(in.Phase)}
@@ -118,12 +118,13 @@ func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 // sameInV1 are the condition types that are no phase and v1alpha1 shows
 // as they are.
 var sameInV1 = map[div2.ConditionType]div1.Phase{
-	div2.ConditionEdgeLinked: div1.ConditionEdgeLinked,
-	div2.ConditionScheduled:  div1.ConditionScheduled,
+	div2.ConditionEdgeLinked:      div1.ConditionEdgeLinked,
+	div2.ConditionScheduled:       div1.ConditionScheduled,
+	div2.ConditionReplicasCreated: div1.ConditionReplicasCreated,
 }
 
 // conditionToV2 is the v2 type of a v1 condition: its phase's, but
-// EdgeLinked and Scheduled, which are no phase, as they are.
+// EdgeLinked, Scheduled and ReplicasCreated, which are no phase, as they are.
 func conditionToV2(t div1.Phase) div2.ConditionType {
 	for v2, v1 := range sameInV1 {
 		if v1 == t {

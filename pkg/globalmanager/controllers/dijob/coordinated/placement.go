@@ -8,16 +8,16 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 )
 
-// Place applies where a v1 job's replica may run, as for v2alpha1 jobs:
-// collectors may run on edge nodes (one whose template selects them
-// tolerates a link outage of linkGrace before eviction); the coordinator,
-// learners, aggregators and DDP learners run in the cloud (a required node
-// affinity keeps them off nodes labelled allocator.EdgeNodeLabel).
+// Place applies where a v1 job's replica may run, as for v2alpha1 jobs: a
+// collector whose template selects edge nodes runs there and tolerates a
+// link outage of linkGrace before eviction; every other replica (the
+// coordinator, learners, aggregators, DDP learners and collectors that do
+// not ask for the edge) runs in the cloud, a required node affinity keeping
+// it off nodes labelled allocator.EdgeNodeLabel, as DI-orchestrator, which
+// knew no edge, never put one there.
 func Place(pod *corev1.Pod, linkGrace time.Duration) {
-	if TypeOf(pod) == Collector {
-		if allocator.SelectsEdge(&pod.Spec) {
-			allocator.TolerateLinkLoss(&pod.Spec, linkGrace)
-		}
+	if TypeOf(pod) == Collector && allocator.SelectsEdge(&pod.Spec) {
+		allocator.TolerateLinkLoss(&pod.Spec, linkGrace)
 		return
 	}
 	notEdge := corev1.NodeSelectorRequirement{Key: allocator.EdgeNodeLabel, Operator: corev1.NodeSelectorOpDoesNotExist}

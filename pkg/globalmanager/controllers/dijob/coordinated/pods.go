@@ -243,6 +243,23 @@ func TemplateOf(job *div1.DIJob, replicaType string) *corev1.PodTemplateSpec {
 	return nil
 }
 
+// TemplateField is where a pod of replicaType comes from, as a person
+// finds it: the job's spec.<type>.template, or for an aggregator the
+// AggregatorConfig's.
+func TemplateField(replicaType string) string {
+	switch replicaType {
+	case Coordinator:
+		return "spec.coordinator.template"
+	case Collector:
+		return "spec.collector.template"
+	case Learner, DDPLearner:
+		return "spec.learner.template"
+	case Aggregator:
+		return "the AggregatorConfig's spec.aggregator.template"
+	}
+	return "no template (replica type " + replicaType + ")"
+}
+
 // AsStored reads cached, a pod of the controllers' slimmed cache, whole
 // from the API server, to build its replacement from: nil, without error,
 // when it is gone or is no longer that replica (another UID, or another

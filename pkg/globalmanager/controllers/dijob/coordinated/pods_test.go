@@ -209,37 +209,39 @@ func TestRebuildTakesNothingElseFromTheOldPod(t *testing.T) {
 	}
 }
 
-// TestPlaceKeepsAllButCollectorsOffTheEdge: a collector is left where its
-// template sends it (an edge one tolerates a link outage); every other type
-// gets a required affinity off edge nodes, in each of its template's terms.
-func TestPlaceKeepsAllButCollectorsOffTheEdge(t *testing.T) {
+// TestPlaceKeepsAllButEdgeCollectorsOffTheEdge: a collector whose template
+// selects edge nodes is left there and tolerates a link outage; every other
+// replica, a collector that selects nothing included, gets a required
+// affinity off edge nodes, in each of its template's terms.
+func TestPlaceKeepsAllButEdgeCollectorsOffTheEdge(t *testing.T) {
 	offEdge := corev1.NodeSelectorRequirement{Key: allocator.EdgeNodeLabel, Operator: corev1.NodeSelectorOpDoesNotExist}
 	grace := 30 * time.Second
 	for name, tc := range map[string]struct {
 		typ       string
 		terms     []corev1.NodeSelectorTerm
-		wantTerms int // terms that must keep off the edge; -1: no affinity
+		selector  map[string]string
+		wantTerms int // terms that must keep off the edge; 0: on the edge
 	}{
-		"a coordinator":            {typ: Coordinator, wantTerms: 1},
-		"a learner with two terms": {typ: Learner, terms: []corev1.NodeSelectorTerm{{}, {}}, wantTerms: 2},
-		"a DDP learner":            {typ: DDPLearner, wantTerms: 1},
-		"an aggregator":            {typ: Aggregator, wantTerms: 1},
-		"a collector, anywhere":    {typ: Collector, wantTerms: -1},
-		"a collector on the edge":  {typ: Collector, terms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: allocator.EdgeNodeLabel, Operator: corev1.NodeSelectorOpExists}}}}, wantTerms: 0},
+		"a coordinator":                  {typ: Coordinator, wantTerms: 1},
+		"a learner with two terms":       {typ: Learner, terms: []corev1.NodeSelectorTerm{{}, {}}, wantTerms: 2},
+		"a DDP learner":                  {typ: DDPLearner, wantTerms: 1},
+		"an aggregator":                  {typ: Aggregator, wantTerms: 1},
+		"a collector, anywhere":          {typ: Collector, wantTerms: 1},
+		"a collector on the edge":        {typ: Collector, terms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: allocator.EdgeNodeLabel, Operator: corev1.NodeSelectorOpExists}}}}, wantTerms: 0},
+		"a collector selecting the edge": {typ: Collector, selector: map[string]string{allocator.EdgeNodeLabel: ""}, wantTerms: 0},
+		"a learner selecting the edge":   {typ: Learner, selector: map[string]string{allocator.EdgeNodeLabel: ""}, wantTerms: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod, _ := Pod(Replica{Job: testJob(), Type: tc.typ, Name: "p", Template: template(0)})
 			if tc.terms != nil {
 				pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: tc.terms}}}
 			}
+			pod.Spec.NodeSelector = tc.selector
 			Place(pod, grace)
-			if tc.wantTerms < 0 {
-				if pod.Spec.Affinity != nil || len(pod.Spec.Tolerations) > 0 {
-					t.Errorf("a collector placed anywhere got affinity %v tolerations %v", pod.Spec.Affinity, pod.Spec.Tolerations)
-				}
-				return
+			var terms []corev1.NodeSelectorTerm
+			if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+				terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 			}
-			terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 			off := 0
 			for _, term := range terms {
 				if slices.ContainsFunc(term.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool { return cmp.Equal(r, offEdge) }) {
@@ -249,8 +251,8 @@ func TestPlaceKeepsAllButCollectorsOffTheEdge(t *testing.T) {
 			if off != tc.wantTerms || (tc.wantTerms > 0 && off != len(terms)) {
 				t.Errorf("%d of %d terms keep off the edge, want %d", off, len(terms), tc.wantTerms)
 			}
-			if tc.typ == Collector && len(pod.Spec.Tolerations) == 0 {
-				t.Errorf("an edge collector tolerates no link outage: %v", pod.Spec.Tolerations)
+			if edge := tc.wantTerms == 0; edge == (len(pod.Spec.Tolerations) == 0) {
+				t.Errorf("on the edge: %t; tolerations %v", edge, pod.Spec.Tolerations)
 			}
 		})
 	}

@@ -197,7 +197,8 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		r.api = replicasapi.New(replicasapi.Config{
 			Kube: d.Kube, DI: d.Client, Jobs: d.Informers.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: pods[0], Audiences: command.SplitList(f.serverAudiences), Registerer: d.Registerer, Clock: d.Clock,
-			V1: v1,
+			Recorder: d.Recorder,
+			V1:       v1,
 		})
 	}
 	return r, nil

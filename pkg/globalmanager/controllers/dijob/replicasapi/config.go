@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/serving"
@@ -101,6 +102,9 @@ type Config struct {
 	// V1 is the v1 replicas server's (V1Handler).
 	V1 V1Config
 
+	// Recorder, when set, records on a v1 job why replicas its coordinator
+	// asked for could not be made (v1Note).
+	Recorder record.EventRecorder
 	// Registerer, when set, gets the server's request counter.
 	Registerer prometheus.Registerer
 

@@ -21,9 +21,11 @@ import (
 // for, and answers their URLs; a learner of more than one GPU is an
 // aggregator (its URL among the learners) and DDP learners. All or
 // nothing: when a pod cannot be created, those created are deleted before
-// the failure is answered.
+// the failure is answered, and put on the job (v1Note).
 func (s *Server) v1Add(ctx context.Context, w http.ResponseWriter, r *http.Request, ex *exchange) *reply {
-	return s.v1ReplicasChange(ctx, w, r, ex, s.v1Create)
+	return s.v1ReplicasChange(ctx, w, r, ex, func(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, req *v1ReplicasRequest) *reply {
+		return s.v1Note(ctx, job, s.v1Create(ctx, job, st, req))
+	})
 }
 
 // v1ReplicasChange reads and checks a body of DI's DIJobRequest (POST and

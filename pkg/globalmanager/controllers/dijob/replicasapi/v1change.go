@@ -139,7 +139,8 @@ func (c *v1Creation) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, 
 	made, err := c.s.cfg.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		delete(c.st.created, pod.Name)
-		return nil, fmt.Errorf("creating pod %s: %w", klog.KObj(pod), err)
+		typ := coordinated.TypeOf(pod)
+		return nil, fmt.Errorf("creating %s pod %s from %s: %w", typ, klog.KObj(pod), coordinated.TemplateField(typ), err)
 	}
 	c.created = append(c.created, made)
 	return made, nil

@@ -102,6 +102,12 @@ func (s *Server) v1Replace(ctx context.Context, job *div2alpha1.DIJob, st *v1Job
 		s.cfg.V1.GPUs == nil {
 		return fail(http.StatusNotImplemented, "replacing an aggregator rebuilds its DDP learners, which needs the GPU allocator, which a GlobalManager run with --allocator=none does not have")
 	}
+	return s.v1Note(ctx, job, s.v1Remake(ctx, job, st, req, collectors, learners))
+}
+
+// v1Remake makes the replacements of the failed collectors and learners,
+// then deletes them.
+func (s *Server) v1Remake(ctx context.Context, job *div2alpha1.DIJob, st *v1Job, req *v1FailedRequest, collectors, learners []*corev1.Pod) *reply {
 	c := &v1Creation{s: s, st: st}
 	newCollectors, err := c.rebuild(ctx, job, collectors)
 	var newLearners []*corev1.Pod

@@ -17,9 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 )
 
@@ -687,5 +691,68 @@ func TestV1FailedLeavesOutAPodWhoseTypeChanged(t *testing.T) {
 	}
 	if got := len(f.apiPods()); got != 2 {
 		t.Errorf("%d pods, want the 2 there were", got)
+	}
+}
+
+// TestV1CreationFailuresAreOnTheJob: a pod the API server refuses (a
+// collector template without containers) is answered 400 and put on the
+// job: a Warning FailedCreate event and ReplicasCreated False naming the
+// pod's template and why; once replicas are made again, ReplicasCreated
+// True. A refusal of a request's names (404) is the coordinator's alone.
+func TestV1CreationFailuresAreOnTheJob(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	recorder := record.NewFakeRecorder(10)
+	f := newV1Fixture(t, Config{Recorder: recorder}, job, newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP))
+	refuse := true
+	f.kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		pod := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod)
+		if refuse && coordinated.TypeOf(pod) == coordinated.Collector {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")})
+		}
+		return false, nil, nil
+	})
+	condition := func() *div2alpha1.JobCondition {
+		t.Helper()
+		cur, err := f.di.DiengineV2alpha1().DIJobs(testNS).Get(t.Context(), testV1Job, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, f.jobs, cur) // the informer's copy follows
+		return replicasCreated(cur)
+	}
+
+	a := f.call(fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{"replicas": 1}`, `{"replicas": 0}`)))
+	if a.status != http.StatusBadRequest || !strings.Contains(a.body.Message, "spec.containers: Required value") {
+		t.Fatalf("POST of a collector the API server refuses: %d %q, want 400 saying why", a.status, a.body.Message)
+	}
+	c := condition()
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != common.ReasonFailedCreate ||
+		!strings.Contains(c.Message, "from spec.collector.template") || !strings.Contains(c.Message, "spec.containers: Required value") {
+		t.Fatalf("ReplicasCreated %+v, want False %s naming the template and why", c, common.ReasonFailedCreate)
+	}
+	select {
+	case ev := <-recorder.Events:
+		if !strings.HasPrefix(ev, "Warning FailedCreate ") || !strings.Contains(ev, "spec.containers: Required value") {
+			t.Errorf("event %q, want a Warning FailedCreate saying why", ev)
+		}
+	default:
+		t.Error("no event on the job")
+	}
+
+	a = f.call(fromCoordinator(http.MethodPost, v1FailedPath, `{"namespace": "`+testNS+`", "coordinator": "`+coordinatorName+`", "collectors": ["no-such-pod"], "learners": []}`))
+	if a.status != http.StatusNotFound {
+		t.Errorf("replicas/failed naming no pod: %d, want 404", a.status)
+	}
+	if c := condition(); c.Status != corev1.ConditionFalse || len(recorder.Events) > 0 {
+		t.Errorf("a refusal of names changed ReplicasCreated to %+v or made an event", c)
+	}
+
+	refuse = false
+	a = f.call(fromCoordinator(http.MethodPost, v1ReplicasPath, postBody(`{"replicas": 1}`, `{"replicas": 0}`)))
+	if a.status != http.StatusOK {
+		t.Fatalf("POST once the API server takes the pod: %d %q", a.status, a.body.Message)
+	}
+	if c := condition(); c == nil || c.Status != corev1.ConditionTrue || c.Reason != common.ReasonSuccessfulCreate {
+		t.Errorf("ReplicasCreated %+v once replicas are made, want True %s", c, common.ReasonSuccessfulCreate)
 	}
 }
