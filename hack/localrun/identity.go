@@ -14,6 +14,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,8 +39,6 @@ const (
 	// GlobalManagerServiceAccount is the GlobalManager's ServiceAccount, in
 	// SystemNamespace.
 	GlobalManagerServiceAccount = "nereid-globalmanager"
-	// Release is the release the plain manifests are rendered as.
-	Release = "nereid"
 )
 
 // identityKinds are the kinds of the objects that make the GlobalManager's
@@ -84,58 +83,46 @@ func (id *GlobalManagerIdentity) RoleIn(namespace string) []*unstructured.Unstru
 		if (obj.GetKind() == "Role" || obj.GetKind() == "RoleBinding") && obj.GetNamespace() == SystemNamespace {
 			c := obj.DeepCopy()
 			c.SetNamespace(namespace)
-			// Not the release's: helm leaves it alone.
-			c.SetAnnotations(withoutHelmOwnership(c.GetAnnotations()))
 			copies = append(copies, c)
 		}
 	}
 	return copies
 }
 
-// The annotations by which Helm tells which release owns an object. An object
-// that has them, and the label app.kubernetes.io/managed-by=Helm (which the
-// rendering has), is taken over by `helm install` of that release instead of
-// refused as someone else's.
-const (
-	helmReleaseName      = "meta.helm.sh/release-name"
-	helmReleaseNamespace = "meta.helm.sh/release-namespace"
-)
-
-// OwnedByRelease marks the objects as those of release in namespace, so that
-// `helm install <release> --namespace <namespace>` takes them over rather
-// than refusing them. Only the objects Helm would make (the ones labelled
-// managed-by Helm: not the plain manifests' Namespace) are marked.
-func (id *GlobalManagerIdentity) OwnedByRelease(release, namespace string) {
+// In returns the identity as a release of the chart in namespace would have
+// it, instead of SystemNamespace: its ServiceAccount and Role in namespace,
+// its cluster-scoped objects (ClusterRole, ClusterRoleBinding and the
+// admission policy, which the chart names after its namespace) under
+// names of their own, and the policy letting that ServiceAccount set the
+// owner label. The local run's GlobalManager runs as that identity, so that
+// a release installed in SystemNamespace beside it (the README's helm
+// install) neither collides with it nor, on helm uninstall, takes its
+// permissions away. In the rendering, SystemNamespace appears only as the
+// release's namespace, so it is replaced wherever it appears.
+func (id *GlobalManagerIdentity) In(namespace string) (*GlobalManagerIdentity, error) {
+	moved := &GlobalManagerIdentity{}
 	for _, obj := range id.Objects {
-		if obj.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {
-			continue
+		js, err := obj.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", obj.GetKind(), qualifiedName(obj), err)
 		}
-		a := obj.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
+		c := &unstructured.Unstructured{}
+		if err := c.UnmarshalJSON(bytes.ReplaceAll(js, []byte(SystemNamespace), []byte(namespace))); err != nil {
+			return nil, fmt.Errorf("moving %s %s to %s: %w", obj.GetKind(), qualifiedName(obj), namespace, err)
 		}
-		a[helmReleaseName], a[helmReleaseNamespace] = release, namespace
-		obj.SetAnnotations(a)
+		moved.Objects = append(moved.Objects, c)
 	}
-}
-
-func withoutHelmOwnership(a map[string]string) map[string]string {
-	delete(a, helmReleaseName)
-	delete(a, helmReleaseNamespace)
-	if len(a) == 0 {
-		return nil
-	}
-	return a
+	return moved, nil
 }
 
 // GlobalManagerToken mints a token of the chart's GlobalManager
-// ServiceAccount, valid for lifetime.
-func GlobalManagerToken(ctx context.Context, kube kubernetes.Interface, lifetime time.Duration) (string, error) {
-	tr, err := kube.CoreV1().ServiceAccounts(SystemNamespace).CreateToken(ctx, GlobalManagerServiceAccount,
+// ServiceAccount in namespace, valid for lifetime.
+func GlobalManagerToken(ctx context.Context, kube kubernetes.Interface, namespace string, lifetime time.Duration) (string, error) {
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, GlobalManagerServiceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(lifetime / time.Second))}},
 		metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("minting a token of %s/%s: %w", SystemNamespace, GlobalManagerServiceAccount, err)
+		return "", fmt.Errorf("minting a token of %s/%s: %w", namespace, GlobalManagerServiceAccount, err)
 	}
 	return tr.Status.Token, nil
 }
@@ -162,30 +149,96 @@ func WriteTokenKubeconfig(path string, cfg *rest.Config, user, token string) err
 // Apply applies objs in order, server-side as fieldManager, taking over the
 // fields others set (kubectl apply --server-side --force-conflicts).
 func Apply(ctx context.Context, cfg *rest.Config, fieldManager string, objs []*unstructured.Unstructured) error {
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	dyn, err := dynamic.NewForConfig(cfg)
+	clients, err := newResourceClients(cfg)
 	if err != nil {
 		return err
 	}
 	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		client, err := clients.of(obj)
 		if err != nil {
-			return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
-		}
-		var client dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			client = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		if _, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-			return fmt.Errorf("applying %s %s: %w", gvk.Kind, qualifiedName(obj), err)
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), qualifiedName(obj), err)
 		}
 	}
 	return nil
+}
+
+// DeleteOwnedBy deletes those of objs that exist and that fieldManager
+// alone wrote (Namespaces excepted): what an earlier local-up applied and
+// nobody, helm included, took over since. It returns what it deleted.
+func DeleteOwnedBy(ctx context.Context, cfg *rest.Config, fieldManager string, objs []*unstructured.Unstructured) ([]string, error) {
+	clients, err := newResourceClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for _, obj := range objs {
+		if obj.GetKind() == "Namespace" {
+			continue
+		}
+		client, err := clients.of(obj)
+		if err != nil {
+			return deleted, err
+		}
+		live, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return deleted, err
+		}
+		if !writtenOnlyBy(live, fieldManager) {
+			continue
+		}
+		err = client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(live.GetUID())}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("deleting %s %s: %w", obj.GetKind(), qualifiedName(obj), err)
+		}
+		deleted = append(deleted, obj.GetKind()+" "+qualifiedName(obj))
+	}
+	return deleted, nil
+}
+
+// writtenOnlyBy says whether fieldManager is the only manager of obj's fields.
+func writtenOnlyBy(obj *unstructured.Unstructured, fieldManager string) bool {
+	managed := obj.GetManagedFields()
+	for _, m := range managed {
+		if m.Manager != fieldManager {
+			return false
+		}
+	}
+	return len(managed) > 0
+}
+
+// resourceClients finds the dynamic client of an object's kind.
+type resourceClients struct {
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	dyn    *dynamic.DynamicClient
+}
+
+func newResourceClients(cfg *rest.Config) (*resourceClients, error) {
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &resourceClients{mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), dyn: dyn}, nil
+}
+
+func (c *resourceClients) of(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := obj.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.dyn.Resource(m.Resource).Namespace(obj.GetNamespace()), nil
+	}
+	return c.dyn.Resource(m.Resource), nil
 }
 
 func qualifiedName(obj *unstructured.Unstructured) string {

@@ -3,9 +3,11 @@ package localrun
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // plainManifests is build/deploy/nereid.yaml, from this package's folder.
@@ -39,30 +41,74 @@ func TestTheGlobalManagerIdentityIsTheChartsRBACAndPolicy(t *testing.T) {
 	}
 }
 
-// TestTheIdentityIsMarkedAsTheReleases checks what lets the README's helm
-// install take the local run's GlobalManager identity over: Helm's ownership
-// annotations on every object the release makes, and on nothing else (the
-// namespace, the Role copied into another namespace).
-func TestTheIdentityIsMarkedAsTheReleases(t *testing.T) {
+// TestTheLocalRunsIdentityHasNoNameOfARelease: the identity the local run's
+// GlobalManager runs as (the chart's, moved to Namespace) shares no name with
+// the README's release in SystemNamespace, so helm install makes its own and
+// helm uninstall removes only those; its ClusterRoleBinding and policy name
+// its own ServiceAccount.
+func TestTheLocalRunsIdentityHasNoNameOfARelease(t *testing.T) {
 	rendered, err := ReadManifests(plainManifests)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := NewGlobalManagerIdentity(rendered)
-	id.OwnedByRelease(Release, SystemNamespace)
-	for _, obj := range append(id.Objects, id.RoleIn("nereid-local")...) {
-		a := obj.GetAnnotations()
-		marked := a[helmReleaseName] == Release && a[helmReleaseNamespace] == SystemNamespace
-		wantMarked := obj.GetKind() != "Namespace" && obj.GetNamespace() != "nereid-local"
-		if marked != wantMarked {
-			t.Errorf("%s %s: marked as release %s's: %v, want %v (annotations %v)", obj.GetKind(), qualifiedName(obj), Release, marked, wantMarked, a)
+	release := NewGlobalManagerIdentity(rendered)
+	id, err := release.In(Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, obj := range release.Objects {
+		names[obj.GetKind()+" "+qualifiedName(obj)] = true
+	}
+	var got []string
+	for _, obj := range id.Objects {
+		name := obj.GetKind() + " " + qualifiedName(obj)
+		got = append(got, name)
+		if names[name] {
+			t.Errorf("%s is a name of the release's too", name)
 		}
-		if wantMarked && obj.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {
-			t.Errorf("%s %s lacks the label app.kubernetes.io/managed-by=Helm, without which helm refuses it", obj.GetKind(), qualifiedName(obj))
+		js, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(js), SystemNamespace) {
+			t.Errorf("%s still names %s: %s", name, SystemNamespace, js)
 		}
 	}
+	want := []string{
+		"Namespace nereid-local",
+		"ServiceAccount nereid-local/nereid-globalmanager",
+		"ServiceAccount nereid-local/nereid-localcontroller",
+		"ClusterRole nereid-local-nereid-globalmanager",
+		"ClusterRoleBinding nereid-local-nereid-globalmanager",
+		"Role nereid-local/nereid-globalmanager",
+		"RoleBinding nereid-local/nereid-globalmanager",
+		"ValidatingAdmissionPolicy nereid-local-nereid-globalmanager-owner-label",
+		"ValidatingAdmissionPolicyBinding nereid-local-nereid-globalmanager-owner-label",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the local run's identity (-want,+got):\n%s", diff)
+	}
+	for _, obj := range id.Objects {
+		if obj.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		subjects, _, _ := unstructured.NestedSlice(obj.Object, "subjects")
+		if diff := cmp.Diff([]any{map[string]any{"kind": "ServiceAccount", "name": GlobalManagerServiceAccount, "namespace": Namespace}}, subjects); diff != "" {
+			t.Errorf("the ClusterRoleBinding's subjects (-want,+got):\n%s", diff)
+		}
+	}
+}
+
+func TestRoleInCopiesTheRoleAndItsBinding(t *testing.T) {
+	rendered, err := ReadManifests(plainManifests)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var copied []string
-	for _, obj := range id.RoleIn("nereid-local") {
+	for _, obj := range NewGlobalManagerIdentity(rendered).RoleIn("nereid-local") {
 		copied = append(copied, obj.GetKind()+" "+qualifiedName(obj))
 	}
 	if diff := cmp.Diff([]string{"Role nereid-local/nereid-globalmanager", "RoleBinding nereid-local/nereid-globalmanager"}, copied); diff != "" {

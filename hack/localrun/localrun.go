@@ -22,9 +22,9 @@ import (
 // edge hub's objects) live in a namespace of their own, not in
 // SystemNamespace, where the README installs the chart: Helm refuses to take
 // over objects of the names its release makes that it did not make. The
-// GlobalManager's ServiceAccount and cluster-wide RBAC are the chart's own,
-// in SystemNamespace, marked as release Release's so that `helm install`
-// takes them over (GlobalManagerIdentity.OwnedByRelease).
+// GlobalManager runs as the chart's identity moved to that namespace
+// (GlobalManagerIdentity.In): its cluster-scoped RBAC and admission policy
+// have names no release has, so helm uninstall never takes them away.
 const (
 	Namespace = "nereid-local"
 	// LeaseName is the GlobalManager's leader election Lease, in Namespace:
@@ -249,12 +249,14 @@ func (r *Run) ensureGlobalManagerIdentity(ctx context.Context, kube kubernetes.I
 	if err != nil {
 		return err
 	}
-	id := NewGlobalManagerIdentity(rendered)
-	id.OwnedByRelease(Release, SystemNamespace)
-	if err := Apply(ctx, r.Admin, fieldManager, append(id.Objects, id.RoleIn(Namespace)...)); err != nil {
+	id, err := NewGlobalManagerIdentity(rendered).In(Namespace)
+	if err != nil {
+		return err
+	}
+	if err := Apply(ctx, r.Admin, fieldManager, id.Objects); err != nil {
 		return fmt.Errorf("applying the chart's GlobalManager identity from %s: %w", r.Manifests, err)
 	}
-	token, err := GlobalManagerToken(ctx, kube, globalManagerTokenLifetime)
+	token, err := GlobalManagerToken(ctx, kube, Namespace, globalManagerTokenLifetime)
 	if err != nil {
 		return err
 	}
@@ -262,14 +264,16 @@ func (r *Run) ensureGlobalManagerIdentity(ctx context.Context, kube kubernetes.I
 	if err := WriteTokenKubeconfig(path, r.Admin, GlobalManagerServiceAccount, token); err != nil {
 		return err
 	}
-	r.Logf("GlobalManager runs as ServiceAccount %s/%s with the chart's RBAC (%s)", SystemNamespace, GlobalManagerServiceAccount, path)
+	r.Logf("GlobalManager runs as ServiceAccount %s/%s with the chart's RBAC (%s)", Namespace, GlobalManagerServiceAccount, path)
 	return nil
 }
 
 // removeEarlierIdentities deletes what earlier versions of local-up made: the
 // bare Pods localcontroller-<node> in Namespace, which the DaemonSet would
 // adopt, and the DaemonSet, ServiceAccount and edge Leases in
-// SystemNamespace, which would be in the way of helm install. That DaemonSet
+// SystemNamespace, which would be in the way of helm install, and the
+// GlobalManager identity they gave the chart's names (whose admission policy
+// would refuse the GlobalManager's new identity). That DaemonSet
 // is known by its image, which no real one has; a DaemonSet of that name
 // from the chart or the plain manifests is left alone, with its
 // ServiceAccount.
@@ -292,6 +296,18 @@ func (r *Run) removeEarlierIdentities(ctx context.Context, kube kubernetes.Inter
 			metav1.ListOptions{LabelSelector: "nereid.io/edge-node"}))
 	} else {
 		ignoreNotFound(err)
+	}
+	// The GlobalManager identity an earlier local-up applied in
+	// SystemNamespace, under a release's names, unless a release took it over.
+	if rendered, err := ReadManifests(r.Manifests); err != nil {
+		errs = append(errs, err)
+	} else {
+		deleted, err := DeleteOwnedBy(ctx, r.Admin, fieldManager, NewGlobalManagerIdentity(rendered).Objects)
+		if len(deleted) > 0 {
+			r.Logf("deleted the GlobalManager identity an earlier local-up made in %s (the local run's is in %s now): %s",
+				SystemNamespace, Namespace, strings.Join(deleted, ", "))
+		}
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting what an earlier local-up made: %w", err)

@@ -138,7 +138,7 @@ func mintGlobalManagerKubeconfig(ctx context.Context, kube kubernetes.Interface,
 	if err := localrun.Apply(ctx, RESTConfig(), fieldManager, id.Objects); err != nil {
 		return "", fmt.Errorf("applying the chart's RBAC from %s: %w", source, err)
 	}
-	token, err := localrun.GlobalManagerToken(ctx, kube, 4*time.Hour)
+	token, err := localrun.GlobalManagerToken(ctx, kube, SystemNamespace, 4*time.Hour)
 	if err != nil {
 		return "", err
 	}

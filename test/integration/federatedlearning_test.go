@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"testing"
@@ -569,5 +570,59 @@ func applyExampleFiles(t *testing.T, ns, dir string, files ...string) {
 		if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example(dir)+"/"+f); err != nil {
 			t.Fatalf("applying examples/%s/%s: %v\n%s", dir, f, err, out)
 		}
+	}
+}
+
+// TestFederatedTrainerRunsOnItsDatasetsNode: a training worker whose
+// template names no node runs on its Dataset's node (not wherever the
+// scheduler likes: it mounts that node's path and reports to that node's
+// LocalController), and kubectl describe says so; one whose template names
+// another node keeps it, and describe warns that it differs.
+func TestFederatedTrainerRunsOnItsDatasetsNode(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
+	job := bigJob(flJob, 2)
+	job.Spec.TrainingWorkers[0].Template.Spec.NodeName = "edge-1" // its Dataset is on edge-0
+	job.Spec.TrainingWorkers[1].Template.Spec.NodeName = ""       // its Dataset is on edge-1
+	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]string{}
+	for _, p := range pods {
+		if p.Labels[common.LabelWorkerRole] == "training" {
+			nodes[strings.Split(strings.TrimPrefix(p.Name, flJob+"-training-"), "-")[0]] = p.Spec.NodeName
+		}
+	}
+	if want := map[string]string{"0": "edge-1", "1": "edge-1"}; !maps.Equal(nodes, want) {
+		t.Errorf("training workers run on nodes %v, want %v", nodes, want)
+	}
+	c := common.FindJobCondition(job.Status.Conditions, "OnDatasetNodes")
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != "NodeDiffersFromDataset" {
+		t.Errorf("OnDatasetNodes condition %+v, want False NodeDiffersFromDataset", c)
+	}
+	framework.Eventually(t, 30*time.Second, "kubectl describe to say where the trainers run", func(context.Context) (bool, error) {
+		out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
+		return strings.Contains(out, "NodeDiffersFromDataset") &&
+			strings.Contains(out, "trainingWorkers[0]'s template names node edge-1, but its Dataset edge0-surface-defect-detection-dataset is on node edge-0") &&
+			strings.Contains(out, "PlacedOnDatasetNode") &&
+			strings.Contains(out, "trainingWorkers[1] runs on node edge-1, its Dataset edge1-surface-defect-detection-dataset's"), err
+	})
+	events, err := framework.KubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + flJob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	for _, e := range events.Items {
+		types[e.Reason] = e.Type
+	}
+	if types["NodeDiffersFromDataset"] != corev1.EventTypeWarning || types["PlacedOnDatasetNode"] != corev1.EventTypeNormal {
+		t.Errorf("event types by reason %v: want NodeDiffersFromDataset a Warning, PlacedOnDatasetNode Normal", types)
 	}
 }

@@ -40,7 +40,9 @@ func TestTheLocalRunsGlobalManagerHasTheChartsIdentityAndNoMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := review.Status.UserInfo
-	if want := "system:serviceaccount:" + localrun.SystemNamespace + ":" + localrun.GlobalManagerServiceAccount; user.Username != want {
+	// The chart's ServiceAccount, in the local run's namespace: a release
+	// in SystemNamespace has its own (TestREADMEHelmInstallOnTheLocalRun).
+	if want := "system:serviceaccount:" + localrun.Namespace + ":" + localrun.GlobalManagerServiceAccount; user.Username != want {
 		t.Errorf("the GlobalManager is %s, want %s", user.Username, want)
 	}
 	if slices.Contains(user.Groups, "system:masters") {

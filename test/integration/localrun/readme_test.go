@@ -52,11 +52,13 @@ func TestEveryDemoRunsAgain(t *testing.T) {
 	}
 }
 
-// TestREADMEHelmInstallOnTheLocalRun runs the README's helm install command,
-// word for word, on the local run (whose LocalControllers have the identities
-// local-up gives them), with the pinned helm the README points to; then the
-// local run still works: the federated learning demo runs to its end; and
-// helm uninstall removes the release again.
+// TestREADMEHelmInstallOnTheLocalRun runs the README's helm install command
+// for the local run, word for word, on the local run (whose LocalControllers
+// have the identities local-up gives them), with the pinned helm the README
+// points to; then the local run still works: the federated learning demo runs
+// to its end; and helm uninstall removes the release again, and nothing of
+// the local run's: the demo runs to its end again (the release and the local
+// run's GlobalManager share no cluster-scoped name).
 func TestREADMEHelmInstallOnTheLocalRun(t *testing.T) {
 	kube := framework.KubeClient(t)
 	// The local run's stand-in LocalController DaemonSet is there.
@@ -79,6 +81,10 @@ func TestREADMEHelmInstallOnTheLocalRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's helm install on the local run (whose LocalControllers' DaemonSet is %v): %v\n%s", localRun, err, out)
 	}
+	// The chart's default images are not published: its notes say what to set.
+	if !strings.Contains(out, "No image is published") || !strings.Contains(out, "make images REGISTRY=<registry> PUSH=1") {
+		t.Errorf("helm install's notes do not say the default images are not published, nor how to build yours:\n%s", out)
+	}
 	ds, err := kube.AppsV1().DaemonSets("nereid-system").Get(t.Context(), "nereid-localcontroller", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,11 +101,13 @@ func TestREADMEHelmInstallOnTheLocalRun(t *testing.T) {
 	if out, err := framework.Helm(t, "uninstall", "nereid", "--namespace", "nereid-system", "--wait", "--timeout=2m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
+	runDemo(t, "federatedlearningjob")
 }
 
-// readmeHelmInstall is the README's command that installs the chart (the
-// first line of a code block that starts `helm install nereid `), as helm's
-// arguments, with the chart's path made absolute.
+// readmeHelmInstall is the README's command that installs the chart on the
+// local run (the line starting `helm install nereid ` after a comment line
+// that names make local-up), as helm's arguments, with the chart's path made
+// absolute.
 func readmeHelmInstall(t *testing.T) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(framework.RepoRoot(), "README.md"))
@@ -108,9 +116,13 @@ func readmeHelmInstall(t *testing.T) []string {
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
+	var previous string
 	for s.Scan() {
 		line := strings.TrimSpace(s.Text())
-		if !strings.HasPrefix(line, "helm install nereid ") || strings.HasSuffix(line, "\\") {
+		comment := previous
+		previous = line
+		if !strings.HasPrefix(line, "helm install nereid ") || strings.HasSuffix(line, "\\") ||
+			!strings.HasPrefix(comment, "#") || !strings.Contains(comment, "make local-up") {
 			continue
 		}
 		args := strings.Fields(line)[1:]
@@ -121,6 +133,6 @@ func readmeHelmInstall(t *testing.T) []string {
 		}
 		return args
 	}
-	t.Fatal("the README has no line `helm install nereid ...`")
+	t.Fatal("the README has no line `helm install nereid ...` after a comment naming make local-up")
 	return nil
 }

@@ -88,6 +88,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 				}
 			}
 			c.setWorkersCreated(job, status, len(workers), missingWorkers, actErr, now)
+			events = append(events, setOnDatasetNodes(job, status, trainerNodes(job, refs), now)...)
 			var gangEvents []common.Event
 			status.Conditions, gangEvents = gang.SetJobCondition(job, status.Conditions, plan.Status(current, len(workers)), now)
 			events = append(events, gangEvents...)

@@ -101,6 +101,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 		DataPathPrefix: c.deps.Worker.DataPathPrefix,
 	}}
 	aggHost := serviceName(job) + "." + job.Namespace
+	nodes := trainerNodes(job, refs)
 	for i := range spec.TrainingWorkers {
 		tw := &spec.TrainingWorkers[i]
 		ds := refs.datasets[i]
@@ -118,7 +119,7 @@ func (c *Controller) desiredWorkers(job *sednav1.FederatedLearningJob, refs refe
 		env = append(env, common.CredentialEnv(ds.Spec.CredentialName)...)
 		workers = append(workers, common.Worker{
 			Name: name, Role: roleTraining, Hash: hash,
-			Template:       &tw.Template,
+			Template:       onDatasetNode(&tw.Template, nodes[i]),
 			Env:            env,
 			SednaEnv:       sednaTrainingEnv,
 			HostPaths:      append([]string{ds.Spec.URL}, hostPaths...),
