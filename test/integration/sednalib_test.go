@@ -15,6 +15,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/test/framework"
 	"github.com/nereid-ml/nereid/test/sednalib"
 )
@@ -53,16 +54,16 @@ func sednaSample(t *testing.T, file string, into any, nodes map[string]string) {
 
 // startSednaWorker runs role of the harness as pod's worker, stopped at the
 // end of the test; its output is printed if the test fails.
-func startSednaWorker(t *testing.T, h *sednalib.Harness, lib string, pod *corev1.Pod, role string, imageEnv map[string]string) *sednalib.Worker {
+func startSednaWorker(t *testing.T, h *sednalib.Harness, lib string, pod *corev1.Pod, run sednalib.Run) *sednalib.Worker {
 	t.Helper()
-	w, err := h.Start(t.Context(), lib, pod, role, imageEnv)
+	w, err := h.Start(t.Context(), lib, pod, run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		w.Stop()
 		if t.Failed() {
-			t.Logf("%s's worker (%s) said:\n%s", pod.Name, role, tail(w.Log(), 40))
+			t.Logf("%s's worker (%s) said:\n%s", pod.Name, run.Role, tail(w.Log(), 40))
 		}
 	})
 	return w
@@ -150,12 +151,12 @@ func TestSednasFederatedLearningWorkersTrainThreeRoundsIntoStatus(t *testing.T) 
 		t.Fatal(err)
 	}
 	pods := runningPods(t, ns, created, 3)
-	startSednaWorker(t, h, lib, pods["aggregation"][0], "fl-aggregator", nil)
+	startSednaWorker(t, h, lib, pods["aggregation"][0], sednalib.Run{Role: "fl-aggregator"})
 	var trainers []*sednalib.Worker
 	for _, p := range pods["training"] {
 		// Sedna's example images set BACKEND_TYPE; Keras's backend is the
 		// one whose weights FederatedLearning sends.
-		trainers = append(trainers, startSednaWorker(t, h, lib, p, "fl-trainer", map[string]string{"BACKEND_TYPE": "KERAS"}))
+		trainers = append(trainers, startSednaWorker(t, h, lib, p, sednalib.Run{Role: "fl-trainer", ImageEnv: map[string]string{"BACKEND_TYPE": "KERAS"}}))
 	}
 	for _, w := range trainers {
 		waitForWorkerExit(t, w, 3*time.Minute)
@@ -196,4 +197,56 @@ func writeNodeFile(t *testing.T, root, p, content string) {
 	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Sedna's own joint inference example: its edge worker's JointInference
+// (JOB_NAME unset, so it reports ownerName "sedna", Sedna's default) posts
+// its counters every LC_PERIOD, and they reach the service's status.
+func TestSednasJointInferenceEdgeWorkerCountsReachTheServiceStatus(t *testing.T) {
+	lib := sednaLibrary(t)
+	var svc sednav1.JointInferenceService
+	sednaSample(t, "jointinferenceservice_v1alpha1.yaml", &svc, map[string]string{"edge-node": "edge-0"})
+	svc.Namespace = "" // the sample's is default; the test's namespace is its own
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	h := &sednalib.Harness{Kube: framework.KubeClient(t), LogDir: t.TempDir(),
+		Nodes: map[string]sednalib.Node{"edge-0": {Root: lc.Root, LocalController: sednalib.URLHost(lc.WorkerURL)}}}
+	// The sample's volumes are of type Directory: the node has them.
+	for _, dir := range []string{"/joint_inference/output", "/joint_inference/video"} {
+		if err := os.MkdirAll(filepath.Join(lc.Root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeNodeFile(t, lc.Root, "/models/little.pb", "[[0, 0, 0, 0]]")
+	sc := sednaClient(t).SednaV1alpha1()
+	for name, url := range map[string]string{svc.Spec.EdgeWorker.Model.Name: "/models/little.pb", svc.Spec.CloudWorker.Model.Name: "/models/big.pb"} {
+		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}
+		if _, err := sc.Models(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sc.JointInferenceServices(ns).Create(t.Context(), &svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var edge *corev1.Pod
+	framework.Eventually(t, 60*time.Second, "the edge worker to run", func(ctx context.Context) (bool, error) {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelWorkerRole + "=edge"})
+		if err != nil || len(pods.Items) != 1 {
+			return false, err
+		}
+		edge = &pods.Items[0]
+		return edge.Status.Phase == corev1.PodRunning && edge.Status.PodIP != "", nil
+	})
+	// Its reporter posts every LC_PERIOD seconds (30 from Nereid, as from
+	// Sedna): 1 here, so that the test waits seconds, not minutes.
+	startSednaWorker(t, h, lib, edge, sednalib.Run{Role: "ji-edge", Override: map[string]string{"LC_PERIOD": "1", "NEREID_INFERENCES": "7"}})
+	framework.Eventually(t, 60*time.Second, "the edge worker's counts in the service's status", func(ctx context.Context) (bool, error) {
+		ji, err := sc.JointInferenceServices(ns).Get(ctx, svc.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n, _ := edgestatus.MetricValue(ji.Status.Metrics, "inferenceNumber")
+		return n == 7, nil
+	})
 }

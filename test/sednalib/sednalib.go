@@ -101,11 +101,21 @@ type Worker struct {
 	scratch string
 }
 
-// Start runs role (a role of py/nereid_workers.py) as the first container of
-// pod, which must be bound to a node of h.Nodes and have its address.
-// imageEnv is the environment the worker's image would set (Sedna's images
-// set BACKEND_TYPE, say); the pod's own comes after it and wins.
-func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, role string, imageEnv map[string]string) (*Worker, error) {
+// Run is what a worker runs.
+type Run struct {
+	// Role is a role of py/nereid_workers.py.
+	Role string
+	// ImageEnv is the environment the worker's image would set (Sedna's
+	// images set BACKEND_TYPE, say); the pod's own comes after it and wins.
+	ImageEnv map[string]string
+	// Override is set after the pod's environment, to shorten a test (a
+	// joint inference worker's LC_PERIOD, say); each test says why.
+	Override map[string]string
+}
+
+// Start runs r as the first container of pod, which must be bound to a node
+// of h.Nodes and have its address.
+func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, r Run) (*Worker, error) {
 	node, ok := h.Nodes[pod.Spec.NodeName]
 	if !ok {
 		return nil, fmt.Errorf("pod %s/%s is on node %q, which the harness has no folder for", pod.Namespace, pod.Name, pod.Spec.NodeName)
@@ -137,10 +147,13 @@ func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, r
 	}
 	full := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "PYTHONUNBUFFERED=1",
 		"PYTHONPATH=" + Dir() + ":" + sednaLib, "NEREID_PODNET=" + string(podnet)}
-	for k, v := range imageEnv {
+	for k, v := range r.ImageEnv {
 		full = append(full, k+"="+v)
 	}
 	full = append(full, env...)
+	for k, v := range r.Override {
+		full = append(full, k+"="+v)
+	}
 	if err := os.MkdirAll(h.LogDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -149,7 +162,7 @@ func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, r
 	if err != nil {
 		return nil, err
 	}
-	w.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", role)
+	w.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", r.Role)
 	w.cmd.Env, w.cmd.Stdout, w.cmd.Stderr = full, log, log
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := w.cmd.Start(); err != nil {
