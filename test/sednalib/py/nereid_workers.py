@@ -49,8 +49,12 @@ class Estimator:
     def predict(self, data=None, **kwargs):
         return [{"score": float(self.weights[0][0]), "input": str(d)} for d in (data or [])]
 
-    def evaluate(self, data=None, **kwargs):
-        return {"precision": 0.9, "recall": 0.8}
+    def evaluate(self, data=None, model_path=None, **kwargs):
+        """Precision grows with training: 0.5 untrained, 0.7 after one."""
+        if model_path and os.path.isfile(model_path):
+            self.load(model_path)
+        w = float(self.weights[0][0])
+        return {"precision": min(0.99, 0.5 + 0.2 * w), "recall": 0.8}
 
 
 def fl_aggregator():
@@ -97,7 +101,51 @@ def ji_edge():
         time.sleep(1)
 
 
+def _txt_data(data_type, url):
+    """Sedna's example's loading of a round's data (index lines)."""
+    from sedna.datasources import TxtDataParse
+
+    data = TxtDataParse(data_type=data_type)
+    data.parse(url, use_raw=True)
+    return data
+
+
+def il_train():
+    """Sedna's incremental_learning/helmet_detection/training/train.py."""
+    from sedna.common.config import BaseConfig
+    from sedna.core.incremental_learning import IncrementalLearning
+
+    IncrementalLearning(estimator=Estimator).train(train_data=_txt_data("train", BaseConfig.train_dataset_url))
+
+
+def il_eval():
+    """Sedna's incremental_learning/helmet_detection/training/eval.py."""
+    from sedna.common.config import Context
+    from sedna.core.incremental_learning import IncrementalLearning
+
+    IncrementalLearning(estimator=Estimator).evaluate(_txt_data("test", Context.get_parameters("test_dataset_url")))
+
+
+def il_inference():
+    """Sedna's inference.py: serve, with hot update when MODEL_HOT_UPDATE is
+    true (Sedna's ModelLoadingThread, started by JobBase)."""
+    from sedna.core.incremental_learning import IncrementalLearning
+
+    il = IncrementalLearning(estimator=Estimator)
+    served = None
+    while True:
+        il.inference([0])
+        w = float(il.estimator.estimator.weights[0][0])
+        if w != served:
+            print(f"serving a model of weight {w}", flush=True)
+            served = w
+        time.sleep(0.5)
+
+
 ROLES = {
+    "il-train": il_train,
+    "il-eval": il_eval,
+    "il-inference": il_inference,
     "fl-aggregator": fl_aggregator,
     "fl-trainer": fl_trainer,
     "ji-edge": ji_edge,

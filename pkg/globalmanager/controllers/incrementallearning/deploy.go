@@ -30,10 +30,23 @@ func (k *kind) Deployment(job *sednav1.IncrementalLearningJob) learningcycle.Dep
 	return learningcycle.DeployByEdge
 }
 
+// The events of the inference worker's hot update.
+const (
+	ReasonModelHotUpdated      = "ModelHotUpdated"
+	ReasonModelHotUpdateFailed = "ModelHotUpdateFailed"
+)
+
 // Applied records a deployed round's evaluation on the deploy Model's status,
 // which now describes the model its file holds. It is written before the
-// job's status, so a failure has the report resent rather than lost.
-func (k *kind) Applied(ctx context.Context, job *sednav1.IncrementalLearningJob, _ *edgeproto.WorkerInfo, o learningcycle.Outcome) ([]common.Event, error) {
+// job's status, so a failure has the report resent rather than lost. The
+// inference worker's own deploy report, which Sedna's ModelLoadingThread
+// sends once it has loaded (or failed to load) the model the hot update
+// file names, is told as an event: a deployed round that the worker has not
+// loaded is otherwise invisible.
+func (k *kind) Applied(ctx context.Context, job *sednav1.IncrementalLearningJob, info *edgeproto.WorkerInfo, o learningcycle.Outcome) ([]common.Event, error) {
+	if ev, ok := hotUpdateEvent(job, info); ok {
+		return []common.Event{ev}, nil
+	}
 	if o.Move != learningcycle.MoveDeployed {
 		return nil, nil
 	}
@@ -60,4 +73,24 @@ func (k *kind) Applied(ctx context.Context, job *sednav1.IncrementalLearningJob,
 		return nil, fmt.Errorf("updating status of Model %s/%s: %w", job.Namespace, name, err)
 	}
 	return nil, nil
+}
+
+// hotUpdateEvent is the event of the inference worker's report that it
+// loaded the deployed model, or failed to; ok is false for another report.
+func hotUpdateEvent(job *sednav1.IncrementalLearningJob, info *edgeproto.WorkerInfo) (common.Event, bool) {
+	st := &job.Status.CycleStatus
+	if !job.Spec.DeploySpec.Model.HotUpdateEnabled || info.Kind != edgeproto.StageDeploy ||
+		st.InferenceWorker == "" || info.Name != st.InferenceWorker {
+		return common.Event{}, false
+	}
+	switch info.Status {
+	case edgeproto.WorkerCompleted:
+		return common.Event{Type: corev1.EventTypeNormal, Reason: ReasonModelHotUpdated,
+			Message: fmt.Sprintf("Inference worker %s loaded the deployed model (round %d) by hot update", info.Name, st.DeployedRound)}, true
+	case edgeproto.WorkerFailed:
+		return common.Event{Type: corev1.EventTypeWarning, Reason: ReasonModelHotUpdateFailed,
+			Message: fmt.Sprintf("Inference worker %s could not load the deployed model (round %d) by hot update: it serves the model it had (its log says why)",
+				info.Name, st.DeployedRound)}, true
+	}
+	return common.Event{}, false
 }

@@ -516,6 +516,15 @@ func TestEdgeDeployUpdatesTheModelAndTheInferenceWorker(t *testing.T) {
 			if diff := cmp.Diff(tc.wantWrites, f.Writes()); diff != "" {
 				t.Errorf("writes after the deploy (-want,+got):\n%s", diff)
 			}
+			if tc.hot {
+				// Sedna's ModelLoadingThread reports once it has loaded the
+				// model the hot update file names.
+				f = f.Next(t)
+				r.send(t, f, cycletest.Worker(kindName, jobName, deploy0, edgeproto.StageDeploy, edgeproto.WorkerCompleted))
+				if ev := f.Events(); !containsPrefix(ev, "Normal ModelHotUpdated Inference worker "+deploy0+" loaded the deployed model (round 1)") {
+					t.Errorf("events after the worker's hot update %q", ev)
+				}
+			}
 			if !tc.hot {
 				// The new worker serves the file the edge just replaced; the
 				// next round trains from and compares with it.

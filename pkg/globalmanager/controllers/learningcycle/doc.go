@@ -29,7 +29,9 @@
 //   - edgeNodes: what the cloud last heard from the dataset's node.
 //
 // Events say the same as it happens: Started, StageStarting, StageRetry,
-// RoundDeployed, RoundNotDeployed, JobFailed, MissingReference.
+// RoundDeployed, RoundNotDeployed, JobFailed, MissingReference; an incremental
+// job with hot update also ModelHotUpdated or ModelHotUpdateFailed when its
+// inference worker says it loaded the deployed model, or could not.
 //
 // # A round
 //
