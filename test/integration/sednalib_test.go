@@ -250,3 +250,90 @@ func TestSednasJointInferenceEdgeWorkerCountsReachTheServiceStatus(t *testing.T)
 		return n == 7, nil
 	})
 }
+
+// runningPod waits for the pod name of ns to run with an address.
+func runningPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	framework.Eventually(t, 90*time.Second, "pod "+name+" to run", func(ctx context.Context) (bool, error) {
+		p, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pod = p
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", nil
+	})
+	return pod
+}
+
+// Sedna's own incremental learning example, with Sedna's worker classes:
+// the dataset grows on the edge, IncrementalLearning trains and evaluates,
+// the better model is deployed, and the inference worker, which runs from
+// the start with hot update on, loads it by itself (Sedna's
+// ModelLoadingThread, from the file the LocalController writes) and says so.
+func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
+	lib := sednaLibrary(t)
+	var job sednav1.IncrementalLearningJob
+	sednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
+	// The sample checks its trigger every minute from 02:00: every second
+	// here, at any hour. Hot update on, polled every second.
+	job.Spec.TrainSpec.Trigger.CheckPeriodSeconds, job.Spec.TrainSpec.Trigger.Timer = 1, nil
+	job.Spec.DeploySpec.Model.HotUpdateEnabled, job.Spec.DeploySpec.Model.PollPeriodSeconds = true, 1
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	h := &sednalib.Harness{Kube: framework.KubeClient(t), LogDir: t.TempDir(),
+		Nodes: map[string]sednalib.Node{"edge-0": {Root: lc.Root, LocalController: sednalib.URLHost(lc.WorkerURL)}}}
+	for _, dir := range []string{"/incremental_learning/video", "/incremental_learning/he"} {
+		if err := os.MkdirAll(filepath.Join(lc.Root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	untrained := "[[0, 0, 0, 0]]"
+	writeNodeFile(t, lc.Root, "/models/initial/model.pb", untrained)
+	writeNodeFile(t, lc.Root, "/models/deploy/model.pb", untrained)
+	writeNodeFile(t, lc.Root, "/data/helmet/train.txt", "")
+	sc := sednaClient(t).SednaV1alpha1()
+	for name, url := range map[string]string{job.Spec.InitialModel.Name: "/models/initial/model.pb", job.Spec.DeploySpec.Model.Name: "/models/deploy/model.pb"} {
+		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}
+		if _, err := sc.Models(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.Dataset.Name},
+		Spec: sednav1.DatasetSpec{URL: "/data/helmet/train.txt", Format: "txt", NodeName: "edge-0"}}
+	if _, err := sc.Datasets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := sc.IncrementalLearningJobs(ns).Create(t.Context(), &job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inference := startSednaWorker(t, h, lib, runningPod(t, ns, job.Name+"-deploy-0"), sednalib.Run{Role: "il-inference"})
+
+	// The dataset grows past the sample's threshold (500).
+	var lines strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&lines, "images/%d.jpg %d\n", i, i%2)
+	}
+	writeNodeFile(t, lc.Root, "/data/helmet/train.txt", lines.String())
+	waitForWorkerExit(t, startSednaWorker(t, h, lib, runningPod(t, ns, job.Name+"-train-1-1"), sednalib.Run{Role: "il-train"}), 2*time.Minute)
+	waitForWorkerExit(t, startSednaWorker(t, h, lib, runningPod(t, ns, job.Name+"-eval-1-1"), sednalib.Run{Role: "il-eval"}), 2*time.Minute)
+
+	framework.Eventually(t, 60*time.Second, "round 1 deployed", func(ctx context.Context) (bool, error) {
+		j, err := sc.IncrementalLearningJobs(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if j.Status.State == sednav1.StageFailed {
+			return false, fmt.Errorf("the job failed: %+v", j.Status.History)
+		}
+		return j.Status.DeployedRound == 1 && j.Status.InferenceWorker == job.Name+"-deploy-0", nil
+	})
+	framework.Eventually(t, 60*time.Second, "the inference worker to say it loaded the round's model", func(ctx context.Context) (bool, error) {
+		return countEvents(t, ns, created.UID, "ModelHotUpdated", job.Name+"-deploy-0") > 0, nil
+	})
+	if log := inference.Log(); !strings.Contains(log, "serving a model of weight 1.0") {
+		t.Errorf("the inference worker does not serve the trained model; it said:\n%s", tail(log, 20))
+	}
+}
