@@ -35,7 +35,7 @@ func TestChartLints(t *testing.T) {
 // without a namespace, named with nereid.clusterScopedName (the CRDs aside).
 var clusterScoped = map[string]bool{
 	"CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
-	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "Namespace": true,
 }
 
 // release is a rendered chart, its objects by kind and name.
@@ -55,7 +55,8 @@ func renderRelease(t *testing.T, name, namespace string, args ...string) release
 		if _, dup := r[key]; dup {
 			t.Fatalf("two objects %s", key)
 		}
-		if !clusterScoped[obj.GetKind()] && obj.GetNamespace() != namespace {
+		// di-server is where DI-engine looks: in DI-orchestrator's namespace.
+		if !clusterScoped[obj.GetKind()] && obj.GetNamespace() != namespace && key != "Service/di-server" {
 			t.Errorf("%s is in namespace %q, not the release's %q", key, obj.GetNamespace(), namespace)
 		}
 		r[key] = obj
@@ -112,9 +113,9 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"CustomResourceDefinition/aggregatorconfigs.diengine.opendilab.org", "CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
 		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
-		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",
+		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "Namespace/di-system", "PodDisruptionBudget/nereid-globalmanager",
 		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
-		"Service/nereid-di-server", "Service/nereid-di-v1-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
+		"Service/di-server", "Service/nereid-di-server", "Service/nereid-di-v1-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
 		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
 		"ValidatingAdmissionPolicy/nereid-system-nereid-globalmanager-owner-label",
 		"ValidatingAdmissionPolicyBinding/nereid-system-nereid-globalmanager-owner-label",
@@ -348,7 +349,12 @@ func checkDefaultIdentities(t *testing.T, r release) {
 func TestChartReleasesOfOneNameInTwoNamespacesKeepTheirOwnClusterObjects(t *testing.T) {
 	renderedBy := map[string]string{} // a cluster-scoped kind/name: the namespace of the release that renders it
 	for _, ns := range []string{"team-a", "team-b"} {
-		r := render(t, ns)
+		// DI-engine looks for one di-server in a cluster: one release makes it.
+		var args []string
+		if ns == "team-b" {
+			args = []string{"--set", "globalManager.dijob.v1Server.diServer.enabled=false"}
+		}
+		r := render(t, ns, args...)
 		for _, want := range []string{"ClusterRole/" + ns + "-nereid-globalmanager", "ClusterRoleBinding/" + ns + "-nereid-globalmanager"} {
 			if _, ok := r[want]; !ok {
 				t.Errorf("the release in %s renders no %s", ns, want)
@@ -362,7 +368,7 @@ func TestChartReleasesOfOneNameInTwoNamespacesKeepTheirOwnClusterObjects(t *test
 				t.Errorf("the releases in %s and %s both render %s", other, ns, key)
 			}
 			renderedBy[key] = ns
-			if !strings.HasPrefix(obj.GetName(), ns+"-") {
+			if !strings.HasPrefix(obj.GetName(), ns+"-") && obj.GetKind() != "Namespace" {
 				t.Errorf("%s of the release in %s is not named after its namespace", key, ns)
 			}
 			switch obj.GetKind() {
@@ -393,7 +399,8 @@ func TestChartClusterObjectNamesAreValidWithTheLongestNames(t *testing.T) {
 	ns := strings.Repeat("n", 63)
 	var seen int
 	for key, obj := range renderRelease(t, strings.Repeat("r", 53), ns) {
-		if !clusterScoped[obj.GetKind()] || obj.GetKind() == "CustomResourceDefinition" {
+		// di-system is DI-orchestrator's name, which DI-engine looks in.
+		if !clusterScoped[obj.GetKind()] || obj.GetKind() == "CustomResourceDefinition" || key == "Namespace/di-system" {
 			continue
 		}
 		seen++
@@ -719,7 +726,8 @@ func TestChartV1Server(t *testing.T) {
 	}
 
 	on := render(t, "ml", "--set", "globalManager.dijob.v1Server.port=8090",
-		"--set", "globalManager.dijob.v1Server.aggregatorConfig=ml/agconfig")
+		"--set", "globalManager.dijob.v1Server.aggregatorConfig=ml/agconfig",
+		"--set", "globalManager.dijob.v1Server.diServer.enabled=false") // DI-engine's di-server is at 8080
 	on.get(t, "Deployment/nereid-globalmanager", &gm)
 	c := gm.Spec.Template.Spec.Containers[0]
 	want := map[string]string{"di-v1-server-address": "0.0.0.0:8090", "di-v1-server-url": "nereid-di-v1-server.ml:8090", "di-aggregator-config": "ml/agconfig"}
@@ -739,5 +747,48 @@ func TestChartV1Server(t *testing.T) {
 	}
 	if !grantsAggregatorConfigs(on) {
 		t.Error("the v1 server on, and no grant of the AggregatorConfigs it caches")
+	}
+}
+
+// DI-engine prefers its config's system_addr, di-server.di-system:8080 in
+// every DI-orchestrator v0.2 sample, over KUBERNETES_SERVER_URL: the chart
+// makes that name, an ExternalName of the v1 server's Service, and the
+// namespace, which helm uninstall keeps.
+func TestChartServesTheV1ServerWhereDIEngineLooks(t *testing.T) {
+	r := render(t, "ml")
+	var svc corev1.Service
+	r.get(t, "Service/di-server", &svc)
+	if svc.Namespace != "di-system" || svc.Spec.Type != corev1.ServiceTypeExternalName ||
+		svc.Spec.ExternalName != "nereid-di-v1-server.ml.svc.cluster.local" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 {
+		t.Errorf("di-server: %s/%s %+v, want an ExternalName in di-system of nereid-di-v1-server.ml.svc.cluster.local at 8080",
+			svc.Namespace, svc.Name, svc.Spec)
+	}
+	var ns corev1.Namespace
+	r.get(t, "Namespace/di-system", &ns)
+	if ns.Annotations["helm.sh/resource-policy"] != "keep" {
+		t.Errorf("namespace di-system annotations %v: helm uninstall would delete it and all it holds", ns.Annotations)
+	}
+
+	own := render(t, "ml", "--set", "globalManager.dijob.v1Server.diServer.createNamespace=false",
+		"--set", "globalManager.dijob.v1Server.diServer.namespace=di",
+		"--set", "globalManager.dijob.v1Server.diServer.clusterDomain=example.org")
+	own.get(t, "Service/di-server", &svc)
+	if svc.Namespace != "di" || svc.Spec.ExternalName != "nereid-di-v1-server.ml.svc.example.org" {
+		t.Errorf("di-server %s with %s, want it in di naming example.org", svc.Namespace, svc.Spec.ExternalName)
+	}
+	if _, ok := own["Namespace/di"]; ok {
+		t.Error("a namespace made with createNamespace=false")
+	}
+	for what, args := range map[string][]string{
+		"the alias off":  {"--set", "globalManager.dijob.v1Server.diServer.enabled=false"},
+		"the server off": {"--set", "globalManager.dijob.v1Server.enabled=false"},
+	} {
+		if _, ok := render(t, "ml", args...)["Service/di-server"]; ok {
+			t.Errorf("di-server rendered with %s", what)
+		}
+	}
+	_, err := framework.Helm(t, "template", "nereid", framework.ChartDir(), "--namespace", "ml", "--set", "globalManager.dijob.v1Server.port=8090")
+	if err == nil || !strings.Contains(err.Error(), "needs globalManager.dijob.v1Server.port 8080") {
+		t.Errorf("another port with the alias on: %v; want a refusal naming the port", err)
 	}
 }

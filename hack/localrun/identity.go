@@ -66,6 +66,11 @@ type GlobalManagerIdentity struct {
 func NewGlobalManagerIdentity(rendered []*unstructured.Unstructured) *GlobalManagerIdentity {
 	id := &GlobalManagerIdentity{}
 	for _, obj := range rendered {
+		// Of the namespaces, the GlobalManager's own: DI-orchestrator's
+		// di-system, where the chart makes di-server, is not its identity.
+		if obj.GetKind() == "Namespace" && obj.GetName() != SystemNamespace {
+			continue
+		}
 		if slices.Contains(identityKinds, obj.GetKind()) {
 			id.Objects = append(id.Objects, obj.DeepCopy())
 		}

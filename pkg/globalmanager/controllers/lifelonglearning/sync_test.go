@@ -145,29 +145,30 @@ func TestLifelongRoundFillsTheKnowledgeBaseAndDeploysANewInferenceWorker(t *test
 		t.Errorf("new inference worker env %v, want round 1's knowledge base in MODEL_URLS", env)
 	}
 
-	// Round 2's train worker updates round 1's knowledge base: Sedna's
-	// library reads CLOUD_KB_INDEX as a node path under DATA_PATH_PREFIX,
-	// so the index's folder is mounted there.
-	f = f.Next(t)
+	checkRoundTwoTrainsFromRoundOnesIndex(t, f.Next(t))
+}
+
+// checkRoundTwoTrainsFromRoundOnesIndex: round 2's train worker updates
+// round 1's knowledge base. Sedna's library reads CLOUD_KB_INDEX as a node
+// path under DATA_PATH_PREFIX, so the index's folder is mounted there.
+func checkRoundTwoTrainsFromRoundOnesIndex(t *testing.T, f *cycletest.Fixture[*sednav1.LifelongLearningJob]) {
+	t.Helper()
 	f.Report(t, node, 4, cycletest.Trigger(kindName, jobName, 2, 900))
 	f = f.Next(t)
 	f.Sync(t, jobName)
 	train21 := f.Pod(t, jobName+"-train-2-1")
-	env = cycletest.Env(train21)
+	env := cycletest.Env(train21)
 	if env["CLOUD_KB_INDEX"] != "/output/round-1/train/index.pkl" || env["HAS_COMPLETED_INITIAL_TRAINING"] != "true" {
 		t.Errorf("round 2 train env %v, want round 1's index as a node path", env)
 	}
-	mounted := false
 	for _, v := range train21.Spec.Volumes {
 		for _, m := range train21.Spec.Containers[0].VolumeMounts {
 			if m.Name == v.Name && v.HostPath != nil && v.HostPath.Path == "/output/round-1/train" && m.MountPath == "/home/data/output/round-1/train" {
-				mounted = true
+				return
 			}
 		}
 	}
-	if !mounted {
-		t.Errorf("round 2's train pod does not mount round 1's index folder: %+v", train21.Spec.Volumes)
-	}
+	t.Errorf("round 2's train pod does not mount round 1's index folder: %+v", train21.Spec.Volumes)
 }
 
 // unset fails unless env, a worker's, has none of names.
