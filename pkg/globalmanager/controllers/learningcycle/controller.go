@@ -111,12 +111,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 	if err := common.IndexByModel(jobs); err != nil {
 		return nil, err
 	}
-	if err := common.IndexByDataset(jobs, func(obj any) []string {
-		if job, ok := obj.(J); ok {
-			return []string{kind.Spec(job).Dataset}
-		}
-		return nil
-	}); err != nil {
+	if err := common.IndexByDataset(jobs, DatasetNames); err != nil {
 		return nil, err
 	}
 	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
@@ -152,4 +147,13 @@ func (c *Controller[J]) get(namespace, name string) (J, error) {
 // Run processes jobs with workers goroutines until ctx is done.
 func (c *Controller[J]) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, c.name, c.queue, workers, c.Sync, c.metrics, c.synced...)
+}
+
+// DatasetNames is the Dataset a learning-cycle job names, for
+// common.IndexByDataset and the Dataset protection.
+func DatasetNames(obj any) []string {
+	if job, ok := obj.(interface{ DatasetNames() []string }); ok {
+		return job.DatasetNames()
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -28,6 +29,10 @@ func init() {
 				return c.SednaV1alpha1().LifelongLearningJobs(ns)
 			})},
 		AdoptsSednaChildren: true,
+		DatasetNames:        learningcycle.DatasetNames,
+		ListPage: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.LifelongLearningJobList, error) {
+			return c.SednaV1alpha1().LifelongLearningJobs(ns).List
+		}, func(l *sednav1.LifelongLearningJobList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{
 			Workers: 4,
 			AddFlags: func(fs *flag.FlagSet) {
