@@ -131,6 +131,13 @@ type Edge struct {
 	// LocalController; the hub sends each node the names of the object's
 	// pods on it, and accepts reports only from those.
 	Workers bool
+	// WorkersNeedLocalController is set for the kinds every one of whose
+	// workers needs a LocalController on its node, cloud nodes included
+	// (a learning cycle's stage reports its end through it, and its deploy
+	// is the LocalController's copy); other kinds' workers on a node
+	// LocalControllers do not serve (a federated aggregator in the cloud)
+	// report nothing and need none.
+	WorkersNeedLocalController bool
 	// OwnReports is set for the kinds whose LocalControllers report under
 	// their own name (a learning cycle's round data ready, a model
 	// deployed).

@@ -23,7 +23,7 @@ func init() {
 		Progress: func(obj any) kinds.Progress {
 			return learningcycle.Progress(&obj.(*sednav1.IncrementalLearningJob).Status.CycleStatus)
 		},
-		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
+		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true, WorkersNeedLocalController: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.IncrementalLearningJob] {
 				return c.SednaV1alpha1().IncrementalLearningJobs(ns)
 			})},

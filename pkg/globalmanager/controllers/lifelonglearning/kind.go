@@ -24,7 +24,7 @@ func init() {
 		Progress: func(obj any) kinds.Progress {
 			return learningcycle.Progress(&obj.(*sednav1.LifelongLearningJob).Status.CycleStatus)
 		},
-		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
+		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true, WorkersNeedLocalController: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.LifelongLearningJob] {
 				return c.SednaV1alpha1().LifelongLearningJobs(ns)
 			})},
