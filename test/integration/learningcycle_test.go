@@ -753,6 +753,32 @@ func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
 	}
 }
 
+// A train pod that ends Succeeded without its worker's report (on edge-0,
+// whose LocalController is linked) is said at once on the job, and fails
+// its try once --stage-report-grace has passed: the cycle tries again.
+func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
+	c := startCycle(t, "incrementallearningjob", []string{"--stage-report-grace", "3s"})
+	job := c.createIncremental(5, nil)
+	c.addSamples(6)
+	pod := c.stagePod("train", 1, 1)
+	c.finish(pod, corev1.PodSucceeded)
+	framework.Eventually(t, 20*time.Second, "the job to say its pod ended without a report", func(ctx context.Context) (bool, error) {
+		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Reason == "PodEndedWithoutReport" && strings.Contains(cond.Message, pod.Name) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	c.stagePod("train", 1, 2)
+	framework.Eventually(t, 10*time.Second, "a StageRetry warning saying why",
+		warned(t, c.ns, job.UID, "StageRetry", pod.Name+" ended without its worker reporting completed"))
+}
+
 func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex)

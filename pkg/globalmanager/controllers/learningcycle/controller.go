@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,7 @@ import (
 const (
 	DefaultStageAttempts = 3
 	DefaultHistoryLimit  = 10
+	DefaultReportGrace   = 30 * time.Second
 )
 
 // Config is what the GlobalManager's flags set for every learning-cycle
@@ -33,6 +35,10 @@ type Config struct {
 	// HistoryLimit is how many finished rounds status.history keeps
 	// (DefaultHistoryLimit when 0).
 	HistoryLimit int
+	// ReportGrace is how long a stage pod that ended without its worker's
+	// report waits for it, while the job's edge link is up
+	// (DefaultReportGrace when 0; see reportGraceLeft).
+	ReportGrace time.Duration
 }
 
 // Controller reconciles the jobs of one learning-cycle kind: it runs the
@@ -73,6 +79,9 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 	}
 	if config.HistoryLimit <= 0 {
 		config.HistoryLimit = DefaultHistoryLimit
+	}
+	if config.ReportGrace <= 0 {
+		config.ReportGrace = DefaultReportGrace
 	}
 	exp := common.NewExpectations()
 	c := &Controller[J]{
