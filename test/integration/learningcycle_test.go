@@ -779,6 +779,33 @@ func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
 		warned(t, c.ns, job.UID, "StageRetry", pod.Name+" ended without its worker reporting completed"))
 }
 
+// A round whose model is gone when it is to be deployed: edge-0's
+// LocalController tries the copy again, with backoff, for its
+// --deploy-retry-for, then says why; the round ends Failed with that
+// reason and the job goes on to the next round, its inference pod serving.
+func TestFailedDeployEndsTheRoundNotTheJob(t *testing.T) {
+	c := startCycle(t, "incrementallearningjob", nil, "--deploy-retry-for", "3s")
+	job := c.createIncremental(5, nil)
+	c.addSamples(6)
+	c.playTrain(1, nil)
+	if err := os.Remove(c.nodeFile(modelURL(1))); err != nil {
+		t.Fatal(err)
+	}
+	c.playEval(1, map[string]any{"precision": []float64{0.9, 0.8}}, map[string]any{"precision": []float64{0.7, 0.6}})
+	r1 := c.waitForRoundEnd(1)
+	if r1.Result != sednav1.RoundFailed || !strings.Contains(r1.Message, "no such file") || !strings.Contains(r1.Message, "tries over") {
+		t.Errorf("round 1 %s (%s), want Failed saying the model is missing, after several tries", r1.Result, r1.Message)
+	}
+	framework.Eventually(t, 10*time.Second, "a RoundFailed warning", warned(t, c.ns, job.UID, "RoundFailed", "Deploy failed"))
+	s, err := c.status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State == sednav1.StageFailed || s.InferenceWorker == "" {
+		t.Errorf("after the failed deploy: %s, inference worker %q; want the job going on, serving", describe(s), s.InferenceWorker)
+	}
+}
+
 func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex)

@@ -887,3 +887,30 @@ func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
 		t.Errorf("events %q, want %q", ev, want)
 	}
 }
+
+// A deploy the edge reports failed (after its own bounded retries) ends the
+// round Failed with the reason, keeps the inference worker, and leaves the
+// job waiting for the next round's trigger.
+func TestFailedDeployEndsTheRoundAndTheJobGoesOn(t *testing.T) {
+	r := &reporter{}
+	f := toDeploy(t, newFixture(t, exampleJob(t)), r)
+	failed := cycletest.Worker(kindName, jobName, edgeproto.LocalControllerWorker, edgeproto.StageDeploy, edgeproto.WorkerFailed)
+	const why = "stat /output/round-1/train/model.pb: no such file or directory (9 tries over 2m1s)"
+	failed.OwnerInfo = []byte(`{"round":1,"reason":"` + why + `"}`)
+	r.send(t, f, failed)
+	job := jobOf(t, f)
+	if stateOf(job) != "Train/Waiting/2/0" || job.Status.CompletionTime != nil {
+		t.Errorf("after the failed deploy: %s, completionTime %v; want round 2 waiting, the job going on", stateOf(job), job.Status.CompletionTime)
+	}
+	if diff := cmp.Diff([]string{"1 Failed Deploy failed: " + why}, history(job)); diff != "" {
+		t.Errorf("history (-want,+got):\n%s", diff)
+	}
+	if ev := f.Events(); !containsPrefix(ev, "Warning RoundFailed Round 1: Deploy failed: "+why) {
+		t.Errorf("events %q", ev)
+	}
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	if w := f.Writes(); len(w) != 0 || jobOf(t, f).Status.InferenceWorker != deploy0 {
+		t.Errorf("writes %v, inference worker %s; want none, %s kept", w, jobOf(t, f).Status.InferenceWorker, deploy0)
+	}
+}

@@ -26,6 +26,7 @@ const (
 	ReasonJobFailed        = "JobFailed"
 	ReasonRoundDeployed    = "RoundDeployed"
 	ReasonRoundNotDeployed = "RoundNotDeployed"
+	ReasonRoundFailed      = "RoundFailed"
 	ReasonMissingReference = "MissingReference"
 )
 
@@ -236,6 +237,17 @@ func (m *machine) deployed(hot bool) {
 	m.finishRound(sednav1.RoundDeployed, msg)
 }
 
+// deployFailed ends a round whose deploy the edge could not do (its
+// LocalController tried the copy again, with backoff, for a bounded time
+// first): the round is Failed with the reason in the history, the inference
+// worker keeps serving the model it served, and the next round waits for its
+// train trigger. A deploy that failed once must not end a job that may
+// deploy the next round.
+func (m *machine) deployFailed(reason string) {
+	m.condition(sednav1.StageDeploy, sednav1.StageFailed, "DeployFailed", reason)
+	m.finishRound(sednav1.RoundFailed, "Deploy failed: "+reason)
+}
+
 // failTry records a failed try of the current stage: the next try, or the
 // end of the job when the tries are used up.
 func (m *machine) failTry(reason string) {
@@ -275,13 +287,16 @@ func (m *machine) finishRound(result, message string) {
 	m.st.Round++
 	m.st.Attempt = 0
 	m.st.Conditions = nil
-	reason, outcome := ReasonRoundNotDeployed, "was not deployed"
-	if result == sednav1.RoundDeployed {
+	eventType, reason, outcome := corev1.EventTypeNormal, ReasonRoundNotDeployed, "was not deployed"
+	switch result {
+	case sednav1.RoundDeployed:
 		reason, outcome = ReasonRoundDeployed, "was deployed"
+	case sednav1.RoundFailed:
+		eventType, reason, outcome = corev1.EventTypeWarning, ReasonRoundFailed, "failed"
 	}
 	m.enter(sednav1.StageTrain, sednav1.StageWaiting, "RoundFinished",
 		fmt.Sprintf("round %d %s; round %d waits for the train trigger", finished, outcome, m.st.Round))
-	m.event(corev1.EventTypeNormal, reason, "Round %d: %s", finished, message)
+	m.event(eventType, reason, "Round %d: %s", finished, message)
 }
 
 // reportGraceLeft is how much longer the current try waits for the report
