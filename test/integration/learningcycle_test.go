@@ -806,6 +806,44 @@ func TestFailedDeployEndsTheRoundNotTheJob(t *testing.T) {
 	}
 }
 
+// A lifelong job whose Dataset's index file edge-0 cannot read says so on
+// the job (DatasetsReadable=False, the Dataset's reason and message, a
+// Warning), not only on the Dataset; once the file is there it says True.
+func TestUnreadableDatasetIsSaidOnTheJob(t *testing.T) {
+	c := startCycle(t, "lifelonglearningjob", nil)
+	c.createDataset("cycle-data", cycleIndex) // no index file yet
+	job := &sednav1.LifelongLearningJob{
+		ObjectMeta: metav1.ObjectMeta{Name: cycleJob},
+		Spec: sednav1.LifelongLearningJobSpec{
+			Dataset:    sednav1.CycleDataset{Name: "cycle-data", TrainProb: 0.8},
+			TrainSpec:  sednav1.TrainSpec{Template: stageTemplate("train"), Trigger: trainTrigger(5, nil)},
+			EvalSpec:   sednav1.LLWorkerSpec{Template: stageTemplate("eval")},
+			DeploySpec: sednav1.LLWorkerSpec{Template: stageTemplate("infer")},
+			OutputDir:  cycleOutput,
+		},
+	}
+	created, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readable := func(status corev1.ConditionStatus, reason, says string) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			cond := common.FindJobCondition(j.Status.JobConditions, common.ConditionDatasetsReadable)
+			return cond != nil && cond.Status == status && cond.Reason == reason && strings.Contains(cond.Message, says), nil
+		}
+	}
+	framework.Eventually(t, 60*time.Second, "the job to say its Dataset is unreadable", allOf(
+		readable(corev1.ConditionFalse, "IndexFileUnreadable", "Dataset cycle-data: "),
+		warned(t, c.ns, created.UID, "IndexFileUnreadable", "cycle-data"),
+	))
+	c.addSamples(1)
+	framework.Eventually(t, 60*time.Second, "the job to say its Dataset is readable", readable(corev1.ConditionTrue, "Readable", ""))
+}
+
 func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex)

@@ -70,6 +70,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			}
 			c.deps.Admission.Forget(jobKind, key)
 		} else {
+			var readEvents []common.Event
+			status.Conditions, readEvents = common.SetDatasetsReadable(job, status.Conditions, refs.datasets, now)
+			events = append(events, readEvents...)
 			workers, err := c.desiredWorkers(job, refs)
 			if err != nil {
 				return fmt.Errorf("building workers of %s: %w", key, err)

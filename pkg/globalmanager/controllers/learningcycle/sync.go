@@ -78,6 +78,9 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 		c.deps.Admission.Forget(c.gvk, key)
 		return nil
 	}
+	// A Dataset its node cannot read holds the train trigger: said on the job.
+	m.st.JobConditions, events = common.SetDatasetsReadable(job, m.st.JobConditions, []*sednav1.Dataset{refs.Dataset}, m.now)
+	m.events = append(m.events, events...)
 	st := m.st
 	if st.Stage == sednav1.StageDeploy && st.State == sednav1.StageReady && c.kind.Deployment(job) == DeployByController {
 		m.deployed(false)
