@@ -110,8 +110,8 @@ func (o *options) validate() error {
 	if err := command.ValidateMemoryLimitPercent(command.MemoryLimitFlag, o.memLimitPercent); err != nil {
 		errs = append(errs, err)
 	}
-	if o.deployRetryFor <= 0 {
-		errs = append(errs, fmt.Errorf("--deploy-retry-for must be positive, not %s", o.deployRetryFor))
+	if o.deployRetryFor < 0 {
+		errs = append(errs, fmt.Errorf("--deploy-retry-for must not be negative, not %s", o.deployRetryFor))
 	}
 	if o.datasetPollPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--dataset-poll-period must be positive, not %s", o.datasetPollPeriod))
