@@ -48,6 +48,7 @@ type options struct {
 	nodeRoot          string
 	allowedPaths      string
 	datasetPollPeriod time.Duration
+	deployRetryFor    time.Duration
 	clockFile         string
 	memLimitPercent   int
 	memLimitGiven     bool // --memory-limit-percent was given
@@ -80,6 +81,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"Comma-separated node paths (e.g. /data,/models,/output) under which Dataset and Model URLs and outputDirs may be: the LocalController "+
 			"reads, splits and copies files only there, also refusing a symbolic link that leads elsewhere. Empty allows every path, as Sedna does, "+
 			"which lets a job's author read and write any file of the node the LocalController can.")
+	fs.DurationVar(&o.deployRetryFor, "deploy-retry-for", cycle.DefaultDeployRetryFor,
+		"How long a learning cycle's failing deploy copy is tried again, with backoff, before it is reported failed.")
 	fs.DurationVar(&o.datasetPollPeriod, "dataset-poll-period", dataset.DefaultPeriod,
 		"How often the samples of the Datasets on this node are counted; a changed count is reported to the GlobalManager.")
 	command.AddMemoryLimitFlag(fs, &o.memLimitPercent)
@@ -106,6 +109,9 @@ func (o *options) validate() error {
 	}
 	if err := command.ValidateMemoryLimitPercent(command.MemoryLimitFlag, o.memLimitPercent); err != nil {
 		errs = append(errs, err)
+	}
+	if o.deployRetryFor < 0 {
+		errs = append(errs, fmt.Errorf("--deploy-retry-for must not be negative, not %s", o.deployRetryFor))
 	}
 	if o.datasetPollPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--dataset-poll-period must be positive, not %s", o.datasetPollPeriod))
@@ -321,7 +327,7 @@ func startManagers(ctx context.Context, logger klog.Logger, o options, st *store
 	}
 	root := nodefs.Root{Dir: rootDir, Allowed: command.SplitList(o.allowedPaths)}
 	watcher := dataset.NewWatcher(st, outbox, dataset.Config{Node: o.nodeName, Root: root, Period: o.datasetPollPeriod})
-	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root})
+	cycles := cycle.NewManager(st, outbox, cycle.Config{Node: o.nodeName, Root: root, DeployRetryFor: o.deployRetryFor})
 	reg.MustRegister(cycles.Collector())
 	if o.clockFile != "" {
 		cycles.Wall = newFileClock(logger, o.clockFile)

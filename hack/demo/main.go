@@ -205,7 +205,9 @@ func run(outDir, ns string, rounds int, pause time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const jobName = "surface-defect-detection"
-	d, err := start(ctx, outDir, ns, "federatedlearningjob/"+jobName, "examples/federatedlearningjob/", nil)
+	d, err := start(ctx, outDir, ns, "federatedlearningjob/"+jobName, "examples/federatedlearningjob/", func(*demoRun) error {
+		return writeDatasets(outDir, "examples/federatedlearningjob/00-datasets.yaml", 100)
+	})
 	if err != nil {
 		return err
 	}

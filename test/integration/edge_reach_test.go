@@ -323,3 +323,56 @@ func TestAJointInferenceServiceWhoseEdgeLinkIsDownIsNotSaidReady(t *testing.T) {
 	sednaCondition(t, 40*time.Second, "service "+jiName, conds, edgehub.ConditionEdgeLinked, corev1.ConditionTrue, edgehub.ReasonLinked, says())
 	sednaCondition(t, 10*time.Second, "service "+jiName, conds, "Ready", corev1.ConditionTrue, "Available", says("edge worker: 1 of 1 replicas available"))
 }
+
+// TestLearningStagesPinnedToACloudNodeSayItHasNoLocalController is Sedna's
+// own lifelong learning sample set up as Sedna's README does (its train
+// and eval workers on the cloud node), and Sedna's incremental learning
+// sample with only its train worker there; the samples' placeholder node
+// "edge-node" is replaced by cloud-0 for those stages and by edge-0, which
+// has its LocalController, for the others and for the Datasets. A
+// learning cycle's every stage reports its end through its node's
+// LocalController, so both jobs say cloud-0 has none, where a federated
+// aggregator in the cloud needs none.
+func TestLearningStagesPinnedToACloudNodeSayItHasNoLocalController(t *testing.T) {
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+
+	ll := lifelongSampleOn(t, ns, "robot-dog-delivery", "edge-0", "edge-0")
+	ll.Spec.TrainSpec.Template.Spec.NodeName = "cloud-0"
+	ll.Spec.EvalSpec.Template.Spec.NodeName = "cloud-0"
+	if _, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), ll, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sample := framework.ReadManifest(t, filepath.Join(framework.SednaCompat(t), "samples", "incrementallearningjob_v1alpha1.yaml"), "IncrementalLearningJob")
+	il := &sednav1.IncrementalLearningJob{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sample.Object, il); err != nil {
+		t.Fatal(err)
+	}
+	il.Namespace = ns
+	for _, tmpl := range il.PodTemplates() {
+		tmpl.Spec.NodeName = "edge-0"
+	}
+	il.Spec.TrainSpec.Template.Spec.NodeName = "cloud-0"
+	datasetOn(t, ns, il.Spec.Dataset.Name, "edge-0")
+	if _, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Create(t.Context(), il, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const says = "node cloud-0 runs no LocalController"
+	framework.Eventually(t, 20*time.Second, "both jobs to say cloud-0 has no LocalController", allOf(
+		jobLinkSays(t, ns, ll.Name, edgehub.ReasonNoLocalController, says),
+		func(ctx context.Context) (bool, error) {
+			j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Get(ctx, il.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := common.FindJobCondition(j.Status.JobConditions, edgehub.ConditionEdgeLinked)
+			return c != nil && c.Status == corev1.ConditionFalse && c.Reason == edgehub.ReasonNoLocalController &&
+				strings.Contains(c.Message, says) && !strings.Contains(c.Message, "edge-0"), nil
+		},
+	))
+	out, err := framework.Kubectl(t, "get", "-n", ns, "ll", ll.Name)
+	if err != nil || !strings.Contains(out, edgehub.ReasonNoLocalController) {
+		t.Errorf("kubectl get ll: %v\n%s\nwant its EDGE column to say %s", err, out, edgehub.ReasonNoLocalController)
+	}
+}

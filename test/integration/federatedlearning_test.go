@@ -326,10 +326,10 @@ func TestFederatedLearningJobLargerThanItsQuotaWaitsWholeAndRecovers(t *testing.
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
 	}
-	flAdmitted(t, ns, flJob, corev1.ConditionFalse, admission.ReasonWaitingForQuota, "needs pods=3, more than the 2 quota pods allows in all")
-	framework.Eventually(t, 30*time.Second, "a WaitingForQuota event", func(ctx context.Context) (bool, error) {
+	flAdmitted(t, ns, flJob, corev1.ConditionFalse, admission.ReasonQuotaTooSmall, "needs pods=3, more than the 2 quota pods allows in all")
+	framework.Eventually(t, 30*time.Second, "a QuotaTooSmall event", func(ctx context.Context) (bool, error) {
 		out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
-		return err == nil && strings.Contains(out, admission.ReasonWaitingForQuota), nil
+		return err == nil && strings.Contains(out, admission.ReasonQuotaTooSmall), nil
 	})
 	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
 	if err != nil {

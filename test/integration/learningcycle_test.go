@@ -753,6 +753,97 @@ func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
 	}
 }
 
+// A train pod that ends Succeeded without its worker's report (on edge-0,
+// whose LocalController is linked) is said at once on the job, and fails
+// its try once --stage-report-grace has passed: the cycle tries again.
+func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
+	c := startCycle(t, "incrementallearningjob", []string{"--stage-report-grace", "3s"})
+	job := c.createIncremental(5, nil)
+	c.addSamples(6)
+	pod := c.stagePod("train", 1, 1)
+	c.finish(pod, corev1.PodSucceeded)
+	framework.Eventually(t, 20*time.Second, "the job to say its pod ended without a report", func(ctx context.Context) (bool, error) {
+		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Reason == "PodEndedWithoutReport" && strings.Contains(cond.Message, pod.Name) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	c.stagePod("train", 1, 2)
+	framework.Eventually(t, 10*time.Second, "a StageRetry warning saying why",
+		warned(t, c.ns, job.UID, "StageRetry", pod.Name+" ended without its worker reporting completed"))
+}
+
+// A round whose model is gone when it is to be deployed: edge-0's
+// LocalController tries the copy again, with backoff, for its
+// --deploy-retry-for, then says why; the round ends Failed with that
+// reason and the job goes on to the next round, its inference pod serving.
+func TestFailedDeployEndsTheRoundNotTheJob(t *testing.T) {
+	c := startCycle(t, "incrementallearningjob", nil, "--deploy-retry-for", "3s")
+	job := c.createIncremental(5, nil)
+	c.addSamples(6)
+	c.playTrain(1, nil)
+	if err := os.Remove(c.nodeFile(modelURL(1))); err != nil {
+		t.Fatal(err)
+	}
+	c.playEval(1, map[string]any{"precision": []float64{0.9, 0.8}}, map[string]any{"precision": []float64{0.7, 0.6}})
+	r1 := c.waitForRoundEnd(1)
+	if r1.Result != sednav1.RoundFailed || !strings.Contains(r1.Message, "no such file") || !strings.Contains(r1.Message, "tries over") {
+		t.Errorf("round 1 %s (%s), want Failed saying the model is missing, after several tries", r1.Result, r1.Message)
+	}
+	framework.Eventually(t, 10*time.Second, "a RoundFailed warning", warned(t, c.ns, job.UID, "RoundFailed", "Deploy failed"))
+	s, err := c.status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State == sednav1.StageFailed || s.InferenceWorker == "" {
+		t.Errorf("after the failed deploy: %s, inference worker %q; want the job going on, serving", describe(s), s.InferenceWorker)
+	}
+}
+
+// A lifelong job whose Dataset's index file edge-0 cannot read says so on
+// the job (DatasetsReadable=False, the Dataset's reason and message, a
+// Warning), not only on the Dataset; once the file is there it says True.
+func TestUnreadableDatasetIsSaidOnTheJob(t *testing.T) {
+	c := startCycle(t, "lifelonglearningjob", nil)
+	c.createDataset("cycle-data", cycleIndex) // no index file yet
+	job := &sednav1.LifelongLearningJob{
+		ObjectMeta: metav1.ObjectMeta{Name: cycleJob},
+		Spec: sednav1.LifelongLearningJobSpec{
+			Dataset:    sednav1.CycleDataset{Name: "cycle-data", TrainProb: 0.8},
+			TrainSpec:  sednav1.TrainSpec{Template: stageTemplate("train"), Trigger: trainTrigger(5, nil)},
+			EvalSpec:   sednav1.LLWorkerSpec{Template: stageTemplate("eval")},
+			DeploySpec: sednav1.LLWorkerSpec{Template: stageTemplate("infer")},
+			OutputDir:  cycleOutput,
+		},
+	}
+	created, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readable := func(status corev1.ConditionStatus, reason, says string) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			cond := common.FindJobCondition(j.Status.JobConditions, common.ConditionDatasetsReadable)
+			return cond != nil && cond.Status == status && cond.Reason == reason && strings.Contains(cond.Message, says), nil
+		}
+	}
+	framework.Eventually(t, 60*time.Second, "the job to say its Dataset is unreadable", allOf(
+		readable(corev1.ConditionFalse, "IndexFileUnreadable", "Dataset cycle-data: "),
+		warned(t, c.ns, created.UID, "IndexFileUnreadable", "cycle-data"),
+	))
+	c.addSamples(1)
+	framework.Eventually(t, 60*time.Second, "the job to say its Dataset is readable", readable(corev1.ConditionTrue, "Readable", ""))
+}
+
 func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex)

@@ -10,7 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/protection"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -21,22 +21,22 @@ func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 	models := sednaClient(t).SednaV1alpha1().Models(ns)
 	framework.Eventually(t, 30*time.Second, "the deploy model protected", func(ctx context.Context) (bool, error) {
 		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
-		return err == nil && slices.Contains(m.Finalizers, model.Finalizer), err
+		return err == nil && slices.Contains(m.Finalizers, protection.ModelFinalizer), err
 	})
 
-	synced := framework.ReadController(t, gm, model.Name)
+	synced := framework.ReadController(t, gm, protection.ModelName)
 	if err := models.Delete(t.Context(), "deploy-model", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the deletion blocked, visibly", func(ctx context.Context) (bool, error) {
 		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
-		return err == nil && m.DeletionTimestamp != nil && apimeta.IsStatusConditionTrue(m.Status.Conditions, model.ConditionDeletionBlocked), err
+		return err == nil && m.DeletionTimestamp != nil && apimeta.IsStatusConditionTrue(m.Status.Conditions, protection.ConditionDeletionBlocked), err
 	})
 	// Its condition written, the controller has synced the model again on
 	// that write's event, and kept the finalizer.
 	framework.WaitForSyncAfter(t, synced)
 	m, err := models.Get(t.Context(), "deploy-model", metav1.GetOptions{})
-	if err != nil || !slices.Contains(m.Finalizers, model.Finalizer) {
+	if err != nil || !slices.Contains(m.Finalizers, protection.ModelFinalizer) {
 		t.Fatalf("the model while the job names it: %v, finalizers %v; want it there, protected", err, m.GetFinalizers())
 	}
 

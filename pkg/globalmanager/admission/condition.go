@@ -17,7 +17,8 @@ import (
 
 // ConditionAdmitted is the type of a job's condition that says whether the
 // ResourceQuotas of its namespace hold it: False while it waits (reason
-// WaitingForQuota), True once admitted. A job in a namespace without
+// WaitingForQuota, or QuotaTooSmall when it would not fit even the empty
+// quotas), True once admitted. A job in a namespace without
 // quotas has none.
 const ConditionAdmitted = "Admitted"
 
@@ -27,6 +28,10 @@ const (
 	// fit the quotas now (or waits behind one that does not); nothing of
 	// it is made.
 	ReasonWaitingForQuota = "WaitingForQuota"
+	// ReasonQuotaTooSmall: the job would not fit even the namespace's
+	// empty quotas; it waits for a person to raise the quota or shrink
+	// the job.
+	ReasonQuotaTooSmall = "QuotaTooSmall"
 	// ReasonQuotaAdmitted: every quota holds the job.
 	ReasonQuotaAdmitted = "QuotaAdmitted"
 	// ReasonNoQuota: the namespace has no quota any more.
@@ -49,6 +54,9 @@ func (d Decision) Condition(had bool) (admitted bool, reason, message string, ok
 	case d.Admitted:
 		return true, ReasonNoQuota, "the namespace has no ResourceQuota", had
 	}
+	if d.never {
+		return false, ReasonQuotaTooSmall, d.Message, true
+	}
 	return false, ReasonWaitingForQuota, d.Message, true
 }
 
@@ -58,7 +66,11 @@ func (d Decision) Condition(had bool) (admitted bool, reason, message string, ok
 func Events(had, was, admitted bool, reason, message string) []common.Event {
 	switch {
 	case !admitted && (!had || was):
-		return []common.Event{{Type: corev1.EventTypeNormal, Reason: reason, Message: message}}
+		eventType := corev1.EventTypeNormal
+		if reason == ReasonQuotaTooSmall {
+			eventType = corev1.EventTypeWarning // no room that frees up will do
+		}
+		return []common.Event{{Type: eventType, Reason: reason, Message: message}}
 	case admitted && had && !was && reason == ReasonQuotaAdmitted:
 		return []common.Event{{Type: corev1.EventTypeNormal, Reason: reason, Message: message}}
 	}

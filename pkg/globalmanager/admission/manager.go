@@ -87,8 +87,10 @@ type entry struct {
 	admitted bool
 	// passed counts the jobs admitted past this one while it did not fit.
 	passed int
-	// why is what it waits for, when it waits.
-	why string
+	// why is what it waits for, when it waits; never says it would not
+	// fit even the empty quotas.
+	why   string
+	never bool
 	// refusals counts the API server's refusals of what it was admitted
 	// for; it is not admitted again before notBefore.
 	refusals  int
@@ -183,6 +185,9 @@ type Decision struct {
 	Message string
 	// made says the job lacks nothing (Made).
 	made bool
+	// never says the job would not fit even the namespace's empty quotas:
+	// it waits for a person to change the quota or the job.
+	never bool
 }
 
 // admitted is what a job admitted in a namespace with quotas is told.
@@ -235,7 +240,7 @@ func (m *Manager) Admit(ctx context.Context, req Request) (Decision, error) {
 	if e.admitted {
 		return admitted, nil
 	}
-	return Decision{Quotas: true, Message: e.why}, nil
+	return Decision{Quotas: true, Message: e.why, never: e.never}, nil
 }
 
 // admitWithoutQuota admits req's job in namespace ns, which the cache says
@@ -488,8 +493,9 @@ func (q *namespace) decide(quotas []corev1.ResourceQuota, backfill int, now time
 				e.refusals, e.notBefore.UTC().Format(time.RFC3339))
 			continue
 		}
+		e.never = false
 		if why, never := doesNotFit(quotas, free, e.charge); why != "" {
-			e.why = why
+			e.why, e.never = why, never
 			if !never {
 				blocking = append(blocking, e)
 			}

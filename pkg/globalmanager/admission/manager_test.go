@@ -235,6 +235,12 @@ func TestAJobLargerThanTheQuotaHoldsNoOneBack(t *testing.T) {
 	if d.Admitted || d.Message != "needs requests.cpu=5, more than the 4 quota q allows in all" {
 		t.Fatalf("huge: %+v, want waiting for more than the quota allows", d)
 	}
+	if _, reason, _, _ := d.Condition(false); reason != ReasonQuotaTooSmall {
+		t.Errorf("huge: reason %s, want %s: it can never fit", reason, ReasonQuotaTooSmall)
+	}
+	if ev := Events(false, false, false, ReasonQuotaTooSmall, d.Message); len(ev) != 1 || ev[0].Type != corev1.EventTypeWarning {
+		t.Errorf("huge: events %+v, want one Warning", ev)
+	}
 	if d := h.admit(t, request(newJob("small", 0), "", 1, "1")); !d.Admitted {
 		t.Fatalf("small: %+v, want admitted: strict order does not wait for what can never fit", d)
 	}

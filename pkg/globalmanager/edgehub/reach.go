@@ -22,7 +22,9 @@ import (
 
 // ConditionEdgeLinked says whether every node an object needs a
 // LocalController on has one connected: a Dataset's node, the nodes of a
-// job's Datasets, and the edge nodes its workers are pinned to or run on.
+// job's Datasets, and the edge nodes its workers are pinned to or run on
+// (any node, for the learning cycles, whose every worker reports through
+// its node's LocalController).
 // A job is told of a link that is down or never came up at once; a Dataset
 // of no such node, a node LocalControllers do not serve, or one no
 // LocalController ever connected from at once, and of a link that is down
@@ -149,7 +151,7 @@ func (r *reach) scan(ctx context.Context) {
 		judged[key] = j
 		return j
 	}
-	onEdge := r.podNodes()
+	onEdge, offEdge := r.podNodes()
 	for _, k := range r.hub.kinds {
 		if !k.Workers && k.Name != desired.DatasetKind {
 			continue
@@ -160,7 +162,11 @@ func (r *reach) scan(ctx context.Context) {
 				continue
 			}
 			failing := map[string]nodeReach{}
-			for node, pinned := range r.neededNodes(ctx, k, obj, onEdge[string(obj.GetUID())]) {
+			running := onEdge[string(obj.GetUID())]
+			if k.WorkersNeedLocalController {
+				running = append(running, offEdge[string(obj.GetUID())]...)
+			}
+			for node, pinned := range r.neededNodes(ctx, k, obj, running) {
 				if j := judge(node, pinned); j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())) {
 					failing[node] = j
 				}
@@ -172,7 +178,8 @@ func (r *reach) scan(ctx context.Context) {
 
 // neededNodes are the nodes obj needs a LocalController on, each saying
 // whether obj names it itself (a Dataset's node, a Dataset's of the job, a
-// template's nodeName) rather than finding a worker there.
+// template's nodeName, a worker of a kind whose every worker needs one)
+// rather than finding a worker there.
 func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, running []string) map[string]bool {
 	out := map[string]bool{}
 	if p, ok := obj.(desired.Placed); ok && p.NodeName() != "" {
@@ -190,11 +197,14 @@ func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, run
 	if k.Workers {
 		// A pinned template names its node; only an edge node needs a
 		// LocalController for it (a cloud worker pinned to a cloud node
-		// needs none), and a node that does not exist is said so.
+		// needs none), and a node that does not exist is said so. A kind
+		// whose every worker reports through its node's LocalController
+		// (the learning cycles) needs one wherever its workers are.
+		everywhere := k.WorkersNeedLocalController
 		if t, ok := obj.(desired.Templated); ok {
 			for _, tmpl := range t.PodTemplates() {
 				if n := tmpl.Spec.NodeName; n != "" {
-					if _, isEdge := r.edgeNode(n); isEdge || !r.nodeExists(ctx, n) {
+					if _, isEdge := r.edgeNode(n); everywhere || isEdge || !r.nodeExists(ctx, n) {
 						out[n] = true
 					}
 				}
@@ -202,7 +212,7 @@ func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, run
 		}
 		for _, n := range running {
 			if _, ok := out[n]; !ok {
-				out[n] = false
+				out[n] = everywhere
 			}
 		}
 	}
@@ -210,9 +220,9 @@ func (r *reach) neededNodes(ctx context.Context, k *kind, obj metav1.Object, run
 }
 
 // podNodes are, by owner UID, the edge nodes the owner's unfinished worker
-// pods are bound to.
-func (r *reach) podNodes() map[string][]string {
-	out := map[string][]string{}
+// pods are bound to, and the other nodes they are bound to.
+func (r *reach) podNodes() (onEdge, offEdge map[string][]string) {
+	onEdge, offEdge = map[string][]string{}, map[string][]string{}
 	for _, item := range r.hub.sets.Pods().GetStore().List() {
 		p, ok := item.(*corev1.Pod)
 		if !ok || p.Spec.NodeName == "" || desired.Finished(p) || p.DeletionTimestamp != nil {
@@ -222,16 +232,17 @@ func (r *reach) podNodes() map[string][]string {
 		if owner == "" {
 			continue
 		}
+		out := onEdge
 		if _, isEdge := r.edgeNode(p.Spec.NodeName); !isEdge {
-			continue
+			out = offEdge
 		}
 		// The label is the pod's maker's to choose: the pod counts only
 		// for the object its controllers lead to.
-		if r.hub.sets.OwnsWorker(p) && !slices.Contains(out[owner], p.Spec.NodeName) {
+		if !slices.Contains(out[owner], p.Spec.NodeName) && r.hub.sets.OwnsWorker(p) {
 			out[owner] = append(out[owner], p.Spec.NodeName)
 		}
 	}
-	return out
+	return onEdge, offEdge
 }
 
 // edgeNode says whether node is one the hub's node selector picks (so one

@@ -58,12 +58,17 @@ type Kind struct {
 	// AdoptsSednaChildren: with --adopt-sedna-workers, the children Sedna's
 	// GlobalManager left for objects of this kind are adopted and replaced.
 	AdoptsSednaChildren bool
-	// ListNamingModels lists a page of the kind's objects in a namespace
-	// from the API server, and the token of the next page, for the Model
-	// protection to be sure no object names a Model its cache does not
-	// show; nil for a kind that names no Models. Each object has the method
-	// ModelNames() []string.
-	ListNamingModels func(ctx context.Context, client nereidclient.Interface, namespace string, opts metav1.ListOptions) ([]metav1.Object, string, error)
+	// ModelNames and DatasetNames are the Models and the Datasets one of the
+	// kind's objects names (in its namespace); nil for a kind that names
+	// none. The Model and Dataset protections index the kind's informer by
+	// them (common.IndexByModel, common.IndexByDataset), as the kind's own
+	// controller does: both must mean the same names.
+	ModelNames, DatasetNames func(obj any) []string
+	// ListPage lists a page of the kind's objects in a namespace from the
+	// API server, and the token of the next page, for the protections to
+	// be sure no object names a Model or Dataset their caches do not show;
+	// set when ModelNames or DatasetNames is.
+	ListPage func(ctx context.Context, client nereidclient.Interface, namespace string, opts metav1.ListOptions) ([]metav1.Object, string, error)
 	// Progress reads, from one of the kind's objects in the informer's
 	// cache, what the per-job gauges export of it (package jobmetrics); nil
 	// for a kind that is no job (Dataset, Model).
@@ -126,6 +131,13 @@ type Edge struct {
 	// LocalController; the hub sends each node the names of the object's
 	// pods on it, and accepts reports only from those.
 	Workers bool
+	// WorkersNeedLocalController is set for the kinds every one of whose
+	// workers needs a LocalController on its node, cloud nodes included
+	// (a learning cycle's stage reports its end through it, and its deploy
+	// is the LocalController's copy); other kinds' workers on a node
+	// LocalControllers do not serve (a federated aggregator in the cloud)
+	// report nothing and need none.
+	WorkersNeedLocalController bool
 	// OwnReports is set for the kinds whose LocalControllers report under
 	// their own name (a learning cycle's round data ready, a model
 	// deployed).
@@ -326,7 +338,7 @@ func WriteStatusWith[T metav1.Object](client func(c nereidclient.Interface, name
 	}
 }
 
-// ListPagesWith is a ListNamingModels that lists through the kind's typed
+// ListPagesWith is a ListPage that lists through the kind's typed
 // list call, list, and reads each page's objects with items.
 func ListPagesWith[L interface{ GetContinue() string }](list func(c nereidclient.Interface, namespace string) func(context.Context, metav1.ListOptions) (L, error),
 	items func(L) []metav1.Object) func(context.Context, nereidclient.Interface, string, metav1.ListOptions) ([]metav1.Object, string, error) {

@@ -23,6 +23,53 @@ import (
 // appended (a full outbox), rather than copying the model every tick.
 const deployRetryDelay = 10 * time.Second
 
+// A deploy copy that fails (the round's model not there yet, a full disk)
+// is tried again on this node, after DeployBackoffInitial, then twice as
+// long each time up to DeployBackoffMax, and reported failed only once it
+// has failed for Config.DeployRetryFor (DefaultDeployRetryFor): one bad
+// moment does not cost the round its deploy. The tries are kept in memory
+// only; a restarted LocalController starts the bound again.
+const (
+	DeployBackoffInitial  = time.Second
+	DeployBackoffMax      = 30 * time.Second
+	DefaultDeployRetryFor = 2 * time.Minute
+)
+
+// deployRetry is the failing copy of one deploy attempt.
+type deployRetry struct {
+	round, attempt int32
+	first, next    time.Time // on the monotonic clock
+	tries          int
+}
+
+// deployBackoff is the wait after the tries-th failed copy.
+func deployBackoff(tries int) time.Duration {
+	d := DeployBackoffInitial
+	for i := 1; i < tries && d < DeployBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, DeployBackoffMax)
+}
+
+// retryLater says whether the failed copy of the current deploy attempt
+// waits for another try, and records the try; when it does not, reason
+// says how long it failed.
+func (m *Manager) retryLater(mem *jobMemory, st *sednav1.CycleStatus, err error) (bool, string) {
+	now := m.clock.Now()
+	r := mem.deployRetry
+	if r == nil || r.round != st.Round || r.attempt != st.Attempt {
+		r = &deployRetry{round: st.Round, attempt: st.Attempt, first: now}
+		mem.deployRetry = r
+	}
+	r.tries++
+	if now.Sub(r.first) < m.cfg.DeployRetryFor {
+		r.next = now.Add(deployBackoff(r.tries))
+		return true, ""
+	}
+	mem.deployRetry = nil
+	return false, fmt.Sprintf("%v (%d tries over %s)", err, r.tries, now.Sub(r.first).Round(time.Second))
+}
+
 // deployInfo is the ownerInfo of the deploy report.
 type deployInfo struct {
 	Round int32 `json:"round"`
@@ -54,6 +101,9 @@ func (m *Manager) deploy(ctx context.Context, j *job, mem *jobMemory) error {
 	if m.clock.Now().Before(mem.nextDeploy) {
 		return nil
 	}
+	if r := mem.deployRetry; r != nil && r.round == st.Round && r.attempt == st.Attempt && m.clock.Now().Before(r.next) {
+		return nil
+	}
 	logger := klog.FromContext(ctx)
 
 	report := ownReport{stage: edgeproto.StageDeploy, status: edgeproto.WorkerCompleted}
@@ -63,9 +113,16 @@ func (m *Manager) deploy(ctx context.Context, j *job, mem *jobMemory) error {
 		err = m.hotUpdate(j)
 	}
 	if err != nil {
+		later, reason := m.retryLater(mem, &st, err)
+		if later {
+			logger.V(2).Info("Deploy copy failed; trying again", "round", st.Round, "attempt", st.Attempt, "err", err,
+				"in", mem.deployRetry.next.Sub(m.clock.Now()))
+			return nil
+		}
 		report.status = edgeproto.WorkerFailed
-		info.Reason = err.Error()
+		info.Reason = reason
 	} else {
+		mem.deployRetry = nil
 		report.results = []any{deployResult{URL: model.Spec.URL, Format: model.Spec.Format}}
 	}
 	report.ownerInfo = info

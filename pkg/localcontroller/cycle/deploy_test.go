@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -127,8 +128,13 @@ func TestDeployFailureIsReportedOnce(t *testing.T) {
 			f.putIL(t, trainTrigger, tc.status)
 			m := f.manager()
 			tick(t, m)
+			if got := f.take(t); len(got) != 0 {
+				t.Fatalf("a first failed copy reported %v, want it tried again first", got)
+			}
+			f.mono.Step(DefaultDeployRetryFor)
 			tick(t, m)
-			if diff := cmp.Diff([]any{deployFailed(3, tc.wantReason)}, f.take(t)); diff != "" {
+			tick(t, m)
+			if diff := cmp.Diff([]any{deployFailed(3, tc.wantReason+" (2 tries over 2m0s)")}, f.take(t)); diff != "" {
 				t.Errorf("reports (-want,+got):\n%s", diff)
 			}
 		})
@@ -141,6 +147,8 @@ func TestDeployAnswersANewAttemptOfTheRound(t *testing.T) {
 	f.putModel(t, "deploy-model", "/models/deploy.pb")
 	f.putIL(t, trainTrigger, deployStatus(2, 1, "/output/round-2/model.pb"))
 	m := f.manager()
+	tick(t, m)
+	f.mono.Step(DefaultDeployRetryFor)
 	tick(t, m)
 	if got := f.take(t); len(got) != 1 {
 		t.Fatalf("%d reports, want the failure", len(got))
@@ -175,5 +183,44 @@ func TestDeployWaitsForTheCloud(t *testing.T) {
 				t.Errorf("the model was copied: %v", err)
 			}
 		})
+	}
+}
+
+// A failing copy is tried again after 1 s, 2 s, 4 s … at most 30 s apart,
+// and reported failed only once it has failed for DeployRetryFor; a copy
+// that works meanwhile deploys.
+func TestDeployCopyIsRetriedWithBackoffBeforeItFails(t *testing.T) {
+	f := newFixture(t)
+	f.putDataset(t, "/data/index.txt", "txt", "edge-0")
+	f.putModel(t, "deploy-model", "/models/deploy.pb")
+	f.putIL(t, trainTrigger, deployStatus(2, 1, "/output/round-2/model.pb"))
+	m := f.manager()
+	const step = 500 * time.Millisecond
+	var got []any
+	var elapsed time.Duration
+	for ; elapsed <= 3*time.Minute && len(got) == 0; elapsed += step {
+		tick(t, m)
+		got = f.take(t)
+		f.mono.Step(step)
+	}
+	// Tries at 0, 1, 3, 7, 15, 31, 61, 91 and 121 s: the last is past 2 min.
+	want := "copying /output/round-2/model.pb to /models/deploy.pb: stat /output/round-2/model.pb: no such file or directory (9 tries over 2m1s)"
+	if diff := cmp.Diff([]any{deployFailed(2, want)}, got); diff != "" {
+		t.Errorf("after %s (-want,+got):\n%s", elapsed, diff)
+	}
+
+	// The next attempt: the model comes between two tries and deploys.
+	f.putIL(t, trainTrigger, deployStatus(2, 2, "/output/round-2/model.pb"))
+	tick(t, m)
+	f.mono.Step(step)
+	tick(t, m) // within the first backoff: no try
+	f.writeFile(t, "/output/round-2/model.pb", "new")
+	if got := f.take(t); len(got) != 0 {
+		t.Fatalf("reports before the model came: %v", got)
+	}
+	f.mono.Step(step)
+	tick(t, m)
+	if diff := cmp.Diff([]any{deployCompleted(2, "/models/deploy.pb")}, f.take(t)); diff != "" {
+		t.Errorf("attempt 2 (-want,+got):\n%s", diff)
 	}
 }

@@ -63,6 +63,9 @@ type Config struct {
 	Root nodefs.Root
 	// Tick is how often the jobs are looked at (DefaultTick if 0).
 	Tick time.Duration
+	// DeployRetryFor is how long a failing deploy copy is tried again
+	// before it is reported failed (DefaultDeployRetryFor if 0).
+	DeployRetryFor time.Duration
 }
 
 // Manager runs the edge half of the learning cycle of the jobs whose Dataset
@@ -91,6 +94,9 @@ type Manager struct {
 func NewManager(st Store, outbox Outbox, cfg Config) *Manager {
 	if cfg.Tick <= 0 {
 		cfg.Tick = DefaultTick
+	}
+	if cfg.DeployRetryFor <= 0 {
+		cfg.DeployRetryFor = DefaultDeployRetryFor
 	}
 	checks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "nereid", Subsystem: "cycle", Name: "train_trigger_checks_total",
@@ -211,6 +217,8 @@ type jobMemory struct {
 	nextCheck time.Time
 	// nextDeploy holds back a deploy copy whose report the outbox refused.
 	nextDeploy time.Time
+	// deployRetry is the current deploy's failing copy, tried again.
+	deployRetry *deployRetry
 	// warned holds the configuration problems already logged.
 	warned map[string]bool
 }

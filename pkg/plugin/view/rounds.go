@@ -199,6 +199,9 @@ func cyclePoints(st *sednav1.CycleStatus, transitions []sednav1.StageCondition, 
 	for i := range st.History {
 		r := &st.History[i]
 		p := Point{Node: node, Round: r.Round, State: r.Result, Metrics: modelMetrics(r.Models)}
+		if r.Result == sednav1.RoundFailed {
+			p.Message = r.Message
+		}
 		if r.CompletionTime != nil {
 			p.Time = timeOf(*r.CompletionTime)
 		}

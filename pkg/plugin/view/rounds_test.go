@@ -98,3 +98,14 @@ func TestReadRoundsNamesWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+// A failed round's point says why, as the dashboard's rounds table shows it.
+func TestAFailedRoundSaysWhy(t *testing.T) {
+	st := &sednav1.CycleStatus{Round: 2, Stage: sednav1.StageTrain, State: sednav1.StageWaiting, History: []sednav1.RoundStatus{
+		{Round: 1, Result: sednav1.RoundFailed, Message: "Deploy failed: no model"},
+	}}
+	points := cyclePoints(st, nil, "edge-0")
+	if len(points) != 2 || points[0].State != sednav1.RoundFailed || points[0].Message != "Deploy failed: no model" || points[1].Message != "" {
+		t.Errorf("points %+v, want round 1 Failed saying why, round 2 without a message", points)
+	}
+}

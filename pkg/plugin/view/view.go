@@ -141,4 +141,7 @@ type Point struct {
 	State   string             `json:"state,omitempty"`
 	Time    *time.Time         `json:"time,omitempty"`
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Message is why a learning cycle's round failed (its history's
+	// message); empty for the others.
+	Message string `json:"message,omitempty"`
 }

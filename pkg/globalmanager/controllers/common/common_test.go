@@ -325,3 +325,31 @@ func TestWriteStatusWaitsOnAConflictAlone(t *testing.T) {
 		})
 	}
 }
+
+func TestSetDatasetsReadableFollowsTheDatasets(t *testing.T) {
+	owner := &metav1.ObjectMeta{Name: "job", Namespace: "ns"}
+	now := metav1.Now()
+	ds := func(name string, status metav1.ConditionStatus) *sednav1.Dataset {
+		d := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if status != "" {
+			d.Status.Conditions = []metav1.Condition{{Type: DatasetReadable, Status: status, Reason: "IndexFileUnreadable", Message: "open /data/x: no such file"}}
+		}
+		return d
+	}
+	conds, events := SetDatasetsReadable(owner, nil, []*sednav1.Dataset{ds("a", "")}, now)
+	if len(conds) != 0 || len(events) != 0 {
+		t.Errorf("not yet read: %v %v, want nothing said", conds, events)
+	}
+	conds, events = SetDatasetsReadable(owner, nil, []*sednav1.Dataset{ds("a", metav1.ConditionTrue), ds("b", metav1.ConditionFalse)}, now)
+	c := FindJobCondition(conds, ConditionDatasetsReadable)
+	if c == nil || c.Status != "False" || c.Reason != "IndexFileUnreadable" || c.Message != "Dataset b: open /data/x: no such file" || len(events) != 1 {
+		t.Errorf("b unreadable: %+v %v", c, events)
+	}
+	if _, events = SetDatasetsReadable(owner, conds, []*sednav1.Dataset{ds("b", metav1.ConditionFalse)}, now); len(events) != 0 {
+		t.Errorf("said again: %v", events)
+	}
+	conds, _ = SetDatasetsReadable(owner, conds, []*sednav1.Dataset{ds("b", metav1.ConditionTrue)}, now)
+	if c := FindJobCondition(conds, ConditionDatasetsReadable); c == nil || c.Status != "True" {
+		t.Errorf("b read: %+v", c)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -139,4 +140,53 @@ func AllWellUnlessLinkDown(owner metav1.Object, conds []sednav1.JobCondition, co
 		c.Message = ClipConditionMessage(message + " as the cloud last heard, but " + l.Message)
 	}
 	return c
+}
+
+// ConditionDatasetsReadable is the condition type that says whether the
+// LocalControllers of a job's Datasets could read their index files, as
+// each Dataset's own Readable condition says.
+const ConditionDatasetsReadable = "DatasetsReadable"
+
+// DatasetReadable is the Dataset condition (datasetstatus.ConditionReadable)
+// ConditionDatasetsReadable reads.
+const DatasetReadable = "Readable"
+
+// SetDatasetsReadable records in conds whether the Datasets owner names
+// could be read: False, with the reason of the first unreadable one and each
+// one's message, while any is unreadable; True once all that were read are;
+// unchanged while none has been read yet. It
+// returns the warning to record when it newly says one is unreadable.
+func SetDatasetsReadable(owner metav1.Object, conds []sednav1.JobCondition, datasets []*sednav1.Dataset, now metav1.Time) ([]sednav1.JobCondition, []Event) {
+	var reason string
+	var whys []string
+	known := false
+	for _, d := range datasets {
+		if d == nil {
+			continue
+		}
+		c := apimeta.FindStatusCondition(d.Status.Conditions, DatasetReadable)
+		if c == nil {
+			continue
+		}
+		known = true
+		if c.Status == metav1.ConditionFalse {
+			if reason == "" {
+				reason = c.Reason
+			}
+			whys = append(whys, fmt.Sprintf("Dataset %s: %s", d.Name, c.Message))
+		}
+	}
+	if len(whys) == 0 {
+		if !known {
+			return conds, nil
+		}
+		return SetJobCondition(conds, JobConditionFor(owner, ConditionDatasetsReadable, true, "Readable",
+			"the LocalControllers read every Dataset it names"), now), nil
+	}
+	msg := ClipConditionMessage(strings.Join(whys, "; "))
+	var events []Event
+	if !HasJobCondition(conds, ConditionDatasetsReadable, corev1.ConditionFalse, msg) {
+		events = []Event{{Type: corev1.EventTypeWarning, Reason: reason, Message: msg}}
+	}
+	return SetJobCondition(conds, JobConditionFor(owner, ConditionDatasetsReadable, false, reason, msg), now), events
 }

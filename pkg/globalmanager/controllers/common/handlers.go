@@ -152,9 +152,10 @@ func OwnerHandler(enqueue func(key string)) cache.ResourceEventHandler {
 // ReferenceHandler enqueues, when a referenced object (a Model, a Dataset)
 // comes, goes or changes beyond its status, the owners that name it, found
 // through the owners' index; the index keys owners by the namespace/name of
-// what they reference. A sync reads a reference's spec and metadata, never
-// its status, which the edge's reports and the learning cycles write often:
-// a Dataset's status write does not sync every job that names it.
+// what they reference. A sync reads a reference's spec and metadata, and of
+// its status only a Dataset's Readable condition, which changes rarely; the
+// rest of its status the edge's reports and the learning cycles write
+// often: a Dataset's new count does not sync every job that names it.
 func ReferenceHandler(owners cache.Indexer, index string, enqueue func(key string)) cache.ResourceEventHandler {
 	handle := func(obj any) {
 		key, ok := KeyOf(obj)
@@ -174,12 +175,30 @@ func ReferenceHandler(owners cache.Indexer, index string, enqueue func(key strin
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: handle,
 		UpdateFunc: func(oldObj, obj any) {
-			if !StatusOnly(oldObj, obj) {
+			if !StatusOnly(oldObj, obj) || readableChanged(oldObj, obj) {
 				handle(obj)
 			}
 		},
 		DeleteFunc: handle,
 	}
+}
+
+// readableChanged says whether an update changed a Dataset's Readable
+// condition, which its jobs carry (SetDatasetsReadable): the one status
+// change of a reference a sync reads; a new count is not one.
+func readableChanged(oldObj, obj any) bool {
+	type conditioned interface{ MetaConditions() *[]metav1.Condition }
+	a, ok1 := oldObj.(conditioned)
+	b, ok2 := obj.(conditioned)
+	if !ok1 || !ok2 {
+		return false
+	}
+	ca := apimeta.FindStatusCondition(*a.MetaConditions(), DatasetReadable)
+	cb := apimeta.FindStatusCondition(*b.MetaConditions(), DatasetReadable)
+	if ca == nil || cb == nil {
+		return ca != cb
+	}
+	return ca.Status != cb.Status || ca.Reason != cb.Reason || ca.Message != cb.Message
 }
 
 // StatusOnly reports whether an update of an object with a status

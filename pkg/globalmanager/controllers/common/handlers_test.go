@@ -40,7 +40,10 @@ func TestAReferenceEnqueuesItsOwnersUnlessOnlyItsStatusChanged(t *testing.T) {
 		new  *sednav1.Dataset
 		want bool
 	}{
-		"status":            {change(func(d *sednav1.Dataset) { d.Status.NumberOfSamples = 7 }), false},
+		"status": {change(func(d *sednav1.Dataset) { d.Status.NumberOfSamples = 7 }), false},
+		"readability": {change(func(d *sednav1.Dataset) {
+			d.Status.Conditions = []metav1.Condition{{Type: DatasetReadable, Status: metav1.ConditionFalse, Reason: "IndexFileUnreadable"}}
+		}), true},
 		"resync":            {ds, false},
 		"spec (generation)": {change(func(d *sednav1.Dataset) { d.Generation = 2 }), true},
 		"labels":            {change(func(d *sednav1.Dataset) { d.Labels["l"] = "2" }), true},

@@ -11,6 +11,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
@@ -37,7 +38,8 @@ func init() {
 				return c.SednaV1alpha1().FederatedLearningJobs(ns)
 			})},
 		AdoptsSednaChildren: true,
-		ListNamingModels: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
+		ModelNames:          common.ModelNames, DatasetNames: datasetNames,
+		ListPage: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.FederatedLearningJobList, error) {
 			return c.SednaV1alpha1().FederatedLearningJobs(ns).List
 		}, func(l *sednav1.FederatedLearningJobList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{

@@ -61,9 +61,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		status.Conditions, missingEvents = common.SetReferencesResolved(job, status.Conditions, missing, now)
 		events = append(events, missingEvents...)
 		if len(missing) > 0 {
-			status.Phase = sednav1.FLJobPending
+			// The workers already made run on (their pods hold what they
+			// were given); only new ones wait. The phase and counts say
+			// what those pods do, not Pending over running pods.
+			current = pods
+			if len(pods) == 0 || status.Phase == "" {
+				status.Phase = sednav1.FLJobPending
+			}
 			c.deps.Admission.Forget(jobKind, key)
 		} else {
+			var readEvents []common.Event
+			status.Conditions, readEvents = common.SetDatasetsReadable(job, status.Conditions, refs.datasets, now)
+			events = append(events, readEvents...)
 			workers, err := c.desiredWorkers(job, refs)
 			if err != nil {
 				return fmt.Errorf("building workers of %s: %w", key, err)

@@ -857,3 +857,85 @@ func TestInferenceWorkerKeepsTheTemplatesOwnWhereSednaSetsNothing(t *testing.T) 
 		t.Errorf("inference worker env (-want,+got):\n%s", diff)
 	}
 }
+
+// A stage pod that ended Succeeded without its worker's report says so at
+// once, waits ReportGrace for the report while the edge link is up (none
+// while it is down: the report may sit in the node's outbox), then fails
+// the try, which the cycle retries.
+func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
+	const grace = 30 * time.Second
+	f := newFixtureWith(t, Config{StageAttempts: 2, ReportGrace: grace}, exampleJob(t))
+	r := &reporter{}
+	f.Sync(t, jobName)
+	f = f.Next(t)
+	r.send(t, f, cycletest.Trigger(kindName, jobName, 1, 600))
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	f = f.Next(t)
+	f.SetPodPhase(t, train11, corev1.PodSucceeded)
+	step := func(d time.Duration) *sednav1.IncrementalLearningJob {
+		t.Helper()
+		f.Clock.SetTime(f.Clock.Now().Add(d))
+		f = f.Next(t)
+		f.Sync(t, jobName)
+		return jobOf(t, f)
+	}
+	job := step(0)
+	last := job.Status.Conditions[len(job.Status.Conditions)-1]
+	if stateOf(job) != "Train/Starting/1/1" || last.Reason != "PodEndedWithoutReport" || !strings.Contains(last.Message, train11) {
+		t.Fatalf("the pod just ended: %s, last condition %+v; want try 1 waiting, saying so", stateOf(job), last)
+	}
+	// The link goes down: however long, the try waits.
+	job.Status.JobConditions = append(job.Status.JobConditions, sednav1.JobCondition{Type: "EdgeLinked", Status: corev1.ConditionFalse,
+		Reason: "LinkDown", LastTransitionTime: metav1.NewTime(f.Clock.Now())})
+	if _, err := f.Sedna.SednaV1alpha1().IncrementalLearningJobs(ns).UpdateStatus(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if job = step(5 * grace); stateOf(job) != "Train/Starting/1/1" {
+		t.Fatalf("with the link down: %s, want try 1 waiting", stateOf(job))
+	}
+	// Back: the grace counts from then.
+	job.Status.JobConditions[len(job.Status.JobConditions)-1] = sednav1.JobCondition{Type: "EdgeLinked", Status: corev1.ConditionTrue,
+		Reason: "Linked", LastTransitionTime: metav1.NewTime(f.Clock.Now())}
+	if _, err := f.Sedna.SednaV1alpha1().IncrementalLearningJobs(ns).UpdateStatus(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if job = step(grace - time.Second); stateOf(job) != "Train/Starting/1/1" {
+		t.Fatalf("within the grace after the link came back: %s, want try 1 waiting", stateOf(job))
+	}
+	job = step(time.Second)
+	if stateOf(job) != "Train/Starting/1/2" {
+		t.Errorf("after the grace: %s, want try 2", stateOf(job))
+	}
+	want := "Warning StageRetry Round 1: Train try 1 of 2 failed (pod " + train11 + " ended without its worker reporting completed)"
+	if ev := f.Events(); !containsPrefix(ev, want) {
+		t.Errorf("events %q, want %q", ev, want)
+	}
+}
+
+// A deploy the edge reports failed (after its own bounded retries) ends the
+// round Failed with the reason, keeps the inference worker, and leaves the
+// job waiting for the next round's trigger.
+func TestFailedDeployEndsTheRoundAndTheJobGoesOn(t *testing.T) {
+	r := &reporter{}
+	f := toDeploy(t, newFixture(t, exampleJob(t)), r)
+	failed := cycletest.Worker(kindName, jobName, edgeproto.LocalControllerWorker, edgeproto.StageDeploy, edgeproto.WorkerFailed)
+	const why = "stat /output/round-1/train/model.pb: no such file or directory (9 tries over 2m1s)"
+	failed.OwnerInfo = []byte(`{"round":1,"reason":"` + why + `"}`)
+	r.send(t, f, failed)
+	job := jobOf(t, f)
+	if stateOf(job) != "Train/Waiting/2/0" || job.Status.CompletionTime != nil {
+		t.Errorf("after the failed deploy: %s, completionTime %v; want round 2 waiting, the job going on", stateOf(job), job.Status.CompletionTime)
+	}
+	if diff := cmp.Diff([]string{"1 Failed Deploy failed: " + why}, history(job)); diff != "" {
+		t.Errorf("history (-want,+got):\n%s", diff)
+	}
+	if ev := f.Events(); !containsPrefix(ev, "Warning RoundFailed Round 1: Deploy failed: "+why) {
+		t.Errorf("events %q", ev)
+	}
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	if w := f.Writes(); len(w) != 0 || jobOf(t, f).Status.InferenceWorker != deploy0 {
+		t.Errorf("writes %v, inference worker %s; want none, %s kept", w, jobOf(t, f).Status.InferenceWorker, deploy0)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	nereidinformers "github.com/nereid-ml/nereid/pkg/client/informers/externalversions"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
 
@@ -28,7 +29,8 @@ func init() {
 				return c.SednaV1alpha1().JointInferenceServices(ns)
 			})},
 		AdoptsSednaChildren: true,
-		ListNamingModels: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.JointInferenceServiceList, error) {
+		ModelNames:          common.ModelNames,
+		ListPage: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.JointInferenceServiceList, error) {
 			return c.SednaV1alpha1().JointInferenceServices(ns).List
 		}, func(l *sednav1.JointInferenceServiceList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,7 @@ import (
 const (
 	DefaultStageAttempts = 3
 	DefaultHistoryLimit  = 10
+	DefaultReportGrace   = 30 * time.Second
 )
 
 // Config is what the GlobalManager's flags set for every learning-cycle
@@ -33,6 +35,10 @@ type Config struct {
 	// HistoryLimit is how many finished rounds status.history keeps
 	// (DefaultHistoryLimit when 0).
 	HistoryLimit int
+	// ReportGrace is how long a stage pod that ended without its worker's
+	// report waits for it, while the job's edge link is up
+	// (DefaultReportGrace when 0; see reportGraceLeft).
+	ReportGrace time.Duration
 }
 
 // Controller reconciles the jobs of one learning-cycle kind: it runs the
@@ -74,6 +80,9 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 	if config.HistoryLimit <= 0 {
 		config.HistoryLimit = DefaultHistoryLimit
 	}
+	if config.ReportGrace <= 0 {
+		config.ReportGrace = DefaultReportGrace
+	}
 	exp := common.NewExpectations()
 	c := &Controller[J]{
 		name:       name,
@@ -111,12 +120,7 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 	if err := common.IndexByModel(jobs); err != nil {
 		return nil, err
 	}
-	if err := common.IndexByDataset(jobs, func(obj any) []string {
-		if job, ok := obj.(J); ok {
-			return []string{kind.Spec(job).Dataset}
-		}
-		return nil
-	}); err != nil {
+	if err := common.IndexByDataset(jobs, DatasetNames); err != nil {
 		return nil, err
 	}
 	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
@@ -152,4 +156,13 @@ func (c *Controller[J]) get(namespace, name string) (J, error) {
 // Run processes jobs with workers goroutines until ctx is done.
 func (c *Controller[J]) Run(ctx context.Context, workers int) error {
 	return common.Run(ctx, c.name, c.queue, workers, c.Sync, c.metrics, c.synced...)
+}
+
+// DatasetNames is the Dataset a learning-cycle job names, for
+// common.IndexByDataset and the Dataset protection.
+func DatasetNames(obj any) []string {
+	if job, ok := obj.(interface{ DatasetNames() []string }); ok {
+		return job.DatasetNames()
+	}
+	return nil
 }

@@ -72,8 +72,12 @@
 // # Failures
 //
 // A try fails when its worker reports failed (or a train worker reports no
-// model), when its pod ends Failed, or when the edge reports a failed
-// deploy. The stage is tried again, as a new pod with the next try's name, up
+// model), when its pod ends Failed, when its pod ends Succeeded and the
+// worker's completed report does not come within the report grace (see
+// reportGraceLeft: --stage-report-grace while the edge link is up). A
+// deploy the edge reports failed (its LocalController retried the copy with
+// backoff for --deploy-retry-for first) ends the round Failed with the
+// reason, and the next round waits for its trigger: the job goes on. The stage is tried again, as a new pod with the next try's name, up
 // to the GlobalManager's --stage-attempts (3) tries; then the job fails:
 // state Failed, completionTime set, the round in the history as Failed, and
 // nothing is created any more (the inference worker is left running, but not

@@ -3,12 +3,14 @@ package learningcycle
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 // MaxConditions bounds status.conditions. A round's transitions are a dozen
@@ -24,8 +26,13 @@ const (
 	ReasonJobFailed        = "JobFailed"
 	ReasonRoundDeployed    = "RoundDeployed"
 	ReasonRoundNotDeployed = "RoundNotDeployed"
+	ReasonRoundFailed      = "RoundFailed"
 	ReasonMissingReference = "MissingReference"
 )
+
+// reasonEndedWithoutReport is the stage condition of a stage pod that ended
+// Succeeded before its worker's report came.
+const reasonEndedWithoutReport = "PodEndedWithoutReport"
 
 // StagePodName is the pod of one try of a train or eval stage, as
 // demo-train-1-1: a try's pod is new, and a repeated create of it fails.
@@ -230,6 +237,17 @@ func (m *machine) deployed(hot bool) {
 	m.finishRound(sednav1.RoundDeployed, msg)
 }
 
+// deployFailed ends a round whose deploy the edge could not do (its
+// LocalController tried the copy again, with backoff, for a bounded time
+// first): the round is Failed with the reason in the history, the inference
+// worker keeps serving the model it served, and the next round waits for its
+// train trigger. A deploy that failed once must not end a job that may
+// deploy the next round.
+func (m *machine) deployFailed(reason string) {
+	m.condition(sednav1.StageDeploy, sednav1.StageFailed, "DeployFailed", reason)
+	m.finishRound(sednav1.RoundFailed, "Deploy failed: "+reason)
+}
+
 // failTry records a failed try of the current stage: the next try, or the
 // end of the job when the tries are used up.
 func (m *machine) failTry(reason string) {
@@ -269,11 +287,51 @@ func (m *machine) finishRound(result, message string) {
 	m.st.Round++
 	m.st.Attempt = 0
 	m.st.Conditions = nil
-	reason, outcome := ReasonRoundNotDeployed, "was not deployed"
-	if result == sednav1.RoundDeployed {
+	eventType, reason, outcome := corev1.EventTypeNormal, ReasonRoundNotDeployed, "was not deployed"
+	switch result {
+	case sednav1.RoundDeployed:
 		reason, outcome = ReasonRoundDeployed, "was deployed"
+	case sednav1.RoundFailed:
+		eventType, reason, outcome = corev1.EventTypeWarning, ReasonRoundFailed, "failed"
 	}
 	m.enter(sednav1.StageTrain, sednav1.StageWaiting, "RoundFinished",
 		fmt.Sprintf("round %d %s; round %d waits for the train trigger", finished, outcome, m.st.Round))
-	m.event(corev1.EventTypeNormal, reason, "Round %d: %s", finished, message)
+	m.event(eventType, reason, "Round %d: %s", finished, message)
+}
+
+// reportGraceLeft is how much longer the current try waits for the report
+// of its pod, name, which ended Succeeded without one; 0 when the wait is
+// over and the try fails. The rule: a Sedna worker reports before it
+// exits, and the LocalController keeps the report in its outbox until the
+// cloud acknowledges it, so a report still on its way comes within
+// Config.ReportGrace of the pod's end while the node's link is up. The
+// grace counts from the pod's end as the cycle first saw it (the stage
+// condition PodEndedWithoutReport, written then, says so), or from the
+// job's EdgeLinked condition turning True when the link came back later;
+// while EdgeLinked is False the reports cannot come, and the try waits.
+func (m *machine) reportGraceLeft(name string) time.Duration {
+	grace := m.config.ReportGrace
+	var ended *sednav1.StageCondition
+	for i := len(m.st.Conditions) - 1; i >= 0; i-- {
+		if c := &m.st.Conditions[i]; c.Stage == m.st.Stage && c.Reason == reasonEndedWithoutReport && strings.HasPrefix(c.Message, "pod "+name+" ") {
+			ended = c
+			break
+		}
+	}
+	if ended == nil {
+		m.condition(m.st.Stage, m.st.State, reasonEndedWithoutReport, fmt.Sprintf(
+			"pod %s ended Succeeded without its worker reporting completed; the report is given %s while the edge link is up, then the try fails",
+			name, grace))
+		return grace
+	}
+	from := ended.LastTransitionTime.Time
+	if linked := common.FindJobCondition(m.st.JobConditions, links.ConditionEdgeLinked); linked != nil {
+		if linked.Status == corev1.ConditionFalse {
+			return grace
+		}
+		if t := linked.LastTransitionTime.Time; t.After(from) {
+			from = t
+		}
+	}
+	return max(0, from.Add(grace).Sub(m.now.Time))
 }

@@ -204,7 +204,10 @@ func (c *Controller[J]) moveOnLocalController(m *machine, job J, r *edgeproto.Re
 	// it acts on, a new try included.
 	switch info.Status {
 	case edgeproto.WorkerFailed:
-		m.failTry(failureReason(info.OwnerInfo, nil))
+		// The LocalController tried the copy again, with backoff, for
+		// its bounded time before it said so: the round ends, the job
+		// goes on.
+		m.deployFailed(failureReason(info.OwnerInfo, nil))
 		return done(MoveOther)
 	case edgeproto.WorkerCompleted:
 		m.deployed(deployment == DeployByEdgeHot)

@@ -78,6 +78,9 @@ func (c *Controller[J]) manageWorkers(ctx context.Context, key string, job J, m 
 		c.deps.Admission.Forget(c.gvk, key)
 		return nil
 	}
+	// A Dataset its node cannot read holds the train trigger: said on the job.
+	m.st.JobConditions, events = common.SetDatasetsReadable(job, m.st.JobConditions, []*sednav1.Dataset{refs.Dataset}, m.now)
+	m.events = append(m.events, events...)
 	st := m.st
 	if st.Stage == sednav1.StageDeploy && st.State == sednav1.StageReady && c.kind.Deployment(job) == DeployByController {
 		m.deployed(false)
@@ -163,9 +166,18 @@ func (c *Controller[J]) manageStage(ctx context.Context, key string, job J, spec
 			m.running("pod " + name + " is running")
 		case pod.Status.Phase == corev1.PodPending:
 			m.starting(name)
+		case pod.Status.Phase == corev1.PodSucceeded:
+			// The worker's completed report travels through the
+			// LocalController's outbox; it, not the phase, moves the
+			// stage. One that does not come within the grace fails
+			// the try (reportGraceLeft).
+			if left := m.reportGraceLeft(name); left > 0 {
+				c.queue.AddAfter(key, left)
+				return nil
+			}
+			m.failTry(fmt.Sprintf("pod %s ended without its worker reporting completed", name))
+			continue
 		}
-		// Succeeded: the worker's completed report travels through the
-		// LocalController's outbox; it, not the phase, moves the stage.
 		return nil
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -23,11 +24,15 @@ func init() {
 		Progress: func(obj any) kinds.Progress {
 			return learningcycle.Progress(&obj.(*sednav1.LifelongLearningJob).Status.CycleStatus)
 		},
-		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true,
+		Edge: &kinds.Edge{Order: 2, Workers: true, SendStatus: true, OwnReports: true, WorkersNeedLocalController: true,
 			UpdateStatus: kinds.WriteStatusWith(func(c nereidclient.Interface, ns string) kinds.StatusWriter[*sednav1.LifelongLearningJob] {
 				return c.SednaV1alpha1().LifelongLearningJobs(ns)
 			})},
 		AdoptsSednaChildren: true,
+		DatasetNames:        learningcycle.DatasetNames,
+		ListPage: kinds.ListPagesWith(func(c nereidclient.Interface, ns string) func(context.Context, metav1.ListOptions) (*sednav1.LifelongLearningJobList, error) {
+			return c.SednaV1alpha1().LifelongLearningJobs(ns).List
+		}, func(l *sednav1.LifelongLearningJobList) []metav1.Object { return kinds.Objects(l.Items) }),
 		Controller: &kinds.Controller{
 			Workers: 4,
 			AddFlags: func(fs *flag.FlagSet) {

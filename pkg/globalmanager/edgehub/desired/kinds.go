@@ -22,11 +22,13 @@ type Kind struct {
 	// object has no TypeMeta).
 	APIVersion string
 	Informer   cache.SharedIndexInformer
-	// Order, SendStatus, Workers and OwnReports are the kind's kinds.Edge.
-	Order      int
-	SendStatus bool
-	Workers    bool
-	OwnReports bool
+	// Order, SendStatus, Workers, OwnReports and WorkersNeedLocalController
+	// are the kind's kinds.Edge.
+	Order                      int
+	SendStatus                 bool
+	Workers                    bool
+	OwnReports                 bool
+	WorkersNeedLocalController bool
 }
 
 // What the hub reads of an object, when its type has it.
@@ -58,6 +60,7 @@ func KindsOf(table []*kinds.Kind, factory nereidinformers.SharedInformerFactory)
 		out = append(out, &Kind{
 			Name: k.GVK.Kind, APIVersion: k.GVK.GroupVersion().String(), Informer: k.Informer(factory),
 			Order: k.Edge.Order, SendStatus: k.Edge.SendStatus, Workers: k.Edge.Workers, OwnReports: k.Edge.OwnReports,
+			WorkersNeedLocalController: k.Edge.WorkersNeedLocalController,
 		})
 	}
 	return out
@@ -70,7 +73,8 @@ func edgeKind(name string) (k *Kind, ok bool) {
 	for _, t := range kinds.All() {
 		if t.GVK.Kind == name && t.Edge != nil {
 			return &Kind{Name: name, APIVersion: t.GVK.GroupVersion().String(), Order: t.Edge.Order,
-				SendStatus: t.Edge.SendStatus, Workers: t.Edge.Workers, OwnReports: t.Edge.OwnReports}, true
+				SendStatus: t.Edge.SendStatus, Workers: t.Edge.Workers, OwnReports: t.Edge.OwnReports,
+				WorkersNeedLocalController: t.Edge.WorkersNeedLocalController}, true
 		}
 	}
 	return nil, false

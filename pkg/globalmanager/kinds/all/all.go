@@ -9,6 +9,6 @@ import (
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/controllers/incrementallearning"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/controllers/jointinference"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/controllers/lifelonglearning"
-	_ "github.com/nereid-ml/nereid/pkg/globalmanager/controllers/model"
+	_ "github.com/nereid-ml/nereid/pkg/globalmanager/controllers/protection"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/datasetstatus"
 )

@@ -33,7 +33,7 @@ func TestTheTableHoldsEveryKindAsTheGlobalManagerNeedsIt(t *testing.T) {
 	kinds.AddFlags(fs, table)
 	for _, name := range []string{
 		"federatedlearningjob-workers", "jointinferenceservice-workers", "incrementallearningjob-workers", "lifelonglearningjob-workers",
-		"dijob-workers", "model-workers", "aggregation-port", "stage-attempts", "cycle-history-limit", "kb-server",
+		"dijob-workers", "model-workers", "dataset-workers", "aggregation-port", "stage-attempts", "cycle-history-limit", "kb-server",
 		"di-server-url", "di-server-address", "di-server-cert-file", "di-server-key-file", "di-server-tls-secret", "di-server-token-audiences",
 		"edge-link-grace", "allocator", "allocator-period", "cluster-domain",
 	} {
@@ -63,14 +63,22 @@ func TestTheTableHoldsEveryKindAsTheGlobalManagerNeedsIt(t *testing.T) {
 			}
 		}
 		_, names := obj.(interface{ ModelNames() []string })
-		if names != (k.ListNamingModels != nil) {
-			t.Errorf("%s: names Models %v, listed for the Model protection %v", k.GVK.Kind, names, k.ListNamingModels != nil)
+		if names != (k.ModelNames != nil) {
+			t.Errorf("%s: names Models %v, says so for the Model protection %v", k.GVK.Kind, names, k.ModelNames != nil)
 		}
-		if adopts := k.AdoptsSednaChildren; adopts != (k.GVK.Group == sednav1.GroupName && k.Controller != nil && k.GVK.Kind != "Model") {
+		_, datasets := obj.(interface{ DatasetNames() []string })
+		if datasets && k.DatasetNames == nil {
+			t.Errorf("%s names Datasets but not for the Dataset protection", k.GVK.Kind)
+		}
+		if lists := k.ModelNames != nil || k.DatasetNames != nil; lists != (k.ListPage != nil) {
+			t.Errorf("%s: names Models or Datasets %v, lists its pages for the protections %v", k.GVK.Kind, lists, k.ListPage != nil)
+		}
+		protected := k.GVK.Kind == "Model" || k.GVK.Kind == "Dataset"
+		if adopts := k.AdoptsSednaChildren; adopts != (k.GVK.Group == sednav1.GroupName && k.Controller != nil && !protected) {
 			t.Errorf("%s: adopts Sedna's children %v", k.GVK.Kind, adopts)
 		}
 		// Every kind with workers is a job the per-job gauges export.
-		if job := k.Controller != nil && k.GVK.Kind != "Model"; job != (k.Progress != nil) {
+		if job := k.Controller != nil && !protected; job != (k.Progress != nil) {
 			t.Errorf("%s: a job %v, has Progress for the per-job gauges %v", k.GVK.Kind, job, k.Progress != nil)
 		} else if job {
 			k.Progress(obj) // reads the kind's own type
@@ -99,8 +107,8 @@ func TestEveryKindListsAndWritesThroughItsOwnClient(t *testing.T) {
 	}
 	client := fake.NewSimpleClientset(all...)
 	for _, k := range kinds.All() {
-		if k.ListNamingModels != nil {
-			items, next, err := k.ListNamingModels(t.Context(), client, "ns", metav1.ListOptions{})
+		if k.ListPage != nil {
+			items, next, err := k.ListPage(t.Context(), client, "ns", metav1.ListOptions{})
 			if err != nil || len(items) != 1 || items[0].GetName() != objs[k.GVK.Kind].(metav1.Object).GetName() || next != "" {
 				t.Errorf("%s: listed %v, %q, %v; want its one object", k.GVK.Kind, items, next, err)
 			}

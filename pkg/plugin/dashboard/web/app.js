@@ -399,7 +399,7 @@ function axisLabels(x0, x1, y0, y1, x, y, bottom, left) {
 
 function pointsTable(points) {
   const rows = points.map((p) => el('tr', { 'data-node': p.node, 'data-round': p.round, 'data-current': p.current },
-    el('td', {}, p.node), el('td', {}, p.round), el('td', {}, p.stage || ''), el('td', {}, p.state || ''),
+    el('td', {}, p.node), el('td', {}, p.round), el('td', {}, p.stage || ''), el('td', {}, p.message ? `${p.state}: ${p.message}` : (p.state || '')),
     el('td', {}, p.time || ''),
     el('td', {}, Object.entries(p.metrics || {}).map(([k, v]) => `${k}=${short(v)}`).join(' '))));
   return table(['Node', 'Round', 'Stage', 'State', 'Time', 'Metrics'], rows, { class: 'points' });

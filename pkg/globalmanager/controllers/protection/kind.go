@@ -1,4 +1,4 @@
-package model
+package protection
 
 import (
 	"context"

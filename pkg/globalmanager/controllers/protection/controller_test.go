@@ -1,4 +1,4 @@
-package model
+package protection
 
 import (
 	"cmp"
@@ -50,21 +50,21 @@ func protectionCases() map[string]protectionCase {
 			DeploySpec: sednav1.DeploySpec{Model: sednav1.DeployModel{Name: "other"}}}}
 	return map[string]protectionCase{
 		"a new model gets the finalizer":                    {model: model(nil, nil), wantFinalizer: true},
-		"a deleted model a job names waits, and says why":   {model: model([]string{Finalizer}, &deleting), jobs: []runtime.Object{user}, wantFinalizer: true, wantBlocked: true, wantEvents: 1},
-		"a deleted model no job names is released":          {model: model([]string{Finalizer}, &deleting)},
-		"a protected model no one deletes is left as it is": {model: model([]string{Finalizer}, nil), jobs: []runtime.Object{user}, wantFinalizer: true, wantNoWriteAll: true},
-		"a deleted model a job the caches have not seen yet names waits": {model: model([]string{Finalizer}, &deleting), jobs: []runtime.Object{user}, uncached: true,
+		"a deleted model a job names waits, and says why":   {model: model([]string{ModelFinalizer}, &deleting), jobs: []runtime.Object{user}, wantFinalizer: true, wantBlocked: true, wantEvents: 1},
+		"a deleted model no job names is released":          {model: model([]string{ModelFinalizer}, &deleting)},
+		"a protected model no one deletes is left as it is": {model: model([]string{ModelFinalizer}, nil), jobs: []runtime.Object{user}, wantFinalizer: true, wantNoWriteAll: true},
+		"a deleted model a job the caches have not seen yet names waits": {model: model([]string{ModelFinalizer}, &deleting), jobs: []runtime.Object{user}, uncached: true,
 			wantFinalizer: true, wantBlocked: true, wantEvents: 1},
-		"a deleted model is released when the API server's jobs name other models": {model: model([]string{Finalizer}, &deleting), uncached: true,
+		"a deleted model is released when the API server's jobs name other models": {model: model([]string{ModelFinalizer}, &deleting), uncached: true,
 			jobs: []runtime.Object{&sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "fl", Namespace: "ns"},
 				Spec: sednav1.FederatedLearningJobSpec{AggregationWorker: sednav1.AggregationWorker{Model: sednav1.ModelRef{Name: "m2"}}}}}},
-		"a deleted model a joint inference service the caches have not seen names waits": {model: model([]string{Finalizer}, &deleting), uncached: true,
+		"a deleted model a joint inference service the caches have not seen names waits": {model: model([]string{ModelFinalizer}, &deleting), uncached: true,
 			jobs:          []runtime.Object{&sednav1.JointInferenceService{ObjectMeta: metav1.ObjectMeta{Name: "ji", Namespace: "ns"}, Spec: sednav1.JointInferenceServiceSpec{EdgeWorker: sednav1.EdgeWorker{Model: sednav1.ModelRef{Name: "m"}}}}},
 			wantFinalizer: true, wantBlocked: true, wantEvents: 1},
-		"a job of another namespace naming a model of the same name holds no one": {model: model([]string{Finalizer}, &deleting), uncached: true,
+		"a job of another namespace naming a model of the same name holds no one": {model: model([]string{ModelFinalizer}, &deleting), uncached: true,
 			jobs: []runtime.Object{&sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "il", Namespace: "elsewhere"},
 				Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"}}}}},
-		"a deleted model whose jobs cannot be listed waits, and says why": {model: model([]string{Finalizer}, &deleting), listFails: true,
+		"a deleted model whose jobs cannot be listed waits, and says why": {model: model([]string{ModelFinalizer}, &deleting), listFails: true,
 			wantFinalizer: true, wantBlocked: true, wantReason: "CannotVerify", wantEvents: 1},
 		"a deleted model without our finalizer is left to go": {model: model([]string{"someone.else/keep"}, &deleting), wantFinalizer: false, wantNoWriteAll: true},
 	}
@@ -111,7 +111,7 @@ func TestModelProtection(t *testing.T) {
 			}
 			wantLists := 0
 			switch {
-			case tc.model.DeletionTimestamp == nil || !slices.Contains(tc.model.Finalizers, Finalizer) || !tc.uncached && len(tc.jobs) > 0:
+			case tc.model.DeletionTimestamp == nil || !slices.Contains(tc.model.Finalizers, ModelFinalizer) || !tc.uncached && len(tc.jobs) > 0:
 			case tc.listFails:
 				wantLists = 1 // the first fails
 			default:
@@ -124,7 +124,7 @@ func TestModelProtection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if has := slices.Contains(got.Finalizers, Finalizer); has != tc.wantFinalizer {
+			if has := slices.Contains(got.Finalizers, ModelFinalizer); has != tc.wantFinalizer {
 				t.Errorf("finalizer present = %v, want %v", has, tc.wantFinalizer)
 			}
 			if blocked := apimeta.IsStatusConditionTrue(got.Status.Conditions, ConditionDeletionBlocked); blocked != tc.wantBlocked {
@@ -151,7 +151,7 @@ func TestModelProtection(t *testing.T) {
 // finalizer.
 func deletedModel(ns, name string) *sednav1.Model {
 	deleting := metav1.Now()
-	return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{Finalizer}, DeletionTimestamp: &deleting},
+	return &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{ModelFinalizer}, DeletionTimestamp: &deleting},
 		Spec: sednav1.ModelSpec{URL: "/models/" + name + ".pb", Format: "pb"}}
 }
 
@@ -172,7 +172,7 @@ func newTestController(t *testing.T, objs ...runtime.Object) (*Controller, *fake
 
 func TestOnlyAChangeOfTheModelsAJobNamesEnqueuesThem(t *testing.T) {
 	c, _, _, _ := newTestController(t)
-	h := c.jobHandler()
+	h := c.jobHandler(common.ModelNames)
 	job := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "il", Namespace: "ns", ResourceVersion: "1"},
 		Spec: sednav1.IncrementalLearningJobSpec{InitialModel: sednav1.ModelRef{Name: "m"},
 			DeploySpec: sednav1.DeploySpec{Model: sednav1.DeployModel{Name: "other"}}}}
@@ -273,7 +273,7 @@ func TestLiveListsReadEveryPage(t *testing.T) {
 		}
 		page := pages[o.Continue]
 		return kinds.Objects(page.Items), page.Continue, nil
-	})
+	}, common.ModelNames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestLiveListsArePerNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return slices.Contains(m.Finalizers, Finalizer)
+		return slices.Contains(m.Finalizers, ModelFinalizer)
 	}
 	for _, key := range []string{"ns/m1", "ns/m2", "ns/m3", "ns/m4", "other/m1"} {
 		if err := c.sync(t.Context(), key); err != nil {

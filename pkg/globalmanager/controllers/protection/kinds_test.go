@@ -1,4 +1,4 @@
-package model
+package protection
 
 // The Model protection's tests run with the kinds that name Models, as they
 // register themselves.
