@@ -34,7 +34,7 @@ func Render(w io.Writer, snap *view.Snapshot) error {
 		t := printer.NewTable(w)
 		fmt.Fprintln(t, "NODE\tLINK\tLAST-HEARD\tOUTBOX\tOBJECTS\tWORKERS\tJOBS")
 		for _, n := range snap.Nodes {
-			printer.Row(t, n.Name, link(n), printer.Age(n.LastHeard, snap.Taken), outbox(n.Outbox),
+			printer.Row(t, n.Name, n.Link, printer.Age(n.LastHeard, snap.Taken), outbox(n.Outbox),
 				strconv.Itoa(n.Objects), strconv.Itoa(len(n.Workers)), jobs(n.Jobs))
 		}
 		if err := t.Flush(); err != nil {
@@ -45,15 +45,6 @@ func Render(w io.Writer, snap *view.Snapshot) error {
 		fmt.Fprintf(w, "\nNotes:\n  %s\n", strings.Join(snap.Notes, "\n  "))
 	}
 	return nil
-}
-
-// link is a node's link; nothing for a node that is no edge node and has
-// no link.
-func link(n view.Node) string {
-	if n.Link == view.LinkUnknown && !n.Edge {
-		return ""
-	}
-	return n.Link
 }
 
 // outbox is the fill's percent ("3%" of "3% (30/1000 reports, ...)").

@@ -20,8 +20,10 @@ import (
 // --edge-namespace.
 const LeaseNamespace = "nereid-system"
 
-// A Node's Link: connected or disconnected, as its Lease says, or unknown
-// without one.
+// A Node's Link: connected or disconnected, as its Lease says; without
+// one, "" for a Node not labelled an edge node (a cloud node has no edge
+// link to know), else unknown (an edge node no LocalController ever
+// connected from, or a node the user may not list).
 const (
 	LinkConnected    = links.LinkConnected
 	LinkDisconnected = links.LinkDisconnected
@@ -51,6 +53,9 @@ func (r *reading) nodes(ctx context.Context, jobs []Job, pods map[string][]*core
 			n := get(l.Items[i].Name)
 			n.Ready = readyOf(&l.Items[i])
 			_, n.Edge = l.Items[i].Labels[edgehub.DefaultNodeSelector]
+			if !n.Edge {
+				n.Link = "" // unless its Lease says one
+			}
 		}
 	}
 	leases, err := r.leases(ctx)

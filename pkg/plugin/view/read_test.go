@@ -55,7 +55,7 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 	}
 	job := JobRef("FederatedLearningJob", "demo", "fl")
 	want := []Node{
-		{Name: "cloud-0", Link: "unknown", Ready: "True", Objects: 1, Workers: []string{"demo/fl-agg"}, Jobs: []string{job}},
+		{Name: "cloud-0", Link: "", Ready: "True", Objects: 1, Workers: []string{"demo/fl-agg"}, Jobs: []string{job}},
 		{Name: "edge-0", Link: "connected", LastHeard: tp(ago(5 * time.Second)), Outbox: "1% (3/1000 reports, 10/1000 bytes)",
 			Ready: "True", Edge: true, Objects: 2, Workers: []string{"demo/fl-train-0"}, Jobs: []string{job}},
 		{Name: "edge-1", Link: "disconnected", LastHeard: tp(ago(10 * time.Minute)), Ready: "False", Edge: true, Objects: 1},

@@ -36,8 +36,10 @@ type Snapshot struct {
 // every node with a link Lease or a job's worker.
 type Node struct {
 	Name string `json:"name"`
-	// Link is "connected", "disconnected", or "unknown" when the node has
-	// no link Lease (no LocalController ever connected).
+	// Link is "connected" or "disconnected", as the node's link Lease
+	// says; without one, "" for a Node not labelled an edge node, else
+	// "unknown" (an edge node no LocalController ever connected from, or
+	// a node the user may not list).
 	Link string `json:"link"`
 	// LastHeard is when the hub last heard from the node (the Lease's
 	// renew time); nil when never.

@@ -67,9 +67,10 @@ function jobLink(key) {
   return el('a', { href: `#/job/${key}`, 'data-job': key }, `${kind} ${namespace}/${name}`);
 }
 
-// ago says how long before now t was, in a few characters.
+// ago says how long before now t was, in a few characters; '-' for no t,
+// as kubectl nereid prints it.
 function ago(t, now) {
-  if (!t) return 'never';
+  if (!t) return '-';
   const s = Math.max(0, Math.round((now - new Date(t)) / 1000));
   if (s < 120) return `${s}s ago`;
   if (s < 7200) return `${Math.round(s / 60)}m ago`;
@@ -199,13 +200,20 @@ function notes(snapshot) {
   return (snapshot.notes || []).map((n) => el('p', { class: 'note' }, n));
 }
 
+// linkText is a node's link: connected, disconnected, unknown (an edge
+// node no LocalController ever connected from), '-' for a node that is no
+// edge node and has none, as kubectl nereid nodes prints them.
+function linkText(n) {
+  return n.link || '-';
+}
+
 // The edge fleet: each node's link, when the hub last heard from it, its jobs.
 function fleetPage({ snapshot }) {
   const now = new Date(snapshot.taken);
   const rows = (snapshot.nodes || []).map((n) => el('tr', { 'data-node': n.name, 'data-link': n.link },
     el('td', {}, n.name),
-    el('td', {}, el('span', { class: `link ${n.link}` }, n.link)),
-    el('td', { title: n.lastHeard || '' }, ago(n.lastHeard, now)),
+    el('td', {}, el('span', { class: `link ${n.link || 'none'}` }, linkText(n))),
+    el('td', { title: n.lastHeard || 'never heard from' }, ago(n.lastHeard, now)),
     el('td', {}, n.outbox || ''),
     el('td', {}, n.ready),
     el('td', {}, n.edge ? 'edge' : 'cloud'),

@@ -26,7 +26,7 @@ func Snapshot() *view.Snapshot {
 	return &view.Snapshot{
 		Taken: Now,
 		Nodes: []view.Node{
-			{Name: "cloud-0", Link: view.LinkUnknown, Ready: "True", Objects: 2,
+			{Name: "cloud-0", Ready: "True", Objects: 2,
 				Workers: []string{"demo/surface-defect-detection-aggregation-0", "rl/cartpole-learner-0"}, Jobs: []string{di, fl}},
 			{Name: "edge-0", Link: view.LinkConnected, LastHeard: ago(3 * time.Second), Outbox: "0% (0/10000 reports, 0/67108864 bytes)",
 				Ready: "True", Edge: true, Objects: 3, Workers: []string{"demo/surface-defect-detection-training-0", "rl/cartpole-collector-0"},

@@ -1,0 +1,86 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// jsHarness loads app.js into a context of its own, with no DOM (its
+// functions that build none run), and prints as JSON the value of each
+// expression of the cases it is given.
+const jsHarness = `
+const vm = require('vm');
+const ctx = { window: { addEventListener() {} }, console };
+vm.createContext(ctx);
+vm.runInContext(process.argv[1], ctx, { filename: 'app.js' });
+const out = {};
+for (const [name, expr] of Object.entries(JSON.parse(process.argv[2]))) out[name] = vm.runInContext(expr, ctx);
+process.stdout.write(JSON.stringify(out));
+`
+
+// evalPage is the value of each of exprs (JavaScript, by case name) in
+// app.js's scope, as JSON; the test skips without node.
+func evalPage(t *testing.T, exprs map[string]string) map[string]any {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH: the page's logic tests are skipped")
+	}
+	script, err := web.ReadFile("web/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := json.Marshal(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), node, "-e", jsHarness, string(script), string(cases)).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %s: %v", out, err)
+	}
+	return got
+}
+
+// checkPage checks each case's expression against its want.
+func checkPage(t *testing.T, cases map[string]struct {
+	expr string
+	want any
+}) {
+	t.Helper()
+	exprs, want := map[string]string{}, map[string]any{}
+	for name, tc := range cases {
+		exprs[name] = tc.expr
+		want[name] = tc.want
+	}
+	if diff := cmp.Diff(want, evalPage(t, exprs)); diff != "" {
+		t.Errorf("the page's logic (-want,+got):\n%s", diff)
+	}
+}
+
+// A cloud node has no edge link: the fleet says "-" for its link and last
+// heard, as kubectl nereid nodes does, not that an edge node never
+// connected.
+func TestTheFleetShowsNoLinkForACloudNodeAsTheCLIDoes(t *testing.T) {
+	const now = `new Date('2026-01-01T00:01:00Z')`
+	checkPage(t, map[string]struct {
+		expr string
+		want any
+	}{
+		"a cloud node's link":          {expr: `linkText({ name: 'cloud-0', link: '' })`, want: "-"},
+		"an edge node never connected": {expr: `linkText({ name: 'edge-2', link: 'unknown', edge: true })`, want: "unknown"},
+		"a connected node's link":      {expr: `linkText({ link: 'connected', edge: true })`, want: "connected"},
+		"never heard":                  {expr: `ago(undefined, ` + now + `)`, want: "-"},
+		"heard 30s ago":                {expr: `ago('2026-01-01T00:00:30Z', ` + now + `)`, want: "30s ago"},
+	})
+}
