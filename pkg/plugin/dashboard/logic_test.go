@@ -84,3 +84,19 @@ func TestTheFleetShowsNoLinkForACloudNodeAsTheCLIDoes(t *testing.T) {
 		"heard 30s ago":                {expr: `ago('2026-01-01T00:00:30Z', ` + now + `)`, want: "30s ago"},
 	})
 }
+
+// The fleet names a node's running workers, a few at most, and counts
+// those that ended: the finished pods a learning cycle keeps (about 40 on
+// cloud-0 after the demos) pushed the edge rows off the screen.
+func TestTheFleetCountsEndedWorkersAndNamesAFew(t *testing.T) {
+	checkPage(t, map[string]struct {
+		expr string
+		want any
+	}{
+		"none":        {expr: `workerLines({})`, want: []any{}},
+		"two running": {expr: `workerLines({ workers: ['d/a', 'd/b'] })`, want: []any{"d/a", "d/b"}},
+		"ended only":  {expr: `workerLines({ ended: 40 })`, want: []any{"40 ended"}},
+		"seven running, 40 ended": {expr: `workerLines({ workers: ['d/1', 'd/2', 'd/3', 'd/4', 'd/5', 'd/6', 'd/7'], ended: 40 })`,
+			want: []any{"d/1", "d/2", "d/3", "d/4", "d/5", "+2 more", "40 ended"}},
+	})
+}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
@@ -67,7 +68,13 @@ func (r *reading) nodes(ctx context.Context, jobs []Job, pods map[string][]*core
 	}
 	for _, ps := range pods {
 		for _, p := range ps {
-			if p.Spec.NodeName != "" {
+			switch {
+			case p.Spec.NodeName == "":
+			case common.PodFinished(p):
+				// A learning cycle keeps a round's pods, a DIJob its
+				// ended replicas: tens on a node, which no longer work there.
+				get(p.Spec.NodeName).Ended++
+			default:
 				n := get(p.Spec.NodeName)
 				n.Workers = append(n.Workers, p.Namespace+"/"+p.Name)
 			}

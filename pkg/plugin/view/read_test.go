@@ -46,6 +46,8 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 			lease("edge-2", "connected", 2*time.Minute, ""), // the hub stopped renewing it
 			pod("demo", "fl-agg", "fl-uid", "cloud-0", corev1.PodRunning),
 			pod("demo", "fl-train-0", "fl-uid", "edge-0", corev1.PodRunning),
+			pod("demo", "fl-train-old", "fl-uid", "edge-0", corev1.PodSucceeded),
+			pod("demo", "fl-train-failed", "fl-uid", "edge-0", corev1.PodFailed),
 			pod("demo", "not-a-worker", "", "edge-0", corev1.PodRunning),
 		},
 		[]runtime.Object{fl, dataset("demo", "d0", "edge-0"), dataset("demo", "d1", "edge-1")})
@@ -57,7 +59,7 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 	want := []Node{
 		{Name: "cloud-0", Link: "", Ready: "True", Objects: 1, Workers: []string{"demo/fl-agg"}, Jobs: []string{job}},
 		{Name: "edge-0", Link: "connected", LastHeard: tp(ago(5 * time.Second)), Outbox: "1% (3/1000 reports, 10/1000 bytes)",
-			Ready: "True", Edge: true, Objects: 2, Workers: []string{"demo/fl-train-0"}, Jobs: []string{job}},
+			Ready: "True", Edge: true, Objects: 2, Workers: []string{"demo/fl-train-0"}, Ended: 2, Jobs: []string{job}},
 		{Name: "edge-1", Link: "disconnected", LastHeard: tp(ago(10 * time.Minute)), Ready: "False", Edge: true, Objects: 1},
 		{Name: "edge-2", Link: "disconnected", LastHeard: tp(ago(2 * time.Minute)), Ready: "True", Edge: true},
 	}

@@ -54,9 +54,11 @@ type Node struct {
 	Edge  bool   `json:"edge"`
 	// Objects counts the Nereid objects that concern the node (Datasets on
 	// it, jobs with workers on it); Workers are the job workers' pods on it
-	// (namespace/name).
+	// that have not finished (namespace/name), Ended counts those that
+	// have (Succeeded or Failed).
 	Objects int      `json:"objects"`
 	Workers []string `json:"workers,omitempty"`
+	Ended   int      `json:"ended,omitempty"`
 	// Jobs are the jobs with a worker on the node: "<kind>/<namespace>/<name>".
 	Jobs []string `json:"jobs,omitempty"`
 }

@@ -207,6 +207,22 @@ function linkText(n) {
   return n.link || '-';
 }
 
+// MAX_WORKERS is how many of a node's workers the fleet names before it
+// counts the others: a row stays a few lines high.
+const MAX_WORKERS = 5;
+
+// workerLines are the lines of a node's Workers cell: its workers that
+// have not finished (the first MAX_WORKERS, then how many more), then how
+// many ended: a learning cycle keeps its rounds' pods, and tens of them
+// would push the other nodes off the screen.
+function workerLines(n) {
+  const workers = n.workers || [];
+  const lines = workers.slice(0, MAX_WORKERS);
+  if (workers.length > MAX_WORKERS) lines.push(`+${workers.length - MAX_WORKERS} more`);
+  if (n.ended) lines.push(`${n.ended} ended`);
+  return lines;
+}
+
 // The edge fleet: each node's link, when the hub last heard from it, its jobs.
 function fleetPage({ snapshot }) {
   const now = new Date(snapshot.taken);
@@ -219,7 +235,7 @@ function fleetPage({ snapshot }) {
     el('td', {}, n.edge ? 'edge' : 'cloud'),
     el('td', {}, n.objects),
     el('td', {}, (n.jobs || []).map((j) => el('div', {}, jobLink(j)))),
-    el('td', {}, (n.workers || []).map((w) => el('div', {}, w)))));
+    el('td', { 'data-workers': (n.workers || []).length, 'data-ended': n.ended || 0 }, workerLines(n).map((w) => el('div', {}, w)))));
   return section('Edge fleet', { id: 'fleet' },
     el('p', { class: 'hint' }, 'Link: the node\'s LocalController link to the cloud, from its Lease; last heard: the Lease\'s renewal.'),
     rows.length ? table(['Node', 'Link', 'Last heard', 'Outbox', 'Ready', 'Role', 'Objects', 'Jobs', 'Workers'], rows)
