@@ -100,3 +100,17 @@ func TestTheFleetCountsEndedWorkersAndNamesAFew(t *testing.T) {
 			want: []any{"d/1", "d/2", "d/3", "d/4", "d/5", "+2 more", "40 ended"}},
 	})
 }
+
+// The outbox's bytes are read in KiB, MiB, GiB, not as raw numbers.
+func TestTheFleetShowsTheOutboxInBinaryUnits(t *testing.T) {
+	checkPage(t, map[string]struct {
+		expr string
+		want any
+	}{
+		"never heard":          {expr: `outboxText('')`, want: "-"},
+		"empty":                {expr: `outboxText('0% (0/10000 reports, 0/67108864 bytes)')`, want: "0% (0/10000 reports, 0 B of 64 MiB)"},
+		"some":                 {expr: `outboxText('12% (1200/10000 reports, 1536/67108864 bytes)')`, want: "12% (1200/10000 reports, 1.5 KiB of 64 MiB)"},
+		"a lot":                {expr: `outboxText('97% (9700/10000 reports, 5368709120/5500000000 bytes)')`, want: "97% (9700/10000 reports, 5 GiB of 5.12 GiB)"},
+		"not the Lease's form": {expr: `outboxText('full')`, want: "full"},
+	})
+}

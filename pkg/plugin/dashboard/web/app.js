@@ -207,6 +207,25 @@ function linkText(n) {
   return n.link || '-';
 }
 
+// outboxText is a node's outbox fill ("3% (30/10000 reports,
+// 1048576/67108864 bytes)", the Lease's nereid.io/outbox) with its bytes
+// in KiB, MiB or GiB; '-' until the node was heard.
+function outboxText(fill) {
+  if (!fill) return '-';
+  return fill.replace(/(\d+)\/(\d+) bytes/, (_, used, max) => `${size(Number(used))} of ${size(Number(max))}`);
+}
+
+// size is n bytes in B, KiB, MiB or GiB, at most 3 significant digits.
+function size(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${Number(n.toPrecision(3))} ${units[i]}`;
+}
+
 // MAX_WORKERS is how many of a node's workers the fleet names before it
 // counts the others: a row stays a few lines high.
 const MAX_WORKERS = 5;
@@ -230,7 +249,7 @@ function fleetPage({ snapshot }) {
     el('td', {}, n.name),
     el('td', {}, el('span', { class: `link ${n.link || 'none'}` }, linkText(n))),
     el('td', { title: n.lastHeard || 'never heard from' }, ago(n.lastHeard, now)),
-    el('td', {}, n.outbox || ''),
+    el('td', { title: n.outbox || '' }, outboxText(n.outbox)),
     el('td', {}, n.ready),
     el('td', {}, n.edge ? 'edge' : 'cloud'),
     el('td', {}, n.objects),
