@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"os/exec"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,4 +114,40 @@ func TestTheFleetShowsTheOutboxInBinaryUnits(t *testing.T) {
 		"a lot":                {expr: `outboxText('97% (9700/10000 reports, 5368709120/5500000000 bytes)')`, want: "97% (9700/10000 reports, 5 GiB of 5.12 GiB)"},
 		"not the Lease's form": {expr: `outboxText('full')`, want: "full"},
 	})
+}
+
+// A phase's color is its state's: a learning cycle's "Deploy Failed" was
+// grey (the class was its stage, Deploy) while a DIJob's Failed was red.
+func TestAPhaseIsColoredByItsState(t *testing.T) {
+	checkPage(t, map[string]struct {
+		expr string
+		want any
+	}{
+		"a DIJob's Failed":        {expr: `phaseClass('Failed')`, want: "phase Failed"},
+		"a cycle's Deploy Failed": {expr: `phaseClass('Deploy Failed')`, want: "phase Failed"},
+		"a cycle's Train Running": {expr: `phaseClass('Train Running')`, want: "phase Running"},
+		"a cycle's Eval Waiting":  {expr: `phaseClass('Eval Waiting')`, want: "phase Waiting"},
+		"no phase yet":            {expr: `phaseClass('')`, want: "phase "},
+	})
+}
+
+// Every state a phase ends in has a color: Failed and Unavailable red,
+// Succeeded, Running, Completed and Available green, the waits yellow.
+func TestEveryStateHasAColor(t *testing.T) {
+	css, err := web.ReadFile("web/style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for color, states := range map[string][]string{
+		"#fbd9d9": {"Failed", "Unavailable"},
+		"#d9f2dd": {"Succeeded", "Running", "Completed", "Available"},
+		"#fff1c9": {"Pending", "Created", "Starting", "Waiting"},
+	} {
+		for _, st := range states {
+			rule := regexp.MustCompile(`(?m)^[^{]*\.phase\.` + st + `\b[^{]*\{ background: ` + color)
+			if !rule.Match(css) {
+				t.Errorf("style.css colors no .phase.%s %s", st, color)
+			}
+		}
+	}
 }

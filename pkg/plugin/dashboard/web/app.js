@@ -261,13 +261,21 @@ function fleetPage({ snapshot }) {
       : el('p', {}, 'No node visible to your user.'));
 }
 
+// phaseClass is the CSS class of a phase: its state, the last word, so a
+// learning cycle's "Deploy Failed" is as red as a DIJob's "Failed" and
+// its "Train Running" as green as "Running".
+function phaseClass(phase) {
+  const words = (phase || '').trim().split(/\s+/);
+  return `phase ${words[words.length - 1]}`;
+}
+
 function jobsPage({ snapshot }) {
   const now = new Date(snapshot.taken);
   const rows = (snapshot.jobs || []).map((j) => {
     const key = jobKey(j.kind, j.namespace, j.name);
     return el('tr', { 'data-job': key, 'data-phase': j.phase },
       el('td', {}, j.kind), el('td', {}, j.namespace), el('td', {}, el('a', { href: `#/job/${key}` }, j.name)),
-      el('td', {}, el('span', { class: `phase ${j.phase.split(' ')[0]}` }, j.phase)),
+      el('td', {}, el('span', { class: phaseClass(j.phase) }, j.phase)),
       el('td', {}, j.progress || ''), el('td', {}, j.waiting ? 'waiting' : ''),
       el('td', {}, (j.nodes || []).join(', ')), el('td', {}, ago(j.created, now)));
   });
@@ -306,7 +314,7 @@ function jobPage(data, r) {
 function summary(job, snapshot) {
   const dl = el('dl', { class: 'summary' });
   const add = (k, v) => dl.append(el('dt', {}, k), el('dd', {}, v));
-  add('Phase', el('span', { class: `phase ${job.phase.split(' ')[0]}`, id: 'phase' }, job.phase));
+  add('Phase', el('span', { class: phaseClass(job.phase), id: 'phase' }, job.phase));
   if (job.progress) add('Progress', job.progress);
   add('Created', `${job.created} (${ago(job.created, new Date(snapshot.taken))})`);
   if (job.nodes && job.nodes.length) add('Nodes', job.nodes.join(', '));
