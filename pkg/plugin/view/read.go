@@ -151,10 +151,13 @@ func (r *reading) job(k *kinds.Kind, p kinds.Progress, f facts, pods []*corev1.P
 // every snapshot (and the dashboard's every poll) large.
 const MaxMessageBytes = 1024
 
-// phaseOf is status.phase, or a learning cycle's stage and state, or the
-// kind's own phase.
+// phaseOf is the phase as the object's own API version names it, or
+// status.phase, or a learning cycle's stage and state, or the kind's own
+// phase.
 func phaseOf(p kinds.Progress, f facts) string {
 	switch {
+	case f.ownPhase != "":
+		return f.ownPhase
 	case p.Phase != "":
 		return p.Phase
 	case p.Stage != "" || p.State != "":

@@ -18,6 +18,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
@@ -235,6 +236,44 @@ func TestReadCountsADIJobsReplicasPerTaskAndNode(t *testing.T) {
 	wantV1 := []Replica{{Task: "collector", Node: "edge-1", Ended: 1}, {Task: "coordinator", Node: "cloud-0", Running: 1}}
 	if diff := cmp.Diff(wantV1, got.Jobs[1].Replicas); diff != "" {
 		t.Errorf("v1alpha1 replicas (-want,+got):\n%s", diff)
+	}
+}
+
+// A v1alpha1 DIJob, stored as v2alpha1, reads as DI-orchestrator v0.2
+// names its phase and conditions: Created, where v2alpha1 says Starting;
+// the condition v1alpha1 has not (Admitted) stays. A v2alpha1 job reads
+// as it is.
+func TestReadShowsAV1DIJobsPhaseAndConditionsByV1Names(t *testing.T) {
+	status := div2.DIJobStatus{Phase: div2.JobStarting, Conditions: []div2.JobCondition{
+		{Type: "Admitted", Status: corev1.ConditionTrue, Reason: "Admitted"},
+		{Type: "Starting", Status: corev1.ConditionTrue, Reason: "DIJobCreated", Message: "DIJob v1 created"},
+	}}
+	v1 := &div2.DIJob{ObjectMeta: meta("demo", "v1", "v1-uid"), Status: status}
+	v1.Annotations = map[string]string{conversion.AnnotationV1: "{}"}
+	v2 := &div2.DIJob{ObjectMeta: meta("demo", "v2", "v2-uid"), Status: *status.DeepCopy()}
+	c, _, _ := clients("demo", nil, []runtime.Object{v1, v2})
+	got, err := readAt(t.Context(), c, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shown struct {
+		Phase      string
+		Conditions []string
+	}
+	gotShown := map[string]shown{}
+	for _, j := range got.Jobs {
+		s := shown{Phase: j.Phase}
+		for _, c := range j.Conditions {
+			s.Conditions = append(s.Conditions, c.Type+" "+c.Status+" "+c.Reason)
+		}
+		gotShown[j.Name] = s
+	}
+	want := map[string]shown{
+		"v1": {Phase: "Created", Conditions: []string{"Admitted True Admitted", "Created True DIJobCreated"}},
+		"v2": {Phase: "Starting", Conditions: []string{"Admitted True Admitted", "Starting True DIJobCreated"}},
+	}
+	if diff := cmp.Diff(want, gotShown); diff != "" {
+		t.Errorf("DIJobs (-want,+got):\n%s", diff)
 	}
 }
 
