@@ -34,8 +34,8 @@ var roundReaders = map[schema.GroupKind]func(ctx context.Context, c *cli.Clients
 // status.edgeNodes: the node's last report (round, stage, state), when it
 // was applied (lastHeardTime), and the report's numeric metrics (the round
 // itself, reported as currentRound or round, is Round, and totalRounds the job's length: neither is a metric; a
-// metric holding a JSON object gives its numeric fields as
-// "<metric>.<field>"). A
+// metric holding a JSON list gives its numbers as "<metric>[<i>]", one
+// holding a JSON object its numeric fields as "<metric>.<field>"). A
 // learning cycle has a point per round of its status.history, and one for
 // the current round: node the dataset's node, stage and state the cycle's
 // for the current round (the result for a finished one: Deployed,
@@ -239,12 +239,14 @@ func modelMetrics(models []sednav1.RoundModel) map[string]float64 {
 	return out
 }
 
-// numeric are the metrics that hold a number, keys prefixed, and the
-// numeric fields of those that hold a JSON object, as "<key>.<field>" (a
-// worker's results nest their metrics so: {"metrics": {"accuracy": 0.9}});
-// leaving out those named in except, the count of metrics a status dropped,
-// keys the status cut, and NaN and infinities (JSON has no such numbers);
-// nil when none.
+// numeric are the metrics that hold a number, keys prefixed; of those
+// that hold a JSON list, each number as "<key>[<i>]" (Sedna's eval
+// workers report precision_delta so, a value per class); of those that
+// hold a JSON object, each number or list of numbers of its fields as
+// "<key>.<field>" (a worker's results nest their metrics so: {"metrics":
+// {"accuracy": 0.9}}). It leaves out those named in except, the count of
+// metrics a status dropped, keys the status cut, and NaN and infinities
+// (JSON has no such numbers); nil when none.
 func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range metrics {
@@ -255,6 +257,9 @@ func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[stri
 			out[prefix+m.Key] = f
 			continue
 		}
+		if numbers(prefix+m.Key, json.RawMessage(m.Value), out) {
+			continue
+		}
 		var fields map[string]json.RawMessage
 		if json.Unmarshal([]byte(m.Value), &fields) != nil {
 			continue
@@ -262,6 +267,8 @@ func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[stri
 		for k, v := range fields {
 			if f, ok := number(string(v)); ok {
 				out[prefix+m.Key+"."+k] = f
+			} else {
+				numbers(prefix+m.Key+"."+k, v, out)
 			}
 		}
 	}
@@ -269,6 +276,21 @@ func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[stri
 		return nil
 	}
 	return out
+}
+
+// numbers puts into out, as "<key>[<i>]", the numbers of raw when it is a
+// JSON list, and says whether it was.
+func numbers(key string, raw json.RawMessage, out map[string]float64) bool {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return false
+	}
+	for i, v := range list {
+		if f, ok := number(string(v)); ok {
+			out[key+"["+strconv.Itoa(i)+"]"] = f
+		}
+	}
+	return true
 }
 
 // number is the finite number s holds, if it holds one.

@@ -22,17 +22,22 @@ func TestReadRoundsOfAFederatedLearningJobIsAPointPerNode(t *testing.T) {
 			{Name: "edge-1", LastHeardTime: metav1.NewTime(ago(time.Minute)), Worker: "surface-train-1", Stage: "train", State: "running", Round: 2,
 				Metrics: metrics("accuracy", "0.75", "currentRound", "2", "loss", " 0.5", "per_class", "[0.1,0.2]", sednav1.DroppedMetricsKey, "3", "nan", "NaN")},
 			{Name: "edge-0", LastHeardTime: metav1.NewTime(ago(2 * time.Minute)), Stage: "train", State: "completed", Round: 3,
-				Metrics: metrics("accuracy", "0.875", "currentRound", "3", "metrics", `{"f1":0.5,"classes":["a","b"],"nested":{"x":1}}`)},
+				Metrics: metrics("accuracy", "0.875", "currentRound", "3", "metrics", `{"f1":0.5,"classes":["a","b"],"nested":{"x":1},"per_class":[0.5,0.25]}`)},
 		}}}
 	c, _, _ := clients("demo", nil, []runtime.Object{fl})
 	got, err := ReadRounds(t.Context(), c, "federatedlearningjob", "demo", "surface")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Rounds{Kind: "FederatedLearningJob", Namespace: "demo", Name: "surface", Metrics: []string{"accuracy", "loss", "metrics.f1"}, Points: []Point{
-		{Node: "edge-0", Round: 3, Stage: "train", State: "completed", Time: tp(ago(2 * time.Minute)), Metrics: map[string]float64{"accuracy": 0.875, "metrics.f1": 0.5}},
-		{Node: "edge-1", Round: 2, Stage: "train", State: "running", Time: tp(ago(time.Minute)), Metrics: map[string]float64{"accuracy": 0.75, "loss": 0.5}},
-	}}
+	// A list's numbers are metrics of their own, "<metric>[<i>]": a
+	// list-valued metric was never plotted.
+	want := &Rounds{Kind: "FederatedLearningJob", Namespace: "demo", Name: "surface",
+		Metrics: []string{"accuracy", "loss", "metrics.f1", "metrics.per_class[0]", "metrics.per_class[1]", "per_class[0]", "per_class[1]"}, Points: []Point{
+			{Node: "edge-0", Round: 3, Stage: "train", State: "completed", Time: tp(ago(2 * time.Minute)),
+				Metrics: map[string]float64{"accuracy": 0.875, "metrics.f1": 0.5, "metrics.per_class[0]": 0.5, "metrics.per_class[1]": 0.25}},
+			{Node: "edge-1", Round: 2, Stage: "train", State: "running", Time: tp(ago(time.Minute)),
+				Metrics: map[string]float64{"accuracy": 0.75, "loss": 0.5, "per_class[0]": 0.1, "per_class[1]": 0.2}},
+		}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rounds (-want,+got):\n%s", diff)
 	}
@@ -62,10 +67,11 @@ func TestReadRoundsOfAnIncrementalJobIsAPointPerRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Rounds{Kind: "IncrementalLearningJob", Namespace: "demo", Name: "helmet", Metrics: []string{"0:precision", "1:precision", "precision", "recall"},
+	want := &Rounds{Kind: "IncrementalLearningJob", Namespace: "demo", Name: "helmet",
+		Metrics: []string{"0:precision", "0:precision_delta[0]", "0:precision_delta[1]", "1:precision", "precision", "recall"},
 		Points: []Point{
 			{Node: "edge-0", Round: 1, State: "Deployed", Time: tp(ago(time.Hour)), Metrics: map[string]float64{"precision": 0.5, "recall": 0.25}},
-			{Node: "edge-0", Round: 2, State: "NotDeployed", Time: tp(ago(30 * time.Minute)), Metrics: map[string]float64{"0:precision": 0.625, "1:precision": 0.75}},
+			{Node: "edge-0", Round: 2, State: "NotDeployed", Time: tp(ago(30 * time.Minute)), Metrics: map[string]float64{"0:precision": 0.625, "0:precision_delta[0]": 0.1, "0:precision_delta[1]": -0.2, "1:precision": 0.75}},
 			{Node: "edge-0", Round: 3, Stage: "Eval", State: "Running", Time: tp(ago(3 * time.Minute))},
 		}}
 	if diff := cmp.Diff(want, got); diff != "" {
