@@ -12,6 +12,8 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // A federated learning job's rounds are a point per edge node: its last
@@ -76,6 +78,39 @@ func TestReadRoundsOfAnIncrementalJobIsAPointPerRound(t *testing.T) {
 		}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rounds (-want,+got):\n%s", diff)
+	}
+}
+
+// A learning cycle's round is on the node its stage ran on: the cloud-0
+// train pod's round read edge-0, the dataset's node. A finished round is
+// on its eval pod's node (its metrics are the eval's), else its train
+// pod's; a round whose pods are gone on the dataset's node.
+func TestReadRoundsPutsACyclesRoundOnTheNodeItsStageRanOn(t *testing.T) {
+	il := &sednav1.IncrementalLearningJob{ObjectMeta: meta("demo", "helmet", "il-uid"),
+		Spec: sednav1.IncrementalLearningJobSpec{Dataset: sednav1.CycleDataset{Name: "d0"}},
+		Status: sednav1.IncrementalLearningJobStatus{CycleStatus: sednav1.CycleStatus{Stage: sednav1.StageTrain, State: sednav1.StageRunning, Round: 4,
+			History: []sednav1.RoundStatus{{Round: 1, Result: "Deployed"}, {Round: 2, Result: "Deployed"}, {Round: 3, Result: "NotDeployed"}}}}}
+	stagePod := func(name, role, round, node string, phase corev1.PodPhase) runtime.Object {
+		return pod("demo", name, "il-uid", node, phase, common.LabelWorkerRole, role, learningcycle.LabelRound, round)
+	}
+	c, _, _ := clients("demo", []runtime.Object{
+		stagePod("helmet-train-2", "train", "2", "cloud-0", corev1.PodSucceeded),
+		stagePod("helmet-eval-2", "eval", "2", "edge-1", corev1.PodSucceeded),
+		stagePod("helmet-train-3", "train", "3", "cloud-0", corev1.PodSucceeded),
+		stagePod("helmet-train-4", "train", "4", "cloud-0", corev1.PodRunning),
+		pod("demo", "someone-elses", "other-uid", "cloud-9", corev1.PodRunning, common.LabelWorkerRole, "train", learningcycle.LabelRound, "4"),
+	}, []runtime.Object{il, dataset("demo", "d0", "edge-0")})
+	got, err := ReadRounds(t.Context(), c, "incrementallearningjob", "demo", "helmet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotNodes := map[int32]string{}
+	for _, p := range got.Points {
+		gotNodes[p.Round] = p.Node
+	}
+	want := map[int32]string{1: "edge-0", 2: "edge-1", 3: "cloud-0", 4: "cloud-0"}
+	if diff := cmp.Diff(want, gotNodes); diff != "" {
+		t.Errorf("rounds' nodes (-want,+got):\n%s", diff)
 	}
 }
 
