@@ -151,3 +151,17 @@ func TestEveryStateHasAColor(t *testing.T) {
 		}
 	}
 }
+
+// The page says which namespace it shows: the dashboard reads kubectl's
+// namespace unless -A, and did not say so.
+func TestThePageSaysWhichNamespaceItShows(t *testing.T) {
+	checkPage(t, map[string]struct {
+		expr string
+		want any
+	}{
+		"one namespace":          {expr: `scopeText({ namespace: 'demo' })`, want: "namespace demo"},
+		"every namespace":        {expr: `scopeText({ namespace: '' })`, want: "every namespace"},
+		"one namespace's hint":   {expr: `scopeHint({ namespace: 'demo' })`, want: "Jobs, workers and Datasets of namespace demo only; the nodes are the cluster's. kubectl nereid dashboard -A shows every namespace."},
+		"every namespace's hint": {expr: `scopeHint({})`, want: "Jobs, workers and Datasets of every namespace; the nodes are the cluster's."},
+	})
+}

@@ -25,9 +25,17 @@ var Command = printer.SnapshotCommand("nodes",
 // maxJobs is how many jobs a row names before it counts the others.
 const maxJobs = 3
 
-// Render prints snap's nodes as kubectl nereid nodes does, ages as of
-// snap.Taken, then the notes of what could not be read.
+// Render prints which namespace was read, snap's nodes as kubectl nereid
+// nodes does, ages as of snap.Taken, then the notes of what could not be
+// read.
 func Render(w io.Writer, snap *view.Snapshot) error {
+	// The nodes are the cluster's, what is on them the namespace's: say
+	// which, or a quiet namespace reads as an idle fleet.
+	if snap.Namespace != "" {
+		fmt.Fprintf(w, "Objects, workers and jobs in %s (-A: in every namespace).\n", view.Scope(snap.Namespace))
+	} else {
+		fmt.Fprintln(w, "Objects, workers and jobs in every namespace.")
+	}
 	if len(snap.Nodes) == 0 {
 		fmt.Fprintln(w, "No nodes.")
 	} else {

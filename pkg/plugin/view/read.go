@@ -72,7 +72,7 @@ func readAt(ctx context.Context, c *cli.Clients, now time.Time) (*Snapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{Taken: r.now, Nodes: nodes, Jobs: jobs, Notes: r.notes}, nil
+	return &Snapshot{Taken: r.now, Namespace: c.Namespace, Nodes: nodes, Jobs: jobs, Notes: r.notes}, nil
 }
 
 // workerPods are the pods of Nereid's controllers (every one carries the

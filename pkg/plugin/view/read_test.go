@@ -70,6 +70,9 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 	if len(got.Notes) != 0 {
 		t.Errorf("notes %q, want none", got.Notes)
 	}
+	if got.Namespace != "" {
+		t.Errorf("namespace %q, want \"\" (every namespace)", got.Namespace)
+	}
 	if !got.Taken.Equal(now) {
 		t.Errorf("taken %s, want %s", got.Taken, now)
 	}
@@ -110,6 +113,9 @@ func TestReadTurnsWhatTheUserMayNotListIntoNotes(t *testing.T) {
 	got, err := readAt(t.Context(), c, now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got.Namespace != "demo" {
+		t.Errorf("namespace %q, want demo, the one read", got.Namespace)
 	}
 	wantNotes := []string{"You may not list dijobs.diengine.opendilab.org in namespace demo",
 		"The API server does not serve lifelonglearningjobs.sedna.io in namespace demo", "You may not list nodes"}
@@ -328,7 +334,7 @@ func TestReadOfAnEmptyClusterIsEmptyListsInJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"taken":"2026-11-27T12:00:00Z","nodes":[],"jobs":[]}`; string(b) != want {
+	if want := `{"taken":"2026-11-27T12:00:00Z","namespace":"","nodes":[],"jobs":[]}`; string(b) != want {
 		t.Errorf("got %s, want %s", b, want)
 	}
 }

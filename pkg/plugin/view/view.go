@@ -25,11 +25,24 @@ import "time"
 // in JSON.
 type Snapshot struct {
 	Taken time.Time `json:"taken"`
-	Nodes []Node    `json:"nodes"`
-	Jobs  []Job     `json:"jobs"`
+	// Namespace is the namespace whose jobs, workers and Datasets were
+	// read, "" for every namespace (-A); the Nodes and Leases are the
+	// cluster's whichever it is.
+	Namespace string `json:"namespace"`
+	Nodes     []Node `json:"nodes"`
+	Jobs      []Job  `json:"jobs"`
 	// Notes say what could not be read (a kind the API server does not
 	// serve, a resource the user may not list), one sentence each.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Scope names the namespace a Snapshot read, for people: "namespace
+// <name>", or "every namespace" for "".
+func Scope(namespace string) string {
+	if namespace == "" {
+		return "every namespace"
+	}
+	return "namespace " + namespace
 }
 
 // Node is one node as the cloud sees it: every Node the user may list, and

@@ -175,7 +175,7 @@ async function tick() {
     error.hidden = true;
     const taken = new Date(data.snapshot.taken);
     document.getElementById('status').textContent =
-      `Read ${taken.toLocaleTimeString()}; updates every ${POLL_MS / 1000} s`;
+      `Read ${taken.toLocaleTimeString()}, ${scopeText(data.snapshot)}; updates every ${POLL_MS / 1000} s`;
   } catch (e) {
     if (mine !== generation) return;
     error.textContent = String(e.message || e);
@@ -192,7 +192,21 @@ function render(r, data) {
   if (r.page !== 'job') seen.clear(); // leaving a job forgets its points
   const main = document.getElementById('main');
   main.dataset.page = r.page;
-  main.replaceChildren(...notes(data.snapshot), pages[r.page](data, r));
+  main.replaceChildren(el('p', { class: 'hint', id: 'scope', 'data-namespace': data.snapshot.namespace || '' }, scopeHint(data.snapshot)),
+    ...notes(data.snapshot), pages[r.page](data, r));
+}
+
+// scopeText names what the snapshot read: one namespace's jobs, workers
+// and Datasets (kubectl's -n, or its context's), or every namespace's (-A).
+function scopeText(snapshot) {
+  return snapshot.namespace ? `namespace ${snapshot.namespace}` : 'every namespace';
+}
+
+// scopeHint says it on the page, and how to see the rest.
+function scopeHint(snapshot) {
+  if (!snapshot.namespace) return 'Jobs, workers and Datasets of every namespace; the nodes are the cluster\'s.';
+  return `Jobs, workers and Datasets of namespace ${snapshot.namespace} only; the nodes are the cluster's. ` +
+    'kubectl nereid dashboard -A shows every namespace.';
 }
 
 // notes say what the snapshot could not read.

@@ -24,7 +24,8 @@ func Snapshot() *view.Snapshot {
 	fl := view.JobRef("FederatedLearningJob", "demo", "surface-defect-detection")
 	di := view.JobRef("DIJob", "rl", "cartpole")
 	return &view.Snapshot{
-		Taken: Now,
+		Taken:     Now,
+		Namespace: "demo",
 		Nodes: []view.Node{
 			{Name: "cloud-0", Ready: "True", Objects: 2,
 				Workers: []string{"demo/surface-defect-detection-aggregation-0", "rl/cartpole-learner-0"}, Jobs: []string{di, fl}},
