@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
+	"github.com/nereid-ml/nereid/pkg/plugin/view"
 )
 
 // Command is `kubectl nereid dashboard`.
@@ -76,7 +77,7 @@ func run(ctx context.Context, env *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return Serve(ctx, env, addr, NewClusterSource(clients))
+	return Serve(ctx, env, addr, NewClusterSource(clients), clients.Namespace)
 }
 
 // listenAddress checks the flags: a loopback address and a port in range.
@@ -92,9 +93,10 @@ func listenAddress(o options) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(ip.Unmap(), uint16(o.port)), nil
 }
 
-// Serve listens on addr, prints the URL to open, and serves the dashboard
-// of src until ctx ends.
-func Serve(ctx context.Context, env *cli.Env, addr netip.AddrPort, src Source) error {
+// Serve listens on addr, prints the URL to open and the namespace src
+// reads ("" for every namespace), and serves the dashboard of src until
+// ctx ends.
+func Serve(ctx context.Context, env *cli.Env, addr netip.AddrPort, src Source, namespace string) error {
 	ln, err := net.Listen("tcp", addr.String())
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
@@ -111,7 +113,7 @@ func Serve(ctx context.Context, env *cli.Env, addr netip.AddrPort, src Source) e
 		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	fmt.Fprintf(env.Stdout, "Open %s\n(read-only, for this machine's user; Ctrl-C stops it)\n", pageURL(bound, token))
+	fmt.Fprintf(env.Stdout, "Open %s\n(read-only, for this machine's user; %s; Ctrl-C stops it)\n", pageURL(bound, token), scopeLine(namespace))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -125,6 +127,14 @@ func Serve(ctx context.Context, env *cli.Env, addr netip.AddrPort, src Source) e
 		return fmt.Errorf("stopping: %w", err)
 	}
 	return nil
+}
+
+// scopeLine says which namespace's jobs the page shows.
+func scopeLine(namespace string) string {
+	if namespace == "" {
+		return "the jobs of every namespace"
+	}
+	return "the jobs of " + view.Scope(namespace) + " (-A for every namespace)"
 }
 
 // pageURL is the URL the user opens: the first page with the token.

@@ -169,12 +169,18 @@ func TestServePrintsItsURLAndStopsWithItsContext(t *testing.T) {
 	out, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, &cli.Env{Stdout: w, Stderr: w}, netip.MustParseAddrPort("127.0.0.1:0"), fixture())
+		done <- Serve(ctx, &cli.Env{Stdout: w, Stderr: w}, netip.MustParseAddrPort("127.0.0.1:0"), fixture(), "demo")
 		w.Close()
 	}()
-	line, err := bufio.NewReader(out).ReadString('\n')
+	printed := bufio.NewReader(out)
+	line, err := printed.ReadString('\n')
 	if err != nil {
 		t.Fatalf("reading what Serve printed: %v", err)
+	}
+	// The page shows one namespace's jobs unless -A: it says which.
+	scope, err := printed.ReadString('\n')
+	if want := "(read-only, for this machine's user; the jobs of namespace demo (-A for every namespace); Ctrl-C stops it)\n"; err != nil || scope != want {
+		t.Errorf("Serve's second line %q (%v), want %q", scope, err, want)
 	}
 	go io.Copy(io.Discard, out)
 	m := regexp.MustCompile(`^Open (http://127\.0\.0\.1:\d+/)\?token=([A-Za-z0-9_-]{43})\n$`).FindStringSubmatch(line)

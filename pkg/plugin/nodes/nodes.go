@@ -25,16 +25,24 @@ var Command = printer.SnapshotCommand("nodes",
 // maxJobs is how many jobs a row names before it counts the others.
 const maxJobs = 3
 
-// Render prints snap's nodes as kubectl nereid nodes does, ages as of
-// snap.Taken, then the notes of what could not be read.
+// Render prints which namespace was read, snap's nodes as kubectl nereid
+// nodes does, ages as of snap.Taken, then the notes of what could not be
+// read.
 func Render(w io.Writer, snap *view.Snapshot) error {
+	// The nodes are the cluster's, what is on them the namespace's: say
+	// which, or a quiet namespace reads as an idle fleet.
+	if snap.Namespace != "" {
+		fmt.Fprintf(w, "Objects, workers and jobs in %s (-A: in every namespace).\n", view.Scope(snap.Namespace))
+	} else {
+		fmt.Fprintln(w, "Objects, workers and jobs in every namespace.")
+	}
 	if len(snap.Nodes) == 0 {
 		fmt.Fprintln(w, "No nodes.")
 	} else {
 		t := printer.NewTable(w)
 		fmt.Fprintln(t, "NODE\tLINK\tLAST-HEARD\tOUTBOX\tOBJECTS\tWORKERS\tJOBS")
 		for _, n := range snap.Nodes {
-			printer.Row(t, n.Name, link(n), printer.Age(n.LastHeard, snap.Taken), outbox(n.Outbox),
+			printer.Row(t, n.Name, n.Link, printer.Age(n.LastHeard, snap.Taken), outbox(n.Outbox),
 				strconv.Itoa(n.Objects), strconv.Itoa(len(n.Workers)), jobs(n.Jobs))
 		}
 		if err := t.Flush(); err != nil {
@@ -45,15 +53,6 @@ func Render(w io.Writer, snap *view.Snapshot) error {
 		fmt.Fprintf(w, "\nNotes:\n  %s\n", strings.Join(snap.Notes, "\n  "))
 	}
 	return nil
-}
-
-// link is a node's link; nothing for a node that is no edge node and has
-// no link.
-func link(n view.Node) string {
-	if n.Link == view.LinkUnknown && !n.Edge {
-		return ""
-	}
-	return n.Link
 }
 
 // outbox is the fill's percent ("3%" of "3% (30/1000 reports, ...)").

@@ -16,10 +16,13 @@ func TestRenderIsARowPerNode(t *testing.T) {
 	many.Nodes = many.Nodes[:1]
 	many.Nodes[0].Jobs = []string{"DIJob/a/1", "DIJob/a/2", "DIJob/a/3", "DIJob/a/4", "DIJob/a/5"}
 	many.Notes = nil
+	all := viewtest.Snapshot()
+	all.Namespace = ""
 	for name, snap := range map[string]*view.Snapshot{
-		"nodes":     viewtest.Snapshot(),
-		"many-jobs": many,
-		"no-nodes":  {Taken: viewtest.Now, Notes: []string{"You may not list nodes."}},
+		"nodes":          viewtest.Snapshot(),
+		"many-jobs":      many,
+		"no-nodes":       {Taken: viewtest.Now, Namespace: "demo", Notes: []string{"You may not list nodes."}},
+		"all-namespaces": all,
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out strings.Builder

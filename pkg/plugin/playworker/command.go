@@ -3,6 +3,7 @@ package playworker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -44,11 +45,8 @@ func play(ctx context.Context, out io.Writer, kube kubernetes.Interface, namespa
 	if err != nil {
 		return fmt.Errorf("reading the worker pod: %w", err)
 	}
-	w, err := WorkerOf(pod)
+	w, err := o.workerOf(pod)
 	if err != nil {
-		return err
-	}
-	if err := o.defaultStage(w); err != nil {
 		return err
 	}
 	if pod.Status.StartTime != nil {
@@ -73,6 +71,21 @@ func play(ctx context.Context, out io.Writer, kube kubernetes.Interface, namespa
 	return nil
 }
 
+// workerOf is pod as a Worker, its stage defaulted. A Nereid pod of a kind
+// whose workers send no reports (a DIJob's) is one when it is only to be
+// finished: on the local run nothing else ends it, kwok's pods never exit.
+func (o *options) workerOf(pod *corev1.Pod) (Worker, error) {
+	w, err := WorkerOf(pod)
+	switch {
+	case errors.Is(err, ErrSendsNoReports) && o.finish != "" && !o.reportFlags && o.stage == "":
+		o.finishOnly = true
+		return Worker{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}, nil
+	case err != nil:
+		return Worker{}, err
+	}
+	return w, o.defaultStage(w)
+}
+
 // send sends w's reports, if any, to its node's LocalController.
 func (o *options) send(ctx context.Context, out io.Writer, kube kubernetes.Interface, w Worker) error {
 	reports := o.reports(time.Now())
@@ -83,7 +96,7 @@ func (o *options) send(ctx context.Context, out io.Writer, kube kubernetes.Inter
 	if err != nil {
 		return err
 	}
-	poster := &Poster{Kube: kube, Tries: o.tries}
+	poster := &Poster{Kube: kube, Tries: o.tries, Interval: o.interval, Progress: out}
 	for _, r := range reports {
 		body, err := r.Body(w)
 		if err != nil {

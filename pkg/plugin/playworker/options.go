@@ -33,6 +33,8 @@ type options struct {
 	localRun     string
 	lcURL        string
 	tries        int
+	// interval is the pause between tries (Poster's default when 0).
+	interval time.Duration
 	// reportFlags says whether a flag about the report's content was
 	// given; finishOnly, that the pod is only to be finished.
 	reportFlags, finishOnly bool
@@ -71,7 +73,10 @@ Examples:
   kubectl nereid play-worker <pod> --kind train --status failed --finish=failed
 
   # A federated learning aggregator sends no reports: only finish it.
-  kubectl nereid play-worker surface-defect-detection-aggregation-x2 -n demo --finish`
+  kubectl nereid play-worker surface-defect-detection-aggregation-x2 -n demo --finish
+
+  # Nor does a DIJob's pod: end its coordinator, and so the job, or fail it.
+  kubectl nereid play-worker cartpole-dqn-v1-coordinator -n demo --finish=failed`
 
 func newFlagSet(env *cli.Env, o *options) (*flag.FlagSet, *cli.KubeFlags) {
 	fs := cli.NewFlagSet(env, "play-worker", "play-worker <pod> [flags]")
@@ -104,10 +109,10 @@ func newFlagSet(env *cli.Env, o *options) (*flag.FlagSet, *cli.KubeFlags) {
 	fs.IntVar(&o.inferences, "inference-count", 0, "With --kind inference: the inferences made since the worker started (ownerInfo.inferenceNumber; ownerInfo.startTime is the pod's start).")
 	fs.IntVar(&o.hardExamples, "hard-example-count", 0, "With --kind inference: the hard examples among them, sent to the cloud (ownerInfo.hardExampleNumber).")
 	fs.Var(finishPhase{&o.finish}, "finish", "Then mark the pod finished as its kubelet would: --finish is Succeeded (exit code 0), --finish=failed Failed (exit code 1). "+
-		"Only on a kwok node (annotation kwok.x-k8s.io/node=fake), as the local run's: on a real node the kubelet owns the pod's status, and play-worker refuses.")
+		"Alone, it only finishes the pod: any Nereid pod, a DIJob's too. Only on a kwok node (annotation kwok.x-k8s.io/node=fake), as the local run's: on a real node the kubelet owns the pod's status, and play-worker refuses.")
 	fs.StringVar(&o.localRun, "local-run", DefaultLocalRun(), "The local run's state folder, where make local-up wrote edge/<node>/lc-server, the URL of each node's LocalController.")
 	fs.StringVar(&o.lcURL, "lc-url", "", "The URL of the LocalController of the pod's node (instead of the local run's, from --local-run).")
-	fs.IntVar(&o.tries, "tries", 30, "How often a report is sent while the LocalController has not yet been sent the pod (403) or cannot be reached, a second apart.")
+	fs.IntVar(&o.tries, "tries", 30, "How often a report is sent while the LocalController has not yet been sent the pod (403) or cannot be reached, a second apart; what it waits for is said at once.")
 	return fs, kube
 }
 

@@ -19,7 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
@@ -244,6 +246,112 @@ func TestFinishAloneFinishesAnAggregatorAndSendsNothing(t *testing.T) {
 	}
 }
 
+func TestFinishAloneEndsANereidPodOfAKindThatSendsNoReports(t *testing.T) {
+	for name, tc := range map[string]struct {
+		flag      string
+		wantPhase corev1.PodPhase
+	}{
+		"succeeded": {flag: "--finish", wantPhase: corev1.PodSucceeded},
+		"failed":    {flag: "--finish=failed", wantPhase: corev1.PodFailed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			coordinator := workerPod("di-coordinator", "coordinator", "cloud-0", podIP)
+			coordinator.Labels[common.LabelOwnerKind] = "dijob"
+			kube := fake.NewClientset(coordinator, node("cloud-0", true))
+			var out bytes.Buffer
+			// No LocalController anywhere: sending anything would fail.
+			if err := playArgs(t, &out, kube, []string{"di-coordinator", "--local-run", "testdata/localrun", tc.flag}); err != nil {
+				t.Fatalf("play-worker: %v", err)
+			}
+			p, err := kube.CoreV1().Pods("ns").Get(t.Context(), "di-coordinator", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status.Phase != tc.wantPhase {
+				t.Errorf("pod is %s, want %s", p.Status.Phase, tc.wantPhase)
+			}
+			if want := "pod ns/di-coordinator marked " + string(tc.wantPhase) + ", as a kubelet would\n"; out.String() != want {
+				t.Errorf("output %q, want %q", out.String(), want)
+			}
+		})
+	}
+}
+
+func TestPlayWorkerSaysAtOnceWhatItWaitsFor(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for name, tc := range map[string]struct {
+		lc      string
+		codes   []int
+		wantOut string
+	}{
+		"a LocalController that is down": {lc: down.URL,
+			wantOut: "waiting for the LocalController at " + down.URL + " to answer (sending w's report from 127.0.0.2 to " + down.URL + ": "},
+		"a LocalController that has not been sent the pod": {codes: []int{403, 403},
+			wantOut: "to be sent pod w and its address (the LocalController at "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			lc := tc.lc
+			if lc == "" {
+				_, lc = startLC(t, tc.codes...)
+			}
+			clk := clocktesting.NewFakeClock(time.Now())
+			progress := &syncBuffer{}
+			p := &Poster{Kube: fake.NewClientset(workerPod("w", "training", "edge-0", podIP)), Tries: 30, Clock: clk, Progress: progress}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error)
+			go func() { done <- p.Post(ctx, lc, "ns", "w", []byte(`{}`)) }()
+			// The first pause has begun and no time has passed: what is
+			// said now is said at once.
+			testwait.Eventually(t, 10*time.Second, "Post pauses after its first try", func(context.Context) (bool, error) {
+				return clk.HasWaiters(), nil
+			})
+			got := progress.String()
+			cancel()
+			<-done
+			if !strings.Contains(got, tc.wantOut) || !strings.Contains(got, "trying again every 1s, up to 29 more times") {
+				t.Errorf("said %q before the first pause ended, want a line with %q and the tries left", got, tc.wantOut)
+			}
+		})
+	}
+}
+
+func TestPlayWorkerPrintsWhatItWaitsForAndHowItEnded(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	o, _, err := parse(&cli.Env{Stdout: io.Discard, Stderr: io.Discard}, []string{"fl-train-0", "--lc-url", down.URL, "--tries", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.interval = time.Millisecond
+	var out bytes.Buffer
+	err = play(t.Context(), &out, fake.NewClientset(workerPod("fl-train-0", "training", "edge-0", podIP)), "ns", o)
+	if err == nil || !strings.Contains(err.Error(), "after 3 tries: sending fl-train-0's report") {
+		t.Errorf("play-worker: %v, want the error of the last of 3 tries", err)
+	}
+	if want := "waiting for the LocalController at " + down.URL + " to answer ("; !strings.HasPrefix(out.String(), want) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("output %q, want one line starting %q", out.String(), want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer written and read from two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
 func TestPlayWorkerRefusesBeforeSendingAnything(t *testing.T) {
 	fsPod := workerPod("fl-train-0", "training", "edge-0", podIP)
 	notWorker := workerPod("web", "", "edge-0", podIP)
@@ -263,7 +371,13 @@ func TestPlayWorkerRefusesBeforeSendingAnything(t *testing.T) {
 		"a pod that is no worker": {pods: []*corev1.Pod{notWorker}, args: []string{"web", "--kind", "train"},
 			wantErr: "pod ns/web is not a Nereid worker: it has no nereid.io/owner-kind label"},
 		"a worker of a kind that does not report": {pods: []*corev1.Pod{diWorker}, args: []string{"di-learner-0", "--kind", "train"},
-			wantErr: "is a worker of a dijob, whose workers send no reports to a LocalController"},
+			wantErr: "is a worker of a dijob, whose workers send no reports to a LocalController (those of federatedlearningjob, jointinferenceservice, incrementallearningjob, lifelonglearningjob do): give --finish or --finish=failed alone"},
+		"a report from a worker of a kind that does not report, then finish": {pods: []*corev1.Pod{diWorker}, args: []string{"di-learner-0", "--status", "completed", "--finish"},
+			wantErr: "is a worker of a dijob, whose workers send no reports"},
+		"--finish of a DIJob pod on a node that is not kwok's": {pods: []*corev1.Pod{diWorker}, args: []string{"di-learner-0", "--finish"},
+			wantErr: "--finish: node edge-0 is not a kwok node"},
+		"--finish of a pod that is not Nereid's": {pods: []*corev1.Pod{notWorker}, args: []string{"web", "--finish"},
+			wantErr: "pod ns/web is not a Nereid worker"},
 		"a controller reference that is not the labels' owner": {pods: []*corev1.Pod{longName}, args: []string{"long-train-0"},
 			wantErr: `names no FederatedLearningJob: neither a nereid.io/owner-name label nor a controller reference with UID "uid-1"`},
 		"an aggregator's report": {pods: []*corev1.Pod{aggregator}, args: []string{"fl-agg", "--status", "completed", "--finish"}, usage: true,

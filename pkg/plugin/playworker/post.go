@@ -29,6 +29,10 @@ type Poster struct {
 	Interval time.Duration
 	// Clock times the pauses (the real clock when nil).
 	Clock clock.Clock
+	// Progress, when set, is told at once when a try fails and another
+	// will follow, and again when the cause changes: what the report waits
+	// for, so a LocalController that is down is not a silent half minute.
+	Progress io.Writer
 }
 
 // ErrCannotSpeakAs is the error when this machine cannot send from a worker
@@ -58,11 +62,16 @@ func (p *Poster) Post(ctx context.Context, lc, namespace, worker string, body []
 		clk = clock.RealClock{}
 	}
 	var last error
-	for try := 1; ; try++ {
-		var again bool
-		again, last = p.postOnce(ctx, lc, namespace, worker, body)
-		if !again || try >= tries {
+	said, try := "", 1
+	for ; ; try++ {
+		var waiting string
+		waiting, last = p.postOnce(ctx, lc, namespace, worker, body)
+		if waiting == "" || try >= tries {
 			break
+		}
+		if p.Progress != nil && waiting != said {
+			fmt.Fprintf(p.Progress, "waiting for %s (%v); trying again every %s, up to %d more times\n", waiting, last, interval, tries-try)
+			said = waiting
 		}
 		t := clk.NewTimer(interval)
 		select {
@@ -72,43 +81,48 @@ func (p *Poster) Post(ctx context.Context, lc, namespace, worker string, body []
 		case <-t.C():
 		}
 	}
-	if last != nil && tries > 1 {
-		return fmt.Errorf("after %d tries: %w", tries, last)
+	if last != nil && try > 1 {
+		return fmt.Errorf("after %d tries: %w", try, last)
 	}
 	return last
 }
 
-// postOnce posts a report from worker's pod's address; again says whether
-// it may be taken on another try.
-func (p *Poster) postOnce(ctx context.Context, lc, namespace, worker string, body []byte) (again bool, err error) {
+// postOnce posts a report from worker's pod's address; waiting, when the
+// report may be taken on another try, says what that try waits for.
+func (p *Poster) postOnce(ctx context.Context, lc, namespace, worker string, body []byte) (waiting string, err error) {
 	pod, err := p.Kube.CoreV1().Pods(namespace).Get(ctx, worker, metav1.GetOptions{})
 	if err != nil {
-		return false, fmt.Errorf("reading pod %s/%s: %w", namespace, worker, err)
+		return "", fmt.Errorf("reading pod %s/%s: %w", namespace, worker, err)
 	}
 	ip := pod.Status.PodIP
 	if ip == "" {
-		return true, fmt.Errorf("pod %s/%s has no address yet", namespace, worker)
+		return fmt.Sprintf("pod %s/%s's address", namespace, worker), fmt.Errorf("pod %s/%s has no address yet", namespace, worker)
 	}
 	url := strings.TrimSuffix(lc, "/") + "/sedna/workers/" + worker + "/info"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return false, fmt.Errorf("the LocalController URL %q: %w", lc, err)
+		return "", fmt.Errorf("the LocalController URL %q: %w", lc, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := ClientFrom(ip).Do(req)
 	switch {
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return false, fmt.Errorf("sending %s's report from %s: %w", worker, ip, ErrCannotSpeakAs)
+		return "", fmt.Errorf("sending %s's report from %s: %w", worker, ip, ErrCannotSpeakAs)
+	case err != nil && ctx.Err() != nil:
+		return "", fmt.Errorf("sending %s's report from %s to %s: %w", worker, ip, lc, err)
 	case err != nil:
-		return ctx.Err() == nil, fmt.Errorf("sending %s's report from %s to %s: %w", worker, ip, lc, err)
+		return "the LocalController at " + lc + " to answer", fmt.Errorf("sending %s's report from %s to %s: %w", worker, ip, lc, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
-		return resp.StatusCode == http.StatusForbidden, fmt.Errorf("the LocalController at %s refused %s's report from %s: %s %s",
-			lc, worker, ip, resp.Status, bytes.TrimSpace(msg))
+		err := fmt.Errorf("the LocalController at %s refused %s's report from %s: %s %s", lc, worker, ip, resp.Status, bytes.TrimSpace(msg))
+		if resp.StatusCode == http.StatusForbidden {
+			return fmt.Sprintf("the LocalController at %s to be sent pod %s and its address", lc, worker), err
+		}
+		return "", err
 	}
-	return false, nil
+	return "", nil
 }
 
 // ClientFrom is an HTTP client whose connections come from ip: a pod's

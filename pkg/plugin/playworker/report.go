@@ -20,11 +20,15 @@
 //     bounded number of times (Poster.Tries); any other refusal ends at once
 //     with the LocalController's reason.
 //   - FinishPod changes a pod's status only on a kwok node, whose pods no
-//     kubelet owns (RequireKwokNode).
+//     kubelet owns (RequireKwokNode); play-worker finishes any Nereid pod
+//     there, a DIJob's too, whose workers send no reports.
+//   - While a report waits (a LocalController down, or not yet sent the
+//     pod), what it waits for is said at once (Poster.Progress).
 package playworker
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,6 +41,10 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
+
+// ErrSendsNoReports is why a Nereid pod of a kind whose workers report to
+// no LocalController (a DIJob's) is no Worker: it may only be finished.
+var ErrSendsNoReports = errors.New("give --finish or --finish=failed alone to end it as its kubelet would")
 
 // Worker is the pod a report is sent as, and what its labels say it is.
 type Worker struct {
@@ -64,8 +72,8 @@ func WorkerOf(pod *corev1.Pod) (Worker, error) {
 	}
 	owner := edgeproto.OwnerKind(kind)
 	if owner.APIKind() == "" {
-		return Worker{}, fmt.Errorf("pod %s/%s is a worker of a %s, whose workers send no reports to a LocalController (those of %s do)",
-			pod.Namespace, pod.Name, kind, ownerKindList())
+		return Worker{}, fmt.Errorf("pod %s/%s is a worker of a %s, whose workers send no reports to a LocalController (those of %s do): %w",
+			pod.Namespace, pod.Name, kind, ownerKindList(), ErrSendsNoReports)
 	}
 	name := pod.Labels[common.LabelOwnerName]
 	if name == "" {

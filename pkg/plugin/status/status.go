@@ -76,8 +76,8 @@ func Fleet(nodes []view.Node) string {
 	var total, connected int
 	var down []string
 	for _, n := range nodes {
-		if !n.Edge && n.Link == view.LinkUnknown {
-			continue
+		if !n.Edge && (n.Link == "" || n.Link == view.LinkUnknown) {
+			continue // no edge node, no link Lease
 		}
 		total++
 		if n.Link == view.LinkConnected {

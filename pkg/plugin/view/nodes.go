@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
@@ -20,8 +21,10 @@ import (
 // --edge-namespace.
 const LeaseNamespace = "nereid-system"
 
-// A Node's Link: connected or disconnected, as its Lease says, or unknown
-// without one.
+// A Node's Link: connected or disconnected, as its Lease says; without
+// one, "" for a Node not labelled an edge node (a cloud node has no edge
+// link to know), else unknown (an edge node no LocalController ever
+// connected from, or a node the user may not list).
 const (
 	LinkConnected    = links.LinkConnected
 	LinkDisconnected = links.LinkDisconnected
@@ -51,6 +54,9 @@ func (r *reading) nodes(ctx context.Context, jobs []Job, pods map[string][]*core
 			n := get(l.Items[i].Name)
 			n.Ready = readyOf(&l.Items[i])
 			_, n.Edge = l.Items[i].Labels[edgehub.DefaultNodeSelector]
+			if !n.Edge {
+				n.Link = "" // unless its Lease says one
+			}
 		}
 	}
 	leases, err := r.leases(ctx)
@@ -62,7 +68,13 @@ func (r *reading) nodes(ctx context.Context, jobs []Job, pods map[string][]*core
 	}
 	for _, ps := range pods {
 		for _, p := range ps {
-			if p.Spec.NodeName != "" {
+			switch {
+			case p.Spec.NodeName == "":
+			case common.PodFinished(p):
+				// A learning cycle keeps a round's pods, a DIJob its
+				// ended replicas: tens on a node, which no longer work there.
+				get(p.Spec.NodeName).Ended++
+			default:
 				n := get(p.Spec.NodeName)
 				n.Workers = append(n.Workers, p.Namespace+"/"+p.Name)
 			}

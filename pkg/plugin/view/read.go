@@ -72,7 +72,7 @@ func readAt(ctx context.Context, c *cli.Clients, now time.Time) (*Snapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{Taken: r.now, Nodes: nodes, Jobs: jobs, Notes: r.notes}, nil
+	return &Snapshot{Taken: r.now, Namespace: c.Namespace, Nodes: nodes, Jobs: jobs, Notes: r.notes}, nil
 }
 
 // workerPods are the pods of Nereid's controllers (every one carries the
@@ -151,10 +151,13 @@ func (r *reading) job(k *kinds.Kind, p kinds.Progress, f facts, pods []*corev1.P
 // every snapshot (and the dashboard's every poll) large.
 const MaxMessageBytes = 1024
 
-// phaseOf is status.phase, or a learning cycle's stage and state, or the
-// kind's own phase.
+// phaseOf is the phase as the object's own API version names it, or
+// status.phase, or a learning cycle's stage and state, or the kind's own
+// phase.
 func phaseOf(p kinds.Progress, f facts) string {
 	switch {
+	case f.ownPhase != "":
+		return f.ownPhase
 	case p.Phase != "":
 		return p.Phase
 	case p.Stage != "" || p.State != "":

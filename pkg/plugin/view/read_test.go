@@ -18,6 +18,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 )
@@ -46,6 +47,8 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 			lease("edge-2", "connected", 2*time.Minute, ""), // the hub stopped renewing it
 			pod("demo", "fl-agg", "fl-uid", "cloud-0", corev1.PodRunning),
 			pod("demo", "fl-train-0", "fl-uid", "edge-0", corev1.PodRunning),
+			pod("demo", "fl-train-old", "fl-uid", "edge-0", corev1.PodSucceeded),
+			pod("demo", "fl-train-failed", "fl-uid", "edge-0", corev1.PodFailed),
 			pod("demo", "not-a-worker", "", "edge-0", corev1.PodRunning),
 		},
 		[]runtime.Object{fl, dataset("demo", "d0", "edge-0"), dataset("demo", "d1", "edge-1")})
@@ -55,9 +58,9 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 	}
 	job := JobRef("FederatedLearningJob", "demo", "fl")
 	want := []Node{
-		{Name: "cloud-0", Link: "unknown", Ready: "True", Objects: 1, Workers: []string{"demo/fl-agg"}, Jobs: []string{job}},
+		{Name: "cloud-0", Link: "", Ready: "True", Objects: 1, Workers: []string{"demo/fl-agg"}, Jobs: []string{job}},
 		{Name: "edge-0", Link: "connected", LastHeard: tp(ago(5 * time.Second)), Outbox: "1% (3/1000 reports, 10/1000 bytes)",
-			Ready: "True", Edge: true, Objects: 2, Workers: []string{"demo/fl-train-0"}, Jobs: []string{job}},
+			Ready: "True", Edge: true, Objects: 2, Workers: []string{"demo/fl-train-0"}, Ended: 2, Jobs: []string{job}},
 		{Name: "edge-1", Link: "disconnected", LastHeard: tp(ago(10 * time.Minute)), Ready: "False", Edge: true, Objects: 1},
 		{Name: "edge-2", Link: "disconnected", LastHeard: tp(ago(2 * time.Minute)), Ready: "True", Edge: true},
 	}
@@ -66,6 +69,9 @@ func TestReadShowsEachNodesLinkAndWhatIsOnIt(t *testing.T) {
 	}
 	if len(got.Notes) != 0 {
 		t.Errorf("notes %q, want none", got.Notes)
+	}
+	if got.Namespace != "" {
+		t.Errorf("namespace %q, want \"\" (every namespace)", got.Namespace)
 	}
 	if !got.Taken.Equal(now) {
 		t.Errorf("taken %s, want %s", got.Taken, now)
@@ -107,6 +113,9 @@ func TestReadTurnsWhatTheUserMayNotListIntoNotes(t *testing.T) {
 	got, err := readAt(t.Context(), c, now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got.Namespace != "demo" {
+		t.Errorf("namespace %q, want demo, the one read", got.Namespace)
 	}
 	wantNotes := []string{"You may not list dijobs.diengine.opendilab.org in namespace demo",
 		"The API server does not serve lifelonglearningjobs.sedna.io in namespace demo", "You may not list nodes"}
@@ -236,6 +245,44 @@ func TestReadCountsADIJobsReplicasPerTaskAndNode(t *testing.T) {
 	}
 }
 
+// A v1alpha1 DIJob, stored as v2alpha1, reads as DI-orchestrator v0.2
+// names its phase and conditions: Created, where v2alpha1 says Starting;
+// the condition v1alpha1 has not (Admitted) stays. A v2alpha1 job reads
+// as it is.
+func TestReadShowsAV1DIJobsPhaseAndConditionsByV1Names(t *testing.T) {
+	status := div2.DIJobStatus{Phase: div2.JobStarting, Conditions: []div2.JobCondition{
+		{Type: "Admitted", Status: corev1.ConditionTrue, Reason: "Admitted"},
+		{Type: "Starting", Status: corev1.ConditionTrue, Reason: "DIJobCreated", Message: "DIJob v1 created"},
+	}}
+	v1 := &div2.DIJob{ObjectMeta: meta("demo", "v1", "v1-uid"), Status: status}
+	v1.Annotations = map[string]string{conversion.AnnotationV1: "{}"}
+	v2 := &div2.DIJob{ObjectMeta: meta("demo", "v2", "v2-uid"), Status: *status.DeepCopy()}
+	c, _, _ := clients("demo", nil, []runtime.Object{v1, v2})
+	got, err := readAt(t.Context(), c, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shown struct {
+		Phase      string
+		Conditions []string
+	}
+	gotShown := map[string]shown{}
+	for _, j := range got.Jobs {
+		s := shown{Phase: j.Phase}
+		for _, c := range j.Conditions {
+			s.Conditions = append(s.Conditions, c.Type+" "+c.Status+" "+c.Reason)
+		}
+		gotShown[j.Name] = s
+	}
+	want := map[string]shown{
+		"v1": {Phase: "Created", Conditions: []string{"Admitted True Admitted", "Created True DIJobCreated"}},
+		"v2": {Phase: "Starting", Conditions: []string{"Admitted True Admitted", "Starting True DIJobCreated"}},
+	}
+	if diff := cmp.Diff(want, gotShown); diff != "" {
+		t.Errorf("DIJobs (-want,+got):\n%s", diff)
+	}
+}
+
 // A learning cycle's time line: a finished round as a whole, the current
 // round's stages from its transitions.
 func TestReadPutsALearningCyclesStagesOnATimeLine(t *testing.T) {
@@ -287,7 +334,7 @@ func TestReadOfAnEmptyClusterIsEmptyListsInJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"taken":"2026-11-27T12:00:00Z","nodes":[],"jobs":[]}`; string(b) != want {
+	if want := `{"taken":"2026-11-27T12:00:00Z","namespace":"","nodes":[],"jobs":[]}`; string(b) != want {
 		t.Errorf("got %s, want %s", b, want)
 	}
 }

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	"github.com/nereid-ml/nereid/pkg/plugin/cli"
 )
@@ -34,10 +37,13 @@ var roundReaders = map[schema.GroupKind]func(ctx context.Context, c *cli.Clients
 // status.edgeNodes: the node's last report (round, stage, state), when it
 // was applied (lastHeardTime), and the report's numeric metrics (the round
 // itself, reported as currentRound or round, is Round, and totalRounds the job's length: neither is a metric; a
-// metric holding a JSON object gives its numeric fields as
-// "<metric>.<field>"). A
+// metric holding a JSON list gives its numbers as "<metric>[<i>]", one
+// holding a JSON object its numeric fields as "<metric>.<field>"). A
 // learning cycle has a point per round of its status.history, and one for
-// the current round: node the dataset's node, stage and state the cycle's
+// the current round: node the one its stage ran on (a finished round's
+// eval pod's, else its train pod's; the current stage's pod's, the
+// inference worker's for deploy; the dataset's node once those pods are
+// gone or the user may not list pods), stage and state the cycle's
 // for the current round (the result for a finished one: Deployed,
 // NotDeployed, Failed), time its completion (the current round's last
 // transition), metrics the numeric evaluation metrics of its models,
@@ -166,8 +172,8 @@ func incrementalRounds(ctx context.Context, c *cli.Clients, ns, name string) (st
 	if err != nil {
 		return "", nil, err
 	}
-	node := datasetNode(ctx, c, ns, j.Spec.Dataset.Name, j.Status.EdgeNodes)
-	return sednav1.IncrementalLearningJobKind.Kind, cyclePoints(&j.Status.CycleStatus, j.Status.Conditions, node), nil
+	nodes := readRoundNodes(ctx, c, j, datasetNode(ctx, c, ns, j.Spec.Dataset.Name, j.Status.EdgeNodes), j.Status.InferenceWorker)
+	return sednav1.IncrementalLearningJobKind.Kind, cyclePoints(&j.Status.CycleStatus, j.Status.Conditions, nodes), nil
 }
 
 func lifelongRounds(ctx context.Context, c *cli.Clients, ns, name string) (string, []Point, error) {
@@ -175,8 +181,8 @@ func lifelongRounds(ctx context.Context, c *cli.Clients, ns, name string) (strin
 	if err != nil {
 		return "", nil, err
 	}
-	node := datasetNode(ctx, c, ns, j.Spec.Dataset.Name, j.Status.EdgeNodes)
-	return sednav1.LifelongLearningJobKind.Kind, cyclePoints(&j.Status.CycleStatus, j.Status.Conditions, node), nil
+	nodes := readRoundNodes(ctx, c, j, datasetNode(ctx, c, ns, j.Spec.Dataset.Name, j.Status.EdgeNodes), j.Status.InferenceWorker)
+	return sednav1.LifelongLearningJobKind.Kind, cyclePoints(&j.Status.CycleStatus, j.Status.Conditions, nodes), nil
 }
 
 // datasetNode is the node of a learning cycle's dataset (spec.nodeName);
@@ -192,13 +198,71 @@ func datasetNode(ctx context.Context, c *cli.Clients, ns, dataset string, heard 
 	return ""
 }
 
+// roundNodes say where a learning cycle's rounds ran: the nodes of the
+// stage pods that remain (a cycle keeps the current rounds' and deletes
+// those of rounds long over), by round and role, the inference worker's,
+// and the dataset's node for a round whose pods are gone.
+type roundNodes struct {
+	dataset, inference string
+	byRound            map[int32]map[string]string
+}
+
+// readRoundNodes reads where job's stage pods ran. When the user may not
+// list pods, every round is on the dataset's node.
+func readRoundNodes(ctx context.Context, c *cli.Clients, job metav1.Object, dataset, inferenceWorker string) roundNodes {
+	rn := roundNodes{dataset: dataset, byRound: map[int32]map[string]string{}}
+	sel := common.LabelOwnerUID + "=" + string(job.GetUID())
+	l, err := c.Kube.CoreV1().Pods(job.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return rn
+	}
+	for _, p := range l.Items {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if p.Name == inferenceWorker {
+			rn.inference = p.Spec.NodeName
+		}
+		round, err := strconv.ParseInt(p.Labels[learningcycle.LabelRound], 10, 32)
+		if err != nil {
+			continue
+		}
+		if rn.byRound[int32(round)] == nil {
+			rn.byRound[int32(round)] = map[string]string{}
+		}
+		rn.byRound[int32(round)][p.Labels[common.LabelWorkerRole]] = p.Spec.NodeName
+	}
+	return rn
+}
+
+// of is the node of round's stage: of a finished round (stage ""), its
+// eval pod's, whose metrics the round's are, else its train pod's; of the
+// deploy stage, the inference worker's; else the stage's pod's; the
+// dataset's when that pod is gone.
+func (rn roundNodes) of(round int32, stage sednav1.Stage) string {
+	pods := rn.byRound[round]
+	var node string
+	switch stage {
+	case "":
+		node = cmp.Or(pods[string(learningcycle.RoleEval)], pods[string(learningcycle.RoleTrain)])
+	case sednav1.StageTrain:
+		node = pods[string(learningcycle.RoleTrain)]
+	case sednav1.StageEval:
+		node = pods[string(learningcycle.RoleEval)]
+	case sednav1.StageDeploy:
+		node = rn.inference
+	}
+	return cmp.Or(node, rn.dataset)
+}
+
 // cyclePoints is a point per round of the history, then the current
-// round's unless the history ends with it (a failed job).
-func cyclePoints(st *sednav1.CycleStatus, transitions []sednav1.StageCondition, node string) []Point {
+// round's unless the history ends with it (a failed job), each on the
+// node its stage ran on (roundNodes.of).
+func cyclePoints(st *sednav1.CycleStatus, transitions []sednav1.StageCondition, nodes roundNodes) []Point {
 	out := []Point{}
 	for i := range st.History {
 		r := &st.History[i]
-		p := Point{Node: node, Round: r.Round, State: r.Result, Metrics: modelMetrics(r.Models)}
+		p := Point{Node: nodes.of(r.Round, ""), Round: r.Round, State: r.Result, Metrics: modelMetrics(r.Models)}
 		if r.Result == sednav1.RoundFailed {
 			p.Message = r.Message
 		}
@@ -210,7 +274,7 @@ func cyclePoints(st *sednav1.CycleStatus, transitions []sednav1.StageCondition, 
 	if st.Round == 0 || slices.ContainsFunc(st.History, func(r sednav1.RoundStatus) bool { return r.Round == st.Round }) {
 		return out
 	}
-	p := Point{Node: node, Round: st.Round, Stage: string(st.Stage), State: string(st.State)}
+	p := Point{Node: nodes.of(st.Round, st.Stage), Round: st.Round, Stage: string(st.Stage), State: string(st.State)}
 	if st.CurrentRound != nil {
 		p.Metrics = modelMetrics(st.CurrentRound.Models)
 		if st.CurrentRound.StartTime != nil {
@@ -242,12 +306,14 @@ func modelMetrics(models []sednav1.RoundModel) map[string]float64 {
 	return out
 }
 
-// numeric are the metrics that hold a number, keys prefixed, and the
-// numeric fields of those that hold a JSON object, as "<key>.<field>" (a
-// worker's results nest their metrics so: {"metrics": {"accuracy": 0.9}});
-// leaving out those named in except, the count of metrics a status dropped,
-// keys the status cut, and NaN and infinities (JSON has no such numbers);
-// nil when none.
+// numeric are the metrics that hold a number, keys prefixed; of those
+// that hold a JSON list, each number as "<key>[<i>]" (Sedna's eval
+// workers report precision_delta so, a value per class); of those that
+// hold a JSON object, each number or list of numbers of its fields as
+// "<key>.<field>" (a worker's results nest their metrics so: {"metrics":
+// {"accuracy": 0.9}}). It leaves out those named in except, the count of
+// metrics a status dropped, keys the status cut, and NaN and infinities
+// (JSON has no such numbers); nil when none.
 func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range metrics {
@@ -258,6 +324,9 @@ func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[stri
 			out[prefix+m.Key] = f
 			continue
 		}
+		if numbers(prefix+m.Key, json.RawMessage(m.Value), out) {
+			continue
+		}
 		var fields map[string]json.RawMessage
 		if json.Unmarshal([]byte(m.Value), &fields) != nil {
 			continue
@@ -265,6 +334,8 @@ func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[stri
 		for k, v := range fields {
 			if f, ok := number(string(v)); ok {
 				out[prefix+m.Key+"."+k] = f
+			} else {
+				numbers(prefix+m.Key+"."+k, v, out)
 			}
 		}
 	}
@@ -272,6 +343,21 @@ func numeric(metrics []sednav1.Metric, prefix string, except ...string) map[stri
 		return nil
 	}
 	return out
+}
+
+// numbers puts into out, as "<key>[<i>]", the numbers of raw when it is a
+// JSON list, and says whether it was.
+func numbers(key string, raw json.RawMessage, out map[string]float64) bool {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return false
+	}
+	for i, v := range list {
+		if f, ok := number(string(v)); ok {
+			out[key+"["+strconv.Itoa(i)+"]"] = f
+		}
+	}
+	return true
 }
 
 // number is the finite number s holds, if it holds one.

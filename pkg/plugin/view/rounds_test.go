@@ -12,6 +12,8 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 )
 
 // A federated learning job's rounds are a point per edge node: its last
@@ -22,17 +24,22 @@ func TestReadRoundsOfAFederatedLearningJobIsAPointPerNode(t *testing.T) {
 			{Name: "edge-1", LastHeardTime: metav1.NewTime(ago(time.Minute)), Worker: "surface-train-1", Stage: "train", State: "running", Round: 2,
 				Metrics: metrics("accuracy", "0.75", "currentRound", "2", "loss", " 0.5", "per_class", "[0.1,0.2]", sednav1.DroppedMetricsKey, "3", "nan", "NaN")},
 			{Name: "edge-0", LastHeardTime: metav1.NewTime(ago(2 * time.Minute)), Stage: "train", State: "completed", Round: 3,
-				Metrics: metrics("accuracy", "0.875", "currentRound", "3", "metrics", `{"f1":0.5,"classes":["a","b"],"nested":{"x":1}}`)},
+				Metrics: metrics("accuracy", "0.875", "currentRound", "3", "metrics", `{"f1":0.5,"classes":["a","b"],"nested":{"x":1},"per_class":[0.5,0.25]}`)},
 		}}}
 	c, _, _ := clients("demo", nil, []runtime.Object{fl})
 	got, err := ReadRounds(t.Context(), c, "federatedlearningjob", "demo", "surface")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Rounds{Kind: "FederatedLearningJob", Namespace: "demo", Name: "surface", Metrics: []string{"accuracy", "loss", "metrics.f1"}, Points: []Point{
-		{Node: "edge-0", Round: 3, Stage: "train", State: "completed", Time: tp(ago(2 * time.Minute)), Metrics: map[string]float64{"accuracy": 0.875, "metrics.f1": 0.5}},
-		{Node: "edge-1", Round: 2, Stage: "train", State: "running", Time: tp(ago(time.Minute)), Metrics: map[string]float64{"accuracy": 0.75, "loss": 0.5}},
-	}}
+	// A list's numbers are metrics of their own, "<metric>[<i>]": a
+	// list-valued metric was never plotted.
+	want := &Rounds{Kind: "FederatedLearningJob", Namespace: "demo", Name: "surface",
+		Metrics: []string{"accuracy", "loss", "metrics.f1", "metrics.per_class[0]", "metrics.per_class[1]", "per_class[0]", "per_class[1]"}, Points: []Point{
+			{Node: "edge-0", Round: 3, Stage: "train", State: "completed", Time: tp(ago(2 * time.Minute)),
+				Metrics: map[string]float64{"accuracy": 0.875, "metrics.f1": 0.5, "metrics.per_class[0]": 0.5, "metrics.per_class[1]": 0.25}},
+			{Node: "edge-1", Round: 2, Stage: "train", State: "running", Time: tp(ago(time.Minute)),
+				Metrics: map[string]float64{"accuracy": 0.75, "loss": 0.5, "per_class[0]": 0.1, "per_class[1]": 0.2}},
+		}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rounds (-want,+got):\n%s", diff)
 	}
@@ -62,14 +69,48 @@ func TestReadRoundsOfAnIncrementalJobIsAPointPerRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Rounds{Kind: "IncrementalLearningJob", Namespace: "demo", Name: "helmet", Metrics: []string{"0:precision", "1:precision", "precision", "recall"},
+	want := &Rounds{Kind: "IncrementalLearningJob", Namespace: "demo", Name: "helmet",
+		Metrics: []string{"0:precision", "0:precision_delta[0]", "0:precision_delta[1]", "1:precision", "precision", "recall"},
 		Points: []Point{
 			{Node: "edge-0", Round: 1, State: "Deployed", Time: tp(ago(time.Hour)), Metrics: map[string]float64{"precision": 0.5, "recall": 0.25}},
-			{Node: "edge-0", Round: 2, State: "NotDeployed", Time: tp(ago(30 * time.Minute)), Metrics: map[string]float64{"0:precision": 0.625, "1:precision": 0.75}},
+			{Node: "edge-0", Round: 2, State: "NotDeployed", Time: tp(ago(30 * time.Minute)), Metrics: map[string]float64{"0:precision": 0.625, "0:precision_delta[0]": 0.1, "0:precision_delta[1]": -0.2, "1:precision": 0.75}},
 			{Node: "edge-0", Round: 3, Stage: "Eval", State: "Running", Time: tp(ago(3 * time.Minute))},
 		}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rounds (-want,+got):\n%s", diff)
+	}
+}
+
+// A learning cycle's round is on the node its stage ran on: the cloud-0
+// train pod's round read edge-0, the dataset's node. A finished round is
+// on its eval pod's node (its metrics are the eval's), else its train
+// pod's; a round whose pods are gone on the dataset's node.
+func TestReadRoundsPutsACyclesRoundOnTheNodeItsStageRanOn(t *testing.T) {
+	il := &sednav1.IncrementalLearningJob{ObjectMeta: meta("demo", "helmet", "il-uid"),
+		Spec: sednav1.IncrementalLearningJobSpec{Dataset: sednav1.CycleDataset{Name: "d0"}},
+		Status: sednav1.IncrementalLearningJobStatus{CycleStatus: sednav1.CycleStatus{Stage: sednav1.StageTrain, State: sednav1.StageRunning, Round: 4,
+			History: []sednav1.RoundStatus{{Round: 1, Result: "Deployed"}, {Round: 2, Result: "Deployed"}, {Round: 3, Result: "NotDeployed"}}}}}
+	stagePod := func(name, role, round, node string, phase corev1.PodPhase) runtime.Object {
+		return pod("demo", name, "il-uid", node, phase, common.LabelWorkerRole, role, learningcycle.LabelRound, round)
+	}
+	c, _, _ := clients("demo", []runtime.Object{
+		stagePod("helmet-train-2", "train", "2", "cloud-0", corev1.PodSucceeded),
+		stagePod("helmet-eval-2", "eval", "2", "edge-1", corev1.PodSucceeded),
+		stagePod("helmet-train-3", "train", "3", "cloud-0", corev1.PodSucceeded),
+		stagePod("helmet-train-4", "train", "4", "cloud-0", corev1.PodRunning),
+		pod("demo", "someone-elses", "other-uid", "cloud-9", corev1.PodRunning, common.LabelWorkerRole, "train", learningcycle.LabelRound, "4"),
+	}, []runtime.Object{il, dataset("demo", "d0", "edge-0")})
+	got, err := ReadRounds(t.Context(), c, "incrementallearningjob", "demo", "helmet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotNodes := map[int32]string{}
+	for _, p := range got.Points {
+		gotNodes[p.Round] = p.Node
+	}
+	want := map[int32]string{1: "edge-0", 2: "edge-1", 3: "cloud-0", 4: "cloud-0"}
+	if diff := cmp.Diff(want, gotNodes); diff != "" {
+		t.Errorf("rounds' nodes (-want,+got):\n%s", diff)
 	}
 }
 
@@ -104,7 +145,7 @@ func TestAFailedRoundSaysWhy(t *testing.T) {
 	st := &sednav1.CycleStatus{Round: 2, Stage: sednav1.StageTrain, State: sednav1.StageWaiting, History: []sednav1.RoundStatus{
 		{Round: 1, Result: sednav1.RoundFailed, Message: "Deploy failed: no model"},
 	}}
-	points := cyclePoints(st, nil, "edge-0")
+	points := cyclePoints(st, nil, roundNodes{dataset: "edge-0"})
 	if len(points) != 2 || points[0].State != sednav1.RoundFailed || points[0].Message != "Deploy failed: no model" || points[1].Message != "" {
 		t.Errorf("points %+v, want round 1 Failed saying why, round 2 without a message", points)
 	}

@@ -11,6 +11,7 @@ import (
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	nereidclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
 // source is how one kind of the GlobalManager's table is read: its list
@@ -27,8 +28,10 @@ type facts struct {
 	meta       metav1.Object
 	conditions []Condition
 	// progress is the kind's progress in a few words; phase the phase of a
-	// kind whose Progress has none (a service).
-	progress, phase string
+	// kind whose Progress has none (a service); ownPhase, when set, the
+	// phase as the object's own API version names it, over Progress's (a
+	// v1alpha1 DIJob's, stored as v2alpha1).
+	progress, phase, ownPhase string
 	// finished: the job is over and waits for nothing.
 	finished bool
 	// cycle is set for the learning cycles.
@@ -167,13 +170,24 @@ func jointInferenceFacts(obj any) facts {
 	return f
 }
 
-// dijobFacts: status.tasksReady, the tasks' ready replicas.
+// dijobFacts: status.tasksReady, the tasks' ready replicas. A v1alpha1
+// job's phase and conditions read as v1alpha1 (DI-orchestrator v0.2) names
+// them, Created where v2alpha1 says Starting; its conditions v1alpha1 has
+// not (Admitted, which says what it waits for) stay.
 func dijobFacts(obj any) facts {
 	j := obj.(*div2.DIJob)
+	v1 := conversion.IsV1(j)
 	f := facts{meta: j, progress: j.Status.TasksReady, replicas: true,
 		finished: j.Status.Phase == div2.JobSucceeded || j.Status.Phase == div2.JobFailed}
+	if v1 && j.Status.Phase != "" {
+		f.ownPhase = string(conversion.V1Phase(j.Status.Phase))
+	}
 	for _, c := range j.Status.Conditions {
-		f.conditions = append(f.conditions, Condition{Type: string(c.Type), Status: string(c.Status),
+		typ := string(c.Type)
+		if t, ok := conversion.V1ConditionType(c.Type); v1 && ok {
+			typ = string(t)
+		}
+		f.conditions = append(f.conditions, Condition{Type: typ, Status: string(c.Status),
 			Reason: c.Reason, Message: c.Message, Since: timeOf(c.LastTransitionTime)})
 	}
 	for i := range j.Spec.Tasks {

@@ -25,19 +25,34 @@ import "time"
 // in JSON.
 type Snapshot struct {
 	Taken time.Time `json:"taken"`
-	Nodes []Node    `json:"nodes"`
-	Jobs  []Job     `json:"jobs"`
+	// Namespace is the namespace whose jobs, workers and Datasets were
+	// read, "" for every namespace (-A); the Nodes and Leases are the
+	// cluster's whichever it is.
+	Namespace string `json:"namespace"`
+	Nodes     []Node `json:"nodes"`
+	Jobs      []Job  `json:"jobs"`
 	// Notes say what could not be read (a kind the API server does not
 	// serve, a resource the user may not list), one sentence each.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Scope names the namespace a Snapshot read, for people: "namespace
+// <name>", or "every namespace" for "".
+func Scope(namespace string) string {
+	if namespace == "" {
+		return "every namespace"
+	}
+	return "namespace " + namespace
 }
 
 // Node is one node as the cloud sees it: every Node the user may list, and
 // every node with a link Lease or a job's worker.
 type Node struct {
 	Name string `json:"name"`
-	// Link is "connected", "disconnected", or "unknown" when the node has
-	// no link Lease (no LocalController ever connected).
+	// Link is "connected" or "disconnected", as the node's link Lease
+	// says; without one, "" for a Node not labelled an edge node, else
+	// "unknown" (an edge node no LocalController ever connected from, or
+	// a node the user may not list).
 	Link string `json:"link"`
 	// LastHeard is when the hub last heard from the node (the Lease's
 	// renew time); nil when never.
@@ -52,9 +67,11 @@ type Node struct {
 	Edge  bool   `json:"edge"`
 	// Objects counts the Nereid objects that concern the node (Datasets on
 	// it, jobs with workers on it); Workers are the job workers' pods on it
-	// (namespace/name).
+	// that have not finished (namespace/name), Ended counts those that
+	// have (Succeeded or Failed).
 	Objects int      `json:"objects"`
 	Workers []string `json:"workers,omitempty"`
+	Ended   int      `json:"ended,omitempty"`
 	// Jobs are the jobs with a worker on the node: "<kind>/<namespace>/<name>".
 	Jobs []string `json:"jobs,omitempty"`
 }

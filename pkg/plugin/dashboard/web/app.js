@@ -67,9 +67,10 @@ function jobLink(key) {
   return el('a', { href: `#/job/${key}`, 'data-job': key }, `${kind} ${namespace}/${name}`);
 }
 
-// ago says how long before now t was, in a few characters.
+// ago says how long before now t was, in a few characters; '-' for no t,
+// as kubectl nereid prints it.
 function ago(t, now) {
-  if (!t) return 'never';
+  if (!t) return '-';
   const s = Math.max(0, Math.round((now - new Date(t)) / 1000));
   if (s < 120) return `${s}s ago`;
   if (s < 7200) return `${Math.round(s / 60)}m ago`;
@@ -174,7 +175,7 @@ async function tick() {
     error.hidden = true;
     const taken = new Date(data.snapshot.taken);
     document.getElementById('status').textContent =
-      `Read ${taken.toLocaleTimeString()}; updates every ${POLL_MS / 1000} s`;
+      `Read ${taken.toLocaleTimeString()}, ${scopeText(data.snapshot)}; updates every ${POLL_MS / 1000} s`;
   } catch (e) {
     if (mine !== generation) return;
     error.textContent = String(e.message || e);
@@ -191,7 +192,21 @@ function render(r, data) {
   if (r.page !== 'job') seen.clear(); // leaving a job forgets its points
   const main = document.getElementById('main');
   main.dataset.page = r.page;
-  main.replaceChildren(...notes(data.snapshot), pages[r.page](data, r));
+  main.replaceChildren(el('p', { class: 'hint', id: 'scope', 'data-namespace': data.snapshot.namespace || '' }, scopeHint(data.snapshot)),
+    ...notes(data.snapshot), pages[r.page](data, r));
+}
+
+// scopeText names what the snapshot read: one namespace's jobs, workers
+// and Datasets (kubectl's -n, or its context's), or every namespace's (-A).
+function scopeText(snapshot) {
+  return snapshot.namespace ? `namespace ${snapshot.namespace}` : 'every namespace';
+}
+
+// scopeHint says it on the page, and how to see the rest.
+function scopeHint(snapshot) {
+  if (!snapshot.namespace) return 'Jobs, workers and Datasets of every namespace; the nodes are the cluster\'s.';
+  return `Jobs, workers and Datasets of namespace ${snapshot.namespace} only; the nodes are the cluster's. ` +
+    'kubectl nereid dashboard -A shows every namespace.';
 }
 
 // notes say what the snapshot could not read.
@@ -199,23 +214,73 @@ function notes(snapshot) {
   return (snapshot.notes || []).map((n) => el('p', { class: 'note' }, n));
 }
 
+// linkText is a node's link: connected, disconnected, unknown (an edge
+// node no LocalController ever connected from), '-' for a node that is no
+// edge node and has none, as kubectl nereid nodes prints them.
+function linkText(n) {
+  return n.link || '-';
+}
+
+// outboxText is a node's outbox fill ("3% (30/10000 reports,
+// 1048576/67108864 bytes)", the Lease's nereid.io/outbox) with its bytes
+// in KiB, MiB or GiB; '-' until the node was heard.
+function outboxText(fill) {
+  if (!fill) return '-';
+  return fill.replace(/(\d+)\/(\d+) bytes/, (_, used, max) => `${size(Number(used))} of ${size(Number(max))}`);
+}
+
+// size is n bytes in B, KiB, MiB or GiB, at most 3 significant digits.
+function size(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${Number(n.toPrecision(3))} ${units[i]}`;
+}
+
+// MAX_WORKERS is how many of a node's workers the fleet names before it
+// counts the others: a row stays a few lines high.
+const MAX_WORKERS = 5;
+
+// workerLines are the lines of a node's Workers cell: its workers that
+// have not finished (the first MAX_WORKERS, then how many more), then how
+// many ended: a learning cycle keeps its rounds' pods, and tens of them
+// would push the other nodes off the screen.
+function workerLines(n) {
+  const workers = n.workers || [];
+  const lines = workers.slice(0, MAX_WORKERS);
+  if (workers.length > MAX_WORKERS) lines.push(`+${workers.length - MAX_WORKERS} more`);
+  if (n.ended) lines.push(`${n.ended} ended`);
+  return lines;
+}
+
 // The edge fleet: each node's link, when the hub last heard from it, its jobs.
 function fleetPage({ snapshot }) {
   const now = new Date(snapshot.taken);
   const rows = (snapshot.nodes || []).map((n) => el('tr', { 'data-node': n.name, 'data-link': n.link },
     el('td', {}, n.name),
-    el('td', {}, el('span', { class: `link ${n.link}` }, n.link)),
-    el('td', { title: n.lastHeard || '' }, ago(n.lastHeard, now)),
-    el('td', {}, n.outbox || ''),
+    el('td', {}, el('span', { class: `link ${n.link || 'none'}` }, linkText(n))),
+    el('td', { title: n.lastHeard || 'never heard from' }, ago(n.lastHeard, now)),
+    el('td', { title: n.outbox || '' }, outboxText(n.outbox)),
     el('td', {}, n.ready),
     el('td', {}, n.edge ? 'edge' : 'cloud'),
     el('td', {}, n.objects),
     el('td', {}, (n.jobs || []).map((j) => el('div', {}, jobLink(j)))),
-    el('td', {}, (n.workers || []).map((w) => el('div', {}, w)))));
+    el('td', { 'data-workers': (n.workers || []).length, 'data-ended': n.ended || 0 }, workerLines(n).map((w) => el('div', {}, w)))));
   return section('Edge fleet', { id: 'fleet' },
     el('p', { class: 'hint' }, 'Link: the node\'s LocalController link to the cloud, from its Lease; last heard: the Lease\'s renewal.'),
     rows.length ? table(['Node', 'Link', 'Last heard', 'Outbox', 'Ready', 'Role', 'Objects', 'Jobs', 'Workers'], rows)
       : el('p', {}, 'No node visible to your user.'));
+}
+
+// phaseClass is the CSS class of a phase: its state, the last word, so a
+// learning cycle's "Deploy Failed" is as red as a DIJob's "Failed" and
+// its "Train Running" as green as "Running".
+function phaseClass(phase) {
+  const words = (phase || '').trim().split(/\s+/);
+  return `phase ${words[words.length - 1]}`;
 }
 
 function jobsPage({ snapshot }) {
@@ -224,7 +289,7 @@ function jobsPage({ snapshot }) {
     const key = jobKey(j.kind, j.namespace, j.name);
     return el('tr', { 'data-job': key, 'data-phase': j.phase },
       el('td', {}, j.kind), el('td', {}, j.namespace), el('td', {}, el('a', { href: `#/job/${key}` }, j.name)),
-      el('td', {}, el('span', { class: `phase ${j.phase.split(' ')[0]}` }, j.phase)),
+      el('td', {}, el('span', { class: phaseClass(j.phase) }, j.phase)),
       el('td', {}, j.progress || ''), el('td', {}, j.waiting ? 'waiting' : ''),
       el('td', {}, (j.nodes || []).join(', ')), el('td', {}, ago(j.created, now)));
   });
@@ -263,7 +328,7 @@ function jobPage(data, r) {
 function summary(job, snapshot) {
   const dl = el('dl', { class: 'summary' });
   const add = (k, v) => dl.append(el('dt', {}, k), el('dd', {}, v));
-  add('Phase', el('span', { class: `phase ${job.phase.split(' ')[0]}`, id: 'phase' }, job.phase));
+  add('Phase', el('span', { class: phaseClass(job.phase), id: 'phase' }, job.phase));
   if (job.progress) add('Progress', job.progress);
   add('Created', `${job.created} (${ago(job.created, new Date(snapshot.taken))})`);
   if (job.nodes && job.nodes.length) add('Nodes', job.nodes.join(', '));

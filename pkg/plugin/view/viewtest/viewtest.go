@@ -24,9 +24,10 @@ func Snapshot() *view.Snapshot {
 	fl := view.JobRef("FederatedLearningJob", "demo", "surface-defect-detection")
 	di := view.JobRef("DIJob", "rl", "cartpole")
 	return &view.Snapshot{
-		Taken: Now,
+		Taken:     Now,
+		Namespace: "demo",
 		Nodes: []view.Node{
-			{Name: "cloud-0", Link: view.LinkUnknown, Ready: "True", Objects: 2,
+			{Name: "cloud-0", Ready: "True", Objects: 2,
 				Workers: []string{"demo/surface-defect-detection-aggregation-0", "rl/cartpole-learner-0"}, Jobs: []string{di, fl}},
 			{Name: "edge-0", Link: view.LinkConnected, LastHeard: ago(3 * time.Second), Outbox: "0% (0/10000 reports, 0/67108864 bytes)",
 				Ready: "True", Edge: true, Objects: 3, Workers: []string{"demo/surface-defect-detection-training-0", "rl/cartpole-collector-0"},

@@ -100,11 +100,8 @@ func TaskStatusKey(t div1.ReplicaType) string { return strings.ToLower(string(t)
 func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 	out := div1.DIJobStatus{Phase: toV1Phase(in.Phase)}
 	for _, c := range in.Conditions {
-		p, ok := phaseToV1[div2.Phase(c.Type)]
-		if same, notPhase := sameInV1[c.Type]; notPhase {
-			p, ok = same, true
-		}
-		if !ok || p == "" {
+		p, ok := V1ConditionType(c.Type)
+		if !ok {
 			continue // Admitted: v1 has none
 		}
 		out.Conditions = append(out.Conditions, div1.DIJobCondition{
@@ -132,6 +129,21 @@ func conditionToV2(t div1.Phase) div2.ConditionType {
 		}
 	}
 	return div2.ConditionType(toV2Phase(t))
+}
+
+// V1Phase is a v2 phase as v1alpha1 shows it (Starting is Created).
+func V1Phase(p div2.Phase) div1.Phase { return toV1Phase(p) }
+
+// V1ConditionType is the type v1alpha1 shows a v2 condition as (a phase's
+// by its v1 name: Starting is Created; EdgeLinked, Scheduled and
+// ReplicasCreated as they are), and false for one v1alpha1 has not
+// (Admitted).
+func V1ConditionType(t div2.ConditionType) (div1.Phase, bool) {
+	if same, ok := sameInV1[t]; ok {
+		return same, true
+	}
+	p, ok := phaseToV1[div2.Phase(t)]
+	return p, ok && p != ""
 }
 
 func toV2Phase(p div1.Phase) div2.Phase {
