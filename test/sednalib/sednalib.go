@@ -146,7 +146,7 @@ func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, r
 		return nil, err
 	}
 	full := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "PYTHONUNBUFFERED=1",
-		"PYTHONPATH=" + Dir() + ":" + sednaLib, "NEREID_PODNET=" + string(podnet)}
+		"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + Dir() + ":" + sednaLib, "NEREID_PODNET=" + string(podnet)}
 	for k, v := range r.ImageEnv {
 		full = append(full, k+"="+v)
 	}
