@@ -9,8 +9,11 @@
 // (an overlay, so that writes outside the volumes stay in the process) with the
 // pod's hostPath volumes bound in; py/sitecustomize.py gives it the pod's
 // network (its address, and what DNS, kube-proxy and the node's address would
-// route). The worker code is py/nereid_workers.py: the worker scripts of Sedna's
-// examples with trivial estimators in place of TensorFlow.
+// route). The worker code is py/nereid_workers.py (lifelong learning's and the
+// knowledge base server's in py/nereid_ll.py): the worker scripts of Sedna's
+// examples with trivial estimators in place of TensorFlow and PyTorch models,
+// and stand-ins for the little of tensorflow and sklearn that Sedna's library
+// imports for them.
 package sednalib
 
 import (
@@ -82,11 +85,13 @@ func Usable(ctx context.Context, sednaLib string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the harness needs root, for the workers' mount namespaces")
 	}
-	cmd := exec.CommandContext(ctx, Python, "-c", "import numpy, requests, tenacity, websockets, fastapi, uvicorn, colorlog, joblib, pandas, yaml, watchdog")
+	cmd := exec.CommandContext(ctx, Python, "-c",
+		"import numpy, requests, tenacity, websockets, fastapi, multipart, uvicorn, colorlog, joblib, pandas, yaml, six, watchdog, sqlalchemy")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s cannot import what Sedna's library needs (apt-get install python3-numpy python3-requests "+
-			"python3-tenacity python3-websockets python3-fastapi python3-uvicorn python3-colorlog python3-joblib python3-pandas "+
-			"python3-yaml python3-six python3-watchdog): %v: %s", Python, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s cannot import what Sedna's library needs (hack/sedna-python.sh installs it: apt-get install "+
+			"python3-numpy python3-requests python3-tenacity python3-websockets python3-fastapi python3-multipart python3-uvicorn "+
+			"python3-colorlog python3-joblib python3-pandas python3-yaml python3-six python3-watchdog python3-sqlalchemy): %v: %s",
+			Python, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -5,7 +5,8 @@ Each role is what the worker script of Sedna's example does (examples/ of
 model: it reads the pod's environment through Sedna's own Context and
 BaseConfig, calls Sedna's own FederatedLearning, JointInference,
 AggregationServer..., and those post to the LocalController what Sedna's
-library posts. Usage: python3 -m nereid_workers <role>.
+library posts. The lifelong learning roles (ll-*) are in nereid_ll.py.
+Usage: python3 -m nereid_workers <role>.
 """
 
 import json
@@ -142,6 +143,15 @@ def il_inference():
         time.sleep(0.5)
 
 
+def _ll(role):
+    """A role of nereid_ll (Sedna's lifelong learning), imported when run."""
+    def run():
+        import nereid_ll
+
+        getattr(nereid_ll, role)()
+    return run
+
+
 ROLES = {
     "il-train": il_train,
     "il-eval": il_eval,
@@ -149,6 +159,10 @@ ROLES = {
     "fl-aggregator": fl_aggregator,
     "fl-trainer": fl_trainer,
     "ji-edge": ji_edge,
+    "ll-train": _ll("ll_train"),
+    "ll-eval": _ll("ll_eval"),
+    "ll-inference": _ll("ll_inference"),
+    "ll-kb": _ll("ll_kb"),
 }
 
 
