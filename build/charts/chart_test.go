@@ -113,9 +113,9 @@ func TestChartDefaultsInstallAGlobalManagerAndEdgeLocalControllers(t *testing.T)
 		"CustomResourceDefinition/aggregatorconfigs.diengine.opendilab.org", "CustomResourceDefinition/datasets.sedna.io", "CustomResourceDefinition/dijobs.diengine.opendilab.org", "CustomResourceDefinition/federatedlearningjobs.sedna.io",
 		"CustomResourceDefinition/incrementallearningjobs.sedna.io", "CustomResourceDefinition/jointinferenceservices.sedna.io",
 		"CustomResourceDefinition/lifelonglearningjobs.sedna.io", "CustomResourceDefinition/models.sedna.io",
-		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "Namespace/di-system", "PodDisruptionBudget/nereid-globalmanager",
+		"DaemonSet/nereid-localcontroller", "Deployment/nereid-globalmanager", "PodDisruptionBudget/nereid-globalmanager",
 		"Role/nereid-globalmanager", "RoleBinding/nereid-globalmanager",
-		"Service/di-server", "Service/nereid-di-server", "Service/nereid-di-v1-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
+		"Service/nereid-di-server", "Service/nereid-di-v1-server", "Service/nereid-dijob-conversion", "Service/nereid-edgehub", "Service/nereid-globalmanager-metrics",
 		"ServiceAccount/nereid-globalmanager", "ServiceAccount/nereid-localcontroller",
 		"ValidatingAdmissionPolicy/nereid-system-nereid-globalmanager-owner-label",
 		"ValidatingAdmissionPolicyBinding/nereid-system-nereid-globalmanager-owner-label",
@@ -752,10 +752,14 @@ func TestChartV1Server(t *testing.T) {
 
 // DI-engine prefers its config's system_addr, di-server.di-system:8080 in
 // every DI-orchestrator v0.2 sample, over KUBERNETES_SERVER_URL: the chart
-// makes that name, an ExternalName of the v1 server's Service, and the
-// namespace, which helm uninstall keeps.
+// makes that name, an ExternalName of the v1 server's Service, where the
+// namespace is (a rendering reads no cluster: with createNamespace), and
+// with createNamespace the namespace, which helm uninstall keeps.
 func TestChartServesTheV1ServerWhereDIEngineLooks(t *testing.T) {
-	r := render(t, "ml")
+	if _, ok := render(t, "ml")["Service/di-server"]; ok {
+		t.Error("di-server rendered without its namespace: a rendering cannot know it exists")
+	}
+	r := render(t, "ml", "--set", "globalManager.dijob.v1Server.diServer.createNamespace=true")
 	var svc corev1.Service
 	r.get(t, "Service/di-server", &svc)
 	if svc.Namespace != "di-system" || svc.Spec.Type != corev1.ServiceTypeExternalName ||
@@ -769,25 +773,23 @@ func TestChartServesTheV1ServerWhereDIEngineLooks(t *testing.T) {
 		t.Errorf("namespace di-system annotations %v: helm uninstall would delete it and all it holds", ns.Annotations)
 	}
 
-	own := render(t, "ml", "--set", "globalManager.dijob.v1Server.diServer.createNamespace=false",
+	own := render(t, "ml", "--set", "globalManager.dijob.v1Server.diServer.createNamespace=true",
 		"--set", "globalManager.dijob.v1Server.diServer.namespace=di",
 		"--set", "globalManager.dijob.v1Server.diServer.clusterDomain=example.org")
 	own.get(t, "Service/di-server", &svc)
 	if svc.Namespace != "di" || svc.Spec.ExternalName != "nereid-di-v1-server.ml.svc.example.org" {
 		t.Errorf("di-server %s with %s, want it in di naming example.org", svc.Namespace, svc.Spec.ExternalName)
 	}
-	if _, ok := own["Namespace/di"]; ok {
-		t.Error("a namespace made with createNamespace=false")
-	}
 	for what, args := range map[string][]string{
-		"the alias off":  {"--set", "globalManager.dijob.v1Server.diServer.enabled=false"},
-		"the server off": {"--set", "globalManager.dijob.v1Server.enabled=false"},
+		"the alias off":  {"--set", "globalManager.dijob.v1Server.diServer.enabled=false", "--set", "globalManager.dijob.v1Server.diServer.createNamespace=true"},
+		"the server off": {"--set", "globalManager.dijob.v1Server.enabled=false", "--set", "globalManager.dijob.v1Server.diServer.createNamespace=true"},
 	} {
 		if _, ok := render(t, "ml", args...)["Service/di-server"]; ok {
 			t.Errorf("di-server rendered with %s", what)
 		}
 	}
-	_, err := framework.Helm(t, "template", "nereid", framework.ChartDir(), "--namespace", "ml", "--set", "globalManager.dijob.v1Server.port=8090")
+	_, err := framework.Helm(t, "template", "nereid", framework.ChartDir(), "--namespace", "ml", "--set", "globalManager.dijob.v1Server.port=8090",
+		"--set", "globalManager.dijob.v1Server.diServer.createNamespace=true")
 	if err == nil || !strings.Contains(err.Error(), "needs globalManager.dijob.v1Server.port 8080") {
 		t.Errorf("another port with the alias on: %v; want a refusal naming the port", err)
 	}

@@ -303,8 +303,9 @@ func checkInvalidV1FieldsRefused(t *testing.T, ns string) {
 		"a coordinator of no container": {map[string]any{"coordinator": coordinator()}, "spec.coordinator.template.spec.containers", "the coordinator needs at least one container"},
 		// The worker templates are checked as far as their schema goes
 		// (hack/crdv1templates): field names, a named container.
+		// kubectl's strict validation names the misspelt field first.
 		"a collector's containerz": {map[string]any{"coordinator": coordinator(container), "collector": worker(map[string]any{"containerz": []any{container}})},
-			"spec.collector.template.spec.containers", "Required value"},
+			"spec.collector.template.spec.containerz", "unknown field"},
 		"a learner of no container": {map[string]any{"coordinator": coordinator(container), "learner": worker(map[string]any{"containers": []any{}})},
 			"spec.learner.template.spec.containers", "should have at least 1 items"},
 		"a learner's container without a name": {map[string]any{"coordinator": coordinator(container), "learner": worker(map[string]any{"containers": []any{map[string]any{"image": "x"}}})},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,7 @@ import (
 // packages (make test-integration installs them as root) it cannot run.
 func sednaLibrary(t *testing.T) string {
 	t.Helper()
-	lib, err := sednalib.SednaLib(framework.RepoRoot())
+	lib, err := sednalib.SednaLib(framework.SednaCompat(t))
 	if err != nil {
 		t.Skipf("Sedna's worker library is not here: %v", err)
 	}
@@ -39,13 +41,13 @@ func sednaLibrary(t *testing.T) string {
 // unchanged but for the node names, which name Sedna's test cluster's nodes.
 func sednaSample(t *testing.T, file string, into any, nodes map[string]string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "..", "shared", "sedna-compat", "samples", file))
+	data, err := os.ReadFile(filepath.Join(framework.SednaCompat(t), "samples", file))
 	if err != nil {
-		t.Skipf("Sedna's samples are not here: %v", err)
+		t.Fatalf("reading Sedna's sample: %v", err)
 	}
 	text := string(data)
 	for from, to := range nodes {
-		text = strings.ReplaceAll(text, `nodeName: "`+from+`"`, `nodeName: "`+to+`"`)
+		text = regexp.MustCompile(`nodeName:\s*"`+regexp.QuoteMeta(from)+`"`).ReplaceAllString(text, `nodeName: "`+to+`"`)
 	}
 	if err := yaml.UnmarshalStrict([]byte(text), into); err != nil {
 		t.Fatalf("decoding Sedna's %s: %v", file, err)
@@ -335,5 +337,90 @@ func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 	})
 	if log := inference.Log(); !strings.Contains(log, "serving a model of weight 1.0") {
 		t.Errorf("the inference worker does not serve the trained model; it said:\n%s", tail(log, 20))
+	}
+}
+
+// Sedna's own lifelong learning example, with Sedna's worker classes and
+// knowledge base server: two full rounds. Round 1 trains the knowledge
+// base, evaluates it, and is deployed to a new inference worker that serves
+// it (Sedna's inference reads MODEL_URLS); round 2's train worker updates
+// round 1's index (Sedna's LifelongLearning.update reads CLOUD_KB_INDEX as
+// a node path under DATA_PATH_PREFIX), and is deployed in turn.
+func TestSednasLifelongLearningWorkersRunTwoRounds(t *testing.T) {
+	lib := sednaLibrary(t)
+	var job sednav1.LifelongLearningJob
+	sednaSample(t, "lifelonglearningjobv1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
+	// The sample checks its trigger every minute from 02:00: every second
+	// here, at any hour.
+	job.Spec.TrainSpec.Trigger.CheckPeriodSeconds, job.Spec.TrainSpec.Trigger.Timer = 1, nil
+	ns := framework.Namespace(t)
+	h := &sednalib.Harness{Kube: framework.KubeClient(t), LogDir: t.TempDir()}
+	// Sedna's knowledge base server, which its installation runs in the
+	// cloud; the GlobalManager gives its address to the workers (KB_SERVER).
+	kbAddr := "127.0.0.1:" + strconv.Itoa(framework.FreePort(t))
+	kbDir := t.TempDir()
+	kb, err := h.StartOnHost(lib, "ll-kb", map[string]string{"KnowledgeBaseServer": "http://" + kbAddr,
+		"KnowledgeBasePath": kbDir, "KB_URL": "sqlite:///" + filepath.Join(kbDir, "kb.sqlite3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		kb.Stop()
+		if t.Failed() {
+			t.Logf("the knowledge base server said:\n%s", tail(kb.Log(), 20))
+		}
+	})
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns, "--kb-server=http://"+kbAddr)
+	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
+	h.Nodes = map[string]sednalib.Node{"edge-0": {Root: lc.Root, LocalController: sednalib.URLHost(lc.WorkerURL)}}
+	writeNodeFile(t, lc.Root, "/data/ll/index.txt", "")
+	sc := sednaClient(t).SednaV1alpha1()
+	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.Dataset.Name},
+		Spec: sednav1.DatasetSpec{URL: "/data/ll/index.txt", Format: "txt", NodeName: "edge-0"}}
+	if _, err := sc.Datasets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := sc.LifelongLearningJobs(ns).Create(t.Context(), &job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples strings.Builder
+	for round := int32(1); round <= 2; round++ {
+		// The dataset grows past the sample's threshold (500): the
+		// example's index lines, of two origins (real: Berlin, sim).
+		for i := range 600 {
+			origin, city := "real", "berlin"
+			if i%2 == 1 {
+				origin, city = "sim", "sim"
+			}
+			fmt.Fprintf(&samples, "%s/%s_%d_%d.png %s/%s_%d_%d_label.png\n", origin, city, round, i, origin, city, round, i)
+		}
+		writeNodeFile(t, lc.Root, "/data/ll/index.txt", samples.String())
+		for _, stage := range []string{"train", "eval"} {
+			pod := runningPod(t, ns, fmt.Sprintf("%s-%s-%d-1", job.Name, stage, round))
+			waitForWorkerExit(t, startSednaWorker(t, h, lib, pod, sednalib.Run{Role: "ll-" + stage}), 2*time.Minute)
+		}
+		framework.Eventually(t, 60*time.Second, fmt.Sprintf("round %d deployed", round), func(ctx context.Context) (bool, error) {
+			j, err := sc.LifelongLearningJobs(ns).Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if n := len(j.Status.History); n > 0 && j.Status.History[n-1].Result == sednav1.RoundFailed {
+				return false, fmt.Errorf("round %d failed: %s", j.Status.History[n-1].Round, j.Status.History[n-1].Message)
+			}
+			return j.Status.DeployedRound == round, nil
+		})
+	}
+	// The inference worker of round 2 serves the knowledge base.
+	inference := startSednaWorker(t, h, lib, runningPod(t, ns, job.Name+"-deploy-2"), sednalib.Run{Role: "ll-inference"})
+	framework.Eventually(t, 60*time.Second, "the inference worker to serve", func(context.Context) (bool, error) {
+		return strings.Contains(inference.Log(), "inference of real/berlin_01.png"), nil
+	})
+	j, err := sc.LifelongLearningJobs(ns).Get(t.Context(), created.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kbs := j.Status.KnowledgeBase; kbs.AIModels.NumberOfAIModels == 0 {
+		t.Errorf("knowledge base %+v: no model after two rounds", kbs)
 	}
 }

@@ -68,12 +68,12 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "py")
 }
 
-// SednaLib is Sedna's library beside the repository, or an error saying why
-// there is none (a checkout without ../shared).
-func SednaLib(repoRoot string) (string, error) {
-	dir := filepath.Join(repoRoot, "..", "shared", "sedna-compat", "lib")
+// SednaLib is Sedna's library in compatDir (framework.SednaCompatDir), or an
+// error saying why there is none.
+func SednaLib(compatDir string) (string, error) {
+	dir := filepath.Join(compatDir, "lib")
 	if _, err := os.Stat(filepath.Join(dir, "sedna", "__init__.py")); err != nil {
-		return "", fmt.Errorf("no Sedna library at %s (../shared/sedna-compat beside the checkout): %w", dir, err)
+		return "", fmt.Errorf("no Sedna library at %s: %w", dir, err)
 	}
 	return filepath.Abs(dir)
 }
@@ -150,8 +150,7 @@ func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, r
 		_ = os.RemoveAll(scratch)
 		return nil, err
 	}
-	full := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "PYTHONUNBUFFERED=1",
-		"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + Dir() + ":" + sednaLib, "NEREID_PODNET=" + string(podnet)}
+	full := append(baseEnv(sednaLib), "NEREID_PODNET="+string(podnet))
 	for k, v := range r.ImageEnv {
 		full = append(full, k+"="+v)
 	}
@@ -159,25 +158,53 @@ func (h *Harness) Start(ctx context.Context, sednaLib string, pod *corev1.Pod, r
 	for k, v := range r.Override {
 		full = append(full, k+"="+v)
 	}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", r.Role)
+	cmd.Env = full
+	return h.start(cmd, pod, pod.Name, scratch)
+}
+
+// StartOnHost runs role on this machine as a server of the cluster's (Sedna's
+// knowledge base server, say), not as a pod: no mount namespace, the
+// machine's own network; env is its environment.
+func (h *Harness) StartOnHost(sednaLib, role string, env map[string]string) (*Worker, error) {
+	cmd := exec.Command(Python, "-m", "nereid_workers", role)
+	cmd.Env = baseEnv(sednaLib)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return h.start(cmd, nil, role, "")
+}
+
+// baseEnv is what every worker's environment starts with: the harness's
+// Python code and Sedna's library to import, no bytecode written beside them.
+func baseEnv(sednaLib string) []string {
+	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "PYTHONUNBUFFERED=1",
+		"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + Dir() + ":" + sednaLib}
+}
+
+// start starts cmd, its output in LogDir/<name>.log, and removes scratch
+// when it has exited.
+func (h *Harness) start(cmd *exec.Cmd, pod *corev1.Pod, name, scratch string) (*Worker, error) {
 	if err := os.MkdirAll(h.LogDir, 0o755); err != nil {
 		return nil, err
 	}
-	w := &Worker{Pod: pod, LogPath: filepath.Join(h.LogDir, pod.Name+".log"), done: make(chan struct{}), scratch: scratch}
+	w := &Worker{Pod: pod, LogPath: filepath.Join(h.LogDir, name+".log"), done: make(chan struct{}), scratch: scratch, cmd: cmd}
 	log, err := os.Create(w.LogPath)
 	if err != nil {
 		return nil, err
 	}
-	w.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", r.Role)
-	w.cmd.Env, w.cmd.Stdout, w.cmd.Stderr = full, log, log
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := w.cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
 		log.Close()
-		return nil, fmt.Errorf("starting %s's worker: %w", pod.Name, err)
+		return nil, fmt.Errorf("starting %s's worker: %w", name, err)
 	}
 	go func() {
-		w.err = w.cmd.Wait()
+		w.err = cmd.Wait()
 		log.Close()
-		_ = os.RemoveAll(w.scratch)
+		if w.scratch != "" {
+			_ = os.RemoveAll(w.scratch)
+		}
 		close(w.done)
 	}()
 	return w, nil

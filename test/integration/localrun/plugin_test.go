@@ -140,14 +140,15 @@ func sameCounts(line string) bool {
 }
 
 // checkNodes: a node's workers of the two demo jobs are those jobs' pods
-// on it, as the API server lists them by their owner's UID (other tests'
-// jobs on the same local run may still be coming and going), and each
-// node with one lists the job.
+// on it that have not ended, as the API server lists them by their owner's
+// UID (other tests' jobs on the same local run may still be coming and
+// going), the ended ones are counted, and each node with one lists the job.
 func checkNodes(t *testing.T, kn kubectlNereid, jobs ...metav1.Object) {
 	var snap view.Snapshot
 	kn.json(t, &snap, "nodes", "-A")
 	want := map[string][]string{}     // node: workers of jobs
 	wantJobs := map[string][]string{} // node: jobs
+	ended := map[string]int{}         // node: ended pods of jobs
 	for _, j := range jobs {
 		pods, err := framework.KubeClient(t).CoreV1().Pods(j.GetNamespace()).List(t.Context(), metav1.ListOptions{
 			LabelSelector: common.OwnerSelector(j).String()})
@@ -159,7 +160,11 @@ func checkNodes(t *testing.T, kn kubectlNereid, jobs ...metav1.Object) {
 			kind = "IncrementalLearningJob"
 		}
 		for _, p := range pods.Items {
-			want[p.Spec.NodeName] = append(want[p.Spec.NodeName], p.Namespace+"/"+p.Name)
+			if common.PodFinished(&p) {
+				ended[p.Spec.NodeName]++
+			} else {
+				want[p.Spec.NodeName] = append(want[p.Spec.NodeName], p.Namespace+"/"+p.Name)
+			}
 			if ref := view.JobRef(kind, j.GetNamespace(), j.GetName()); !slices.Contains(wantJobs[p.Spec.NodeName], ref) {
 				wantJobs[p.Spec.NodeName] = append(wantJobs[p.Spec.NodeName], ref)
 			}
@@ -181,6 +186,9 @@ func checkNodes(t *testing.T, kn kubectlNereid, jobs ...metav1.Object) {
 		slices.Sort(wantJobs[n.Name])
 		if diff := cmp.Diff(want[n.Name], got); diff != "" {
 			t.Errorf("node %s's workers of the demo jobs (-want,+got):\n%s", n.Name, diff)
+		}
+		if n.Ended < ended[n.Name] {
+			t.Errorf("node %s counts %d ended workers, fewer than the demo jobs' %d", n.Name, n.Ended, ended[n.Name])
 		}
 		if diff := cmp.Diff(wantJobs[n.Name], gotJobs); diff != "" {
 			t.Errorf("node %s's demo jobs (-want,+got):\n%s", n.Name, diff)
@@ -355,9 +363,9 @@ func checkRestrictedUser(t *testing.T, kn kubectlNereid) {
 	if len(snap.Jobs) == 0 || slices.ContainsFunc(snap.Jobs, func(j view.Job) bool { return j.Kind != "FederatedLearningJob" }) {
 		t.Errorf("jobs %+v, want the namespace's federated learning jobs only", snap.Jobs)
 	}
-	// The nodes are those of the workers, with no link known.
+	// The nodes are those of the workers, ended or not, with no link known.
 	for _, n := range snap.Nodes {
-		if n.Link != view.LinkUnknown || n.Ready != "" || len(n.Workers) == 0 {
+		if n.Link != view.LinkUnknown || n.Ready != "" || len(n.Workers)+n.Ended == 0 {
 			t.Errorf("node %+v, want one of a worker's, its link and readiness unknown", n)
 		}
 	}

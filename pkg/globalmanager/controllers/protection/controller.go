@@ -89,6 +89,12 @@ type target struct {
 	addIndex  func(cache.SharedIndexInformer, func(obj any) []string) error
 	informer  func(nereidinformers.SharedInformerFactory) cache.SharedIndexInformer
 	update    func(ctx context.Context, c sednaclient.Interface, obj protected, status bool) (protected, error)
+	// whenNamed protects an object only once a job names it: a fleet
+	// has a Dataset a node, tens of thousands of them, most named by no
+	// job, and a finalizer written on each would be as many updates and
+	// as many objects sent to their nodes again. The job handler enqueues
+	// what a new job names, so it is protected as the job is made.
+	whenNamed bool
 }
 
 var models = target{
@@ -123,6 +129,7 @@ var datasets = target{
 		}
 		return c.SednaV1alpha1().Datasets(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
 	},
+	whenNamed: true,
 }
 
 // Controller adds and removes the protection finalizer of one target.
@@ -348,6 +355,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	logger := klog.FromContext(ctx).WithValues(c.noun, klog.KObj(cached))
 	switch {
 	case cached.GetDeletionTimestamp() == nil && !has:
+		if c.whenNamed {
+			users, err := c.usersOf(key)
+			if err != nil {
+				return err
+			}
+			if len(users) == 0 {
+				return nil
+			}
+		}
 		m := cached.DeepCopyObject().(protected)
 		m.SetFinalizers(append(m.GetFinalizers(), c.finalizer))
 		if _, err := c.update(ctx, c.client, m, false); err != nil {

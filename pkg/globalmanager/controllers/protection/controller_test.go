@@ -439,3 +439,45 @@ func TestLiveListsArePerNamespace(t *testing.T) {
 		t.Error("other/m1 is still protected after its namespace's round")
 	}
 }
+
+// A Dataset is protected once a job names it, and not before: a fleet holds
+// a Dataset a node, most named by no job, and a finalizer on each would be
+// as many writes and as many objects sent down to their nodes again.
+func TestADatasetIsProtectedOnceAJobNamesIt(t *testing.T) {
+	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}}
+	job := &sednav1.IncrementalLearningJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "il"},
+		Spec: sednav1.IncrementalLearningJobSpec{Dataset: sednav1.CycleDataset{Name: "d"}}}
+	client := fake.NewSimpleClientset(ds, job)
+	factory := sednainformers.NewSharedInformerFactory(client, 0)
+	c, err := NewDatasetController(t.Context(), kinds.Deps{Client: client, Informers: factory, Recorder: record.NewFakeRecorder(10),
+		Metrics: common.NewMetrics(prometheus.NewRegistry()), Kinds: kinds.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := factory.Sedna().V1alpha1()
+	if err := v1.Datasets().Informer().GetIndexer().Add(ds); err != nil {
+		t.Fatal(err)
+	}
+	finalizers := func() []string {
+		got, err := client.SednaV1alpha1().Datasets("ns").Get(t.Context(), "d", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Finalizers
+	}
+	if err := c.sync(t.Context(), "ns/d"); err != nil {
+		t.Fatal(err)
+	}
+	if f := finalizers(); len(f) != 0 {
+		t.Errorf("a Dataset no job names got finalizers %v", f)
+	}
+	if err := v1.IncrementalLearningJobs().Informer().GetIndexer().Add(job); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.sync(t.Context(), "ns/d"); err != nil {
+		t.Fatal(err)
+	}
+	if f := finalizers(); !slices.Equal(f, []string{DatasetFinalizer}) {
+		t.Errorf("a Dataset a job names has finalizers %v, want %s", f, DatasetFinalizer)
+	}
+}

@@ -79,12 +79,17 @@ func ToV2(in *div1.DIJob) (*div2.DIJob, error) {
 func ToV1(in *div2.DIJob) (*div1.DIJob, error) {
 	out := view(in)
 	if IsV1(in) {
-		// A v1 job that v1alpha1 shows whole needs no stash.
+		// A v1 job that v1alpha1 shows whole needs no stash. Its progress
+		// (replicas, readyReplicas, tasksReady) is the operator's count of
+		// its pods for the default view, written again at every sync, which
+		// v1alpha1 shows as replicaStatus: it needs none either.
 		back, err := fromV1(out)
 		if err != nil {
 			return nil, err
 		}
-		if same, err := sameJSON(back, in); err != nil {
+		shown := in.DeepCopy()
+		shown.Status.Replicas, shown.Status.ReadyReplicas, shown.Status.TasksReady = 0, 0, ""
+		if same, err := sameJSON(back, shown); err != nil {
 			return nil, err
 		} else if same {
 			return out, nil
