@@ -335,9 +335,9 @@ func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 	framework.Eventually(t, 60*time.Second, "the inference worker to say it loaded the round's model", func(ctx context.Context) (bool, error) {
 		return countEvents(t, ns, created.UID, "ModelHotUpdated", job.Name+"-deploy-0") > 0, nil
 	})
-	if log := inference.Log(); !strings.Contains(log, "serving a model of weight 1.0") {
-		t.Errorf("the inference worker does not serve the trained model; it said:\n%s", tail(log, 20))
-	}
+	framework.Eventually(t, 30*time.Second, "the inference worker to serve the trained model", func(context.Context) (bool, error) {
+		return strings.Contains(inference.Log(), "serving a model of weight 1.0"), nil
+	})
 }
 
 // Sedna's own lifelong learning example, with Sedna's worker classes and
