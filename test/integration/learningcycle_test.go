@@ -812,16 +812,7 @@ func TestFailedDeployEndsTheRoundNotTheJob(t *testing.T) {
 func TestUnreadableDatasetIsSaidOnTheJob(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex) // no index file yet
-	job := &sednav1.LifelongLearningJob{
-		ObjectMeta: metav1.ObjectMeta{Name: cycleJob},
-		Spec: sednav1.LifelongLearningJobSpec{
-			Dataset:    sednav1.CycleDataset{Name: "cycle-data", TrainProb: 0.8},
-			TrainSpec:  sednav1.TrainSpec{Template: stageTemplate("train"), Trigger: trainTrigger(5, nil)},
-			EvalSpec:   sednav1.LLWorkerSpec{Template: stageTemplate("eval")},
-			DeploySpec: sednav1.LLWorkerSpec{Template: stageTemplate("infer")},
-			OutputDir:  cycleOutput,
-		},
-	}
+	job := lifelongCycleJob()
 	created, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -844,10 +835,10 @@ func TestUnreadableDatasetIsSaidOnTheJob(t *testing.T) {
 	framework.Eventually(t, 60*time.Second, "the job to say its Dataset is readable", readable(corev1.ConditionTrue, "Readable", ""))
 }
 
-func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
-	c := startCycle(t, "lifelonglearningjob", nil)
-	c.createDataset("cycle-data", cycleIndex)
-	job := &sednav1.LifelongLearningJob{
+// lifelongCycleJob is the cycle tests' lifelong job on the Dataset
+// cycle-data, its train trigger at 5 new samples.
+func lifelongCycleJob() *sednav1.LifelongLearningJob {
+	return &sednav1.LifelongLearningJob{
 		ObjectMeta: metav1.ObjectMeta{Name: cycleJob},
 		Spec: sednav1.LifelongLearningJobSpec{
 			Dataset:    sednav1.CycleDataset{Name: "cycle-data", TrainProb: 0.8},
@@ -857,6 +848,12 @@ func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 			OutputDir:  cycleOutput,
 		},
 	}
+}
+
+func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
+	c := startCycle(t, "lifelonglearningjob", nil)
+	c.createDataset("cycle-data", cycleIndex)
+	job := lifelongCycleJob()
 	if _, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

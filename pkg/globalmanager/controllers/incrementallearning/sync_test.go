@@ -119,13 +119,21 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 // toEval runs a new job through round 1's train stage: the job is at Eval/Ready.
 func toEval(t *testing.T, f *fixture, r *reporter) *fixture {
 	t.Helper()
+	f = toTrain(t, f, r)
+	r.send(t, f, cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted, trainDone))
+	return f.Next(t)
+}
+
+// toTrain runs a new job to round 1's train try 1, its pod made: the
+// trigger fired and the sync that followed.
+func toTrain(t *testing.T, f *fixture, r *reporter) *fixture {
+	t.Helper()
 	f.Sync(t, jobName)
 	f = f.Next(t)
 	r.send(t, f, cycletest.Trigger(kindName, jobName, 1, 600))
 	f = f.Next(t)
 	f.Sync(t, jobName)
-	r.send(t, f, cycletest.Worker(kindName, jobName, train11, edgeproto.StageTrain, edgeproto.WorkerCompleted, trainDone))
-	return f.Next(t)
+	return f
 }
 
 // toDeploy runs a new job to Deploy/Ready with an evaluation that fires the trigger.
@@ -548,11 +556,7 @@ func TestDeployReportOfAnotherRoundIsIgnored(t *testing.T) {
 func TestFailedTriesAreRetriedThenTheJobFails(t *testing.T) {
 	f := newFixtureWith(t, Config{StageAttempts: 2}, exampleJob(t))
 	r := &reporter{}
-	f.Sync(t, jobName)
-	f = f.Next(t)
-	r.send(t, f, cycletest.Trigger(kindName, jobName, 1, 600))
-	f = f.Next(t)
-	f.Sync(t, jobName)
+	f = toTrain(t, f, r)
 
 	// Try 1: the pod fails.
 	f = f.Next(t)
@@ -866,11 +870,7 @@ func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
 	const grace = 30 * time.Second
 	f := newFixtureWith(t, Config{StageAttempts: 2, ReportGrace: grace}, exampleJob(t))
 	r := &reporter{}
-	f.Sync(t, jobName)
-	f = f.Next(t)
-	r.send(t, f, cycletest.Trigger(kindName, jobName, 1, 600))
-	f = f.Next(t)
-	f.Sync(t, jobName)
+	f = toTrain(t, f, r)
 	f = f.Next(t)
 	f.SetPodPhase(t, train11, corev1.PodSucceeded)
 	step := func(d time.Duration) *sednav1.IncrementalLearningJob {
