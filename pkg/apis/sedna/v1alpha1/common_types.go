@@ -250,6 +250,11 @@ type RoundStatus struct {
 	// once the eval stage reported them.
 	// +optional
 	Models []RoundModel `json:"models,omitempty"`
+	// The model the eval stage reported as its own, when it is none of
+	// models: the knowledge base index a lifelong eval worker keeps of the
+	// round's tasks, which the round's deploy serves.
+	// +optional
+	EvaluatedModel *RoundModel `json:"evaluatedModel,omitempty"`
 	// How the round ended: Deployed, NotDeployed or Failed.
 	// +optional
 	Result string `json:"result,omitempty"`

@@ -1226,6 +1226,11 @@ func (in *RoundStatus) DeepCopyInto(out *RoundStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.EvaluatedModel != nil {
+		in, out := &in.EvaluatedModel, &out.EvaluatedModel
+		*out = new(RoundModel)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

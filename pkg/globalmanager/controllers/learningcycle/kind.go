@@ -148,6 +148,9 @@ const (
 	// MoveTrainCompleted: the train worker's completed report was accepted;
 	// its results are the round's models.
 	MoveTrainCompleted
+	// MoveEvaluated: the eval worker's completed report was accepted; its
+	// first result's metrics are the round's first model's.
+	MoveEvaluated
 	// MoveDeployed: the edge deployed the round's model.
 	MoveDeployed
 )

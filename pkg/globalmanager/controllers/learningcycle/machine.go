@@ -206,13 +206,15 @@ func (m *machine) trained(models []sednav1.RoundModel) {
 	m.enter(sednav1.StageEval, sednav1.StageReady, "Trained", "evaluating "+models[0].URL)
 }
 
-// evaluated ends the eval stage: the new model's metrics are recorded, and
-// the round goes to the deploy stage or ends without one.
-func (m *machine) evaluated(metrics []sednav1.Metric, deploy bool, sentence string) {
+// evaluated ends the eval stage: the new model's metrics are recorded, with
+// the model the eval worker wrote of its own (nil when none), and the round
+// goes to the deploy stage or ends without one.
+func (m *machine) evaluated(metrics []sednav1.Metric, own *sednav1.RoundModel, deploy bool, sentence string) {
 	r := m.round()
 	if len(r.Models) > 0 {
 		r.Models[0].Metrics = metrics
 	}
+	r.EvaluatedModel = own
 	m.condition(sednav1.StageEval, sednav1.StageCompleted, "Evaluated", sentence)
 	if !deploy {
 		m.finishRound(sednav1.RoundNotDeployed, sentence)

@@ -11,7 +11,6 @@ import (
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 )
 
 // ApplyReports records reports about one job forwarded by a node's
@@ -152,15 +151,10 @@ func (c *Controller[J]) move(ctx context.Context, m *machine, job J, r *edgeprot
 		m.trained(models)
 		return done(MoveTrainCompleted)
 	}
-	var metrics []sednav1.Metric
-	if len(info.Results) > 0 {
-		if res, ok := ParseResult(info.Results[0]); ok {
-			metrics = edgestatus.StatusMetrics(res.Metrics)
-		}
-	}
+	metrics, own := evaluation(info.Results, m.round().Models, c.kind.Spec(job).OutputDir)
 	deploy, sentence := c.kind.Decide(job, info.Results)
-	m.evaluated(metrics, deploy, sentence)
-	return done(MoveOther)
+	m.evaluated(metrics, own, deploy, sentence)
+	return done(MoveEvaluated)
 }
 
 // moveOnLocalController applies what the LocalController of the dataset's

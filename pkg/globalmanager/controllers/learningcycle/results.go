@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
 )
 
 // Result is one object of a worker's results, as Sedna's workers write it:
@@ -100,6 +102,28 @@ func reportedPath(field, url, outputDir string) string {
 		return fmt.Sprintf("%s %q is not within the job's outputDir %s", field, url, outputDir)
 	}
 	return ""
+}
+
+// evaluation is what an eval worker's results say of the round: the
+// metrics of its first result, and the model that result names when it is
+// none of the round's trained models and may be taken (a lifelong eval
+// worker reports the knowledge base index it wrote; an incremental one the
+// trained model it judged). A model that may not be taken is left out, not
+// failed: the metrics are still the round's.
+func evaluation(results []json.RawMessage, trained []sednav1.RoundModel, outputDir string) ([]sednav1.Metric, *sednav1.RoundModel) {
+	if len(results) == 0 {
+		return nil, nil
+	}
+	res, ok := ParseResult(results[0])
+	if !ok {
+		return nil, nil
+	}
+	metrics := edgestatus.StatusMetrics(res.Metrics)
+	if res.URL == "" || reportedPath("eval url", res.URL, outputDir) != "" ||
+		slices.ContainsFunc(trained, func(m sednav1.RoundModel) bool { return m.URL == res.URL }) {
+		return metrics, nil
+	}
+	return metrics, &sednav1.RoundModel{URL: res.URL, Format: common.ClipText(res.Format, maxFormatBytes)}
 }
 
 // checkModels says why a train worker's models cannot be taken, or "".

@@ -3,7 +3,11 @@ package lifelonglearning
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"path"
+	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -26,10 +30,78 @@ func (k *kind) Applied(_ context.Context, job *sednav1.LifelongLearningJob, info
 	if n, ok := learningcycle.OwnerInfoInt(info.OwnerInfo, "numberOfLabeledUnseenSample"); ok {
 		kb.Samples.NumberOfLabeledUnseenSample = n
 	}
-	if o.Move == learningcycle.MoveTrainCompleted {
+	switch o.Move {
+	case learningcycle.MoveTrainCompleted:
 		learn(kb, info.Results, o.Round.NumberOfSamples)
+	case learningcycle.MoveEvaluated:
+		if len(o.Round.Models) > 0 {
+			if p, ok := precisionOf(o.Round.Models[0].Metrics); ok {
+				judged(kb, o.Round.Models, p)
+			}
+		}
 	}
 	return nil, nil
+}
+
+// precisionOf is the precision among an eval worker's metrics: the metric
+// named precision, else the first (by name) whose name has precision in it
+// (Sedna's examples evaluate with sklearn's precision_score); a list value
+// (one per class or task) is averaged.
+func precisionOf(metrics []sednav1.Metric) (float64, bool) {
+	var named []sednav1.Metric
+	for _, m := range metrics {
+		if strings.Contains(strings.ToLower(m.Key), "precision") {
+			named = append(named, m)
+		}
+	}
+	slices.SortFunc(named, func(a, b sednav1.Metric) int {
+		exactA, exactB := strings.EqualFold(a.Key, "precision"), strings.EqualFold(b.Key, "precision")
+		if exactA != exactB {
+			if exactA {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	for _, m := range named {
+		if p, ok := average(m.Value); ok {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// average is a metric value's number, or the mean of its list of numbers.
+func average(value string) (float64, bool) {
+	if p, ok := learningcycle.Number(json.RawMessage(strconv.Quote(value))); ok {
+		return p, true
+	}
+	var list []float64
+	if json.Unmarshal([]byte(value), &list) != nil || len(list) == 0 {
+		return 0, false
+	}
+	var sum float64
+	for _, v := range list {
+		sum += v
+	}
+	return sum / float64(len(list)), !math.IsNaN(sum) && !math.IsInf(sum, 0)
+}
+
+// judged gives the knowledge base's models of the round, found by the
+// name learn gave a model without a modelID, the precision the eval worker
+// measured of them: Sedna's train worker reports its knowledge base index
+// without metrics, and its eval worker judges the whole index.
+func judged(kb *sednav1.KnowledgeBase, round []sednav1.RoundModel, precision float64) {
+	names := sets.New[string]()
+	for _, m := range round {
+		names.Insert(path.Base(m.URL))
+	}
+	for i := range kb.AIModels.ListOfAIModels {
+		if m := &kb.AIModels.ListOfAIModels[i]; names.Has(m.ModelID) {
+			m.AveragePrecision = precision
+		}
+	}
 }
 
 // learn adds a train worker's results to the knowledge base: each model with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"testing"
 
@@ -208,5 +209,56 @@ func TestReportsCountTheUnseenSamples(t *testing.T) {
 	want := sednav1.Samples{NumberOfUnseenSample: 12, NumberOfLabeledUnseenSample: 5}
 	if got := jobOf(t, f).Status.KnowledgeBase.Samples; got != want {
 		t.Errorf("samples %+v, want %+v", got, want)
+	}
+}
+
+// Sedna's library reports as its train result the knowledge base index
+// without metrics, and as its eval result the index it kept of the round's
+// tasks with the metric of the eval script (precision_score): the knowledge
+// base's model takes the eval's precision, and the deploy serves the eval's
+// index, as Sedna's LocalController copies it to <outputDir>/deploy.
+func TestEvalOfSednasLibraryJudgesTheKnowledgeBaseAndItsIndexIsDeployed(t *testing.T) {
+	f := newFixture(t, exampleJob(t))
+	f.Sync(t, jobName)
+	f = f.Next(t)
+	f.Report(t, node, 1, cycletest.Trigger(kindName, jobName, 1, 600))
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	f.Report(t, node, 2, cycletest.Worker(kindName, jobName, jobName+"-train-1-1", edgeproto.StageTrain, edgeproto.WorkerCompleted,
+		`{"format":"pkl","url":"/output/round-1/train/index.pkl","metrics":null}`))
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	f.Report(t, node, 3, cycletest.Worker(kindName, jobName, jobName+"-eval-1-1", edgeproto.StageEval, edgeproto.WorkerCompleted,
+		`{"format":"pkl","url":"/output/round-1/eval/index.pkl","metrics":{"recall":0.5,"precision_score":[0.5,1]}}`))
+	want := []sednav1.AIModel{{ModelID: "index.pkl", AveragePrecision: 0.75, NumberOfTrainSamples: 600}}
+	if diff := cmp.Diff(want, jobOf(t, f).Status.KnowledgeBase.AIModels.ListOfAIModels); diff != "" {
+		t.Errorf("knowledge base models (-want,+got):\n%s", diff)
+	}
+	f = f.Next(t)
+	f.Sync(t, jobName)
+	s := jobOf(t, f).Status
+	if len(s.History) != 1 || s.History[0].EvaluatedModel == nil || s.History[0].EvaluatedModel.URL != "/output/round-1/eval/index.pkl" {
+		t.Fatalf("round 1 %+v: want the eval's index as its evaluated model", s.History)
+	}
+	env := cycletest.Env(f.Pod(t, jobName+"-deploy-1"))
+	if got := env["MODEL_URLS"]; got != "/home/data/output/round-1/eval/index.pkl" {
+		t.Errorf("inference MODEL_URLS %q, want the eval's index", got)
+	}
+}
+
+func TestPrecisionIsTheEvalsPrecisionMetric(t *testing.T) {
+	for _, c := range []struct {
+		metrics []sednav1.Metric
+		want    float64
+		ok      bool
+	}{
+		{[]sednav1.Metric{{Key: "precision_score", Value: "0.7"}, {Key: "Precision", Value: "0.9"}}, 0.9, true},
+		{[]sednav1.Metric{{Key: "b_precision", Value: "x"}, {Key: "a_precision", Value: "[0.5, 0.7]"}}, 0.6, true},
+		{[]sednav1.Metric{{Key: "recall", Value: "0.7"}, {Key: "precision", Value: "[]"}}, 0, false},
+		{nil, 0, false},
+	} {
+		if got, ok := precisionOf(c.metrics); ok != c.ok || math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("precisionOf(%v) = %v, %v; want %v, %v", c.metrics, got, ok, c.want, c.ok)
+		}
 	}
 }

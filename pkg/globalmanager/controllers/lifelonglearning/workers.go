@@ -23,8 +23,8 @@ func KBIndex(outputDir string, round int32) string {
 //     DATA_PATH_PREFIX itself (LifelongLearning.update), as Sedna sets it;
 //   - the eval worker reads the round's index from MODEL_URLS;
 //   - the inference worker reads the deployed round's index from MODEL_URLS
-//     (none before the first deploy) and writes under OUTPUT_URL,
-//     <outputDir>/deploy.
+//     (none before the first deploy; deployedIndex) and writes under
+//     OUTPUT_URL, <outputDir>/deploy.
 //
 // The eval and inference workers also get CLOUD_KB_INDEX, Nereid's own
 // default from before it read Sedna's library, in container paths.
@@ -51,10 +51,24 @@ func (k *kind) Env(job *sednav1.LifelongLearningJob, st *learningcycle.Status, r
 		if st.DeployedRound == 0 {
 			return env, paths
 		}
-		index := KBIndex(job.Spec.OutputDir, st.DeployedRound)
+		index := deployedIndex(job, st)
 		return append(env, common.Env("MODEL_URLS", local(index)), common.Env("CLOUD_KB_INDEX", local(index))), append(paths, index)
 	}
 	return env, nil
+}
+
+// deployedIndex is the knowledge base the deployed round serves: the index
+// its eval worker kept of the round's tasks (Sedna's LocalController copies
+// the evaluated index to <outputDir>/deploy/index.pkl for the inference
+// worker), or, when the eval worker reported none of its own, the round's
+// train index.
+func deployedIndex(job *sednav1.LifelongLearningJob, st *learningcycle.Status) string {
+	for _, r := range st.History {
+		if r.Round == st.DeployedRound && r.EvaluatedModel != nil {
+			return r.EvaluatedModel.URL
+		}
+	}
+	return KBIndex(job.Spec.OutputDir, st.DeployedRound)
 }
 
 // SednaEnv names what Sedna's GlobalManager sets of the worker's environment

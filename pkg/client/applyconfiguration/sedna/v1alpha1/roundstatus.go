@@ -42,6 +42,10 @@ type RoundStatusApplyConfiguration struct {
 	// The models the train stage produced, with their evaluation metrics
 	// once the eval stage reported them.
 	Models []RoundModelApplyConfiguration `json:"models,omitempty"`
+	// The model the eval stage reported as its own, when it is none of
+	// models: the knowledge base index a lifelong eval worker keeps of the
+	// round's tasks, which the round's deploy serves.
+	EvaluatedModel *RoundModelApplyConfiguration `json:"evaluatedModel,omitempty"`
 	// How the round ended: Deployed, NotDeployed or Failed.
 	Result *string `json:"result,omitempty"`
 	// Why, in a sentence (the deploy trigger's decision, or the failure).
@@ -112,6 +116,14 @@ func (b *RoundStatusApplyConfiguration) WithModels(values ...*RoundModelApplyCon
 		}
 		b.Models = append(b.Models, *values[i])
 	}
+	return b
+}
+
+// WithEvaluatedModel sets the EvaluatedModel field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the EvaluatedModel field is set to the value of the last call.
+func (b *RoundStatusApplyConfiguration) WithEvaluatedModel(value *RoundModelApplyConfiguration) *RoundStatusApplyConfiguration {
+	b.EvaluatedModel = value
 	return b
 }
 
