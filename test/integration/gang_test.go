@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -336,6 +337,102 @@ func TestFederatedLearningGangsNeverHalfPlace(t *testing.T) {
 			break
 		}
 	}
+}
+
+// scheduledMessages records, from a watch opened before the job exists,
+// every message the Scheduled condition of the federated learning job name
+// has had, in order: a message that stood for a moment cannot hide between
+// two samples.
+type scheduledMessages struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func watchScheduledMessages(t *testing.T, ns, name string) *scheduledMessages {
+	t.Helper()
+	w, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	m := &scheduledMessages{}
+	go func() {
+		for ev := range w.ResultChan() {
+			job, ok := ev.Object.(*sednav1.FederatedLearningJob)
+			if !ok {
+				continue
+			}
+			if c := common.FindJobCondition(job.Status.Conditions, gang.ConditionScheduled); c != nil {
+				m.mu.Lock()
+				if len(m.seen) == 0 || m.seen[len(m.seen)-1] != c.Message {
+					m.seen = append(m.seen, c.Message)
+				}
+				m.mu.Unlock()
+			}
+		}
+	}()
+	return m
+}
+
+func (m *scheduledMessages) all() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.seen...)
+}
+
+var (
+	needsPlaced   = regexp.MustCompile(`needs (\d+) placed together`)
+	quotesMinimum = regexp.MustCompile(`minCount \((\d+)\)`)
+)
+
+// TestFederatedLearningGangNeverQuotesTheMinimumBeforeATrainerWasRemoved:
+// a job of an aggregator and two trainers waits for its gang (one trainer's
+// node is full), and its condition quotes the scheduler's minCount (3).
+// When a trainer is removed the gang needs 2; the scheduler's last message
+// still says minCount (3) until it tries again, and the condition never
+// quotes it: it says the scheduler has not yet tried the gang as it is now,
+// then what the scheduler says of the gang of 2.
+func TestFederatedLearningGangNeverQuotesTheMinimumBeforeATrainerWasRemoved(t *testing.T) {
+	ns := framework.Namespace(t)
+	pool := "sgang-" + ns[len(ns)-5:]
+	free, full := pool+"-1", pool+"-2"
+	tolerations := gangPool(t, pool, false, free, full)
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
+	filler := cpuTemplate(full, "4", tolerations)
+	if _, err := framework.KubeClient(t).CoreV1().Pods(ns).Create(t.Context(),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "filler", Namespace: ns}, Spec: filler.Spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	messages := watchScheduledMessages(t, ns, "fl")
+	framework.StartGlobalManager(t, ns)
+	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	job, err := jobs.Create(t.Context(), pinnedFLJob("fl", "1", tolerations, free, full, free), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flCondition(t, ns, "fl", gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang, func(msg string) bool {
+		return strings.Contains(msg, "the scheduler says: minCount (3)")
+	})
+
+	framework.Edit(t, jobs.Get, jobs.Update, "fl", func(job *sednav1.FederatedLearningJob) {
+		job.Spec.TrainingWorkers = job.Spec.TrainingWorkers[:1]
+	})
+	framework.Eventually(t, 30*time.Second, "PodGroup minCount 2", func(ctx context.Context) (bool, error) {
+		pg, err := framework.KubeClient(t).SchedulingV1beta1().PodGroups(ns).Get(ctx, gang.GroupName(job, sednav1.FederatedLearningJobKind), metav1.GetOptions{})
+		return err == nil && pg.Spec.SchedulingPolicy.Gang.MinCount == 2, err
+	})
+	// The scheduler tries the gang again after its backoff.
+	sednaCondition(t, 2*time.Minute, "fl", conditionsOf(jobs.Get, "fl"), gang.ConditionScheduled, corev1.ConditionFalse, gang.ReasonWaitingForGang, func(msg string) bool {
+		return strings.Contains(msg, "minCount (2)")
+	})
+	seen := messages.all()
+	for _, msg := range seen {
+		needs, quotes := needsPlaced.FindStringSubmatch(msg), quotesMinimum.FindStringSubmatch(msg)
+		if needs != nil && quotes != nil && needs[1] != quotes[1] {
+			t.Errorf("the Scheduled condition said %q: the gang needs %s, the scheduler's message names minCount %s", msg, needs[1], quotes[1])
+		}
+	}
+	t.Logf("the Scheduled condition said, in order: %q", seen)
 }
 
 // diScheduled waits for the DIJob's Scheduled condition to have status

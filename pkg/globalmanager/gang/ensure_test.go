@@ -2,6 +2,7 @@ package gang
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -301,6 +302,87 @@ func TestStatusQuotesTheGroupsCondition(t *testing.T) {
 			want := Status{Reason: ReasonWaitingForGang, Message: "1 of 3 pods are placed; the " + string(name) + " gang " + testGroupName +
 				" needs 3 placed together; the scheduler says: " + says}
 			if diff := cmp.Diff(want, p.Status(live, 3)); diff != "" {
+				t.Errorf("Status (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatusNeverQuotesASchedulerMessageOfAnotherMinimum: after a trainer
+// is removed the gang needs fewer pods, but what the scheduler last wrote,
+// on the group or on a pod, still names the old minimum until it tries
+// again; such a message is left out, and the condition says the scheduler
+// has not yet tried the gang as it is now.
+func TestStatusNeverQuotesASchedulerMessageOfAnotherMinimum(t *testing.T) {
+	const (
+		kubeStale    = "minCount (3) cannot be satisfied: 1 scheduled, 2 remaining"
+		kubeCurrent  = "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"
+		volcanoStale = "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable"
+		coschedStale = "0/3 nodes are available: pre-filter pod w-0 cannot find enough sibling pods, current pods number: 2, minMember of group: 3."
+		notYet       = "; the scheduler has not yet tried the gang as it is now"
+	)
+	kubeGroup := func(says string) runtime.Object {
+		pg := testGroup(Kubernetes, nil, members(2), 0).podGroup()
+		pg.Status.Conditions = []metav1.Condition{{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse,
+			Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: says}}
+		return pg
+	}
+	volcanoGroup := testGroup(Volcano, nil, members(2), 0).volcanoPodGroup()
+	volcanoGroup.Object["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": volcanoStale},
+	}}
+	waiting := func(mode Mode, needs int, rest string) Status {
+		return Status{Reason: ReasonWaitingForGang, Message: fmt.Sprintf("0 of 2 pods are placed; the %s gang %s needs %d placed together%s", mode, testGroupName, needs, rest)}
+	}
+	for name, tc := range map[string]struct {
+		flag        Mode
+		annotations map[string]string
+		kube        []runtime.Object
+		dynamic     []runtime.Object
+		podSays     [2]string // the scheduler's message on w-0 and w-1
+		made        int       // how many of the 2 pods are made
+		count       int
+		want        Status
+	}{
+		"kubernetes: the group and its pods name the minimum before a trainer was removed": {
+			flag: Kubernetes, kube: []runtime.Object{kubeGroup(kubeStale)}, podSays: [2]string{kubeStale, kubeStale}, made: 2, count: 2,
+			want: waiting(Kubernetes, 2, notYet),
+		},
+		"kubernetes: the group names the old minimum, its new pods were never tried": {
+			flag: Kubernetes, kube: []runtime.Object{kubeGroup(kubeStale)}, count: 2,
+			want: waiting(Kubernetes, 2, notYet+"; 0 of its pods are made"),
+		},
+		"kubernetes: the group names the old minimum, a pod's message is of the gang as it is now": {
+			flag: Kubernetes, kube: []runtime.Object{kubeGroup(kubeStale)}, podSays: [2]string{kubeCurrent, kubeStale}, made: 2, count: 2,
+			want: waiting(Kubernetes, 2, "; the scheduler says: "+kubeCurrent),
+		},
+		"kubernetes: the group names the minimum it has": {
+			flag: Kubernetes, kube: []runtime.Object{kubeGroup(kubeCurrent)}, podSays: [2]string{kubeStale, kubeStale}, made: 2, count: 2,
+			want: waiting(Kubernetes, 2, "; the scheduler says: "+kubeCurrent),
+		},
+		"kubernetes: the annotation's minimum, named": {
+			flag: Kubernetes, annotations: map[string]string{AnnotationMinMember: "2"}, kube: []runtime.Object{kubeGroup(kubeCurrent)}, made: 2, count: 3,
+			want: Status{Reason: ReasonWaitingForGang, Message: "0 of 3 pods are placed; the kubernetes gang " + testGroupName +
+				" needs 2 placed together; the scheduler says: " + kubeCurrent},
+		},
+		"volcano: the group names the old minAvailable": {
+			flag: Volcano, dynamic: []runtime.Object{volcanoGroup}, made: 2, count: 2,
+			want: waiting(Volcano, 2, notYet),
+		},
+		"coscheduling: a pod names the old minMember": {
+			flag: Coscheduling, podSays: [2]string{coschedStale, ""}, made: 2, count: 2,
+			want: waiting(Coscheduling, 2, notYet),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := startCluster(t, clusterConfig{flag: tc.flag, apis: []*metav1.APIResourceList{kubernetesAPI, volcanoAPI, coschedulingAPI},
+				kube: tc.kube, dynamic: tc.dynamic})
+			p := c.m.Plan(newJob(tc.annotations, nil), testKind, true)
+			var live []*corev1.Pod
+			for i := range tc.made {
+				live = append(live, pod(p, fmt.Sprintf("w-%d", i), "", tc.podSays[i]))
+			}
+			if diff := cmp.Diff(tc.want, p.Status(live, tc.count)); diff != "" {
 				t.Errorf("Status (-want,+got):\n%s", diff)
 			}
 		})

@@ -120,17 +120,7 @@ func (p *Plan) inGroup(pod *corev1.Pod) bool {
 // those made before the job had this gang (without its reference) are not
 // in it, and the gang's minimum is at most what it has.
 func (p *Plan) group(members Members, live []*corev1.Pod) *group {
-	count := members.Count
-	for _, pod := range live {
-		if !common.PodTerminating(pod) && !p.inGroup(pod) {
-			count--
-		}
-	}
-	count = max(count, 1)
-	minimum := count
-	if p.min > 0 {
-		minimum = min(p.min, count)
-	}
+	count, minimum := p.size(members.Count, live)
 	g := &group{
 		name: p.Name, owner: p.owner, ownerKind: p.ownerKind,
 		count: count, min: minimum, requests: members.Requests, priorityClassName: members.PriorityClassName,
@@ -143,6 +133,21 @@ func (p *Plan) group(members Members, live []*corev1.Pod) *group {
 		g.timeout = int32(t)
 	}
 	return g
+}
+
+// size is the count and the minimum of the gang of count pods, of which
+// live are the job's pods now: those not in the gang are not counted.
+func (p *Plan) size(count int32, live []*corev1.Pod) (size, minimum int32) {
+	for _, pod := range live {
+		if !common.PodTerminating(pod) && !p.inGroup(pod) {
+			count--
+		}
+	}
+	count = max(count, 1)
+	if p.min > 0 {
+		return count, min(p.min, count)
+	}
+	return count, count
 }
 
 // Ensure makes the job's group objects match members (and live, its pods
@@ -320,9 +325,17 @@ func (p *Plan) Status(live []*corev1.Pod, count int) Status {
 			reason = placement.ReasonUnschedulable
 		}
 	}
-	if says := p.schedulerSays(first); says != "" {
+	// What the scheduler said of the gang before it changed (a trainer
+	// removed) would contradict the job as it is now: left out.
+	_, asked := p.size(int32(count), live)
+	says, stale := p.schedulerSays(first, asked)
+	switch {
+	case says != "":
 		msg += "; the scheduler says: " + says
-	} else if inGroup < count {
+	case stale:
+		msg += "; the scheduler has not yet tried the gang as it is now"
+	}
+	if says == "" && inGroup < count {
 		msg += fmt.Sprintf("; %d of its pods are made", inGroup)
 	}
 	return Status{Reason: reason, Message: common.ClipConditionMessage(msg)}
@@ -361,15 +374,6 @@ func (p *Plan) context() context.Context {
 		return context.Background()
 	}
 	return p.m.context()
-}
-
-// schedulerSays is what the scheduler last said of the gang: the group's
-// own condition where the scheduler writes one, else pod's.
-func (p *Plan) schedulerSays(pod *corev1.Pod) string {
-	if says := p.m.groupSays(p.Mode, p.owner.GetNamespace(), p.Name); says != "" {
-		return common.ClipText(says, 1024)
-	}
-	return placement.SchedulerSays(pod)
 }
 
 // dynamicClient is a dynamic resource client as common.TypedClient.
