@@ -376,16 +376,11 @@ install_crds() {
     return
   fi
   nereid::log "installing CRDs from build/crds/"
+  # Over an earlier GlobalManager's loopback URL the DIJob CRD takes the file's Service
+  # (its clientConfig says url: null, see hack/crdconversion); the GlobalManager,
+  # (re)started below, points it at itself again.
   local out
-  if ! out="$(kubectl_admin apply -f "${dir}/" 2>&1 >/dev/null)"; then
-    # The GlobalManager points the DIJob CRD's conversion webhook at its loopback URL.
-    # A client-side apply adds the file's Service beside that URL, which the API server
-    # refuses (exactly one of them); replace puts the file's clientConfig back, and the
-    # GlobalManager, (re)started below, points the CRD at itself again.
-    [[ "${out}" == *"exactly one of url or service is required"* ]] || nereid::fatal "kubectl apply -f ${dir}/ failed: ${out}"
-    nereid::log "the DIJob CRD points at an earlier GlobalManager's conversion webhook; replacing the CRDs"
-    kubectl_admin replace --save-config -f "${dir}/" >/dev/null || nereid::fatal "kubectl replace -f ${dir}/ failed"
-  fi
+  out="$(kubectl_admin apply -f "${dir}/" 2>&1 >/dev/null)" || nereid::fatal "kubectl apply -f ${dir}/ failed: ${out}"
   kubectl_admin wait --for=condition=Established --timeout=60s -f "${dir}/" >/dev/null ||
     nereid::fatal "the CRDs in ${dir}/ did not become Established"
 }

@@ -6,6 +6,18 @@
 // or URL, and the CA bundle of the certificate it serves) when it starts, so
 // a release of another name or namespace needs no edit of the CRD.
 //
+// The clientConfig also says url: null. A GlobalManager with no Service
+// (the local run's) points the CRD at a URL and drops the Service. Without
+// the null, applying the file again merges: kubectl's client-side apply adds
+// the file's Service and keeps the URL (it deletes only what the file sets
+// to null or the last applied configuration held), server-side apply keeps
+// the URL its manager set, and the API server refuses a webhook with both
+// ("exactly one of url or service is required"). With it, a client-side
+// apply puts the file's Service in the URL's place, and a server-side apply
+// names the GlobalManager's url as a conflict, which --force-conflicts takes
+// over; the GlobalManager points the CRD at itself again within
+// conversion.RecheckPeriod.
+//
 // Usage: go run ./hack/crdconversion <dir of CRD YAML files>; the DIJob CRD
 // in it is rewritten.
 package main
@@ -52,6 +64,8 @@ func addConversion(path string) error {
 			"webhook": map[string]any{
 				"conversionReviewVersions": []any{"v1"},
 				"clientConfig": map[string]any{
+					// Exactly one of url and service: see the package comment.
+					"url": nil,
 					"service": map[string]any{
 						"namespace": defaultNamespace,
 						"name":      defaultService,

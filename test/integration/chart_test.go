@@ -340,3 +340,79 @@ func TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed(t *testing.T)
 		t.Errorf("Services the ServiceMonitor selects (-want,+got):\n%s", diff)
 	}
 }
+
+// TestPlainManifestsApplyAgainAfterTheGlobalManagerPointsTheDIJobCRD: the
+// CRDs of the plain manifests build/deploy/nereid.yaml apply again, as
+// docs/install.md says, after a GlobalManager pointed the DIJob CRD's
+// conversion webhook at itself. At a loopback URL, as on the local run: the
+// client-side apply puts the file's Service in the URL's place (the API
+// server refuses a webhook with both), and the server-side apply names the
+// GlobalManager's url as a conflict, which --force-conflicts takes over. At
+// the manifests' Service, as in a cluster: both applies succeed and keep the
+// CA the GlobalManager wrote.
+func TestPlainManifestsApplyAgainAfterTheGlobalManagerPointsTheDIJobCRD(t *testing.T) {
+	ns := framework.Namespace(t)
+	crds := plainManifestsCRDs(t)
+	atTheManifestsService := func(cc webhookClientConfig) bool {
+		return cc.URL == "" && cc.Service.Namespace == framework.SystemNamespace && cc.Service.Name == "nereid-dijob-conversion"
+	}
+	startAtURL := func() *framework.Process {
+		gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion)
+		waitForTheConversionWebhook(t, ns)
+		return gm
+	}
+
+	gm := startAtURL()
+	if out, err := framework.Kubectl(t, "apply", "-f", crds); err != nil {
+		t.Fatalf("client-side apply over the local run's URL: %v\n%s", err, out)
+	}
+	checkTheDIJobCRDPointing(t, ns, "at the manifests' Service after the client-side apply", atTheManifestsService)
+	gm.Stop(t)
+
+	gm = startAtURL()
+	_, err := framework.Kubectl(t, "apply", "--server-side", "-f", crds)
+	if err == nil || !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), ".spec.conversion.webhook.clientConfig.url") {
+		t.Errorf("server-side apply over the local run's URL: %v; want a conflict naming .spec.conversion.webhook.clientConfig.url", err)
+	}
+	if out, err := framework.Kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+		t.Fatalf("server-side apply --force-conflicts over the local run's URL: %v\n%s", err, out)
+	}
+	checkTheDIJobCRDPointing(t, ns, "at the manifests' Service after the server-side apply", atTheManifestsService)
+	gm.Stop(t)
+
+	framework.StartGlobalManager(t, ns, "--edge-namespace", ns, "--dijob-conversion-address=127.0.0.1:0",
+		"--dijob-conversion-service="+framework.SystemNamespace+"/nereid-dijob-conversion:443")
+	waitForTheDIJobCRDPointing(t, ns, "at the manifests' Service", atTheManifestsService)
+	for _, apply := range [][]string{{"apply"}, {"apply", "--server-side"}} {
+		if out, err := framework.Kubectl(t, append(apply, "-f", crds)...); err != nil {
+			t.Fatalf("kubectl %s over the GlobalManager's Service: %v\n%s", strings.Join(apply, " "), err, out)
+		}
+		checkTheDIJobCRDPointing(t, ns, "at the manifests' Service after kubectl "+strings.Join(apply, " "), atTheManifestsService)
+	}
+}
+
+// plainManifestsCRDs writes the CustomResourceDefinitions of the plain
+// manifests, as the file spells them, to a file of their own and returns
+// its path: the test applies them alone, for the rest would act on the
+// whole cluster.
+func plainManifestsCRDs(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(framework.PlainManifests())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crds []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		if strings.Contains(doc, "\nkind: CustomResourceDefinition\n") {
+			crds = append(crds, doc)
+		}
+	}
+	if len(crds) == 0 {
+		t.Fatalf("no CustomResourceDefinition in %s", framework.PlainManifests())
+	}
+	path := filepath.Join(t.TempDir(), "crds.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(crds, "\n---\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

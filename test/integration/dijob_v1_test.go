@@ -90,20 +90,51 @@ func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 // the certificate it keeps in its Secret.
 func waitForTheConversionWebhook(t *testing.T, ns string) {
 	t.Helper()
-	framework.Eventually(t, 60*time.Second, "the DIJob CRD pointing at the GlobalManager's webhook with its CA", func(ctx context.Context) (bool, error) {
-		cc, err := dijobConversionClientConfig(ctx, t)
-		if err != nil {
-			return false, err
-		}
-		secret, err := framework.KubeClient(t).CoreV1().Secrets(ns).Get(ctx, register.DefaultConversionTLSSecret, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		return strings.HasPrefix(cc.URL, "https://127.0.0.1:") && strings.HasSuffix(cc.URL, conversion.Path) &&
-			string(cc.CABundle) == string(secret.Data[selfcert.CAKey]), nil
+	waitForTheDIJobCRDPointing(t, ns, "at the GlobalManager's loopback URL", func(cc webhookClientConfig) bool {
+		return strings.HasPrefix(cc.URL, "https://127.0.0.1:") && strings.HasSuffix(cc.URL, conversion.Path)
 	})
+}
+
+// waitForTheDIJobCRDPointing waits until the DIJob CRD's clientConfig is
+// as at says, with the CA of the certificate the GlobalManager of ns keeps
+// in its Secret.
+func waitForTheDIJobCRDPointing(t *testing.T, ns, what string, at func(webhookClientConfig) bool) {
+	t.Helper()
+	framework.Eventually(t, 60*time.Second, "the DIJob CRD pointing "+what+" with its CA", func(ctx context.Context) (bool, error) {
+		ok, _, err := theDIJobCRDPoints(ctx, t, ns, at)
+		return ok, err
+	})
+}
+
+// checkTheDIJobCRDPointing is waitForTheDIJobCRDPointing now, without
+// waiting for the GlobalManager to correct it.
+func checkTheDIJobCRDPointing(t *testing.T, ns, what string, at func(webhookClientConfig) bool) {
+	t.Helper()
+	ok, cc, err := theDIJobCRDPoints(t.Context(), t, ns, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Errorf("the DIJob CRD's clientConfig has url %q, service %s/%s and a caBundle of %d bytes; want it pointing %s with the GlobalManager's CA",
+			cc.URL, cc.Service.Namespace, cc.Service.Name, len(cc.CABundle), what)
+	}
+}
+
+// theDIJobCRDPoints says whether the DIJob CRD's clientConfig is as at
+// says, with the CA of the GlobalManager of ns; it is false while that
+// GlobalManager has written no CA yet.
+func theDIJobCRDPoints(ctx context.Context, t *testing.T, ns string, at func(webhookClientConfig) bool) (bool, webhookClientConfig, error) {
+	cc, err := dijobConversionClientConfig(ctx, t)
+	if err != nil {
+		return false, cc, err
+	}
+	secret, err := framework.KubeClient(t).CoreV1().Secrets(ns).Get(ctx, register.DefaultConversionTLSSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, cc, nil
+	} else if err != nil {
+		return false, cc, err
+	}
+	return at(cc) && string(cc.CABundle) == string(secret.Data[selfcert.CAKey]), cc, nil
 }
 
 // DI-orchestrator's samples, as they are but for the namespace.
