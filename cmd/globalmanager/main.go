@@ -187,7 +187,8 @@ func (o *options) managerConfig(owner edgehub.Owner) manager.Config {
 			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), DaemonSet: o.edgeDaemonSet, NodeSelector: o.hubNodeSelector(),
 			ReviewEveryToken: o.edgeReviewAll, MaxRefusalsPerAddress: o.edgeRefusalsPerAddress(),
-			ReportWindow: o.reportWindow, ReportWrites: o.reportWrites,
+			MaxOutboxReports: o.edgeMaxOutbox,
+			ReportWindow:     o.reportWindow, ReportWrites: o.reportWrites,
 		},
 	}
 }

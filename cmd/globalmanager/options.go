@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/internal/command"
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
@@ -75,6 +76,7 @@ type options struct {
 	edgeSAs            string
 	edgeDaemonSet      string
 	edgeMaxRefusals    int
+	edgeMaxOutbox      int
 	edgeNodeSelector   string
 	shutdownGracePhase time.Duration
 }
@@ -186,6 +188,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"that address for a minute, 429 with Retry-After, without reading its token. Only refusals count: any number of LocalControllers behind one "+
 			"address connect. Behind a proxy that hides client addresses (a LoadBalancer Service with externalTrafficPolicy Cluster), every client shares "+
 			"the proxy's: raise it, or set 0 for no limit.")
+	fs.IntVar(&o.edgeMaxOutbox, "edge-max-outbox-reports", edgeproto.DefaultMaxOutboxReports,
+		"The most reports a LocalController's outbox holds (the LocalControllers' --max-outbox-reports). A LocalController's hello states the last "+
+			"report ID its store gave; one more than twice this past the last ID the cloud recorded of that store (the node's Lease, "+
+			"nereid.io/last-report-id) is refused, since its reports would make the store's later reports look applied. Raise it with theirs.")
 	fs.StringVar(&o.edgeNodeSelector, "edge-node-selector", edgehub.DefaultNodeSelector,
 		"Label selector the node of a LocalController's Pod must match: a LocalController's Pod on any other node is refused. "+
 			"Empty (--edge-node-selector=) accepts every node, for LocalControllers on every node as Sedna runs them. "+
@@ -251,6 +257,9 @@ func (o *options) validate() error {
 	}
 	if o.edgeMaxRefusals < 0 {
 		errs = append(errs, fmt.Errorf("--edge-max-refusals-per-address %d: want 0 (no limit) or more", o.edgeMaxRefusals))
+	}
+	if o.edgeMaxOutbox < 1 {
+		errs = append(errs, fmt.Errorf("--edge-max-outbox-reports %d: want 1 or more", o.edgeMaxOutbox))
 	}
 	if strings.TrimSpace(o.edgeAudience) == "" {
 		errs = append(errs, errors.New("--edge-token-audience must not be empty"))

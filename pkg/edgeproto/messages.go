@@ -174,6 +174,12 @@ func ObjectDigest(jsonWithoutResourceVersion []byte) string {
 // MaxStoreIdentityBytes bounds Hello.Store, which the GM records in status.
 const MaxStoreIdentityBytes = 64
 
+// DefaultMaxOutboxReports is how many reports a LocalController's outbox
+// holds unless told otherwise: the reports a Hello's LastReportID may be
+// ahead of what the GM has acknowledged of the store (the GM's bound on a
+// Hello's claim is read from it).
+const DefaultMaxOutboxReports = 100000
+
 // Hello is the LC's first message on every connection.
 type Hello struct {
 	// Node is the node the LC claims to run on. The GM checks it against the

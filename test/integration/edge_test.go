@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgestatus"
+	"github.com/nereid-ml/nereid/pkg/localcontroller/store"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -615,4 +618,56 @@ func TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart(t *testing.T) {
 		t.Errorf("after the restart %v status writes carried %v reports; want fewer writes than reports", writes, reports)
 	}
 	t.Logf("after the restart %v status writes carried %v reports", writes, reports)
+}
+
+// TestAHelloClaimingReportIDsTheStoreNeverGaveIsRefused: with edge-0's
+// LocalController's token and its store's key (the node's store file holds
+// it), a hello stating report ID 2^63-2, followed by a report of ID 2^63-1,
+// would have the store's real reports after it acknowledged without effect.
+// The hub refuses the hello, since the cloud recorded far less of that
+// store, and the real LocalController's reports go on being applied.
+func TestAHelloClaimingReportIDsTheStoreNeverGaveIsRefused(t *testing.T) {
+	ns, hub, lc, worker := reportingWorker(t)
+	lc.Stop(t)
+	st, err := store.Open(filepath.Join(lc.DataDir, "localcontroller.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := st.Key()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	token, err := framework.NewEdgeIdentity(t.Context(), framework.KubeClient(t), ns, framework.EdgeServiceAccount, "edge-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(t.Context(), worker, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _, err := dialEdge(t, hub, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: edgeproto.StoreIdentity(key), StoreKey: key, LastReportID: math.MaxInt64 - 1})
+	body, _ := json.Marshal(map[string]any{"name": worker, "namespace": ns, "ownerName": flJob, "ownerKind": "federatedlearningjob",
+		"kind": "train", "status": "running", "ownerInfo": map[string]any{"currentRound": 99}})
+	if frame, err := edgeproto.Encode(&edgeproto.Report{ID: math.MaxInt64, Worker: worker, Body: body, ReceivedAt: time.Now(), From: pod.Status.PodIP}); err == nil {
+		_ = conn.WriteMessage(websocket.TextMessage, frame) // the hub may have closed already
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for err == nil {
+		_, _, err = conn.ReadMessage()
+	}
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "lastReportID 9223372036854775806 is past") {
+		t.Fatalf("got %v, want the hello refused as stating report IDs the store never gave", err)
+	}
+	postUntilKnown(t, lc, ns, worker, 2)
+	postRounds(t, lc, ns, worker, 3, 4)
+	waitForReports(t, ns, "edge-0", 4)
 }

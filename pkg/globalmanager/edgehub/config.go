@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/certs"
 )
@@ -154,6 +155,14 @@ type Config struct {
 	// ServiceAccounts must be too. A bare Pod of the ServiceAccount, or one
 	// of another controller, is refused.
 	DaemonSet string
+	// MaxOutboxReports is the most reports a LocalController's outbox holds
+	// (its --max-outbox-reports; 0 takes edgeproto.DefaultMaxOutboxReports).
+	// A Hello may state a LastReportID at most twice that past the last ID
+	// the cloud recorded of its store (the outbox, and the reports
+	// acknowledged after the node's Lease was last written when a hub
+	// stopped without writing it); one further ahead is refused, since its
+	// reports would make the store's later ones look applied.
+	MaxOutboxReports int
 	// ReachPeriod is how often every object's nodes are looked at for the
 	// EdgeLinked condition (default DefaultReachPeriod; negative: never,
 	// for tests of other things; reach.go).
@@ -226,6 +235,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRefusalsPerAddress == 0 {
 		c.MaxRefusalsPerAddress = DefaultMaxRefusalsPerAddress
+	}
+	if c.MaxOutboxReports <= 0 {
+		c.MaxOutboxReports = edgeproto.DefaultMaxOutboxReports
 	}
 	if c.MaxCachedReviews <= 0 {
 		c.MaxCachedReviews = DefaultMaxCachedReviews

@@ -119,6 +119,9 @@
 //	                           an ID of the store nereid.io/report-store names
 //	nereid.io/report-store     the identity of the LocalController's store of the current (or last)
 //	                           connection; a new store's IDs start again from 1
+//	nereid.io/stated-report-id the highest last report ID a hello of that store stated that the hub
+//	                           took; with last-report-id it bounds the next hello's (twice
+//	                           Config.MaxOutboxReports past it at most)
 //	nereid.io/unacked-objects  how many objects sent to the node wait for its acknowledgement
 //	nereid.io/outbox           how full the node's outbox is, from its LocalController's heartbeats
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -195,7 +196,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	kubeObjs, sednaObjs := []runtime.Object{edgehubtest.LCDaemonSet(testDaemonSetUID)}, []runtime.Object(nil)
 	for _, o := range objs {
 		switch o.(type) {
-		case *corev1.Pod, *corev1.Node, *corev1.ServiceAccount:
+		case *corev1.Pod, *corev1.Node, *corev1.ServiceAccount, *coordinationv1.Lease:
 			kubeObjs = append(kubeObjs, o)
 		default:
 			sednaObjs = append(sednaObjs, o)

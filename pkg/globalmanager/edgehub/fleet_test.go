@@ -19,14 +19,14 @@ import (
 func TestFleetGaugesSayEachNodesLinkAndOutbox(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
 	w := links.New(links.Config{Client: fake.NewClientset(), Namespace: "nereid-system", Period: time.Second, Clock: clk})
-	edge1 := w.Connected("edge-1", "store-1")
+	edge1 := w.Connected("edge-1", "store-1", 0)
 	w.SetOutbox(edge1, edgeproto.OutboxFill{Reports: 8500, Bytes: 4 << 20, MaxReports: 10000, MaxBytes: 64 << 20})
-	edge2 := w.Connected("edge-2", "store-2")
+	edge2 := w.Connected("edge-2", "store-2", 0)
 	clk.Step(30 * time.Second)
 	w.Heard(edge1)
 	w.SetOutbox(edge2, edgeproto.OutboxFill{Reports: 10, Bytes: 60 << 20, MaxReports: 10000, MaxBytes: 64 << 20})
 	w.Disconnected(edge2)
-	w.Connected("edge-3", "store-3")
+	w.Connected("edge-3", "store-3", 0)
 	clk.Step(5 * time.Second)
 
 	c := fleetCollector{links: w, clock: clk}

@@ -392,6 +392,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
 	}
+	// What earlier hubs recorded of every node, in one read, before the
+	// first Hello (links.Writer.Recorded).
+	if err := h.links.Prime(ctx); err != nil {
+		logger.Error(err, "Each node's Lease will be read when it connects")
+	}
 	ln, srv, err := h.listen(ctx)
 	if err != nil {
 		return err
@@ -638,6 +643,30 @@ func (h *Hub) connectAllowed(node string) (after int, ok bool) {
 	return int(math.Ceil(delay.Seconds())), false
 }
 
+// checkReportIDClaim refuses a Hello whose LastReportID is further past
+// what the cloud recorded of its store than the store's outbox and the
+// acknowledgements a Lease may not yet hold can explain
+// (Config.MaxOutboxReports, twice): its reports could then take IDs the
+// store has not given yet, and the store's real reports of those IDs would
+// be acknowledged as applied, without effect. A store the cloud has no
+// record of is not bounded: its IDs are its own, and say nothing of another
+// store's. When the Lease cannot be read, the hub's own record bounds the
+// claim, if it has one.
+func (h *Hub) checkReportIDClaim(ctx context.Context, logger klog.Logger, hello *edgeproto.Hello) *closeError {
+	last, known, err := h.links.Recorded(ctx, hello.Node, hello.Store)
+	if err != nil {
+		logger.Error(err, "Reading what the cloud recorded of the node's report IDs; the hub's own record bounds its hello")
+	}
+	lead := 2 * uint64(h.cfg.MaxOutboxReports)
+	if !known || hello.LastReportID <= last+lead {
+		return nil
+	}
+	return &closeError{code: websocket.ClosePolicyViolation,
+		reason: fmt.Sprintf("lastReportID %d is past %d: the cloud's record of the store plus twice --edge-max-outbox-reports", hello.LastReportID, last+lead),
+		err: fmt.Errorf("hello states report ID %d of store %s, but the cloud recorded %d of it and an outbox holds at most %d reports: "+
+			"if the LocalController's --max-outbox-reports is more, raise the GlobalManager's --edge-max-outbox-reports", hello.LastReportID, hello.Store, last, h.cfg.MaxOutboxReports)}
+}
+
 // httpIdleTimeout closes a keep-alive connection that has sent no request
 // for that long (a test shortens it). An upgraded connection is the
 // session's, with its own deadlines.
@@ -685,6 +714,11 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *auth.Identi
 	} else if cerr != nil {
 		h.metrics.refuse(auth.RefusedNoHello)
 	}
+	if cerr == nil {
+		if cerr = h.checkReportIDClaim(ctx, logger, hello); cerr != nil {
+			h.metrics.refuse(auth.RefusedReportIDAhead)
+		}
+	}
 	if cerr != nil {
 		logger.Info("Refused an edge connection", "reason", cerr.reason, "err", cerr.err)
 		closeConn(conn, cerr.code, cerr.reason)
@@ -707,7 +741,7 @@ func (h *Hub) serveConn(ctx context.Context, logger klog.Logger, id *auth.Identi
 	// hello at once are recorded in the order they replace each other:
 	// the older's Lease and token confirmation never come after the
 	// newer's (the older's end would then forget the newer's token).
-	s.link = h.links.Connected(node, hello.Store) // before prev ends, so that its end is not taken for a disconnect
+	s.link = h.links.Connected(node, hello.Store, hello.LastReportID) // before prev ends, so that its end is not taken for a disconnect
 	if id.ByHub {
 		h.confirmer.Add(s, token)
 	}

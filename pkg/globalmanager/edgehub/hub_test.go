@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorilla/websocket"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -815,6 +816,65 @@ func TestAReportIDThatCannotBeRealIsRefusedAndTheNextOnesApply(t *testing.T) {
 	if diff := cmp.Diff(want, f.reports(), cmp.AllowUnexported(recordedReport{})); diff != "" {
 		t.Errorf("applier calls (-want,+got):\n%s", diff)
 	}
+}
+
+// A Hello may not claim report IDs further past what the cloud recorded
+// of its store than an outbox holds (twice): its reports could take IDs
+// the store has not given, and the store's real reports of those IDs would
+// be acknowledged without effect. The cloud's record is this hub's, or,
+// after a restart, the node's Lease. The real store's Hello goes on
+// connecting, and its reports apply.
+func TestAHelloClaimingReportIDsFarPastTheCloudsRecordIsRefused(t *testing.T) {
+	cfg := testConfig
+	cfg.MaxOutboxReports = 10
+	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	report := func(id uint64) *edgeproto.Report {
+		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
+	}
+	hello := func(f *fixture, last uint64) *edgeproto.Hello {
+		return &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: last, Inventory: f.inventory("edge-a")}
+	}
+	refused := func(c *client, last uint64) {
+		t.Helper()
+		if ce := c.closed(); ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, fmt.Sprintf("lastReportID %d is past", last)) {
+			t.Errorf("closed with %d %q, want a policy violation saying report ID %d cannot be real", ce.Code, ce.Text, last)
+		}
+	}
+
+	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
+	c := f.connect("edge-a", hello(f, 5)) // no record of the store yet: any claim
+	c.untilSynced()
+	c.send(report(6))
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
+		t.Fatalf("got %q, want report 6 acknowledged", got)
+	}
+	refused(f.connect("edge-a", hello(f, math.MaxInt64-1)), math.MaxInt64-1)
+	refused(f.connect("edge-a", hello(f, 6+21)), 6+21)
+	c = f.connect("edge-a", hello(f, 6+20)) // the store's outbox could hold them
+	c.untilSynced()
+	c.send(report(7))
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
+		t.Fatalf("got %q, want report 7 acknowledged", got)
+	}
+
+	// After a restart the hub reads the record from the node's Lease.
+	holder := "edge-a"
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: links.LeaseName("edge-a"), Namespace: hubNS,
+		Labels:      map[string]string{links.LabelEdgeNode: "edge-a"},
+		Annotations: map[string]string{links.AnnotationReportStore: testStore, links.AnnotationLastReportID: "100"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	f = newFixture(t, cfg, append(append(edgeObjects(), workers()...), lease)...)
+	refused(f.connect("edge-a", hello(f, 121)), 121)
+	c = f.connect("edge-a", hello(f, 120))
+	c.untilSynced()
+	c.send(report(101))
+	if got := summary(c.must(5 * time.Second)); got != "reportAck [101]" {
+		t.Fatalf("got %q, want report 101 acknowledged", got)
+	}
+	// Another store's IDs are its own: the record bounds none of them.
+	other := edgeproto.NewStoreKey()
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: edgeproto.StoreIdentity(other), StoreKey: other, LastReportID: 1 << 40, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
 }
 
 func TestReportThatFailsIsNotAckedAndIsAppliedWhenResent(t *testing.T) {

@@ -46,7 +46,7 @@ import (
 // reports take about 50 MB (under the byte bound) and, at the default report
 // period of 30 s, last 35 days of one worker, or 3.5 days of ten on one node.
 const (
-	DefaultMaxOutboxReports       = 100000
+	DefaultMaxOutboxReports       = edgeproto.DefaultMaxOutboxReports
 	DefaultMaxOutboxBytes   int64 = 64 << 20
 	DefaultLockTimeout            = 2 * time.Second
 )

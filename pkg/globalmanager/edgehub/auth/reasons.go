@@ -13,6 +13,7 @@ const (
 	RefusedBusy               = "busy"
 	RefusedNoHello            = "no_hello"
 	RefusedNodeMismatch       = "node_mismatch"
+	RefusedReportIDAhead      = "report_id_ahead"
 	RefusedShuttingDown       = "shutting_down"
 	RefusedTooOften           = "too_often"
 	RefusedTooManyRefusals    = "too_many_refusals"

@@ -10,8 +10,8 @@
 // spec.holderIdentity is the node, spec.acquireTime when its current (or
 // last) connection was made, and spec.renewTime when the hub last heard from
 // it; the annotations say the link (AnnotationLink), the last report ID
-// acknowledged (AnnotationLastReportID) of the store AnnotationReportStore
-// names, the objects waiting for the node's acknowledgement
+// acknowledged (AnnotationLastReportID) and the highest a Hello stated
+// (AnnotationStatedReportID) of the store AnnotationReportStore names, the objects waiting for the node's acknowledgement
 // (AnnotationUnackedObjects) and its outbox fill (AnnotationOutbox).
 //
 // A connect or a disconnect is written at once, whatever the rate. Other

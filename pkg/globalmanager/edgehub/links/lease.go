@@ -23,10 +23,14 @@ import (
 
 // The label and annotations of the per-node Leases.
 const (
-	LabelEdgeNode            = "nereid.io/edge-node"
-	AnnotationLink           = "nereid.io/link"
-	AnnotationLastReportID   = "nereid.io/last-report-id"
-	AnnotationReportStore    = "nereid.io/report-store"
+	LabelEdgeNode          = "nereid.io/edge-node"
+	AnnotationLink         = "nereid.io/link"
+	AnnotationLastReportID = "nereid.io/last-report-id"
+	AnnotationReportStore  = "nereid.io/report-store"
+	// AnnotationStatedReportID is the highest last report ID a Hello of
+	// the store stated that the hub took: with AnnotationLastReportID, what
+	// bounds the next Hello's claim (Recorded).
+	AnnotationStatedReportID = "nereid.io/stated-report-id"
 	AnnotationUnackedObjects = "nereid.io/unacked-objects"
 	// AnnotationOutbox says how full the node's outbox is, as its
 	// LocalController's last heartbeat said: "<percent>% (<reports>/<max>
@@ -77,6 +81,7 @@ type link struct {
 	lastHeard    time.Time
 	store        string // of the current (or last) connection's Hello
 	lastReportID uint64 // of store: report IDs count per store
+	statedID     uint64 // of store: the highest LastReportID of its Hellos taken
 	unacked      int
 	outbox       string                // AnnotationOutbox's value, "" until heard
 	fill         *edgeproto.OutboxFill // what outbox says, nil until heard
@@ -118,7 +123,12 @@ type Writer struct {
 
 	mu    sync.Mutex
 	nodes map[string]*link
-	kick  chan struct{}
+	// prior are the nodes' Leases as Prime read them (or Recorded), until
+	// their link's first write takes them; primed says Prime read them all,
+	// so that a node without one has no Lease.
+	prior  map[string]*coordinationv1.Lease
+	primed bool
+	kick   chan struct{}
 	// credit is how many renewals may go out now, by the rate since
 	// creditAt (renewalBudget), so that rounds a kick adds between ticks
 	// do not add to the rate.
@@ -137,6 +147,7 @@ func New(cfg Config) *Writer {
 		grace:     cfg.Grace,
 		clock:     cfg.Clock,
 		nodes:     make(map[string]*link),
+		prior:     make(map[string]*coordinationv1.Lease),
 		kick:      make(chan struct{}, 1),
 	}
 }
@@ -163,8 +174,9 @@ func (l *Writer) wake() {
 }
 
 // Connected records that node connected now, its LocalController's store
-// being store (the Hello's), and returns the connection's handle.
-func (l *Writer) Connected(node, store string) *Conn {
+// being store and its last report ID stated (the Hello's), and returns the
+// connection's handle.
+func (l *Writer) Connected(node, store string, stated uint64) *Conn {
 	c := &Conn{node: node}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -175,11 +187,104 @@ func (l *Writer) Connected(node, store string) *Conn {
 	if k.store != store {
 		// A new store counts its reports from 1: the last ID of the old one
 		// says nothing about it.
-		k.store, k.lastReportID = store, 0
+		k.store, k.lastReportID, k.statedID = store, 0, 0
 	}
+	k.statedID = max(k.statedID, stated)
 	k.urgent, k.changed = true, true
 	l.wake()
 	return c
+}
+
+// Prime reads every node's Lease at once, before the hub serves: what an
+// earlier hub recorded of each node's store is then known without a read
+// per node, when its Hello comes (Recorded) and when its link is first
+// written. When it fails, those read the node's Lease themselves.
+func (l *Writer) Prime(ctx context.Context) error {
+	list, err := l.client.CoordinationV1().Leases(l.namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelEdgeNode})
+	if err != nil {
+		return fmt.Errorf("listing the edge nodes' leases in %s: %w", l.namespace, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range list.Items {
+		lease := &list.Items[i]
+		if node := lease.Spec.HolderIdentity; node != nil && LeaseName(*node) == lease.Name {
+			lease.ManagedFields = nil
+			l.prior[*node] = lease
+		}
+	}
+	l.primed = true
+	return nil
+}
+
+// Recorded is the highest report ID of store, node's LocalController's
+// store, the cloud has recorded: acknowledged, or stated by a Hello the hub
+// took, as this hub knows it and as the node's Lease says (an earlier
+// hub's record). known says whether the cloud holds a record of that store
+// at all. A Lease it reads is kept for the link's first write.
+func (l *Writer) Recorded(ctx context.Context, node, store string) (last uint64, known bool, err error) {
+	l.mu.Lock()
+	lease := l.leaseOf(node)
+	read := lease != nil || l.primed
+	l.mu.Unlock()
+	if !read {
+		lease, err = l.client.CoordinationV1().Leases(l.namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			lease, err = nil, nil
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.nodes[node]; k != nil && k.store == store {
+		last, known = max(k.lastReportID, k.statedID), true
+	}
+	if lease != nil {
+		if k := l.nodes[node]; (k == nil || k.lease == nil) && l.prior[node] == nil {
+			lease.ManagedFields = nil
+			l.prior[node] = lease
+		}
+		if lease.Annotations[AnnotationReportStore] == store {
+			var k link
+			k.merge(lease)
+			last, known = max(last, k.lastReportID, k.statedID), true
+		}
+	}
+	return last, known, err
+}
+
+// takePrior gives k, node's link not yet written, the Lease Prime or
+// Recorded read, keeping what it says of k's store as write does of a
+// Lease it reads; it says whether there was one. l.mu is held.
+func (l *Writer) takePrior(node string, k *link) bool {
+	lease := l.prior[node]
+	if lease == nil {
+		return false
+	}
+	delete(l.prior, node)
+	if lease.Annotations[AnnotationReportStore] == k.store {
+		k.merge(lease)
+	}
+	k.lease = lease
+	return true
+}
+
+// leaseOf is node's Lease as last read or written, nil when not read.
+func (l *Writer) leaseOf(node string) *coordinationv1.Lease {
+	if k := l.nodes[node]; k != nil && k.lease != nil {
+		return k.lease
+	}
+	return l.prior[node]
+}
+
+// merge keeps what lease, of k's store, says was acknowledged and stated
+// beyond what k holds.
+func (k *link) merge(lease *coordinationv1.Lease) {
+	if id, err := strconv.ParseUint(lease.Annotations[AnnotationLastReportID], 10, 64); err == nil {
+		k.lastReportID = max(k.lastReportID, id)
+	}
+	if id, err := strconv.ParseUint(lease.Annotations[AnnotationStatedReportID], 10, 64); err == nil {
+		k.statedID = max(k.statedID, id)
+	}
 }
 
 // Disconnected records that c ended, unless a newer connection replaced it.
@@ -329,12 +434,15 @@ func (l *Writer) WriteDue(ctx context.Context, force bool) {
 		l.credit -= float64(len(renew))
 	}
 	todo = append(todo, renew...)
-	for _, d := range todo {
+	for i := range todo {
 		// Cleared now so that a change made while the write is in
 		// flight is written next time; put back if the write fails.
-		k := l.nodes[d.node]
+		k := l.nodes[todo[i].node]
 		k.urgent, k.changed = false, false
 		k.lastWritten = now
+		if k.lease == nil && l.takePrior(todo[i].node, k) {
+			todo[i].k = *k
+		}
 	}
 	l.mu.Unlock()
 	// A node's next renewal may come a round after its turn.
@@ -362,6 +470,7 @@ func (l *Writer) WriteDue(ctx context.Context, force bool) {
 			k.lease = lease
 			if k.store == d.k.store {
 				k.lastReportID = max(k.lastReportID, d.k.lastReportID)
+				k.statedID = max(k.statedID, d.k.statedID)
 			}
 		}
 		l.mu.Unlock()
@@ -395,9 +504,8 @@ func (l *Writer) write(ctx context.Context, node string, k *link, duration time.
 		}
 		// After a restart, keep saying what an earlier hub acknowledged of
 		// the same store.
-		if id, err := strconv.ParseUint(got.Annotations[AnnotationLastReportID], 10, 64); err == nil && id > k.lastReportID &&
-			got.Annotations[AnnotationReportStore] == k.store {
-			k.lastReportID = id
+		if got.Annotations[AnnotationReportStore] == k.store {
+			k.merge(got)
 		}
 		lease = got
 	}
@@ -427,6 +535,7 @@ func (l *Writer) fill(lease *coordinationv1.Lease, node string, k *link, duratio
 	lease.Annotations[AnnotationLink] = state
 	lease.Annotations[AnnotationLastReportID] = strconv.FormatUint(k.lastReportID, 10)
 	lease.Annotations[AnnotationReportStore] = k.store
+	lease.Annotations[AnnotationStatedReportID] = strconv.FormatUint(k.statedID, 10)
 	lease.Annotations[AnnotationUnackedObjects] = strconv.Itoa(k.unacked)
 	if k.outbox != "" {
 		lease.Annotations[AnnotationOutbox] = k.outbox

@@ -250,3 +250,46 @@ func TestAFailedRenewalIsTriedAgainNextRound(t *testing.T) {
 		t.Errorf("the round after edge-000's renewal failed renewed %v, want [edge-000]", got)
 	}
 }
+
+// A hub that starts reads every node's Lease in one list: a node's first
+// Hello is bounded by what an earlier hub recorded of its store, and its
+// link's first write keeps that record, with no read of its own.
+func TestPrimedLeasesBoundHellosAndAreKeptByTheFirstWrite(t *testing.T) {
+	holder := "edge-a"
+	earlier := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(holder), Namespace: "ns",
+		Labels:      map[string]string{LabelEdgeNode: holder},
+		Annotations: map[string]string{AnnotationReportStore: "store-1", AnnotationLastReportID: "40", AnnotationStatedReportID: "70"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	client := kubefake.NewClientset(earlier)
+	clk := testingclock.NewFakeClock(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	l := New(Config{Client: client, Namespace: "ns", Period: 10 * time.Second, Clock: clk})
+	if err := l.Prime(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		node, store string
+		last        uint64
+		known       bool
+	}{{"edge-a", "store-1", 70, true}, {"edge-a", "store-2", 0, false}, {"edge-b", "store-1", 0, false}} {
+		if last, known, err := l.Recorded(t.Context(), c.node, c.store); err != nil || last != c.last || known != c.known {
+			t.Errorf("Recorded(%s, %s) = %d, %v, %v; want %d, %v", c.node, c.store, last, known, err, c.last, c.known)
+		}
+	}
+	l.ReportAcked(l.Connected("edge-a", "store-1", 75), 41)
+	client.ClearActions()
+	l.WriteDue(t.Context(), false)
+	var verbs []string
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if !slices.Equal(verbs, []string{"update"}) {
+		t.Fatalf("requests %v, want one update and no read", verbs)
+	}
+	got := client.Actions()[0].(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).Annotations
+	if got[AnnotationLastReportID] != "41" || got[AnnotationStatedReportID] != "75" {
+		t.Errorf("annotations %v, want last-report-id 41 and stated-report-id 75", got)
+	}
+	if last, known, _ := l.Recorded(t.Context(), "edge-a", "store-1"); last != 75 || !known {
+		t.Errorf("Recorded after the write = %d, %v; want 75, true", last, known)
+	}
+}
