@@ -11,14 +11,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -198,115 +192,5 @@ func TestAConnectionCannotClaimAnotherStore(t *testing.T) {
 	_, _, err = conn.ReadMessage()
 	if err == nil || !strings.Contains(err.Error(), "not the identity of its storeKey") {
 		t.Errorf("a hello claiming edge-0's store with another key: %v, want the connection closed saying why", err)
-	}
-}
-
-// Only the GlobalManager, and the controllers that copy its templates, may
-// set the label that makes an object a child of a Nereid job (the chart's
-// ValidatingAdmissionPolicy): a user who may create and edit Pods,
-// ReplicaSets, Deployments and Jobs in a job's namespace can neither make
-// one carry it, nor add it, nor put it in a workload's pod template (whose
-// pods a controller would make with it, to be orphaned and adopted into a
-// service's ReplicaSet), nor point a labelled pod at another owner. That the
-// GlobalManager and the deployment and replicaset controllers may is what
-// every other test shows: they all run under the policy.
-func TestOnlyNereidAndItsControllersSetTheOwnerLabel(t *testing.T) {
-	ns := framework.Namespace(t)
-	framework.GlobalManagerKubeconfig(t, ns) // applies the chart's policy
-	token := serviceAccountToken(t, ns, "author", []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
-		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create"}},
-	})
-	cfg := rest.AnonymousClientConfig(framework.RESTConfig())
-	cfg.BearerToken = token
-	author := kubernetes.NewForConfigOrDie(cfg)
-	owner := map[string]string{common.LabelOwnerUID: "0b6a3a43-0b5e-4c55-9d0b-2f4e1e8a1c11", common.LabelWorkerRole: "edge"}
-	pod := func(name string, labels map[string]string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	}
-	refused := func(what string, err error, field string) bool {
-		t.Helper()
-		if err == nil {
-			t.Errorf("%s: allowed", what)
-			return false
-		}
-		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), field) {
-			t.Errorf("%s: %v, want the policy's refusal naming %s", what, err, field)
-			return false
-		}
-		return true
-	}
-	const label, templateLabel = "metadata.labels[nereid.io/owner-uid]", "spec.template.metadata.labels[nereid.io/owner-uid]"
-	// The API server loads a new policy within a few seconds.
-	framework.Eventually(t, 30*time.Second, "the policy to refuse a Pod carrying the owner label", func(ctx context.Context) (bool, error) {
-		_, err := author.CoreV1().Pods(ns).Create(ctx, pod("labelled", owner), metav1.CreateOptions{})
-		if err == nil { // not loaded yet
-			return false, author.CoreV1().Pods(ns).Delete(ctx, "labelled", metav1.DeleteOptions{})
-		}
-		return refused("a Pod carrying the owner label", err, label), nil
-	})
-
-	// Adding the label to a Pod of one's own.
-	if _, err := author.CoreV1().Pods(ns).Create(t.Context(), pod("plain", map[string]string{"app": "plain"}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, common.LabelOwnerUID, owner[common.LabelOwnerUID])
-	_, err := author.CoreV1().Pods(ns).Patch(t.Context(), "plain", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	refused("adding the owner label to a Pod", err, label)
-
-	// A ReplicaSet or Deployment carrying it, which a Deployment selecting
-	// those labels would adopt.
-	replicas := int32(1)
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "adoptee", Namespace: ns, Labels: owner},
-		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: owner},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: owner}, Spec: pod("", nil).Spec}},
-	}
-	_, err = author.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{})
-	refused("a ReplicaSet carrying the owner label", err, label)
-	_, err = author.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: ns, Labels: owner}, Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas, Selector: rs.Spec.Selector, Template: rs.Spec.Template}}, metav1.CreateOptions{})
-	refused("a Deployment carrying the owner label", err, label)
-
-	// Workloads whose pod template alone carries it: their controllers would
-	// make labelled pods, orphaned with --cascade=orphan and adopted by a
-	// service's ReplicaSet whose selector they match.
-	rs.Labels = map[string]string{"app": "templated"}
-	_, err = author.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{})
-	refused("a ReplicaSet whose template carries the owner label", err, templateLabel)
-	_, err = author.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: rs.Spec.Selector, Template: rs.Spec.Template}}, metav1.CreateOptions{})
-	refused("a Deployment whose template carries the owner label", err, templateLabel)
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns, Labels: rs.Labels}, Spec: batchv1.JobSpec{Template: rs.Spec.Template}}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	_, err = author.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
-	refused("a Job whose template carries the owner label", err, templateLabel)
-	// Adding it to a template of one's own.
-	if _, err := author.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "plain"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "plain"}}, Spec: pod("", nil).Spec}}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = author.AppsV1().Deployments(ns).Patch(t.Context(), "plain", types.MergePatchType,
-		fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}`, common.LabelOwnerUID, owner[common.LabelOwnerUID]), metav1.PatchOptions{})
-	refused("adding the owner label to a Deployment's template", err, templateLabel)
-
-	// Pointing a labelled pod (one the GlobalManager made, say) at another
-	// owner: the chain would then run through it.
-	admin := framework.KubeClient(t)
-	if _, err := admin.CoreV1().Pods(ns).Create(t.Context(), pod("child", owner), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	refs := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"sedna.io/v1alpha1","kind":"JointInferenceService","name":"x","uid":%q,"controller":true}]}}`,
-		owner[common.LabelOwnerUID])
-	_, err = author.CoreV1().Pods(ns).Patch(t.Context(), "child", types.MergePatchType, []byte(refs), metav1.PatchOptions{})
-	refused("changing the owner references of a labelled pod", err, "metadata.ownerReferences")
-	// What carries no label is none of the policy's business.
-	if _, err := author.CoreV1().Pods(ns).Patch(t.Context(), "plain", types.MergePatchType, []byte(refs), metav1.PatchOptions{}); err != nil {
-		t.Errorf("changing the owner references of an unlabelled pod: %v", err)
 	}
 }
