@@ -658,6 +658,13 @@ func (h *Hub) checkReportIDClaim(ctx context.Context, logger klog.Logger, hello 
 		logger.Error(err, "Reading what the cloud recorded of the node's report IDs; the hub's own record bounds its hello")
 	}
 	lead := 2 * uint64(h.cfg.MaxOutboxReports)
+	if known && hello.LastReportID < last {
+		// A store's IDs only grow: another holder of its key went ahead,
+		// or the store is a copy restored from before.
+		logger.Info("The node's store states fewer report IDs than the cloud recorded of it: its key was used by someone else, "+
+			"or the store was restored from a copy; the store's reports up to the recorded ID are taken as applied",
+			"store", hello.Store, "stated", hello.LastReportID, "recorded", last)
+	}
 	if !known || hello.LastReportID <= last+lead {
 		return nil
 	}
