@@ -185,7 +185,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 			"The GlobalManager needs get, list and watch on this DaemonSet.")
 	fs.IntVar(&o.edgeMaxRefusals, "edge-max-refusals-per-address", edgehub.DefaultMaxRefusalsPerAddress,
 		"Connections from one client address (an IPv6 address's /64) the edge hub refuses for their token (401 or 403) within a minute before it refuses "+
-			"that address for a minute, 429 with Retry-After, without reading its token. Only refusals count: any number of LocalControllers behind one "+
+			"that address for a minute, 429 with Retry-After, without a TokenReview, but for a token the hub verifies itself (a LocalController's): junk "+
+			"sent from a LocalController's address (its node, a NAT) never keeps it out. Only refusals count: any number of LocalControllers behind one "+
 			"address connect. Behind a proxy that hides client addresses (a LoadBalancer Service with externalTrafficPolicy Cluster), every client shares "+
 			"the proxy's: raise it, or set 0 for no limit.")
 	fs.IntVar(&o.edgeMaxOutbox, "edge-max-outbox-reports", edgeproto.DefaultMaxOutboxReports,

@@ -11,10 +11,11 @@ import (
 )
 
 // Through the hub: an address that sends more bad tokens than its share is
-// told to come back (429, Retry-After) before its next token is read, and
-// its refusals are counted; good connections from that address before are
-// not limited, since only refusals count.
-func TestAnAddressSendingBadTokensIsRefusedBeforeItsTokenIsRead(t *testing.T) {
+// told to come back (429, Retry-After) without its next token reviewed (this
+// hub holds no issuer keys, so it verifies no token itself: nothing gets
+// through the block), and its refusals are counted; good connections from
+// that address before are not limited, since only refusals count.
+func TestAnAddressSendingBadTokensIsRefusedWithoutAReview(t *testing.T) {
 	cfg := testConfig
 	cfg.MaxRefusalsPerAddress = 5
 	f := newFixture(t, cfg, edgeObjects()...)

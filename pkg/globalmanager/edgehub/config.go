@@ -172,8 +172,9 @@ type Config struct {
 	NodeSelector string
 	// MaxRefusalsPerAddress is how many connections from one client
 	// address (an IPv6 address's /64) may be refused for their token (401,
-	// 403) within a minute; past it the address is refused for a minute
-	// (429 with Retry-After) before its token is read. 0 takes
+	// 403) within a minute; past it, for a minute, the address is refused
+	// (429 with Retry-After) but for a token the hub verifies itself (a
+	// LocalController's), and no token of it is reviewed. 0 takes
 	// DefaultMaxRefusalsPerAddress; a negative value sets no limit.
 	// Successes are not counted: thousands of nodes behind one address
 	// connect as they would alone.

@@ -21,10 +21,14 @@
 // after the connection starts, paced (auth/confirm.go). While it holds the
 // issuer's keys it also refuses itself every token they do not verify (a
 // made-up key ID, after the keys are read again, paced; another key; wrong
-// claims): junk never reaches a TokenReview. An address refused for its
-// tokens Config.MaxRefusalsPerAddress times within a minute is refused
-// before its token is read for a minute (auth/addresslimit.go), and refusals are
-// logged at a bounded rate (auth/refusallog.go). A Hello that claims
+// claims): junk never reaches a TokenReview. The keys and these checks are
+// pkg/globalmanager/tokenreview's, which the DIJob replicas APIs use too. An
+// address refused for its tokens Config.MaxRefusalsPerAddress times within a
+// minute is blocked for a minute (tokenreview.AddressLimiter): only a token
+// the hub verifies itself (a LocalController's) connects from it, any other
+// gets 429 without a review, so junk sent from a LocalController's address
+// (its node, a NAT) never keeps it out. Refusals are logged at a bounded
+// rate (auth/refusallog.go). A Hello that claims
 // another node is answered with a close frame (websocket.ClosePolicyViolation)
 // and nothing else.
 //

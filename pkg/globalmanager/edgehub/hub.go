@@ -39,6 +39,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // shutdownTimeout bounds how long Run waits for connections to close and the
@@ -74,7 +75,7 @@ type Hub struct {
 	conditions *conditionWriter
 	// addresses count the refusals by client address (auth/addresslimit.go),
 	// refusals logs them at a bounded rate (auth/refusallog.go).
-	addresses *auth.AddressLimiter
+	addresses *tokenreview.AddressLimiter
 	refusals  *auth.RefusalLog
 	upgrader  websocket.Upgrader
 
@@ -218,7 +219,7 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 		}
 	}
 	h.conditions = newConditionWriter(h)
-	h.addresses = auth.NewAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
+	h.addresses = tokenreview.NewAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
 	h.refusals = auth.NewRefusalLog(h.clock)
 	h.links = links.New(links.Config{Client: kubeClient, Namespace: cfg.Namespace, Period: cfg.LeaseUpdatePeriod, Rate: cfg.LeaseWriteRate,
 		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) }})
@@ -552,17 +553,18 @@ func (h *Hub) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 	}()
 
-	// An address that sent bad tokens in a loop is refused before its token
-	// is read.
-	if after, blocked := h.addresses.Blocked(r.RemoteAddr); blocked {
-		h.refuse(ctx, r, &auth.Refusal{Status: http.StatusTooManyRequests, Metric: auth.RefusedTooManyRefusals, RetryAfter: after,
-			Reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); try again in %ds",
-				h.cfg.MaxRefusalsPerAddress, after)}, w)
-		return
+	// An address that sent bad tokens in a loop is refused, but for a token
+	// the hub verifies itself: a LocalController behind the same address (a
+	// NAT, its own node) still connects, and junk costs no review.
+	var blocked *auth.Refusal
+	if after, ok := h.addresses.Blocked(r.RemoteAddr); ok {
+		blocked = &auth.Refusal{Status: http.StatusTooManyRequests, Metric: auth.RefusedTooManyRefusals, RetryAfter: after,
+			Reason: fmt.Sprintf("too many connections from this address were refused for their token (more than %d a minute); "+
+				"only a LocalController token the hub verifies itself is taken from it now; try again in %ds", h.cfg.MaxRefusalsPerAddress, after)}
 	}
-	id, aerr := h.auth.Authenticate(r.Context(), r)
+	id, aerr := h.auth.Authenticate(r.Context(), r, blocked)
 	if aerr != nil {
-		if aerr.Cacheable() {
+		if aerr.Cacheable() && blocked == nil {
 			h.addresses.Refused(r.RemoteAddr)
 		}
 		h.refuse(ctx, r, aerr, w)

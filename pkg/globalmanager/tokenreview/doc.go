@@ -20,4 +20,17 @@
 //
 // Claims reads what a token says of itself, unverified: enough to refuse
 // junk without a review, and to know when an accepted token expires.
+//
+// IssuerKeys are the API server's ServiceAccount token issuer and keys
+// (its discovery document and /openid/v1/jwks, read again paced), and
+// IssuerKeys.Verify checks a token against them as the API server's
+// ServiceAccount authenticator would (signature, issuer, audience, times):
+// what it refuses never needs a TokenReview. What makes a verified token
+// acceptable is each server's: the edge hub accepts a LocalController's
+// without a review when its caches hold its Pod and ServiceAccount; the
+// replicas APIs review every token verified (AnyServiceAccountToken).
+//
+// AddressLimiter counts by client address the requests refused for their
+// token; an address past its share is blocked for a minute, during which
+// a server still reads its tokens but lets on only those the keys verify.
 package tokenreview

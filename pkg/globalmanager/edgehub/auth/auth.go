@@ -120,7 +120,7 @@ type Authenticator struct {
 	// a token itself (verifyLocally) from the caches of the accepted
 	// ServiceAccounts and of their Pods, and refuses junk; nil reviews
 	// every token.
-	keys         *issuerKeys
+	keys         *tokenreview.IssuerKeys
 	accountCache stores
 	podCache     stores
 	// verified counts the tokens accepted, by who verified them ("hub",
@@ -222,22 +222,37 @@ func New(cfg Config) *Authenticator {
 // DaemonSet is the LocalControllers' DaemonSet, namespace/name.
 func (a *Authenticator) DaemonSet() types.NamespacedName { return a.daemonSetName }
 
-// Authenticate returns who sent r, or why it is refused.
-func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Identity, *Refusal) {
+// Authenticate returns who sent r, or why it is refused. blocked, when
+// set, is the refusal of r's address, refused for its tokens too often
+// (tokenreview.AddressLimiter): its token is still read, so that a
+// LocalController sharing the address with a sender of junk (a NAT, any
+// process on its node) still connects, but only a token the hub verifies
+// itself goes on (to a review too, when every token or that Pod's must be
+// reviewed); any other gets blocked, without a TokenReview.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, blocked *Refusal) (*Identity, *Refusal) {
+	refuse := func(refusal *Refusal) (*Identity, *Refusal) {
+		if blocked != nil && refusal.Cacheable() {
+			return nil, blocked
+		}
+		return nil, refusal
+	}
 	token := BearerToken(r)
 	if token == "" {
-		return nil, &Refusal{Status: http.StatusUnauthorized, Metric: RefusedNoToken,
-			Reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)}
+		return refuse(&Refusal{Status: http.StatusUnauthorized, Metric: RefusedNoToken,
+			Reason: fmt.Sprintf("a bearer token is required: a ServiceAccount token of the LocalController with audience %q, projected into its Pod", a.audience)})
 	}
 	// What the token says of itself, unverified, is enough to refuse what
 	// no review would accept without costing the API server one: anyone who
 	// reaches the hub can send tokens.
 	claims, refusal := a.precheck(token)
 	if refusal != nil {
-		return nil, refusal
+		return refuse(refusal)
 	}
 	if res, ok := a.reviews.Get(token); ok {
-		return res.id, res.refusal
+		if res.refusal != nil {
+			return refuse(res.refusal)
+		}
+		return res.id, nil
 	}
 	// A token the hub can verify itself costs the API server nothing, and
 	// one it can refuse itself never reaches it. Such a refusal is not
@@ -245,11 +260,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Ide
 	// would push out of the cache.
 	id, refusal := a.VerifyLocally(ctx, token)
 	if refusal != nil {
-		return nil, refusal
+		return refuse(refusal)
+	}
+	if id == nil && blocked != nil {
+		// Only a review could say: not for a blocked address.
+		return nil, blocked
 	}
 	if id != nil && !a.reviewEvery && !a.MustReview(id.PodUID) {
 		if a.PodDeleted(id.PodUID) {
-			return nil, podDeletedRefusal()
+			return refuse(podDeletedRefusal())
 		}
 		refusal := a.Admit(ctx, id)
 		if refusal == nil {
@@ -260,7 +279,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Ide
 		if refusal.Cacheable() {
 			a.store(token, reviewResult{refusal: refusal})
 		}
-		return nil, refusal
+		return refuse(refusal)
 	}
 
 	// Bounded concurrency: a storm waits here, not at the API server, and

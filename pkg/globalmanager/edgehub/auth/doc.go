@@ -25,9 +25,13 @@
 // reviews take. A token the hub verified itself is reviewed after the
 // connection starts, 20 a second across nodes (Confirmer): a review that
 // disagrees ends the connection, and that Pod's tokens are reviewed first
-// for ten minutes. An address refused for its tokens too often in a minute
-// is refused for a minute before its token is read (AddressLimiter), and
-// refusals are logged at a bounded rate (RefusalLog).
+// for ten minutes. The issuer's keys, the signature and claims checks
+// (tokenreview.IssuerKeys.Verify) and the count of refusals by address
+// (tokenreview.AddressLimiter) are pkg/globalmanager/tokenreview's, shared
+// with the DIJob replicas APIs. Authenticate, given the refusal of an
+// address blocked for its refusals, still reads its token: one the hub
+// verifies itself goes on, any other gets that refusal without a review.
+// Refusals are logged at a bounded rate (RefusalLog).
 //
 // Revocation: the watches Watch makes (watch.go) tell the hub, through
 // Hooks, as soon as their event comes, when a LocalController's Pod is

@@ -27,10 +27,10 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 const (
@@ -73,9 +73,9 @@ func (ti *tokenIssuer) addKey(kid string, key any) {
 func (ti *tokenIssuer) fetch(_ context.Context, path string) ([]byte, error) {
 	ti.fetches.Add(1)
 	switch path {
-	case openIDConfigPath:
-		return json.Marshal(map[string]string{"issuer": testIssuer, "jwks_uri": testIssuer + jwksPath})
-	case jwksPath:
+	case tokenreview.OpenIDConfigPath:
+		return json.Marshal(map[string]string{"issuer": testIssuer, "jwks_uri": testIssuer + tokenreview.JWKSPath})
+	case tokenreview.JWKSPath:
 		ti.mu.Lock()
 		defer ti.mu.Unlock()
 		keys := append([]any(nil), ti.extra...)
@@ -155,8 +155,8 @@ func newLocalAuth(t *testing.T, ti *tokenIssuer) *localAuth {
 	})
 	kube.PrependReactor("get", "nodes", edgehubtest.GetNodes)
 	la.Authenticator = New(testConfig(t, kube, la.clock))
-	la.keys = newKeys(ti.fetch, la.clock)
-	if err := la.keys.readNow(t.Context()); err != nil {
+	la.keys = tokenreview.NewIssuerKeysFrom(ti.fetch, la.clock)
+	if err := la.keys.ReadNow(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	la.pods = cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -188,7 +188,7 @@ func (la *localAuth) connect(t *testing.T, token string) (*Identity, *Refusal) {
 		t.Fatal(err)
 	}
 	r.Header.Set("Authorization", "Bearer "+token)
-	return la.Authenticate(t.Context(), r)
+	return la.Authenticate(t.Context(), r, nil)
 }
 
 // verdict is what became of a token: accepted by the hub ("hub"), or
@@ -310,9 +310,19 @@ func reviewDecidesCases(k signers) map[string]localTokenCase {
 		// What the hub cannot say: reviewed.
 		"keys not read again for too long": {want: reviewed,
 			token: func(t *testing.T, la *localAuth) string {
-				la.keys.mu.Lock()
-				la.keys.read, la.keys.tried = now.Add(-keysMaxAge), now // no read again in the test
-				la.keys.mu.Unlock()
+				// Read once, then never again.
+				var unreachable atomic.Bool
+				la.keys = tokenreview.NewIssuerKeysFrom(func(ctx context.Context, path string) ([]byte, error) {
+					if unreachable.Load() {
+						return nil, errors.New("the API server is unreachable")
+					}
+					return ti.fetch(ctx, path)
+				}, la.clock)
+				if err := la.keys.ReadNow(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				unreachable.Store(true)
+				la.clock.Step(tokenreview.KeysMaxAge)
 				p, b := lcClaims(now)
 				return ti.sign(t, "k1", jose.ES256, p, b)
 			}},
@@ -406,6 +416,35 @@ func TestTheHubVerifiesATokenItselfOnlyWhenEverythingChecks(t *testing.T) {
 	}
 }
 
+// From an address blocked for its refusals (a NAT, a node, where someone
+// sends junk), a token the hub verifies itself still connects; every other
+// token, junk or one only a review could decide, gets the block's 429,
+// without a review.
+func TestABlockedAddressStillTakesATokenTheHubVerifies(t *testing.T) {
+	k := newSigners(t)
+	blocked := &Refusal{Status: http.StatusTooManyRequests, Metric: RefusedTooManyRefusals, RetryAfter: 60, Reason: "blocked"}
+	for name, tc := range localTokenCases(k) {
+		t.Run(name, func(t *testing.T) {
+			la := newLocalAuth(t, k.ti)
+			la.clock.SetTime(k.now)
+			r, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://hub/connect", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Header.Set("Authorization", "Bearer "+tc.token(t, la))
+			id, refusal := la.Authenticate(t.Context(), r, blocked)
+			switch {
+			case la.reviews.Load() != 0:
+				t.Fatalf("%d reviews for a blocked address", la.reviews.Load())
+			case tc.want == hub && (refusal != nil || !id.ByHub):
+				t.Fatalf("refused %+v; want the hub's own acceptance through the block", refusal)
+			case tc.want != hub && refusal != blocked:
+				t.Fatalf("identity %+v, refusal %+v; want the block's refusal", id, refusal)
+			}
+		})
+	}
+}
+
 // cmpOrTime is t, or def when t is zero.
 func cmpOrTime(t, def time.Time) time.Time {
 	if t.IsZero() {
@@ -447,7 +486,7 @@ func withClaims(ti *tokenIssuer, now time.Time, change func(*jwt.Claims, *boundC
 }
 
 // A token naming a key the hub does not hold has the keys read again, at
-// most every keysRetryPeriod, and waits for that read: a key the API server
+// most every tokenreview.KeysRetryPeriod, and waits for that read: a key the API server
 // has just added verifies at once, and a made-up one is refused without a
 // review. Between reads, a key not held is refused without reading.
 func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
@@ -456,18 +495,18 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	ti.addKey("k2", newECKey(t))
 	p, b := lcClaims(la.clock.Now())
 	fetched := ti.fetches.Load()
-	// Within keysRetryPeriod of the last read, the keys are not read again:
+	// Within tokenreview.KeysRetryPeriod of the last read, the keys are not read again:
 	// k2 is not known yet, and its token is refused.
 	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal == nil || refusal.Metric != RefusedInvalidToken {
 		t.Fatalf("refusal %+v; want the token refused as invalid", refusal)
 	}
 	if n := ti.fetches.Load(); n != fetched {
-		t.Fatalf("the keys were read again %d times within %s", n-fetched, keysRetryPeriod)
+		t.Fatalf("the keys were read again %d times within %s", n-fetched, tokenreview.KeysRetryPeriod)
 	}
 	// Past it, the next such token has them read again, and is verified
 	// here with the new key. ECDSA signatures differ each time: each token
 	// is new to the cache of outcomes.
-	la.clock.Step(keysRetryPeriod)
+	la.clock.Step(tokenreview.KeysRetryPeriod)
 	if _, refusal := la.connect(t, ti.sign(t, "k2", jose.ES256, p, b)); refusal != nil {
 		t.Fatalf("refused after the keys were read again: %s", refusal.Reason)
 	}
@@ -476,7 +515,7 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	}
 	// Tokens of made-up keys, many: one more read of the keys once the
 	// period is past again, and no review.
-	la.clock.Step(keysRetryPeriod)
+	la.clock.Step(tokenreview.KeysRetryPeriod)
 	for i := range 50 {
 		if _, refusal := la.connect(t, keyed(newECKey(t), fmt.Sprintf("made-up-%d", i), jose.ES256, la.clock.Now())(t, la)); refusal == nil {
 			t.Fatal("a token of a made-up key was accepted")
@@ -487,39 +526,6 @@ func TestANewSigningKeyIsReadAgainAndMadeUpOnesCostOneRead(t *testing.T) {
 	}
 	if n := la.reviews.Load(); n != 0 {
 		t.Errorf("%d TokenReviews, want none", n)
-	}
-}
-
-// The keys' documents are read with bounds, and a key set with no usable
-// key leaves the hub reviewing every token.
-func TestIssuerKeysRefuseWhatCannotServe(t *testing.T) {
-	ti := newTokenIssuer(t)
-	keySet, err := ti.fetch(t.Context(), jwksPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	valid := string(keySet)
-	for name, docs := range map[string]map[string]string{
-		"no issuer":          {openIDConfigPath: `{}`, jwksPath: valid},
-		"no key":             {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `{"keys":[]}`},
-		"only unusable keys": {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `{"keys":[{"kty":"nonsense","kid":"k1"}]}`},
-		"not JSON":           {openIDConfigPath: `{"issuer":"x"}`, jwksPath: `<html>`},
-		"over the bound":     {openIDConfigPath: `{"issuer":"` + strings.Repeat("a", maxKeySetBytes) + `"}`, jwksPath: valid},
-	} {
-		t.Run(name, func(t *testing.T) {
-			k := newKeys(func(_ context.Context, path string) ([]byte, error) {
-				if d, ok := docs[path]; ok {
-					return []byte(d), nil
-				}
-				return nil, fmt.Errorf("no %s", path)
-			}, clock.RealClock{})
-			if err := k.load(t.Context()); err == nil {
-				t.Fatal("load: no error")
-			}
-			if len(k.keys) != 0 {
-				t.Errorf("keys held: %v", k.keys)
-			}
-		})
 	}
 }
 

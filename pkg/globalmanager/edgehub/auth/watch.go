@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // What admits a connection is watched, so that the Authenticator's caches
@@ -77,7 +79,7 @@ func (a *Authenticator) Start(ctx context.Context) []cache.InformerSynced {
 		go inf.Run(ctx.Done())
 	}
 	if a.keys != nil {
-		go a.keys.run(ctx)
+		go a.keys.Run(ctx)
 	}
 	return synced
 }
@@ -122,7 +124,7 @@ func (a *Authenticator) RegisterKeysGauge(reg prometheus.Registerer) error {
 	keys := a.keys
 	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nereid", Subsystem: "edgehub", Name: "token_issuer_keys",
 		Help: "ServiceAccount token signing keys the hub holds, read from the API server's /openid/v1/jwks; 0 when it cannot read them, and every token then goes to a TokenReview."},
-		func() float64 { return float64(keys.count()) })); err != nil {
+		func() float64 { return float64(keys.Count()) })); err != nil {
 		return fmt.Errorf("registering edge hub metrics: %w", err)
 	}
 	return nil
@@ -164,7 +166,7 @@ func (a *Authenticator) watchLocalControllerPods(hooks Hooks) error {
 		a.podCache = append(a.podCache, inf.GetStore())
 	}
 	// The keys refuse junk even when every token is reviewed.
-	a.keys = newIssuerKeys(a.client.CoreV1().RESTClient(), a.clock)
+	a.keys = tokenreview.NewIssuerKeys(a.client.CoreV1().RESTClient(), a.clock)
 	for _, sa := range a.accounts {
 		ns, name, _ := strings.Cut(sa, "/")
 		inf := coreinformers.NewFilteredServiceAccountInformer(a.client, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {

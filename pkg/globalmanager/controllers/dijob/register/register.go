@@ -40,6 +40,7 @@ type flags struct {
 	serverURL, serverAddress, serverCert, serverKey, serverTLSSecret, serverAudiences string
 	clusterDomain, allocatorPolicy                                                    string
 	edgeLinkGrace, allocatorPeriod                                                    time.Duration
+	maxRefusals                                                                       int
 	conversion                                                                        conversionFlags
 	v1                                                                                v1ServerFlags
 }
@@ -61,6 +62,11 @@ func (f *flags) add(fs *flag.FlagSet) {
 	fs.StringVar(&f.serverAudiences, "di-server-token-audiences", "",
 		"Comma-separated audiences a token presented to the replicas API must have (its TokenReview names them). Empty: the API server's own audience. "+
 			"Every DIJob pod gets a token of its ServiceAccount for the first one, bound to the pod (the file DI_SERVER_TOKEN_FILE names).")
+	fs.IntVar(&f.maxRefusals, "di-server-max-refusals-per-address", replicasapi.DefaultMaxRefusalsPerAddress,
+		"Requests from one client address (an IPv6 address's /64) the replicas API and the v1 replicas server refuse for their token (401) within a minute "+
+			"before they answer that address 429 with Retry-After for a minute, but for a token the API server's keys verify (reviewed as ever). "+
+			"Either way, a token those keys do not verify (junk: not a JWT, another key, a made-up key ID) is refused without a TokenReview. "+
+			"Behind a proxy that hides client addresses every client shares the proxy's: raise it, or set 0 for no limit.")
 	fs.DurationVar(&f.edgeLinkGrace, "edge-link-grace", dijob.DefaultEdgeLinkGrace,
 		"How long a DIJob replica on an edge node whose link is down (its Lease in --edge-namespace says so) is counted as running: a failed or unknown phase "+
 			"seen meanwhile neither restarts the job nor counts it lost, and its pod tolerates the node's unreachable and not-ready taints that long before eviction.")
@@ -91,6 +97,9 @@ func (f *flags) validate() error {
 		if u, err := url.Parse(f.serverURL); f.serverCert == "" && (err != nil || u.Scheme != "https" || u.Hostname() == "") {
 			errs = append(errs, fmt.Errorf("--di-server-tls-secret needs --di-server-url of the form https://<host>:<port> (its host goes into the certificate), not %q", f.serverURL))
 		}
+	}
+	if f.maxRefusals < 0 {
+		errs = append(errs, fmt.Errorf("--di-server-max-refusals-per-address %d: want 0 (no limit) or more", f.maxRefusals))
 	}
 	if f.edgeLinkGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--edge-link-grace %s: want a positive duration", f.edgeLinkGrace))
@@ -197,11 +206,20 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		r.api = replicasapi.New(replicasapi.Config{
 			Kube: d.Kube, DI: d.Client, Jobs: d.Informers.Diengine().V2alpha1().DIJobs().Lister(),
 			Pods: pods[0], Audiences: command.SplitList(f.serverAudiences), Registerer: d.Registerer, Clock: d.Clock,
-			Recorder: d.Recorder,
-			V1:       v1,
+			Recorder: d.Recorder, MaxRefusalsPerAddress: f.refusalsPerAddress(),
+			V1: v1,
 		})
 	}
 	return r, nil
+}
+
+// refusalsPerAddress is --di-server-max-refusals-per-address as
+// replicasapi.Config takes it: 0 there is the default, no limit is negative.
+func (f *flags) refusalsPerAddress() int {
+	if f.maxRefusals == 0 {
+		return -1
+	}
+	return f.maxRefusals
 }
 
 // Run runs the controller, the replicas API, the v1 replicas server and the conversion webhook

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -35,7 +36,10 @@ const serviceAccountPrefix = "system:serviceaccount:"
 const bearerRealm = `Bearer realm="nereid-diserver"`
 
 // authenticate returns who sent r: 401 without a valid bearer token, 503
-// when the token could not be reviewed.
+// when the token could not be reviewed. A token the API server's keys do
+// not verify is refused without a review (401); an address refused for its
+// tokens too often is answered 429 but for a token they verify
+// (tokenreview.AddressLimiter).
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (*authenticationv1.UserInfo, *reply) {
 	const required = "a bearer token is required (Authorization: Bearer <token>)"
 	values := r.Header.Values("Authorization")
@@ -47,19 +51,49 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*authentica
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return nil, unauthorized(required)
 	}
+	var blocked *reply
+	if after, ok := s.addresses.Blocked(r.RemoteAddr); ok {
+		blocked = fail(http.StatusTooManyRequests, "too many requests from this address were refused for their token (more than %d a minute); "+
+			"only a token the API server's keys verify is taken from it now; try again in %ds", s.cfg.MaxRefusalsPerAddress, after)
+		blocked.header = map[string]string{"Retry-After": strconv.Itoa(after)}
+	}
+	// A refusal counts against the address; a blocked address is told so,
+	// but of a token its review refused, which it is told of.
+	refuse := func(message string, reviewed bool) (*authenticationv1.UserInfo, *reply) {
+		if blocked != nil && !reviewed {
+			return nil, blocked
+		}
+		if blocked == nil {
+			s.addresses.Refused(r.RemoteAddr)
+		}
+		return nil, unauthorized(message)
+	}
 	if len(token) > tokenreview.MaxTokenBytes || strings.ContainsAny(token, " \t") {
-		return nil, unauthorized(ErrInvalidToken.Error())
+		return refuse(ErrInvalidToken.Error(), false)
+	}
+	// Junk, anything the API server did not sign as a ServiceAccount token
+	// it may take, costs no review: anyone who reaches the server can send
+	// it. What the keys verify, the review decides (the token's
+	// ServiceAccount, Pod or Secret may be gone).
+	_, err := s.keys.Verify(ctx, token, tokenreview.VerifyOptions{Audiences: s.cfg.Audiences, AnyServiceAccountToken: true}, s.cfg.Clock.Now())
+	switch {
+	case errors.Is(err, tokenreview.ErrUnverifiable):
+		if blocked != nil {
+			return nil, blocked
+		}
+	case err != nil:
+		return refuse(err.Error(), false)
 	}
 	user, err := s.authn.Authenticate(ctx, token)
 	switch {
 	case errors.Is(err, ErrInvalidToken):
-		return nil, unauthorized(err.Error())
+		return refuse(err.Error(), true)
 	case errors.Is(err, ErrBusy):
 		return nil, unavailable(err, ErrBusy.Error())
 	case err != nil:
 		return nil, unavailable(err, "the token could not be reviewed, try again later")
 	case user == nil || user.Username == "":
-		return nil, unauthorized(ErrInvalidToken.Error())
+		return refuse(ErrInvalidToken.Error(), true)
 	}
 	return user, nil
 }

@@ -13,6 +13,7 @@ import (
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	dilisters "github.com/nereid-ml/nereid/pkg/client/listers/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
 // Defaults of Config.
@@ -32,9 +33,12 @@ const (
 	DefaultMaxCachedReviews     = 4096
 	DefaultMaxConcurrentReviews = 32
 	DefaultMaxReviewsPerSecond  = 200
-	DefaultMaxWritesPerSecond   = 20
-	DefaultMaxRequestsInFlight  = 1024
-	DefaultRequestTimeout       = 30 * time.Second
+	// DefaultMaxRefusalsPerAddress is the edge hub's
+	// (edgehub.DefaultMaxRefusalsPerAddress).
+	DefaultMaxRefusalsPerAddress = 60
+	DefaultMaxWritesPerSecond    = 20
+	DefaultMaxRequestsInFlight   = 1024
+	DefaultRequestTimeout        = 30 * time.Second
 
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 15 * time.Second
@@ -85,6 +89,17 @@ type Config struct {
 	// before they are authorized: TokenReviews, SubjectAccessReviews and
 	// reads of a token's pod (200, bursts of twice that).
 	MaxReviewsPerSecond float64
+	// MaxRefusalsPerAddress is how many requests from one client address
+	// (an IPv6 address's /64) may be refused for their token (401) within a
+	// minute (60); past it, for a minute, only a token the API server's keys
+	// verify is reviewed, any other is answered 429 with Retry-After
+	// (tokenreview.AddressLimiter). Negative sets no limit.
+	MaxRefusalsPerAddress int
+	// Keys, when set, are the API server's ServiceAccount token keys,
+	// read (IssuerKeys.Run) by the caller; when nil, the server reads them
+	// through Kube while it serves (none with a fake clientset). A token
+	// they do not verify is refused without a TokenReview.
+	Keys *tokenreview.IssuerKeys
 	// MaxWritesPerSecond bounds the rate of requests that write a DIJob
 	// (scaling, profilings), every job's together (20, bursts of twice that).
 	MaxWritesPerSecond float64
@@ -143,6 +158,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxReviewsPerSecond <= 0 {
 		cfg.MaxReviewsPerSecond = DefaultMaxReviewsPerSecond
+	}
+	if cfg.MaxRefusalsPerAddress == 0 {
+		cfg.MaxRefusalsPerAddress = DefaultMaxRefusalsPerAddress
 	}
 	if cfg.MaxWritesPerSecond <= 0 {
 		cfg.MaxWritesPerSecond = DefaultMaxWritesPerSecond

@@ -74,8 +74,20 @@
 //
 // # Who may call
 //
-// Every request carries "Authorization: Bearer <token>". The token is checked
-// with a TokenReview naming Config.Audiences (when set, the review must say it
+// Every request carries "Authorization: Bearer <token>", a ServiceAccount
+// token. It is first checked against the API server's published keys
+// (Config.Keys, else read through Config.Kube while serving;
+// tokenreview.IssuerKeys.Verify, the edge hub's check): a token they do not
+// verify (not a JWT, a made-up key ID, another key's signature, another
+// audience than Config.Audiences, expired) is refused with 401 without a
+// TokenReview, so junk costs the API server nothing; only while the keys
+// cannot be read is every token reviewed. An address refused for its
+// tokens (401) Config.MaxRefusalsPerAddress times (60) within a minute is
+// answered 429 with Retry-After for a minute, but for a token the keys
+// verify, which goes on (tokenreview.AddressLimiter). Tokens of other
+// authenticators than the API server's ServiceAccounts (OIDC, static
+// tokens) are not taken while the keys are held. A token the keys verify is
+// checked with a TokenReview naming Config.Audiences (when set, the review must say it
 // validated one of them, else 401: a token for another audience, such as a
 // Pod's default token for the API server, is refused). Without Audiences the
 // review checks the API server's own audience, so a worker may send the token

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/internal/serving"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
@@ -33,9 +35,16 @@ type Server struct {
 	metrics *metrics
 	// turns bound the API calls made before a caller is authorized, writes
 	// those made for one, and inFlight the requests handled at a time.
-	turns    *reviewTurns
-	writes   *rate.Limiter
-	inFlight chan struct{}
+	turns  *reviewTurns
+	writes *rate.Limiter
+	// keys verify tokens before any review (nil: every token is reviewed),
+	// read while serving when readKeys is set; addresses counts refusals
+	// by address.
+	keys      *tokenreview.IssuerKeys
+	readKeys  sync.Once
+	ownKeys   bool
+	addresses *tokenreview.AddressLimiter
+	inFlight  chan struct{}
 	// v1Jobs and v1Answers are the v1 server's state of the jobs it
 	// changes and its answers kept for an Idempotency-Key.
 	v1Jobs    *v1Jobs
@@ -51,6 +60,12 @@ func New(cfg Config) *Server {
 		inFlight:  make(chan struct{}, cfg.MaxRequestsInFlight),
 		v1Jobs:    newV1Jobs(cfg.V1.MaxJobs, cfg.V1.RequestsPerSecond, cfg.Clock),
 		v1Answers: newV1Answers(cfg.V1.IdempotencyTTL, cfg.V1.MaxIdempotencyKeys),
+		keys:      cfg.Keys,
+		addresses: tokenreview.NewAddressLimiter(cfg.MaxRefusalsPerAddress, cfg.Clock),
+	}
+	if s.keys == nil && cfg.Kube != nil {
+		s.keys = tokenreview.NewIssuerKeys(cfg.Kube.CoreV1().RESTClient(), clock.RealClock{})
+		s.ownKeys = s.keys != nil
 	}
 	if s.authn == nil {
 		s.authn = &tokenReviewer{
@@ -89,6 +104,11 @@ func (s *Server) ServeV1(ctx context.Context, l net.Listener) error {
 
 func (s *Server) serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config, h http.Handler, what string) error {
 	logger := klog.FromContext(ctx)
+	if s.ownKeys {
+		// Both servers share them: read while the first one's ctx lasts
+		// (the GlobalManager gives both the same).
+		s.readKeys.Do(func() { go s.keys.Run(ctx) })
+	}
 	limits := s.cfg.Limits
 	srv := limits.Server(h)
 	srv.ErrorLog = klog.NewStandardLogger("WARNING")

@@ -1,4 +1,4 @@
-package auth
+package tokenreview
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 )
 
 // An address is blocked once it has been refused more than its share in a
-// minute, for refusalBlock; other addresses, and an IPv6 host's other
+// minute, for RefusalBlock; other addresses, and an IPv6 host's other
 // /64s, are not.
 func TestAnAddressRefusedTooOftenIsBlockedForAWhile(t *testing.T) {
 	type blocked struct {
@@ -29,7 +29,7 @@ func TestAnAddressRefusedTooOftenIsBlockedForAWhile(t *testing.T) {
 		"at the limit, later in the block": {perMinute: 3, refused: []string{"10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:3"},
 			wait: 45 * time.Second, ask: "10.0.0.1:5", want: blocked{After: 15, Blocked: true}},
 		"at the limit, after the block": {perMinute: 3, refused: []string{"10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:3"},
-			wait: refusalBlock, ask: "10.0.0.1:5"},
+			wait: RefusalBlock, ask: "10.0.0.1:5"},
 		"another address": {perMinute: 3, refused: []string{"10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:3"}, ask: "10.0.0.2:1"},
 		"the same IPv6 /64": {perMinute: 2, refused: []string{"[2001:db8:0:1::1]:1", "[2001:db8:0:1::2]:1"},
 			ask: "[2001:db8:0:1:ffff::9]:7", want: blocked{After: 60, Blocked: true}},

@@ -1,4 +1,4 @@
-package auth
+package tokenreview
 
 import (
 	"math"
@@ -13,19 +13,24 @@ import (
 	"github.com/nereid-ml/nereid/internal/boundedmap"
 )
 
-// Junk costs whoever sends it. A token the hub refuses itself costs a
-// signature check, but every connection costs a TLS handshake, and a token
-// the API server signed (an old one, another Pod's) may still cost a
-// TokenReview now and then. So an address whose connections were refused
-// for their token (401, 403) edgehub.Config.MaxRefusalsPerAddress times within a
-// minute is refused for refusalBlock, before its token is read: 429 with
-// Retry-After. Only refusals count: thousands of LocalControllers
+// Junk costs whoever sends it. A token a server refuses itself (Verify)
+// costs a signature check, but every connection costs a TLS handshake, and
+// a token the API server signed (an old one, a deleted Pod's) may still
+// cost a TokenReview now and then. So a server counts by address the
+// requests it refused for their token (401, 403); past perMinute within a
+// minute the address is blocked for RefusalBlock. A blocked address's
+// token is still read, but only a token the issuer's keys verify goes on
+// (the edge hub's: one it verifies whole, as a LocalController's; the
+// replicas APIs': one the API server signed, to its review); any other is
+// refused at once, 429 with Retry-After, without a TokenReview. So junk
+// sent from the address of real clients (a NAT, any process on their node)
+// never locks them out, and since only refusals count, thousands of clients
 // behind one address (a NAT, or the tests' and the bench's 127.0.0.1)
 // connect as they would alone. An IPv6 client is counted by its /64, which
 // one host usually has whole.
 
-// refusalBlock is how long an address past its refusals is refused.
-const refusalBlock = time.Minute
+// RefusalBlock is how long an address past its refusals is refused.
+const RefusalBlock = time.Minute
 
 // maxLimitedAddresses bounds the addresses whose refusals are counted at
 // once; one whose count is back to nothing is forgotten first.
@@ -46,11 +51,13 @@ type addressRefusals struct {
 	blockedUntil time.Time
 }
 
+// NewAddressLimiter counts refusals against perMinute a minute by clk; 0
+// or less sets no limit.
 func NewAddressLimiter(perMinute int, clk clock.PassiveClock) *AddressLimiter {
 	return &AddressLimiter{perMinute: perMinute, clock: clk, addrs: make(map[string]*addressRefusals)}
 }
 
-// blocked says whether connections from remoteAddr (host:port) are refused
+// Blocked says whether requests from remoteAddr (host:port) are blocked
 // now, and for how many more seconds.
 func (l *AddressLimiter) Blocked(remoteAddr string) (after int, blocked bool) {
 	if l.perMinute <= 0 {
@@ -66,8 +73,8 @@ func (l *AddressLimiter) Blocked(remoteAddr string) (after int, blocked bool) {
 	return max(1, int(math.Ceil(r.blockedUntil.Sub(now).Seconds()))), true
 }
 
-// refused counts a connection from remoteAddr refused for its token; past
-// the limit, the address is blocked for refusalBlock.
+// Refused counts a request from remoteAddr refused for its token; past
+// the limit, the address is blocked for RefusalBlock.
 func (l *AddressLimiter) Refused(remoteAddr string) {
 	if l.perMinute <= 0 {
 		return
@@ -85,7 +92,7 @@ func (l *AddressLimiter) Refused(remoteAddr string) {
 	}
 	// Its share spent, the address's next connection is refused.
 	if !r.refusals.AllowN(now, 1) || r.refusals.TokensAt(now) < 1 {
-		r.blockedUntil = now.Add(refusalBlock)
+		r.blockedUntil = now.Add(RefusalBlock)
 	}
 }
 
