@@ -328,12 +328,7 @@ func TestStaleReportsDoNotMoveTheCycle(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, exampleJob(t))
-			f.Sync(t, jobName)
-			f = f.Next(t)
-			f.Report(t, node, 1, cycletest.Trigger(kindName, jobName, 1, 600))
-			f = f.Next(t)
-			f.Sync(t, jobName)
+			f := newFixture(t, exampleJob(t)).FirstTrain(t, node, kindName, jobName, 600)
 			before := jobOf(t, f).Status
 			f = f.Next(t)
 

@@ -218,12 +218,7 @@ func TestReportsCountTheUnseenSamples(t *testing.T) {
 // base's model takes the eval's precision, and the deploy serves the eval's
 // index, as Sedna's LocalController copies it to <outputDir>/deploy.
 func TestEvalOfSednasLibraryJudgesTheKnowledgeBaseAndItsIndexIsDeployed(t *testing.T) {
-	f := newFixture(t, exampleJob(t))
-	f.Sync(t, jobName)
-	f = f.Next(t)
-	f.Report(t, node, 1, cycletest.Trigger(kindName, jobName, 1, 600))
-	f = f.Next(t)
-	f.Sync(t, jobName)
+	f := newFixture(t, exampleJob(t)).FirstTrain(t, node, kindName, jobName, 600)
 	f.Report(t, node, 2, cycletest.Worker(kindName, jobName, jobName+"-train-1-1", edgeproto.StageTrain, edgeproto.WorkerCompleted,
 		`{"format":"pkl","url":"/output/round-1/train/index.pkl","metrics":null}`))
 	f = f.Next(t)

@@ -156,6 +156,19 @@ const Store = "store-1"
 
 // Report applies a report the LocalController of node (its store Store)
 // forwards under id.
+// FirstTrain syncs a new job, has node's LocalController fire its round
+// 1 train trigger of samples (report 1) and syncs again: the returned
+// fixture has made round 1's train pod.
+func (f *Fixture[J]) FirstTrain(t *testing.T, node string, ownerKind edgeproto.OwnerKind, job string, samples int32) *Fixture[J] {
+	t.Helper()
+	f.Sync(t, job)
+	f = f.Next(t)
+	f.Report(t, node, 1, Trigger(ownerKind, job, 1, samples))
+	f = f.Next(t)
+	f.Sync(t, job)
+	return f
+}
+
 func (f *Fixture[J]) Report(t *testing.T, node string, id uint64, info edgeproto.WorkerInfo) {
 	t.Helper()
 	if err := f.Apply(t, node, id, info); err != nil {
