@@ -660,6 +660,12 @@ func (h *Hub) checkReportIDClaim(ctx context.Context, logger klog.Logger, hello 
 		logger.Error(err, "Reading what the cloud recorded of the node's report IDs; the hub's own record bounds its hello")
 	}
 	lead := 2 * uint64(h.cfg.MaxOutboxReports)
+	// A record near the top of the IDs bounds nothing: past it the sum
+	// would wrap, and refuse every real claim of the store for good.
+	limit := last + lead
+	if limit < last {
+		limit = math.MaxUint64
+	}
 	if known && hello.LastReportID < last {
 		// A store's IDs only grow: another holder of its key went ahead,
 		// or the store is a copy restored from before.
@@ -667,11 +673,11 @@ func (h *Hub) checkReportIDClaim(ctx context.Context, logger klog.Logger, hello 
 			"or the store was restored from a copy; the store's reports up to the recorded ID are taken as applied",
 			"store", hello.Store, "stated", hello.LastReportID, "recorded", last)
 	}
-	if !known || hello.LastReportID <= last+lead {
+	if !known || hello.LastReportID <= limit {
 		return nil
 	}
 	return &closeError{code: websocket.ClosePolicyViolation,
-		reason: fmt.Sprintf("lastReportID %d is past %d: the cloud's record of the store plus twice --edge-max-outbox-reports", hello.LastReportID, last+lead),
+		reason: fmt.Sprintf("lastReportID %d is past %d: the cloud's record of the store plus twice --edge-max-outbox-reports", hello.LastReportID, limit),
 		err: fmt.Errorf("hello states report ID %d of store %s, but the cloud recorded %d of it and an outbox holds at most %d reports: "+
 			"if the LocalController's --max-outbox-reports is more, raise the GlobalManager's --edge-max-outbox-reports", hello.LastReportID, hello.Store, last, h.cfg.MaxOutboxReports)}
 }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1584,4 +1585,22 @@ func workerReport(id uint64, body string) *edgeproto.Report {
 	}
 	_ = json.Unmarshal([]byte(body), &w)
 	return &edgeproto.Report{ID: id, Worker: w.Name, Body: []byte(body), ReceivedAt: time.Now()}
+}
+
+// A record of a store near the top of the report IDs (a first Hello of a
+// store the cloud had no record of may state any) bounds no claim: the
+// bound saturates rather than wraps, which would refuse the store's every
+// Hello for good.
+func TestARecordNearTheTopOfTheReportIDsDoesNotWrapTheBound(t *testing.T) {
+	cfg := testConfig
+	cfg.MaxOutboxReports = 10
+	holder := "edge-a"
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: links.LeaseName("edge-a"), Namespace: hubNS,
+		Labels: map[string]string{links.LabelEdgeNode: "edge-a"},
+		Annotations: map[string]string{links.AnnotationReportStore: testStore, links.AnnotationLastReportID: "100",
+			links.AnnotationStatedReportID: strconv.FormatUint(math.MaxUint64-1, 10)}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	f := newFixture(t, cfg, append(append(edgeObjects(), workers()...), lease)...)
+	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: 1000, Inventory: f.inventory("edge-a")})
+	c.untilSynced()
 }
