@@ -650,36 +650,49 @@ func (h *Hub) connectAllowed(node string) (after int, ok bool) {
 // acknowledgements a Lease may not yet hold can explain
 // (Config.MaxOutboxReports, twice): its reports could then take IDs the
 // store has not given yet, and the store's real reports of those IDs would
-// be acknowledged as applied, without effect. A store the cloud has no
-// record of is not bounded: its IDs are its own, and say nothing of another
-// store's. When the Lease cannot be read, the hub's own record bounds the
-// claim, if it has one.
+// be acknowledged as applied, without effect. A store new to the cloud
+// counts from 1, so its claim is bounded the same way from 0 while the
+// cloud holds a record of another store of the node (or a Hello of a new
+// store would make the cloud forget the first store's record, and then the
+// first store could claim anything); only a node the cloud has no record of
+// at all is not bounded. When the Lease cannot be read, the hub's own
+// record bounds the claim, if it has one.
 func (h *Hub) checkReportIDClaim(ctx context.Context, logger klog.Logger, hello *edgeproto.Hello) *closeError {
-	last, known, err := h.links.Recorded(ctx, hello.Node, hello.Store)
+	rec, err := h.links.Recorded(ctx, hello.Node, hello.Store)
 	if err != nil {
 		logger.Error(err, "Reading what the cloud recorded of the node's report IDs; the hub's own record bounds its hello")
+	}
+	if !rec.NodeKnown {
+		return nil
 	}
 	lead := 2 * uint64(h.cfg.MaxOutboxReports)
 	// A record near the top of the IDs bounds nothing: past it the sum
 	// would wrap, and refuse every real claim of the store for good.
-	limit := last + lead
-	if limit < last {
+	limit := rec.Last + lead
+	if limit < rec.Last {
 		limit = math.MaxUint64
 	}
-	if known && hello.LastReportID < last {
+	if rec.Known && hello.LastReportID < rec.Last {
 		// A store's IDs only grow: another holder of its key went ahead,
 		// or the store is a copy restored from before.
 		logger.Info("The node's store states fewer report IDs than the cloud recorded of it: its key was used by someone else, "+
 			"or the store was restored from a copy; the store's reports up to the recorded ID are taken as applied",
-			"store", hello.Store, "stated", hello.LastReportID, "recorded", last)
+			"store", hello.Store, "stated", hello.LastReportID, "recorded", rec.Last)
 	}
-	if !known || hello.LastReportID <= limit {
+	if hello.LastReportID <= limit {
 		return nil
+	}
+	if !rec.Known {
+		return &closeError{code: websocket.ClosePolicyViolation,
+			reason: fmt.Sprintf("lastReportID %d is past %d: a store new to the cloud counts from 1", hello.LastReportID, limit),
+			err: fmt.Errorf("hello states report ID %d of store %s, which the cloud has no record of while it has one of another store of the node: "+
+				"a new store counts from 1, and its outbox holds at most %d reports; if the cloud lost an old store's record, start the LocalController on a new store (an empty --data-dir)",
+				hello.LastReportID, hello.Store, h.cfg.MaxOutboxReports)}
 	}
 	return &closeError{code: websocket.ClosePolicyViolation,
 		reason: fmt.Sprintf("lastReportID %d is past %d: the cloud's record of the store plus twice --edge-max-outbox-reports", hello.LastReportID, limit),
 		err: fmt.Errorf("hello states report ID %d of store %s, but the cloud recorded %d of it and an outbox holds at most %d reports: "+
-			"if the LocalController's --max-outbox-reports is more, raise the GlobalManager's --edge-max-outbox-reports", hello.LastReportID, hello.Store, last, h.cfg.MaxOutboxReports)}
+			"if the LocalController's --max-outbox-reports is more, raise the GlobalManager's --edge-max-outbox-reports", hello.LastReportID, hello.Store, rec.Last, h.cfg.MaxOutboxReports)}
 }
 
 // httpIdleTimeout closes a keep-alive connection that has sent no request

@@ -774,7 +774,7 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	leaseSays("3", testStore)
 
 	// The node's store is wiped: a new identity, IDs from 1 again.
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: secondStore, StoreKey: secondStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
+	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: secondStore, StoreKey: secondStoreKey, LastReportID: 0, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	leaseSays("0", secondStore)
 	c.send(report(1))
@@ -872,9 +872,14 @@ func TestAHelloClaimingReportIDsFarPastTheCloudsRecordIsRefused(t *testing.T) {
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [101]" {
 		t.Fatalf("got %q, want report 101 acknowledged", got)
 	}
-	// Another store's IDs are its own: the record bounds none of them.
+	// A store new to the cloud counts from 1: while the cloud has a record
+	// of the node's first store, a new store's claim is bounded from 0.
 	other := edgeproto.NewStoreKey()
-	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: edgeproto.StoreIdentity(other), StoreKey: other, LastReportID: 1 << 40, Inventory: f.inventory("edge-a")})
+	newStore := func(last uint64) *edgeproto.Hello {
+		return &edgeproto.Hello{Node: "edge-a", Store: edgeproto.StoreIdentity(other), StoreKey: other, LastReportID: last, Inventory: f.inventory("edge-a")}
+	}
+	refused(f.connect("edge-a", newStore(21)), 21)
+	c = f.connect("edge-a", newStore(20))
 	c.untilSynced()
 }
 

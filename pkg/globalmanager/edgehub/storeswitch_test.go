@@ -13,12 +13,11 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
-// Finding of the attacker's review of issue 43 (not fixed here): a Hello
-// of another store makes the node's record (the link's and, once written,
-// its Lease's) that store's, and the first store is then unknown, so its
-// next Hello may claim any report ID again. Unskip with the fix.
+// A Hello of another store makes the node's record (the link's and, once
+// written, its Lease's) that store's, and the first store is then unknown
+// to the cloud: its next Hello is bounded as a new store's, from 0, not
+// left to claim any report ID.
 func TestAStoreSwitchDoesNotForgetTheFirstStoresRecord(t *testing.T) {
-	t.Skip("finding: a Hello of another store erases the record that bounds the first store's claims")
 	cfg := testConfig
 	cfg.MaxOutboxReports = 10
 	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`

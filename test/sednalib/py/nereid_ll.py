@@ -67,7 +67,15 @@ class Estimator:
     def load(self, model_url=None, **kwargs):
         if model_url and os.path.isfile(model_url):
             with open(model_url) as f:
-                self.labels = json.load(f)
+                text = f.read()
+            if not text:
+                # Seen once, under load, on a fresh machine: Sedna's
+                # download of a task's model from its knowledge base server
+                # left an empty file. The estimator knows nothing then; the
+                # log says so, and the cycle goes on as Nereid drives it.
+                print(f"model {model_url} is empty: the estimator starts with no labels", flush=True)
+                return
+            self.labels = json.loads(text)
 
 
 def _origins():

@@ -217,16 +217,26 @@ func (l *Writer) Prime(ctx context.Context) error {
 	return nil
 }
 
-// Recorded is the highest report ID of store, node's LocalController's
-// store, the cloud has recorded: acknowledged, or stated by a Hello the hub
-// took, as this hub knows it and as the node's Lease says (an earlier
-// hub's record). known says whether the cloud holds a record of that store
-// at all. A Lease it reads is kept for the link's first write.
-func (l *Writer) Recorded(ctx context.Context, node, store string) (last uint64, known bool, err error) {
+// Record is what the cloud recorded of a node's report IDs, for its next
+// Hello (Writer.Recorded).
+type Record struct {
+	// Last is the highest report ID of the Hello's store the cloud
+	// recorded: acknowledged, or stated by a Hello the hub took.
+	Last uint64
+	// Known says whether the cloud holds a record of that store at all;
+	// NodeKnown whether it holds one of any store of the node.
+	Known, NodeKnown bool
+}
+
+// Recorded is what the cloud recorded of store, node's LocalController's
+// store, as this hub knows it and as the node's Lease says (an earlier
+// hub's record). A Lease it reads is kept for the link's first write.
+func (l *Writer) Recorded(ctx context.Context, node, store string) (Record, error) {
 	l.mu.Lock()
 	lease := l.leaseOf(node)
 	read := lease != nil || l.primed
 	l.mu.Unlock()
+	var err error
 	if !read {
 		lease, err = l.client.CoordinationV1().Leases(l.namespace).Get(ctx, LeaseName(node), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -235,21 +245,27 @@ func (l *Writer) Recorded(ctx context.Context, node, store string) (last uint64,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k := l.nodes[node]; k != nil && k.store == store {
-		last, known = max(k.lastReportID, k.statedID), true
+	var r Record
+	if k := l.nodes[node]; k != nil && k.store != "" {
+		r.NodeKnown = true
+		if k.store == store {
+			r.Last, r.Known = max(k.lastReportID, k.statedID), true
+		}
 	}
 	if lease != nil {
 		if k := l.nodes[node]; (k == nil || k.lease == nil) && l.prior[node] == nil {
 			lease.ManagedFields = nil
 			l.prior[node] = lease
 		}
-		if lease.Annotations[AnnotationReportStore] == store {
+		leased := lease.Annotations[AnnotationReportStore]
+		r.NodeKnown = r.NodeKnown || leased != ""
+		if leased == store && store != "" {
 			var k link
 			k.merge(lease)
-			last, known = max(last, k.lastReportID, k.statedID), true
+			r.Last, r.Known = max(r.Last, k.lastReportID, k.statedID), true
 		}
 	}
-	return last, known, err
+	return r, err
 }
 
 // takePrior gives k, node's link not yet written, the Lease Prime or

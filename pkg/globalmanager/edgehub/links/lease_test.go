@@ -268,11 +268,14 @@ func TestPrimedLeasesBoundHellosAndAreKeptByTheFirstWrite(t *testing.T) {
 	}
 	for _, c := range []struct {
 		node, store string
-		last        uint64
-		known       bool
-	}{{"edge-a", "store-1", 70, true}, {"edge-a", "store-2", 0, false}, {"edge-b", "store-1", 0, false}} {
-		if last, known, err := l.Recorded(t.Context(), c.node, c.store); err != nil || last != c.last || known != c.known {
-			t.Errorf("Recorded(%s, %s) = %d, %v, %v; want %d, %v", c.node, c.store, last, known, err, c.last, c.known)
+		want        Record
+	}{
+		{"edge-a", "store-1", Record{Last: 70, Known: true, NodeKnown: true}},
+		{"edge-a", "store-2", Record{NodeKnown: true}},
+		{"edge-b", "store-1", Record{}},
+	} {
+		if got, err := l.Recorded(t.Context(), c.node, c.store); err != nil || got != c.want {
+			t.Errorf("Recorded(%s, %s) = %+v, %v; want %+v", c.node, c.store, got, err, c.want)
 		}
 	}
 	l.ReportAcked(l.Connected("edge-a", "store-1", 75), 41)
@@ -289,7 +292,7 @@ func TestPrimedLeasesBoundHellosAndAreKeptByTheFirstWrite(t *testing.T) {
 	if got[AnnotationLastReportID] != "41" || got[AnnotationStatedReportID] != "75" {
 		t.Errorf("annotations %v, want last-report-id 41 and stated-report-id 75", got)
 	}
-	if last, known, _ := l.Recorded(t.Context(), "edge-a", "store-1"); last != 75 || !known {
-		t.Errorf("Recorded after the write = %d, %v; want 75, true", last, known)
+	if got, _ := l.Recorded(t.Context(), "edge-a", "store-1"); got != (Record{Last: 75, Known: true, NodeKnown: true}) {
+		t.Errorf("Recorded after the write = %+v; want 75, known", got)
 	}
 }
