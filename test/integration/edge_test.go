@@ -648,26 +648,35 @@ func TestAHelloClaimingReportIDsTheStoreNeverGaveIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, _, err := dialEdge(t, hub, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: edgeproto.StoreIdentity(key), StoreKey: key, LastReportID: math.MaxInt64 - 1})
+	// The restarted LocalController is back (its report taken) before the
+	// forged hello, which would otherwise race its reconnection: one
+	// connection of a node reads its hello at a time, the newer wins.
+	postUntilKnown(t, lc, ns, worker, 2)
 	body, _ := json.Marshal(map[string]any{"name": worker, "namespace": ns, "ownerName": flJob, "ownerKind": "federatedlearningjob",
 		"kind": "train", "status": "running", "ownerInfo": map[string]any{"currentRound": 99}})
-	if frame, err := edgeproto.Encode(&edgeproto.Report{ID: math.MaxInt64, Worker: worker, Body: body, ReceivedAt: time.Now(), From: pod.Status.PodIP}); err == nil {
-		_ = conn.WriteMessage(websocket.TextMessage, frame) // the hub may have closed already
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for err == nil {
-		_, _, err = conn.ReadMessage()
-	}
-	var ce *websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "lastReportID 9223372036854775806 is past") {
-		t.Fatalf("got %v, want the hello refused as stating report IDs the store never gave", err)
-	}
-	postUntilKnown(t, lc, ns, worker, 2)
+	framework.Eventually(t, 30*time.Second, "the forged hello to be refused", func(context.Context) (bool, error) {
+		conn, _, err := dialEdge(t, hub, token)
+		if err != nil {
+			return false, err
+		}
+		defer conn.Close()
+		send(t, conn, &edgeproto.Hello{Node: "edge-0", Store: edgeproto.StoreIdentity(key), StoreKey: key, LastReportID: math.MaxInt64 - 1})
+		if frame, err := edgeproto.Encode(&edgeproto.Report{ID: math.MaxInt64, Worker: worker, Body: body, ReceivedAt: time.Now(), From: pod.Status.PodIP}); err == nil {
+			_ = conn.WriteMessage(websocket.TextMessage, frame) // the hub may have closed already
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for err == nil {
+			_, _, err = conn.ReadMessage()
+		}
+		var ce *websocket.CloseError
+		switch {
+		case errors.As(err, &ce) && ce.Code == websocket.ClosePolicyViolation && strings.Contains(ce.Text, "lastReportID 9223372036854775806 is past"):
+			return true, nil
+		case errors.As(err, &ce) && strings.Contains(ce.Text, "replaced by a newer connection"):
+			return false, nil // the LocalController reconnected meanwhile: again
+		}
+		return false, fmt.Errorf("got %v, want the hello refused as stating report IDs the store never gave", err)
+	})
 	postRounds(t, lc, ns, worker, 3, 4)
 	waitForReports(t, ns, "edge-0", 4)
 }
