@@ -540,3 +540,10 @@ func (h *Hub) greetingFor(node string) *websocket.Conn {
 	defer h.mu.RUnlock()
 	return h.greeting[node]
 }
+
+// runningReport is report id of fl-a's trainer w-fl on edge-a saying it
+// runs.
+func runningReport(id uint64) *edgeproto.Report {
+	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
+	return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
+}

@@ -748,10 +748,6 @@ func TestReportsAreAuthorizedAppliedAndAcked(t *testing.T) {
 
 func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
-	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-	report := func(id uint64) *edgeproto.Report {
-		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
-	}
 	leaseSays := func(wantID, wantStore string) {
 		t.Helper()
 		testwait.Eventually(t, 5*time.Second, "edge-a's Lease to name the last report and its store", func(context.Context) (bool, error) {
@@ -768,7 +764,7 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: testLastReportID, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	for _, id := range []uint64{1, 2, 3} {
-		c.send(report(id))
+		c.send(runningReport(id))
 		c.must(5 * time.Second)
 	}
 	leaseSays("3", testStore)
@@ -777,7 +773,7 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 	c = f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: secondStore, StoreKey: secondStoreKey, LastReportID: 0, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
 	leaseSays("0", secondStore)
-	c.send(report(1))
+	c.send(runningReport(1))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [1]" {
 		t.Errorf("got %q, want the new store's report 1 acknowledged", got)
 	}
@@ -794,22 +790,18 @@ func TestNewStoreReportsApplyAndTheLeaseNamesTheirStore(t *testing.T) {
 // records the store's later IDs as applied: the reports after it apply.
 func TestAReportIDThatCannotBeRealIsRefusedAndTheNextOnesApply(t *testing.T) {
 	f := newFixture(t, testConfig, append(edgeObjects(), workers()...)...)
-	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-	report := func(id uint64) *edgeproto.Report {
-		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
-	}
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: 5, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
-	c.send(report(6)) // taken after the Hello: the connection's first
+	c.send(runningReport(6)) // taken after the Hello: the connection's first
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
 		t.Fatalf("got %q, want report 6 acknowledged", got)
 	}
-	c.send(report(math.MaxInt64))
+	c.send(runningReport(math.MaxInt64))
 	ack, ok := c.must(5 * time.Second).(*edgeproto.ReportAck)
 	if !ok || len(ack.Refused) != 1 || !strings.Contains(ack.Refused[0].Reason, "cannot be real") {
 		t.Fatalf("got %+v, want report %d refused as one that cannot be real", ack, int64(math.MaxInt64))
 	}
-	c.send(report(7)) // the connection's third: up to 8 may be real
+	c.send(runningReport(7)) // the connection's third: up to 8 may be real
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
 		t.Errorf("got %q, want report 7 acknowledged", got)
 	}
@@ -828,10 +820,6 @@ func TestAReportIDThatCannotBeRealIsRefusedAndTheNextOnesApply(t *testing.T) {
 func TestAHelloClaimingReportIDsFarPastTheCloudsRecordIsRefused(t *testing.T) {
 	cfg := testConfig
 	cfg.MaxOutboxReports = 10
-	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-	report := func(id uint64) *edgeproto.Report {
-		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
-	}
 	hello := func(f *fixture, last uint64) *edgeproto.Hello {
 		return &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: last, Inventory: f.inventory("edge-a")}
 	}
@@ -845,7 +833,7 @@ func TestAHelloClaimingReportIDsFarPastTheCloudsRecordIsRefused(t *testing.T) {
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
 	c := f.connect("edge-a", hello(f, 5)) // no record of the store yet: any claim
 	c.untilSynced()
-	c.send(report(6))
+	c.send(runningReport(6))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
 		t.Fatalf("got %q, want report 6 acknowledged", got)
 	}
@@ -853,7 +841,7 @@ func TestAHelloClaimingReportIDsFarPastTheCloudsRecordIsRefused(t *testing.T) {
 	refused(f.connect("edge-a", hello(f, 6+21)), 6+21)
 	c = f.connect("edge-a", hello(f, 6+20)) // the store's outbox could hold them
 	c.untilSynced()
-	c.send(report(7))
+	c.send(runningReport(7))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [7]" {
 		t.Fatalf("got %q, want report 7 acknowledged", got)
 	}
@@ -868,7 +856,7 @@ func TestAHelloClaimingReportIDsFarPastTheCloudsRecordIsRefused(t *testing.T) {
 	refused(f.connect("edge-a", hello(f, 121)), 121)
 	c = f.connect("edge-a", hello(f, 120))
 	c.untilSynced()
-	c.send(report(101))
+	c.send(runningReport(101))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [101]" {
 		t.Fatalf("got %q, want report 101 acknowledged", got)
 	}

@@ -20,14 +20,10 @@ import (
 func TestAStoreSwitchDoesNotForgetTheFirstStoresRecord(t *testing.T) {
 	cfg := testConfig
 	cfg.MaxOutboxReports = 10
-	const body = `{"name":"w-fl","namespace":"default","ownerName":"fl-a","ownerKind":"federatedlearningjob","kind":"train","status":"running"}`
-	report := func(id uint64) *edgeproto.Report {
-		return &edgeproto.Report{ID: id, Worker: "w-fl", Body: []byte(body), ReceivedAt: time.Now()}
-	}
 	f := newFixture(t, cfg, append(edgeObjects(), workers()...)...)
 	c := f.connect("edge-a", &edgeproto.Hello{Node: "edge-a", Store: testStore, StoreKey: testStoreKey, LastReportID: 5, Inventory: f.inventory("edge-a")})
 	c.untilSynced()
-	c.send(report(6))
+	c.send(runningReport(6))
 	if got := summary(c.must(5 * time.Second)); got != "reportAck [6]" {
 		t.Fatalf("got %q", got)
 	}
