@@ -92,5 +92,10 @@ dashboard: ## Build kubectl-nereid and serve its read-only dashboard of the loca
 bench: tools ## Benchmark the GlobalManager, then the cloud–edge channel, on a fresh local control plane; prints tables, writes _output/bench/*.json (BENCH_ARGS='-only edge').
 	$(GO) run ./test/bench $(BENCH_ARGS)
 
+.PHONY: bench-compare
+bench-compare: ## Run the bench of BASE=<commit> and of the working tree, section by section, alternating; prints a table per section with a ! where the working tree is >10 % worse, writes _output/bench-compare/<time>/ (SECTIONS=globalmanager,dijob,edge,edge-scale, RUNS=2, BENCH_ARGS for both sides).
+	@if [[ -z "$(BASE)" ]]; then echo "make bench-compare: BASE is required: the commit to compare the working tree against (make bench-compare BASE=main)" >&2; exit 2; fi
+	$(GO) run ./hack/benchcompare -base '$(BASE)' $(if $(SECTIONS),-sections '$(SECTIONS)') $(if $(RUNS),-runs '$(RUNS)') -- $(BENCH_ARGS)
+
 .PHONY: test
 test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.
