@@ -156,15 +156,17 @@ func prepare(ctx context.Context, o options, list, benchArgs []string) (*compari
 	if c.outDir, err = filepath.Abs(c.outDir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(c.outDir, "bin"), 0o755); err != nil {
+	if err := os.MkdirAll(c.outDir, 0o755); err != nil {
 		return nil, err
 	}
 	headLbl, err := headLabel(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	c.base = side{name: "base", label: commit[:7], dir: baseDir, bin: filepath.Join(c.outDir, "bin", "base-bench")}
-	c.head = side{name: "head", label: headLbl, dir: root, bin: filepath.Join(c.outDir, "bin", "head-bench")}
+	// Each side's bench binary goes where its GlobalManager's does
+	// (_output/bin of its checkout): overwritten, never left to pile up.
+	c.base = side{name: "base", label: commit[:7], dir: baseDir, bin: filepath.Join(baseDir, "_output", "bin", "bench")}
+	c.head = side{name: "head", label: headLbl, dir: root, bin: filepath.Join(root, "_output", "bin", "bench")}
 	fmt.Printf("bench-compare: base %s in %s, head %s in %s; %d run(s) each of %s; bench flags %q; writing to %s\n",
 		c.base.label, baseDir, c.head.label, root, c.runs, strings.Join(list, ", "), benchArgs, c.rel(c.outDir))
 	for _, s := range []side{c.base, c.head} {
