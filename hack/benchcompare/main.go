@@ -211,7 +211,9 @@ func (c *comparison) run(ctx context.Context) error {
 		}
 		done = append(done, sectionRows{section, compare(results[0], results[1])})
 		fmt.Printf("\n%s: base %s (%d runs), head %s (%d runs)\n", section, c.base.label, len(results[0]), c.head.label, len(results[1]))
-		if err := printTable(os.Stdout, done[len(done)-1].rows); err != nil {
+		if len(results[0])+len(results[1]) == 0 {
+			fmt.Println("no run of it succeeded")
+		} else if err := printTable(os.Stdout, done[len(done)-1].rows); err != nil {
 			return err
 		}
 		fmt.Println()
@@ -225,7 +227,7 @@ func (c *comparison) run(ctx context.Context) error {
 	fmt.Printf("bench-compare: tables written to %s\n", c.rel(filepath.Join(c.outDir, "table.md")))
 	if len(c.failed) > 0 {
 		for _, err := range c.failed {
-			fmt.Fprintln(os.Stderr, "bench-compare: failed:", err)
+			fmt.Fprintln(os.Stderr, "bench-compare:", err)
 		}
 		return fmt.Errorf("%d run(s) failed; the tables hold the others", len(c.failed))
 	}
@@ -244,6 +246,10 @@ func (c *comparison) writeMarkdown(done []sectionRows) error {
 		"than the base beyond the runs' spread (its best run against the base's worst); a plain client's ceiling or floor is never marked.\n")
 	for _, s := range done {
 		fmt.Fprintf(&b, "\n#### %s\n\n", s.name)
+		if len(s.rows) == 0 {
+			b.WriteString("No results: no run of it succeeded.\n")
+			continue
+		}
 		markdownTable(&b, c.base.label, c.head.label, s.rows)
 	}
 	if len(c.failed) > 0 {

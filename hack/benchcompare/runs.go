@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -91,10 +92,25 @@ func runOne(ctx context.Context, c *comparison, s side, section string, n int) (
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("%s failed after %s: %w; log %s", what, took, err, c.rel(logPath))
+		err = fmt.Errorf("%s failed after %s: %w; log %s, which ends: %s", what, took, err, c.rel(logPath), lastLine(logPath))
 		fmt.Printf("bench-compare: %v\n", err)
 		return "", err
 	}
 	fmt.Printf("bench-compare: %s: done in %s\n", what, took)
 	return jsonPath, nil
+}
+
+// lastLine is the last line of a log that is not blank, the bench's error
+// when it failed, cut to 300 bytes.
+func lastLine(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > 300 {
+		last = last[:300] + "…"
+	}
+	return last
 }
