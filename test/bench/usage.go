@@ -14,28 +14,30 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// usage is where the API server's writes (apiWrites) and the CPU time
-// (sampleCPU) stood at one moment; two of them describe a measured window.
+// usage is where the API server's writes and reads (apiRequests) and the
+// CPU time (sampleCPU) stood at one moment; two of them describe a measured
+// window.
 type usage struct {
-	writes map[string]float64
-	cpu    cpuSample
+	writes, reads, watches map[string]float64
+	cpu                    cpuSample
 }
 
 // sampleUsage samples the API server's writes and the CPU time, the
 // GlobalManager's too when gmPid is not 0.
 func sampleUsage(ctx context.Context, kube kubernetes.Interface, gmPid int) (usage, error) {
-	writes, err := apiWrites(ctx, kube)
+	writes, reads, watches, err := apiRequests(ctx, kube)
 	if err != nil {
 		return usage{}, err
 	}
 	cpu, err := sampleCPU(gmPid)
-	return usage{writes: writes, cpu: cpu}, err
+	return usage{writes: writes, reads: reads, watches: watches, cpu: cpu}, err
 }
 
 // describeUsage says what the API server took and where the CPU went from
 // a to b, over took.
 func describeUsage(a, b usage, took time.Duration) string {
-	return describeWrites(a.writes, b.writes, took) + "; " + describeCPU(a.cpu, b.cpu, took)
+	return describeRequests("API writes", a.writes, b.writes, took) + "; " + describeRequests("API reads", a.reads, b.reads, took) +
+		"; " + describeWatches(b.watches) + "; " + describeCPU(a.cpu, b.cpu, took)
 }
 
 // cpuSample is where the machine's CPU time had gone at one moment, in
@@ -274,68 +276,95 @@ func procStatusMiB(pid int, field string) (float64, error) {
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
-// apiWrites reads the API server's count of write requests (POST, PUT, PATCH)
-// by resource, from its own metrics.
-func apiWrites(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
+// apiRequests reads the API server's count of write requests (POST, PUT,
+// PATCH) by resource, of reads (GET, LIST) by verb and resource, and the
+// watches open now by resource, from its own metrics.
+func apiRequests(ctx context.Context, kube kubernetes.Interface) (writes, reads, watches map[string]float64, err error) {
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+		return nil, nil, nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	out := map[string]float64{}
+	writes, reads, watches = map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		name, labels, n, ok := metricLine(line)
 		if !ok {
 			continue
 		}
-		var verb, res, sub string
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			v = strings.Trim(v, `"`)
-			switch k {
-			case "verb":
-				verb = v
-			case "resource":
-				res = v
-			case "subresource":
-				sub = v
-			}
-		}
-		if verb != "POST" && verb != "PUT" && verb != "PATCH" {
-			continue
-		}
-		if sub != "" {
+		res := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
 			res += "/" + sub
 		}
-		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err == nil {
-			out[res] += n
+		switch verb := labels["verb"]; {
+		case name == "apiserver_request_total" && (verb == "POST" || verb == "PUT" || verb == "PATCH"):
+			writes[res] += n
+		case name == "apiserver_request_total" && (verb == "GET" || verb == "LIST"):
+			reads[verb+" "+res] += n
+		case name == "apiserver_longrunning_requests" && verb == "WATCH":
+			watches[res] += n
 		}
 	}
-	return out, nil
+	return writes, reads, watches, nil
 }
 
-// describeWrites says how many writes the API server took between two
-// readings, and at what rate, with the largest resources.
-func describeWrites(before, after map[string]float64, took time.Duration) string {
-	type rw struct {
-		res string
-		n   float64
+// metricLine splits one sample of the Prometheus text format into its
+// name, labels and value; ok is false for a comment or a line it cannot
+// read.
+func metricLine(line string) (name string, labels map[string]string, value float64, ok bool) {
+	name, rest, found := strings.Cut(line, "{")
+	if !found || strings.HasPrefix(line, "#") {
+		return "", nil, 0, false
 	}
-	var all []rw
-	total := 0.0
+	list, v, found := strings.Cut(rest, "} ")
+	if !found {
+		return "", nil, 0, false
+	}
+	value, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return "", nil, 0, false
+	}
+	labels = map[string]string{}
+	for _, kv := range strings.Split(list, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		labels[k] = strings.Trim(v, `"`)
+	}
+	return name, labels, value, true
+}
+
+// describeWatches says how many watches the API server held, with the
+// resources most watched: every change of such an object goes to each.
+func describeWatches(watches map[string]float64) string {
+	total, top := largest(watches)
+	return fmt.Sprintf("watches open %.0f (%s)", total, top)
+}
+
+// describeRequests says how many requests of one sort (what, "API
+// writes") the API server took between two readings, and at what rate,
+// with the largest resources.
+func describeRequests(what string, before, after map[string]float64, took time.Duration) string {
+	grew := map[string]float64{}
 	for res, n := range after {
 		if d := n - before[res]; d > 0 {
-			all = append(all, rw{res, d})
-			total += d
+			grew[res] = d
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
-	var top []string
-	for _, x := range all[:min(len(all), 8)] {
-		top = append(top, fmt.Sprintf("%s %.0f", x.res, x.n))
+	total, top := largest(grew)
+	return fmt.Sprintf("%s %.0f (%.0f/s: %s)", what, total, total/took.Seconds(), top)
+}
+
+// largest is the sum of counts and the 8 largest of them, "name count"
+// each, largest first.
+func largest(counts map[string]float64) (total float64, top string) {
+	names := make([]string, 0, len(counts))
+	for name, n := range counts {
+		names = append(names, name)
+		total += n
 	}
-	return fmt.Sprintf("API writes %.0f (%.0f/s: %s)", total, total/took.Seconds(), strings.Join(top, ", "))
+	sort.Slice(names, func(i, j int) bool {
+		return counts[names[i]] > counts[names[j]] || counts[names[i]] == counts[names[j]] && names[i] < names[j]
+	})
+	parts := make([]string, 0, 8)
+	for _, name := range names[:min(len(names), 8)] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, counts[name]))
+	}
+	return total, strings.Join(parts, ", ")
 }
