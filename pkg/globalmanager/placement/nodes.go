@@ -25,15 +25,21 @@ import (
 // nodeTTL is how long what was read of a node is reused.
 const nodeTTL = 10 * time.Second
 
-// Nodes reads the nodes pods are pinned to, each at most once per nodeTTL:
-// a waiting job's syncs ask again and again. A nil *Nodes reads nothing
-// (what the scheduler wrote on the pods is still said).
+// maxNodesKept bounds what is kept of nodes: their names come from
+// templates anyone who may write a job writes.
+const maxNodesKept = 10000
+
+// Nodes reads the nodes pods are pinned to, each at most once per nodeTTL,
+// and what the pods bound to one ask for only when a pod not yet bound
+// there is judged by it: a waiting job's syncs ask again and again, many
+// at once. A nil *Nodes reads nothing (what the scheduler wrote on the pods
+// is still said).
 type Nodes struct {
 	kube  kubernetes.Interface
 	clock clock.PassiveClock
 
-	mu    sync.Mutex
-	nodes map[string]nodeRead
+	nodes     readOnce[nodeRead]
+	requested readOnce[corev1.ResourceList]
 }
 
 // NewNodes reads nodes through kube, timed by clk.
@@ -47,10 +53,52 @@ func NewNodes(kube kubernetes.Interface, clk clock.PassiveClock) *Nodes {
 type nodeRead struct {
 	node *corev1.Node // nil: it does not exist
 	ok   bool         // false: it could not be read
-	// requested is what the pods bound there ask for; nil when they could
-	// not be listed (resources are then not judged).
-	requested corev1.ResourceList
-	at        time.Time
+}
+
+// readOnce keeps what was read of each key for nodeTTL and reads a key
+// once at a time: the callers asking while it is read wait for that read.
+type readOnce[V any] struct {
+	mu    sync.Mutex
+	reads map[string]*reading[V]
+}
+
+type reading[V any] struct {
+	done  chan struct{} // closed once value is read
+	value V
+	at    time.Time
+}
+
+// get is key's value, read by read unless a read of it finished less than
+// nodeTTL before now or is under way; the zero value when ctx ends first.
+func (c *readOnce[V]) get(ctx context.Context, now time.Time, key string, read func() V) V {
+	c.mu.Lock()
+	r, ok := c.reads[key]
+	if ok {
+		select {
+		case <-r.done:
+			ok = now.Sub(r.at) < nodeTTL
+		default: // under way
+		}
+	}
+	if ok {
+		c.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.value
+		case <-ctx.Done():
+			var zero V
+			return zero
+		}
+	}
+	if c.reads == nil || len(c.reads) >= maxNodesKept {
+		c.reads = map[string]*reading[V]{} // a read under way still ends for its waiters
+	}
+	r = &reading[V]{done: make(chan struct{}), at: now}
+	c.reads[key] = r
+	c.mu.Unlock()
+	r.value = read()
+	close(r.done)
+	return r.value
 }
 
 // nodeSays says why pod, pinned to node, may not go there: the node does
@@ -65,7 +113,7 @@ func (r *Nodes) nodeSays(ctx context.Context, pod *corev1.Pod, node string) (why
 	if r == nil || r.kube == nil || node == "" {
 		return "", false
 	}
-	read := r.get(ctx, node)
+	read := r.node(ctx, node)
 	if !read.ok {
 		return "", false
 	}
@@ -93,18 +141,27 @@ func (r *Nodes) nodeSays(ctx context.Context, pod *corev1.Pod, node string) (why
 	if len(untolerated) > 0 {
 		return "whose taint " + strings.Join(untolerated, ", ") + " it does not tolerate", true
 	}
-	return short(pod, n, read.requested)
+	return short(pod, n, func() corev1.ResourceList { return r.requestedOn(ctx, node) })
 }
 
 // short says which resource node n has too little of for pod: "" when it
 // has enough of each (or what is requested there is not known). lasts
 // says the pod asks for more of one than the node can hold at all, not
-// only than it has free now.
-func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) (why string, lasts bool) {
+// only than it has free now. requestedThere is what the pods on the node
+// ask for, read only when pod asks for something.
+func short(pod *corev1.Pod, n *corev1.Node, requestedThere func() corev1.ResourceList) (why string, lasts bool) {
 	if len(n.Status.Allocatable) == 0 {
 		return "", false // a node that reports nothing
 	}
 	asks := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	asksAny := false
+	for _, q := range asks {
+		asksAny = asksAny || !q.IsZero()
+	}
+	if !asksAny {
+		return "", false // the pods there need not be read
+	}
+	requested := requestedThere()
 	names := make([]string, 0, len(asks))
 	for name := range asks {
 		names = append(names, string(name))
@@ -149,58 +206,52 @@ func short(pod *corev1.Pod, n *corev1.Node, requested corev1.ResourceList) (why 
 	return "which has too little free: " + strings.Join(whys, "; "), lasts
 }
 
-// get is what is known of the node (its node nil when it does not exist,
+// node is what is known of the node (its node nil when it does not exist,
 // ok false when it could not be read).
-func (r *Nodes) get(ctx context.Context, node string) nodeRead {
-	now := r.clock.Now()
-	r.mu.Lock()
-	read, cached := r.nodes[node]
-	r.mu.Unlock()
-	if cached && now.Sub(read.at) < nodeTTL {
+func (r *Nodes) node(ctx context.Context, node string) nodeRead {
+	return r.nodes.get(ctx, r.clock.Now(), node, func() nodeRead {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := r.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		read := nodeRead{ok: err == nil || apierrors.IsNotFound(err)}
+		if err == nil {
+			// What is judged of it: its taints, whether it is cordoned and
+			// what it can hold.
+			read.node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
+				Spec:   corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
+				Status: corev1.NodeStatus{Allocatable: n.Status.Allocatable}}
+		}
 		return read
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	n, err := r.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	read = nodeRead{at: now, ok: err == nil || apierrors.IsNotFound(err)}
-	if err == nil {
-		// What is judged of it: its taints, whether it is cordoned, what
-		// it can hold and what its pods ask for.
-		read.node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
-			Spec:   corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
-			Status: corev1.NodeStatus{Allocatable: n.Status.Allocatable}}
-		read.requested = r.requested(ctx, node)
-	}
-	r.mu.Lock()
-	if r.nodes == nil || len(r.nodes) > 10000 {
-		// Bounded: the names come from templates anyone may write.
-		r.nodes = map[string]nodeRead{}
-	}
-	r.nodes[node] = read
-	r.mu.Unlock()
-	return read
+	})
 }
 
-// requested is the sum of what the unfinished pods bound to node ask for,
-// nil when they cannot be listed (then only allocatable is judged).
-func (r *Nodes) requested(ctx context.Context, node string) corev1.ResourceList {
-	pods, err := r.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+// requestedOn is the sum of what the unfinished pods bound to node ask for,
+// nil when they cannot be listed (then only allocatable is judged). They
+// are listed from the API server's cache (resourceVersion 0): a message
+// does not need a quorum read of every pod on the node.
+func (r *Nodes) requestedOn(ctx context.Context, node string) corev1.ResourceList {
+	return r.requested.get(ctx, r.clock.Now(), node, func() corev1.ResourceList {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		pods, err := r.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("spec.nodeName", node).String(),
+			ResourceVersion: "0",
+		})
+		if err != nil {
+			return nil
+		}
+		sum := corev1.ResourceList{}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName != node || common.PodFinished(p) {
+				continue
+			}
+			for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+				total := sum[name]
+				total.Add(q)
+				sum[name] = total
+			}
+		}
+		return sum
 	})
-	if err != nil {
-		return nil
-	}
-	sum := corev1.ResourceList{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName != node || common.PodFinished(p) {
-			continue
-		}
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			total := sum[name]
-			total.Add(q)
-			sum[name] = total
-		}
-	}
-	return sum
 }

@@ -1,14 +1,18 @@
 package placement
 
 import (
-	"strings"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 )
 
@@ -65,16 +69,55 @@ func TestAPinnedPodsNodeSaysWhyItIsNotPlaced(t *testing.T) {
 			}
 		})
 	}
-	// Read once per node within the TTL, however often a job syncs.
-	gets := 0
-	for _, a := range kube.Actions() {
-		if a.GetVerb() == "get" && strings.Contains(a.GetResource().Resource, "nodes") {
-			gets++
+	// Read once per node within the TTL, however often a job syncs; the
+	// pods on a node only for a pod not bound there that asks for
+	// something the node has (free, full, small).
+	reads := func() (gets, lists int) {
+		for _, a := range kube.Actions() {
+			switch {
+			case a.GetVerb() == "get" && a.GetResource().Resource == "nodes":
+				gets++
+			case a.GetVerb() == "list" && a.GetResource().Resource == "pods":
+				lists++
+			}
 		}
+		return gets, lists
 	}
+	gets, lists := reads()
 	r.NodeSays(t.Context(), pod("gone"))
 	r.NodeSays(t.Context(), pod("full"))
-	if after := len(kube.Actions()); gets != 6 || after != len(kube.Actions()) {
-		t.Errorf("%d node reads for 6 nodes; want each read once", gets)
+	if again, _ := reads(); gets != 6 || lists != 3 || again != gets {
+		t.Errorf("%d node reads for 6 nodes and %d lists of their pods for 3 (then %d node reads); want each read once", gets, lists, again)
+	}
+}
+
+func TestSyncsAskingTogetherReadANodeOnce(t *testing.T) {
+	kube := kubefake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: cpu("4")}})
+	release := make(chan struct{})
+	var gets, lists atomic.Int32
+	kube.PrependReactor("get", "nodes", func(clienttesting.Action) (bool, kruntime.Object, error) {
+		gets.Add(1)
+		<-release
+		return false, nil, nil
+	})
+	kube.PrependReactor("list", "pods", func(a clienttesting.Action) (bool, kruntime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	r := NewNodes(kube, clock.RealClock{})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w", Annotations: map[string]string{AnnotationPinnedNode: "n"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("1")}}}}}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { r.NodeSays(t.Context(), pod) })
+	}
+	// Every sync but the reading one waits for its read.
+	for gets.Load() == 0 {
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	if gets.Load() != 1 || lists.Load() != 1 {
+		t.Errorf("20 syncs asking at once read the node %d times and listed its pods %d times; want once each", gets.Load(), lists.Load())
 	}
 }
