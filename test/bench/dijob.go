@@ -50,13 +50,13 @@ const (
 
 func (o *dijobOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.jobs, "dijobs", 200, fmt.Sprintf("DIJobs created at once in the DIJob section (each 1 learner + 4 collectors + 1 evaluator + 1 headless Service; at most %d, what the kwok nodes hold).", maxDIJobs))
-	fs.IntVar(&o.v1Jobs, "dijobs-v1", 100, fmt.Sprintf("v1alpha1 DIJobs created at once in the DIJob section's v1 part (a coordinator each, which then asks the v1 replicas server for %d collectors and %d learner; at most %d).", v1Collectors, v1Learners, maxDIJobs))
+	fs.IntVar(&o.v1Jobs, "dijobs-v1", 100, fmt.Sprintf("v1alpha1 DIJobs created at once in the DIJob section's v1 part (a coordinator each, which then asks the v1 replicas server for %d collectors and %d learner; at most %d; 0 skips the v1 part).", v1Collectors, v1Learners, maxDIJobs))
 	fs.StringVar(&o.out, "dijob-out", "", "JSON file of the DIJob section (default _output/bench/dijob-<time>.json).")
 }
 
 func (o dijobOptions) validate() error {
-	if o.v1Jobs < 1 || o.v1Jobs > maxDIJobs {
-		return fmt.Errorf("-dijobs-v1 must be 1..%d: the bench's replicas must fit the kwok nodes", maxDIJobs)
+	if o.v1Jobs < 0 || o.v1Jobs > maxDIJobs {
+		return fmt.Errorf("-dijobs-v1 must be 0..%d: the bench's replicas must fit the kwok nodes", maxDIJobs)
 	}
 	if o.jobs < 1 || o.jobs > maxDIJobs {
 		return fmt.Errorf("-dijobs must be 1..%d: the bench's replicas must fit the kwok nodes", maxDIJobs)

@@ -766,11 +766,13 @@ func runDIJob(ctx context.Context, o dijobOptions, kube kubernetes.Interface, se
 	if err != nil {
 		return fmt.Errorf("dijob: %w", err)
 	}
-	v1, err := benchDIJobV1(ctx, o, kube, sedna)
-	if err != nil {
-		return fmt.Errorf("dijob v1: %w", err)
+	if o.v1Jobs > 0 {
+		v1, err := benchDIJobV1(ctx, o, kube, sedna)
+		if err != nil {
+			return fmt.Errorf("dijob v1: %w", err)
+		}
+		results = append(results, v1...)
 	}
-	results = append(results, v1...)
 	printTable(results)
 	return writeJSON(o.out, "dijob", results)
 }
