@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -57,9 +58,12 @@ type nodeRead struct {
 
 // readOnce keeps what was read of each key for nodeTTL and reads a key
 // once at a time: the callers asking while it is read wait for that read.
+// What is older than nodeTTL is dropped at the next read after it: a node
+// read while its job's pods waited is not kept once they run.
 type readOnce[V any] struct {
 	mu    sync.Mutex
 	reads map[string]*reading[V]
+	swept time.Time // when the old reads were last dropped
 }
 
 type reading[V any] struct {
@@ -73,12 +77,8 @@ type reading[V any] struct {
 func (c *readOnce[V]) get(ctx context.Context, now time.Time, key string, read func() V) V {
 	c.mu.Lock()
 	r, ok := c.reads[key]
-	if ok {
-		select {
-		case <-r.done:
-			ok = now.Sub(r.at) < nodeTTL
-		default: // under way
-		}
+	if ok && isDone(r.done) {
+		ok = now.Sub(r.at) < nodeTTL // else it is under way
 	}
 	if ok {
 		c.mu.Unlock()
@@ -93,12 +93,26 @@ func (c *readOnce[V]) get(ctx context.Context, now time.Time, key string, read f
 	if c.reads == nil || len(c.reads) >= maxNodesKept {
 		c.reads = map[string]*reading[V]{} // a read under way still ends for its waiters
 	}
+	if now.Sub(c.swept) >= nodeTTL {
+		c.swept = now
+		maps.DeleteFunc(c.reads, func(_ string, r *reading[V]) bool { return now.Sub(r.at) >= nodeTTL && isDone(r.done) })
+	}
 	r = &reading[V]{done: make(chan struct{}), at: now}
 	c.reads[key] = r
 	c.mu.Unlock()
 	r.value = read()
 	close(r.done)
 	return r.value
+}
+
+// isDone says whether done is closed.
+func isDone(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // nodeSays says why pod, pinned to node, may not go there: the node does

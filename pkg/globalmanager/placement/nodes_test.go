@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func cpu(s string) corev1.ResourceList {
@@ -119,5 +121,20 @@ func TestSyncsAskingTogetherReadANodeOnce(t *testing.T) {
 	wg.Wait()
 	if gets.Load() != 1 || lists.Load() != 1 {
 		t.Errorf("20 syncs asking at once read the node %d times and listed its pods %d times; want once each", gets.Load(), lists.Load())
+	}
+}
+
+func TestANodeReadIsNotKeptPastItsTTL(t *testing.T) {
+	kube := kubefake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	r := NewNodes(kube, clk)
+	bound := func(node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	r.NodeSays(t.Context(), bound("a"))
+	clk.SetTime(clk.Now().Add(nodeTTL))
+	r.NodeSays(t.Context(), bound("b"))
+	if _, kept := r.nodes.reads["a"]; kept || len(r.nodes.reads) != 1 {
+		t.Errorf("after its TTL node a's read is still kept (%d reads kept); want only b's", len(r.nodes.reads))
 	}
 }
