@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,9 +65,8 @@ type placer struct {
 	// linkGrace is how long pods on edge nodes tolerate a lost link.
 	linkGrace time.Duration
 
-	startOnce sync.Once
-	started   chan struct{} // closed once the caches are started
-	filled    atomic.Bool   // the caches have synced
+	// caches are Nodes' and Pods', started by the first DIJob synced.
+	caches *lazyCaches
 }
 
 type reservation struct {
@@ -90,34 +88,8 @@ func newPlacer(a *Allocation, linkGrace time.Duration, clk clock.PassiveClock) *
 		return nil
 	}
 	return &placer{linkGrace: linkGrace, Allocation: *a, reserved: map[string]reservation{}, moves: map[string]allocator.Placement{},
-		planned: map[string]plannedPlacement{}, clock: clk, started: make(chan struct{})}
-}
-
-// cachesWait is how long a sync waits for the caches of every node and pod
-// before it gives up and the job is synced again with backoff.
-const cachesWait = 30 * time.Second
-
-// ready starts the caches of every node and pod the first time it is called,
-// and waits until they are filled, at most cachesWait.
-func (p *placer) ready(ctx context.Context) error {
-	if p.filled.Load() {
-		return nil
-	}
-	p.startOnce.Do(func() {
-		klog.FromContext(ctx).Info("Starting the caches of the cluster's nodes and pods: a DIJob is placed by the allocator")
-		if p.Start != nil {
-			p.Start()
-		}
-		close(p.started)
-	})
-	ctx, cancel := context.WithTimeout(ctx, cachesWait)
-	defer cancel()
-	if !cache.WaitForCacheSync(ctx.Done(), p.Synced...) {
-		return fmt.Errorf("the caches of the cluster's nodes and pods, which the allocator places DIJobs by, are not filled after %s (can the GlobalManager list them?): %w",
-			cachesWait, context.Cause(ctx))
-	}
-	p.filled.Store(true)
-	return nil
+		planned: map[string]plannedPlacement{}, clock: clk,
+		caches: newLazyCaches("the caches of the cluster's nodes and pods, which the allocator places DIJobs by", a.Start, a.Synced)}
 }
 
 // place pins each of pods (replicas of job that have no pod yet; wanted is
@@ -224,11 +196,11 @@ func notFit(err error) string {
 // is done, from when the first DIJob has started the caches.
 func (c *Controller) optimizeLoop(ctx context.Context) {
 	select {
-	case <-c.placer.started:
+	case <-c.placer.caches.started:
 	case <-ctx.Done():
 		return
 	}
-	for c.placer.ready(ctx) != nil {
+	for c.placer.caches.ready(ctx) != nil {
 		if ctx.Err() != nil {
 			return
 		}

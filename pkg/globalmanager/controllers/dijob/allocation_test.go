@@ -96,7 +96,7 @@ func optimizeLoopWaitsForAJob(t *testing.T) {
 			t.Errorf("the optimize loop started the caches %d times before any DIJob was synced", n)
 		}
 		select {
-		case <-c.placer.started:
+		case <-c.placer.caches.started:
 			t.Error("the placer says it started with no DIJob synced")
 		case <-ended:
 			t.Error("the optimize loop ended before its context")

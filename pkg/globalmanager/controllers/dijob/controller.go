@@ -59,7 +59,11 @@ type Config struct {
 	// LinkLeases, when set, is the cache of the link Leases Links reads: a
 	// link that goes down or comes back re-syncs the jobs with pods on its
 	// node, so their EdgeLinked condition follows within seconds.
-	LinkLeases cache.SharedIndexInformer
+	// StartLinkLeases starts it (nil: it is started elsewhere): the
+	// controller does when it first syncs a DIJob, so that a GlobalManager
+	// that runs none does not decode every Lease renewal of the fleet.
+	LinkLeases      cache.SharedIndexInformer
+	StartLinkLeases func()
 	// EdgeLinkGrace is how long a replica on an edge node whose link is
 	// down is held as running, and how long its pod tolerates the node's
 	// unreachable and not-ready taints before eviction.
@@ -72,6 +76,9 @@ type Controller struct {
 	jobs   dilisters.DIJobLister
 	synced []cache.InformerSynced
 	syncer *common.Syncer[*div2.DIJob]
+	// linkLeases is Config.LinkLeases, started by the first DIJob synced;
+	// nil without.
+	linkLeases *lazyCaches
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	metrics *common.Metrics
@@ -146,7 +153,8 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.synced = append(c.synced, synced...)
+		c.linkLeases = newLazyCaches("the cache of the edge nodes' link Leases, which say whether a replica's node is linked",
+			config.StartLinkLeases, synced)
 	}
 	return c, nil
 }

@@ -15,20 +15,31 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
+// cachesReady starts caches a DIJob needs when key is a job the sync acts
+// on (Begin reads it the same way), and waits for them to be filled before
+// Begin's snapshot.
+func (c *Controller) cachesReady(ctx context.Context, key string, caches *lazyCaches) error {
+	if caches.isFilled() {
+		return nil
+	}
+	if _, ok, _ := common.ReadOwner(key, c.syncer.Get); !ok {
+		return nil
+	}
+	return caches.ready(ctx)
+}
+
 // sync reconciles one job: lister read, deep copy, expectations, claim, act,
 // one status write when it changed. A job written as v1alpha1 is syncV1's.
 func (c *Controller) sync(ctx context.Context, key string) error {
+	if err := c.cachesReady(ctx, key, c.linkLeases); err != nil {
+		return err
+	}
 	if c.isV1Job(key) {
 		return c.syncV1(ctx, key)
 	}
-	// The caches of every node and pod are started by a job the sync acts
-	// on (Begin reads it the same way), and waited for before Begin's
-	// snapshot.
-	if c.placer != nil && !c.placer.filled.Load() {
-		if _, ok, _ := common.ReadOwner(key, c.syncer.Get); ok {
-			if err := c.placer.ready(ctx); err != nil {
-				return err
-			}
+	if c.placer != nil {
+		if err := c.cachesReady(ctx, key, c.placer.caches); err != nil {
+			return err
 		}
 	}
 	ctx, s, err := c.syncer.Begin(ctx, key)

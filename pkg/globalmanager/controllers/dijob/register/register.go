@@ -160,12 +160,17 @@ func (f *flags) build(ctx context.Context, d kinds.Deps) (kinds.Runner, error) {
 		Links: links.Reader{Client: d.Kube, Namespace: d.EdgeNamespace},
 	}
 	// A cache of the link Leases, read at every sync and watched so that a
-	// job hears at once that an edge node's link went down or came back.
+	// job hears at once that an edge node's link went down or came back;
+	// started by the first DIJob synced: every Lease renewal of the fleet
+	// comes to it. It keeps only the link Leases, without managedFields.
 	if d.EdgeNamespace != "" {
-		r.leases = kubeinformers.NewSharedInformerFactoryWithOptions(d.Kube, 0, kubeinformers.WithNamespace(d.EdgeNamespace))
+		r.leases = kubeinformers.NewSharedInformerFactoryWithOptions(d.Kube, 0, kubeinformers.WithNamespace(d.EdgeNamespace),
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = links.LabelEdgeNode }),
+			kubeinformers.WithTransform(common.DropManagedFields))
 		leases := r.leases.Coordination().V1().Leases()
 		cfg.Links = links.Lister{Leases: leases.Lister(), Namespace: d.EdgeNamespace}
 		cfg.LinkLeases = leases.Informer()
+		cfg.StartLinkLeases = func() { r.leases.Start(ctx.Done()) }
 	}
 	// The allocator must see every pod and node of the cluster, not only
 	// Nereid's children: a cache of its own, of slimmed pods and nodes,
@@ -229,12 +234,7 @@ func (r *runner) Run(ctx context.Context, workers int) error {
 		defer r.usage.Shutdown()
 	}
 	if r.leases != nil {
-		leasesCtx, stop := context.WithCancel(ctx)
-		r.leases.Start(leasesCtx.Done())
-		defer func() {
-			stop()
-			r.leases.Shutdown()
-		}()
+		defer r.leases.Shutdown()
 	}
 	if r.usage != nil && r.v1Address != "" {
 		// Learners of more than one GPU are placed from it: the v1
