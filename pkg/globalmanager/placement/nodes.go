@@ -48,7 +48,7 @@ func NewNodes(kube kubernetes.Interface, clk clock.PassiveClock) *Nodes {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Nodes{kube: kube, clock: clk}
+	return &Nodes{kube: kube, clock: clk, nodes: readOnce[nodeRead]{clock: clk}, requested: readOnce[corev1.ResourceList]{clock: clk}}
 }
 
 type nodeRead struct {
@@ -58,12 +58,15 @@ type nodeRead struct {
 
 // readOnce keeps what was read of each key for nodeTTL and reads a key
 // once at a time: the callers asking while it is read wait for that read.
-// What is older than nodeTTL is dropped at the next read after it: a node
-// read while its job's pods waited is not kept once they run.
+// What is older than nodeTTL is dropped by a sweep nodeTTL after a read,
+// whether or not anyone asks again: a node read while its job's pods
+// waited is not kept once they run.
 type readOnce[V any] struct {
-	mu    sync.Mutex
-	reads map[string]*reading[V]
-	swept time.Time // when the old reads were last dropped
+	clock clock.PassiveClock
+
+	mu       sync.Mutex
+	reads    map[string]*reading[V]
+	sweeping bool // a sweep is due
 }
 
 type reading[V any] struct {
@@ -73,8 +76,9 @@ type reading[V any] struct {
 }
 
 // get is key's value, read by read unless a read of it finished less than
-// nodeTTL before now or is under way; the zero value when ctx ends first.
-func (c *readOnce[V]) get(ctx context.Context, now time.Time, key string, read func() V) V {
+// nodeTTL ago or is under way; the zero value when ctx ends first.
+func (c *readOnce[V]) get(ctx context.Context, key string, read func() V) V {
+	now := c.clock.Now()
 	c.mu.Lock()
 	r, ok := c.reads[key]
 	if ok && isDone(r.done) {
@@ -93,16 +97,29 @@ func (c *readOnce[V]) get(ctx context.Context, now time.Time, key string, read f
 	if c.reads == nil || len(c.reads) >= maxNodesKept {
 		c.reads = map[string]*reading[V]{} // a read under way still ends for its waiters
 	}
-	if now.Sub(c.swept) >= nodeTTL {
-		c.swept = now
-		maps.DeleteFunc(c.reads, func(_ string, r *reading[V]) bool { return now.Sub(r.at) >= nodeTTL && isDone(r.done) })
-	}
 	r = &reading[V]{done: make(chan struct{}), at: now}
 	c.reads[key] = r
+	if !c.sweeping {
+		c.sweeping = true
+		time.AfterFunc(nodeTTL, c.sweep)
+	}
 	c.mu.Unlock()
 	r.value = read()
 	close(r.done)
 	return r.value
+}
+
+// sweep drops the reads older than nodeTTL, and comes again while any is
+// kept.
+func (c *readOnce[V]) sweep() {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.DeleteFunc(c.reads, func(_ string, r *reading[V]) bool { return now.Sub(r.at) >= nodeTTL && isDone(r.done) })
+	c.sweeping = len(c.reads) > 0
+	if c.sweeping {
+		time.AfterFunc(nodeTTL, c.sweep)
+	}
 }
 
 // isDone says whether done is closed.
@@ -223,7 +240,7 @@ func short(pod *corev1.Pod, n *corev1.Node, requestedThere func() corev1.Resourc
 // node is what is known of the node (its node nil when it does not exist,
 // ok false when it could not be read).
 func (r *Nodes) node(ctx context.Context, node string) nodeRead {
-	return r.nodes.get(ctx, r.clock.Now(), node, func() nodeRead {
+	return r.nodes.get(ctx, node, func() nodeRead {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		n, err := r.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -244,7 +261,7 @@ func (r *Nodes) node(ctx context.Context, node string) nodeRead {
 // are listed from the API server's cache (resourceVersion 0): a message
 // does not need a quorum read of every pod on the node.
 func (r *Nodes) requestedOn(ctx context.Context, node string) corev1.ResourceList {
-	return r.requested.get(ctx, r.clock.Now(), node, func() corev1.ResourceList {
+	return r.requested.get(ctx, node, func() corev1.ResourceList {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		pods, err := r.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{

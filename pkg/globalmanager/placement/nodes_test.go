@@ -132,9 +132,18 @@ func TestANodeReadIsNotKeptPastItsTTL(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: corev1.PodSpec{NodeName: node}}
 	}
 	r.NodeSays(t.Context(), bound("a"))
-	clk.SetTime(clk.Now().Add(nodeTTL))
+	clk.SetTime(clk.Now().Add(nodeTTL / 2))
 	r.NodeSays(t.Context(), bound("b"))
-	if _, kept := r.nodes.reads["a"]; kept || len(r.nodes.reads) != 1 {
-		t.Errorf("after its TTL node a's read is still kept (%d reads kept); want only b's", len(r.nodes.reads))
+	clk.SetTime(clk.Now().Add(nodeTTL / 2))
+	// The sweep a read set off, nodeTTL later, with nobody asking again.
+	r.nodes.sweep()
+	if _, kept := r.nodes.reads["a"]; kept || len(r.nodes.reads) != 1 || !r.nodes.sweeping {
+		t.Errorf("after its TTL node a's read is still kept (%d reads kept, another sweep due %t); want only b's, and a sweep due for it",
+			len(r.nodes.reads), r.nodes.sweeping)
+	}
+	clk.SetTime(clk.Now().Add(nodeTTL / 2))
+	r.nodes.sweep()
+	if len(r.nodes.reads) != 0 || r.nodes.sweeping {
+		t.Errorf("%d reads kept past their TTL (another sweep due %t); want none", len(r.nodes.reads), r.nodes.sweeping)
 	}
 }
