@@ -181,7 +181,13 @@ func TestEdgeReportsCoalesceWhileAWriteIsInFlight(t *testing.T) {
 	if w := server.writesOf("job"); w != 2 {
 		t.Errorf("%d status writes for %d reports; want 2 (the first, then the %d that waited for it)", w, more+1, more)
 	}
-	testwait.Eventually(t, 10*time.Second, "the writer to end", func(context.Context) (bool, error) { return a.writers.Running() == 0, nil })
+	writersEnd(t, a)
+}
+
+// writersEnd waits until no writer of a runs.
+func writersEnd(t *testing.T, a *EdgeReports[*sednav1.FederatedLearningJob]) {
+	t.Helper()
+	testwait.Eventually(t, 10*time.Second, "the writers to end", func(context.Context) (bool, error) { return a.writers.Running() == 0, nil })
 }
 
 // kindChange is a kind's part of applying a report (ApplyWorkers' apply).
@@ -371,8 +377,11 @@ func TestEdgeReportsFromAStaleCacheConflictAndApplyToTheServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cache has not seen edge-0's write: edge-1's report conflicts,
-	// and the same report sent again is not counted twice.
+	// and the same report sent again is not counted twice. Each comes once
+	// the writer of the one before has ended (a report that comes while it
+	// runs starts from its last write, not from the cache).
 	for range 2 {
+		writersEnd(t, a)
 		report(t.Context(), a, "job", "edge-1", nil, done)
 		if err := <-done; err != nil {
 			t.Fatal(err)
