@@ -36,8 +36,7 @@ const maxNodesKept = 10000
 // at once. A nil *Nodes reads nothing (what the scheduler wrote on the pods
 // is still said).
 type Nodes struct {
-	kube  kubernetes.Interface
-	clock clock.PassiveClock
+	kube kubernetes.Interface
 
 	nodes     readOnce[nodeRead]
 	requested readOnce[corev1.ResourceList]
@@ -48,7 +47,7 @@ func NewNodes(kube kubernetes.Interface, clk clock.PassiveClock) *Nodes {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Nodes{kube: kube, clock: clk, nodes: readOnce[nodeRead]{clock: clk}, requested: readOnce[corev1.ResourceList]{clock: clk}}
+	return &Nodes{kube: kube, nodes: readOnce[nodeRead]{clock: clk}, requested: readOnce[corev1.ResourceList]{clock: clk}}
 }
 
 type nodeRead struct {
