@@ -485,14 +485,20 @@ func randomSuffix(n int) string {
 	return string(b)
 }
 
-// kubectlPath prefers the kubectl that hack/build-tools.sh builds at the cluster's
-// version, and falls back to the one on PATH.
-func kubectlPath() string {
+// toolsDir is where hack/build-tools.sh puts the tools it builds:
+// $NEREID_CACHE_DIR/bin, else the repository's .cache/bin.
+func toolsDir() string {
 	cache := os.Getenv("NEREID_CACHE_DIR")
 	if cache == "" {
 		cache = filepath.Join(RepoRoot(), ".cache")
 	}
-	if p := filepath.Join(cache, "bin", "kubectl"); isExecutable(p) {
+	return filepath.Join(cache, "bin")
+}
+
+// kubectlPath prefers the kubectl that hack/build-tools.sh builds at the cluster's
+// version, and falls back to the one on PATH.
+func kubectlPath() string {
+	if p := filepath.Join(toolsDir(), "kubectl"); isExecutable(p) {
 		return p
 	}
 	return "kubectl"

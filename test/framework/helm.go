@@ -19,11 +19,7 @@ func ChartDir() string {
 // the pinned version.
 func helmPath(t testing.TB) string {
 	t.Helper()
-	cache := os.Getenv("NEREID_CACHE_DIR")
-	if cache == "" {
-		cache = filepath.Join(RepoRoot(), ".cache")
-	}
-	p := filepath.Join(cache, "bin", "helm")
+	p := filepath.Join(toolsDir(), "helm")
 	if !isExecutable(p) {
 		t.Fatalf("no helm at %s: build it with `bash hack/build-tools.sh helm` (make tools)", p)
 	}
