@@ -165,7 +165,7 @@ func profileAPIServer(ctx context.Context, kube kubernetes.Interface, d time.Dur
 // (saveProfile).
 func profileGlobalManager(ctx context.Context, addr string, d time.Duration, file string) func() string {
 	return saveProfile(ctx, "GlobalManager", d, file, func(ctx context.Context) ([]byte, error) {
-		body, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+		body, err := httpGetWithin(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), d+10*time.Second)
 		return []byte(body), err
 	})
 }

@@ -53,19 +53,34 @@ const (
 const DefaultReachPeriod = 2 * time.Second
 
 // nodeCacheTTL is how long the hub trusts what it read of a node it does
-// not watch (one LocalControllers do not serve) or of a Lease.
+// not watch (one LocalControllers do not serve).
 const nodeCacheTTL = 10 * time.Second
 
-// nodeReach is why a node fails an object; reason "" is a node that serves.
-// link marks what the node's link says (down, or never up) rather than the
-// cluster's shape, and since when it has said so (zero: never up, or not
-// known). Jobs are told it at once; Datasets only once it has lasted
-// linkSettle (datasetTold).
+// leaseCacheTTL is how long the hub trusts what it read of the Lease of an
+// edge node it has not heard from since it started: that the node has none,
+// or that its link is down. Either changes only when a LocalController
+// connects, and LocalControllers connect to the hub of the leader, which
+// then knows the node itself (links.Writer.State) and reads no Lease; what
+// is cached outlives only a hand-over between leaders. Without it, a scan
+// would read the Leases of every node never heard from, every period.
+const leaseCacheTTL = 10 * time.Minute
+
+// nodeReach is why a node fails an object; reason "" is a node that serves,
+// unless unknown: the node is not judged yet (a hub that just started gives
+// nodes time to reconnect, a node's Lease is read by a later scan), and an
+// object with such a node keeps the condition it has. link marks what the
+// node's link says (down, or never up) rather than the cluster's shape, and
+// since when it has said so (zero: never up, or not known). Jobs are told it
+// at once; Datasets only once it has lasted linkSettle (datasetTold).
 type nodeReach struct {
 	reason, why string
 	link        bool
 	since       time.Time
+	unknown     bool
 }
+
+// notYet is the nodeReach of a node not judged yet.
+var notYet = nodeReach{unknown: true}
 
 // datasetTold says whether a Dataset is told of j at now. A node may hold
 // thousands of Datasets, so a link's blip must not write each of them
@@ -100,8 +115,10 @@ type reach struct {
 	// link as the hub knows it (links.Writer.State).
 	edgeNodes cache.Store
 	state     func(node string) (connected bool, lastHeard time.Time, known bool)
-	// nodes caches node reads for nodeCacheTTL; the scan is its only user.
-	nodes map[string]readNode
+	// nodes caches node reads for nodeCacheTTL, and leases Lease reads
+	// for leaseCacheTTL; the scan is their only user.
+	nodes  map[string]readNode
+	leases map[string]readLease
 	// reads is how many nodes this scan may still read: node names come
 	// from objects anyone who may create a Dataset writes, and must not
 	// turn into a flood of reads of the API server.
@@ -119,7 +136,7 @@ func (h *Hub) runReach(ctx context.Context) {
 	if h.cfg.ReachPeriod < 0 {
 		return
 	}
-	r := &reach{hub: h, started: h.clock.Now(), nodes: map[string]readNode{},
+	r := &reach{hub: h, started: h.clock.Now(), nodes: map[string]readNode{}, leases: map[string]readLease{},
 		edgeNodes: h.auth.Caches().EdgeNodes, state: h.links.State}
 	for ctx.Err() == nil {
 		r.scan(ctx)
@@ -137,6 +154,9 @@ func (r *reach) scan(ctx context.Context) {
 	r.reads = nodeReadsPerScan
 	if len(r.nodes) > maxCachedNodes {
 		clear(r.nodes)
+	}
+	if len(r.leases) > maxCachedNodes {
+		clear(r.leases)
 	}
 	judged := map[string]nodeReach{}
 	judge := func(node string, pinned bool) nodeReach {
@@ -161,19 +181,35 @@ func (r *reach) scan(ctx context.Context) {
 			if !ok || obj.GetDeletionTimestamp() != nil {
 				continue
 			}
-			failing := map[string]nodeReach{}
 			running := onEdge[string(obj.GetUID())]
 			if k.WorkersNeedLocalController {
 				running = append(running, offEdge[string(obj.GetUID())]...)
 			}
-			for node, pinned := range r.neededNodes(ctx, k, obj, running) {
-				if j := judge(node, pinned); j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())) {
-					failing[node] = j
-				}
+			if failing, judged := r.failing(ctx, k, obj, running, judge, now); judged {
+				r.want(k, obj, failing)
 			}
-			r.want(k, obj, failing)
 		}
 	}
+}
+
+// failing are the nodes obj needs that fail it, as judge says; judged is
+// false when one of them is not judged yet, and then obj keeps the
+// condition it has: telling it of the nodes judged so far would write it
+// once for each scan that judges one more, and a node not judged is not
+// one that serves.
+func (r *reach) failing(ctx context.Context, k *kind, obj metav1.Object, running []string,
+	judge func(node string, pinned bool) nodeReach, now time.Time) (failing map[string]nodeReach, judged bool) {
+	failing = map[string]nodeReach{}
+	for node, pinned := range r.neededNodes(ctx, k, obj, running) {
+		j := judge(node, pinned)
+		if j.unknown {
+			return nil, false
+		}
+		if j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())) {
+			failing[node] = j
+		}
+	}
+	return failing, true
 }
 
 // neededNodes are the nodes obj needs a LocalController on, each saying
@@ -293,7 +329,7 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 	if known {
 		// A LocalController that restarts is back within a heartbeat.
 		if now.Sub(lastHeard) < r.hub.cfg.HeartbeatPeriod {
-			return nodeReach{}
+			return notYet
 		}
 		since = lastHeard
 	} else {
@@ -303,36 +339,61 @@ func (r *reach) judge(ctx context.Context, node string, pinned bool, now time.Ti
 		// reconnect before its silence is taken for a loss; then the
 		// Lease says when it was last heard from.
 		up := now.Sub(r.started)
-		if up < r.hub.cfg.HeartbeatPeriod || r.reads <= 0 {
-			return nodeReach{} // or its Lease is read by a later scan
+		if up < r.hub.cfg.HeartbeatPeriod {
+			return notYet
 		}
-		r.reads--
-		down, heard, ok := r.lease(ctx, node, now)
+		read, ok := r.lease(ctx, node, now)
 		switch {
 		case !ok:
+			return notYet // its Lease is read by a later scan
+		case !read.exists:
 			return nodeReach{reason: ReasonNoLocalController, link: true, why: fmt.Sprintf(
 				"no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node)}
-		case !down || up < r.linkSettle():
+		case !read.down:
 			return nodeReach{}
+		case up < r.linkSettle():
+			return notYet
 		}
-		since = heard
+		since = read.heard
 	}
 	return nodeReach{reason: ReasonLinkDown, why: links.DownMessage(node, since), link: true, since: since}
 }
 
-// lease reads node's Lease: whether its link is down and when it was last
-// heard from; ok false when it has none (it never connected).
-func (r *reach) lease(ctx context.Context, node string, now time.Time) (down bool, heard time.Time, ok bool) {
+// readLease is what the hub read of a node's Lease: whether it has one,
+// and whether its link is down and since when (heard).
+type readLease struct {
+	exists, down bool
+	heard, at    time.Time
+}
+
+// lease reads node's Lease, within the scan's reads; ok false when it is
+// left for a later scan, or cannot be read. That a node has no Lease or
+// that its link is down is kept for leaseCacheTTL; a Lease that says
+// connected (renewed by another hub) is read again each scan, until the
+// node connects here or the Lease runs out.
+func (r *reach) lease(ctx context.Context, node string, now time.Time) (read readLease, ok bool) {
+	if c, ok := r.leases[node]; ok && now.Sub(c.at) < leaseCacheTTL {
+		return c, true
+	}
+	if r.reads <= 0 {
+		return readLease{}, false
+	}
+	r.reads--
 	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, links.LeaseName(node), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, time.Time{}, false
-	}
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		read = readLease{at: now}
+	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Cannot read a node's Lease", "node", node, "err", err)
-		return false, time.Time{}, true
+		return readLease{}, false
+	default:
+		read = readLease{exists: true, at: now}
+		read.down, read.heard = links.LinkDown(lease, now)
 	}
-	down, heard = links.LinkDown(lease, now)
-	return down, heard, true
+	if !read.exists || read.down {
+		r.leases[node] = read
+	}
+	return read, true
 }
 
 // want wants obj's EdgeLinked condition for the nodes failing it: False

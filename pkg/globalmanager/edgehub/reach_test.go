@@ -11,9 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
@@ -68,6 +71,7 @@ func TestReachJudgesEachNodeByItsRules(t *testing.T) {
 		wantReason   string
 		wantWhy      string
 		wantLink     bool
+		wantUnknown  bool // not judged yet: the object keeps its condition
 	}{
 		"a node that does not exist": {
 			node: "gone", pinned: true, sinceStart: time.Hour,
@@ -83,23 +87,21 @@ func TestReachJudgesEachNodeByItsRules(t *testing.T) {
 		"an edge node connected": {
 			node: "edge-0", edge: true, link: link{connected: true, known: true, heard: start}, sinceStart: time.Hour,
 		},
-		"an edge node that left less than a heartbeat ago": {
-			node: "edge-0", edge: true, link: link{known: true, heard: start.Add(time.Hour - 5*time.Second)}, sinceStart: time.Hour,
-		},
+		"an edge node that left less than a heartbeat ago": {node: "edge-0", edge: true, wantUnknown: true,
+			link: link{known: true, heard: start.Add(time.Hour - 5*time.Second)}, sinceStart: time.Hour},
 		"an edge node that left a heartbeat ago": {
 			node: "edge-0", edge: true, link: link{known: true, heard: start.Add(time.Hour - time.Minute)}, sinceStart: time.Hour,
 			wantReason: ReasonLinkDown, wantWhy: "the link of edge node edge-0 is down since " + start.Add(time.Hour-time.Minute).UTC().Format(time.RFC3339), wantLink: true,
 		},
 		"an edge node unknown to a hub that just started": {
-			node: "edge-0", edge: true, sinceStart: cfg.HeartbeatPeriod - time.Second,
+			node: "edge-0", edge: true, sinceStart: cfg.HeartbeatPeriod - time.Second, wantUnknown: true,
 		},
 		"an edge node that never connected, a heartbeat after the hub started": {
 			node: "edge-0", edge: true, sinceStart: cfg.HeartbeatPeriod,
 			wantReason: ReasonNoLocalController, wantWhy: "no LocalController has connected from edge node edge-0", wantLink: true,
 		},
 		"an edge node whose Lease says disconnected, to a hub that just started": {
-			node: "edge-0", edge: true, sinceStart: settle - time.Second, lease: lease("edge-0", links.LinkDisconnected, start.Add(-time.Hour)),
-		},
+			node: "edge-0", edge: true, sinceStart: settle - time.Second, lease: lease("edge-0", links.LinkDisconnected, start.Add(-time.Hour)), wantUnknown: true},
 		"an edge node that never connected": {
 			node: "edge-0", edge: true, sinceStart: settle,
 			wantReason: ReasonNoLocalController, wantWhy: "no LocalController has connected from edge node edge-0", wantLink: true,
@@ -132,12 +134,12 @@ func TestReachJudgesEachNodeByItsRules(t *testing.T) {
 			now := start.Add(tc.sinceStart)
 			r := &reach{
 				hub: &Hub{client: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(now), cfg: c}, started: start,
-				nodes: map[string]readNode{}, reads: nodeReadsPerScan, edgeNodes: edgeNodes,
+				nodes: map[string]readNode{}, leases: map[string]readLease{}, reads: nodeReadsPerScan, edgeNodes: edgeNodes,
 				state: func(string) (bool, time.Time, bool) { return tc.link.connected, tc.link.heard, tc.link.known },
 			}
 			got := r.judge(t.Context(), tc.node, tc.pinned, now)
-			if got.reason != tc.wantReason || !strings.Contains(got.why, tc.wantWhy) || got.link != tc.wantLink {
-				t.Errorf("judge(%s) = %+v, want reason %q, why containing %q, link %v", tc.node, got, tc.wantReason, tc.wantWhy, tc.wantLink)
+			if got.reason != tc.wantReason || !strings.Contains(got.why, tc.wantWhy) || got.link != tc.wantLink || got.unknown != tc.wantUnknown {
+				t.Errorf("judge(%s) = %+v, want reason %q, why containing %q, link %v, unknown %v", tc.node, got, tc.wantReason, tc.wantWhy, tc.wantLink, tc.wantUnknown)
 			}
 		})
 	}
@@ -166,5 +168,77 @@ func TestReachTellsADatasetOfALinkDownOnlyOnceItLasted(t *testing.T) {
 				t.Errorf("datasetTold = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReachKeepsTheConditionOfObjectsWhoseNodesAreNotJudgedYet: a scan
+// reads at most nodeReadsPerScan Leases; the Datasets of nodes whose Lease
+// is left for a later scan keep the condition they have, rather than being
+// told Linked and then again not, and a Lease read is not read again by the
+// next scans. (Every Dataset of a thousand nodes never connected once
+// flipped between the two, a write each, every scan.)
+func TestReachKeepsTheConditionOfObjectsWhoseNodesAreNotJudgedYet(t *testing.T) {
+	const nodes = 3 * nodeReadsPerScan
+	var objs []runtime.Object
+	for i := range nodes {
+		node := fmt.Sprintf("edge-%d", i)
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{DefaultNodeSelector: ""}}})
+		d := edgehubtest.Dataset(fmt.Sprintf("data-%d", i), node)
+		d.Status.Conditions = []metav1.Condition{{Type: ConditionEdgeLinked, Status: metav1.ConditionFalse, Reason: ReasonNoLocalController,
+			Message: fmt.Sprintf("no LocalController has connected from edge node %s (is its LocalController Pod running there?)", node)}}
+		objs = append(objs, d)
+	}
+	sentinel := edgehubtest.Dataset("sentinel", "")
+	objs = append(objs, sentinel)
+	f := newFixture(t, testConfig, objs...)
+	f.kube.ClearActions()
+	f.sedna.ClearActions()
+
+	h := f.hub
+	r := &reach{hub: h, started: h.clock.Now().Add(-time.Hour), nodes: map[string]readNode{}, leases: map[string]readLease{},
+		edgeNodes: h.auth.Caches().EdgeNodes, state: h.links.State}
+	for range 4 {
+		r.scan(t.Context())
+	}
+	leaseReads := 0
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
+			leaseReads++
+		}
+	}
+	if leaseReads != nodes {
+		t.Errorf("4 scans read %d Leases of %d nodes never connected, want each read once", leaseReads, nodes)
+	}
+	// The writer takes wants in order: once the sentinel's is written, so
+	// is every condition the scans wanted.
+	ref := edgeproto.ObjectRef{Kind: "Dataset", Namespace: sentinel.Namespace, Name: sentinel.Name}
+	h.conditions.wants(ref, syncCondition{typ: ConditionEdgeLinked, reason: ReasonNoSuchNode, message: "sentinel"})
+	var written []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		written = written[:0]
+		sentinelWritten := false
+		for _, a := range f.sedna.Actions() {
+			u, ok := a.(clienttesting.UpdateAction)
+			if !ok || a.GetSubresource() != "status" {
+				continue
+			}
+			name := u.GetObject().(metav1.Object).GetName()
+			if name == sentinel.Name {
+				sentinelWritten = true
+			} else {
+				written = append(written, name)
+			}
+		}
+		if sentinelWritten {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sentinel's condition was not written within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(written) > 0 {
+		t.Errorf("the scans wrote the conditions of %d Datasets whose nodes never connected (first: %s); want them kept", len(written), written[0])
 	}
 }

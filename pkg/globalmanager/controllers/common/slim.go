@@ -25,15 +25,16 @@ func SlimChildren(obj any) (any, error) {
 // SlimPod is what the GlobalManager reads of a child pod: its metadata, the
 // node it runs on, whether it uses the host's network (then its IP is its
 // node's, which is no identity of the pod), its host name, subdomain and
-// containers' ports (where a DI-engine replica listens), its scheduler and scheduling group (which
-// gang it is in), its tolerations, node selector, required node affinity
-// and containers' requests (whether a node it is pinned to takes it, and
-// which node that is), and its status's phase, reason, message, IP,
-// conditions and containers' states. The rest, most of a worker pod's
-// weight (containers' images, commands, env, mounts and limits; volumes),
-// is never read: the
-// template-hash label says which spec a pod was made from. The cache holds
-// thousands of worker pods.
+// containers' ports (where a DI-engine replica listens), its scheduler and
+// scheduling group (which gang it is in), and its status's phase, reason,
+// message, IP, conditions and containers' states. A pod not yet bound to a
+// node keeps its tolerations, node selector, required node affinity,
+// overhead and containers' requests too (whether a node it is pinned to
+// takes it, and which node that is: placement); once bound, its node is
+// its spec.nodeName and those are never read again. The rest, most of a
+// worker pod's weight (containers' images, commands, env, mounts and
+// limits; volumes), is never read: the template-hash label says which spec
+// a pod was made from. The cache holds thousands of worker pods.
 func SlimPod(p *corev1.Pod) *corev1.Pod {
 	slim := &corev1.Pod{
 		TypeMeta:   p.TypeMeta,
@@ -45,10 +46,6 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 			Subdomain:       p.Spec.Subdomain,
 			SchedulerName:   p.Spec.SchedulerName,
 			SchedulingGroup: p.Spec.SchedulingGroup,
-			Tolerations:     p.Spec.Tolerations,
-			NodeSelector:    p.Spec.NodeSelector,
-			Affinity:        requiredNodeAffinity(p.Spec.Affinity),
-			Overhead:        p.Spec.Overhead,
 		},
 		Status: corev1.PodStatus{
 			Phase:      p.Status.Phase,
@@ -61,13 +58,21 @@ func SlimPod(p *corev1.Pod) *corev1.Pod {
 		},
 	}
 	slim.ManagedFields = nil
+	unbound := p.Spec.NodeName == ""
 	for _, c := range p.Spec.Containers {
-		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports,
-			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+		sc := corev1.Container{Name: c.Name, Ports: c.Ports}
+		if unbound {
+			sc.Resources.Requests = c.Resources.Requests
+		}
+		slim.Spec.Containers = append(slim.Spec.Containers, sc)
 	}
-	for _, c := range p.Spec.InitContainers {
-		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy,
-			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+	if unbound {
+		slim.Spec.Tolerations, slim.Spec.NodeSelector = p.Spec.Tolerations, p.Spec.NodeSelector
+		slim.Spec.Affinity, slim.Spec.Overhead = requiredNodeAffinity(p.Spec.Affinity), p.Spec.Overhead
+		for _, c := range p.Spec.InitContainers {
+			slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy,
+				Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+		}
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		slim.Status.ContainerStatuses = append(slim.Status.ContainerStatuses, corev1.ContainerStatus{
