@@ -494,12 +494,13 @@ const linkedQueue = `{name="edgehub_conditions"}`
 // has), so that the downstream latency is measured on a fleet at rest, and
 // says how long that took and how many conditions it wrote.
 func (e *edgeRun) waitLinkedSettled(ctx context.Context) string {
-	sample := func() (adds, depth float64) {
+	// done counts the writes taken off the queue, depth those waiting.
+	sample := func() (done, depth float64) {
 		m, err := scrapeMetrics(ctx, e.metricsAddr)
 		if err != nil {
 			return -1, -1
 		}
-		return m.Get("nereid_workqueue_adds_total" + linkedQueue), m.Get("nereid_workqueue_depth" + linkedQueue)
+		return m.Get("nereid_workqueue_work_duration_seconds_count" + linkedQueue), m.Get("nereid_workqueue_depth" + linkedQueue)
 	}
 	const quiet, timeout = 3 * time.Second, 2 * time.Minute
 	start := time.Now()
@@ -511,11 +512,11 @@ func (e *edgeRun) waitLinkedSettled(ctx context.Context) string {
 			return "not measured at rest: " + ctx.Err().Error()
 		case <-time.After(250 * time.Millisecond):
 		}
-		adds, depth := sample()
-		if adds != last || depth != 0 {
-			last, since = adds, time.Now()
+		done, depth := sample()
+		if done != last || depth != 0 {
+			last, since = done, time.Now()
 		} else if time.Since(since) >= quiet {
-			return fmt.Sprintf("measured at rest: the hub's condition writes after the connect (%.0f, EdgeLinked going True) ended %s after all synced",
+			return fmt.Sprintf("measured at rest: the hub's condition writes after the connect (%.0f since all synced, EdgeLinked going True) ended %s after all synced",
 				last-first, since.Sub(start).Round(100*time.Millisecond))
 		}
 	}
