@@ -68,10 +68,11 @@ const leaseCacheTTL = 10 * time.Minute
 // nodeReach is why a node fails an object; reason "" is a node that serves,
 // unless unknown: the node is not judged yet (a hub that just started gives
 // nodes time to reconnect, a node's Lease is read by a later scan), and an
-// object with such a node keeps the condition it has. link marks what the
-// node's link says (down, or never up) rather than the cluster's shape, and
-// since when it has said so (zero: never up, or not known). Jobs are told it
-// at once; Datasets only once it has lasted linkSettle (datasetTold).
+// object with such a node and none failing keeps the condition it has. link
+// marks what the node's link says (down, or never up) rather than the
+// cluster's shape, and since when it has said so (zero: never up, or not
+// known). Jobs are told it at once; Datasets only once it has lasted
+// linkSettle (datasetTold).
 type nodeReach struct {
 	reason, why string
 	link        bool
@@ -185,31 +186,31 @@ func (r *reach) scan(ctx context.Context) {
 			if k.WorkersNeedLocalController {
 				running = append(running, offEdge[string(obj.GetUID())]...)
 			}
-			if failing, judged := r.failing(ctx, k, obj, running, judge, now); judged {
+			if failing, told := r.failing(ctx, k, obj, running, judge, now); told {
 				r.want(k, obj, failing)
 			}
 		}
 	}
 }
 
-// failing are the nodes obj needs that fail it, as judge says; judged is
-// false when one of them is not judged yet, and then obj keeps the
-// condition it has: telling it of the nodes judged so far would write it
-// once for each scan that judges one more, and a node not judged is not
-// one that serves.
+// failing are the nodes obj needs that fail it, as judge says. The nodes
+// failing are told at once, whatever the others are; that none fails is
+// told only once every node is judged: told is false while none fails and
+// one is not judged yet, and obj then keeps the condition it has (a node
+// not judged is not one that serves).
 func (r *reach) failing(ctx context.Context, k *kind, obj metav1.Object, running []string,
-	judge func(node string, pinned bool) nodeReach, now time.Time) (failing map[string]nodeReach, judged bool) {
+	judge func(node string, pinned bool) nodeReach, now time.Time) (failing map[string]nodeReach, told bool) {
 	failing = map[string]nodeReach{}
+	judged := true
 	for node, pinned := range r.neededNodes(ctx, k, obj, running) {
-		j := judge(node, pinned)
-		if j.unknown {
-			return nil, false
-		}
-		if j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())) {
+		switch j := judge(node, pinned); {
+		case j.unknown:
+			judged = false
+		case j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())):
 			failing[node] = j
 		}
 	}
-	return failing, true
+	return failing, judged || len(failing) > 0
 }
 
 // neededNodes are the nodes obj needs a LocalController on, each saying
@@ -368,15 +369,17 @@ type readLease struct {
 
 // lease reads node's Lease, within the scan's reads; ok false when it is
 // left for a later scan, or cannot be read. That a node has no Lease or
-// that its link is down is kept for leaseCacheTTL; a Lease that says
-// connected (renewed by another hub) is read again each scan, until the
-// node connects here or the Lease runs out.
+// that its link is down is kept for leaseCacheTTL, and past it until a
+// scan has reads left to read it again (so an object is not told a node
+// less, then more); a Lease that says connected (renewed by another hub) is
+// read again each scan, until the node connects here or the Lease runs out.
 func (r *reach) lease(ctx context.Context, node string, now time.Time) (read readLease, ok bool) {
-	if c, ok := r.leases[node]; ok && now.Sub(c.at) < leaseCacheTTL {
+	c, cached := r.leases[node]
+	if cached && now.Sub(c.at) < leaseCacheTTL {
 		return c, true
 	}
 	if r.reads <= 0 {
-		return readLease{}, false
+		return c, cached
 	}
 	r.reads--
 	lease, err := r.hub.client.CoordinationV1().Leases(r.hub.cfg.Namespace).Get(ctx, links.LeaseName(node), metav1.GetOptions{})
