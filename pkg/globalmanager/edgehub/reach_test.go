@@ -242,3 +242,34 @@ func TestReachKeepsTheConditionOfObjectsWhoseNodesAreNotJudgedYet(t *testing.T) 
 		t.Errorf("the scans wrote the conditions of %d Datasets whose nodes never connected (first: %s); want them kept", len(written), written[0])
 	}
 }
+
+// TestReachKeepsALeaseReadPastItsTTLUntilItCanReadAgain: a Lease read is
+// trusted for leaseCacheTTL; past it, it is read again by the first scan
+// with reads left, and used as it was until then, so that an object is not
+// told one node less in between.
+func TestReachKeepsALeaseReadPastItsTTLUntilItCanReadAgain(t *testing.T) {
+	kube := fake.NewClientset()
+	now := time.Unix(10000, 0)
+	r := &reach{hub: &Hub{client: kube, cfg: Config{Namespace: "hub"}}, leases: map[string]readLease{}}
+	leaseReads := func() int { return len(kube.Actions()) }
+
+	r.reads = 1
+	if read, ok := r.lease(t.Context(), "edge-0", now); !ok || read.exists || leaseReads() != 1 {
+		t.Fatalf("first read: %+v, ok %v, %d reads; want no Lease, read once", read, ok, leaseReads())
+	}
+	r.reads = 1
+	if read, ok := r.lease(t.Context(), "edge-0", now.Add(leaseCacheTTL-time.Second)); !ok || read.exists || leaseReads() != 1 {
+		t.Errorf("within the TTL: %+v, ok %v, %d reads; want the cached read", read, ok, leaseReads())
+	}
+	r.reads = 0
+	if read, ok := r.lease(t.Context(), "edge-0", now.Add(leaseCacheTTL)); !ok || read.exists || leaseReads() != 1 {
+		t.Errorf("past the TTL, no reads left: %+v, ok %v, %d reads; want the cached read", read, ok, leaseReads())
+	}
+	if _, ok := r.lease(t.Context(), "edge-1", now); ok || leaseReads() != 1 {
+		t.Errorf("a node never read, no reads left: ok %v, %d reads; want it left for a later scan", ok, leaseReads())
+	}
+	r.reads = 1
+	if read, ok := r.lease(t.Context(), "edge-0", now.Add(leaseCacheTTL)); !ok || leaseReads() != 2 || read.at != now.Add(leaseCacheTTL) {
+		t.Errorf("past the TTL with a read left: %+v, ok %v, %d reads; want it read again", read, ok, leaseReads())
+	}
+}
