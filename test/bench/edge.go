@@ -494,33 +494,22 @@ const linkedQueue = `{name="edgehub_conditions"}`
 // has), so that the downstream latency is measured on a fleet at rest, and
 // says how long that took and how many conditions it wrote.
 func (e *edgeRun) waitLinkedSettled(ctx context.Context) string {
-	// done counts the writes taken off the queue, depth those waiting.
-	sample := func() (done, depth float64) {
+	// The count is of the writes taken off the queue; busy while some wait.
+	written, lastWrite, ok := waitQuiet(ctx, 250*time.Millisecond, 3*time.Second, 2*time.Minute, func() (float64, bool) {
 		m, err := scrapeMetrics(ctx, e.metricsAddr)
 		if err != nil {
-			return -1, -1
+			return -1, true
 		}
-		return m.Get("nereid_workqueue_work_duration_seconds_count" + linkedQueue), m.Get("nereid_workqueue_depth" + linkedQueue)
+		return m.Get("nereid_workqueue_work_duration_seconds_count" + linkedQueue), m.Get("nereid_workqueue_depth"+linkedQueue) != 0
+	})
+	switch {
+	case ctx.Err() != nil:
+		return "not measured at rest: " + ctx.Err().Error()
+	case !ok:
+		return fmt.Sprintf("measured while the hub still wrote conditions: %.0f written in the 2m0s after all synced", written)
 	}
-	const quiet, timeout = 3 * time.Second, 2 * time.Minute
-	start := time.Now()
-	first, _ := sample()
-	last, since := first, start
-	for time.Since(start) < timeout {
-		select {
-		case <-ctx.Done():
-			return "not measured at rest: " + ctx.Err().Error()
-		case <-time.After(250 * time.Millisecond):
-		}
-		done, depth := sample()
-		if done != last || depth != 0 {
-			last, since = done, time.Now()
-		} else if time.Since(since) >= quiet {
-			return fmt.Sprintf("measured at rest: the hub's condition writes after the connect (%.0f since all synced, EdgeLinked going True) ended %s after all synced",
-				last-first, since.Sub(start).Round(100*time.Millisecond))
-		}
-	}
-	return fmt.Sprintf("measured while the hub still wrote conditions: %.0f written in the %s after all synced", last-first, timeout)
+	return fmt.Sprintf("measured at rest: the hub's condition writes after the connect (%.0f since all synced, EdgeLinked going True) ended %s after all synced",
+		written, lastWrite.Round(100*time.Millisecond))
 }
 
 // statusWriteCeiling measures the rate of plain status writes to the jobs
@@ -1224,25 +1213,37 @@ func waitLinksWritten(ctx context.Context, kube kubernetes.Interface, n int, tim
 // waitHubQuiet waits until the hub has sent no object message for quiet,
 // for at most timeout.
 func waitHubQuiet(ctx context.Context, addr string, quiet, timeout time.Duration) {
-	objects := func() float64 {
+	waitQuiet(ctx, 500*time.Millisecond, quiet, timeout, func() (float64, bool) {
 		m, err := scrapeMetrics(ctx, addr)
 		if err != nil {
-			return -1
+			return -1, false
 		}
-		return m.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) + m.Get(`nereid_edgehub_messages_sent_total{type="delete"}`)
-	}
-	deadline := time.Now().Add(timeout)
-	last, since := objects(), time.Now()
-	for time.Now().Before(deadline) && time.Since(since) < quiet {
+		return m.Get(`nereid_edgehub_messages_sent_total{type="upsert"}`) + m.Get(`nereid_edgehub_messages_sent_total{type="delete"}`), false
+	})
+}
+
+// waitQuiet samples a count every poll until it has neither moved nor had
+// work waiting (sample's busy) for quiet, or until timeout or ctx ends. It
+// returns how far the count moved, how long after the start it last moved,
+// and whether it went quiet.
+func waitQuiet(ctx context.Context, poll, quiet, timeout time.Duration, sample func() (count float64, busy bool)) (moved float64, lastMove time.Duration, ok bool) {
+	start := time.Now()
+	first, _ := sample()
+	last, since := first, start
+	for time.Since(start) < timeout {
+		if time.Since(since) >= quiet {
+			return last - first, since.Sub(start), true
+		}
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(500 * time.Millisecond):
+			return last - first, since.Sub(start), false
+		case <-time.After(poll):
 		}
-		if cur := objects(); cur != last {
+		if cur, busy := sample(); cur != last || busy {
 			last, since = cur, time.Now()
 		}
 	}
+	return last - first, since.Sub(start), false
 }
 
 // slowAcks says how many of the object acks the hub received between two
