@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
@@ -145,9 +146,10 @@ func (l *Link) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		// A session that lasted is not part of a run of failures: the next
-		// wait starts again from BackoffMin.
-		if l.cfg.Clock.Since(start) >= l.cfg.BackoffMax {
+		// A session that lasted is not part of a run of failures, nor one
+		// the GlobalManager ended going away (it shuts down: the next one
+		// listens in seconds): the next wait starts again from BackoffMin.
+		if l.cfg.Clock.Since(start) >= l.cfg.BackoffMax || goingAway(err) {
 			attempt = 0
 		}
 		delay := retryDelay(l.cfg.BackoffMin, l.cfg.BackoffMax, attempt, err)
@@ -185,6 +187,15 @@ func retryDelay(minDelay, maxDelay time.Duration, n int, err error) time.Duratio
 		maxDelay = max(minDelay, min(maxDelay, refusedBackoffMax))
 	}
 	return backoff(minDelay, maxDelay, n)
+}
+
+// goingAway says whether err ends a session the GlobalManager closed going
+// away, as it does when it shuts down. Counting it as one more failure would
+// make the LocalControllers of a GlobalManager restarted twice in a row (a
+// rollout, a leader handed on) wait up to BackoffMax for the new one.
+func goingAway(err error) bool {
+	var closeErr *websocket.CloseError
+	return errors.As(err, &closeErr) && closeErr.Code == websocket.CloseGoingAway
 }
 
 // backoff is the wait before connection attempt n+1 after n consecutive

@@ -510,3 +510,53 @@ func TestLinkSaysGoodbyeWhenStopped(t *testing.T) {
 		t.Errorf("Status() = %+v after Run returned", st)
 	}
 }
+
+// A GlobalManager that goes away (it shuts down) ends no run of failures: the
+// link tries again within BackoffMin, not after the wait the failures before
+// had built up, so that a GlobalManager restarted twice in a row (a rollout,
+// a leader handed on) does not wait up to BackoffMax for its nodes.
+func TestLinkTriesAgainAtOnceWhenTheGlobalManagerGoesAway(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	gm := newFakeGM(t)
+	l := newTestLink(t, gm, func(c *Config) {
+		c.BackoffMin, c.BackoffMax, c.Clock = time.Second, 30*time.Second, clk
+		c.HeartbeatPeriod, c.ReadTimeout = 10*time.Second, time.Minute
+	})
+	writeFile(t, l.cfg.TokenFile, "expired")
+	start(t, l)
+	// Six refusals in a row: the next wait would be 16 s or more.
+	for n := 1; n <= 6; n++ {
+		testwait.Eventually(t, testWait, "another refused attempt", func(context.Context) (bool, error) {
+			return testutil.ToFloat64(l.metrics.connectErrors) >= float64(n), nil
+		})
+		if n < 6 {
+			clk.Step(l.cfg.BackoffMax)
+		}
+	}
+	writeFile(t, l.cfg.TokenFile, "token-1\n")
+	clk.Step(l.cfg.BackoffMax)
+	c := gm.accept(t)
+	recvAs[*edgeproto.Hello](t, c)
+
+	// The GlobalManager shuts down, as its hub does.
+	closing := websocket.FormatCloseMessage(websocket.CloseGoingAway, "the GlobalManager is shutting down")
+	if err := c.c.WriteControl(websocket.CloseMessage, closing, time.Now().Add(testWait)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, testWait, "the link sees the close", func(context.Context) (bool, error) {
+		return testutil.ToFloat64(l.metrics.disconnects.WithLabelValues(reasonPeerClosed)) == 1, nil
+	})
+	// Steps of 100 ms, each once the link had time to act on the last:
+	// it dials again within BackoffMin (a step or two lost before it set
+	// its timer are allowed for).
+	stepped := time.Duration(0)
+	for testutil.ToFloat64(l.metrics.connects) < 2 {
+		if stepped > 2*l.cfg.BackoffMin {
+			t.Fatalf("the link had not tried again %s after the GlobalManager went away; want within BackoffMin (%s)", stepped, l.cfg.BackoffMin)
+		}
+		clk.Step(100 * time.Millisecond)
+		stepped += 100 * time.Millisecond
+		time.Sleep(20 * time.Millisecond)
+	}
+	recvAs[*edgeproto.Hello](t, gm.accept(t))
+}
