@@ -390,15 +390,15 @@ func (h *Hub) Run(ctx context.Context) error {
 	logger.Info("Waiting for caches to sync")
 	synced := h.startCaches(ctx)
 	h.startAuthLoops(ctx)
+	prepared := h.prepare(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("edge hub caches did not sync")
 	}
-	// What earlier hubs recorded of every node, in one read, before the
-	// first Hello (links.Writer.Recorded).
-	if err := h.links.Prime(ctx); err != nil {
-		logger.Error(err, "Each node's Lease will be read when it connects")
+	p := <-prepared
+	if p.err != nil {
+		return p.err
 	}
-	ln, srv, err := h.listen(ctx)
+	ln, srv, err := h.listen(ctx, p.cert)
 	if err != nil {
 		return err
 	}
@@ -438,13 +438,30 @@ func (h *Hub) startAuthLoops(ctx context.Context) {
 	go h.runRechecks(ctx)
 }
 
-// listen listens at Config.Address, closes h.ready, and returns the server
-// that is to serve it.
-func (h *Hub) listen(ctx context.Context) (net.Listener, *http.Server, error) {
-	cert, err := certs.Serving(ctx, h.cfg.certsConfig(h.client))
-	if err != nil {
-		return nil, nil, err
-	}
+// preparedHub is what the hub reads before it listens, besides its caches.
+type preparedHub struct {
+	cert tls.Certificate
+	err  error
+}
+
+// prepare reads, while the caches fill, what earlier hubs recorded of every
+// node (one read, for the first Hellos: links.Writer.Recorded) and the
+// serving certificate. A restarted GlobalManager listens that much sooner.
+func (h *Hub) prepare(ctx context.Context) <-chan preparedHub {
+	out := make(chan preparedHub, 1)
+	go func() {
+		if err := h.links.Prime(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Each node's Lease will be read when it connects")
+		}
+		cert, err := certs.Serving(ctx, h.cfg.certsConfig(h.client))
+		out <- preparedHub{cert: cert, err: err}
+	}()
+	return out
+}
+
+// listen listens at Config.Address with cert, closes h.ready, and returns
+// the server that is to serve it.
+func (h *Hub) listen(ctx context.Context, cert tls.Certificate) (net.Listener, *http.Server, error) {
 	ln, err := net.Listen("tcp", h.cfg.Address)
 	if err != nil {
 		return nil, nil, fmt.Errorf("edge hub listening: %w", err)
