@@ -157,11 +157,18 @@ func conditionsOf(update func(context.Context, metav1.Object) error) conditionAc
 // conditionWriter writes the conditions the sessions and the reach scan
 // want, one object at a time, off their loops.
 type conditionWriter struct {
-	hub   *Hub
-	mu    sync.Mutex
-	want  map[conditionKey]syncCondition
+	hub  *Hub
+	mu   sync.Mutex
+	want map[conditionKey]syncCondition
+	// peak is the most want held since it was last made: a map keeps the
+	// room of its largest wave (every object of a fleet, once), so an
+	// emptied one that had grown is made again.
+	peak  int
 	queue workqueue.TypedRateLimitingInterface[conditionKey]
 }
+
+// shrinkPast is the peak past which an emptied want map is made again.
+const shrinkPast = 64
 
 // conditionKey is one condition of one object.
 type conditionKey struct {
@@ -196,6 +203,7 @@ func (w *conditionWriter) wants(ref edgeproto.ObjectRef, c syncCondition) {
 	key := conditionKey{ref: ref, typ: c.typ}
 	w.mu.Lock()
 	w.want[key] = c
+	w.peak = max(w.peak, len(w.want))
 	w.mu.Unlock()
 	w.queue.Add(key)
 }
@@ -265,6 +273,9 @@ func (w *conditionWriter) forget(ref edgeproto.ObjectRef, c syncCondition) {
 	w.mu.Lock()
 	if w.want[key] == c {
 		delete(w.want, key)
+		if len(w.want) == 0 && w.peak > shrinkPast {
+			w.want, w.peak = make(map[conditionKey]syncCondition), 0
+		}
 	}
 	w.mu.Unlock()
 }

@@ -1,12 +1,15 @@
 package edgehub
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	sednafake "github.com/nereid-ml/nereid/pkg/client/clientset/versioned/fake"
@@ -67,5 +70,37 @@ func TestEveryKindKeepsTheEdgeSyncedCondition(t *testing.T) {
 	// the condition goes with the job's other conditions about itself.
 	if len(il.Status.Conditions) != 0 || len(il.Status.JobConditions) != 1 || il.Status.JobConditions[0].Type != ConditionEdgeSynced {
 		t.Errorf("IncrementalLearningJob status %+v, want the condition in jobConditions alone", il.Status)
+	}
+}
+
+// A wave of wanted conditions (every object of a fleet, once) does not keep
+// its room once written: the emptied map is made again. A small one is kept.
+func TestConditionWriterGivesBackTheRoomOfAWave(t *testing.T) {
+	w := newConditionWriter(&Hub{clock: clocktesting.NewFakeClock(time.Now())})
+	defer w.queue.ShutDown()
+	ref := func(i int) edgeproto.ObjectRef {
+		return edgeproto.ObjectRef{Kind: "Dataset", Namespace: "ns", Name: fmt.Sprintf("d-%d", i)}
+	}
+	same := func(a, b map[conditionKey]syncCondition) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	for _, c := range []struct {
+		objects int
+		remade  bool
+	}{{shrinkPast, false}, {1000, true}} {
+		before := w.want
+		for i := range c.objects {
+			w.wants(ref(i), sentCondition)
+		}
+		for i := range c.objects - 1 {
+			w.forget(ref(i), sentCondition)
+		}
+		if !same(before, w.want) {
+			t.Fatalf("%d wanted: the map was made again before it was empty", c.objects)
+		}
+		w.forget(ref(c.objects-1), sentCondition)
+		if len(w.want) != 0 || same(before, w.want) != !c.remade {
+			t.Errorf("%d wanted, then written: %d left, made again %v, want 0 left, made again %v", c.objects, len(w.want), !same(before, w.want), c.remade)
+		}
 	}
 }
