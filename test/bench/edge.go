@@ -403,6 +403,8 @@ func (e *edgeRun) measure(ctx context.Context, before gmMemory) ([]result, error
 // links yet).
 func (e *edgeRun) connectFleet(ctx context.Context, before gmMemory) ([]result, error) {
 	progress("edge: connect: starting %d cloud links at once", e.o.nodes)
+	profiled := profileGlobalManager(ctx, e.metricsAddr, connectProfileTime,
+		filepath.Join(e.outDir, "globalmanager-"+e.o.name()+"-connect-cpu.pb.gz"))
 	start := time.Now()
 	e.fl.start(ctx)
 	syncedAt, err := e.fl.waitSynced(ctx, start, 5*time.Minute)
@@ -430,7 +432,7 @@ func (e *edgeRun) connectFleet(ctx context.Context, before gmMemory) ([]result, 
 	results := []result{
 		{Name: fmt.Sprintf("edge: connect %d nodes until all synced", e.o.nodes), Value: round(connect.Seconds()), Unit: "s", Goal: e.goals.connect,
 			Note: fmt.Sprintf("all links started at once; token (verified by the hub %.0f, by TokenReview %.0f), TLS, hello, %d objects each, synced; every node's Lease said connected %s after the start",
-				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond)) + gmFlagsNote(e.o.gmFlags)},
+				verifiedBy("hub"), verifiedBy("token_review"), len(held), leasesAt.Sub(start).Round(time.Millisecond)) + "; " + profiled() + gmFlagsNote(e.o.gmFlags)},
 		{Name: fmt.Sprintf("edge: GlobalManager resident memory, %d connected", e.o.nodes), Value: round(connected.rss), Unit: "MiB", Goal: e.goals.memory,
 			Note: fmt.Sprintf("just after all synced: %s, %s; before the links, with the caches of the %d jobs and their pods: %.1f MiB, %s, %s",
 				connected.parts, describeMemory(connected.metrics), e.o.jobs, before.rss, before.parts, describeMemory(before.metrics))},
@@ -438,6 +440,10 @@ func (e *edgeRun) connectFleet(ctx context.Context, before gmMemory) ([]result, 
 	progress("edge: all %d synced in %s; GlobalManager %.1f MiB", e.o.nodes, connect.Round(time.Millisecond), connected.rss)
 	return results, nil
 }
+
+// connectProfileTime is how long the GlobalManager's CPU is profiled from the
+// links' start: the first 1,000 nodes take about that long.
+const connectProfileTime = 4 * time.Second
 
 // downstreamLatency updates Datasets at o.rate for latencyPhase, each to one
 // node, and measures from the Update's return to that node's store holding
