@@ -384,7 +384,7 @@ func (e *edgeRun) measure(ctx context.Context, before gmMemory) ([]result, error
 	// An outage's backlog: the same number of reports, queued in the
 	// outboxes while the GlobalManager is down, then drained after it
 	// starts. Unlike the burst above, the appends are not in the window.
-	backlog, err := measureBacklog(ctx, e.gm, e.fl, e.jobs, workers, e.o.reports, ceilingRate, e.caFile, e.metricsAddr)
+	backlog, err := e.backlog(ctx, workers, ceilingRate)
 	if err != nil {
 		return nil, fmt.Errorf("backlog: %w (GlobalManager log: %s)", err, e.gmLog)
 	}
@@ -440,6 +440,11 @@ func (e *edgeRun) connectFleet(ctx context.Context, before gmMemory) ([]result, 
 	progress("edge: all %d synced in %s; GlobalManager %.1f MiB", e.o.nodes, connect.Round(time.Millisecond), connected.rss)
 	return results, nil
 }
+
+// restartProfileTime is how long the restarted GlobalManager's CPU and the
+// API server's are profiled from its start: its caches fill and its hub
+// listens in about that long at 1,000 nodes.
+const restartProfileTime = 3 * time.Second
 
 // connectProfileTime is how long the GlobalManager's CPU is profiled from the
 // links' start: the first 1,000 nodes take about that long.
@@ -679,21 +684,37 @@ func (e *edgeRun) restart(ctx context.Context) ([]result, error) {
 		return nil, err
 	}
 	exited := time.Now()
+	u0, err := sampleUsage(ctx, e.kube, 0)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.gm.Start(); err != nil {
 		return nil, err
 	}
 	restarted := time.Now()
+	apiProfiled := profileAPIServer(ctx, e.kube, restartProfileTime, filepath.Join(e.outDir, "apiserver-"+e.o.name()+"-restart-cpu.pb.gz"))
+	metricsAddr, err := waitForHub(ctx, e.gm, e.caFile, e.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	e.metricsAddr = metricsAddr
+	gmProfiled := profileGlobalManager(ctx, e.metricsAddr, restartProfileTime, filepath.Join(e.outDir, "globalmanager-"+e.o.name()+"-restart-cpu.pb.gz"))
 	syncedAt, err := e.fl.waitSynced(ctx, stopAt, 5*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("restart: %w (GlobalManager log: %s)", err, e.gmLog)
+	}
+	u1, err := sampleUsage(ctx, e.kube, e.gm.Pid())
+	if err != nil {
+		return nil, err
 	}
 	listening := "?"
 	if at, ok := lastLogTime(e.gm.Log(), `"Serving edge connections"`); ok && at.After(restarted.Add(-time.Second)) {
 		listening = at.Sub(restarted).Round(time.Millisecond).String()
 	}
 	row := result{Name: fmt.Sprintf("edge: GlobalManager restart until all %d synced", e.o.nodes), Value: round(syncedAt.Sub(restarted).Seconds()), Unit: "s", Goal: e.goals.restart,
-		Note: fmt.Sprintf("from the new process's start (its hub listened after %s; the links retry with jittered backoff from 0.5s); %s from the SIGTERM, of which the old one took %s to exit",
-			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond))}
+		Note: fmt.Sprintf("from the new process's start (its hub listened after %s; the links retry with jittered backoff from 0.5s); %s from the SIGTERM, of which the old one took %s to exit; since the start, %s; %s; %s",
+			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond),
+			describeUsage(u0, u1, time.Since(restarted)), gmProfiled(), apiProfiled())}
 	progress("edge: all synced %s after the restart", syncedAt.Sub(restarted).Round(time.Millisecond))
 	return []result{row}, nil
 }
@@ -705,11 +726,6 @@ func (e *edgeRun) sustained(ctx context.Context) ([]result, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
-	metricsAddr, err := waitForHub(ctx, e.gm, e.caFile, e.metricsAddr)
-	if err != nil {
-		return nil, err
-	}
-	e.metricsAddr = metricsAddr
 	row, err := runSustained(ctx, e.o.ji, steps, e.fl, e.kube, e.sedna, e.metricsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sustained: %w (GlobalManager log: %s)", err, e.gmLog)
@@ -735,10 +751,12 @@ func (e *edgeRun) localControllerMemory(ctx context.Context) ([]result, error) {
 		Note: "connected and synced, then 5s idle"}}, nil
 }
 
-// measureBacklog stops the GlobalManager, appends count reports (rounds
-// after those of the burst) to the outboxes meanwhile, starts it again and
-// waits until the jobs' status counts them all and every link is synced.
-func measureBacklog(ctx context.Context, gm *framework.Process, fl *fleet, jobs *jobTracker, workers []string, count int, ceilingRate float64, caFile, oldMetrics string) ([]result, error) {
+// backlog stops the GlobalManager, appends -edge-reports reports (rounds
+// after those of the burst) to the workers' outboxes meanwhile, starts it
+// again and waits until the jobs' status counts them all and every link is
+// synced.
+func (e *edgeRun) backlog(ctx context.Context, workers []string, ceilingRate float64) ([]result, error) {
+	kube, gm, fl, jobs, count := e.kube, e.gm, e.fl, e.jobs, e.o.reports
 	progress("edge: backlog: SIGTERM to the GlobalManager, %d worker reports appended to the outboxes while it is down, then start it again", count)
 	stopAt := time.Now()
 	if err := gm.Signal(syscall.SIGTERM, 30*time.Second); err != nil {
@@ -751,7 +769,7 @@ func measureBacklog(ctx context.Context, gm *framework.Process, fl *fleet, jobs 
 		return nil, err
 	}
 	appendTook := time.Since(appendStart)
-	cpu0, err := sampleCPU(0)
+	u0, err := sampleUsage(ctx, kube, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -759,12 +777,13 @@ func measureBacklog(ctx context.Context, gm *framework.Process, fl *fleet, jobs 
 		return nil, err
 	}
 	started := time.Now()
+	profiled := profileAPIServer(ctx, kube, apiServerProfileTime, filepath.Join(e.outDir, "apiserver-"+e.o.name()+"-backlog-cpu.pb.gz"))
 	if err := jobs.waitReports(ctx, base, count, 5*time.Minute); err != nil {
 		applied, _ := jobs.reportsApplied()
 		return nil, fmt.Errorf("%d of %d queued reports in status: %w", applied-base, count, err)
 	}
 	applied, at := jobs.reportsApplied()
-	cpu1, err := sampleCPU(gm.Pid())
+	u1, err := sampleUsage(ctx, kube, gm.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -772,11 +791,11 @@ func measureBacklog(ctx context.Context, gm *framework.Process, fl *fleet, jobs 
 	if _, err := fl.waitSynced(ctx, stopAt, 5*time.Minute); err != nil {
 		return nil, err
 	}
-	metricsAddr, err := waitForHub(ctx, gm, caFile, oldMetrics)
-	if err != nil {
+	// What runs next runs on this GlobalManager.
+	if e.metricsAddr, err = waitForHub(ctx, gm, e.caFile, e.metricsAddr); err != nil {
 		return nil, err
 	}
-	m, err := scrapeMetrics(ctx, metricsAddr)
+	m, err := scrapeMetrics(ctx, e.metricsAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -785,10 +804,10 @@ func measureBacklog(ctx context.Context, gm *framework.Process, fl *fleet, jobs 
 	progress("edge: backlog of %d reports drained at %.0f/s", applied-base, rate)
 	return []result{
 		{Name: "edge: reports queued during an outage, drained after a restart", Value: round(rate), Unit: "reports/s",
-			Note: fmt.Sprintf("%d reports appended in %s while the GlobalManager was down, all in status %s after its start (the links' reconnects included); %.0f status writes (%.1f a write); %s",
+			Note: fmt.Sprintf("%d reports appended in %s while the GlobalManager was down, all in status %s after its start (the links' reconnects included); %.0f status writes (%.1f a write); %s; %s",
 				applied-base, appendTook.Round(time.Millisecond), took.Round(time.Millisecond), writes, float64(applied-base)/max(1, writes),
 				// The GlobalManager's CPU is the new process's, all of it since its start.
-				describeCPU(cpu0, cpu1, took))},
+				describeUsage(u0, u1, took), profiled())},
 		{Name: "edge: backlog drain rate / status write ceiling", Value: round(rate / ceilingRate), Unit: "ratio",
 			Note: "against the ceiling row; the burst's ratio above has the goal, with the appends in its window"},
 	}, nil
