@@ -86,11 +86,16 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 // that name that is already owner's (after a restart, or still terminating
 // after a delete) is not an error: its events requeue the owner.
 func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) (*corev1.Pod, error) {
-	made, err := c.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	pods := c.Client.CoreV1().Pods(pod.Namespace)
+	made, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return nil, c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
-			return c.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		freed, cerr := c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
+			return pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		})
+		if !freed {
+			return nil, cerr
+		}
+		made, err = pods.Create(ctx, pod, metav1.CreateOptions{})
 	}
 	if err != nil {
 		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
@@ -103,18 +108,23 @@ func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) 
 
 // confirmOurs handles AlreadyExists on a deterministic name: after a restart or
 // with a stale cache the child may be ours already (fine), or the name may be
-// taken by someone else's object (an error the user must see).
-func (c *Children) confirmOurs(ctx context.Context, owner Owner, kind, name string, get func(context.Context) (metav1.Object, error)) error {
+// taken by someone else's object (an error the user must see). freed says
+// that the object holding the name went between the create and the read (a
+// pod deleted just before its replacement): the caller creates once more.
+func (c *Children) confirmOurs(ctx context.Context, owner Owner, kind, name string, get func(context.Context) (metav1.Object, error)) (freed bool, err error) {
 	existing, err := get(ctx)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
 	if err != nil {
-		return fmt.Errorf("reading existing %s %s: %w", kind, name, err)
+		return false, fmt.Errorf("reading existing %s %s: %w", kind, name, err)
 	}
 	if IsControlledBy(existing, owner) {
-		return nil
+		return false, nil
 	}
 	err = fmt.Errorf("%s %s already exists and is not controlled by %s", kind, name, owner.GetName())
 	c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating %s %s: the name is taken by another object", kind, name)
-	return err
+	return false, err
 }
 
 // DeletePods deletes pods of owner, each only if it is still the pod with that UID.
@@ -241,9 +251,13 @@ type TypedClient[T metav1.Object] interface {
 func CreateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T) error {
 	_, err := client.Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return c.confirmOurs(ctx, owner, kind, obj.GetName(), func(ctx context.Context) (metav1.Object, error) {
+		freed, cerr := c.confirmOurs(ctx, owner, kind, obj.GetName(), func(ctx context.Context) (metav1.Object, error) {
 			return client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		})
+		if !freed {
+			return cerr
+		}
+		_, err = client.Create(ctx, obj, metav1.CreateOptions{})
 	}
 	noun := strings.ToLower(kind)
 	if err != nil {

@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -294,6 +296,33 @@ func TestCreatePodsReleasesExpectationForAPodThatAlreadyExists(t *testing.T) {
 	}
 	if !exp.Satisfied("ns/job") {
 		t.Errorf("expectations wait for an add event that will never come")
+	}
+}
+
+// A heal whose create meets the old pod's name, and whose read of it finds
+// the old pod gone meanwhile, creates again at once instead of failing the
+// sync into a backoff.
+func TestCreatePodsCreatesAgainWhenTheOldPodWentMeanwhile(t *testing.T) {
+	owner := &sednav1.FederatedLearningJob{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: "job-uid"}}
+	pod := NewWorkerPod(owner, sednav1.FederatedLearningJobKind, Worker{Name: "job-training-0-x", Role: "training", Hash: "x",
+		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}})
+	client := kubefake.NewClientset()
+	creates := 0
+	client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		if creates == 1 { // the old pod still held the name, then went
+			return true, nil, apierrors.NewAlreadyExists(corev1.Resource("pods"), pod.Name)
+		}
+		return false, nil, nil
+	})
+	exp := NewExpectations()
+	c := &Children{Client: client, Recorder: record.NewFakeRecorder(10), Expectations: exp}
+	made, err := c.CreatePods(t.Context(), "ns/job", owner, []*corev1.Pod{pod})
+	if err != nil {
+		t.Fatalf("CreatePods: %v", err)
+	}
+	if creates != 2 || len(made) != 1 {
+		t.Errorf("%d creates, %d pods made; want 2 creates and the pod made", creates, len(made))
 	}
 }
 
