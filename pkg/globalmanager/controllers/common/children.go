@@ -86,24 +86,37 @@ func (c *Children) CreatePods(ctx context.Context, key string, owner Owner, pods
 // that name that is already owner's (after a restart, or still terminating
 // after a delete) is not an error: its events requeue the owner.
 func (c *Children) createPod(ctx context.Context, owner Owner, pod *corev1.Pod) (*corev1.Pod, error) {
-	pods := c.Client.CoreV1().Pods(pod.Namespace)
-	made, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	made, ok, err := createNamed(ctx, c, owner, "Pod", c.Client.CoreV1().Pods(pod.Namespace), pod)
+	if ok {
+		klog.FromContext(ctx).V(2).Info("Created pod", "owner", klog.KObj(owner), "pod", pod.Name)
+	}
+	return made, err
+}
+
+// createNamed creates obj, owner's child of a deterministic name, and returns
+// it with ok when it was made. A name owner's child holds already is neither
+// made nor an error; a name whose holder went between the create and the
+// read (a pod deleted just before its replacement) is created once more. A
+// create that fails is an event on owner and the error.
+func createNamed[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T) (made T, ok bool, err error) {
+	var none T
+	made, err = client.Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		freed, cerr := c.confirmOurs(ctx, owner, "Pod", pod.Name, func(ctx context.Context) (metav1.Object, error) {
-			return pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		freed, cerr := c.confirmOurs(ctx, owner, kind, obj.GetName(), func(ctx context.Context) (metav1.Object, error) {
+			return client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		})
 		if !freed {
-			return nil, cerr
+			return none, false, cerr
 		}
-		made, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+		made, err = client.Create(ctx, obj, metav1.CreateOptions{})
 	}
 	if err != nil {
-		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
-		return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		noun := strings.ToLower(kind)
+		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating %s %s: %v", noun, obj.GetName(), err)
+		return none, false, fmt.Errorf("creating %s %s: %w", noun, obj.GetName(), err)
 	}
-	c.Metrics.ChildCreated(c.Controller, "Pod")
-	klog.FromContext(ctx).V(2).Info("Created pod", "owner", klog.KObj(owner), "pod", pod.Name)
-	return made, nil
+	c.Metrics.ChildCreated(c.Controller, kind)
+	return made, true, nil
 }
 
 // confirmOurs handles AlreadyExists on a deterministic name: after a restart or
@@ -249,22 +262,10 @@ type TypedClient[T metav1.Object] interface {
 // expectations: the name is deterministic, so a repeated create fails with
 // AlreadyExists, which confirmOurs then accepts.
 func CreateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T) error {
-	_, err := client.Create(ctx, obj, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		freed, cerr := c.confirmOurs(ctx, owner, kind, obj.GetName(), func(ctx context.Context) (metav1.Object, error) {
-			return client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		})
-		if !freed {
-			return cerr
-		}
-		_, err = client.Create(ctx, obj, metav1.CreateOptions{})
+	if _, ok, err := createNamed(ctx, c, owner, kind, client, obj); !ok {
+		return err
 	}
 	noun := strings.ToLower(kind)
-	if err != nil {
-		c.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating %s %s: %v", noun, obj.GetName(), err)
-		return fmt.Errorf("creating %s %s: %w", noun, obj.GetName(), err)
-	}
-	c.Metrics.ChildCreated(c.Controller, kind)
 	klog.FromContext(ctx).V(2).Info("Created child", "owner", klog.KObj(owner), "kind", kind, "name", obj.GetName())
 	if !noteCreated(ctx, noun, obj.GetName()) {
 		c.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s: %s", noun, obj.GetName())
