@@ -506,7 +506,8 @@ const linkedQueue = `{name="edgehub_conditions"}`
 // says how long that took and how many conditions it wrote.
 func (e *edgeRun) waitLinkedSettled(ctx context.Context) string {
 	// The count is of the writes taken off the queue; busy while some wait.
-	written, lastWrite, ok := waitQuiet(ctx, 250*time.Millisecond, 3*time.Second, 2*time.Minute, func() (float64, bool) {
+	const timeout = 2 * time.Minute
+	written, lastWrite, ok := waitQuiet(ctx, 250*time.Millisecond, 3*time.Second, timeout, func() (float64, bool) {
 		m, err := scrapeMetrics(ctx, e.metricsAddr)
 		if err != nil {
 			return -1, true
@@ -517,7 +518,7 @@ func (e *edgeRun) waitLinkedSettled(ctx context.Context) string {
 	case ctx.Err() != nil:
 		return "not measured at rest: " + ctx.Err().Error()
 	case !ok:
-		return fmt.Sprintf("measured while the hub still wrote conditions: %.0f written in the 2m0s after all synced", written)
+		return fmt.Sprintf("measured while the hub still wrote conditions: %.0f written in the %s after all synced", written, timeout)
 	}
 	return fmt.Sprintf("measured at rest: the hub's condition writes after the connect (%.0f since all synced, EdgeLinked going True) ended %s after all synced",
 		written, lastWrite.Round(100*time.Millisecond))
@@ -707,6 +708,7 @@ func (e *edgeRun) restart(ctx context.Context) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	sampled := time.Since(restarted)
 	listening := "?"
 	if at, ok := lastLogTime(e.gm.Log(), `"Serving edge connections"`); ok && at.After(restarted.Add(-time.Second)) {
 		listening = at.Sub(restarted).Round(time.Millisecond).String()
@@ -714,7 +716,7 @@ func (e *edgeRun) restart(ctx context.Context) ([]result, error) {
 	row := result{Name: fmt.Sprintf("edge: GlobalManager restart until all %d synced", e.o.nodes), Value: round(syncedAt.Sub(restarted).Seconds()), Unit: "s", Goal: e.goals.restart,
 		Note: fmt.Sprintf("from the new process's start (its hub listened after %s; the links retry with jittered backoff from 0.5s); %s from the SIGTERM, of which the old one took %s to exit; since the start, %s; %s; %s",
 			listening, syncedAt.Sub(stopAt).Round(time.Millisecond), exited.Sub(stopAt).Round(time.Millisecond),
-			describeUsage(u0, u1, time.Since(restarted)), gmProfiled(), apiProfiled())}
+			describeUsage(u0, u1, sampled), gmProfiled(), apiProfiled())}
 	progress("edge: all synced %s after the restart", syncedAt.Sub(restarted).Round(time.Millisecond))
 	return []result{row}, nil
 }

@@ -192,7 +192,9 @@ func retryDelay(minDelay, maxDelay time.Duration, n int, err error) time.Duratio
 // goingAway says whether err ends a session the GlobalManager closed going
 // away, as it does when it shuts down. Counting it as one more failure would
 // make the LocalControllers of a GlobalManager restarted twice in a row (a
-// rollout, a leader handed on) wait up to BackoffMax for the new one.
+// rollout, a leader handed on) wait up to BackoffMax for the new one. The hub
+// also closes going away a connection it heard nothing on for its read
+// timeout; the next try then comes as soon, within the hub's per-node pace.
 func goingAway(err error) bool {
 	var closeErr *websocket.CloseError
 	return errors.As(err, &closeErr) && closeErr.Code == websocket.CloseGoingAway
