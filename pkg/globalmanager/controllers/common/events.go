@@ -26,11 +26,22 @@ const (
 	ReasonFailedDelete     = "FailedDelete"
 )
 
+// EventCacheKeys is how many recent events the recorder remembers, in each
+// of its three caches (the per-object spam filter, the aggregation of similar
+// events, and the count of repeated ones): a repeat of one of them updates
+// its Event's count instead of making a new Event. client-go's 4,096 cost
+// the GlobalManager about 5 MB once a fleet's wave of link events filled
+// them (about 1.2 KB an event, its object's name and message in three
+// keys); an event that repeats within a wave of more than this many others
+// is written as a new Event, each still rate-limited per object.
+const EventCacheKeys = 1024
+
 // NewEventRecorder starts an event broadcaster that writes to the API server
 // and returns a recorder for the GlobalManager's controllers, which knows the
 // sedna.io kinds. The broadcaster stops with ctx.
 func NewEventRecorder(ctx context.Context, client kubernetes.Interface) record.EventRecorder {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx),
+		record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: EventCacheKeys}))
 	broadcaster.StartStructuredLogging(4)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() {
