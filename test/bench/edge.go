@@ -465,6 +465,7 @@ func (e *edgeRun) downstreamLatency(ctx context.Context) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	fleetBefore := e.fleetReady(ctx)
 	profiled := profileGlobalManager(ctx, e.metricsAddr, latencyPhase*2/3,
 		filepath.Join(e.outDir, "globalmanager-"+e.o.name()+"-downstream-cpu.pb.gz"))
 	start := time.Now()
@@ -490,10 +491,22 @@ func (e *edgeRun) downstreamLatency(ctx context.Context) ([]result, error) {
 		{Name: "edge: downstream latency p50", Value: ms(percentile(lat, 50)), Unit: "ms",
 			Note: fmt.Sprintf("%d Dataset updates at %g/s, each to one node; %s; %s", count, e.o.rate, method, settled)},
 		{Name: "edge: downstream latency p99", Value: ms(percentile(lat, 99)), Unit: "ms", Goal: e.goals.p99,
-			Note: describeUsage(u0, u1, took) + "; " + profiled()},
+			Note: describeUsage(u0, u1, took) + "; " + profiled() + "; the LocalControllers' DaemonSet, ready: " + fleetBefore + " at the start, " + e.fleetReady(ctx) + " at the end"},
 		{Name: "edge: downstream latency max", Value: ms(percentile(lat, 100)), Unit: "ms",
 			Note: fmt.Sprintf("hub resends meanwhile: %.0f (a resend waits 5s; %s); updates never seen within 30s: %d", resends, slowAcks(m0, m1), lost)},
 	}, nil
+}
+
+// fleetReady says how many of the LocalControllers' DaemonSet's pods its
+// status counts ready: kwok brings a fleet's pods up after the bench found
+// them bound, and each one's status write is a sync of the DaemonSet, over
+// every node, in the controller-manager.
+func (e *edgeRun) fleetReady(ctx context.Context) string {
+	ds, err := e.kube.AppsV1().DaemonSets(edgeNamespace).Get(ctx, edgeDaemonSet, metav1.GetOptions{})
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return fmt.Sprintf("%d of %d", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
 }
 
 // linkedQueue is the work queue of the hub's condition writes.
