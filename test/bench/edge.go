@@ -498,9 +498,11 @@ func (e *edgeRun) downstreamLatency(ctx context.Context) ([]result, error) {
 }
 
 // fleetReady says how many of the LocalControllers' DaemonSet's pods its
-// status counts ready: kwok brings a fleet's pods up after the bench found
-// them bound, and each one's status write is a sync of the DaemonSet, over
-// every node, in the controller-manager.
+// status counts ready. The bench waits only for them to be bound; kwok then
+// brings them up, and at 9,800 nodes on a busy machine nodes are taken for
+// not ready and their pods with them. Each of their status writes is a sync
+// of the DaemonSet, over every node, in the controller-manager: load on the
+// machine the latency is measured on.
 func (e *edgeRun) fleetReady(ctx context.Context) string {
 	ds, err := e.kube.AppsV1().DaemonSets(edgeNamespace).Get(ctx, edgeDaemonSet, metav1.GetOptions{})
 	if err != nil {
