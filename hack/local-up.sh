@@ -48,6 +48,13 @@
 #   NEREID_APISERVER_PROFILING=1   the API server serves /debug/pprof, to whom RBAC
 #                                  allows it (the admin kubeconfig); default off. The
 #                                  benchmark profiles the API server with it
+#   NEREID_NODE_MONITOR_GRACE_PERIOD  how long a node's Lease may go unrenewed before the
+#                                  controller-manager takes the node for not ready and
+#                                  its pods with it (default: Kubernetes' own, 50s). kwok
+#                                  renews every node's Lease every 10s; with thousands of
+#                                  nodes on a small machine it falls behind, which no
+#                                  cluster of real kubelets does: the edge bench at 9,800
+#                                  nodes sets 10m
 #
 # It is idempotent: when everything recorded for the out dir is running and healthy it
 # says so, re-applies the CRDs and nodes, and exits 0. When only some components run, it
@@ -251,6 +258,10 @@ start_kube_apiserver() {
 start_kube_controller_manager() {
   local kc
   kc="$(component_kubeconfig kube-controller-manager)"
+  local -a node_monitor=()
+  if [[ -n "${NEREID_NODE_MONITOR_GRACE_PERIOD:-}" ]]; then
+    node_monitor=(--node-monitor-grace-period="${NEREID_NODE_MONITOR_GRACE_PERIOD}")
+  fi
   # --controllers='*' runs every on-by-default controller: garbage collection (cascade
   # deletion), node lifecycle (lifts the not-ready taint once kwok reports a node Ready),
   # the service-account and token controllers, namespace deletion, Deployments,
@@ -272,6 +283,7 @@ start_kube_controller_manager() {
     --cluster-signing-key-file="${CERTS}/ca.key" \
     --use-service-account-credentials=true \
     "${GANG_GATES[@]}" \
+    "${node_monitor[@]}" \
     --profiling=false
 }
 

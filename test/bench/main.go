@@ -144,7 +144,7 @@ func run(o options) error {
 			return err
 		}
 	} else {
-		kc, stopCluster, err := framework.StartCluster(apiServerProfiling, routablePodAddresses)
+		kc, stopCluster, err := framework.StartCluster(apiServerProfiling, routablePodAddresses, steadyFleet)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func run(o options) error {
 				progress("edge at scale: a fresh control plane for %d nodes", o.edge.scaleNodes)
 				stop(false)
 				stop = func(bool) {}
-				kc, stopCluster, err := framework.StartCluster(apiServerProfiling, routablePodAddresses)
+				kc, stopCluster, err := framework.StartCluster(apiServerProfiling, routablePodAddresses, steadyFleet)
 				if err != nil {
 					return err
 				}
@@ -245,6 +245,15 @@ const apiServerProfiling = "NEREID_APISERVER_PROFILING=1"
 // EndpointSlice controller refuses loopback addresses and retries, a load
 // of the local run's, not of a cluster's, in every measured window.
 const routablePodAddresses = "NEREID_POD_CIDR=10.244.0.1/16"
+
+// steadyFleet keeps the bench's kwok nodes, and the LocalControllers' pods
+// on them, ready while it measures. kwok renews every node's Lease every 10s,
+// as a kubelet does: 980 writes a second at 9,800 nodes, which it cannot keep
+// up with on a small machine (about 70 a second on 2 cores), so after
+// Kubernetes' grace of 50s the controller-manager took nodes for not ready,
+// tainted them and their pods with them, and the DaemonSet's status churned:
+// a load of the local run's, not of a cluster's, in every measured window.
+const steadyFleet = "NEREID_NODE_MONITOR_GRACE_PERIOD=10m"
 
 // benchClients are the bench's clients of the framework's cluster, with no
 // client rate limit: the bench's own client must never be the bottleneck.

@@ -272,10 +272,28 @@ func (w *conditionWriter) forget(ref edgeproto.ObjectRef, c syncCondition) {
 	key := conditionKey{ref: ref, typ: c.typ}
 	w.mu.Lock()
 	if w.want[key] == c {
-		delete(w.want, key)
-		if len(w.want) == 0 && w.peak > shrinkPast {
-			w.want, w.peak = make(map[conditionKey]syncCondition), 0
-		}
+		w.drop(key)
 	}
 	w.mu.Unlock()
+}
+
+// settled says that ref's condition typ is as it should be: a condition
+// wanted for it and not written yet no longer holds (its node came back
+// before the write's turn), and is dropped rather than written late, with
+// its event, and then set right again.
+func (w *conditionWriter) settled(ref edgeproto.ObjectRef, typ string) {
+	key := conditionKey{ref: ref, typ: typ}
+	w.mu.Lock()
+	if _, ok := w.want[key]; ok {
+		w.drop(key)
+	}
+	w.mu.Unlock()
+}
+
+// drop deletes key's want; w.mu is held.
+func (w *conditionWriter) drop(key conditionKey) {
+	delete(w.want, key)
+	if len(w.want) == 0 && w.peak > shrinkPast {
+		w.want, w.peak = make(map[conditionKey]syncCondition), 0
+	}
 }

@@ -401,7 +401,8 @@ func (r *reach) lease(ctx context.Context, node string, now time.Time) (read rea
 
 // want wants obj's EdgeLinked condition for the nodes failing it: False
 // naming them, or True where it was False. Nothing for an object that never
-// had it and is fine.
+// had it and is fine, nor for one whose condition already says what holds:
+// what an earlier scan wanted of either is dropped if not written yet.
 func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
 	ref := edgeproto.ObjectRef{Kind: k.Name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	status, said := k.conditions.status(obj, ConditionEdgeLinked)
@@ -409,6 +410,8 @@ func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
 		if status == corev1.ConditionFalse {
 			r.hub.conditions.wants(ref, syncCondition{typ: ConditionEdgeLinked, ok: true, reason: ReasonLinked,
 				message: links.LinkedMessage, eventType: corev1.EventTypeNormal})
+		} else {
+			r.hub.conditions.settled(ref, ConditionEdgeLinked)
 		}
 		return
 	}
@@ -431,6 +434,7 @@ func (r *reach) want(k *kind, obj metav1.Object, failing map[string]nodeReach) {
 	}
 	c := syncCondition{typ: ConditionEdgeLinked, reason: reason, message: common.ClipConditionMessage(strings.Join(whys, "; ")), eventType: corev1.EventTypeWarning}
 	if status == corev1.ConditionFalse && said == c.message {
+		r.hub.conditions.settled(ref, ConditionEdgeLinked)
 		return
 	}
 	r.hub.conditions.wants(ref, c)

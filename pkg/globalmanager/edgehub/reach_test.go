@@ -18,6 +18,7 @@ import (
 
 	"github.com/nereid-ml/nereid/internal/testwait"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
@@ -247,6 +248,48 @@ func TestReachKeepsTheConditionOfObjectsWhoseNodesAreNotJudgedYet(t *testing.T) 
 	if len(written) > 0 {
 		t.Errorf("the scans wrote the conditions of %d Datasets whose nodes never connected (first: %s); want them kept", len(written), written[0])
 	}
+}
+
+// TestReachDropsAConditionThatNoLongerHoldsBeforeItIsWritten: the writer
+// takes wanted conditions one at a time; a scan that finds an object's node
+// linked before the writer came to the False it wanted drops it, and one
+// that finds the object as its False says drops the True wanted meanwhile.
+// A fleet whose LocalControllers connect after its Datasets were made then
+// writes no False, with its warning, for those not written yet, and no True
+// after it to set them right.
+func TestReachDropsAConditionThatNoLongerHoldsBeforeItIsWritten(t *testing.T) {
+	h := &Hub{clock: testingclock.NewFakeClock(time.Unix(1000, 0))}
+	h.conditions = newConditionWriter(h)
+	defer h.conditions.queue.ShutDown()
+	r := &reach{hub: h}
+	k := &kind{Kind: &desired.Kind{Name: desired.DatasetKind}, conditions: conditionsOf(nil)}
+	d := edgehubtest.Dataset("data", "edge-0")
+	key := conditionKey{ref: edgeproto.ObjectRef{Kind: desired.DatasetKind, Namespace: d.Namespace, Name: d.Name}, typ: ConditionEdgeLinked}
+	never := map[string]nodeReach{"edge-0": {reason: ReasonNoLocalController, link: true,
+		why: "no LocalController has connected from edge node edge-0 (is its LocalController Pod running there?)"}}
+	wanted := func(step string, want *bool) {
+		t.Helper()
+		c, ok := h.conditions.want[key]
+		switch {
+		case want == nil && ok:
+			t.Errorf("%s: %s=%v still wanted, want it dropped", step, ConditionEdgeLinked, c.ok)
+		case want != nil && (!ok || c.ok != *want):
+			t.Errorf("%s: wanted %+v (%v), want %s=%v", step, c, ok, ConditionEdgeLinked, *want)
+		}
+	}
+	no, yes := false, true
+
+	r.want(k, d, never)
+	wanted("a node never connected", &no)
+	r.want(k, d, nil)
+	wanted("it connected before the False was written", nil)
+
+	d.Status.Conditions = []metav1.Condition{{Type: ConditionEdgeLinked, Status: metav1.ConditionFalse,
+		Reason: ReasonNoLocalController, Message: never["edge-0"].why}}
+	r.want(k, d, nil)
+	wanted("the False written, then the node connected", &yes)
+	r.want(k, d, never)
+	wanted("it went again before the True was written", nil)
 }
 
 // TestReachKeepsALeaseReadPastItsTTLUntilItCanReadAgain: a Lease read is
