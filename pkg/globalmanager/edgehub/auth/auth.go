@@ -58,6 +58,9 @@ type Identity struct {
 	// ends the connection (revoke.go).
 	ServiceAccountUID types.UID
 	DaemonSet         types.UID
+	// signature is what verified the token, when the hub did
+	// (VerifyLocallyAgain).
+	signature *tokenreview.Signature
 }
 
 // Refusal is why a connection is refused before the websocket upgrade.

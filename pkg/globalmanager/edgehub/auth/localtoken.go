@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
 	corev1 "k8s.io/api/core/v1"
@@ -71,34 +72,66 @@ func (a *Authenticator) VerifyLocally(ctx context.Context, token string) (*Ident
 	if !a.serviceAccounts[sa] {
 		return nil, a.notLocalController(subject)
 	}
-	// No leeway here: a token near its times, or a clock apart from the API
-	// server's, is reviewed.
-	if public.ValidateWithLeeway(jwt.Expected{Time: now}, 0) != nil {
-		return nil, nil
-	}
-	// Stricter than the API server: a ServiceAccount or Pod being deleted
-	// is reviewed.
-	account, ok := get[*corev1.ServiceAccount](a.accountCache, sa)
-	if !ok || string(account.UID) != k.ServiceAccount.UID || account.DeletionTimestamp != nil {
-		return nil, nil
-	}
-	pod, ok := get[*corev1.Pod](a.podCache, k.Namespace+"/"+k.Pod.Name)
-	if !ok || string(pod.UID) != k.Pod.UID || pod.DeletionTimestamp != nil {
-		return nil, nil
-	}
 	id := &Identity{
 		Node: k.Node.Name, ServiceAccount: sa,
 		Pod:               types.NamespacedName{Namespace: k.Namespace, Name: k.Pod.Name},
 		PodUID:            types.UID(k.Pod.UID),
-		ServiceAccountUID: account.UID,
+		ServiceAccountUID: types.UID(k.ServiceAccount.UID),
 		ByHub:             true,
+		signature:         v.Signature(),
 	}
 	// The earlier of exp and warnafter, as verified.
 	id.Expires = public.Expiry.Time()
 	if w := k.WarnAfter; w != nil && w.Time().Before(id.Expires) {
 		id.Expires = w.Time()
 	}
+	if !a.boundStill(id, public, now) {
+		return nil, nil
+	}
 	return id, nil
+}
+
+// VerifyLocallyAgain is VerifyLocally of token, which id was admitted with,
+// later. When the hub verified it itself, its signature is not checked
+// again as long as the key that verified it is the issuer's
+// (tokenreview.IssuerKeys.Reverify): the claims are the token's own, and id
+// says what they bound. The times and the bound ServiceAccount and Pod are
+// checked as VerifyLocally checks them.
+func (a *Authenticator) VerifyLocallyAgain(ctx context.Context, token string, id *Identity) (*Identity, *Refusal) {
+	if id.signature == nil {
+		return a.VerifyLocally(ctx, token)
+	}
+	decided, err := a.keys.Reverify(ctx, id.signature, a.clock.Now())
+	switch {
+	case !decided && err == nil:
+		return a.VerifyLocally(ctx, token)
+	case errors.Is(err, tokenreview.ErrUnverifiable):
+		return nil, nil
+	case err != nil:
+		return nil, invalidToken(tokenreview.Why(err))
+	}
+	if !a.boundStill(id, id.signature.Times(), a.clock.Now()) {
+		return nil, nil
+	}
+	again := *id
+	return &again, nil
+}
+
+// boundStill says whether the hub can vouch for id's token at now, from its
+// caches: its times hold without leeway (a token near its times, or a
+// clock apart from the API server's, is reviewed), and, stricter than the
+// API server, its ServiceAccount and Pod exist with the UIDs it names and
+// are not being deleted (else it is reviewed).
+func (a *Authenticator) boundStill(id *Identity, times jwt.Claims, now time.Time) bool {
+	if times.ValidateWithLeeway(jwt.Expected{Time: now}, 0) != nil {
+		return false
+	}
+	account, ok := get[*corev1.ServiceAccount](a.accountCache, id.ServiceAccount)
+	if !ok || account.UID != id.ServiceAccountUID || account.DeletionTimestamp != nil {
+		return false
+	}
+	pod, ok := get[*corev1.Pod](a.podCache, id.Pod.String())
+	return ok && pod.UID == id.PodUID && pod.DeletionTimestamp == nil
 }
 
 // stores are caches of one kind, split by what each watches: an object is

@@ -586,3 +586,75 @@ func TestATokenTheHubAcceptedIsConfirmedOnlyByAReviewThatAgrees(t *testing.T) {
 		t.Error("the hub accepted a token of a Pod whose token a review refused")
 	}
 }
+
+// A connection's token, verified by the hub, is verified again without its
+// signature while the key that verified it is the issuer's (the same token
+// is not even parsed again: junk in its place still passes, which shows the
+// signature is not checked); its times and its ServiceAccount and Pod are
+// checked again each time, and a key changed under its key ID has the token
+// verified in full.
+func TestTheHubVerifiesATokenAgainWithoutItsSignatureWhileItsKeyHolds(t *testing.T) {
+	k := newSigners(t)
+	la := newLocalAuth(t, k.ti)
+	la.clock.SetTime(k.now)
+	token := keyed(k.rsaKey, "rsa", jose.RS256, k.now)(t, la)
+	id, refusal := la.connect(t, token)
+	if refusal != nil || !id.ByHub {
+		t.Fatalf("the token was not accepted by the hub: %+v, %+v", id, refusal)
+	}
+	again := func(token string) (*Identity, *Refusal) {
+		t.Helper()
+		reviews := la.reviews.Load()
+		got, refusal := la.VerifyLocallyAgain(t.Context(), token, id)
+		if la.reviews.Load() != reviews {
+			t.Fatalf("verifying again made a TokenReview")
+		}
+		return got, refusal
+	}
+	if got, refusal := again("not a token"); refusal != nil || got == nil || *got != *id {
+		t.Errorf("verified again while the key holds: %+v, %+v; want %+v", got, refusal, id)
+	}
+
+	at := func(now time.Time) {
+		t.Helper()
+		la.clock.SetTime(now)
+		if err := la.keys.ReadNow(t.Context()); err != nil { // held, read within KeysMaxAge
+			t.Fatal(err)
+		}
+	}
+	at(k.now.Add(time.Hour + time.Second))
+	if got, refusal := again(token); got != nil || refusal != nil {
+		t.Errorf("just past its expiry: %+v, %+v; want a review to decide", got, refusal)
+	}
+	at(k.now.Add(time.Hour + tokenreview.APIServerLeeway + time.Second))
+	if _, refusal := again(token); refusal == nil || refusal.Metric != RefusedInvalidToken {
+		t.Errorf("past its expiry and the leeway: %+v; want it refused as invalid", refusal)
+	}
+	at(k.now)
+
+	pod, _, _ := la.pods.GetByKey(id.Pod.String())
+	if err := la.pods.Delete(pod); err != nil {
+		t.Fatal(err)
+	}
+	if got, refusal := again(token); got != nil || refusal != nil {
+		t.Errorf("its Pod gone from the cache: %+v, %+v; want a review to decide", got, refusal)
+	}
+	if err := la.pods.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.ti.addKey("rsa", other)
+	if err := la.keys.ReadNow(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, refusal := again("not a token"); got != nil || refusal == nil || refusal.Metric != RefusedInvalidToken {
+		t.Errorf("another key under its key ID: %+v, %+v; want the token verified in full, and junk refused", got, refusal)
+	}
+	if _, refusal := again(token); refusal == nil || refusal.Metric != RefusedInvalidToken {
+		t.Errorf("another key under its key ID: %+v; want the token, no longer verified by it, refused", refusal)
+	}
+}
