@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -499,10 +500,10 @@ func (e *edgeRun) downstreamLatency(ctx context.Context) ([]result, error) {
 
 // fleetReady says how many of the LocalControllers' DaemonSet's pods its
 // status counts ready. The bench waits only for them to be bound; kwok then
-// brings them up, and at 9,800 nodes on a busy machine nodes are taken for
-// not ready and their pods with them. Each of their status writes is a sync
-// of the DaemonSet, over every node, in the controller-manager: load on the
-// machine the latency is measured on.
+// brings them up. Nodes taken for not ready take their pods with them, and
+// each of their status writes is a sync of the DaemonSet, over every node,
+// in the controller-manager: load on the machine the latency is measured on
+// (steadyFleet keeps kwok's nodes ready).
 func (e *edgeRun) fleetReady(ctx context.Context) string {
 	ds, err := e.kube.AppsV1().DaemonSets(edgeNamespace).Get(ctx, edgeDaemonSet, metav1.GetOptions{})
 	if err != nil {
@@ -513,15 +514,11 @@ func (e *edgeRun) fleetReady(ctx context.Context) string {
 
 // The work queues the hub works off after the links come up: its condition
 // writes, and the TokenReviews that confirm, after the fact, the tokens it
-// accepted itself (confirmRate a second: about 8 minutes at 9,800 nodes).
+// accepted itself (auth.ConfirmRate a second: about 8 minutes at 9,800 nodes).
 const (
 	linkedQueue        = `{name="edgehub_conditions"}`
 	confirmationsQueue = `{name="edgehub_token_confirmations"}`
 )
-
-// hubConfirmRate is the hub's pace of token confirmations
-// (edgehub/auth.confirmRate), for how long the bench waits for them.
-const hubConfirmRate = 20
 
 // waitLinkedSettled waits until the hub has written the conditions the
 // links' coming up called for (the jobs' and Datasets' EdgeLinked, False
@@ -531,7 +528,7 @@ const hubConfirmRate = 20
 // waits at most two minutes more than the confirmations take at their pace.
 func (e *edgeRun) waitLinkedSettled(ctx context.Context) string {
 	// The counts are of the items taken off the queues; busy while some wait.
-	timeout := 2*time.Minute + time.Duration(e.o.nodes/hubConfirmRate)*time.Second
+	timeout := 2*time.Minute + time.Duration(e.o.nodes/auth.ConfirmRate)*time.Second
 	written, lastWrite, ok := waitQuiet(ctx, 250*time.Millisecond, 3*time.Second, timeout, func() (float64, bool) {
 		m, err := scrapeMetrics(ctx, e.metricsAddr)
 		if err != nil {

@@ -13,15 +13,15 @@ import (
 // (revoke.go) still ends it within revocationBound: its token, locally where
 // the hub can verify it (a signing key the API server no longer publishes,
 // its ServiceAccount or Pod gone from the caches), else by a TokenReview
-// in the confirmer's turn, paced at confirmRate across nodes; then its node
+// in the confirmer's turn, paced at ConfirmRate across nodes; then its node
 // and its Pod's DaemonSet, from the caches. A local check of a token the
 // hub verified itself does not check its signature again while the key that
 // verified it is the issuer's (auth.Authenticator.VerifyLocallyAgain): at
 // 9,800 connections, checking each signature and decoding each token again
-// had taken a sixth of the idle hub's CPU (0.07 of a core). Only when the hub cannot read the issuer's keys
-// is each token reviewed again, and then 20 a second take longer than
-// recheckPeriod past 600 connections: each is reviewed every connections ÷
-// 20 seconds (10,000: about 8 minutes).
+// had taken a sixth of the idle hub's CPU (0.07 of a core). Only when the
+// hub cannot read the issuer's keys is each token reviewed again, and then
+// 20 a second take longer than recheckPeriod past 600 connections: each is
+// reviewed every connections ÷ 20 seconds (10,000: about 8 minutes).
 
 // recheckPeriod is how often each open connection is checked again;
 // recheckTick how often the due ones are looked for.

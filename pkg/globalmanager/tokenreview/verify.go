@@ -180,7 +180,8 @@ func validTimes(c gojwt.Claims, now time.Time) error {
 //   - true, nil when the key that verified it is still held (read again
 //     within KeysMaxAge) under its key ID, the same key, and the issuer is
 //     the same, and the token's times hold with the API server's leeway;
-//   - true and an error wrapping ErrInvalidToken when they do not;
+//   - true and an error wrapping ErrInvalidToken when the key holds and
+//     the times do not;
 //   - false, ErrUnverifiable when the keys cannot be used;
 //   - false, nil when the key or the issuer changed: Verify decides.
 //

@@ -20,17 +20,17 @@ import (
 // leave a deleted Pod's token acceptable until the deletion's event came.
 // So the API server still checks every token the hub accepted itself, after
 // the connection has started: a TokenReview in the background, at most
-// confirmRate a second, so that a storm of connections costs it nothing at
+// ConfirmRate a second, so that a storm of connections costs it nothing at
 // once. The hub's recheck of open connections (edgehub/recheck.go) hands it, in the same
 // way, each token the hub cannot check again itself. A connection whose token the review refuses, or finds bound to
 // another Pod, is closed, and that Pod's tokens are reviewed before they are
 // accepted from then on (for deletedMemory). How long a connection waits
-// for its review is bounded by the connections waiting ÷ confirmRate
+// for its review is bounded by the connections waiting ÷ ConfirmRate
 // (10,000 nodes: about 8 minutes after a storm).
 
-// confirmRate is how many TokenReviews a second confirm tokens the hub
+// ConfirmRate is how many TokenReviews a second confirm tokens the hub
 // accepted itself.
-const confirmRate = 20
+const ConfirmRate = 20
 
 // confirmWorkers is how many of those reviews are in flight at once.
 const confirmWorkers = 2
@@ -43,7 +43,7 @@ type Confirmer struct {
 	auth      *Authenticator
 	confirmed func(result string)                          // counts the reviews, by result
 	queue     workqueue.TypedRateLimitingInterface[string] // by node; failed reviews back off per node
-	pace      *rate.Limiter                                // confirmRate, across nodes
+	pace      *rate.Limiter                                // ConfirmRate, across nodes
 	clock     clock.WithTicker                             // the hub's, for the backoff and the pace
 
 	mu      sync.Mutex
@@ -80,7 +80,7 @@ func NewConfirmer(auth *Authenticator, confirmed func(result string), clk clock.
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "edgehub_token_confirmations", Clock: clk}),
-		pace:    rate.NewLimiter(confirmRate, 1),
+		pace:    rate.NewLimiter(ConfirmRate, 1),
 		clock:   clk,
 		pending: make(map[string]pendingToken),
 	}
@@ -128,7 +128,7 @@ func (c *Confirmer) Run(ctx context.Context) {
 }
 
 // waitTurn waits, on the hub's clock, for the turn of one review at
-// confirmRate; false when ctx ends first.
+// ConfirmRate; false when ctx ends first.
 func (c *Confirmer) waitTurn(ctx context.Context) bool {
 	now := c.clock.Now()
 	r := c.pace.ReserveN(now, 1)

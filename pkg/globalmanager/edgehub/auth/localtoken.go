@@ -101,7 +101,8 @@ func (a *Authenticator) VerifyLocallyAgain(ctx context.Context, token string, id
 	if id.signature == nil {
 		return a.VerifyLocally(ctx, token)
 	}
-	decided, err := a.keys.Reverify(ctx, id.signature, a.clock.Now())
+	now := a.clock.Now()
+	decided, err := a.keys.Reverify(ctx, id.signature, now)
 	switch {
 	case !decided && err == nil:
 		return a.VerifyLocally(ctx, token)
@@ -110,7 +111,7 @@ func (a *Authenticator) VerifyLocallyAgain(ctx context.Context, token string, id
 	case err != nil:
 		return nil, invalidToken(tokenreview.Why(err))
 	}
-	if !a.boundStill(id, id.signature.Times(), a.clock.Now()) {
+	if !a.boundStill(id, id.signature.Times(), now) {
 		return nil, nil
 	}
 	again := *id
