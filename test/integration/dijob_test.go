@@ -315,6 +315,21 @@ func countEvents(t *testing.T, ns string, uid types.UID, reason, name string) in
 	return n
 }
 
+// waitForEvents waits until the object uid has, for each reason, an event
+// whose message names name: the GlobalManager writes its events after the
+// status that made them, not with it.
+func waitForEvents(t *testing.T, ns string, uid types.UID, name string, reasons ...string) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, fmt.Sprintf("events %v naming %s", reasons, name), func(context.Context) (bool, error) {
+		for _, reason := range reasons {
+			if countEvents(t, ns, uid, reason, name) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 func TestDIJobScalesByEditAndByKubectlScale(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)

@@ -485,7 +485,11 @@ func checkTrainPodCarriesSednasEnvAndComesBackOnce(t *testing.T, c *cycle) {
 		t.Errorf("%d train pods after one was deleted (%v), want 1", len(pods), err)
 	}
 	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 1 {
-		t.Errorf("%v pods created for one deleted train pod, want 1", created)
+		var said []string
+		for _, e := range eventsOf(t, c.ns, pod.OwnerReferences[0].UID) {
+			said = append(said, fmt.Sprintf("%s %s: %s (×%d)", e.LastTimestamp.Format(time.Stamp), e.Reason, e.Message, e.Count))
+		}
+		t.Errorf("%v pods created for one deleted train pod, want 1; the job's events:\n%s", created, strings.Join(said, "\n"))
 	}
 }
 
