@@ -101,6 +101,7 @@ func benchDIJob(ctx context.Context, o dijobOptions, kube kubernetes.Interface, 
 	}
 	gm, err := startGlobalManager(ctx, bin, logPath, localrun.GlobalManager{
 		Namespace: ns, HealthAddress: "127.0.0.1:0", LeaseNamespace: framework.SystemNamespace,
+		Extra: []string{"--profiling"},
 	})
 	if err != nil {
 		return nil, err
@@ -125,6 +126,7 @@ func benchDIJob(ctx context.Context, o dijobOptions, kube kubernetes.Interface, 
 	if err != nil {
 		return nil, err
 	}
+	gmProfiled := profileGlobalManager(ctx, gm.HealthAddress(), apiServerProfileTime, benchFile("globalmanager-dijob-create-cpu.pb.gz"))
 	start := time.Now()
 	if err := createAtOnce(ctx, n, func(ctx context.Context, name string) error {
 		_, err := sedna.DiengineV2alpha1().DIJobs(ns).Create(ctx, benchDIJobSpec(name), metav1.CreateOptions{})
@@ -166,8 +168,8 @@ func benchDIJob(ctx context.Context, o dijobOptions, kube kubernetes.Interface, 
 		result{Name: "DIJob GlobalManager rate / ceiling", Value: round(rate / c.rate), Unit: "ratio", Goal: ">= 0.8",
 			Note: "objects/s against the ceiling row, measured once in this run"},
 		result{Name: "DIJob GlobalManager CPU during create", Value: round(u1.cpu.gm - u0.cpu.gm), Unit: "CPU-s",
-			Note: fmt.Sprintf("%.0f%% of one core over %s; %s; %.0f DIJob status writes", 100*(u1.cpu.gm-u0.cpu.gm)/took.Seconds(), took.Round(time.Millisecond),
-				queue, u1.writes["dijobs/status"]-u0.writes["dijobs/status"])},
+			Note: fmt.Sprintf("%.0f%% of one core over %s; %s; %.0f DIJob status writes; %s", 100*(u1.cpu.gm-u0.cpu.gm)/took.Seconds(), took.Round(time.Millisecond),
+				queue, u1.writes["dijobs/status"]-u0.writes["dijobs/status"], gmProfiled())},
 		result{Name: "DIJobs all Running", Value: round(running.Seconds()), Unit: "s",
 			Note: fmt.Sprintf("from the first create; kube-scheduler binds each pod to its allocated node, kwok runs it; placed on %s", placements(jobs))},
 		result{Name: "DIJob GlobalManager resident memory", Value: round(rss), Unit: "MiB",
