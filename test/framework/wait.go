@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
@@ -20,17 +21,29 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 }
 
 // DeletePodByHand deletes a pod as a user would who wants it gone now
-// (grace period 0), so the API server removes it at once. A graceful delete
-// would leave the end to kwok, which finishes it by name, without the
-// kubelet's UID precondition, and can then take the controller's replacement
-// of the same name with it: a second recreation no real cluster makes.
+// (grace period 0), so the API server removes it at once. Its watchers still
+// see it with a deletionTimestamp before it goes, and kwok's pod-delete
+// Stage would then delete it again by name, without the kubelet's UID
+// precondition, taking the controller's replacement of the same name with it
+// when that came first: a recreation no real cluster makes. The pod is
+// marked first (KwokDeletedByHand), and kwok leaves a marked pod alone
+// (hack/kwok/pod-stages.yaml).
 func DeletePodByHand(t testing.TB, namespace, name string) {
 	t.Helper()
+	pods := KubeClient(t).CoreV1().Pods(namespace)
+	mark := []byte(`{"metadata":{"annotations":{"` + KwokDeletedByHand + `":"true"}}}`)
+	if _, err := pods.Patch(t.Context(), name, types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("marking pod %s/%s as deleted by hand: %v", namespace, name, err)
+	}
 	zero := int64(0)
-	if err := KubeClient(t).CoreV1().Pods(namespace).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := pods.Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatalf("deleting pod %s/%s: %v", namespace, name, err)
 	}
 }
+
+// KwokDeletedByHand is the annotation that keeps the local run's kwok from
+// finishing a pod's deletion (hack/kwok/pod-stages.yaml).
+const KwokDeletedByHand = "nereid.io/kwok-deleted-by-hand"
 
 // VersionAtLeast says whether resourceVersion have is want or a later one,
 // comparing them as the numbers etcd makes them: opaque to clients in
