@@ -52,7 +52,9 @@ func policyAuthor(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) *res
 		if made, err = author.CoreV1().Pods(ns).Create(ctx, labelled, metav1.CreateOptions{}); err == nil { // not loaded yet
 			return false, author.CoreV1().Pods(ns).Delete(ctx, made.Name, metav1.DeleteOptions{})
 		}
-		return apierrors.IsForbidden(err), nil
+		// RBAC's refusal, before the ServiceAccount's Role reaches the
+		// authorizer, is not the policy's: wait on.
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), policyLabelField), nil
 	})
 	refusedByPolicy(t, "a Pod carrying the owner label", err, policyLabelField, "on pods;")
 	return cfg
