@@ -63,13 +63,23 @@ func TestDIJobV1ServerPlacesDDPLearnersOnFreeGPUs(t *testing.T) {
 		agPod = p
 		return err == nil && p.Status.PodIP != "", err
 	})
-	// The server knows the aggregator's address once the GlobalManager's
-	// pod cache has seen it, a moment after the API server has.
-	framework.Eventually(t, 30*time.Second, "the v1 server to take aggregator "+aggregator+"'s address", func(context.Context) (bool, error) {
-		code, r = s.call(agPod.Status.PodIP, http.MethodGet, fmt.Sprintf("/v1alpha1/replicas?namespace=%s&aggregator=%s", ns, aggregator), "")
-		return code != http.StatusUnauthorized, nil
-	})
+	// The server knows the aggregator's address, and lists every learner,
+	// once the GlobalManager's pod cache has seen them, a moment after the
+	// API server has.
 	var listed v1JobAnswer
+	framework.Eventually(t, 30*time.Second, "the v1 server to take aggregator "+aggregator+"'s address and list its learners", func(context.Context) (bool, error) {
+		code, r = s.call(agPod.Status.PodIP, http.MethodGet, fmt.Sprintf("/v1alpha1/replicas?namespace=%s&aggregator=%s", ns, aggregator), "")
+		listed = v1JobAnswer{}
+		if code != http.StatusOK || json.Unmarshal(r.Data, &listed) != nil {
+			return false, nil
+		}
+		for _, p := range ddp {
+			if !slices.Contains(listed.Learners, coordinated.AccessURL(p)) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	if code != http.StatusOK || json.Unmarshal(r.Data, &listed) != nil || len(listed.Learners) != 4 {
 		t.Errorf("GET ?aggregator=%s: %d %+v, want each DDP learner at di-port and at its one gpu-port", aggregator, code, r)
 	}
