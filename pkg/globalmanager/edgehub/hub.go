@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -78,6 +79,9 @@ type Hub struct {
 	addresses *tokenreview.AddressLimiter
 	refusals  *auth.RefusalLog
 	upgrader  websocket.Upgrader
+	// reachChanged says something the reach scan reads changed since it
+	// last ran (reachSaw).
+	reachChanged atomic.Bool
 
 	mu       sync.RWMutex
 	sessions map[string]*session // by node
@@ -160,7 +164,8 @@ func New(ctx context.Context, d Deps) (*Hub, error) {
 		return nil, err
 	}
 	if err := h.auth.Watch(auth.Hooks{PodGone: h.podGone, PodControllerChanged: h.podControllerChanged,
-		ServiceAccountChanged: h.serviceAccountChanged, NodeLeft: h.nodeLeft, DaemonSetChanged: h.daemonSetChanged}); err != nil {
+		ServiceAccountChanged: h.serviceAccountChanged, NodeLeft: h.nodeLeft, NodeJoined: func(string) { h.reachSaw() },
+		DaemonSetChanged: h.daemonSetChanged}); err != nil {
 		return nil, err
 	}
 	if err := h.auth.RegisterKeysGauge(reg); err != nil {
@@ -222,7 +227,8 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 	h.addresses = tokenreview.NewAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
 	h.refusals = auth.NewRefusalLog(h.clock)
 	h.links = links.New(links.Config{Client: kubeClient, Namespace: cfg.Namespace, Period: cfg.LeaseUpdatePeriod, Rate: cfg.LeaseWriteRate,
-		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) }})
+		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) },
+		Changed: h.reachSaw})
 	h.auth = auth.New(cfg.authConfig(kubeClient, m))
 	h.confirmer = auth.NewConfirmer(h.auth, func(result string) { m.tokensConfirmed.WithLabelValues(result).Inc() }, h.clock)
 	return h
@@ -233,8 +239,14 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 func (h *Hub) watchKinds() error {
 	for _, k := range h.kinds {
 		reg, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { h.markDirty(h.sets.AffectedNodes(k.Kind, obj)) },
+			AddFunc: func(obj any) {
+				h.markDirty(h.sets.AffectedNodes(k.Kind, obj))
+				h.reachSawKind(k)
+			},
 			UpdateFunc: func(oldObj, newObj any) {
+				if reachSees(k, oldObj, newObj) {
+					h.reachSaw()
+				}
 				if h.sets.Digests().SameOnEdge(k.Kind, oldObj, newObj) {
 					return // a status write: nothing the edge uses changed
 				}
@@ -243,6 +255,7 @@ func (h *Hub) watchKinds() error {
 			DeleteFunc: func(obj any) {
 				h.sets.Digests().Forget(obj)
 				h.markDirty(h.sets.AffectedNodes(k.Kind, obj))
+				h.reachSawKind(k)
 			},
 		})
 		if err != nil {
@@ -259,15 +272,24 @@ func (h *Hub) watchKinds() error {
 func (h *Hub) watchWorkerPods() error {
 	pods := h.sets.Pods()
 	reg, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.markDirty(desired.PodNodes(nil, obj)) },
+		AddFunc: func(obj any) {
+			h.markDirty(desired.PodNodes(nil, obj))
+			h.reachSaw()
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
 			if o.Spec.NodeName != n.Spec.NodeName || o.Labels[common.LabelOwnerUID] != n.Labels[common.LabelOwnerUID] ||
 				!sameController(o, n) || !slices.Equal(desired.WorkerIPs(o), desired.WorkerIPs(n)) {
 				h.markDirty(desired.PodNodes(oldObj, newObj))
+				h.reachSaw()
+			} else if desired.Finished(o) != desired.Finished(n) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+				h.reachSaw()
 			}
 		},
-		DeleteFunc: func(obj any) { h.markDirty(desired.PodNodes(nil, obj)) },
+		DeleteFunc: func(obj any) {
+			h.markDirty(desired.PodNodes(nil, obj))
+			h.reachSaw()
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("adding edge hub pod handler: %w", err)
@@ -302,14 +324,21 @@ func (h *Hub) followWorkerChain(workers WorkerCaches) error {
 // make or unmake, as it comes, goes or changes controller.
 func (h *Hub) watchChainLink(inf cache.SharedIndexInformer) error {
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.markDirty(h.chainNodes(obj)) },
+		AddFunc: func(obj any) {
+			h.markDirty(h.chainNodes(obj))
+			h.reachSaw()
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(metav1.Object), newObj.(metav1.Object)
 			if !sameController(o, n) {
 				h.markDirty(h.chainNodes(newObj))
+				h.reachSaw()
 			}
 		},
-		DeleteFunc: func(obj any) { h.markDirty(h.chainNodes(obj)) },
+		DeleteFunc: func(obj any) {
+			h.markDirty(h.chainNodes(obj))
+			h.reachSaw()
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("adding edge hub worker chain handler: %w", err)

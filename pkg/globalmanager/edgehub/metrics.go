@@ -25,6 +25,8 @@ type metrics struct {
 	tokensConfirmed *prometheus.CounterVec
 	// tokenReviews counts every TokenReview the hub sends, by result.
 	tokenReviews *prometheus.CounterVec
+	// reachScans counts the scans of every object's nodes (reach.go).
+	reachScans prometheus.Counter
 }
 
 // newMetrics makes the hub's metrics and registers them with reg, if not nil.
@@ -60,6 +62,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"A token the hub can refuse itself (not signed by the API server's published keys) is never sent.")), []string{"result"}),
 		tokensConfirmed: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tokens_confirmed_total",
 			"TokenReviews of open connections' tokens: those the hub verified itself, once, and those it cannot check again itself, every recheck; by result: confirmed, or refused (the connection is then closed).")), []string{"result"}),
+		reachScans: prometheus.NewCounter(prometheus.CounterOpts(opts("reach_scans_total",
+			"Scans of the nodes of every object the hub sends, for their EdgeLinked condition: every 2s while something they read changes or a node is not judged yet, else every 30s."))),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "nereid", Subsystem: "edgehub", Name: "object_ack_latency_seconds",
 			Help:    "Time from the first send of an object's version to its Ack.",
@@ -68,7 +72,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connectedNodes, m.refused, m.revoked, m.sent, m.received,
-			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed, m.tokenReviews} {
+			m.resends, m.unsendable, m.reportsApplied, m.reportsRefused, m.ackLatency, m.tokens, m.lanesWaiting, m.tokensConfirmed, m.tokenReviews,
+			m.reachScans} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

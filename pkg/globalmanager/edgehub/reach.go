@@ -49,8 +49,17 @@ const (
 	ReasonLinked = links.ReasonLinked
 )
 
-// DefaultReachPeriod is how often the hub looks at every object's nodes.
+// DefaultReachPeriod is how often the hub may look at every object's nodes:
+// it does so when something a scan reads changed since the last (an object
+// the hub sends, a worker pod, an edge node, a link), when the last scan
+// left a node to be judged later, and at least every reachResync.
 const DefaultReachPeriod = 2 * time.Second
+
+// reachResync is the longest between two scans when nothing the hub
+// watches changed: what it reads rather than watches (whether a node
+// LocalControllers do not serve exists) is looked at again then. At rest,
+// a fleet of thousands of objects is not walked every period.
+const reachResync = 30 * time.Second
 
 // nodeCacheTTL is how long the hub trusts what it read of a node it does
 // not watch (one LocalControllers do not serve).
@@ -124,6 +133,11 @@ type reach struct {
 	// from objects anyone who may create a Dataset writes, and must not
 	// turn into a flood of reads of the API server.
 	reads int
+	// scanned is when the last scan ran; again says it left something
+	// that only time settles (a node not judged yet, a Dataset not told
+	// yet, a Lease another hub renews), so the next period scans again.
+	scanned time.Time
+	again   bool
 }
 
 // Bounds on what the node names of objects cost: reads a scan, and cached
@@ -140,7 +154,10 @@ func (h *Hub) runReach(ctx context.Context) {
 	r := &reach{hub: h, started: h.clock.Now(), nodes: map[string]readNode{}, leases: map[string]readLease{},
 		edgeNodes: h.auth.Caches().EdgeNodes, state: h.links.State}
 	for ctx.Err() == nil {
-		r.scan(ctx)
+		if r.due(h.reachChanged.Swap(false), h.clock.Now()) {
+			r.scan(ctx)
+			h.metrics.reachScans.Inc()
+		}
 		select {
 		case <-ctx.Done():
 		case <-h.clock.After(h.cfg.ReachPeriod):
@@ -148,10 +165,73 @@ func (h *Hub) runReach(ctx context.Context) {
 	}
 }
 
+// due says whether a scan is due at now: something it reads changed since
+// the last (changed), the last left something for later, or reachResync
+// has passed since it.
+func (r *reach) due(changed bool, now time.Time) bool {
+	return changed || r.again || r.scanned.IsZero() || now.Sub(r.scanned) >= reachResync
+}
+
+// reachSaw says that something a reach scan reads changed: the next period
+// scans.
+func (h *Hub) reachSaw() { h.reachChanged.Store(true) }
+
+// reached says whether the reach scan looks at k's objects: the kinds with
+// workers, and Datasets.
+func (k *kind) reached() bool { return k.Workers || k.Name == desired.DatasetKind }
+
+// reachSawKind is reachSaw for an object of k that came or went.
+func (h *Hub) reachSawKind(k *kind) {
+	if k.reached() {
+		h.reachSaw()
+	}
+}
+
+// reachSees says whether an update of an object of k changes what a reach
+// scan reads of it: whether it is being deleted, its EdgeLinked condition
+// (which another writer may have dropped), and the nodes and Datasets it
+// names. A change to anything else (a Dataset's URL, a job's counts) does
+// not start a scan.
+func reachSees(k *kind, oldObj, newObj any) bool {
+	if !k.reached() {
+		return false
+	}
+	o, okOld := oldObj.(metav1.Object)
+	n, okNew := newObj.(metav1.Object)
+	if !okOld || !okNew {
+		return true
+	}
+	if (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
+		return true
+	}
+	oldStatus, oldSaid := k.conditions.status(o, ConditionEdgeLinked)
+	newStatus, newSaid := k.conditions.status(n, ConditionEdgeLinked)
+	return oldStatus != newStatus || oldSaid != newSaid || !slices.Equal(namesReached(o), namesReached(n))
+}
+
+// namesReached are the names obj gives that neededNodes reads: its node,
+// its Datasets' and its templates' nodes, each marked with what it is.
+func namesReached(obj metav1.Object) []string {
+	var out []string
+	if p, ok := obj.(desired.Placed); ok {
+		out = append(out, "node "+p.NodeName())
+	}
+	for _, name := range desired.DatasetNames(obj) {
+		out = append(out, "dataset "+name)
+	}
+	if t, ok := obj.(desired.Templated); ok {
+		for _, tmpl := range t.PodTemplates() {
+			out = append(out, "template "+tmpl.Spec.NodeName)
+		}
+	}
+	return out
+}
+
 // scan looks at every object the hub sends and wants the condition its
 // nodes call for.
 func (r *reach) scan(ctx context.Context) {
 	now := r.hub.clock.Now()
+	r.scanned, r.again = now, false
 	r.reads = nodeReadsPerScan
 	if len(r.nodes) > maxCachedNodes {
 		clear(r.nodes)
@@ -170,11 +250,12 @@ func (r *reach) scan(ctx context.Context) {
 		}
 		j := r.judge(ctx, node, pinned, now)
 		judged[key] = j
+		r.again = r.again || j.unknown
 		return j
 	}
 	onEdge, offEdge := r.podNodes()
 	for _, k := range r.hub.kinds {
-		if !k.Workers && k.Name != desired.DatasetKind {
+		if !k.reached() {
 			continue
 		}
 		for _, item := range k.Informer.GetStore().List() {
@@ -206,8 +287,11 @@ func (r *reach) failing(ctx context.Context, k *kind, obj metav1.Object, running
 		switch j := judge(node, pinned); {
 		case j.unknown:
 			judged = false
-		case j.reason != "" && (k.Workers || j.datasetTold(now, r.linkSettle())):
+		case j.reason == "":
+		case k.Workers || j.datasetTold(now, r.linkSettle()):
 			failing[node] = j
+		default:
+			r.again = true // the Dataset is told once the outage lasted
 		}
 	}
 	return failing, judged || len(failing) > 0
@@ -297,6 +381,7 @@ func (r *reach) nodeExists(ctx context.Context, node string) bool {
 		return c.exists
 	}
 	if r.reads <= 0 {
+		r.again = true
 		return true
 	}
 	r.reads--
@@ -379,6 +464,7 @@ func (r *reach) lease(ctx context.Context, node string, now time.Time) (read rea
 		return c, true
 	}
 	if r.reads <= 0 {
+		r.again = true
 		return c, cached
 	}
 	r.reads--
@@ -395,6 +481,8 @@ func (r *reach) lease(ctx context.Context, node string, now time.Time) (read rea
 	}
 	if !read.exists || read.down {
 		r.leases[node] = read
+	} else {
+		r.again = true // another hub renews it: read again next scan
 	}
 	return read, true
 }

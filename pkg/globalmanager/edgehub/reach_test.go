@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nereid-ml/nereid/internal/testwait"
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/desired"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/edgehubtest"
@@ -321,4 +322,83 @@ func TestReachKeepsALeaseReadPastItsTTLUntilItCanReadAgain(t *testing.T) {
 	if read, ok := r.lease(t.Context(), "edge-0", now.Add(leaseCacheTTL)); !ok || leaseReads() != 2 || read.at != now.Add(leaseCacheTTL) {
 		t.Errorf("past the TTL with a read left: %+v, ok %v, %d reads; want it read again", read, ok, leaseReads())
 	}
+}
+
+// TestReachScansWhenWhatItReadsChanges: a scan that judged every node is
+// not due again until something it reads changes (an object's nodes or
+// Datasets, its EdgeLinked condition, a worker pod, an edge node, a link)
+// or reachResync passes; one that left a node for later is due the next
+// period. A Dataset's URL or a job's counts start no scan.
+func TestReachScansWhenWhatItReadsChanges(t *testing.T) {
+	edge0 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-0", Labels: map[string]string{DefaultNodeSelector: ""}}}
+	f := newFixture(t, testConfig, edge0, edgehubtest.Dataset("data", "edge-0"))
+	h := f.hub
+	now := h.clock.Now()
+	newReach := func(started time.Time) *reach {
+		return &reach{hub: h, started: started, nodes: map[string]readNode{}, leases: map[string]readLease{},
+			edgeNodes: h.auth.Caches().EdgeNodes, state: h.links.State}
+	}
+	r := newReach(now.Add(-time.Hour))
+	if !r.due(false, now) {
+		t.Errorf("a reach that never scanned is not due")
+	}
+	r.scan(t.Context())
+	if r.due(false, now) {
+		t.Errorf("due again with nothing changed after a scan that judged every node")
+	}
+	if resync := r.scanned.Add(reachResync); !r.due(true, now) || !r.due(false, resync) {
+		t.Errorf("not due after a change (%v) or after %s (%v)", r.due(true, now), reachResync, r.due(false, resync))
+	}
+	justStarted := newReach(now)
+	justStarted.scan(t.Context())
+	if !justStarted.due(false, now) {
+		t.Errorf("a scan that left edge-0 for later (the hub just started) is not due the next period")
+	}
+
+	// What an update changes, as the hub's handler sees it.
+	k := h.byName[desired.DatasetKind]
+	d := edgehubtest.Dataset("data", "edge-0")
+	changed := func(change func(*sednav1.Dataset)) bool {
+		n := d.DeepCopy()
+		change(n)
+		return reachSees(k, d, n)
+	}
+	for name, tc := range map[string]struct {
+		change func(*sednav1.Dataset)
+		want   bool
+	}{
+		"its URL":   {func(n *sednav1.Dataset) { n.Spec.URL = "/data/other" }, false},
+		"its node":  {func(n *sednav1.Dataset) { n.Spec.NodeName = "edge-1" }, true},
+		"deleted":   {func(n *sednav1.Dataset) { n.DeletionTimestamp = &metav1.Time{Time: now} }, true},
+		"its count": {func(n *sednav1.Dataset) { n.Status.NumberOfSamples = 7 }, false},
+		"its EdgeLinked condition": {func(n *sednav1.Dataset) {
+			n.Status.Conditions = []metav1.Condition{{Type: ConditionEdgeLinked, Status: metav1.ConditionFalse, Reason: ReasonLinkDown}}
+		}, true},
+	} {
+		if got := changed(tc.change); got != tc.want {
+			t.Errorf("%s changed: reachSees %v, want %v", name, got, tc.want)
+		}
+	}
+
+	// The hub's handlers say so.
+	h.reachChanged.Store(false)
+	d, err := f.sedna.SednaV1alpha1().Datasets(testNS).Get(t.Context(), "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.NodeName = "edge-1"
+	if _, err := f.sedna.SednaV1alpha1().Datasets(testNS).Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 10*time.Second, "the hub to see the Dataset's node change", func(context.Context) (bool, error) {
+		return h.reachChanged.Load(), nil
+	})
+	h.reachChanged.Store(false)
+	edge1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "edge-1", Labels: map[string]string{DefaultNodeSelector: ""}}}
+	if _, err := f.kube.CoreV1().Nodes().Create(t.Context(), edge1, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 10*time.Second, "the hub to see edge-1 become an edge node", func(context.Context) (bool, error) {
+		return h.reachChanged.Load(), nil
+	})
 }

@@ -74,8 +74,10 @@ func (h *Hub) podControllerChanged(pod *corev1.Pod) {
 }
 
 // nodeLeft ends the connections of node once it is no longer an edge node:
-// deleted, or its labels no longer match the edge node selector.
+// deleted, or its labels no longer match the edge node selector. The next
+// reach scan judges it again.
 func (h *Hub) nodeLeft(node string) {
+	h.reachSaw()
 	h.revokeWhere(auth.RevokedNotEdgeNode, func(s *session) string {
 		if s.node != node {
 			return ""

@@ -43,6 +43,9 @@ type Hooks struct {
 	// NodeLeft: node is no longer an edge node (deleted, or its labels no
 	// longer match).
 	NodeLeft func(node string)
+	// NodeJoined, if set: node is an edge node now (made, or its labels
+	// match now).
+	NodeJoined func(node string)
 	// DaemonSetChanged: the LocalControllers' DaemonSet was made, deleted or
 	// made again; current is it now, nil when deleted.
 	DaemonSetChanged func(current *appsv1.DaemonSet)
@@ -220,6 +223,11 @@ func (a *Authenticator) watchEdgeNodes(hooks Hooks) error {
 	// A node deleted, or whose labels no longer match (the watch of a
 	// label selector then sends a deletion), is no longer an edge node.
 	if _, err := a.edgeNodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, ok := obj.(*corev1.Node); ok && hooks.NodeJoined != nil {
+				hooks.NodeJoined(n.Name)
+			}
+		},
 		UpdateFunc: func(_, newObj any) {
 			if n := newObj.(*corev1.Node); !a.nodeSelector.Matches(labels.Set(n.Labels)) {
 				a.nodeLeft(hooks, n.Name)

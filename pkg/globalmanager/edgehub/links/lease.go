@@ -108,6 +108,9 @@ type Config struct {
 	// hub's read timeout: how long a node may be silent and still up).
 	Grace time.Duration
 	Clock clock.WithTicker
+	// Changed, if set, is called (with the Writer's lock held) when a node
+	// connects or disconnects.
+	Changed func()
 }
 
 // Writer keeps every node's link state and writes it to the node's Lease.
@@ -129,6 +132,8 @@ type Writer struct {
 	prior  map[string]*coordinationv1.Lease
 	primed bool
 	kick   chan struct{}
+	// changed is Config.Changed, or nothing.
+	changed func()
 	// credit is how many renewals may go out now, by the rate since
 	// creditAt (renewalBudget), so that rounds a kick adds between ticks
 	// do not add to the rate.
@@ -138,7 +143,7 @@ type Writer struct {
 
 // New returns a Writer of cfg, holding no node yet.
 func New(cfg Config) *Writer {
-	return &Writer{
+	w := &Writer{
 		client:    cfg.Client,
 		namespace: cfg.Namespace,
 		own:       cfg.Own,
@@ -149,7 +154,12 @@ func New(cfg Config) *Writer {
 		nodes:     make(map[string]*link),
 		prior:     make(map[string]*coordinationv1.Lease),
 		kick:      make(chan struct{}, 1),
+		changed:   cfg.Changed,
 	}
+	if w.changed == nil {
+		w.changed = func() {}
+	}
+	return w
 }
 
 // Conn stands for one connection of a node: what is recorded through it
@@ -191,6 +201,7 @@ func (l *Writer) Connected(node, store string, stated uint64) *Conn {
 	}
 	k.statedID = max(k.statedID, stated)
 	k.urgent, k.changed = true, true
+	l.changed()
 	l.wake()
 	return c
 }
@@ -313,6 +324,7 @@ func (l *Writer) Disconnected(c *Conn) {
 	}
 	k.connected, k.conn = false, nil
 	k.urgent, k.changed = true, true
+	l.changed()
 	l.wake()
 }
 

@@ -296,3 +296,19 @@ func TestPrimedLeasesBoundHellosAndAreKeptByTheFirstWrite(t *testing.T) {
 		t.Errorf("Recorded after the write = %+v; want 75, known", got)
 	}
 }
+
+// TestTheWriterSaysWhenALinkComesOrGoes: Config.Changed hears each connect
+// and each disconnect of a node's current connection, and nothing else.
+func TestTheWriterSaysWhenALinkComesOrGoes(t *testing.T) {
+	changes := 0
+	l := New(Config{Client: kubefake.NewClientset(), Namespace: "ns", Period: 10 * time.Second,
+		Clock: testingclock.NewFakeClock(time.Unix(1000, 0)), Changed: func() { changes++ }})
+	first := l.Connected("edge-0", "store", 0)
+	l.Heard(first)
+	second := l.Connected("edge-0", "store", 0)
+	l.Disconnected(first) // replaced: not a disconnect
+	l.Disconnected(second)
+	if changes != 3 {
+		t.Errorf("Changed called %d times for two connects and one disconnect, want 3", changes)
+	}
+}
