@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -79,4 +81,29 @@ func Edit[T any](t testing.TB, get func(context.Context, string, metav1.GetOptio
 		t.Fatalf("editing %s: %v", name, err)
 	}
 	return written
+}
+
+// EndPod ends a pod in phase as its kubelet would (kwok keeps pods Running,
+// so the tests play the kubelet for a pod's end). It waits for kwok to
+// have made the pod Running first (its podIP set): kwok's pod-ready Stage,
+// applied after the end, would write the pod Running again. A pod already
+// gone counts as ended; a conflict with kwok's own status write is tried
+// again.
+func EndPod(t testing.TB, namespace, name string, phase corev1.PodPhase) {
+	t.Helper()
+	pods := KubeClient(t).CoreV1().Pods(namespace)
+	Eventually(t, 30*time.Second, "pod "+namespace+"/"+name+" "+string(phase), func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		} else if err != nil || p.Status.PodIP == "" {
+			return false, err
+		}
+		p.Status.Phase = phase
+		_, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }

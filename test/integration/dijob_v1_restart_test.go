@@ -53,7 +53,7 @@ func TestDIJobV1LosesNothingWhenTheGlobalManagerRestarts(t *testing.T) {
 		t.Errorf("pods and Services after the restart %v, want those before it %v", after, before)
 	}
 
-	endPod(t, ns, coordinator.Name, corev1.PodSucceeded)
+	framework.EndPod(t, ns, coordinator.Name, corev1.PodSucceeded)
 	waitForV1Job(t, ns, "restart", "Succeeded", func(j *div1.DIJob) bool { return j.Status.Phase == div1.JobSucceeded })
 }
 

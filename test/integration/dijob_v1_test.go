@@ -288,15 +288,23 @@ func checkTheV1ExampleApplies(t *testing.T, ns string) {
 // A v2 job read in v1alpha1 and written back is unchanged in v2alpha1.
 func checkV2JobUnchangedThroughV1alpha1(t *testing.T, ns string) {
 	t.Helper()
-	before, err := dynamicClient(t).Resource(dijobs).Namespace(ns).Get(t.Context(), "tasks", metav1.GetOptions{})
+	// The v2 controller writes the job's status meanwhile: a write that
+	// loses that race reads both versions again.
+	var before *unstructured.Unstructured
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		before, err = dynamicClient(t).Resource(dijobs).Namespace(ns).Get(t.Context(), "tasks", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		inV1, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Get(t.Context(), "tasks", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		_, err = dynamicClient(t).Resource(dijobsV1).Namespace(ns).Update(t.Context(), inV1, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	inV1, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Get(t.Context(), "tasks", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dynamicClient(t).Resource(dijobsV1).Namespace(ns).Update(t.Context(), inV1, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("writing the v2 job back in v1alpha1: %v", err)
 	}
 	after, err := dynamicClient(t).Resource(dijobs).Namespace(ns).Get(t.Context(), "tasks", metav1.GetOptions{})
@@ -448,7 +456,7 @@ func TestDIJobV1alpha1RunsAsDIOrchestratorV022(t *testing.T) {
 	})
 	collector := makeV1Collector(t, ns, job)
 	replacement := checkFailedCollectorReplaced(t, ns, job, collector)
-	endPod(t, ns, coordinator.Name, corev1.PodSucceeded)
+	framework.EndPod(t, ns, coordinator.Name, corev1.PodSucceeded)
 	done := waitForV1Job(t, ns, job, "Succeeded", func(j *div1.DIJob) bool { return j.Status.Phase == div1.JobSucceeded })
 	checkV1JobEnded(t, ns, done)
 	checkV1Cleanup(t, ns, job, coordinator.Name, replacement)
@@ -575,7 +583,7 @@ func makeV1Collector(t *testing.T, ns, job string) *corev1.Pod {
 // pod's end, the job still Running; it returns the replacement's name.
 func checkFailedCollectorReplaced(t *testing.T, ns, job string, collector *corev1.Pod) string {
 	t.Helper()
-	endPod(t, ns, collector.Name, corev1.PodFailed)
+	framework.EndPod(t, ns, collector.Name, corev1.PodFailed)
 	var replacement string
 	framework.Eventually(t, 60*time.Second, "the failed collector replaced", func(ctx context.Context) (bool, error) {
 		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "replica-type=collector,dijob-name=" + job})
@@ -672,23 +680,4 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
-}
-
-// endPod reports a pod's end as its kubelet would, again on a conflict:
-// kwok, which runs the pod, writes its status too.
-func endPod(t *testing.T, ns, name string, phase corev1.PodPhase) {
-	t.Helper()
-	kube := framework.KubeClient(t).CoreV1().Pods(ns)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := kube.Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		pod.Status.Phase = phase
-		_, err = kube.UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("setting pod %s %s: %v", name, phase, err)
-	}
 }

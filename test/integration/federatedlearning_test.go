@@ -184,11 +184,8 @@ func TestFinishedFederatedLearningJobDoesNotResurrectPods(t *testing.T) {
 			aggregator = p.DeepCopy()
 		}
 	}
-	// The aggregation worker finishes (kwok keeps pods Running, so the test plays the kubelet).
-	aggregator.Status.Phase = corev1.PodSucceeded
-	if _, err := kube.CoreV1().Pods(ns).UpdateStatus(t.Context(), aggregator, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("marking the aggregator Succeeded: %v", err)
-	}
+	// The aggregation worker finishes.
+	framework.EndPod(t, ns, aggregator.Name, corev1.PodSucceeded)
 	done := waitForPhase(t, ns, flJob, sednav1.FLJobSucceeded)
 	if done.Status.CompletionTime == nil {
 		t.Errorf("a succeeded job has no completionTime")

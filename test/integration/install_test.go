@@ -187,7 +187,6 @@ func startReleaseLocalControllers(t *testing.T, ns string, gm *framework.Process
 // kubelet.
 func runFederatedExample(t *testing.T, ns string, lcs map[string]*framework.LocalController) {
 	t.Helper()
-	kube := framework.KubeClient(t)
 	job := applyFederatedExample(t, ns)
 	worker := trainingWorkerOn(t, ns, job, "edge-0")
 	postUntilKnown(t, lcs["edge-0"], ns, worker, 1)
@@ -200,12 +199,7 @@ func runFederatedExample(t *testing.T, ns string, lcs map[string]*framework.Loca
 		if p.Labels[common.LabelWorkerRole] != "aggregation" {
 			continue
 		}
-		// kwok keeps pods Running: the test plays the kubelet.
-		p = p.DeepCopy()
-		p.Status.Phase = corev1.PodSucceeded
-		if _, err := kube.CoreV1().Pods(ns).UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		framework.EndPod(t, ns, p.Name, corev1.PodSucceeded)
 	}
 	waitForPhase(t, ns, flJob, sednav1.FLJobSucceeded)
 }
