@@ -654,20 +654,20 @@ func TestChartReplicasAPIOverPlainHTTP(t *testing.T) {
 	}
 }
 
-// TestChartOwnerLabelPolicy: the policy names the release's own
-// GlobalManager, and ownerLabelPolicy.enabled=false renders none.
+// TestChartOwnerLabelPolicy: the policy leaves out the requests of the
+// release's own GlobalManager (and of the extra writers), and ownerLabelPolicy.enabled=false renders none.
 func TestChartOwnerLabelPolicy(t *testing.T) {
 	r := render(t, "ml-edge")
 	var vap admissionregistrationv1.ValidatingAdmissionPolicy
 	r.get(t, "ValidatingAdmissionPolicy/ml-edge-nereid-globalmanager-owner-label", &vap)
 	writers := func() string {
-		i := slices.IndexFunc(vap.Spec.Variables, func(v admissionregistrationv1.Variable) bool { return v.Name == "globalManager" })
+		i := slices.IndexFunc(vap.Spec.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "not-global-manager" })
 		if i < 0 {
-			t.Fatalf("the policy has no variable globalManager: %+v", vap.Spec.Variables)
+			t.Fatalf("the policy has no matchCondition not-global-manager: %+v", vap.Spec.MatchConditions)
 		}
-		return vap.Spec.Variables[i].Expression
+		return vap.Spec.MatchConditions[i].Expression
 	}
-	if got, want := writers(), `variables.user in ["system:serviceaccount:ml-edge:nereid-globalmanager"]`; got != want {
+	if got, want := writers(), `!(request.userInfo.username in ["system:serviceaccount:ml-edge:nereid-globalmanager"])`; got != want {
 		t.Errorf("the policy's GlobalManager is %s, want %s", got, want)
 	}
 	if vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
