@@ -38,7 +38,7 @@ tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-s
 	bash hack/build-tools.sh
 
 .PHONY: images
-images: ## Build the globalmanager and localcontroller images (docker or podman) under the chart's image names (REGISTRY=<registry> for yours, PUSH=1 to push); fails if no engine works.
+images: ## Build the globalmanager and localcontroller images (docker or podman) under the chart's image names (REGISTRY=<registry> for yours, PUSH=1 to push); without an engine, as archives under _output/images for ctr import.
 	NEREID_IMAGE_REGISTRY='$(REGISTRY)' NEREID_IMAGE_PUSH='$(PUSH)' bash hack/images.sh
 
 .PHONY: local-up

@@ -4,10 +4,14 @@
 # registry and repository, the tag defaulting to Chart.yaml's appVersion; read by
 # hack/imagerefs, so the names live in the chart alone).
 #
-# It needs a working container engine: docker, or podman when docker does not answer
-# (NEREID_CONTAINER_ENGINE picks one). A docker client whose daemon does not answer is
-# no engine. Without one it says so and exits 1: `make images` did not make the
-# images, and a script that goes on to push or load them must not think it did.
+# With a working container engine (docker, or podman when docker does not answer;
+# NEREID_CONTAINER_ENGINE picks one; a docker client whose daemon does not answer is no
+# engine) it builds them from the Dockerfiles. Without one it builds each binary
+# statically and writes its image as an archive, _output/images/<binary>.tar
+# (hack/imagearchive: an OCI layout and a docker archive, the same image as the
+# Dockerfile's minus distroless's files a static Nereid binary does not read), for
+# `ctr -n k8s.io images import` on a node or `docker load` elsewhere. Pushing
+# (NEREID_IMAGE_PUSH=1) needs an engine: without one it says so and exits 1.
 #
 # No image is published: the chart's default names (ghcr.io/nereid-ml/...) are where
 # a release would go, and nothing pushes there. NEREID_IMAGE_REGISTRY names the images
@@ -51,13 +55,33 @@ engine() {
   return 1
 }
 
+# archives writes each image of refs ("binary ref" lines) as an archive under
+# _output/images, from a static build of its binary.
+archives() {
+  local out="${NEREID_ROOT}/_output/images" binary ref
+  mkdir -p "${out}"
+  nereid::log "no container engine works here: writing the images as archives under ${out}"
+  while read -r binary ref; do
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(nereid::version::ldflags)" -o "${out}/${binary}" "./cmd/${binary}" ||
+      nereid::fatal "building ${binary} failed (its output is above)"
+    go run ./hack/imagearchive -binary "${out}/${binary}" -ref "${ref}" -o "${out}/${binary}.tar" ||
+      nereid::fatal "writing the archive of ${ref} failed (its output is above)"
+    rm -f "${out}/${binary}"
+    nereid::log "wrote ${ref} as ${out}/${binary}.tar (ctr -n k8s.io images import ${out}/${binary}.tar)"
+  done <<<"${refs}"
+}
+
 main() {
   cd "${NEREID_ROOT}"
   local eng refs go_version binary ref
   refs="$(go run ./hack/imagerefs -chart build/charts/nereid -registry "${NEREID_IMAGE_REGISTRY:-}")" ||
     nereid::fatal "cannot read the image names from build/charts/nereid"
   if ! eng="$(engine)"; then
-    nereid::fatal "no container engine works here, so no image was built (the images would be: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')). Run make images where docker or podman runs."
+    if [[ "${NEREID_IMAGE_PUSH:-}" == "1" ]]; then
+      nereid::fatal "no container engine works here to push with, so nothing was pushed (the images would be: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')). Run make images PUSH=1 where docker or podman runs."
+    fi
+    archives "${refs}"
+    return
   fi
   go_version="$(go list -m -f '{{.GoVersion}}')"
   while read -r binary ref; do
