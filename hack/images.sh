@@ -55,10 +55,10 @@ engine() {
   return 1
 }
 
-# archives writes each image of refs ("binary ref" lines) as an archive under
+# archives REFS writes each image of REFS ("binary ref" lines) as an archive under
 # _output/images, from a static build of its binary.
 archives() {
-  local out="${NEREID_ROOT}/_output/images" binary ref
+  local refs="$1" out="${NEREID_ROOT}/_output/images" binary ref
   mkdir -p "${out}"
   nereid::log "no container engine works here: writing the images as archives under ${out}"
   while read -r binary ref; do

@@ -655,7 +655,8 @@ func TestChartReplicasAPIOverPlainHTTP(t *testing.T) {
 }
 
 // TestChartOwnerLabelPolicy: the policy leaves out the requests of the
-// release's own GlobalManager (and of the extra writers), and ownerLabelPolicy.enabled=false renders none.
+// release's own GlobalManager (and of the extra writers), and
+// ownerLabelPolicy.enabled=false renders none.
 func TestChartOwnerLabelPolicy(t *testing.T) {
 	r := render(t, "ml-edge")
 	var vap admissionregistrationv1.ValidatingAdmissionPolicy

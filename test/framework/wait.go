@@ -84,17 +84,28 @@ func Edit[T any](t testing.TB, get func(context.Context, string, metav1.GetOptio
 }
 
 // EndPod ends a pod in phase as its kubelet would (kwok keeps pods Running,
-// so the tests play the kubelet for a pod's end). It waits for kwok to
-// have made the pod Running first (its podIP set): kwok's pod-ready Stage,
-// applied after the end, would write the pod Running again. A pod already
-// gone counts as ended; a conflict with kwok's own status write is tried
-// again.
+// so the tests play the kubelet for a pod's end), failing the test when the
+// pod is gone. See EndPodUnlessGone.
 func EndPod(t testing.TB, namespace, name string, phase corev1.PodPhase) {
 	t.Helper()
+	if !EndPodUnlessGone(t, namespace, name, phase) {
+		t.Fatalf("pod %s/%s is gone: it cannot end %s", namespace, name, phase)
+	}
+}
+
+// EndPodUnlessGone ends a pod in phase as its kubelet would, and says
+// whether the pod was there to end. It waits for kwok to have made the pod
+// Running first (its podIP set): kwok's pod-ready Stage, applied after the
+// end, would write the pod Running again. A conflict with kwok's own
+// status write is tried again.
+func EndPodUnlessGone(t testing.TB, namespace, name string, phase corev1.PodPhase) bool {
+	t.Helper()
 	pods := KubeClient(t).CoreV1().Pods(namespace)
+	there := true
 	Eventually(t, 30*time.Second, "pod "+namespace+"/"+name+" "+string(phase), func(ctx context.Context) (bool, error) {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
+			there = false
 			return true, nil
 		} else if err != nil || p.Status.PodIP == "" {
 			return false, err
@@ -106,4 +117,5 @@ func EndPod(t testing.TB, namespace, name string, phase corev1.PodPhase) {
 		}
 		return err == nil, err
 	})
+	return there
 }

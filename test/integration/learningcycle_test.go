@@ -254,6 +254,13 @@ func (c *cycle) post(worker, stage, status string, results []map[string]any) {
 	})
 }
 
+// finish ends a stage pod, playing the kubelet; a pod already gone is
+// fine: the GlobalManager removes a replaced try's pod.
+func (c *cycle) finish(pod *corev1.Pod, phase corev1.PodPhase) {
+	c.t.Helper()
+	framework.EndPodUnlessGone(c.t, c.ns, pod.Name, phase)
+}
+
 // modelURL is where the round's train worker writes its model.
 func modelURL(round int) string {
 	return fmt.Sprintf("%s/round-%d/train/model.pb", cycleOutput, round)
@@ -272,7 +279,7 @@ func (c *cycle) playTrain(round int, extra map[string]any) *corev1.Pod {
 		result[k] = v
 	}
 	c.post(pod.Name, "train", "completed", []map[string]any{result})
-	framework.EndPod(c.t, c.ns, pod.Name, corev1.PodSucceeded)
+	c.finish(pod, corev1.PodSucceeded)
 	return pod
 }
 
@@ -286,7 +293,7 @@ func (c *cycle) playEval(round int, newMetrics, oldMetrics map[string]any) {
 		{"format": "pb", "url": modelURL(round), "metrics": newMetrics},
 		{"format": "pb", "url": cycleDeployURL, "metrics": oldMetrics},
 	})
-	framework.EndPod(c.t, c.ns, pod.Name, corev1.PodSucceeded)
+	c.finish(pod, corev1.PodSucceeded)
 }
 
 // waitForRoundEnd waits until round is in the history and the next round waits.
@@ -720,7 +727,7 @@ func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
 	for attempt := 1; attempt <= 2; attempt++ {
 		pod := c.stagePod("train", 1, attempt)
 		c.post(pod.Name, "train", "failed", []map[string]any{{"reason": "out of memory"}})
-		framework.EndPod(c.t, c.ns, pod.Name, corev1.PodFailed)
+		c.finish(pod, corev1.PodFailed)
 	}
 	s := c.waitFor(1, sednav1.StageTrain, sednav1.StageFailed)
 	if len(s.History) != 1 || s.History[0].Result != sednav1.RoundFailed {
@@ -749,7 +756,7 @@ func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
 	job := c.createIncremental(5, nil)
 	c.addSamples(6)
 	pod := c.stagePod("train", 1, 1)
-	framework.EndPod(c.t, c.ns, pod.Name, corev1.PodSucceeded)
+	c.finish(pod, corev1.PodSucceeded)
 	framework.Eventually(t, 20*time.Second, "the job to say its pod ended without a report", func(ctx context.Context) (bool, error) {
 		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		if err != nil {
