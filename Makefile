@@ -34,7 +34,7 @@ verify: ## Fail if generated code or manifests are stale, code is not gofmt'ed, 
 	$(GO) vet ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and helm.
+tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm, and the real nodes' kubelet, kube-proxy and coredns.
 	bash hack/build-tools.sh
 
 .PHONY: images
@@ -58,6 +58,7 @@ test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders, and ha
 test-integration: tools ## Integration tests against a real local control plane (as root it installs the Python packages Sedna's worker library needs).
 	@bash hack/sedna-python.sh
 	@command -v chromium >/dev/null 2>&1 || echo "dashboard browser tests skipped: no chromium on PATH; apt-get install chromium" >&2
+	@[[ "$$(id -u)" == 0 ]] || echo "end-to-end tests on real nodes (test/e2e) skipped: they need root" >&2
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 .PHONY: demo

@@ -5,6 +5,8 @@
 #   etcd                                   hack/tools/etcd  (go.etcd.io/etcd/server/v3)
 #   kube-apiserver, kube-controller-manager,
 #   kube-scheduler, kubectl                hack/tools/kube  (k8s.io/kubernetes)
+#   kubelet, kube-proxy                    hack/tools/kube  (real nodes, hack/realnode)
+#   coredns                                hack/tools/coredns (github.com/coredns/coredns)
 #   kwok                                   hack/tools/kwok  (sigs.k8s.io/kwok)
 #   helm                                   hack/tools/helm  (helm.sh/helm/v3)
 #
@@ -30,6 +32,9 @@ readonly TOOLS=(
   "kube-controller-manager|kube|k8s.io/kubernetes/cmd/kube-controller-manager|k8s.io/kubernetes"
   "kube-scheduler|kube|k8s.io/kubernetes/cmd/kube-scheduler|k8s.io/kubernetes"
   "kubectl|kube|k8s.io/kubernetes/cmd/kubectl|k8s.io/kubernetes"
+  "kubelet|kube|k8s.io/kubernetes/cmd/kubelet|k8s.io/kubernetes"
+  "kube-proxy|kube|k8s.io/kubernetes/cmd/kube-proxy|k8s.io/kubernetes"
+  "coredns|coredns|.|github.com/coredns/coredns"
   "kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|sigs.k8s.io/kwok"
   "helm|helm|helm.sh/helm/v3/cmd/helm|helm.sh/helm/v3"
 )

@@ -64,7 +64,7 @@ archives() {
   while read -r binary ref; do
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(nereid::version::ldflags)" -o "${out}/${binary}" "./cmd/${binary}" ||
       nereid::fatal "building ${binary} failed (its output is above)"
-    go run ./hack/imagearchive -binary "${out}/${binary}" -ref "${ref}" -o "${out}/${binary}.tar" ||
+    go run ./hack/imagearchive/cmd/imagearchive -binary "${out}/${binary}" -ref "${ref}" -o "${out}/${binary}.tar" ||
       nereid::fatal "writing the archive of ${ref} failed (its output is above)"
     rm -f "${out}/${binary}"
     nereid::log "wrote ${ref} as ${out}/${binary}.tar (ctr -n k8s.io images import ${out}/${binary}.tar)"

@@ -35,6 +35,14 @@ main() {
     return
   fi
 
+  # The real nodes first, with their containers, while the API server can still take
+  # their Node objects' deletion (hack/realnode).
+  if [[ -x "${NEREID_OUT_DIR}/bin/realnode" && -d "${NEREID_OUT_DIR}/real" ]]; then
+    nereid::log "stopping the real nodes"
+    "${NEREID_OUT_DIR}/bin/realnode" down --out-dir="${NEREID_OUT_DIR}" ||
+      nereid::warn "realnode down failed (its output is above)"
+  fi
+
   # Components that are not part of the control plane (GlobalManager, LocalControllers)
   # go first, while the apiserver can still take their last writes; then the control
   # plane in reverse start order, etcd last.

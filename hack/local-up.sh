@@ -16,6 +16,13 @@
 #                                  checksum of the out dir (see hack/lib/ports.sh)
 #   NEREID_CLOUD_NODES             cloud node names (default "cloud-0")
 #   NEREID_EDGE_NODES              edge node names (default "edge-0 edge-1")
+#   NEREID_REAL_NODES              how many real nodes to add beside the kwok ones
+#                                  (default 0): edge nodes real-0, real-1, … each a
+#                                  kubelet, a containerd and a kube-proxy built from
+#                                  the same modules, running real containers, in
+#                                  namespaces and cgroups of the run's own (see
+#                                  hack/realnode and docs/local-run.md#real-nodes).
+#                                  Needs root; installs what it lacks with apt
 #   NEREID_LC_NODES                the nodes that get a LocalController: "edge" (default:
 #                                  the edge nodes), "all" (every node, cloud ones too, as
 #                                  Sedna runs them; the hub then accepts every node), or
@@ -131,6 +138,14 @@ readonly KWOK_NODE_ANNOTATION="kwok.x-k8s.io/node"
 readonly KWOK_NODE_ANNOTATION_VALUE="fake"
 
 CLOUD_NODES="${NEREID_CLOUD_NODES-cloud-0}"
+REAL_NODES=""
+if [[ -n "${NEREID_REAL_NODES:-}" && "${NEREID_REAL_NODES}" != 0 ]]; then
+  [[ "${NEREID_REAL_NODES}" =~ ^[0-9]+$ ]] || nereid::fatal "NEREID_REAL_NODES=${NEREID_REAL_NODES} is not a number of nodes"
+  REAL_NODES="$(for ((i = 0; i < NEREID_REAL_NODES; i++)); do printf 'real-%d ' "${i}"; done)"
+  REAL_NODES="${REAL_NODES% }"
+fi
+# The API server's flags for real nodes (realnode apiserver-flags), set in main.
+REAL_APISERVER_FLAGS=()
 EDGE_NODES="${NEREID_EDGE_NODES-edge-0 edge-1}"
 READY_TIMEOUT="${NEREID_READY_TIMEOUT:-120}"
 
@@ -252,6 +267,7 @@ start_kube_apiserver() {
     --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
     --allow-privileged=true \
     "${GANG_GATES[@]}" "${GANG_API[@]}" \
+    "${REAL_APISERVER_FLAGS[@]}" \
     --profiling="$([[ "${NEREID_APISERVER_PROFILING:-0}" == 1 ]] && echo true || echo false)"
 }
 
@@ -357,6 +373,7 @@ export NEREID_SCHEDULER_PORT=${NEREID_SCHEDULER_PORT}
 export NEREID_KWOK_PORT=${NEREID_KWOK_PORT}
 export NEREID_RESERVED_PORT_FIRST=${NEREID_RESERVED_PORT_FIRST}
 export NEREID_RESERVED_PORT_LAST=${NEREID_RESERVED_PORT_LAST}
+export NEREID_REAL_NODES='${REAL_NODES}'
 EOF
   mv -f "${ENV_FILE}.tmp" "${ENV_FILE}"
 }
@@ -546,6 +563,48 @@ ensure_nereid() {
   localrun start-localcontrollers || exit 1
 }
 
+# realnode runs hack/realnode's command $1 with this run's flags.
+realnode() {
+  local cmd="$1"
+  shift
+  "${NEREID_OUT_DIR}/bin/realnode" "${cmd}" \
+    --out-dir="${NEREID_OUT_DIR}" \
+    --nodes="${REAL_NODES}" \
+    --apiserver-port="${NEREID_APISERVER_PORT}" \
+    --bin-dir="${BIN}" \
+    --ready-timeout="${READY_TIMEOUT}s" "$@"
+}
+
+# prepare_real_nodes builds hack/realnode and has it make the API server's flags for
+# real nodes. A running API server started for the other kind of run (with or without
+# real nodes) would not reach them, or would advertise an address no one serves: it
+# must be stopped first.
+prepare_real_nodes() {
+  local pid has_egress=0
+  if pid="$(nereid::process::pid kube-apiserver)"; then
+    tr '\0' '\n' <"/proc/${pid}/cmdline" | grep -q '^--egress-selector-config-file=' && has_egress=1
+    if [[ -n "${REAL_NODES}" && "${has_egress}" == 0 ]] || [[ -z "${REAL_NODES}" && "${has_egress}" == 1 ]]; then
+      nereid::fatal "the control plane in ${NEREID_OUT_DIR} runs $([[ "${has_egress}" == 1 ]] && echo with || echo without) real nodes; stop it first (NEREID_OUT_DIR=${NEREID_OUT_DIR} hack/local-down.sh), then run again with NEREID_REAL_NODES=${NEREID_REAL_NODES:-0}"
+    fi
+  fi
+  [[ -n "${REAL_NODES}" ]] || return 0
+  ((EUID == 0)) || nereid::fatal "NEREID_REAL_NODES needs root (network and mount namespaces, cgroups, containerd); run as root or without it"
+  (cd "${NEREID_ROOT}" && go build -o "${NEREID_OUT_DIR}/bin/" ./hack/realnode/cmd/realnode) ||
+    nereid::fatal "building hack/realnode/cmd/realnode failed"
+  mapfile -t REAL_APISERVER_FLAGS < <(realnode apiserver-flags) || nereid::fatal "realnode apiserver-flags failed"
+}
+
+# ensure_real_nodes brings the real nodes up (kept as they are when they run) and waits
+# until each is Ready, labelled as an edge node.
+ensure_real_nodes() {
+  [[ -n "${REAL_NODES}" ]] || return 0
+  nereid::log "bringing up real nodes: ${REAL_NODES}"
+  local start=${SECONDS}
+  realnode up --install --labels="node-role.kubernetes.io/edge=,nereid.io/real-node=true" ||
+    nereid::fatal "the real nodes did not come up (their logs: ${NEREID_OUT_DIR}/logs/real-*.log)"
+  nereid::log "real nodes Ready in $((SECONDS - start))s: ${REAL_NODES}"
+}
+
 main() {
   nereid::require_cmd curl openssl setsid base64 awk sed
   delete_delay_ms >/dev/null # validate before doing anything
@@ -553,7 +612,9 @@ main() {
   if [[ -z "${NEREID_SKIP_BUILD:-}" ]]; then
     # Only what the control plane runs: helm, for the chart's tests, is
     # built by make test (make tools).
-    "${NEREID_ROOT}/hack/build-tools.sh" "${NEREID_COMPONENTS[@]}" kubectl
+    local real_tools=()
+    [[ -z "${REAL_NODES}" ]] || real_tools=(kubelet kube-proxy coredns)
+    "${NEREID_ROOT}/hack/build-tools.sh" "${NEREID_COMPONENTS[@]}" kubectl "${real_tools[@]}"
   fi
   local c
   for c in "${NEREID_COMPONENTS[@]}" kubectl; do
@@ -562,6 +623,9 @@ main() {
 
   nereid::ports::init
   check_port_base
+  mkdir -p "${NEREID_OUT_DIR}/bin"
+  nereid::pki::ensure
+  prepare_real_nodes
 
   local running=0
   for c in "${NEREID_COMPONENTS[@]}"; do
@@ -573,6 +637,7 @@ main() {
     nereid::log "local control plane already up in ${NEREID_OUT_DIR}"
     install_crds
     register_nodes
+    ensure_real_nodes
     ensure_nereid
     print_usage_hint
     return
@@ -589,7 +654,6 @@ main() {
 
   local start=${SECONDS}
   mkdir -p "${NEREID_OUT_DIR}"/{logs,pids,kubeconfigs}
-  nereid::pki::ensure
   nereid::pki::kubeconfig admin "${KUBECONFIG_ADMIN}"
   for c in kube-controller-manager kube-scheduler kwok; do
     nereid::pki::kubeconfig "${c}" "$(component_kubeconfig "${c}")"
@@ -603,6 +667,7 @@ main() {
   register_nodes
   wait_for_default_service_account
   nereid::log "control plane ready in $((SECONDS - start))s"
+  ensure_real_nodes
   ensure_nereid
   print_usage_hint
 }

@@ -141,14 +141,16 @@ nereid::process::kill_group() {
 }
 
 # nereid::process::names_besides_control_plane prints the names of the recorded processes
-# that are not the control plane's (NEREID_COMPONENTS): Nereid's GlobalManager and
-# LocalControllers, which hack/localrun starts.
+# that are not the control plane's (NEREID_COMPONENTS) nor the real nodes': Nereid's
+# GlobalManager and LocalControllers, which hack/localrun starts.
 nereid::process::names_besides_control_plane() {
   local f name
   for f in "${NEREID_OUT_DIR}"/pids/*.pid; do
     [[ -e "${f}" ]] || continue
     name="$(basename "${f}" .pid)"
-    [[ " ${NEREID_COMPONENTS[*]} " == *" ${name} "* ]] || printf '%s\n' "${name}"
+    # The real nodes' processes (real-*) are hack/realnode's to stop, with their
+    # containers: see local-down.sh.
+    [[ " ${NEREID_COMPONENTS[*]} " == *" ${name} "* || "${name}" == real-* ]] || printf '%s\n' "${name}"
   done
 }
 

@@ -22,6 +22,13 @@ import (
 // GlobalManager's default --edge-node-selector).
 const EdgeNodeLabel = "node-role.kubernetes.io/edge"
 
+// KwokNodeLabel is the label hack/local-up.sh gives the nodes kwok plays,
+// with the value KwokNodeLabelValue.
+const (
+	KwokNodeLabel      = "type"
+	KwokNodeLabelValue = "kwok"
+)
+
 // EdgeDaemonSet is the LocalControllers' DaemonSet, which gives each
 // LocalController the identity a real one has: its node's Pod of the
 // DaemonSet, which runs as ServiceAccount. The controller-manager makes its

@@ -144,10 +144,14 @@ func (r *Run) logFile(name string) string { return filepath.Join(r.OutDir, "logs
 
 // localControllers is the DaemonSet of the local run's LocalControllers.
 func (r *Run) localControllers() EdgeDaemonSet {
+	// Its Pods stand in for the LocalControllers of kwok's nodes only: a real
+	// node (hack/realnode) runs the chart's DaemonSet, and kwok would not run
+	// a stand-in there.
 	d := EdgeDaemonSet{Namespace: Namespace, Name: LocalControllerDaemonSet, ServiceAccount: LocalControllerServiceAccount,
-		Image: LocalControllerImage, NodeSelector: map[string]string{EdgeNodeLabel: ""}}
+		Image: LocalControllerImage, NodeSelector: map[string]string{EdgeNodeLabel: "", KwokNodeLabel: KwokNodeLabelValue}}
 	if r.Nodes.EveryNode() {
-		d.NodeSelector = nil // kwok runs the extra Pods; only the chosen nodes get a LocalController process
+		// kwok runs the extra Pods; only the chosen nodes get a LocalController process.
+		d.NodeSelector = map[string]string{KwokNodeLabel: KwokNodeLabelValue}
 	}
 	return d
 }

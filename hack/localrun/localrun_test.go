@@ -76,7 +76,7 @@ func TestTheLocalRunsCommandLines(t *testing.T) {
 			wantSecondLC: []string{"--node-name=edge-1", "--gm-address=127.0.0.1:30011", "--ca-file=/out/edge/ca.crt",
 				"--token-file=/out/edge/edge-1/token", "--worker-address=127.0.0.1:30014", "--health-address=127.0.0.1:30015",
 				"--data-dir=/out/edge/edge-1/data", "--node-root=/out/edge/edge-1/root", "--dataset-poll-period=2s"},
-			wantDSOnNodes: map[string]string{EdgeNodeLabel: ""},
+			wantDSOnNodes: map[string]string{EdgeNodeLabel: "", KwokNodeLabel: KwokNodeLabelValue},
 		},
 		"on every node": {
 			nodes:  everyNode,
@@ -84,6 +84,7 @@ func TestTheLocalRunsCommandLines(t *testing.T) {
 			wantSecondLC: []string{"--node-name=edge-0", "--gm-address=127.0.0.1:30011", "--ca-file=/out/edge/ca.crt",
 				"--token-file=/out/edge/edge-0/token", "--worker-address=127.0.0.1:30014", "--health-address=127.0.0.1:30015",
 				"--data-dir=/out/edge/edge-0/data", "--node-root=/out/edge/edge-0/root", "--dataset-poll-period=2s"},
+			wantDSOnNodes: map[string]string{KwokNodeLabel: KwokNodeLabelValue},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -134,6 +134,12 @@ func Run(m *testing.M, opts ...Option) int {
 		return m.Run()
 	}
 
+	if o.realNodes > 0 {
+		if realNodesSkip = realNodesUnavailable(); realNodesSkip != "" {
+			fmt.Fprintf(os.Stderr, "framework: %s: every test here skips\n", realNodesSkip)
+			return m.Run()
+		}
+	}
 	if o.ownCluster() && os.Getenv("NEREID_TEST_KUBECONFIG") != "" {
 		fmt.Fprintln(os.Stderr, "framework: these tests change the cluster's APIs and need a control plane of their own; NEREID_TEST_KUBECONFIG is not used")
 	}
@@ -178,12 +184,15 @@ type runOptions struct {
 	withoutNereidCRDs bool
 	withoutGangAPI    bool
 	localRun          bool
+	realNodes         int
 }
 
 // ownCluster says whether the options change cluster-wide things, so that the
 // tests need a control plane of their own even when NEREID_TEST_KUBECONFIG is
 // set.
-func (o runOptions) ownCluster() bool { return o.withoutNereidCRDs || o.withoutGangAPI || o.localRun }
+func (o runOptions) ownCluster() bool {
+	return o.withoutNereidCRDs || o.withoutGangAPI || o.localRun || o.realNodes > 0
+}
 
 // WithChartValues runs the tests' GlobalManagers with the permissions of the
 // chart rendered with these helm arguments (--set ...) instead of its
@@ -202,6 +211,9 @@ func (o runOptions) env() []string {
 	}
 	if o.withoutGangAPI {
 		env = append(env, "NEREID_GANG_API=0")
+	}
+	if o.realNodes > 0 {
+		env = append(env, fmt.Sprintf("NEREID_REAL_NODES=%d", o.realNodes))
 	}
 	if o.localRun {
 		// After startControlPlane's NEREID_GLOBALMANAGER=0: the last wins.

@@ -1,4 +1,4 @@
-package main
+package imagearchive
 
 import (
 	"archive/tar"

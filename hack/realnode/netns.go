@@ -1,0 +1,65 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// inNetns runs f on an OS thread that has entered the network namespace at
+// path; a socket f makes belongs to that namespace for its whole life, on
+// whichever thread it is later used. The thread goes back to this process's
+// namespace afterwards, or, when it cannot, is left locked so that it ends
+// with its goroutine instead of serving others from the wrong namespace.
+func inNetns(path string, f func() error) error {
+	target, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening network namespace %s: %w", path, err)
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	own, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("opening this thread's network namespace: %w", err)
+	}
+	defer own.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("entering network namespace %s: %w", path, err)
+	}
+	ferr := f()
+	if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("leaving network namespace %s: %w", path, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// listenIn listens on TCP address addr inside the network namespace at path.
+func listenIn(path, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := inNetns(path, func() error {
+		var err error
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
+}
+
+// dialIn connects to TCP address addr from inside the network namespace at
+// path. Only the socket is made there: the connection's wait happens on
+// Go's poller, so ctx bounds it as usual.
+func dialIn(ctx context.Context, path, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNetns(path, func() error {
+		var err error
+		c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		return err
+	})
+	return c, err
+}

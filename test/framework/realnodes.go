@@ -1,0 +1,59 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// WithRealNodes adds n real nodes (real-0 … real-<n-1>, edge nodes) to the
+// control plane: kubelets running real containers (hack/realnode). They need
+// root; where they cannot run, Run starts no cluster and every test that
+// calls RealNodes skips, saying why.
+func WithRealNodes(n int) Option {
+	return func(o *runOptions) { o.realNodes = n }
+}
+
+// realNodesSkip is why the real nodes could not run; "" when they run.
+var realNodesSkip string
+
+// realNodesUnavailable says why real nodes cannot run here, or "".
+func realNodesUnavailable() string {
+	if os.Geteuid() != 0 {
+		return "real nodes need root (network and mount namespaces, cgroups, containerd)"
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		if _, err := exec.LookPath("containerd"); err != nil {
+			return "real nodes need containerd, runc and the CNI plugins, and there is no apt-get to install them"
+		}
+	}
+	return ""
+}
+
+// RealNodes skips the test where the real nodes cannot run, and returns
+// their names.
+func RealNodes(t testing.TB) []string {
+	t.Helper()
+	if realNodesSkip != "" {
+		t.Skip(realNodesSkip)
+	}
+	data, err := os.ReadFile(filepath.Join(OutDir(), "real", "node-names"))
+	if err != nil {
+		t.Fatalf("reading the real nodes' names: %v", err)
+	}
+	return strings.Fields(string(data))
+}
+
+// ImportImage imports an image archive into every real node's containerd,
+// for pods that name it with imagePullPolicy Never or IfNotPresent.
+func ImportImage(ctx context.Context, archive string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(OutDir(), "bin", "realnode"), "import", "--out-dir="+OutDir(), archive)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("importing %s into the real nodes: %w\n%s", archive, err, out)
+	}
+	return nil
+}
