@@ -24,6 +24,9 @@
 #        NEREID_IMAGE_REGISTRY     registry of both images (default: values.yaml's)
 #        NEREID_IMAGE_PUSH         1: push the images after building them
 #        NEREID_VERSION            the binaries' --version (default: git describe; hack/lib/version.sh)
+#        NEREID_IMAGE_ARCHIVES=1   write the archives even where an engine works (the local
+#                                  run's real nodes import them: hack/realnode)
+#        NEREID_IMAGE_DIR          where the archives go (default _output/images)
 set -euo pipefail
 
 # shellcheck source=hack/lib/init.sh
@@ -58,9 +61,9 @@ engine() {
 # archives REFS writes each image of REFS ("binary ref" lines) as an archive under
 # _output/images, from a static build of its binary.
 archives() {
-  local refs="$1" out="${NEREID_ROOT}/_output/images" binary ref
+  local refs="$1" out="${NEREID_IMAGE_DIR:-${NEREID_ROOT}/_output/images}" binary ref
   mkdir -p "${out}"
-  nereid::log "no container engine works here: writing the images as archives under ${out}"
+  nereid::log "writing the images as archives under ${out}"
   while read -r binary ref; do
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(nereid::version::ldflags)" -o "${out}/${binary}" "./cmd/${binary}" ||
       nereid::fatal "building ${binary} failed (its output is above)"
@@ -76,7 +79,12 @@ main() {
   local eng refs go_version binary ref
   refs="$(go run ./hack/imagerefs -chart build/charts/nereid -registry "${NEREID_IMAGE_REGISTRY:-}")" ||
     nereid::fatal "cannot read the image names from build/charts/nereid"
+  if [[ "${NEREID_IMAGE_ARCHIVES:-}" == 1 && "${NEREID_IMAGE_PUSH:-}" != 1 ]]; then
+    archives "${refs}"
+    return
+  fi
   if ! eng="$(engine)"; then
+    nereid::log "no container engine works here"
     if [[ "${NEREID_IMAGE_PUSH:-}" == "1" ]]; then
       nereid::fatal "no container engine works here to push with, so nothing was pushed (the images would be: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')). Run make images PUSH=1 where docker or podman runs."
     fi

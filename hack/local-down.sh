@@ -35,26 +35,21 @@ main() {
     return
   fi
 
-  # The real nodes first, with their containers, while the API server can still take
-  # their Node objects' deletion (hack/realnode).
+  # Components that are not part of the control plane (GlobalManager, LocalControllers)
+  # go first, while the apiserver can still take their last writes; then the real nodes,
+  # with their containers, while it can still take their Node objects' deletion
+  # (hack/realnode); then the control plane in reverse start order, etcd last.
+  local name i
+  for name in $(nereid::process::names_besides_control_plane); do
+    nereid::process::stop "${name}"
+  done
   if [[ -x "${NEREID_OUT_DIR}/bin/realnode" && -d "${NEREID_OUT_DIR}/real" ]]; then
     nereid::log "stopping the real nodes"
     "${NEREID_OUT_DIR}/bin/realnode" down --out-dir="${NEREID_OUT_DIR}" ||
       nereid::warn "realnode down failed (its output is above)"
   fi
-
-  # Components that are not part of the control plane (GlobalManager, LocalControllers)
-  # go first, while the apiserver can still take their last writes; then the control
-  # plane in reverse start order, etcd last.
-  local names=() name i
-  for name in $(nereid::process::names_besides_control_plane); do
-    names+=("${name}")
-  done
   for ((i = ${#NEREID_COMPONENTS[@]} - 1; i >= 0; i--)); do
-    names+=("${NEREID_COMPONENTS[i]}")
-  done
-  for name in "${names[@]}"; do
-    nereid::process::stop "${name}"
+    nereid::process::stop "${NEREID_COMPONENTS[i]}"
   done
 
   local pid

@@ -532,6 +532,9 @@ localrun() {
     --first-port="${NEREID_RESERVED_PORT_FIRST}" \
     --di-server-port="${NEREID_DI_SERVER_PORT}" \
     --di-v1-server-port="${NEREID_DI_V1_SERVER_PORT}" \
+    --real-nodes="${REAL_NODES}" \
+    --helm="${BIN}/helm" \
+    --chart="${NEREID_ROOT}/build/charts/nereid" \
     --ready-timeout="${READY_TIMEOUT}s"
 }
 
@@ -600,9 +603,24 @@ ensure_real_nodes() {
   [[ -n "${REAL_NODES}" ]] || return 0
   nereid::log "bringing up real nodes: ${REAL_NODES}"
   local start=${SECONDS}
-  realnode up --install --labels="node-role.kubernetes.io/edge=,nereid.io/real-node=true" ||
+  # The GlobalManager runs in the real nodes' cluster network; the gateway forwards its
+  # ports from the host's loopback, where kwok's nodes' LocalControllers and the demos
+  # reach it.
+  local reverse=""
+  if [[ "${NEREID_GLOBALMANAGER:-1}" != "0" ]]; then
+    reverse="${NEREID_RESERVED_PORT_FIRST},$((NEREID_RESERVED_PORT_FIRST + 1))"
+    ((NEREID_DI_SERVER_PORT == 0)) || reverse+=",${NEREID_DI_SERVER_PORT}"
+    ((NEREID_DI_V1_SERVER_PORT == 0)) || reverse+=",${NEREID_DI_V1_SERVER_PORT}"
+  fi
+  realnode up --install --labels="node-role.kubernetes.io/edge=,nereid.io/real-node=true" --reverse-ports="${reverse}" ||
     nereid::fatal "the real nodes did not come up (their logs: ${NEREID_OUT_DIR}/logs/real-*.log)"
   nereid::log "real nodes Ready in $((SECONDS - start))s: ${REAL_NODES}"
+  if [[ "${NEREID_GLOBALMANAGER:-1}" != "0" ]]; then
+    # The chart's LocalController DaemonSet runs on them, from its image.
+    NEREID_IMAGE_ARCHIVES=1 NEREID_IMAGE_DIR="${NEREID_OUT_DIR}/images" bash "${NEREID_ROOT}/hack/images.sh" ||
+      nereid::fatal "building Nereid's images for the real nodes failed"
+    realnode import "${NEREID_OUT_DIR}"/images/*.tar || nereid::fatal "importing Nereid's images into the real nodes failed"
+  fi
 }
 
 main() {
@@ -613,7 +631,7 @@ main() {
     # Only what the control plane runs: helm, for the chart's tests, is
     # built by make test (make tools).
     local real_tools=()
-    [[ -z "${REAL_NODES}" ]] || real_tools=(kubelet kube-proxy coredns)
+    [[ -z "${REAL_NODES}" ]] || real_tools=(kubelet kube-proxy coredns helm)
     "${NEREID_ROOT}/hack/build-tools.sh" "${NEREID_COMPONENTS[@]}" kubectl "${real_tools[@]}"
   fi
   local c

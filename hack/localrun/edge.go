@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -43,6 +44,9 @@ type EdgeDaemonSet struct {
 	// NodeSelector picks the nodes that get a Pod; nil puts one on every
 	// node.
 	NodeSelector map[string]string
+	// Template, when set, is the DaemonSet itself (the chart's, for real
+	// nodes, which run its Pods): Image and NodeSelector are then not used.
+	Template *appsv1.DaemonSet
 }
 
 // EdgeIdentity is what proves one LocalController's node: its node's Pod of
@@ -58,6 +62,11 @@ func (d EdgeDaemonSet) podLabels() map[string]string {
 }
 
 func (d EdgeDaemonSet) object() *appsv1.DaemonSet {
+	if d.Template != nil {
+		ds := d.Template.DeepCopy()
+		ds.Namespace, ds.Name = d.Namespace, d.Name
+		return ds
+	}
 	labels := d.podLabels()
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace},
@@ -118,6 +127,10 @@ func (d EdgeDaemonSet) Ensure(ctx context.Context, kube kubernetes.Interface) (*
 // describes says whether ds is the DaemonSet d describes, as far as the
 // identities of its Pods go.
 func (d EdgeDaemonSet) describes(ds *appsv1.DaemonSet) bool {
+	if t := d.Template; t != nil {
+		return ds.DeletionTimestamp == nil && equality.Semantic.DeepEqual(ds.Spec.Selector, t.Spec.Selector) &&
+			equality.Semantic.DeepDerivative(t.Spec.Template, ds.Spec.Template)
+	}
 	pod := ds.Spec.Template.Spec
 	return ds.DeletionTimestamp == nil && ds.Spec.Selector != nil && maps.Equal(ds.Spec.Selector.MatchLabels, d.podLabels()) &&
 		pod.ServiceAccountName == d.ServiceAccount && maps.Equal(pod.NodeSelector, d.NodeSelector) &&

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/nereid-ml/nereid/hack/realnode/netns"
 )
 
 // GlobalManager is the command line of a GlobalManager process.
@@ -145,6 +147,12 @@ func (g GlobalManager) Endpoints() []string {
 // hub.CAFile and listens: it writes the CA just before it listens, so a
 // LocalController that dialled on seeing the file could find nobody there.
 func WaitForEdgeHub(ctx context.Context, gm *Process, hub *EdgeHub, timeout time.Duration) error {
+	return waitForEdgeHubIn(ctx, gm, "", hub, timeout)
+}
+
+// waitForEdgeHubIn is WaitForEdgeHub for a GlobalManager in the network
+// namespace at ns ("" for this process's).
+func waitForEdgeHubIn(ctx context.Context, gm *Process, ns string, hub *EdgeHub, timeout time.Duration) error {
 	err := gm.WaitReady(ctx, timeout, "its edge hub's CA in "+hub.CAFile, func(context.Context) bool {
 		info, err := os.Stat(hub.CAFile)
 		return err == nil && info.Size() > 0
@@ -152,15 +160,27 @@ func WaitForEdgeHub(ctx context.Context, gm *Process, hub *EdgeHub, timeout time
 	if err != nil {
 		return err
 	}
-	return WaitForListener(ctx, gm, "its edge hub", hub.Address, timeout)
+	return waitForListenerIn(ctx, gm, ns, "its edge hub", hub.Address, timeout)
 }
 
 // WaitForListener waits until what gm serves on address (host:port)
 // accepts connections: a server of the leader's, which starts once it leads,
 // after /readyz answers.
 func WaitForListener(ctx context.Context, gm *Process, what, address string, timeout time.Duration) error {
+	return waitForListenerIn(ctx, gm, "", what, address, timeout)
+}
+
+// waitForListenerIn is WaitForListener for a GlobalManager in the network
+// namespace at ns ("" for this process's).
+func waitForListenerIn(ctx context.Context, gm *Process, ns, what, address string, timeout time.Duration) error {
 	return gm.WaitReady(ctx, timeout, what+" to listen on "+address, func(ctx context.Context) bool {
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", address)
+		var conn net.Conn
+		var err error
+		if ns == "" {
+			conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", address)
+		} else {
+			conn, err = netns.Dial(ctx, ns, address)
+		}
 		if err != nil {
 			return false
 		}
@@ -170,14 +190,16 @@ func WaitForListener(ctx context.Context, gm *Process, what, address string, tim
 }
 
 // answersOK says whether url answers 200.
-func answersOK(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
+func answersOK(ctx context.Context, url string) bool { return answersOKIn(ctx, "", url) }
+
+// answersOKIn says whether url answers 200 to a client in the network
+// namespace at ns ("" for this process's).
+func answersOKIn(ctx context.Context, ns, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := netns.HTTPClient(ns, 3*time.Second).Do(req)
 	if err != nil {
 		return false
 	}

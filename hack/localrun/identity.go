@@ -138,7 +138,7 @@ func GlobalManagerToken(ctx context.Context, kube kubernetes.Interface, namespac
 func WriteTokenKubeconfig(path string, cfg *rest.Config, user, token string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile,
-		CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
+		CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
 	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: user}
 	kc.CurrentContext = "default"

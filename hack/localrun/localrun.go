@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,6 +129,13 @@ type Run struct {
 	DIV1ServerPort int
 	// ReadyTimeout bounds each wait for a process or a Pod.
 	ReadyTimeout time.Duration
+	// Real are the run's real nodes (hack/realnode), nil when it has none.
+	// With them the GlobalManager runs in their cluster network, and the
+	// LocalControllers' DaemonSet is the chart's, rendered by Helm from
+	// Chart: real nodes run its Pods, kwok's stand in for the others.
+	Real *RealCluster
+	// Helm and Chart render the chart for real nodes.
+	Helm, Chart string
 	// Logf tells the user what happens.
 	Logf func(format string, args ...any)
 }
@@ -140,6 +149,28 @@ func GlobalManagerKubeconfig(outDir string) string {
 func (r *Run) edgeDir(node string) string { return filepath.Join(r.OutDir, "edge", node) }
 func (r *Run) caFile() string             { return filepath.Join(r.OutDir, "edge", "ca.crt") }
 func (r *Run) address(offset int) string  { return "127.0.0.1:" + strconv.Itoa(r.FirstPort+offset) }
+
+// listenIP is where the GlobalManager listens: the host's loopback, or,
+// with real nodes, their cluster network's gateway address, from whose
+// loopback port the gateway forwards (RealCluster.ReversePorts), so that
+// r.address reaches it from the host either way.
+func (r *Run) listenIP() string {
+	if r.Real != nil {
+		return r.Real.GatewayIP
+	}
+	return "127.0.0.1"
+}
+
+func (r *Run) listen(port int) string { return r.listenIP() + ":" + strconv.Itoa(port) }
+
+// netns is the network namespace the GlobalManager runs in: "" for this
+// process's.
+func (r *Run) netns() string {
+	if r.Real != nil {
+		return r.Real.Netns
+	}
+	return ""
+}
 func (r *Run) logFile(name string) string { return filepath.Join(r.OutDir, "logs", name+".log") }
 
 // localControllers is the DaemonSet of the local run's LocalControllers.
@@ -158,16 +189,22 @@ func (r *Run) localControllers() EdgeDaemonSet {
 
 // GlobalManager is the command line of the local run's GlobalManager.
 func (r *Run) GlobalManager() GlobalManager {
-	return GlobalManager{
+	gm := GlobalManager{
 		Kubeconfig:     GlobalManagerKubeconfig(r.OutDir),
-		HealthAddress:  r.address(0),
+		HealthAddress:  r.listen(r.FirstPort),
 		LeaseNamespace: Namespace,
-		EdgeHub: &EdgeHub{Address: r.address(1), Namespace: Namespace, CAFile: r.caFile(),
+		EdgeHub: &EdgeHub{Address: r.listen(r.FirstPort + 1), Namespace: Namespace, CAFile: r.caFile(),
 			LocalControllers: r.localControllers(), EveryNode: r.Nodes.EveryNode()},
-		DIJobConversion: "127.0.0.1:0",
+		DIJobConversion: r.listen(0),
 		DIServer:        r.diServer(),
 		DIV1Server:      r.diV1Server(),
 	}
+	if r.Real != nil {
+		// The real nodes' LocalControllers dial the hub at the gateway
+		// address (the chart's localController.gmAddress).
+		gm.Extra = append(gm.Extra, "--edge-hostnames="+r.Real.GatewayIP)
+	}
+	return gm
 }
 
 // diV1Server is the local run's v1 replicas server: plain HTTP, as
@@ -178,7 +215,13 @@ func (r *Run) diV1Server() *DIV1Server {
 	if r.DIV1ServerPort == 0 {
 		return nil
 	}
-	address := "127.0.0.1:" + strconv.Itoa(r.DIV1ServerPort)
+	address := r.listen(r.DIV1ServerPort)
+	if r.Real != nil {
+		// Real coordinators dial DI-orchestrator's name for it, the
+		// Service di-server in di-system (ensureDIServerService), which
+		// keeps their pods' addresses.
+		return &DIV1Server{Address: address, URL: DIV1ServerService + "." + DIV1ServerNamespace + ":" + strconv.Itoa(DIV1ServerServicePort)}
+	}
 	return &DIV1Server{Address: address, URL: address}
 }
 
@@ -191,7 +234,7 @@ func (r *Run) diServer() *DIServer {
 	if r.DIServerPort == 0 {
 		return nil
 	}
-	address := "127.0.0.1:" + strconv.Itoa(r.DIServerPort)
+	address := r.listen(r.DIServerPort)
 	return &DIServer{Address: address, URL: "https://" + address, TLSSecret: DIServerTLSSecret, TokenAudience: DIServerTokenAudience}
 }
 
@@ -232,7 +275,18 @@ func (r *Run) EnsureIdentities(ctx context.Context) error {
 	if err := r.ensureGlobalManagerIdentity(ctx, kube); err != nil {
 		return err
 	}
-	ids, err := r.localControllers().Identities(ctx, kube, r.Nodes.LocalControllers, r.ReadyTimeout, TokenLifetime)
+	lcs := r.localControllers()
+	if r.Real != nil {
+		if lcs.Template, err = r.renderLocalControllers(ctx); err != nil {
+			return err
+		}
+		if r.DIV1ServerPort != 0 {
+			if err := r.ensureDIV1ServerService(ctx, kube); err != nil {
+				return err
+			}
+		}
+	}
+	ids, err := lcs.Identities(ctx, kube, r.Nodes.LocalControllers, r.ReadyTimeout, TokenLifetime)
 	if err != nil {
 		return &ProcessError{Name: "kube-controller-manager", LogPath: r.logFile("kube-controller-manager"), Err: err}
 	}
@@ -265,7 +319,19 @@ func (r *Run) ensureGlobalManagerIdentity(ctx context.Context, kube kubernetes.I
 		return err
 	}
 	path := GlobalManagerKubeconfig(r.OutDir)
-	if err := WriteTokenKubeconfig(path, r.Admin, GlobalManagerServiceAccount, token); err != nil {
+	cfg := r.Admin
+	if r.Real != nil {
+		// In the cluster network, the API server is the gateway's forward
+		// of its port; its certificate names it kubernetes.
+		cfg = rest.CopyConfig(r.Admin)
+		u, err := url.Parse(cfg.Host)
+		if err != nil {
+			return err
+		}
+		cfg.Host = "https://" + net.JoinHostPort(r.Real.GatewayIP, u.Port())
+		cfg.ServerName = "kubernetes"
+	}
+	if err := WriteTokenKubeconfig(path, cfg, GlobalManagerServiceAccount, token); err != nil {
 		return err
 	}
 	r.Logf("GlobalManager runs as ServiceAccount %s/%s with the chart's RBAC (%s)", Namespace, GlobalManagerServiceAccount, path)
@@ -327,25 +393,30 @@ func (r *Run) StartGlobalManager(ctx context.Context) error {
 	if err := os.Remove(gm.EdgeHub.CAFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	p := NewProcess("globalmanager", filepath.Join(r.BinDir, "globalmanager"), r.logFile("globalmanager"), gm.Args()...)
+	bin, args := filepath.Join(r.BinDir, "globalmanager"), gm.Args()
+	if ns := r.netns(); ns != "" {
+		bin, args = "nsenter", append([]string{"--net=" + ns, "--", bin}, args...)
+	}
+	p := NewProcess("globalmanager", bin, r.logFile("globalmanager"), args...)
 	r.Logf("starting %s", p.Name)
 	if err := p.StartDetached(r.OutDir); err != nil {
 		return err
 	}
+	ns := r.netns()
 	health := "http://" + gm.HealthAddress
 	err := p.WaitReady(ctx, r.ReadyTimeout, "/readyz on "+gm.HealthAddress, func(ctx context.Context) bool {
-		return answersOK(ctx, health+"/readyz")
+		return answersOKIn(ctx, ns, health+"/readyz")
 	})
 	if err == nil {
-		err = WaitForEdgeHub(ctx, p, gm.EdgeHub, r.ReadyTimeout)
+		err = waitForEdgeHubIn(ctx, p, ns, gm.EdgeHub, r.ReadyTimeout)
 	}
 	if err == nil && gm.DIServer != nil {
-		err = WaitForListener(ctx, p, "its DIJob replicas API", gm.DIServer.Address, r.ReadyTimeout)
+		err = waitForListenerIn(ctx, p, ns, "its DIJob replicas API", gm.DIServer.Address, r.ReadyTimeout)
 	}
 	if err == nil && gm.DIV1Server != nil {
 		healthz := "http://" + gm.DIV1Server.Address + "/healthz"
 		err = p.WaitReady(ctx, r.ReadyTimeout, "its v1 replicas server's "+healthz, func(ctx context.Context) bool {
-			return answersOK(ctx, healthz)
+			return answersOKIn(ctx, ns, healthz)
 		})
 	}
 	if err != nil {
@@ -383,6 +454,13 @@ func (r *Run) StartLocalControllers(ctx context.Context) error {
 			return err
 		}
 		r.Logf("LocalController of %s ready (worker API: %s/sedna/workers/{name}/info)", node, lc.WorkerURL())
+	}
+	if r.Real != nil {
+		kube, err := kubernetes.NewForConfig(r.Admin)
+		if err != nil {
+			return err
+		}
+		return r.waitForRealLocalControllers(ctx, kube)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/nereid-ml/nereid/hack/realnode/netns"
 )
 
 // Gateway joins the host's loopback, where the control plane listens and
@@ -25,6 +27,9 @@ import (
 //     (the API server's, on the gateway address the API server advertises as
 //     the "kubernetes" Service's endpoint) that connects to the same port on
 //     the host's 127.0.0.1;
+//   - Reverse: a listener on the host's 127.0.0.1 per port that connects to
+//     the same port of the gateway address in the cluster network (where the
+//     local run's GlobalManager listens with real nodes);
 //   - Egress: an HTTP CONNECT proxy on a Unix socket of the host, for the
 //     API server's egress selector, that connects to node and pod addresses
 //     (and Service addresses, which the node's kube-proxy translates) from a
@@ -36,6 +41,8 @@ type Gateway struct {
 	ListenIP netip.Addr
 	// Ports are forwarded from ListenIP:port to 127.0.0.1:port.
 	Ports []int
+	// Reverse are forwarded from 127.0.0.1:port to ListenIP:port.
+	Reverse []int
 	// EgressSocket is the proxy's Unix socket; its folder is made 0700, so
 	// that only root reaches it.
 	EgressSocket string
@@ -61,7 +68,7 @@ func (g *Gateway) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	for _, port := range g.Ports {
 		addr := netip.AddrPortFrom(g.ListenIP, uint16(port)).String()
-		l, err := listenIn(g.ClusterNetns, addr)
+		l, err := netns.Listen(g.ClusterNetns, addr)
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("listening on %s in %s: %w", addr, g.ClusterNetns, err)
@@ -70,6 +77,26 @@ func (g *Gateway) Run(ctx context.Context, ready chan<- struct{}) error {
 		target := fmt.Sprintf("127.0.0.1:%d", port)
 		go g.serve(ctx, l, func(ctx context.Context, c net.Conn) {
 			up, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "tcp", target)
+			if err != nil {
+				logger.V(2).Info("Forward failed", "from", c.RemoteAddr(), "to", target, "err", err)
+				return
+			}
+			splice(c, up)
+		})
+	}
+	for _, port := range g.Reverse {
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		listeners = append(listeners, l)
+		target := netip.AddrPortFrom(g.ListenIP, uint16(port)).String()
+		go g.serve(ctx, l, func(ctx context.Context, c net.Conn) {
+			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			up, err := netns.Dial(ctx, g.ClusterNetns, target)
+			cancel()
 			if err != nil {
 				logger.V(2).Info("Forward failed", "from", c.RemoteAddr(), "to", target, "err", err)
 				return
@@ -93,7 +120,7 @@ func (g *Gateway) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	listeners = append(listeners, el)
 	go g.serve(ctx, el, g.connect)
-	logger.Info("Gateway serving", "forwards", g.Ports, "on", g.ListenIP, "egress", g.EgressSocket)
+	logger.Info("Gateway serving", "forwards", g.Ports, "reverse", g.Reverse, "on", g.ListenIP, "egress", g.EgressSocket)
 	if ready != nil {
 		close(ready)
 	}
@@ -178,7 +205,7 @@ func (g *Gateway) dial(ctx context.Context, target string) (net.Conn, error) {
 	if ap.Addr().IsLoopback() {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", target)
 	}
-	return dialIn(ctx, g.DialNetns, target)
+	return netns.Dial(ctx, g.DialNetns, target)
 }
 
 // splice copies a to b and b to a until both directions end, passing each
@@ -215,6 +242,7 @@ func NewGateway(o Options) (*Gateway, error) {
 		ClusterNetns: NetnsPath(l.ClusterNetns()),
 		ListenIP:     l.GatewayIP(),
 		Ports:        []int{o.APIServerPort},
+		Reverse:      o.ReversePorts,
 		EgressSocket: l.EgressSocket(),
 		DialNetns:    NetnsPath(l.NodeNetns(0)),
 		MaxConns:     1024,

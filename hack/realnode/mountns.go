@@ -30,7 +30,7 @@ const madeHostPaths = "made-host-paths"
 
 // makeMountNS makes node i's mount namespace, held by the file
 // Layout.MountNS(i): a slave of the host's (the host's later mounts show in
-// it, none of its own show on the host), with a /run of its own (the
+// it, none of its own show on the host), its mounts shared within it, with a /run of its own (the
 // runtime's sockets and state, the pods' network namespaces) and the node's
 // folders over nodePaths.
 func makeMountNS(ctx context.Context, l Layout, i int) error {
@@ -52,6 +52,11 @@ func makeMountNS(ctx context.Context, l Layout, i int) error {
 		}
 		script = append(script, fmt.Sprintf("mount --bind %s %s", shellQuote(src), shellQuote(p)))
 	}
+	// Shared within the node, as a node's mounts are (systemd makes / shared):
+	// a volume with mountPropagation needs its source to be shared or a
+	// slave, and what the node's namespace shares stays in its own peer
+	// group, never reaching the host's.
+	script = append(script, "mount --make-rshared /")
 	return run(ctx, "unshare", "--mount="+l.MountNS(i), "--propagation=slave", "sh", "-ec", strings.Join(script, "\n"))
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
+	"github.com/nereid-ml/nereid/hack/realnode/netns"
 )
 
 // Options are what Up and Down need of the local control plane.
@@ -48,6 +49,9 @@ type Options struct {
 	Install bool
 	// ReadyTimeout bounds the wait for each process and for the nodes.
 	ReadyTimeout time.Duration
+	// ReversePorts are forwarded by the Gateway from the host's loopback to
+	// the cluster network's gateway address (see localrun.RealCluster).
+	ReversePorts []int
 	// DeleteNodes has Down delete the nodes' Node objects (while the API
 	// server still answers).
 	DeleteNodes bool
@@ -172,7 +176,8 @@ func start(ctx context.Context, o Options, l Layout, kube kubernetes.Interface) 
 	if err := saveSysctls(l); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(l.Dir(), nodesFile), []byte(strings.Join(l.Nodes, "\n")+"\n"), 0o644); err != nil {
+	cluster := localrun.RealCluster{Nodes: l.Nodes, Netns: NetnsPath(l.ClusterNetns()), GatewayIP: l.GatewayIP().String(), ReversePorts: o.ReversePorts}
+	if err := cluster.Write(o.OutDir); err != nil {
 		return err
 	}
 	if err := applyRBAC(ctx, kube); err != nil {
@@ -269,7 +274,8 @@ func startDetached(o Options, name, bin string, args []string) (*localrun.Proces
 
 func startGateway(ctx context.Context, o Options, l Layout) error {
 	bin, args, err := nsCommand(l.ClusterCgroup(), nil, o.Self, "gateway",
-		"--out-dir="+o.OutDir, "--apiserver-port="+strconv.Itoa(o.APIServerPort), "--nodes="+strings.Join(o.Nodes, " "))
+		"--out-dir="+o.OutDir, "--apiserver-port="+strconv.Itoa(o.APIServerPort), "--nodes="+strings.Join(o.Nodes, " "),
+		"--reverse-ports="+joinInts(o.ReversePorts))
 	if err != nil {
 		return err
 	}
@@ -279,7 +285,7 @@ func startGateway(ctx context.Context, o Options, l Layout) error {
 	}
 	addr := fmt.Sprintf("%s:%d", l.GatewayIP(), o.APIServerPort)
 	return p.WaitReady(ctx, o.ReadyTimeout, "its forward of "+addr, func(ctx context.Context) bool {
-		c, err := dialIn(ctx, NetnsPath(l.ClusterNetns()), addr)
+		c, err := netns.Dial(ctx, NetnsPath(l.ClusterNetns()), addr)
 		if err != nil {
 			return false
 		}
@@ -364,11 +370,11 @@ func Import(ctx context.Context, o Options, archives []string) error {
 		return err
 	}
 	if len(l.Nodes) == 0 {
-		data, err := os.ReadFile(filepath.Join(l.Dir(), nodesFile))
-		if err != nil {
-			return fmt.Errorf("no real nodes in %s: %w", o.OutDir, err)
+		c, err := localrun.ReadRealCluster(o.OutDir)
+		if err != nil || c == nil {
+			return fmt.Errorf("no real nodes in %s (%v)", o.OutDir, err)
 		}
-		if l, err = NewLayout(o.OutDir, strings.Fields(string(data))); err != nil {
+		if l, err = NewLayout(o.OutDir, c.Nodes); err != nil {
 			return err
 		}
 	}
@@ -382,23 +388,19 @@ func Import(ctx context.Context, o Options, archives []string) error {
 	return nil
 }
 
-// getIn says whether GET path on addr, from inside a network namespace,
-// answers 200.
-func getIn(ctx context.Context, netns, addr, path string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	c, err := dialIn(ctx, netns, addr)
+// getIn says whether GET path on addr, from inside the network namespace
+// at ns, answers 200.
+func getIn(ctx context.Context, ns, addr, path string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return false
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+	resp, err := netns.HTTPClient(ns, 2*time.Second).Do(req)
+	if err != nil {
 		return false
 	}
-	buf := make([]byte, 12)
-	n, _ := c.Read(buf)
-	return n == 12 && string(buf[9:12]) == strconv.Itoa(http.StatusOK)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // waitNodes waits until every real node is Ready and labelled, and the
@@ -465,9 +467,6 @@ func labelPatch(labels map[string]string) []byte {
 	return data
 }
 
-// nodesFile lists, under Layout.Dir, the nodes Up made, for Down.
-const nodesFile = "node-names"
-
 // Down stops every process of the real nodes (with their containers) and
 // removes what Up made: namespaces, cgroups, mount points, the nodes' Node
 // objects while the API server still answers; it puts back the kernel
@@ -477,8 +476,8 @@ func Down(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if data, err := os.ReadFile(filepath.Join(l.Dir(), nodesFile)); err == nil && len(o.Nodes) == 0 {
-		o.Nodes = strings.Fields(string(data))
+	if c, err := localrun.ReadRealCluster(o.OutDir); err == nil && c != nil && len(o.Nodes) == 0 {
+		o.Nodes = c.Nodes
 	}
 	var errs []error
 	if err := killCgroup(l.Cgroup(), 30*time.Second); err != nil {
@@ -505,7 +504,7 @@ func Down(ctx context.Context, o Options) error {
 			klog.FromContext(ctx).Info("Could not delete the real nodes' Node objects", "err", err)
 		}
 	}
-	_ = os.Remove(filepath.Join(l.Dir(), nodesFile))
+	_ = os.Remove(localrun.RealClusterFile(o.OutDir))
 	return errors.Join(errs...)
 }
 
@@ -534,4 +533,12 @@ func deleteNodes(ctx context.Context, o Options) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -6,8 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/nereid-ml/nereid/hack/localrun"
 )
 
 // WithRealNodes adds n real nodes (real-0 … real-<n-1>, edge nodes) to the
@@ -41,11 +42,11 @@ func RealNodes(t testing.TB) []string {
 	if realNodesSkip != "" {
 		t.Skip(realNodesSkip)
 	}
-	data, err := os.ReadFile(filepath.Join(OutDir(), "real", "node-names"))
-	if err != nil {
-		t.Fatalf("reading the real nodes' names: %v", err)
+	c, err := localrun.ReadRealCluster(OutDir())
+	if err != nil || c == nil {
+		t.Fatalf("reading the real nodes of %s: %v", OutDir(), err)
 	}
-	return strings.Fields(string(data))
+	return c.Nodes
 }
 
 // ImportImage imports an image archive into every real node's containerd,

@@ -49,6 +49,9 @@ func main() {
 	firstPort := fs.Int("first-port", 0, "First of the ports reserved for Nereid's processes ($NEREID_RESERVED_PORT_FIRST).")
 	diServerPort := fs.Int("di-server-port", 0, "Loopback port of the GlobalManager's DIJob replicas API (v2alpha1); 0 serves none.")
 	diV1ServerPort := fs.Int("di-v1-server-port", 0, "Loopback port of the GlobalManager's replicas server of v1alpha1 DIJobs' coordinators; 0 serves none.")
+	realNodes := fs.String("real-nodes", "", "The real nodes hack/realnode brought up (NEREID_REAL_NODES), separated by blanks: the GlobalManager then runs in their cluster network and the LocalControllers' DaemonSet is the chart's.")
+	helm := fs.String("helm", "", "The helm that renders the chart for real nodes (default <bin-dir of the tools>/helm, $NEREID_BIN_DIR/helm).")
+	chart := fs.String("chart", "build/charts/nereid", "The chart whose LocalControllers real nodes run.")
 	timeout := fs.Duration("ready-timeout", 2*time.Minute, "How long to wait for each process or Pod.")
 	_ = fs.Parse(os.Args[2:])
 
@@ -89,6 +92,17 @@ func main() {
 	}
 	run := &localrun.Run{OutDir: *outDir, BinDir: *binDir, Manifests: *manifests, Admin: admin, Nodes: nodes,
 		FirstPort: *firstPort, DIServerPort: *diServerPort, DIV1ServerPort: *diV1ServerPort, ReadyTimeout: *timeout, Logf: logf}
+	if strings.TrimSpace(*realNodes) != "" {
+		if run.Real, err = localrun.ReadRealCluster(*outDir); err != nil {
+			fatal(err)
+		} else if run.Real == nil {
+			fatal(fmt.Errorf("--real-nodes=%q, but hack/realnode wrote no %s", *realNodes, localrun.RealClusterFile(*outDir)))
+		}
+		run.Chart, run.Helm = *chart, *helm
+		if run.Helm == "" {
+			run.Helm = filepath.Join(os.Getenv("NEREID_BIN_DIR"), "helm")
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := step(run, ctx); err != nil {

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,6 +48,7 @@ func main() {
 	port := fs.Int("apiserver-port", 0, "The API server's port on 127.0.0.1 ($NEREID_APISERVER_PORT).")
 	binDir := fs.String("bin-dir", os.Getenv("NEREID_BIN_DIR"), "Folder of kubelet, kube-proxy and coredns (default $NEREID_BIN_DIR).")
 	imageDir := fs.String("image-dir", "", "Folder that keeps the images built here (default <bin-dir>/../images).")
+	reverse := fs.String("reverse-ports", "", "Ports the gateway forwards from the host's 127.0.0.1 to the cluster network's gateway address, where the GlobalManager listens: port,port.")
 	install := fs.Bool("install", false, "Install missing Debian packages with apt-get.")
 	timeout := fs.Duration("ready-timeout", 2*time.Minute, "How long to wait for each process and for the nodes.")
 	klog.InitFlags(fs)
@@ -69,6 +71,9 @@ func main() {
 	}
 	if o.ImageDir == "" && o.BinDir != "" {
 		o.ImageDir = filepath.Join(filepath.Dir(o.BinDir), "images")
+	}
+	if o.ReversePorts, err = parsePorts(*reverse); err != nil {
+		fatal(err)
 	}
 	if o.Labels, err = parseLabels(*labels); err != nil {
 		fatal(err)
@@ -131,6 +136,21 @@ func parseLabels(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("--labels: %q is not key=value", kv)
 		}
 		out[k] = v
+	}
+	return out, nil
+}
+
+func parsePorts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := strconv.Atoi(f)
+		if err != nil || p <= 0 || p > 65535 {
+			return nil, fmt.Errorf("--reverse-ports: %q is not a port", f)
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -1,21 +1,26 @@
-package realnode
+// Package netns makes sockets in another network namespace from a
+// multi-threaded Go program: on an OS thread that entered it for the time it
+// takes to make the socket, which then belongs to that namespace for good.
+package netns
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// inNetns runs f on an OS thread that has entered the network namespace at
+// Do runs f on an OS thread that has entered the network namespace at
 // path; a socket f makes belongs to that namespace for its whole life, on
 // whichever thread it is later used. The thread goes back to this process's
 // namespace afterwards, or, when it cannot, is left locked so that it ends
 // with its goroutine instead of serving others from the wrong namespace.
-func inNetns(path string, f func() error) error {
+func Do(path string, f func() error) error {
 	target, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", path, err)
@@ -40,10 +45,10 @@ func inNetns(path string, f func() error) error {
 	return ferr
 }
 
-// listenIn listens on TCP address addr inside the network namespace at path.
-func listenIn(path, addr string) (net.Listener, error) {
+// Listen listens on TCP address addr inside the network namespace at path.
+func Listen(path, addr string) (net.Listener, error) {
 	var l net.Listener
-	err := inNetns(path, func() error {
+	err := Do(path, func() error {
 		var err error
 		l, err = net.Listen("tcp", addr)
 		return err
@@ -51,15 +56,26 @@ func listenIn(path, addr string) (net.Listener, error) {
 	return l, err
 }
 
-// dialIn connects to TCP address addr from inside the network namespace at
+// Dial connects to TCP address addr from inside the network namespace at
 // path. Only the socket is made there: the connection's wait happens on
 // Go's poller, so ctx bounds it as usual.
-func dialIn(ctx context.Context, path, addr string) (net.Conn, error) {
+func Dial(ctx context.Context, path, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := inNetns(path, func() error {
+	err := Do(path, func() error {
 		var err error
 		c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		return err
 	})
 	return c, err
+}
+
+// HTTPClient is an HTTP client whose connections are made from inside the
+// network namespace at path ("" for this process's own), each request
+// bounded by timeout.
+func HTTPClient(path string, timeout time.Duration) *http.Client {
+	dial := (&net.Dialer{}).DialContext
+	if path != "" {
+		dial = func(ctx context.Context, _, addr string) (net.Conn, error) { return Dial(ctx, path, addr) }
+	}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }
