@@ -12,8 +12,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -89,10 +95,12 @@ type Descriptor struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// blob is a blob of the archive and its descriptor.
+// blob is a blob of the archive and its descriptor: its bytes, or the file
+// that holds them (a layer of hundreds of megabytes is not read into memory).
 type blob struct {
 	desc Descriptor
 	data []byte
+	file string
 }
 
 func newBlob(mediaType string, data []byte) blob {
@@ -100,64 +108,232 @@ func newBlob(mediaType string, data []byte) blob {
 	return blob{desc: Descriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}, data: data}
 }
 
+// fileBlob is the blob of the file at name, digested as it is now.
+func fileBlob(mediaType, name string) (blob, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return blob{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return blob{}, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return blob{desc: Descriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Size: n}, file: name}, nil
+}
+
 func (b blob) path() string { return path.Join("blobs", "sha256", b.desc.Digest[len("sha256:"):]) }
+
+// writeTo writes the blob's bytes as the archive's entry.
+func (b blob) writeTo(tw *tar.Writer) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: b.path(), Mode: 0o644, Size: b.desc.Size, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	if b.file == "" {
+		_, err := tw.Write(b.data)
+		return err
+	}
+	f, err := os.Open(b.file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.Copy(tw, f)
+	if err == nil && n != b.desc.Size {
+		err = fmt.Errorf("%s changed while it was written (%d bytes, digested %d)", b.file, n, b.desc.Size)
+	}
+	return err
+}
 
 func jsonBlob(mediaType string, v any) (blob, error) {
 	data, err := json.Marshal(v)
 	return newBlob(mediaType, data), err
 }
 
-// Write writes img's archive to w.
+// Config is how an image's container runs.
+type Config struct {
+	User       string   // uid:gid
+	Entrypoint []string // nil for none
+	Cmd        []string
+	Env        []string // NAME=value
+	WorkingDir string
+}
+
+// defaultPath is the PATH of an image that sets none.
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Write writes img's archive to w: one layer, of its binary.
 func Write(w io.Writer, img Image) error {
 	layerData, err := Layer(img)
 	if err != nil {
 		return err
 	}
-	layer := newBlob(mediaLayer, layerData)
+	cfg := Config{User: img.User, Entrypoint: []string{"/" + img.Name}, Env: []string{defaultPath}}
+	return writeArchive(w, img.Ref, img.Arch, cfg, []blob{newBlob(mediaLayer, layerData)})
+}
+
+// WriteLayers writes the archive of an image of the layers in the files
+// named (uncompressed tars, the first the bottom one) to w.
+func WriteLayers(w io.Writer, ref, arch string, cfg Config, layerFiles []string) error {
+	var layers []blob
+	for _, f := range layerFiles {
+		b, err := fileBlob(mediaLayer, f)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, b)
+	}
+	return writeArchive(w, ref, arch, cfg, layers)
+}
+
+func writeArchive(w io.Writer, ref, arch string, cfg Config, layers []blob) error {
+	diffIDs := make([]string, len(layers))
+	descs := make([]Descriptor, len(layers))
+	for i, l := range layers {
+		diffIDs[i], descs[i] = l.desc.Digest, l.desc
+	}
+	runCfg := map[string]any{"User": cfg.User, "Env": cfg.Env}
+	if cfg.Entrypoint != nil {
+		runCfg["Entrypoint"] = cfg.Entrypoint
+	}
+	if cfg.Cmd != nil {
+		runCfg["Cmd"] = cfg.Cmd
+	}
+	if cfg.WorkingDir != "" {
+		runCfg["WorkingDir"] = cfg.WorkingDir
+	}
 	config, err := jsonBlob(mediaConfig, map[string]any{
-		"architecture": img.Arch, "os": "linux", "created": epoch.Format(time.RFC3339),
-		"config": map[string]any{"User": img.User, "Entrypoint": []string{"/" + img.Name},
-			"Env": []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.desc.Digest}},
+		"architecture": arch, "os": "linux", "created": epoch.Format(time.RFC3339),
+		"config": runCfg,
+		"rootfs": map[string]any{"type": "layers", "diff_ids": diffIDs},
 	})
 	if err != nil {
 		return err
 	}
 	manifest, err := jsonBlob(mediaManifest, map[string]any{"schemaVersion": 2, "mediaType": mediaManifest,
-		"config": config.desc, "layers": []Descriptor{layer.desc}})
+		"config": config.desc, "layers": descs})
 	if err != nil {
 		return err
 	}
 	named := manifest.desc
-	named.Annotations = map[string]string{"io.containerd.image.name": img.Ref, "org.opencontainers.image.ref.name": img.Ref}
+	named.Annotations = map[string]string{"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref}
 	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": []Descriptor{named}})
 	if err != nil {
 		return err
 	}
-	docker, err := json.Marshal([]map[string]any{{"Config": config.path(), "RepoTags": []string{img.Ref}, "Layers": []string{layer.path()}}})
+	layerPaths := make([]string, len(layers))
+	for i, l := range layers {
+		layerPaths[i] = l.path()
+	}
+	docker, err := json.Marshal([]map[string]any{{"Config": config.path(), "RepoTags": []string{ref}, "Layers": layerPaths}})
 	if err != nil {
 		return err
 	}
 	tw := tar.NewWriter(w)
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{layer.path(), layer.data}, {config.path(), config.data}, {manifest.path(), manifest.data},
-		{"index.json", index}, {"manifest.json", docker},
-	}
 	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 	}
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o644, Size: int64(len(f.data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+	if err := writeFile(tw, "oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, b := range append(append([]blob{}, layers...), config, manifest) {
+		if seen[b.desc.Digest] {
+			continue // two identical layers are one blob
+		}
+		seen[b.desc.Digest] = true
+		if err := b.writeTo(tw); err != nil {
 			return err
 		}
-		if _, err := tw.Write(f.data); err != nil {
-			return err
+	}
+	if err := writeFile(tw, "index.json", index); err != nil {
+		return err
+	}
+	if err := writeFile(tw, "manifest.json", docker); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func writeFile(tw *tar.Writer, name string, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
+// DirLayer writes to w a layer of the trees under each source folder, at the
+// path in the image its key names ("/opt/app" -> "./src"): folders 0755 and
+// files with their own permission bits, all owned by root, every time the
+// epoch, in path order, so that the same trees make the same layer. skip
+// leaves out entries (by base name and whether a folder) and what is under
+// them. The parents of each image path are in the layer too.
+func DirLayer(w io.Writer, trees map[string]string, skip func(name string, dir bool) bool) error {
+	tw := tar.NewWriter(w)
+	written := map[string]bool{}
+	dir := func(name string) error {
+		if name == "" || written[name] {
+			return nil
+		}
+		written[name] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
+	}
+	dsts := make([]string, 0, len(trees))
+	for d := range trees {
+		dsts = append(dsts, d)
+	}
+	slices.Sort(dsts)
+	for _, dst := range dsts {
+		root := strings.Trim(path.Clean(dst), "/")
+		parts := strings.Split(root, "/")
+		for i := 1; i < len(parts); i++ {
+			if err := dir(strings.Join(parts[:i], "/")); err != nil {
+				return err
+			}
+		}
+		src := trees[dst]
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if p != src && skip != nil && skip(d.Name(), d.IsDir()) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			rel, err := filepath.Rel(src, p)
+			if err != nil {
+				return err
+			}
+			name := path.Join(root, filepath.ToSlash(rel))
+			switch {
+			case d.IsDir():
+				return dir(name)
+			case d.Type().IsRegular():
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(info.Mode().Perm()), Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+					return err
+				}
+				_, err = tw.Write(data)
+				return err
+			default:
+				return nil // links and devices: the trees here have none
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("writing %s into the layer at /%s: %w", src, root, err)
 		}
 	}
 	return tw.Close()

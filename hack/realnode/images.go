@@ -69,6 +69,11 @@ func pauseArchive(ctx context.Context, dir string) (string, error) {
 // importImage imports an image archive into node i's containerd, in the
 // namespace the kubelet's images live in.
 func importImage(ctx context.Context, l Layout, i int, archive string) error {
+	// nsenter starts the command at the namespace's root.
+	archive, err := filepath.Abs(archive)
+	if err != nil {
+		return err
+	}
 	return run(ctx, "nsenter", "--mount="+l.MountNS(i), "--",
 		"ctr", "--address", containerdSocket, "--namespace", "k8s.io", "images", "import", archive)
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -378,14 +379,21 @@ func Import(ctx context.Context, o Options, archives []string) error {
 			return err
 		}
 	}
+	// Each node's containerd unpacks on its own: the nodes at once.
+	errs := make([]error, len(l.Nodes))
+	var wg sync.WaitGroup
 	for i := range l.Nodes {
-		for _, a := range archives {
-			if err := importImage(ctx, l, i, a); err != nil {
-				return fmt.Errorf("importing %s into %s: %w", a, l.Nodes[i], err)
+		wg.Go(func() {
+			for _, a := range archives {
+				if err := importImage(ctx, l, i, a); err != nil {
+					errs[i] = fmt.Errorf("importing %s into %s: %w", a, l.Nodes[i], err)
+					return
+				}
 			}
-		}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // getIn says whether GET path on addr, from inside the network namespace

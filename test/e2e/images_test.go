@@ -60,3 +60,38 @@ func ensureProbeImage(t *testing.T) {
 		t.Fatalf("building the probe image: %v\n%s", probeOnce.err, probeOnce.out)
 	}
 }
+
+// workerImage is hack/workerimage's: Sedna's library and DI-orchestrator's
+// mock of DI-engine on Debian's python3.
+const workerImage = "localhost/nereid/worker:1"
+
+var workerOnce struct {
+	sync.Once
+	err error
+	out []byte
+}
+
+// ensureWorkerImage builds the worker image from ../shared's Sedna library
+// and DI mock (the test skips without them) and imports it into every real
+// node, once per test binary. Its Debian root filesystem is made once and
+// kept in the tools' cache.
+func ensureWorkerImage(t *testing.T) {
+	t.Helper()
+	sedna := framework.SednaCompat(t)
+	di := framework.DIv1alpha1Compat(t)
+	workerOnce.Do(func() {
+		root := framework.RepoRoot()
+		archive := filepath.Join(framework.OutDir(), "images", "worker.tar")
+		cmd := exec.Command("go", "run", "./hack/workerimage", "-sedna", sedna, "-di-mock", filepath.Join(di, "di-mock"),
+			"-py", filepath.Join(root, "test", "sednalib", "py"), "-cache", filepath.Join(framework.CacheDir(), "images"),
+			"-o", archive, "-ref", workerImage)
+		cmd.Dir = root
+		if workerOnce.out, workerOnce.err = cmd.CombinedOutput(); workerOnce.err != nil {
+			return
+		}
+		workerOnce.err = framework.ImportImage(t.Context(), archive)
+	})
+	if workerOnce.err != nil {
+		t.Fatalf("building the worker image: %v\n%s", workerOnce.err, workerOnce.out)
+	}
+}

@@ -10,4 +10,9 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-func TestMain(m *testing.M) { os.Exit(framework.Run(m, framework.WithRealNodes(2))) }
+// TestMain starts the local run as make local-up does with
+// NEREID_REAL_NODES=2: its GlobalManager, the chart's LocalController
+// DaemonSet on the real nodes, kwok's nodes beside them.
+func TestMain(m *testing.M) {
+	os.Exit(framework.Run(m, framework.AsLocalRun(), framework.WithRealNodes(2)))
+}

@@ -497,15 +497,18 @@ func randomSuffix(n int) string {
 	return string(b)
 }
 
-// toolsDir is where hack/build-tools.sh puts the tools it builds:
-// $NEREID_CACHE_DIR/bin, else the repository's .cache/bin.
-func toolsDir() string {
-	cache := os.Getenv("NEREID_CACHE_DIR")
-	if cache == "" {
-		cache = filepath.Join(RepoRoot(), ".cache")
+// CacheDir is the built tools' cache: $NEREID_CACHE_DIR, else the
+// repository's .cache.
+func CacheDir() string {
+	if cache := os.Getenv("NEREID_CACHE_DIR"); cache != "" {
+		return cache
 	}
-	return filepath.Join(cache, "bin")
+	return filepath.Join(RepoRoot(), ".cache")
 }
+
+// toolsDir is where hack/build-tools.sh puts the tools it builds:
+// <CacheDir>/bin.
+func toolsDir() string { return filepath.Join(CacheDir(), "bin") }
 
 // kubectlPath prefers the kubectl that hack/build-tools.sh builds at the cluster's
 // version, and falls back to the one on PATH.

@@ -58,3 +58,17 @@ func ImportImage(ctx context.Context, archive string) error {
 	}
 	return nil
 }
+
+// WriteRealNodeFile writes content at path on a real node, as a file of the
+// node's own (hack/realnode gives every node its own folder for the paths
+// that hostPath volumes name: /data, /model, /var/lib/nereid, …).
+func WriteRealNodeFile(t testing.TB, node, path, content string) {
+	t.Helper()
+	full := filepath.Join(OutDir(), "real", "nodes", node, "root", filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -58,6 +58,34 @@ class Estimator:
         return {"precision": min(0.99, 0.5 + 0.2 * w), "recall": 0.8}
 
 
+class LogisticModel(Estimator):
+    """Logistic regression in numpy, in place of the example's TensorFlow
+    model: rows of features and a 0/1 label (the Dataset's file, parsed by
+    Sedna's TxtDataParse), gradient descent for `epochs` passes a round; its
+    weights are what FedAvg averages."""
+
+    def __init__(self, **kwargs):
+        self.weights = [np.zeros(2), np.zeros(1)]
+
+    def train(self, train_data=None, valid_data=None, epochs=1, learning_rate=0.5, **kwargs):
+        rows = np.asarray(train_data.x, dtype=float)
+        x, y = rows[:, :-1], rows[:, -1]
+        w, b = self.weights
+        if w.shape[0] != x.shape[1]:
+            w = np.zeros(x.shape[1])
+        for _ in range(int(epochs) * 20):
+            p = 1.0 / (1.0 + np.exp(-(x @ w + b[0])))
+            g = p - y
+            w = w - float(learning_rate) * (x.T @ g) / len(y)
+            b = b - float(learning_rate) * np.array([g.mean()])
+        self.weights = [w, b]
+        p = 1.0 / (1.0 + np.exp(-(x @ w + b[0])))
+        loss = float(-np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9)))
+        accuracy = float(np.mean((p > 0.5) == (y > 0.5)))
+        print(f"trained on {len(y)} rows: loss {loss:.4f}, accuracy {accuracy:.3f}", flush=True)
+        return {"loss": loss, "accuracy": accuracy}
+
+
 def fl_aggregator():
     """Sedna's aggregation_worker/aggregate.py."""
     from sedna.common.config import Context
@@ -84,6 +112,24 @@ def fl_trainer():
         estimator=Estimator,
         aggregation=Context.get_parameters("aggregation_algorithm", "FedAvg"))
     fl_model.train(train_data=train_data, valid_data=None, epochs=1)
+
+
+def fl_trainer_logistic():
+    """Sedna's training_worker/train.py with LogisticModel on the numeric
+    rows of the Dataset's file: Sedna's TxtDataParse parses each line with
+    the example's way, a function of the line."""
+    from sedna.common.config import BaseConfig, Context
+    from sedna.core.federated_learning import FederatedLearning
+    from sedna.datasources import TxtDataParse
+
+    train_data = TxtDataParse(data_type="train", func=lambda line: [float(v) for v in line.split(",")])
+    train_data.parse(BaseConfig.train_dataset_url, use_raw=True)
+    fl_model = FederatedLearning(
+        estimator=LogisticModel,
+        aggregation=Context.get_parameters("aggregation_algorithm", "FedAvg"))
+    fl_model.train(train_data=train_data, valid_data=None,
+                   epochs=int(Context.get_parameters("epochs", 1)),
+                   learning_rate=float(Context.get_parameters("learning_rate", 0.5)))
 
 
 def ji_edge():
@@ -158,6 +204,7 @@ ROLES = {
     "il-inference": il_inference,
     "fl-aggregator": fl_aggregator,
     "fl-trainer": fl_trainer,
+    "fl-trainer-logistic": fl_trainer_logistic,
     "ji-edge": ji_edge,
     "ll-train": _ll("ll_train"),
     "ll-eval": _ll("ll_eval"),
