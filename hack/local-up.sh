@@ -16,13 +16,17 @@
 #                                  checksum of the out dir (see hack/lib/ports.sh)
 #   NEREID_CLOUD_NODES             cloud node names (default "cloud-0")
 #   NEREID_EDGE_NODES              edge node names (default "edge-0 edge-1")
-#   NEREID_REAL_NODES              how many real nodes to add beside the kwok ones
-#                                  (default 0): edge nodes real-0, real-1, … each a
+#   NEREID_REAL_NODES              how many real edge nodes to add beside the kwok
+#                                  ones (default 0): real-0, real-1, … each a
 #                                  kubelet, a containerd and a kube-proxy built from
 #                                  the same modules, running real containers, in
 #                                  namespaces and cgroups of the run's own (see
 #                                  hack/realnode and docs/local-run.md#real-nodes).
 #                                  Needs root; installs what it lacks with apt
+#   NEREID_REAL_CLOUD_NODES        with NEREID_REAL_NODES, how many real cloud nodes
+#                                  come too (default 1: real-cloud-0), where the
+#                                  jobs' cloud workers run (an aggregator, a DIJob's
+#                                  coordinator)
 #   NEREID_LC_NODES                the nodes that get a LocalController: "edge" (default:
 #                                  the edge nodes), "all" (every node, cloud ones too, as
 #                                  Sedna runs them; the hub then accepts every node), or
@@ -138,11 +142,15 @@ readonly KWOK_NODE_ANNOTATION="kwok.x-k8s.io/node"
 readonly KWOK_NODE_ANNOTATION_VALUE="fake"
 
 CLOUD_NODES="${NEREID_CLOUD_NODES-cloud-0}"
+# Real nodes: the cloud ones first, then the edge ones; all of them in REAL_NODES.
 REAL_NODES=""
+REAL_EDGE_NODES=""
 if [[ -n "${NEREID_REAL_NODES:-}" && "${NEREID_REAL_NODES}" != 0 ]]; then
   [[ "${NEREID_REAL_NODES}" =~ ^[0-9]+$ ]] || nereid::fatal "NEREID_REAL_NODES=${NEREID_REAL_NODES} is not a number of nodes"
-  REAL_NODES="$(for ((i = 0; i < NEREID_REAL_NODES; i++)); do printf 'real-%d ' "${i}"; done)"
-  REAL_NODES="${REAL_NODES% }"
+  [[ "${NEREID_REAL_CLOUD_NODES:-1}" =~ ^[0-9]+$ ]] || nereid::fatal "NEREID_REAL_CLOUD_NODES=${NEREID_REAL_CLOUD_NODES} is not a number of nodes"
+  REAL_EDGE_NODES="$(for ((i = 0; i < NEREID_REAL_NODES; i++)); do printf 'real-%d ' "${i}"; done)"
+  REAL_EDGE_NODES="${REAL_EDGE_NODES% }"
+  REAL_NODES="$(for ((i = 0; i < ${NEREID_REAL_CLOUD_NODES:-1}; i++)); do printf 'real-cloud-%d ' "${i}"; done)${REAL_EDGE_NODES}"
 fi
 # The API server's flags for real nodes (realnode apiserver-flags), set in main.
 REAL_APISERVER_FLAGS=()
@@ -612,7 +620,7 @@ ensure_real_nodes() {
     ((NEREID_DI_SERVER_PORT == 0)) || reverse+=",${NEREID_DI_SERVER_PORT}"
     ((NEREID_DI_V1_SERVER_PORT == 0)) || reverse+=",${NEREID_DI_V1_SERVER_PORT}"
   fi
-  realnode up --install --labels="node-role.kubernetes.io/edge=,nereid.io/real-node=true" --reverse-ports="${reverse}" ||
+  realnode up --install --labels="nereid.io/real-node=true" --edge-nodes="${REAL_EDGE_NODES}" --reverse-ports="${reverse}" ||
     nereid::fatal "the real nodes did not come up (their logs: ${NEREID_OUT_DIR}/logs/real-*.log)"
   nereid::log "real nodes Ready in $((SECONDS - start))s: ${REAL_NODES}"
   if [[ "${NEREID_GLOBALMANAGER:-1}" != "0" ]]; then

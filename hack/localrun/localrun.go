@@ -389,8 +389,12 @@ func (r *Run) removeEarlierIdentities(ctx context.Context, kube kubernetes.Inter
 // waits until it is ready and its edge hub listens.
 func (r *Run) StartGlobalManager(ctx context.Context) error {
 	gm := r.GlobalManager()
-	// Removed first, so that the wait sees the new hub's CA.
+	// Removed first, so that the wait sees the new hub's CA; its folder made,
+	// which a run whose only LocalControllers are real nodes' has not.
 	if err := os.Remove(gm.EdgeHub.CAFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(gm.EdgeHub.CAFile), 0o755); err != nil {
 		return err
 	}
 	bin, args := filepath.Join(r.BinDir, "globalmanager"), gm.Args()

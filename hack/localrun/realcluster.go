@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // RealCluster is what hack/realnode tells the local run about the real nodes
@@ -14,8 +15,10 @@ import (
 // network is, which the GlobalManager joins so that pods reach it from their
 // own addresses.
 type RealCluster struct {
-	// Nodes are the real nodes' names.
+	// Nodes are the real nodes' names, the cloud ones first.
 	Nodes []string `json:"nodes"`
+	// Edge are those of Nodes that are edge nodes.
+	Edge []string `json:"edge"`
 	// Netns is the file of the cluster network's namespace.
 	Netns string `json:"netns"`
 	// GatewayIP is that namespace's address, which every node and pod
@@ -56,4 +59,15 @@ func (c RealCluster) Write(outDir string) error {
 		return err
 	}
 	return os.WriteFile(RealClusterFile(outDir), append(data, '\n'), 0o644)
+}
+
+// Cloud are those of c's nodes that are not edge nodes.
+func (c RealCluster) Cloud() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		if !slices.Contains(c.Edge, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

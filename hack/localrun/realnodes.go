@@ -112,14 +112,19 @@ func (r *Run) ensureDIV1ServerService(ctx context.Context, kube kubernetes.Inter
 }
 
 // waitForRealLocalControllers waits until the chart's LocalController Pod
-// on every real node is Ready: it runs there, its store on the node's
+// on every real edge node (every real node, as Sedna runs them, when
+// LocalControllers run on every node) is Ready: it runs there, its store on the node's
 // hostPath, connected to the hub.
 func (r *Run) waitForRealLocalControllers(ctx context.Context, kube kubernetes.Interface) error {
 	ds, err := kube.AppsV1().DaemonSets(Namespace).Get(ctx, LocalControllerDaemonSet, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	pods, err := DaemonSetPods(ctx, kube, ds, r.Real.Nodes, r.ReadyTimeout)
+	nodes := r.Real.Edge
+	if r.Nodes.EveryNode() {
+		nodes = r.Real.Nodes
+	}
+	pods, err := DaemonSetPods(ctx, kube, ds, nodes, r.ReadyTimeout)
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,9 @@ type Options struct {
 	// Labels are set on every real node once it registered (a kubelet may
 	// not set node-role labels on itself).
 	Labels map[string]string
+	// EdgeNodes are those of Nodes that are edge nodes: they get the label
+	// node-role.kubernetes.io/edge="" too.
+	EdgeNodes []string
 	// Kubeconfig is the administrator's.
 	Kubeconfig string
 	// APIServerPort is the API server's port on the host's loopback.
@@ -90,7 +95,13 @@ egressSelections:
     proxyProtocol: HTTPConnect
     transport:
       uds:
-        udsName: %s
+        udsName: %[1]s
+- name: controlplane
+  connection:
+    proxyProtocol: HTTPConnect
+    transport:
+      uds:
+        udsName: %[1]s
 `, l.EgressSocket())), 0o644); err != nil {
 		return nil, err
 	}
@@ -177,7 +188,7 @@ func start(ctx context.Context, o Options, l Layout, kube kubernetes.Interface) 
 	if err := saveSysctls(l); err != nil {
 		return err
 	}
-	cluster := localrun.RealCluster{Nodes: l.Nodes, Netns: NetnsPath(l.ClusterNetns()), GatewayIP: l.GatewayIP().String(), ReversePorts: o.ReversePorts}
+	cluster := localrun.RealCluster{Nodes: l.Nodes, Edge: o.EdgeNodes, Netns: NetnsPath(l.ClusterNetns()), GatewayIP: l.GatewayIP().String(), ReversePorts: o.ReversePorts}
 	if err := cluster.Write(o.OutDir); err != nil {
 		return err
 	}
@@ -415,6 +426,11 @@ func getIn(ctx context.Context, ns, addr, path string) bool {
 // node-lifecycle controller has lifted its not-ready taint.
 func waitNodes(ctx context.Context, o Options, kube kubernetes.Interface) error {
 	for _, name := range o.Nodes {
+		want := o.Labels
+		if slices.Contains(o.EdgeNodes, name) {
+			want = maps.Clone(o.Labels)
+			want[EdgeLabel] = ""
+		}
 		var last string
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, o.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
 			n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -422,7 +438,7 @@ func waitNodes(ctx context.Context, o Options, kube kubernetes.Interface) error 
 				last = err.Error()
 				return false, nil
 			}
-			if missing := missingLabels(n, o.Labels); len(missing) > 0 {
+			if missing := missingLabels(n, want); len(missing) > 0 {
 				patch := labelPatch(missing)
 				if _, err := kube.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 					last = err.Error()
@@ -438,6 +454,9 @@ func waitNodes(ctx context.Context, o Options, kube kubernetes.Interface) error 
 	}
 	return nil
 }
+
+// EdgeLabel marks edge nodes.
+const EdgeLabel = "node-role.kubernetes.io/edge"
 
 // nodeState is "" for a Ready node without a taint of an unready one, else
 // what keeps it from being so.

@@ -79,10 +79,11 @@ func separableRows(seed uint64, n int) string {
 // rounds, each node's reports reach status.edgeNodes, and it ends Succeeded
 // when Sedna's aggregator exits by itself.
 func TestSednasFederatedLearningTrainsOnRealNodesUntilTheAggregatorExits(t *testing.T) {
-	nodes := framework.RealNodes(t)
+	real := framework.RealNodes(t)
+	nodes := real.Edge
 	ensureWorkerImage(t)
 	var job sednav1.FederatedLearningJob
-	sednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": nodes[0], "edge1": nodes[0], "edge2": nodes[1]})
+	sednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": real.Cloud()[0], "edge1": nodes[0], "edge2": nodes[1]})
 	runAs(&job.Spec.AggregationWorker.Template.Spec, "fl-aggregator")
 	for i := range job.Spec.TrainingWorkers {
 		runAs(&job.Spec.TrainingWorkers[i].Template.Spec, "fl-trainer-logistic")

@@ -11,8 +11,10 @@ import (
 )
 
 // TestMain starts the local run as make local-up does with
-// NEREID_REAL_NODES=2: its GlobalManager, the chart's LocalController
-// DaemonSet on the real nodes, kwok's nodes beside them.
+// NEREID_REAL_NODES=2, but without kwok's nodes: its GlobalManager, a real
+// cloud node and two real edge nodes with the chart's LocalController
+// DaemonSet, so that every pod of a job runs (Sedna's and DI-orchestrator's
+// samples, which name no nodes of theirs or none, then land on real ones).
 func TestMain(m *testing.M) {
-	os.Exit(framework.Run(m, framework.AsLocalRun(), framework.WithRealNodes(2)))
+	os.Exit(framework.Run(m, framework.AsLocalRun(), framework.OnlyRealNodes(2)))
 }

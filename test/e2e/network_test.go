@@ -59,7 +59,7 @@ func waitReady(t *testing.T, ns string, names ...string) map[string]*corev1.Pod 
 // the LocalController's and the v1 replicas server's checks rest on); the
 // kubelet probes, and kubectl logs and exec reach the containers.
 func TestRealPodsReachEachOtherByServiceNameFromTheirOwnAddresses(t *testing.T) {
-	nodes := framework.RealNodes(t)
+	nodes := framework.RealNodes(t).Edge
 	ensureProbeImage(t)
 	ns := framework.Namespace(t)
 	kube := framework.KubeClient(t)

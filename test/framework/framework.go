@@ -213,7 +213,8 @@ func (o runOptions) env() []string {
 		env = append(env, "NEREID_GANG_API=0")
 	}
 	if o.realNodes > 0 {
-		env = append(env, fmt.Sprintf("NEREID_REAL_NODES=%d", o.realNodes))
+		env = append(env, fmt.Sprintf("NEREID_REAL_NODES=%d", o.realNodes), "NEREID_REAL_CLOUD_NODES=1",
+			"NEREID_CLOUD_NODES=", "NEREID_EDGE_NODES=")
 	}
 	if o.localRun {
 		// After startControlPlane's NEREID_GLOBALMANAGER=0: the last wins.

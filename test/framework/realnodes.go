@@ -11,11 +11,12 @@ import (
 	"github.com/nereid-ml/nereid/hack/localrun"
 )
 
-// WithRealNodes adds n real nodes (real-0 … real-<n-1>, edge nodes) to the
-// control plane: kubelets running real containers (hack/realnode). They need
-// root; where they cannot run, Run starts no cluster and every test that
-// calls RealNodes skips, saying why.
-func WithRealNodes(n int) Option {
+// OnlyRealNodes makes the control plane's nodes real ones, n edge nodes
+// (real-0 … real-<n-1>) and a cloud node (real-cloud-0), kubelets running
+// real containers (hack/realnode), and no kwok node, so that every pod runs.
+// They need root; where they cannot run, Run starts no cluster and every
+// test that calls RealNodes skips, saying why.
+func OnlyRealNodes(n int) Option {
 	return func(o *runOptions) { o.realNodes = n }
 }
 
@@ -36,8 +37,8 @@ func realNodesUnavailable() string {
 }
 
 // RealNodes skips the test where the real nodes cannot run, and returns
-// their names.
-func RealNodes(t testing.TB) []string {
+// them.
+func RealNodes(t testing.TB) *localrun.RealCluster {
 	t.Helper()
 	if realNodesSkip != "" {
 		t.Skip(realNodesSkip)
@@ -46,7 +47,7 @@ func RealNodes(t testing.TB) []string {
 	if err != nil || c == nil {
 		t.Fatalf("reading the real nodes of %s: %v", OutDir(), err)
 	}
-	return c.Nodes
+	return c
 }
 
 // ImportImage imports an image archive into every real node's containerd,

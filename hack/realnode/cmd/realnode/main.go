@@ -44,6 +44,7 @@ func main() {
 	outDir := fs.String("out-dir", os.Getenv("NEREID_OUT_DIR"), "State dir of the local control plane (default $NEREID_OUT_DIR).")
 	nodes := fs.String("nodes", "", "The real nodes' names, separated by blanks.")
 	labels := fs.String("labels", "", "Labels up sets on every real node once it registered: key=value,key=value.")
+	edge := fs.String("edge-nodes", "", "Those of --nodes that are edge nodes, labelled node-role.kubernetes.io/edge=\"\" too, separated by blanks.")
 	kubeconfig := fs.String("kubeconfig", "", "The administrator's kubeconfig (default <out-dir>/kubeconfig).")
 	port := fs.Int("apiserver-port", 0, "The API server's port on 127.0.0.1 ($NEREID_APISERVER_PORT).")
 	binDir := fs.String("bin-dir", os.Getenv("NEREID_BIN_DIR"), "Folder of kubelet, kube-proxy and coredns (default $NEREID_BIN_DIR).")
@@ -62,7 +63,7 @@ func main() {
 		fatal(err)
 	}
 	o := realnode.Options{
-		OutDir: abs, Nodes: strings.Fields(*nodes), Kubeconfig: *kubeconfig, APIServerPort: *port,
+		OutDir: abs, Nodes: strings.Fields(*nodes), EdgeNodes: strings.Fields(*edge), Kubeconfig: *kubeconfig, APIServerPort: *port,
 		CAFile: filepath.Join(abs, "certs", "ca.crt"), CAKeyFile: filepath.Join(abs, "certs", "ca.key"),
 		BinDir: *binDir, ImageDir: *imageDir, Install: *install, ReadyTimeout: *timeout,
 	}
