@@ -21,6 +21,9 @@ type RealCluster struct {
 	Edge []string `json:"edge"`
 	// Netns is the file of the cluster network's namespace.
 	Netns string `json:"netns"`
+	// NodeNetns are the files of the nodes' network namespaces, by node:
+	// their host networks, where a process on the node but in no pod runs.
+	NodeNetns map[string]string `json:"nodeNetns"`
 	// GatewayIP is that namespace's address, which every node and pod
 	// reaches: the GlobalManager listens there, and the gateway forwards
 	// the API server's port from it.
@@ -71,3 +74,6 @@ func (c RealCluster) Cloud() []string {
 	}
 	return out
 }
+
+// NetnsOf is the file of node's network namespace.
+func (c RealCluster) NetnsOf(node string) string { return c.NodeNetns[node] }

@@ -28,6 +28,8 @@ var hostNeeds = []struct{ path, pkg string }{
 	{"/usr/lib/cni/host-local", "containernetworking-plugins"},
 	{"/usr/lib/cni/loopback", "containernetworking-plugins"},
 	{"gcc", "gcc"},
+	// The worker image's Debian root filesystem (hack/workerimage).
+	{"mmdebstrap", "mmdebstrap"},
 	{"/usr/lib/x86_64-linux-gnu/libc.a", "libc6-dev"},
 }
 

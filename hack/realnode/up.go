@@ -188,7 +188,11 @@ func start(ctx context.Context, o Options, l Layout, kube kubernetes.Interface) 
 	if err := saveSysctls(l); err != nil {
 		return err
 	}
-	cluster := localrun.RealCluster{Nodes: l.Nodes, Edge: o.EdgeNodes, Netns: NetnsPath(l.ClusterNetns()), GatewayIP: l.GatewayIP().String(), ReversePorts: o.ReversePorts}
+	cluster := localrun.RealCluster{Nodes: l.Nodes, Edge: o.EdgeNodes, Netns: NetnsPath(l.ClusterNetns()),
+		NodeNetns: map[string]string{}, GatewayIP: l.GatewayIP().String(), ReversePorts: o.ReversePorts}
+	for i, n := range l.Nodes {
+		cluster.NodeNetns[n] = NetnsPath(l.NodeNetns(i))
+	}
 	if err := cluster.Write(o.OutDir); err != nil {
 		return err
 	}

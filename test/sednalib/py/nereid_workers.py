@@ -148,6 +148,14 @@ def ji_edge():
         time.sleep(1)
 
 
+def ji_cloud():
+    """Sedna's big_model/big_model.py: serve the big model, which the edge
+    worker's hard examples go to."""
+    from sedna.core.joint_inference import BigModelService
+
+    BigModelService(estimator=Estimator).start()
+
+
 def _txt_data(data_type, url):
     """Sedna's example's loading of a round's data (index lines)."""
     from sedna.datasources import TxtDataParse
@@ -206,6 +214,7 @@ ROLES = {
     "fl-trainer": fl_trainer,
     "fl-trainer-logistic": fl_trainer_logistic,
     "ji-edge": ji_edge,
+    "ji-cloud": ji_cloud,
     "ll-train": _ll("ll_train"),
     "ll-eval": _ll("ll_eval"),
     "ll-inference": _ll("ll_inference"),
