@@ -81,6 +81,10 @@ demo-dijob: ## Run the DIJob example: show its replicas' pods, DI_RANK/DI_NODES,
 demo-dijob-v1: ## Run the v1alpha1 DIJob example and play its coordinator against the v1 replicas server: ask for replicas, list, fail, give back, succeed (make local-up first).
 	$(GO) run ./hack/demo -example dijob-v1 $(DEMO_ARGS)
 
+.PHONY: demo-real
+demo-real: ## On real nodes (NEREID_REAL_NODES=2 make local-up first): Sedna's federated learning with Sedna's own library, then DI-orchestrator's mock DIJob; prints the rounds and the phases.
+	bash hack/demo-real.sh
+
 .PHONY: dashboard
 dashboard: ## Build kubectl-nereid and serve its read-only dashboard of the local run's every namespace on 127.0.0.1 (make local-up first; DASHBOARD_ARGS='-n demo --port 8080'); open the URL it prints, Ctrl-C stops it.
 	$(GO) build -ldflags "$$(bash hack/lib/version.sh --ldflags)" -o $(BIN_DIR)/ ./cmd/kubectl-nereid

@@ -309,6 +309,13 @@ func checkDefaultLocalController(t *testing.T, r release, hubAudience string) {
 			t.Errorf("LocalController volume %s %+v mounted at %q, want hostPath %s at %s%s", name, v, mounts[name].MountPath, p, wantLCFlags["node-root"], p)
 		}
 	}
+	// Sedna's model hot update folders, which the LocalController writes
+	// deployed models into, whatever the allowed paths (found on real
+	// nodes: without it an incremental learning job never deploys).
+	if v := volumes["model-hot-update"]; v.HostPath == nil || v.HostPath.Path != "/var/lib/sedna/model-hot-update" ||
+		mounts["model-hot-update"].MountPath != wantLCFlags["node-root"]+"/var/lib/sedna/model-hot-update" || mounts["model-hot-update"].ReadOnly {
+		t.Errorf("LocalController hot update volume %+v mounted %+v, want hostPath /var/lib/sedna/model-hot-update at its place under --node-root, writable", v, mounts["model-hot-update"])
+	}
 	if p := lcc.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Host != "127.0.0.1" || p.HTTPGet.Port.IntValue() != 9101 {
 		t.Errorf("LocalController liveness probe %+v, want /healthz on 127.0.0.1:9101", p)
 	}
@@ -630,7 +637,7 @@ func TestChartValuesCannotAddFields(t *testing.T) {
 	}
 	var lc appsv1.DaemonSet
 	r.get(t, "DaemonSet/nereid-localcontroller", &lc)
-	if lc.Spec.Template.Spec.HostPID || len(lc.Spec.Template.Spec.Volumes) != 7 {
+	if lc.Spec.Template.Spec.HostPID || len(lc.Spec.Template.Spec.Volumes) != 8 {
 		t.Errorf("LocalController hostPID %t, %d volumes: a value added a field", lc.Spec.Template.Spec.HostPID, len(lc.Spec.Template.Spec.Volumes))
 	}
 }

@@ -3,7 +3,6 @@ package localrun
 import (
 	"context"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -195,14 +194,5 @@ func answersOK(ctx context.Context, url string) bool { return answersOKIn(ctx, "
 // answersOKIn says whether url answers 200 to a client in the network
 // namespace at ns ("" for this process's).
 func answersOKIn(ctx context.Context, ns, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := netns.HTTPClient(ns, 3*time.Second).Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return netns.AnswersOK(ctx, ns, url, 3*time.Second)
 }

@@ -15,13 +15,13 @@ import (
 // NodeDir/root, in its mount namespace: the runtime's and the kubelet's state
 // and logs at the paths they have on a real node, and what the chart's and
 // Sedna's hostPath volumes name (the LocalController's store at
-// localController.dataDir, its allowedPaths, where Sedna's examples keep
-// datasets and models). Two nodes of one machine thus neither share a
+// localController.dataDir, its allowedPaths, the model hot update folders
+// under /var/lib/sedna, where Sedna's examples keep datasets and models). Two nodes of one machine thus neither share a
 // LocalController's store nor a dataset, as two machines would not.
 var nodePaths = []string{
 	"/var/lib/kubelet", "/var/lib/containerd", "/var/lib/cni", "/etc/cni/net.d",
 	"/var/log/pods", "/var/log/containers",
-	"/var/lib/nereid", "/data", "/model", "/models", "/output",
+	"/var/lib/nereid", "/var/lib/sedna", "/data", "/model", "/models", "/output",
 }
 
 // madeHostPaths is the file, under Layout.Dir, listing the mount points Up

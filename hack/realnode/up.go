@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,7 +322,7 @@ func startCoreDNS(ctx context.Context, o Options, l Layout) error {
 		return err
 	}
 	return p.WaitReady(ctx, o.ReadyTimeout, "its /ready", func(ctx context.Context) bool {
-		return getIn(ctx, NetnsPath(l.ClusterNetns()), "127.0.0.1:8181", "/ready")
+		return netns.AnswersOK(ctx, NetnsPath(l.ClusterNetns()), "http://127.0.0.1:8181/ready", 2*time.Second)
 	})
 }
 
@@ -409,21 +408,6 @@ func Import(ctx context.Context, o Options, archives []string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// getIn says whether GET path on addr, from inside the network namespace
-// at ns, answers 200.
-func getIn(ctx context.Context, ns, addr, path string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := netns.HTTPClient(ns, 2*time.Second).Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // waitNodes waits until every real node is Ready and labelled, and the

@@ -48,11 +48,12 @@ func sednaSample(t *testing.T, file string, into any, nodes map[string]string) {
 
 // runAs makes a worker template's container the worker image running role
 // of test/sednalib/py/nereid_workers.py, as Sedna's example images run their
-// scripts: the rest of the template is the sample's.
+// scripts (in place of the sample's args, which name them): the rest of the
+// template is the sample's.
 func runAs(spec *corev1.PodSpec, role string) {
 	c := &spec.Containers[0]
 	c.Image, c.ImagePullPolicy = workerImage, corev1.PullIfNotPresent
-	c.Command = []string{"python3", "-m", "nereid_workers", role}
+	c.Command, c.Args = []string{"python3", "-m", "nereid_workers", role}, nil
 }
 
 // separableRows are n rows "x1,x2,label" of two Gaussian clouds a line

@@ -17,59 +17,63 @@ import (
 // ensureProbeImage ran.
 const probeImage = "localhost/nereid/probe:e2e"
 
-var probeOnce struct {
+// imageOnce builds and imports an image once per test binary, and tells
+// every test that needs it how that went.
+type imageOnce struct {
 	sync.Once
 	err error
-	out []byte
+	out []byte // what the build printed
 }
+
+// ensure runs build the first time, and fails t when it failed.
+func (o *imageOnce) ensure(t *testing.T, what string, build func() ([]byte, error)) {
+	t.Helper()
+	o.Do(func() { o.out, o.err = build() })
+	if o.err != nil {
+		t.Fatalf("building the %s image: %v\n%s", what, o.err, o.out)
+	}
+}
+
+var probeOnce imageOnce
 
 // ensureProbeImage builds ./probe statically, wraps it as an image and
 // imports it into every real node, once per test binary.
 func ensureProbeImage(t *testing.T) {
 	t.Helper()
-	probeOnce.Do(func() {
+	probeOnce.ensure(t, "probe", func() ([]byte, error) {
 		dir, err := os.MkdirTemp("", "nereid-e2e-probe-")
 		if err != nil {
-			probeOnce.err = err
-			return
+			return nil, err
 		}
 		defer os.RemoveAll(dir)
 		bin := filepath.Join(dir, "probe")
 		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./probe")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if probeOnce.out, probeOnce.err = cmd.CombinedOutput(); probeOnce.err != nil {
-			return
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return out, err
 		}
 		data, err := os.ReadFile(bin)
 		if err != nil {
-			probeOnce.err = err
-			return
+			return nil, err
 		}
 		var buf bytes.Buffer
 		img := imagearchive.Image{Ref: probeImage, Name: "probe", Binary: data, User: imagearchive.Nonroot + ":" + imagearchive.Nonroot, Arch: runtime.GOARCH}
-		if probeOnce.err = imagearchive.Write(&buf, img); probeOnce.err != nil {
-			return
+		if err := imagearchive.Write(&buf, img); err != nil {
+			return nil, err
 		}
 		archive := filepath.Join(dir, "probe.tar")
-		if probeOnce.err = os.WriteFile(archive, buf.Bytes(), 0o644); probeOnce.err != nil {
-			return
+		if err := os.WriteFile(archive, buf.Bytes(), 0o644); err != nil {
+			return nil, err
 		}
-		probeOnce.err = framework.ImportImage(t.Context(), archive)
+		return nil, framework.ImportImage(t.Context(), archive)
 	})
-	if probeOnce.err != nil {
-		t.Fatalf("building the probe image: %v\n%s", probeOnce.err, probeOnce.out)
-	}
 }
 
 // workerImage is hack/workerimage's: Sedna's library and DI-orchestrator's
 // mock of DI-engine on Debian's python3.
 const workerImage = "localhost/nereid/worker:1"
 
-var workerOnce struct {
-	sync.Once
-	err error
-	out []byte
-}
+var workerOnce imageOnce
 
 // ensureWorkerImage builds the worker image from ../shared's Sedna library
 // and DI mock (the test skips without them) and imports it into every real
@@ -79,19 +83,16 @@ func ensureWorkerImage(t *testing.T) {
 	t.Helper()
 	sedna := framework.SednaCompat(t)
 	di := framework.DIv1alpha1Compat(t)
-	workerOnce.Do(func() {
+	workerOnce.ensure(t, "worker", func() ([]byte, error) {
 		root := framework.RepoRoot()
 		archive := filepath.Join(framework.OutDir(), "images", "worker.tar")
 		cmd := exec.Command("go", "run", "./hack/workerimage", "-sedna", sedna, "-di-mock", filepath.Join(di, "di-mock"),
 			"-py", filepath.Join(root, "test", "sednalib", "py"), "-cache", filepath.Join(framework.CacheDir(), "images"),
 			"-o", archive, "-ref", workerImage)
 		cmd.Dir = root
-		if workerOnce.out, workerOnce.err = cmd.CombinedOutput(); workerOnce.err != nil {
-			return
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return out, err
 		}
-		workerOnce.err = framework.ImportImage(t.Context(), archive)
+		return nil, framework.ImportImage(t.Context(), archive)
 	})
-	if workerOnce.err != nil {
-		t.Fatalf("building the worker image: %v\n%s", workerOnce.err, workerOnce.out)
-	}
 }

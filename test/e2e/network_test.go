@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -38,7 +39,9 @@ func waitReady(t *testing.T, ns string, names ...string) map[string]*corev1.Pod 
 	for _, name := range names {
 		framework.Eventually(t, 60*time.Second, "pod "+name+" Ready", func(ctx context.Context) (bool, error) {
 			p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil // not made yet
+			} else if err != nil {
 				return false, err
 			}
 			got[name] = p

@@ -79,3 +79,18 @@ func HTTPClient(path string, timeout time.Duration) *http.Client {
 	}
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }
+
+// AnswersOK says whether GET url answers 200 to a client in the network
+// namespace at path ("" for this process's), within timeout.
+func AnswersOK(ctx context.Context, path, url string, timeout time.Duration) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := HTTPClient(path, timeout).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

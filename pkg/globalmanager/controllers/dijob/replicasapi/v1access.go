@@ -7,12 +7,14 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
@@ -63,6 +65,27 @@ func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 	return c
 }
 
+// callerAddressWait bounds how long a tokenless request whose caller's pod
+// has no address in the pod cache yet waits for the cache to show one: a
+// coordinator may call as soon as it starts, and the cache follows the
+// API server a moment behind its status.
+var callerAddressWait = 2 * time.Second
+
+// awaitCallerAddress resolves caller again until its pod has an address in
+// the pod cache, for at most callerAddressWait; a caller that is no live
+// coordinator or aggregator, or whose pod has an address (the request's or
+// another), is answered at once.
+func (s *Server) awaitCallerAddress(ctx context.Context, caller v1Caller) v1Caller {
+	if caller.pod == nil || caller.pod.Status.PodIP != "" {
+		return caller
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, callerAddressWait, false, func(context.Context) (bool, error) {
+		caller = s.v1CallerOf(caller.key.Namespace, caller.key.Name)
+		return caller.pod == nil || caller.pod.Status.PodIP != "", nil
+	})
+	return caller
+}
+
 // v1Access lets in a request that names caller, and returns its job:
 //
 //   - without an Authorization header, from the address (r.RemoteAddr) of
@@ -76,6 +99,7 @@ func (s *Server) v1CallerOf(namespace, name string) v1Caller {
 func (s *Server) v1Access(ctx context.Context, r *http.Request, ex *exchange, act action, caller v1Caller) (*div2alpha1.DIJob, *reply) {
 	if len(r.Header.Values("Authorization")) == 0 {
 		addr := callerAddress(r)
+		caller = s.awaitCallerAddress(ctx, caller)
 		if caller.job != nil && !caller.pod.Spec.HostNetwork && hasPodIP(caller.pod, addr) {
 			ex.user = "pod:" + caller.key.String()
 			return caller.job, nil

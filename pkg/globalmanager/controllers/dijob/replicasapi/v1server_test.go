@@ -756,3 +756,44 @@ func TestV1CreationFailuresAreOnTheJob(t *testing.T) {
 		t.Errorf("ReplicasCreated %+v once replicas are made, want True %s", c, common.ReasonSuccessfulCreate)
 	}
 }
+
+// A coordinator that calls as soon as it starts may find the pod cache
+// without its address yet: the request waits for the cache (a moment, at
+// most callerAddressWait) instead of being refused.
+func TestV1TokenlessCallWaitsForTheCacheToShowItsCallersAddress(t *testing.T) {
+	job := newV1Job(t, testV1Job)
+	pod := newV1Pod(t, job, coordinated.Coordinator, coordinatorName, coordinatorIP)
+	pod.Status.PodIP, pod.Status.PodIPs = "", nil
+	f := newV1Fixture(t, Config{}, job, pod)
+	get := fromCoordinator(http.MethodGet, v1ReplicasPath+"?namespace=rl&coordinator="+coordinatorName, "")
+
+	started := time.Now()
+	addressed := make(chan struct{})
+	go func() {
+		defer close(addressed)
+		time.Sleep(200 * time.Millisecond)
+		p := pod.DeepCopy()
+		p.Status.PodIP, p.Status.PodIPs = coordinatorIP, []corev1.PodIP{{IP: coordinatorIP}}
+		if err := f.pods.Update(common.SlimPod(p)); err != nil {
+			t.Error(err)
+		}
+	}()
+	if a := f.call(get); a.status != http.StatusOK {
+		t.Errorf("a call while the cache lacked the coordinator's address: %d %q, want 200 once it shows", a.status, a.body.Message)
+	}
+	<-addressed
+	if took := time.Since(started); took < 200*time.Millisecond {
+		t.Errorf("answered in %s, before the cache showed the address", took)
+	}
+
+	// Another address than the pod's, once it has one: refused at once.
+	stranger := get
+	stranger.from = "10.9.9.9"
+	started = time.Now()
+	if a := f.call(stranger); a.status != http.StatusUnauthorized {
+		t.Errorf("a stranger's call: %d, want 401", a.status)
+	}
+	if took := time.Since(started); took > callerAddressWait/2 {
+		t.Errorf("a stranger's call waited %s", took)
+	}
+}
