@@ -2,7 +2,6 @@ package localrun
 
 import (
 	"context"
-	"net"
 	"os"
 	"strconv"
 	"time"
@@ -173,13 +172,7 @@ func WaitForListener(ctx context.Context, gm *Process, what, address string, tim
 // namespace at ns ("" for this process's).
 func waitForListenerIn(ctx context.Context, gm *Process, ns, what, address string, timeout time.Duration) error {
 	return gm.WaitReady(ctx, timeout, what+" to listen on "+address, func(ctx context.Context) bool {
-		var conn net.Conn
-		var err error
-		if ns == "" {
-			conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", address)
-		} else {
-			conn, err = netns.Dial(ctx, ns, address)
-		}
+		conn, err := netns.Dial(ctx, ns, address)
 		if err != nil {
 			return false
 		}

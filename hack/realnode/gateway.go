@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -66,36 +67,34 @@ func (g *Gateway) Run(ctx context.Context, ready chan<- struct{}) error {
 			_ = l.Close()
 		}
 	}
+	// A forward listens on port at one end and connects to the same port at
+	// the other: from the cluster network to the host's loopback (Ports),
+	// and back (Reverse).
+	type end struct{ netns, ip string }
+	type forward struct {
+		port     int
+		from, to end
+	}
+	host, cluster := end{"", "127.0.0.1"}, end{g.ClusterNetns, g.ListenIP.String()}
+	var forwards []forward
 	for _, port := range g.Ports {
-		addr := netip.AddrPortFrom(g.ListenIP, uint16(port)).String()
-		l, err := netns.Listen(g.ClusterNetns, addr)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("listening on %s in %s: %w", addr, g.ClusterNetns, err)
-		}
-		listeners = append(listeners, l)
-		target := fmt.Sprintf("127.0.0.1:%d", port)
-		go g.serve(ctx, l, func(ctx context.Context, c net.Conn) {
-			up, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "tcp", target)
-			if err != nil {
-				logger.V(2).Info("Forward failed", "from", c.RemoteAddr(), "to", target, "err", err)
-				return
-			}
-			splice(c, up)
-		})
+		forwards = append(forwards, forward{port, cluster, host})
 	}
 	for _, port := range g.Reverse {
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		l, err := net.Listen("tcp", addr)
+		forwards = append(forwards, forward{port, host, cluster})
+	}
+	for _, f := range forwards {
+		addr := net.JoinHostPort(f.from.ip, strconv.Itoa(f.port))
+		l, err := netns.Listen(f.from.netns, addr)
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("listening on %s: %w", addr, err)
+			return fmt.Errorf("listening on %s (network namespace %q): %w", addr, f.from.netns, err)
 		}
 		listeners = append(listeners, l)
-		target := netip.AddrPortFrom(g.ListenIP, uint16(port)).String()
+		target, ns := net.JoinHostPort(f.to.ip, strconv.Itoa(f.port)), f.to.netns
 		go g.serve(ctx, l, func(ctx context.Context, c net.Conn) {
 			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-			up, err := netns.Dial(ctx, g.ClusterNetns, target)
+			up, err := netns.Dial(ctx, ns, target)
 			cancel()
 			if err != nil {
 				logger.V(2).Info("Forward failed", "from", c.RemoteAddr(), "to", target, "err", err)
@@ -202,10 +201,11 @@ func (g *Gateway) dial(ctx context.Context, target string) (net.Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
+	ns := g.DialNetns
 	if ap.Addr().IsLoopback() {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", target)
+		ns = ""
 	}
-	return netns.Dial(ctx, g.DialNetns, target)
+	return netns.Dial(ctx, ns, target)
 }
 
 // splice copies a to b and b to a until both directions end, passing each

@@ -380,18 +380,13 @@ func startNode(ctx context.Context, o Options, l Layout, i int, pause string) er
 // Import imports image archives into every real node's containerd (those
 // Up made: it reads their names when o has none).
 func Import(ctx context.Context, o Options, archives []string) error {
+	o = o.withRecordedNodes()
+	if len(o.Nodes) == 0 {
+		return fmt.Errorf("no real nodes in %s", o.OutDir)
+	}
 	l, err := NewLayout(o.OutDir, o.Nodes)
 	if err != nil {
 		return err
-	}
-	if len(l.Nodes) == 0 {
-		c, err := localrun.ReadRealCluster(o.OutDir)
-		if err != nil || c == nil {
-			return fmt.Errorf("no real nodes in %s (%v)", o.OutDir, err)
-		}
-		if l, err = NewLayout(o.OutDir, c.Nodes); err != nil {
-			return err
-		}
 	}
 	// Each node's containerd unpacks on its own: the nodes at once.
 	errs := make([]error, len(l.Nodes))
@@ -487,12 +482,10 @@ func labelPatch(labels map[string]string) []byte {
 // objects while the API server still answers; it puts back the kernel
 // settings the kubelets changed. It is harmless when nothing is up.
 func Down(ctx context.Context, o Options) error {
+	o = o.withRecordedNodes()
 	l, err := NewLayout(o.OutDir, o.Nodes)
 	if err != nil {
 		return err
-	}
-	if c, err := localrun.ReadRealCluster(o.OutDir); err == nil && c != nil && len(o.Nodes) == 0 {
-		o.Nodes = c.Nodes
 	}
 	var errs []error
 	if err := killCgroup(l.Cgroup(), 30*time.Second); err != nil {
@@ -521,6 +514,17 @@ func Down(ctx context.Context, o Options) error {
 	}
 	_ = os.Remove(localrun.RealClusterFile(o.OutDir))
 	return errors.Join(errs...)
+}
+
+// withRecordedNodes is o with the nodes Up recorded (localrun.RealCluster)
+// when o names none, as Import and Down are called without them.
+func (o Options) withRecordedNodes() Options {
+	if len(o.Nodes) == 0 {
+		if c, err := localrun.ReadRealCluster(o.OutDir); err == nil && c != nil {
+			o.Nodes = c.Nodes
+		}
+	}
+	return o
 }
 
 // pidFiles are the pid files of the real nodes' processes.

@@ -45,8 +45,12 @@ func Do(path string, f func() error) error {
 	return ferr
 }
 
-// Listen listens on TCP address addr inside the network namespace at path.
+// Listen listens on TCP address addr inside the network namespace at path
+// ("" for this process's own).
 func Listen(path, addr string) (net.Listener, error) {
+	if path == "" {
+		return net.Listen("tcp", addr)
+	}
 	var l net.Listener
 	err := Do(path, func() error {
 		var err error
@@ -57,9 +61,12 @@ func Listen(path, addr string) (net.Listener, error) {
 }
 
 // Dial connects to TCP address addr from inside the network namespace at
-// path. Only the socket is made there: the connection's wait happens on
-// Go's poller, so ctx bounds it as usual.
+// path ("" for this process's own). Only the socket is made there: the
+// connection's wait happens on Go's poller, so ctx bounds it as usual.
 func Dial(ctx context.Context, path, addr string) (net.Conn, error) {
+	if path == "" {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}
 	var c net.Conn
 	err := Do(path, func() error {
 		var err error
@@ -73,10 +80,7 @@ func Dial(ctx context.Context, path, addr string) (net.Conn, error) {
 // network namespace at path ("" for this process's own), each request
 // bounded by timeout.
 func HTTPClient(path string, timeout time.Duration) *http.Client {
-	dial := (&net.Dialer{}).DialContext
-	if path != "" {
-		dial = func(ctx context.Context, _, addr string) (net.Conn, error) { return Dial(ctx, path, addr) }
-	}
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) { return Dial(ctx, path, addr) }
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }
 
