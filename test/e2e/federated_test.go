@@ -4,47 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/test/framework"
 )
-
-func sednaClient(t *testing.T) sednaclient.Interface {
-	t.Helper()
-	c, err := sednaclient.NewForConfig(framework.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// sednaSample decodes one of Sedna's own samples (../shared/sedna-compat)
-// into into, its node names replaced (they name Sedna's test cluster's).
-func sednaSample(t *testing.T, file string, into any, nodes map[string]string) {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(framework.SednaCompat(t), "samples", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	for from, to := range nodes {
-		text = regexp.MustCompile(`nodeName:\s*"`+regexp.QuoteMeta(from)+`"`).ReplaceAllString(text, `nodeName: "`+to+`"`)
-	}
-	if err := yaml.UnmarshalStrict([]byte(text), into); err != nil {
-		t.Fatalf("decoding Sedna's %s: %v", file, err)
-	}
-}
 
 // runAs makes a worker template's container the worker image running role
 // of test/sednalib/py/nereid_workers.py, as Sedna's example images run their
@@ -84,13 +53,13 @@ func TestSednasFederatedLearningTrainsOnRealNodesUntilTheAggregatorExits(t *test
 	nodes := real.Edge
 	ensureWorkerImage(t)
 	var job sednav1.FederatedLearningJob
-	sednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": real.Cloud()[0], "edge1": nodes[0], "edge2": nodes[1]})
+	framework.SednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": real.Cloud()[0], "edge1": nodes[0], "edge2": nodes[1]})
 	runAs(&job.Spec.AggregationWorker.Template.Spec, "fl-aggregator")
 	for i := range job.Spec.TrainingWorkers {
 		runAs(&job.Spec.TrainingWorkers[i].Template.Spec, "fl-trainer-logistic")
 	}
 	ns := framework.Namespace(t)
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	ctx := t.Context()
 	for i, node := range nodes[:2] {
 		framework.WriteRealNodeFile(t, node, "/data/fl/train.txt", separableRows(uint64(i), 300))

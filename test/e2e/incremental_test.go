@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/test/framework"
@@ -28,22 +27,6 @@ func hostPathsUnderData(t *testing.T, spec *corev1.PodSpec, node string) {
 	}
 }
 
-// eventCount counts the events of the object uid with reason whose message
-// names name.
-func eventCount(ctx context.Context, t *testing.T, ns string, uid types.UID, reason, name string) int {
-	events, err := framework.KubeClient(t).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uid)})
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range events.Items {
-		if e.Reason == reason && strings.Contains(e.Message, name) {
-			n += int(max(e.Count, 1))
-		}
-	}
-	return n
-}
-
 // TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates:
 // Sedna's sample job with Sedna's IncrementalLearning classes in real pods
 // on a real edge node. The Dataset's real file on the node grows past the
@@ -57,7 +40,7 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 	ensureWorkerImage(t)
 	node := real.Edge[0]
 	var job sednav1.IncrementalLearningJob
-	sednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": node})
+	framework.SednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": node})
 	// The sample checks its trigger every minute from 02:00: every second
 	// here, at any hour. Hot update on, polled every second.
 	job.Spec.TrainSpec.Trigger.CheckPeriodSeconds, job.Spec.TrainSpec.Trigger.Timer = 1, nil
@@ -73,7 +56,7 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 
 	ns := framework.Namespace(t)
 	keepLogsOnFailure(t, ns)
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	ctx := t.Context()
 	for name, url := range map[string]string{job.Spec.InitialModel.Name: "/models/initial/model.pb", job.Spec.DeploySpec.Model.Name: "/models/deploy/model.pb"} {
 		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}
@@ -111,7 +94,7 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 		return j.Status.DeployedRound == 1 && j.Status.InferenceWorker == inference, nil
 	})
 	framework.Eventually(t, 60*time.Second, "the inference worker to say it loaded the round's model", func(ctx context.Context) (bool, error) {
-		return eventCount(ctx, t, ns, created.UID, "ModelHotUpdated", inference) > 0, nil
+		return framework.CountEvents(t, ns, created.UID, "ModelHotUpdated", inference) > 0, nil
 	})
 	framework.Eventually(t, 30*time.Second, "the inference worker to serve the trained model", func(context.Context) (bool, error) {
 		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -134,7 +133,7 @@ func TestSednasJointInferenceOnRealNodesHealsRollsAndGoesWithItsService(t *testi
 	real := framework.RealNodes(t)
 	ensureWorkerImage(t)
 	var svc sednav1.JointInferenceService
-	sednaSample(t, "jointinferenceservice_v1alpha1.yaml", &svc, map[string]string{"edge-node": real.Edge[0]})
+	framework.SednaSample(t, "jointinferenceservice_v1alpha1.yaml", &svc, map[string]string{"edge-node": real.Edge[0]})
 	svc.Namespace = "" // the sample's is default; the test's is its own
 	svc.Spec.CloudWorker.Template.Spec.NodeName = real.Cloud()[0]
 	runAs(&svc.Spec.EdgeWorker.Template.Spec, "ji-edge")
@@ -143,18 +142,12 @@ func TestSednasJointInferenceOnRealNodesHealsRollsAndGoesWithItsService(t *testi
 	// The user's own settings of the worker: how many inferences it makes,
 	// and a report every second instead of every 30 (LC_PERIOD).
 	edge.Containers[0].Env = append(edge.Containers[0].Env, corev1.EnvVar{Name: "NEREID_INFERENCES", Value: "7"}, corev1.EnvVar{Name: "LC_PERIOD", Value: "1"})
-	// The sample's hostPath folders, under a path the node has of its own.
-	for i := range edge.Volumes {
-		if hp := edge.Volumes[i].HostPath; hp != nil {
-			hp.Path = filepath.Join("/data", hp.Path)
-			framework.WriteRealNodeFile(t, real.Edge[0], filepath.Join(hp.Path, ".keep"), "")
-		}
-	}
+	hostPathsUnderData(t, edge, real.Edge[0])
 	framework.WriteRealNodeFile(t, real.Edge[0], "/models/little.pb", "[[0, 0, 0, 0]]")
 	framework.WriteRealNodeFile(t, real.Cloud()[0], "/models/big.pb", "[[0, 0, 0, 0]]")
 	ns := framework.Namespace(t)
 	keepLogsOnFailure(t, ns)
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	ctx := t.Context()
 	for name, url := range map[string]string{svc.Spec.EdgeWorker.Model.Name: "/models/little.pb", svc.Spec.CloudWorker.Model.Name: "/models/big.pb"} {
 		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}

@@ -37,11 +37,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
+	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 )
 
 // module is the module path that marks the repository root.
@@ -434,6 +436,39 @@ func KubeClient(t testing.TB) kubernetes.Interface {
 		t.Fatalf("building the Kubernetes client: %v", err)
 	}
 	return c
+}
+
+// SednaClient returns a client of Nereid's sedna.io API.
+func SednaClient(t testing.TB) sednaclient.Interface {
+	t.Helper()
+	c, err := sednaclient.NewForConfig(RESTConfig())
+	if err != nil {
+		t.Fatalf("building sedna client: %v", err)
+	}
+	return c
+}
+
+// Events are the events of the object uid in namespace ns.
+func Events(t testing.TB, ns string, uid types.UID) []corev1.Event {
+	t.Helper()
+	events, err := KubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.Items
+}
+
+// CountEvents counts the events of the object uid with reason whose message
+// names name (each as often as it happened).
+func CountEvents(t testing.TB, ns string, uid types.UID, reason, name string) int {
+	t.Helper()
+	n := 0
+	for _, e := range Events(t, ns, uid) {
+		if e.Reason == reason && strings.Contains(e.Message, name) {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
 }
 
 // Namespace creates a namespace for this test alone and deletes it when the test ends.

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -113,4 +115,23 @@ func skipWithout(t testing.TB, dir func() (string, error)) string {
 		t.Skipf("skipping: %v", err)
 	}
 	return d
+}
+
+// SednaSample decodes one of Sedna's own samples (the Sedna fixtures'
+// samples/file; the test skips without them) into into, unchanged but for
+// the node names, which name Sedna's test cluster's nodes: nodes maps them
+// to this cluster's.
+func SednaSample(t testing.TB, file string, into any, nodes map[string]string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(SednaCompat(t), "samples", file))
+	if err != nil {
+		t.Fatalf("reading Sedna's sample: %v", err)
+	}
+	text := string(data)
+	for from, to := range nodes {
+		text = regexp.MustCompile(`nodeName:\s*"`+regexp.QuoteMeta(from)+`"`).ReplaceAllString(text, `nodeName: "`+to+`"`)
+	}
+	if err := yaml.UnmarshalStrict([]byte(text), into); err != nil {
+		t.Fatalf("decoding Sedna's %s: %v", file, err)
+	}
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
-	sednaclient "github.com/nereid-ml/nereid/pkg/client/clientset/versioned"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -24,15 +23,6 @@ import (
 var exampleDirs = []string{
 	"dataset", "model", "federatedlearningjob", "jointinferenceservice",
 	"incrementallearningjob", "lifelonglearningjob",
-}
-
-func sednaClient(t *testing.T) sednaclient.Interface {
-	t.Helper()
-	c, err := sednaclient.NewForConfig(framework.RESTConfig())
-	if err != nil {
-		t.Fatalf("building sedna client: %v", err)
-	}
-	return c
 }
 
 func dynamicClient(t *testing.T) dynamic.Interface {
@@ -264,7 +254,7 @@ func TestFloatFieldsKeepDecimals(t *testing.T) {
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("incrementallearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
 	}
-	job, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Get(t.Context(), "helmet-detection-demo", metav1.GetOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Get(t.Context(), "helmet-detection-demo", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +272,7 @@ func TestStatusSubresourceDoesNotBumpGeneration(t *testing.T) {
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
 	}
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	job, err := jobs.Get(t.Context(), "surface-defect-detection", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

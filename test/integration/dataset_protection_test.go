@@ -27,7 +27,7 @@ func TestDatasetNamedByARunningJobWaitsAndTheJobRunsOn(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyFederatedExample(t, ns)
-	datasets := sednaClient(t).SednaV1alpha1().Datasets(ns)
+	datasets := framework.SednaClient(t).SednaV1alpha1().Datasets(ns)
 	const name = "edge0-surface-defect-detection-dataset"
 	framework.Eventually(t, 30*time.Second, "the dataset protected", func(ctx context.Context) (bool, error) {
 		d, err := datasets.Get(ctx, name, metav1.GetOptions{})
@@ -58,7 +58,7 @@ func TestDatasetNamedByARunningJobWaitsAndTheJobRunsOn(t *testing.T) {
 		t.Fatalf("removing the finalizer: %v\n%s", err, out)
 	}
 	framework.Eventually(t, 30*time.Second, "the job saying its dataset is missing", func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -66,7 +66,7 @@ func TestDatasetNamedByARunningJobWaitsAndTheJobRunsOn(t *testing.T) {
 		return c != nil && c.Reason == "MissingReference", nil
 	})
 	framework.WaitForSyncAfter(t, synced)
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestDatasetNamedByARunningJobWaitsAndTheJobRunsOn(t *testing.T) {
 	}
 
 	// The other dataset goes with the job.
-	if err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{}); err != nil {
+	if err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := datasets.Delete(t.Context(), "edge1-surface-defect-detection-dataset", metav1.DeleteOptions{}); err != nil {

@@ -90,7 +90,7 @@ func TestDIJobAllocatorMovesAPreemptibleJobWhenAnotherFinishes(t *testing.T) {
 	pool := "alloc-" + ns[len(ns)-5:]
 	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")
 	framework.StartGlobalManager(t, ns, "--allocator-period", "2s")
-	jobs := sednaClient(t).DiengineV2alpha1().DIJobs(ns)
+	jobs := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns)
 	a := &div2.DIJob{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: div2.DIJobSpec{Tasks: []div2.Task{
 		poolTask(div2.TaskTypeLearner, "", "3", selector, tolerations)}}}
 	if _, err := jobs.Create(t.Context(), a, metav1.CreateOptions{}); err != nil {

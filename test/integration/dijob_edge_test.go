@@ -44,7 +44,7 @@ func TestDIJobHoldsAnEdgeCollectorWhileItsLinkIsDown(t *testing.T) {
 	link := func(want string) func(ctx context.Context) (bool, error) { return edgeLinkIs(t, ns, "edge-0", want) }
 	framework.Eventually(t, 30*time.Second, "edge-0's link up", link(links.LinkConnected))
 
-	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))

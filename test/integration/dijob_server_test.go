@@ -181,7 +181,7 @@ func TestDIJobReplicasAPIChangesThePodsForWhoMayEditTheJob(t *testing.T) {
 		t.Fatalf("POST profilings: %d %+v", code, r)
 	}
 	framework.Eventually(t, 30*time.Second, "the profilings in status", func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, diExample, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, diExample, metav1.GetOptions{})
 		return err == nil && j.Status.Profilings != nil && strings.Contains(string(j.Status.Profilings.Raw), "1200"), err
 	})
 }

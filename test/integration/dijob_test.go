@@ -30,7 +30,7 @@ func waitForDIJob(t *testing.T, ns, name, what string, cond func(*div2.DIJob) bo
 	var job *div2.DIJob
 	framework.Eventually(t, 60*time.Second, fmt.Sprintf("DIJob %s: %s", name, what), func(ctx context.Context) (bool, error) {
 		var err error
-		job, err = sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		job, err = framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -259,7 +259,7 @@ func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T)
 	// it, then check there is no third.
 	var created int
 	framework.Eventually(t, 30*time.Second, "the replacement's SuccessfulCreate event", func(context.Context) (bool, error) {
-		created = countEvents(t, ns, job.UID, "SuccessfulCreate", victim.Name)
+		created = framework.CountEvents(t, ns, job.UID, "SuccessfulCreate", victim.Name)
 		return created >= 2, nil
 	})
 	if created != 2 {
@@ -281,34 +281,12 @@ func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T)
 	})
 }
 
-// eventsOf are the events of an object.
-func eventsOf(t *testing.T, ns string, uid types.UID) []corev1.Event {
-	t.Helper()
-	events, err := framework.KubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(uid)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return events.Items
-}
-
 // countEventsOfType counts the events of an object of a type (Normal, Warning).
 func countEventsOfType(t *testing.T, ns string, uid types.UID, eventType string) int {
 	t.Helper()
 	n := 0
-	for _, e := range eventsOf(t, ns, uid) {
+	for _, e := range framework.Events(t, ns, uid) {
 		if e.Type == eventType {
-			n += int(max(e.Count, 1))
-		}
-	}
-	return n
-}
-
-// countEvents counts the events of an object with a reason whose message names name.
-func countEvents(t *testing.T, ns string, uid types.UID, reason, name string) int {
-	t.Helper()
-	n := 0
-	for _, e := range eventsOf(t, ns, uid) {
-		if e.Reason == reason && strings.Contains(e.Message, name) {
 			n += int(max(e.Count, 1))
 		}
 	}
@@ -322,7 +300,7 @@ func waitForEvents(t *testing.T, ns string, uid types.UID, name string, reasons 
 	t.Helper()
 	framework.Eventually(t, 30*time.Second, fmt.Sprintf("events %v naming %s", reasons, name), func(context.Context) (bool, error) {
 		for _, reason := range reasons {
-			if countEvents(t, ns, uid, reason, name) == 0 {
+			if framework.CountEvents(t, ns, uid, reason, name) == 0 {
 				return false, nil
 			}
 		}
@@ -375,7 +353,7 @@ func TestDIJobScalesByEditAndByKubectlScale(t *testing.T) {
 
 	// kubectl scale, through the scale subresource, on a job of one task;
 	// refused on a job of several, naming the field.
-	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, oneLearner("solo", 3)), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, oneLearner("solo", 3)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	solo := waitForDIJob(t, ns, "solo", "Running", diPhaseIs(div2.JobRunning))
@@ -436,7 +414,7 @@ func edgeCollectors(t *testing.T, ns string) *div2.DIJob {
 func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
@@ -463,7 +441,7 @@ func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *test
 	big["spec"].(map[string]any)["tasks"].([]any)[0].(map[string]any)["template"] = map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
 		"name": "di-container", "image": "opendilab/ding:nightly", "resources": map[string]any{"requests": map[string]any{"cpu": "100000"}},
 	}}}}
-	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, big), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, big), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tooBig := waitForDIJob(t, ns, "too-big", "Pending for want of cpu", func(j *div2.DIJob) bool {
@@ -474,7 +452,7 @@ func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *test
 	}
 	// Events are recorded once the status that explains them is written.
 	framework.Eventually(t, 10*time.Second, "an event saying why the job waits", func(context.Context) (bool, error) {
-		return countEvents(t, ns, tooBig.UID, "Pending", "needs cpu") > 0, nil
+		return framework.CountEvents(t, ns, tooBig.UID, "Pending", "needs cpu") > 0, nil
 	})
 	// Why it is pending, in kubectl get: its REASON column.
 	if out, err := framework.Kubectl(t, "get", "dijob", "too-big", "-n", ns); err != nil || !strings.Contains(out, "REASON") || !strings.Contains(out, "InsufficientResources") {
@@ -503,7 +481,7 @@ func TestDIJobScaledOnItsFirstTaskKeepsRanksUniqueAndDINodesAgree(t *testing.T) 
 		return map[string]any{"type": typ, "replicas": replicas, "template": podTemplate()}
 	}
 	atari := dijobManifest("atari-dqn-dist", task("learner", 1), task("evaluator", 1), task("collector", 2))
-	if _, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, atari.Object), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), toDIJob(t, atari.Object), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	job := waitForDIJob(t, ns, "atari-dqn-dist", "Running", diPhaseIs(div2.JobRunning))

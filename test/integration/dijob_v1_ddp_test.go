@@ -100,7 +100,7 @@ func createAggregatorConfig(t *testing.T, ns, name string) {
 			Containers: []corev1.Container{{Name: coordinated.ContainerName, Image: "busybox"}},
 		}}}},
 	}
-	if _, err := sednaClient(t).DiengineV1alpha1().AggregatorConfigs(ns).Create(t.Context(), ag, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).DiengineV1alpha1().AggregatorConfigs(ns).Create(t.Context(), ag, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -102,7 +102,7 @@ func TestDIJobV1SaysWhyAReplicaWasNotMade(t *testing.T) {
 	})
 	t.Logf("ReplicasCreated: %s", v1Condition(refused, div1.ConditionReplicasCreated).Message)
 	framework.Eventually(t, 10*time.Second, "a Warning FailedCreate on the job", func(context.Context) (bool, error) {
-		for _, e := range eventsOf(t, ns, refused.UID) {
+		for _, e := range framework.Events(t, ns, refused.UID) {
 			if e.Type == corev1.EventTypeWarning && e.Reason == common.ReasonFailedCreate && strings.Contains(e.Message, says) {
 				return true, nil
 			}

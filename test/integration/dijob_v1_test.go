@@ -557,7 +557,7 @@ func checkV1Coordinator(t *testing.T, ns, job string) *corev1.Pod {
 // and for kwok to run it.
 func makeV1Collector(t *testing.T, ns, job string) *corev1.Pod {
 	t.Helper()
-	stored, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job, metav1.GetOptions{})
+	stored, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func checkFailedCollectorReplaced(t *testing.T, ns, job string, collector *corev
 		_, err = framework.KubeClient(t).CoreV1().Services(ns).Get(ctx, replacement, metav1.GetOptions{})
 		return err == nil, ignoreNotFound(err)
 	})
-	stored, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job, metav1.GetOptions{})
+	stored, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +637,7 @@ func checkV1JobEnded(t *testing.T, ns string, job *div1.DIJob) {
 	if _, ok := job.Annotations[conversion.AnnotationV2]; ok {
 		t.Errorf("the v1 job read in v1alpha1 carries %s: its status is not all v1", conversion.AnnotationV2)
 	}
-	stored, err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
+	stored, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

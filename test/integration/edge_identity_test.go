@@ -562,7 +562,7 @@ func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
 // report under edge-0's worker is refused by the hub. Nothing reaches status.
 func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
 	ns, hub, lc, _ := reportingWorker(t)
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

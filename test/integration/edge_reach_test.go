@@ -23,7 +23,7 @@ import (
 // datasetOn creates a Dataset of ns on node.
 func datasetOn(t *testing.T, ns, name, node string) *sednav1.Dataset {
 	t.Helper()
-	d, err := sednaClient(t).SednaV1alpha1().Datasets(ns).Create(t.Context(), &sednav1.Dataset{
+	d, err := framework.SednaClient(t).SednaV1alpha1().Datasets(ns).Create(t.Context(), &sednav1.Dataset{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       sednav1.DatasetSpec{URL: "/data/" + name + ".txt", Format: "txt", NodeName: node},
 	}, metav1.CreateOptions{})
@@ -56,7 +56,7 @@ func lifelongSampleOn(t *testing.T, ns, name, node, dataNode string) *sednav1.Li
 // condition is False with reason and a message containing want.
 func jobLinkSays(t *testing.T, ns, name, reason, want string) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -69,7 +69,7 @@ func jobLinkSays(t *testing.T, ns, name, reason, want string) func(ctx context.C
 // reason and a message containing want.
 func datasetLinkSays(t *testing.T, ns, name, reason, want string) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
-		d, err := sednaClient(t).SednaV1alpha1().Datasets(ns).Get(ctx, name, metav1.GetOptions{})
+		d, err := framework.SednaClient(t).SednaV1alpha1().Datasets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -82,7 +82,7 @@ func datasetLinkSays(t *testing.T, ns, name, reason, want string) func(ctx conte
 // whose message names name.
 func warned(t *testing.T, ns string, uid types.UID, reason, name string) func(ctx context.Context) (bool, error) {
 	return func(context.Context) (bool, error) {
-		for _, e := range eventsOf(t, ns, uid) {
+		for _, e := range framework.Events(t, ns, uid) {
 			if e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Message, name) {
 				return true, nil
 			}
@@ -118,7 +118,7 @@ func TestWorkWhereNoLocalControllerServesSaysWhyWithinSeconds(t *testing.T) {
 	created := time.Now()
 	lonely := datasetOn(t, ns, "nowhere", "no-such-node")
 	for _, j := range []*sednav1.LifelongLearningJob{job, nowhere} {
-		if _, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
+		if _, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,13 +139,13 @@ func TestWorkWhereNoLocalControllerServesSaysWhyWithinSeconds(t *testing.T) {
 		return o.GetUID()
 	}
 	d := uid(func(ctx context.Context) (metav1.Object, error) {
-		return sednaClient(t).SednaV1alpha1().Datasets(ns).Get(ctx, job.Spec.Dataset.Name, metav1.GetOptions{})
+		return framework.SednaClient(t).SednaV1alpha1().Datasets(ns).Get(ctx, job.Spec.Dataset.Name, metav1.GetOptions{})
 	})
 	jobUID := uid(func(ctx context.Context) (metav1.Object, error) {
-		return sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		return framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
 	})
 	nowhereUID := uid(func(ctx context.Context) (metav1.Object, error) {
-		return sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, nowhere.Name, metav1.GetOptions{})
+		return framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, nowhere.Name, metav1.GetOptions{})
 	})
 	framework.Eventually(t, 5*time.Second, "a Warning event on each, naming the node", allOf(
 		warned(t, ns, d, edgehub.ReasonNoLocalController, "cloud-0"),
@@ -185,7 +185,7 @@ func TestWorkOnAnEdgeNodeWithoutItsLocalControllerSaysSo(t *testing.T) {
 	job := lifelongSampleOn(t, ns, "on-edge-0", "edge-0", "edge-0")
 	datasetOn(t, ns, "on-edge-1", "edge-1")
 	created := time.Now()
-	if _, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the new job to say edge-0's link is down",
@@ -194,7 +194,7 @@ func TestWorkOnAnEdgeNodeWithoutItsLocalControllerSaysSo(t *testing.T) {
 	if took := time.Since(later(created, stopped.Add(10*time.Second))); took > 10*time.Second {
 		t.Errorf("the job said its link is down %s after it was made (and a heartbeat after the link went down), want at most 10 s", took)
 	}
-	j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
+	j, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(t.Context(), job.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestWorkOnAnEdgeNodeWithoutItsLocalControllerSaysSo(t *testing.T) {
 	}
 	framework.Eventually(t, 40*time.Second, "the job and its Dataset to say edge-0 is linked again", allOf(
 		func(ctx context.Context) (bool, error) {
-			j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+			j, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
 			c := (*sednav1.JobCondition)(nil)
 			if err == nil {
 				c = common.FindJobCondition(j.Status.JobConditions, edgehub.ConditionEdgeLinked)
@@ -242,7 +242,7 @@ func TestAJobWhoseEdgeLinkIsDownSaysSoAndRecovers(t *testing.T) {
 	ns, hub, lc, _ := reportingWorker(t)
 	framework.StartLocalController(t, hub, "edge-1", framework.EdgeIdentity(t, ns, "edge-1"))
 	jobLink := func(ctx context.Context) (*sednav1.JobCondition, error) {
-		j, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +260,7 @@ func TestAJobWhoseEdgeLinkIsDownSaysSoAndRecovers(t *testing.T) {
 	t.Logf("the link condition came %s after the LocalController stopped", time.Since(stopped).Round(time.Second))
 	// Meanwhile Training does not say all is well.
 	training := func(ctx context.Context) (*sednav1.JobCondition, error) {
-		j, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +300,7 @@ func TestAJointInferenceServiceWhoseEdgeLinkIsDownIsNotSaidReady(t *testing.T) {
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
 	applyJointInferenceExample(t, ns)
-	conds := conditionsOf(sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get, jiName)
+	conds := conditionsOf(framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get, jiName)
 
 	lc.Stop(t)
 	stopped := time.Now()
@@ -341,7 +341,7 @@ func TestLearningStagesPinnedToACloudNodeSayItHasNoLocalController(t *testing.T)
 	ll := lifelongSampleOn(t, ns, "robot-dog-delivery", "edge-0", "edge-0")
 	ll.Spec.TrainSpec.Template.Spec.NodeName = "cloud-0"
 	ll.Spec.EvalSpec.Template.Spec.NodeName = "cloud-0"
-	if _, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), ll, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), ll, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sample := framework.ReadManifest(t, filepath.Join(framework.SednaCompat(t), "samples", "incrementallearningjob_v1alpha1.yaml"), "IncrementalLearningJob")
@@ -355,14 +355,14 @@ func TestLearningStagesPinnedToACloudNodeSayItHasNoLocalController(t *testing.T)
 	}
 	il.Spec.TrainSpec.Template.Spec.NodeName = "cloud-0"
 	datasetOn(t, ns, il.Spec.Dataset.Name, "edge-0")
-	if _, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Create(t.Context(), il, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Create(t.Context(), il, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const says = "node cloud-0 runs no LocalController"
 	framework.Eventually(t, 20*time.Second, "both jobs to say cloud-0 has no LocalController", allOf(
 		jobLinkSays(t, ns, ll.Name, edgehub.ReasonNoLocalController, says),
 		func(ctx context.Context) (bool, error) {
-			j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Get(ctx, il.Name, metav1.GetOptions{})
+			j, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Get(ctx, il.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}

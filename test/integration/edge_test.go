@@ -79,7 +79,7 @@ func postUntilKnown(t *testing.T, lc *framework.LocalController, ns, worker stri
 
 // edgeNode returns what the job's status says the cloud heard from node.
 func edgeNode(ctx context.Context, t *testing.T, ns, node string) (sednav1.EdgeNodeStatus, error) {
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 	if err != nil {
 		return sednav1.EdgeNodeStatus{}, err
 	}
@@ -235,7 +235,7 @@ func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
 		"over the API server's etcd client's send limit (2 MiB)": {wantPermanent: true, edgeNodes: padded(5 << 19)},
 		"over the API server's request limit (3 MiB)":            {wantPermanent: true, edgeNodes: padded(4 << 20)},
 	}
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			job, err := jobs.Get(t.Context(), flJob, metav1.GetOptions{})
@@ -400,7 +400,7 @@ func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
 	if len(ack.Refused) != 1 || ack.Refused[0].ID != 1 {
 		t.Fatalf("the report was not refused: %+v", ack)
 	}
-	got, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(t.Context(), jiName, metav1.GetOptions{})
+	got, err := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(t.Context(), jiName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 	})
 
 	lc.Stop(t)
-	sedna := sednaClient(t).SednaV1alpha1()
+	sedna := framework.SednaClient(t).SednaV1alpha1()
 	// The LocalController's last count may still be going into the
 	// Dataset's status: the edit is retried on a conflict, as kubectl's.
 	var ds *sednav1.Dataset
@@ -548,7 +548,7 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 		return code == http.StatusOK, nil
 	})
 	framework.Eventually(t, 30*time.Second, "the counts in the service's status", func(ctx context.Context) (bool, error) {
-		ji, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
+		ji, err := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -40,7 +40,7 @@ func waitForPhase(t *testing.T, ns, name string, phase sednav1.FLJobPhase) *sedn
 	var job *sednav1.FederatedLearningJob
 	framework.Eventually(t, 60*time.Second, fmt.Sprintf("job %s to be %s", name, phase), func(ctx context.Context) (bool, error) {
 		var err error
-		job, err = sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		job, err = framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -214,7 +214,7 @@ func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	before, err := livePods(t.Context(), t, ns, job)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 	framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "10-federatedlearningjob.yaml")
 	framework.Eventually(t, 30*time.Second, "a condition naming the missing model", func(ctx context.Context) (bool, error) {
-		job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -287,7 +287,7 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 		return strings.Contains(fl, "MissingReference") && strings.Contains(il, "MissingReference"), errors.Join(err1, err2)
 	})
 	// Blocked, it names no inference worker: there is no such pod.
-	ils, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).List(t.Context(), metav1.ListOptions{})
+	ils, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(ils.Items) != 1 {
 		t.Fatalf("incremental jobs: %v (%v)", ils, err)
 	}
@@ -328,7 +328,7 @@ func TestFederatedLearningJobLargerThanItsQuotaWaitsWholeAndRecovers(t *testing.
 		out, err := framework.Kubectl(t, "describe", "fl", flJob, "-n", ns)
 		return err == nil && strings.Contains(out, admission.ReasonQuotaTooSmall), nil
 	})
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	// A slow client, so the kill lands in the middle of the creates.
 	gm := framework.StartGlobalManager(t, ns, "--kube-api-qps=20", "--kube-api-burst=1")
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), bigJob("large", workers), metav1.CreateOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), bigJob("large", workers), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	a, err := jobs.Create(t.Context(), bigJob("a", 2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +472,7 @@ func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	job := bigJob("slow", 2)
 	for _, tmpl := range []*corev1.PodTemplateSpec{&job.Spec.AggregationWorker.Template, &job.Spec.TrainingWorkers[0].Template, &job.Spec.TrainingWorkers[1].Template} {
 		tmpl.Annotations = map[string]string{"nereid.io/kwok-delete-delay": "4s"}
@@ -542,7 +542,7 @@ func TestFederatedLearningJobBeingDeletedDoesNotFightTheGarbageCollector(t *test
 	framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
 	foreground := metav1.DeletePropagationForeground
-	if err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+	if err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), flJob, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 60*time.Second, "the job and its pods to be gone", func(ctx context.Context) (bool, error) {
@@ -555,7 +555,7 @@ func TestFederatedLearningJobBeingDeletedDoesNotFightTheGarbageCollector(t *test
 				return false, fmt.Errorf("pod %s was created while the job was being deleted", p.Name)
 			}
 		}
-		_, err = sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		_, err = framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
 		return len(pods.Items) == 0 && err != nil, nil
 	})
 }
@@ -582,7 +582,7 @@ func TestFederatedTrainerRunsOnItsDatasetsNode(t *testing.T) {
 	job := bigJob(flJob, 2)
 	job.Spec.TrainingWorkers[0].Template.Spec.NodeName = "edge-1" // its Dataset is on edge-0
 	job.Spec.TrainingWorkers[1].Template.Spec.NodeName = ""       // its Dataset is on edge-1
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func flScheduled(t *testing.T, ns, name string, status corev1.ConditionStatus, r
 // reason and a message that says holds of, and returns the message.
 func flCondition(t *testing.T, ns, name, condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
 	t.Helper()
-	return waitCondition(t, sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get, name, condType, status, reason, says)
+	return waitCondition(t, framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get, name, condType, status, reason, says)
 }
 
 // conditioned is a sedna.io job or service: its conditions are JobConditions.
@@ -276,7 +276,7 @@ func TestFederatedLearningGangsNeverHalfPlace(t *testing.T) {
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	seen := watchBindings(t, ns)
 	framework.StartGlobalManager(t, ns)
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 
 	a, err := jobs.Create(t.Context(), pinnedFLJob("a", "2", tolerations, n1, n1, n2), metav1.CreateOptions{})
 	if err != nil {
@@ -309,13 +309,13 @@ func TestFederatedLearningGangsNeverHalfPlace(t *testing.T) {
 	if !strings.Contains(msg, "0 of 3 pods are placed") {
 		t.Errorf("waiting job's Scheduled message %q: want how many are placed and what the scheduler says", msg)
 	}
-	if n := countEvents(t, ns, b.UID, gang.ReasonWaitingForGang, "b"); n != 1 {
+	if n := framework.CountEvents(t, ns, b.UID, gang.ReasonWaitingForGang, "b"); n != 1 {
 		t.Errorf("%d WaitingForGang events for job b, want 1", n)
 	}
 	// Every gang waits when it is made: a normal event, not a warning. (Its
 	// trainers are pinned away from their Datasets' nodes on purpose, which
 	// is warned of: NodeDiffersFromDataset.)
-	if n := countEventsOfType(t, ns, b.UID, corev1.EventTypeWarning) - countEvents(t, ns, b.UID, "NodeDiffersFromDataset", ""); n != 0 {
+	if n := countEventsOfType(t, ns, b.UID, corev1.EventTypeWarning) - framework.CountEvents(t, ns, b.UID, "NodeDiffersFromDataset", ""); n != 0 {
 		t.Errorf("%d warning events for job b, which only waits for its gang; want none", n)
 	}
 	if pods, err := livePods(t.Context(), t, ns, b); err != nil || len(pods) != 3 {
@@ -350,7 +350,7 @@ type scheduledMessages struct {
 
 func watchScheduledMessages(t *testing.T, ns, name string) *scheduledMessages {
 	t.Helper()
-	w, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	w, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestFederatedLearningGangNeverQuotesTheMinimumBeforeATrainerWasRemoved(t *t
 	}
 	messages := watchScheduledMessages(t, ns, "fl")
 	framework.StartGlobalManager(t, ns)
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	job, err := jobs.Create(t.Context(), pinnedFLJob("fl", "1", tolerations, free, full, free), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -476,7 +476,7 @@ func TestDIJobGangsWaitWholeAndScaleTogether(t *testing.T) {
 	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")
 	seen := watchBindings(t, ns)
 	framework.StartGlobalManager(t, ns, "--allocator=none")
-	jobs := sednaClient(t).DiengineV2alpha1().DIJobs(ns)
+	jobs := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns)
 	newJob := func(name string) *div2.DIJob {
 		collectors := poolTask(div2.TaskTypeCollector, "", "2", selector, tolerations)
 		collectors.Replicas = 2
@@ -548,7 +548,7 @@ func TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull(t *testing.T) {
 	}
 	seen := watchBindings(t, ns)
 	framework.StartGlobalManager(t, ns)
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(),
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(),
 		pinnedFLJob("edge", "2", tolerations, cloud, e1, e2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -576,7 +576,7 @@ func TestGangSchedulingNoneRunsJobsAsBefore(t *testing.T) {
 	ns := framework.Namespace(t)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	framework.StartGlobalManager(t, ns, "--gang-scheduler=none")
-	job, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(),
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(),
 		pinnedFLJob("plain", "1", nil, "cloud-0", "edge-0", "edge-1"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -652,7 +652,7 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 	fl.Annotations = map[string]string{gang.AnnotationScheduler: "volcano", gang.AnnotationVolcanoQueue: "training"}
 	fl.Labels = map[string]string{gang.LabelKueueQueue: "team-a"}
 	fl.Spec.AggregationWorker.Template.Spec.PriorityClassName = "system-cluster-critical"
-	fl, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), fl, metav1.CreateOptions{})
+	fl, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), fl, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +681,7 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 		}
 	}
 	// Respec: trainer 0 asks for 1 cpu; the PodGroup's minResources follow.
-	fls := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	fls := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	framework.Edit(t, fls.Get, fls.Update, "vc", func(job *sednav1.FederatedLearningJob) {
 		job.Spec.TrainingWorkers[0].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
 	})
@@ -693,7 +693,7 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 	di := &div2.DIJob{ObjectMeta: metav1.ObjectMeta{Name: "co", Annotations: map[string]string{
 		gang.AnnotationScheduler: "coscheduling", gang.AnnotationScheduleTimeout: "90"}}, Spec: div2.DIJobSpec{Tasks: []div2.Task{
 		poolTask(div2.TaskTypeLearner, "", "1", nil, nil), poolTask(div2.TaskTypeCollector, "", "1", nil, nil)}}}
-	di, err = sednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), di, metav1.CreateOptions{})
+	di, err = framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), di, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -713,17 +713,17 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 		}
 		return true, nil
 	})
-	dis := sednaClient(t).DiengineV2alpha1().DIJobs(ns)
+	dis := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns)
 	framework.Edit(t, dis.Get, dis.Update, "co", func(job *div2.DIJob) { job.Spec.Tasks[1].Replicas = 3 })
 	podGroupSpec(t, ns, coschedulingGroups, di, coGroup, map[string]any{
 		"minMember": int64(4), "scheduleTimeoutSeconds": int64(90), "minResources": map[string]any{"cpu": "4"},
 	})
 
 	// Deleting the jobs takes their PodGroups with them.
-	if err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), "vc", metav1.DeleteOptions{}); err != nil {
+	if err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Delete(t.Context(), "vc", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sednaClient(t).DiengineV2alpha1().DIJobs(ns).Delete(t.Context(), "co", metav1.DeleteOptions{}); err != nil {
+	if err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Delete(t.Context(), "co", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 60*time.Second, "the PodGroups gone with their jobs", func(ctx context.Context) (bool, error) {
@@ -754,7 +754,7 @@ func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	tolerations := gangPool(t, pool, false, n1)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	framework.StartGlobalManager(t, ns)
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	uids := map[string]types.UID{}
 	for _, j := range []*sednav1.FederatedLearningJob{
 		pinnedFLJob("tainted", "100m", nil, n1, n1),

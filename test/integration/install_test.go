@@ -255,7 +255,7 @@ func uninstallLeavesNothing(t *testing.T, ns string, uninstalled func(), gm *fra
 		}
 		return len(left) == 0, err
 	})
-	if _, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{}); err != nil {
 		t.Errorf("the user's job after uninstall: %v", err)
 	}
 	if _, err := framework.Kubectl(t, "get", "crd", "federatedlearningjobs.sedna.io"); err != nil {

@@ -40,7 +40,7 @@ func pinnedService(t *testing.T, name, node string) *sednav1.JointInferenceServi
 // and reason and a message that says holds of, and returns the message.
 func jiCondition(t *testing.T, ns, name, condType string, status corev1.ConditionStatus, reason string, says func(msg string) bool) string {
 	t.Helper()
-	return waitCondition(t, sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get, name, condType, status, reason, says)
+	return waitCondition(t, framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get, name, condType, status, reason, says)
 }
 
 // TestAJointInferenceWorkerPinnedWhereItCannotGoSaysWhichNodeAndWhy: two
@@ -57,7 +57,7 @@ func TestAJointInferenceWorkerPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testin
 	gangPool(t, pool, false, tainted)
 	applyExampleFiles(t, ns, "jointinferenceservice", "01-models.yaml")
 	framework.StartGlobalManager(t, ns)
-	services := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns)
+	services := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns)
 	uids := map[string]types.UID{}
 	for name, node := range map[string]string{"missing": missing, "tainted": tainted} {
 		made, err := services.Create(t.Context(), pinnedService(t, name, node), metav1.CreateOptions{})
@@ -92,11 +92,11 @@ func TestAJointInferenceWorkerPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testin
 	// The GlobalManager records events in order: once the Ready event it
 	// records last is in, every warning of the syncs before it is too.
 	framework.Eventually(t, 60*time.Second, "the tainted service's Ready event", func(ctx context.Context) (bool, error) {
-		return countEvents(t, ns, uids["tainted"], "Ready", "") > 0, nil
+		return framework.CountEvents(t, ns, uids["tainted"], "Ready", "") > 0, nil
 	})
 	for name, uid := range uids {
 		if n, all := unschedulableWarnings(t, ns, uid), countEventsOfType(t, ns, uid, corev1.EventTypeWarning); n != 1 || all != 1 {
-			t.Errorf("service %s has %d Unschedulable warnings of %d warnings, want 1 of 1: %+v", name, n, all, eventsOf(t, ns, uid))
+			t.Errorf("service %s has %d Unschedulable warnings of %d warnings, want 1 of 1: %+v", name, n, all, framework.Events(t, ns, uid))
 		}
 	}
 	checkScheduledColumn(t, ns, map[string]string{"missing": placement.ReasonUnschedulable, "tainted": gang.ReasonPlaced})

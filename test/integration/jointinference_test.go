@@ -34,7 +34,7 @@ func waitForReadyService(t *testing.T, ns string) *sednav1.JointInferenceService
 	var ji *sednav1.JointInferenceService
 	framework.Eventually(t, 90*time.Second, "the service to be Ready with 2 active workers", func(ctx context.Context) (bool, error) {
 		var err error
-		ji, err = sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
+		ji, err = framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -133,7 +133,7 @@ func TestJointInferenceServiceSpecEditUpdatesOnlyTheEditedWorker(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
-	services := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns)
+	services := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns)
 	before, err := deployments(t.Context(), t, ns, ji)
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 60*time.Second, "status to show one active worker and not Ready", func(ctx context.Context) (bool, error) {
-		got, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
+		got, err := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, jiName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

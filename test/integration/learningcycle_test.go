@@ -98,7 +98,7 @@ func (c *cycle) createModels() {
 	c.t.Helper()
 	for name, url := range map[string]string{"initial-model": "/models/base/model.pb", "deploy-model": cycleDeployURL} {
 		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}
-		if _, err := sednaClient(c.t).SednaV1alpha1().Models(c.ns).Create(c.t.Context(), m, metav1.CreateOptions{}); err != nil {
+		if _, err := framework.SednaClient(c.t).SednaV1alpha1().Models(c.ns).Create(c.t.Context(), m, metav1.CreateOptions{}); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -109,7 +109,7 @@ func (c *cycle) createDataset(name, url string) {
 	c.t.Helper()
 	d := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: sednav1.DatasetSpec{URL: url, Format: "txt", NodeName: cycleNode}}
-	if _, err := sednaClient(c.t).SednaV1alpha1().Datasets(c.ns).Create(c.t.Context(), d, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(c.t).SednaV1alpha1().Datasets(c.ns).Create(c.t.Context(), d, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -134,7 +134,7 @@ func (c *cycle) createIncremental(threshold float64, timer *sednav1.Timer) *sedn
 	c.createModels()
 	c.createDataset("cycle-data", cycleIndex)
 	job := incrementalJob(cycleJob, threshold, timer)
-	created, err := sednaClient(c.t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Create(c.t.Context(), job, metav1.CreateOptions{})
+	created, err := framework.SednaClient(c.t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Create(c.t.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -167,13 +167,13 @@ func incrementalJob(name string, threshold float64, timer *sednav1.Timer) *sedna
 // status reads the job's cycle status.
 func (c *cycle) status(ctx context.Context) (sednav1.CycleStatus, error) {
 	if c.ownerKind == "lifelonglearningjob" {
-		j, err := sednaClient(c.t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(c.t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		if err != nil {
 			return sednav1.CycleStatus{}, err
 		}
 		return j.Status.CycleStatus, nil
 	}
-	j, err := sednaClient(c.t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+	j, err := framework.SednaClient(c.t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 	if err != nil {
 		return sednav1.CycleStatus{}, err
 	}
@@ -385,11 +385,11 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	// job makes the sync.
 	c.addSamples(20)
 	framework.Eventually(t, 30*time.Second, "the Dataset's count of 27 samples in its status", func(ctx context.Context) (bool, error) {
-		d, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
+		d, err := framework.SednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
 		return err == nil && d.Status.NumberOfSamples == 27, err
 	})
 	synced := c.ilSynced()
-	if _, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Patch(t.Context(), "cycle", types.MergePatchType,
+	if _, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Patch(t.Context(), "cycle", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"test.nereid.io/poke":"after-27-samples"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 	checkTrainPodCarriesSednasEnvAndComesBackOnce(t, c)
 
 	// Deleting the job deletes its pods (garbage collection by owner reference).
-	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Delete(t.Context(), cycleJob, metav1.DeleteOptions{}); err != nil {
+	if err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Delete(t.Context(), cycleJob, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 60*time.Second, "the job's pods gone", func(ctx context.Context) (bool, error) {
@@ -431,11 +431,11 @@ func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
 func waitDatasetsCounted(t *testing.T, c *cycle) {
 	t.Helper()
 	framework.Eventually(t, 30*time.Second, "the datasets' status", func(ctx context.Context) (bool, error) {
-		d, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
+		d, err := framework.SednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "cycle-data", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		m, err := sednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "missing-data", metav1.GetOptions{})
+		m, err := framework.SednaClient(t).SednaV1alpha1().Datasets(c.ns).Get(ctx, "missing-data", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -477,7 +477,7 @@ func checkTrainPodCarriesSednasEnvAndComesBackOnce(t *testing.T, c *cycle) {
 	}
 	if created := after.ChildrenCreated("Pod") - synced.ChildrenCreated("Pod"); created != 1 {
 		var said []string
-		for _, e := range eventsOf(t, c.ns, pod.OwnerReferences[0].UID) {
+		for _, e := range framework.Events(t, c.ns, pod.OwnerReferences[0].UID) {
 			said = append(said, fmt.Sprintf("%s %s: %s (×%d)", e.LastTimestamp.Format(time.Stamp), e.Reason, e.Message, e.Count))
 		}
 		t.Errorf("%v pods created for one deleted train pod, want 1; the job's events:\n%s", created, strings.Join(said, "\n"))
@@ -516,7 +516,7 @@ func TestIncrementalLearningThreeRoundsDeployOnlyBetterModels(t *testing.T) {
 	if got := readNodeFile(t, c.nodeFile(cycleDeployURL)); got != "model of round 1" {
 		t.Errorf("deploy model file holds %q, want round 1's model", got)
 	}
-	m, err := sednaClient(t).SednaV1alpha1().Models(c.ns).Get(t.Context(), "deploy-model", metav1.GetOptions{})
+	m, err := framework.SednaClient(t).SednaV1alpha1().Models(c.ns).Get(t.Context(), "deploy-model", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,18 +570,18 @@ func playRoundTwoWithAnEditAndAWorseModel(t *testing.T, c *cycle) {
 	trainPod := c.stagePod("train", 2, 1)
 	var edited *sednav1.IncrementalLearningJob
 	framework.Eventually(t, 30*time.Second, "the eval template edited", func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		j.Spec.EvalSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "EDITED", Value: "yes"}}
-		edited, err = sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Update(ctx, j, metav1.UpdateOptions{})
+		edited, err = framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Update(ctx, j, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	// The sync that took the edit in says so in observedGeneration; it would
 	// have replaced the train pod before writing it.
 	framework.Eventually(t, 30*time.Second, "the edit observed", func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		return err == nil && j.Status.ObservedGeneration >= edited.Generation, err
 	})
 	if p, err := framework.KubeClient(t).CoreV1().Pods(c.ns).Get(t.Context(), trainPod.Name, metav1.GetOptions{}); err != nil || p.UID != trainPod.UID || p.DeletionTimestamp != nil {
@@ -636,7 +636,7 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 	// The version it holds must be the one waiting for round 1's trigger,
 	// not an earlier one still on its way when the cloud goes.
 	framework.Eventually(t, 30*time.Second, "the LocalController to hold the job waiting for round 1", func(ctx context.Context) (bool, error) {
-		job, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		job, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -758,7 +758,7 @@ func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
 	pod := c.stagePod("train", 1, 1)
 	c.finish(pod, corev1.PodSucceeded)
 	framework.Eventually(t, 20*time.Second, "the job to say its pod ended without a report", func(ctx context.Context) (bool, error) {
-		j, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+		j, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -808,13 +808,13 @@ func TestUnreadableDatasetIsSaidOnTheJob(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex) // no index file yet
 	job := lifelongCycleJob()
-	created, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{})
+	created, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	readable := func(status corev1.ConditionStatus, reason, says string) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
+			j, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(ctx, cycleJob, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -849,7 +849,7 @@ func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex)
 	job := lifelongCycleJob()
-	if _, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var before map[string]*corev1.Pod
@@ -866,7 +866,7 @@ func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
 	if r1.Result != sednav1.RoundDeployed {
 		t.Fatalf("round 1 %s (%s), want Deployed", r1.Result, r1.Message)
 	}
-	j, err := sednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(t.Context(), cycleJob, metav1.GetOptions{})
+	j, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(c.ns).Get(t.Context(), cycleJob, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

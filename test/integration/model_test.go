@@ -18,7 +18,7 @@ func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "incrementallearningjob", "01-models.yaml", "00-dataset.yaml", "10-incrementallearningjob.yaml")
-	models := sednaClient(t).SednaV1alpha1().Models(ns)
+	models := framework.SednaClient(t).SednaV1alpha1().Models(ns)
 	framework.Eventually(t, 30*time.Second, "the deploy model protected", func(ctx context.Context) (bool, error) {
 		m, err := models.Get(ctx, "deploy-model", metav1.GetOptions{})
 		return err == nil && slices.Contains(m.Finalizers, protection.ModelFinalizer), err
@@ -40,7 +40,7 @@ func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
 		t.Fatalf("the model while the job names it: %v, finalizers %v; want it there, protected", err, m.GetFinalizers())
 	}
 
-	if err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Delete(t.Context(), "helmet-detection-demo", metav1.DeleteOptions{}); err != nil {
+	if err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Delete(t.Context(), "helmet-detection-demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, "the model gone with the job", func(ctx context.Context) (bool, error) {

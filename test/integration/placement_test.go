@@ -57,7 +57,7 @@ func says(want ...string) func(string) bool {
 func unschedulableWarnings(t *testing.T, ns string, uid types.UID) int {
 	t.Helper()
 	n := 0
-	for _, e := range eventsOf(t, ns, uid) {
+	for _, e := range framework.Events(t, ns, uid) {
 		if e.Type == corev1.EventTypeWarning && e.Reason == placement.ReasonUnschedulable {
 			n += int(max(e.Count, 1))
 		}
@@ -78,7 +78,7 @@ func waitForEventsRecordedSoFar(t *testing.T, ns string) {
 	t.Helper()
 	job := incrementalJob(fmt.Sprintf("events-barrier-%d", barriers.Add(1)), 5, nil)
 	job.Spec.Dataset.Name = "no-such-dataset"
-	made, err := sednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
+	made, err := framework.SednaClient(t).SednaV1alpha1().IncrementalLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func checkWarnedOnceWhileWaiting(t *testing.T, ns string, readings []framework.C
 	waitForEventsRecordedSoFar(t, ns)
 	for resource, j := range jobs {
 		n := unschedulableWarnings(t, ns, j.uid)
-		if named := countEvents(t, ns, j.uid, placement.ReasonUnschedulable, "node "+j.node+","); n != 1 || named != 1 {
+		if named := framework.CountEvents(t, ns, j.uid, placement.ReasonUnschedulable, "node "+j.node+","); n != 1 || named != 1 {
 			t.Errorf("%s has %d Unschedulable warnings, %d naming node %s; want 1", resource, n, named, j.node)
 		}
 	}
@@ -181,7 +181,7 @@ func TestLearningJobsAndADIJobPinnedWhereTheyCannotGoSayWhichNodeAndWhy(t *testi
 	di := &div2.DIJob{ObjectMeta: metav1.ObjectMeta{Name: "di", Annotations: map[string]string{gang.AnnotationScheduler: string(gang.None)}},
 		Spec: div2.DIJobSpec{Tasks: []div2.Task{poolTask(div2.TaskTypeLearner, "", "100m", map[string]string{corev1.LabelHostname: late}, poolTolerations(pool))}}}
 	created := time.Now()
-	sedna := sednaClient(t)
+	sedna := framework.SednaClient(t)
 	ilMade, err := sedna.SednaV1alpha1().IncrementalLearningJobs(ns).Create(t.Context(), il, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestAJobWithoutAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) 
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	gm := framework.StartGlobalManager(t, ns)
 	synced := framework.ReadController(t, gm, federatedlearning.Name)
-	jobs := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	jobs := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	uids := map[string]types.UID{}
 	for _, j := range []*sednav1.FederatedLearningJob{
 		ungangedFLJob("tainted", "100m", nil, true, tainted),

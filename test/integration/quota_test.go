@@ -161,7 +161,7 @@ func quotaJob(name, cpu string, trainers int, class string, tolerations []corev1
 
 func createFL(t *testing.T, ns string, job *sednav1.FederatedLearningJob) *sednav1.FederatedLearningJob {
 	t.Helper()
-	made, err := sednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
+	made, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestQuotaAdmitsOneJobWholeAndTheOtherWaits(t *testing.T) {
 	flAdmitted(t, ns, second.Name, corev1.ConditionFalse, admission.ReasonWaitingForQuota, "needs requests.cpu=3, 1 free of 4 in quota q")
 	flAdmitted(t, ns, first.Name, corev1.ConditionTrue, admission.ReasonQuotaAdmitted, "")
 	framework.Eventually(t, 30*time.Second, "a WaitingForQuota event for "+second.Name, func(context.Context) (bool, error) {
-		return countEvents(t, ns, second.UID, admission.ReasonWaitingForQuota, "in quota q") > 0, nil
+		return framework.CountEvents(t, ns, second.UID, admission.ReasonWaitingForQuota, "in quota q") > 0, nil
 	})
 	out, err := framework.Kubectl(t, "get", "federatedlearningjobs", "-n", ns)
 	if err != nil {
@@ -221,11 +221,11 @@ func TestQuotaAdmitsOneJobWholeAndTheOtherWaits(t *testing.T) {
 		t.Errorf("%s made pods %v, want its 3 once", second.Name, got)
 	}
 	framework.Eventually(t, 30*time.Second, "a QuotaAdmitted event for "+second.Name, func(context.Context) (bool, error) {
-		return countEvents(t, ns, second.UID, admission.ReasonQuotaAdmitted, "") > 0, nil
+		return framework.CountEvents(t, ns, second.UID, admission.ReasonQuotaAdmitted, "") > 0, nil
 	})
 	// Said once each: the condition's transitions, not every sync.
 	for _, reason := range []string{admission.ReasonWaitingForQuota, admission.ReasonQuotaAdmitted} {
-		if n := countEvents(t, ns, second.UID, reason, ""); n != 1 {
+		if n := framework.CountEvents(t, ns, second.UID, reason, ""); n != 1 {
 			t.Errorf("%d %s events for %s, want 1", n, reason, second.Name)
 		}
 	}
@@ -323,7 +323,7 @@ func TestQuotaHoldsADIJobScaleUpWhole(t *testing.T) {
 	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")
 	cpuQuota(t, ns, "q", "4")
 	framework.StartGlobalManager(t, ns, "--allocator=none")
-	jobs := sednaClient(t).DiengineV2alpha1().DIJobs(ns)
+	jobs := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns)
 	collectors := poolTask(div2.TaskTypeCollector, "", "1", selector, tolerations)
 	collectors.Replicas = 2
 	job, err := jobs.Create(t.Context(), &div2.DIJob{ObjectMeta: metav1.ObjectMeta{Name: "rl"}, Spec: div2.DIJobSpec{Tasks: []div2.Task{
@@ -475,7 +475,7 @@ func TestQuotaRefusalAfterAdmissionRemovesWhatWasMade(t *testing.T) {
 	}
 	heavy := createFL(t, ns, job)
 	framework.Eventually(t, 60*time.Second, "a QuotaExceeded warning", func(context.Context) (bool, error) {
-		return countEvents(t, ns, heavy.UID, admission.ReasonQuotaExceeded, "exceeded quota") > 0, nil
+		return framework.CountEvents(t, ns, heavy.UID, admission.ReasonQuotaExceeded, "exceeded quota") > 0, nil
 	})
 	msg := flAdmitted(t, ns, "heavy", corev1.ConditionFalse, admission.ReasonWaitingForQuota, "")
 	if !strings.Contains(msg, "the API server refused a pod of it for quota after it was admitted") {

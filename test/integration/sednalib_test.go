@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -35,23 +33,6 @@ func sednaLibrary(t *testing.T) string {
 		t.Skipf("Sedna's worker library cannot run here: %v", err)
 	}
 	return lib
-}
-
-// sednaSample is one object of Sedna's own samples (../shared/sedna-compat/samples),
-// unchanged but for the node names, which name Sedna's test cluster's nodes.
-func sednaSample(t *testing.T, file string, into any, nodes map[string]string) {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(framework.SednaCompat(t), "samples", file))
-	if err != nil {
-		t.Fatalf("reading Sedna's sample: %v", err)
-	}
-	text := string(data)
-	for from, to := range nodes {
-		text = regexp.MustCompile(`nodeName:\s*"`+regexp.QuoteMeta(from)+`"`).ReplaceAllString(text, `nodeName: "`+to+`"`)
-	}
-	if err := yaml.UnmarshalStrict([]byte(text), into); err != nil {
-		t.Fatalf("decoding Sedna's %s: %v", file, err)
-	}
 }
 
 // startSednaWorker runs role of the harness as pod's worker, stopped at the
@@ -124,7 +105,7 @@ func waitForWorkerExit(t *testing.T, w *sednalib.Worker, within time.Duration) {
 func TestSednasFederatedLearningWorkersTrainThreeRoundsIntoStatus(t *testing.T) {
 	lib := sednaLibrary(t)
 	var job sednav1.FederatedLearningJob
-	sednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": "cloud-0", "edge1": "edge-0", "edge2": "edge-1"})
+	framework.SednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": "cloud-0", "edge1": "edge-0", "edge2": "edge-1"})
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	lcs := map[string]*framework.LocalController{}
@@ -135,7 +116,7 @@ func TestSednasFederatedLearningWorkersTrainThreeRoundsIntoStatus(t *testing.T) 
 		h.Nodes[node] = sednalib.Node{Root: lc.Root, LocalController: sednalib.URLHost(lc.WorkerURL)}
 		writeNodeFile(t, lc.Root, "/data/train.txt", "images/0.jpg,0\nimages/1.jpg,1\nimages/2.jpg,0\n")
 	}
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	for i, node := range []string{"edge-0", "edge-1"} {
 		ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.TrainingWorkers[i].Dataset.Name},
 			Spec: sednav1.DatasetSpec{URL: "/data/train.txt", Format: "txt", NodeName: node}}
@@ -207,7 +188,7 @@ func writeNodeFile(t *testing.T, root, p, content string) {
 func TestSednasJointInferenceEdgeWorkerCountsReachTheServiceStatus(t *testing.T) {
 	lib := sednaLibrary(t)
 	var svc sednav1.JointInferenceService
-	sednaSample(t, "jointinferenceservice_v1alpha1.yaml", &svc, map[string]string{"edge-node": "edge-0"})
+	framework.SednaSample(t, "jointinferenceservice_v1alpha1.yaml", &svc, map[string]string{"edge-node": "edge-0"})
 	svc.Namespace = "" // the sample's is default; the test's namespace is its own
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
@@ -221,7 +202,7 @@ func TestSednasJointInferenceEdgeWorkerCountsReachTheServiceStatus(t *testing.T)
 		}
 	}
 	writeNodeFile(t, lc.Root, "/models/little.pb", "[[0, 0, 0, 0]]")
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	for name, url := range map[string]string{svc.Spec.EdgeWorker.Model.Name: "/models/little.pb", svc.Spec.CloudWorker.Model.Name: "/models/big.pb"} {
 		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}
 		if _, err := sc.Models(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
@@ -276,7 +257,7 @@ func runningPod(t *testing.T, ns, name string) *corev1.Pod {
 func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 	lib := sednaLibrary(t)
 	var job sednav1.IncrementalLearningJob
-	sednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
+	framework.SednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
 	// The sample checks its trigger every minute from 02:00: every second
 	// here, at any hour. Hot update on, polled every second.
 	job.Spec.TrainSpec.Trigger.CheckPeriodSeconds, job.Spec.TrainSpec.Trigger.Timer = 1, nil
@@ -295,7 +276,7 @@ func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 	writeNodeFile(t, lc.Root, "/models/initial/model.pb", untrained)
 	writeNodeFile(t, lc.Root, "/models/deploy/model.pb", untrained)
 	writeNodeFile(t, lc.Root, "/data/helmet/train.txt", "")
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	for name, url := range map[string]string{job.Spec.InitialModel.Name: "/models/initial/model.pb", job.Spec.DeploySpec.Model.Name: "/models/deploy/model.pb"} {
 		m := &sednav1.Model{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sednav1.ModelSpec{URL: url, Format: "pb"}}
 		if _, err := sc.Models(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
@@ -333,7 +314,7 @@ func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 		return j.Status.DeployedRound == 1 && j.Status.InferenceWorker == job.Name+"-deploy-0", nil
 	})
 	framework.Eventually(t, 60*time.Second, "the inference worker to say it loaded the round's model", func(ctx context.Context) (bool, error) {
-		return countEvents(t, ns, created.UID, "ModelHotUpdated", job.Name+"-deploy-0") > 0, nil
+		return framework.CountEvents(t, ns, created.UID, "ModelHotUpdated", job.Name+"-deploy-0") > 0, nil
 	})
 	framework.Eventually(t, 30*time.Second, "the inference worker to serve the trained model", func(context.Context) (bool, error) {
 		return strings.Contains(inference.Log(), "serving a model of weight 1.0"), nil
@@ -349,7 +330,7 @@ func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 func TestSednasLifelongLearningWorkersRunTwoRounds(t *testing.T) {
 	lib := sednaLibrary(t)
 	var job sednav1.LifelongLearningJob
-	sednaSample(t, "lifelonglearningjobv1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
+	framework.SednaSample(t, "lifelonglearningjobv1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
 	// The sample checks its trigger every minute from 02:00: every second
 	// here, at any hour.
 	job.Spec.TrainSpec.Trigger.CheckPeriodSeconds, job.Spec.TrainSpec.Trigger.Timer = 1, nil
@@ -374,7 +355,7 @@ func TestSednasLifelongLearningWorkersRunTwoRounds(t *testing.T) {
 	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
 	h.Nodes = map[string]sednalib.Node{"edge-0": {Root: lc.Root, LocalController: sednalib.URLHost(lc.WorkerURL)}}
 	writeNodeFile(t, lc.Root, "/data/ll/index.txt", "")
-	sc := sednaClient(t).SednaV1alpha1()
+	sc := framework.SednaClient(t).SednaV1alpha1()
 	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.Dataset.Name},
 		Spec: sednav1.DatasetSpec{URL: "/data/ll/index.txt", Format: "txt", NodeName: "edge-0"}}
 	if _, err := sc.Datasets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {

@@ -127,7 +127,7 @@ func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
 	// it holds that, it holds all it is sent with the pod running.
 	ds := &sednav1.Dataset{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: ns},
 		Spec: sednav1.DatasetSpec{URL: "/data/after.txt", Format: "txt", NodeName: "edge-1"}}
-	if _, err := sednaClient(t).SednaV1alpha1().Datasets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.SednaClient(t).SednaV1alpha1().Datasets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var held map[string]string
@@ -149,7 +149,7 @@ func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
 	if code, msg := framework.PostAsWorker(t, lc, ns, impostor.Name, body); code != 0 && code != http.StatusForbidden {
 		t.Errorf("the impostor pod's report from its address: %d %s, want the connection closed or 403", code, msg)
 	}
-	got, err := sednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(t.Context(), jiName, metav1.GetOptions{})
+	got, err := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(t.Context(), jiName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
