@@ -2,6 +2,7 @@ package realnode
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,23 +51,44 @@ type Gateway struct {
 	// DialNetns is the file of the namespace the proxy dials the cluster from.
 	DialNetns string
 	// MaxConns bounds the connections open at once through each listener,
-	// so that a pod that opens many cannot take every descriptor.
+	// so that a pod that opens many cannot take every descriptor;
+	// defaultMaxConns when zero.
 	MaxConns int
+
+	// requestTimeout bounds the wait for the whole CONNECT request, so that
+	// a client that stalls gives its slot back; dialTimeout when zero (tests
+	// shorten it).
+	requestTimeout time.Duration
 }
 
 // dialTimeout bounds one connection's setup.
 const dialTimeout = 10 * time.Second
 
+// defaultMaxConns is MaxConns when it is not set.
+const defaultMaxConns = 1024
+
+// An Accept that fails other than for its listener's closing is retried
+// after a delay doubling from minAcceptDelay to maxAcceptDelay, as
+// net/http's Server does: such failures mostly pass (EMFILE, ECONNABORTED),
+// and a listener given up on would leave its clients hanging in the listen
+// queue.
+const (
+	minAcceptDelay = 5 * time.Millisecond
+	maxAcceptDelay = time.Second
+)
+
 // Run serves until ctx ends. It returns once every listener is up when
-// ready is not nil (closing it), and an error if one cannot be made.
+// ready is not nil (closing it), and an error if one cannot be made;
+// either way, only once the listeners made and their connections are
+// closed.
 func (g *Gateway) Run(ctx context.Context, ready chan<- struct{}) error {
 	logger := klog.FromContext(ctx)
-	var listeners []net.Listener
-	closeAll := func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}
+	// Deferred in this order, cancel runs before Wait: it makes every serve
+	// close its listener and connections, which Wait then waits for.
+	ctx, cancel := context.WithCancel(ctx)
+	var served sync.WaitGroup
+	defer served.Wait()
+	defer cancel()
 	// A forward listens on port at one end and connects to the same port at
 	// the other: from the cluster network to the host's loopback (Ports),
 	// and back (Reverse).
@@ -87,66 +109,105 @@ func (g *Gateway) Run(ctx context.Context, ready chan<- struct{}) error {
 		addr := net.JoinHostPort(f.from.ip, strconv.Itoa(f.port))
 		l, err := netns.Listen(f.from.netns, addr)
 		if err != nil {
-			closeAll()
 			return fmt.Errorf("listening on %s (network namespace %q): %w", addr, f.from.netns, err)
 		}
-		listeners = append(listeners, l)
-		target, ns := net.JoinHostPort(f.to.ip, strconv.Itoa(f.port)), f.to.netns
-		go g.serve(ctx, l, func(ctx context.Context, c net.Conn) {
-			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-			up, err := netns.Dial(ctx, ns, target)
-			cancel()
-			if err != nil {
-				logger.V(2).Info("Forward failed", "from", c.RemoteAddr(), "to", target, "err", err)
-				return
-			}
-			splice(c, up)
-		})
+		target := net.JoinHostPort(f.to.ip, strconv.Itoa(f.port))
+		served.Go(func() { g.serve(ctx, l, forwardTo(f.to.netns, target)) })
 	}
 	if err := os.MkdirAll(filepath.Dir(g.EgressSocket), 0o700); err != nil {
-		closeAll()
 		return err
 	}
 	if err := os.Chmod(filepath.Dir(g.EgressSocket), 0o700); err != nil {
-		closeAll()
 		return err
 	}
 	_ = os.Remove(g.EgressSocket)
 	el, err := net.Listen("unix", g.EgressSocket)
 	if err != nil {
-		closeAll()
 		return fmt.Errorf("listening on %s: %w", g.EgressSocket, err)
 	}
-	listeners = append(listeners, el)
-	go g.serve(ctx, el, g.connect)
+	served.Go(func() { g.serve(ctx, el, g.connect) })
 	logger.Info("Gateway serving", "forwards", g.Ports, "reverse", g.Reverse, "on", g.ListenIP, "egress", g.EgressSocket)
 	if ready != nil {
 		close(ready)
 	}
 	<-ctx.Done()
-	closeAll()
 	return nil
 }
 
-// serve accepts on l until it is closed, handling each connection in a
-// goroutine of its own, at most MaxConns at once (the others wait in the
-// listen queue).
+// serve accepts on l until it is closed or ctx ends (which closes it),
+// handling each connection in a goroutine of its own, at most MaxConns at
+// once (the others wait in the listen queue). It returns once those
+// connections have ended too, which ctx's end brings about by closing them.
 func (g *Gateway) serve(ctx context.Context, l net.Listener, handle func(context.Context, net.Conn)) {
-	slots := make(chan struct{}, max(g.MaxConns, 1))
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	slots := make(chan struct{}, g.maxConns())
 	for {
-		slots <- struct{}{}
-		c, err := l.Accept()
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				klog.FromContext(ctx).Error(err, "Accepting", "listener", l.Addr())
-			}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
-		go func() {
+		c, err := accept(ctx, l)
+		if err != nil {
+			return
+		}
+		conns.Go(func() {
 			defer func() { <-slots }()
 			defer c.Close()
+			// A handler waiting on c, for a request or in a tunnel, ends
+			// with ctx.
+			stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+			defer stop()
 			handle(ctx, c)
-		}()
+		})
+	}
+}
+
+// maxConns is MaxConns, or defaultMaxConns when it is not set.
+func (g *Gateway) maxConns() int {
+	if g.MaxConns > 0 {
+		return g.MaxConns
+	}
+	return defaultMaxConns
+}
+
+// accept is l.Accept, retried with a growing delay while it fails: it
+// fails only once l is closed or ctx has ended.
+func accept(ctx context.Context, l net.Listener) (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := l.Accept()
+		if err == nil || errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+			return c, err
+		}
+		delay = min(max(2*delay, minAcceptDelay), maxAcceptDelay)
+		klog.FromContext(ctx).Error(err, "Accepting, retrying", "listener", l.Addr(), "after", delay)
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// forwardTo is a forward's handler: it connects to target from the network
+// namespace at ns ("" for this process's own) and copies bytes both ways.
+func forwardTo(ns, target string) func(context.Context, net.Conn) {
+	return func(ctx context.Context, c net.Conn) {
+		logger := klog.FromContext(ctx)
+		dialCtx, cancel := context.WithTimeout(ctx, dialTimeout)
+		up, err := netns.Dial(dialCtx, ns, target)
+		cancel()
+		if err != nil {
+			logger.V(2).Info("Forward failed", "from", c.RemoteAddr(), "to", target, "err", err)
+			return
+		}
+		splice(ctx, c, up)
 	}
 }
 
@@ -157,22 +218,34 @@ const maxConnectRequest = 8 << 10
 // the host:port asked for and then copies bytes both ways.
 func (g *Gateway) connect(ctx context.Context, c net.Conn) {
 	logger := klog.FromContext(ctx)
-	_ = c.SetReadDeadline(time.Now().Add(dialTimeout))
-	br := bufio.NewReaderSize(io.LimitReader(c, maxConnectRequest), 4096)
+	deadline := time.Now().Add(cmp.Or(g.requestTimeout, dialTimeout))
+	_ = c.SetReadDeadline(deadline)
+	lr := &io.LimitedReader{R: c, N: maxConnectRequest}
+	br := bufio.NewReaderSize(lr, 4096)
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		logger.V(2).Info("Bad CONNECT request", "err", err)
+		switch {
+		case lr.N == 0:
+			reply(c, http.StatusRequestHeaderFieldsTooLarge)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), !time.Now().Before(deadline):
+			// The client went away or stalled: no one to answer. The clock
+			// tells a stall, as ReadRequest parses a line cut off by the
+			// deadline as a whole (malformed) one.
+		default:
+			reply(c, http.StatusBadRequest)
+		}
 		return
 	}
 	if req.Method != http.MethodConnect {
-		_, _ = io.WriteString(c, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+		reply(c, http.StatusMethodNotAllowed)
 		return
 	}
 	target := req.Host
 	up, err := g.dial(ctx, target)
 	if err != nil {
 		logger.V(2).Info("CONNECT failed", "to", target, "err", err)
-		_, _ = fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+		reply(c, http.StatusBadGateway)
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
@@ -188,7 +261,12 @@ func (g *Gateway) connect(ctx context.Context, c net.Conn) {
 			return
 		}
 	}
-	splice(c, up)
+	splice(ctx, c, up)
+}
+
+// reply answers c's request with status and no body.
+func reply(c net.Conn, status int) {
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n\r\n", status, http.StatusText(status))
 }
 
 // dial connects to target (host:port, the host an IP address) from the
@@ -209,8 +287,14 @@ func (g *Gateway) dial(ctx context.Context, target string) (net.Conn, error) {
 }
 
 // splice copies a to b and b to a until both directions end, passing each
-// end on as a half close, then closes b (the caller closes a).
-func splice(a, b net.Conn) {
+// end on as a half close, or until ctx ends, which closes both; then closes
+// b (the caller closes a).
+func splice(ctx context.Context, a, b net.Conn) {
+	stop := context.AfterFunc(ctx, func() {
+		_ = a.Close()
+		_ = b.Close()
+	})
+	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {
@@ -245,6 +329,6 @@ func NewGateway(o Options) (*Gateway, error) {
 		Reverse:      o.ReversePorts,
 		EgressSocket: l.EgressSocket(),
 		DialNetns:    NetnsPath(l.NodeNetns(0)),
-		MaxConns:     1024,
+		MaxConns:     defaultMaxConns,
 	}, nil
 }
