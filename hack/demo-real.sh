@@ -6,12 +6,13 @@
 #      the worker image (hack/workerimage), each trainer on 300 rows of its node's own
 #      Dataset file; it prints the rounds as Sedna's trainers logged them, what Sedna's
 #      aggregator logged, and the job's status.
-#   2. DI-orchestrator's mock of DI-engine as its di-mock-dijob.yaml runs it (its image
-#      and pull policy replaced by the worker image's, its pods kept to the real
-#      nodes), with the mock's own learner aggregator beside its coordinator (the
-#      mock's coordinator waits for one at KUBERNETES_AGGREGATOR_URL, which
-#      DI-orchestrator v0.2.2 never set; see docs/local-run.md#real-nodes); it prints the
-#      coordinator's dialogue with the v1 replicas server and the DIJob's phase.
+#   2. DI-orchestrator's mock of DI-engine, its di-mock-dijob.yaml and di-mock-agconfig.yaml
+#      as `realnode di-mock-job` runs them here (pull policy IfNotPresent, pods on the real
+#      nodes, and the mock's own learner aggregator beside its coordinator: the mock's
+#      coordinator waits for one at KUBERNETES_AGGREGATOR_URL, which DI-orchestrator
+#      v0.2.2 never set; see docs/local-run.md#real-nodes), in hack/workerimage's di-mock
+#      image under the name the file gives; it prints the coordinator's dialogue with the
+#      v1 replicas server and the DIJob's phase until it is Succeeded.
 #
 # Usage: hack/demo-real.sh   (make demo-real)
 # Env:   NEREID_OUT_DIR (default _output/local), NEREID_SHARED_DIR (default ../shared:
@@ -36,10 +37,12 @@ shared="${NEREID_SHARED_DIR:-$(dirname "${NEREID_ROOT}")/shared}"
 k() { "${NEREID_BIN_DIR}/kubectl" --kubeconfig "${KUBECONFIG}" "$@"; }
 readonly NS=demo-real
 
-nereid::log "building the worker image (Sedna's library and DI-orchestrator's mock on Debian's python3) and importing it into the real nodes"
-(cd "${NEREID_ROOT}" && go run ./hack/workerimage -sedna "${shared}/sedna-compat" -di-mock "${shared}/di-compat/v1alpha1/di-mock" \
-  -py test/sednalib/py -cache "${NEREID_CACHE_DIR}/images" -o "${NEREID_OUT_DIR}/images/worker.tar")
-"${NEREID_OUT_DIR}/bin/realnode" import --out-dir="${NEREID_OUT_DIR}" "${NEREID_OUT_DIR}/images/worker.tar"
+nereid::log "building the worker image (Sedna's library on Debian's python3) and DI-orchestrator's mock's, and importing them into the real nodes"
+(cd "${NEREID_ROOT}" && go run ./hack/workerimage -image worker -sedna "${shared}/sedna-compat" \
+  -py test/sednalib/py -cache "${NEREID_CACHE_DIR}/images" -o "${NEREID_OUT_DIR}/images/worker.tar" &&
+  go run ./hack/workerimage -image di-mock -di-mock "${shared}/di-compat/v1alpha1/di-mock" \
+    -cache "${NEREID_CACHE_DIR}/images" -o "${NEREID_OUT_DIR}/images/di-mock.tar")
+"${NEREID_OUT_DIR}/bin/realnode" import --out-dir="${NEREID_OUT_DIR}" "${NEREID_OUT_DIR}/images/worker.tar" "${NEREID_OUT_DIR}/images/di-mock.tar"
 
 # rows NODE SEED writes 300 rows "x1,x2,label" of two Gaussian clouds into the node's
 # own /data/fl/train.txt.
@@ -61,31 +64,19 @@ k apply -n "${NS}" -f "${NEREID_ROOT}/examples/real-nodes/federatedlearningjob.y
 k wait -n "${NS}" federatedlearningjob/surface-defect-detection --for=jsonpath='{.status.phase}'=Succeeded --timeout=240s ||
   nereid::fatal "the federated job did not succeed: kubectl describe fl -n ${NS} surface-defect-detection"
 printf '\n== the rounds, as Sedna'"'"'s trainers logged them\n'
-k logs -n "${NS}" -l nereid.io/worker-role=training --prefix | grep -E 'round|trained on|exit training' | sed 's/\x1b\[[0-9;]*m//g'
+k logs -n "${NS}" -l nereid.io/worker-role=training --prefix --tail=-1 | grep -E 'round|trained on|exit training' | sed 's/\x1b\[[0-9;]*m//g'
 printf '\n== Sedna'"'"'s aggregation server\n'
-k logs -n "${NS}" -l nereid.io/worker-role=aggregation | grep -E 'Uvicorn running|client|Client' | sed 's/\x1b\[[0-9;]*m//g'
+k logs -n "${NS}" -l nereid.io/worker-role=aggregation --tail=-1 | grep -E 'Uvicorn running|client|Client' | sed 's/\x1b\[[0-9;]*m//g'
 printf '\n'
 k get federatedlearningjob -n "${NS}" surface-defect-detection
 k get federatedlearningjob -n "${NS}" surface-defect-detection -o jsonpath='{range .status.edgeNodes[*]}{.name}: round {.round}, {.reportsApplied} reports, {.state}{"\n"}{end}'
 
 nereid::log "DIJob v1alpha1: DI-orchestrator's di-mock-dijob.yaml in namespace default (the mock names default)"
-python3 - "${shared}/di-compat/v1alpha1/di-mock/di-mock-dijob.yaml" >"${NEREID_OUT_DIR}/di-mock-dijob.yaml" <<'PY'
-import sys
-s = open(sys.argv[1]).read()
-s = s.replace("opendilab/di-mock:v0.0.5", "localhost/nereid/worker:1").replace("imagePullPolicy: Always", "imagePullPolicy: IfNotPresent")
-s = s.replace("      spec:\n        containers:", "      spec:\n        nodeSelector: {nereid.io/real-node: \"true\"}\n        containers:")
-coordinator = '          args: ["python3 -u main.py coordinator -l $HOSTNAME -p $COORDINATOR_PORT"]'
-assert coordinator in s
-s = s.replace(coordinator, coordinator + '''
-        - name: aggregator
-          image: localhost/nereid/worker:1
-          imagePullPolicy: IfNotPresent
-          command: ["python3", "-u", "main.py", "aggregator", "-sl", "localhost", "-sp", "12334", "-ml", "localhost", "-mp", "12335"]''')
-print(s, end="")
-PY
+"${NEREID_OUT_DIR}/bin/realnode" di-mock-job "${shared}/di-compat/v1alpha1/di-mock/di-mock-dijob.yaml" >"${NEREID_OUT_DIR}/di-mock-dijob.yaml"
+k apply -f "${shared}/di-compat/v1alpha1/di-mock/di-mock-agconfig.yaml"
 k delete dijobs.v1alpha1.diengine.opendilab.org -n default dijob-example --ignore-not-found --wait=true >/dev/null
 k apply -n default -f "${NEREID_OUT_DIR}/di-mock-dijob.yaml"
-for _ in $(seq 1 12); do
+for _ in $(seq 1 18); do
   sleep 10
   k get dijobs.v1alpha1.diengine.opendilab.org -n default dijob-example --no-headers 2>/dev/null | sed 's/^/  /'
   phase="$(k get dijobs.v1alpha1.diengine.opendilab.org -n default dijob-example -o jsonpath='{.status.phase}' 2>/dev/null || true)"
@@ -94,5 +85,7 @@ done
 printf '\n== the mock coordinator and the v1 replicas server\n'
 k logs -n default dijob-example-coordinator -c di-container 2>/dev/null |
   grep -E 'aggregator|replicas response|Have connected|send delete|converged' | cut -c1-300 || true
-k get pods -n default -o wide -l diengine.opendilab.org/job=dijob-example 2>/dev/null || k get pods -n default -o wide
+k get pods -n default -o wide -l dijob-name=dijob-example
+[[ "${phase}" == Succeeded ]] ||
+  nereid::fatal "the DIJob is ${phase:-not done} after 3 minutes: kubectl describe dijobs.v1alpha1.diengine.opendilab.org -n default dijob-example"
 printf '\nThe DIJob stays (kubectl get dijobs.v1alpha1.diengine.opendilab.org -n default); delete it with\n  kubectl delete dijobs.v1alpha1.diengine.opendilab.org -n default dijob-example\n'

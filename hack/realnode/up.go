@@ -348,7 +348,7 @@ func startNode(ctx context.Context, o Options, l Layout, i int, pause string) er
 			"--kubeconfig=" + filepath.Join(dir, "kubelet.kubeconfig"),
 			"--hostname-override=" + node,
 			"--node-ip=" + l.NodeIP(i).String(),
-			"--node-labels=nereid.io/real-node=true",
+			"--node-labels=" + Label + "=true",
 		}},
 		{"kube-proxy", filepath.Join(o.BinDir, "kube-proxy"), []string{"--config=" + filepath.Join(dir, "kube-proxy.yaml")}},
 	}

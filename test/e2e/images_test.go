@@ -69,26 +69,32 @@ func ensureProbeImage(t *testing.T) {
 	})
 }
 
-// workerImage is hack/workerimage's: Sedna's library and DI-orchestrator's
-// mock of DI-engine on Debian's python3.
+// workerImage is hack/workerimage's worker: Sedna's library and Nereid's
+// worker roles on Debian's python3.
 const workerImage = "localhost/nereid/worker:1"
 
-var workerOnce imageOnce
+// workerImages are hack/workerimage's images (worker, di-mock), each built
+// once per test binary.
+var workerImages = map[string]*imageOnce{"worker": {}, "di-mock": {}}
 
-// ensureWorkerImage builds the worker image from ../shared's Sedna library
-// and DI mock (the test skips without them) and imports it into every real
-// node, once per test binary. Its Debian root filesystem is made once and
-// kept in the tools' cache.
-func ensureWorkerImage(t *testing.T) {
+// ensureWorkerImage builds hack/workerimage's image name — worker (from
+// ../shared's Sedna library) or di-mock (DI-orchestrator's mock of
+// DI-engine, under the name its DIJob gives) — and imports it into every real
+// node, once per test binary; the test skips without ../shared's files. Its
+// Debian root filesystem is made once and kept in the tools' cache.
+func ensureWorkerImage(t *testing.T, name string) {
 	t.Helper()
-	sedna := framework.SednaCompat(t)
-	di := framework.DIv1alpha1Compat(t)
-	workerOnce.ensure(t, "worker", func() ([]byte, error) {
-		root := framework.RepoRoot()
-		archive := filepath.Join(framework.OutDir(), "images", "worker.tar")
-		cmd := exec.Command("go", "run", "./hack/workerimage", "-sedna", sedna, "-di-mock", filepath.Join(di, "di-mock"),
-			"-py", filepath.Join(root, "test", "sednalib", "py"), "-cache", filepath.Join(framework.CacheDir(), "images"),
-			"-o", archive, "-ref", workerImage)
+	root := framework.RepoRoot()
+	archive := filepath.Join(framework.OutDir(), "images", name+".tar")
+	args := []string{"run", "./hack/workerimage", "-image", name, "-cache", filepath.Join(framework.CacheDir(), "images"), "-o", archive}
+	switch name {
+	case "worker":
+		args = append(args, "-sedna", framework.SednaCompat(t), "-py", filepath.Join(root, "test", "sednalib", "py"), "-ref", workerImage)
+	case "di-mock":
+		args = append(args, "-di-mock", filepath.Join(framework.DIv1alpha1Compat(t), "di-mock"))
+	}
+	workerImages[name].ensure(t, name, func() ([]byte, error) {
+		cmd := exec.Command("go", args...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return out, err

@@ -41,7 +41,7 @@ func collectLogs(ctx context.Context, ns, role string) string {
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
-		for _, c := range p.Spec.Containers {
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 			b.WriteString("=== " + p.Name + " (" + c.Name + ", on " + p.Spec.NodeName + ")\n")
 			rc, err := kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name}).Stream(ctx)
 			if err != nil {

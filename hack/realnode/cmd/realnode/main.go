@@ -2,7 +2,7 @@
 // kube-proxy) beside the local control plane, for hack/local-up.sh and
 // hack/local-down.sh; see package github.com/nereid-ml/nereid/hack/realnode.
 //
-// Usage: realnode apiserver-flags|up|down|import|gateway [flags]
+// Usage: realnode apiserver-flags|up|down|import|gateway|di-mock-job [flags]
 //
 //	apiserver-flags  write the API server's egress configuration and kubelet
 //	                 client certificate, and print its flags for real nodes,
@@ -13,6 +13,8 @@
 //	                 points, put back the kernel settings the kubelet changed
 //	import ARCHIVE…  import image archives into every real node's containerd
 //	gateway          serve the cluster network's gateway (up starts it)
+//	di-mock-job FILE print DI-orchestrator's di-mock-dijob.yaml as it runs on
+//	                 real nodes here (realnode.DIMockJob says what changes)
 //
 // It needs root. It says what it does on stderr and exits 1 with the reason
 // when something fails.
@@ -40,6 +42,10 @@ func main() {
 		usage()
 	}
 	command := os.Args[1]
+	if command == "di-mock-job" {
+		diMockJob(os.Args[2:])
+		return
+	}
 	fs := flag.NewFlagSet("realnode "+command, flag.ExitOnError)
 	outDir := fs.String("out-dir", os.Getenv("NEREID_OUT_DIR"), "State dir of the local control plane (default $NEREID_OUT_DIR).")
 	nodes := fs.String("nodes", "", "The real nodes' names, separated by blanks.")
@@ -120,6 +126,21 @@ func main() {
 	}
 }
 
+func diMockJob(args []string) {
+	if len(args) != 1 {
+		usage()
+	}
+	data, err := os.ReadFile(args[0])
+	if err != nil {
+		fatal(err)
+	}
+	out, err := realnode.DIMockJobYAML(data)
+	if err != nil {
+		fatal(fmt.Errorf("%s: %w", args[0], err))
+	}
+	_, _ = os.Stdout.Write(out)
+}
+
 func needPort(o realnode.Options) {
 	if o.APIServerPort <= 0 {
 		fatal(fmt.Errorf("--apiserver-port is required"))
@@ -157,7 +178,7 @@ func parsePorts(s string) ([]int, error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: realnode apiserver-flags|up|down|import|gateway [flags]; realnode <command> --help for its flags")
+	fmt.Fprintln(os.Stderr, "usage: realnode apiserver-flags|up|down|import|gateway [flags] | di-mock-job FILE; realnode <command> --help for its flags")
 	os.Exit(2)
 }
 

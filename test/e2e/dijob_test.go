@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nereid-ml/nereid/hack/realnode"
+	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/coordinated"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// diMockFile decodes one of DI-orchestrator's di-mock files (the test skips
+// without them) into into.
+func diMockFile(t *testing.T, file string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.DIv1alpha1Compat(t), "di-mock", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		t.Fatalf("decoding DI-orchestrator's %s: %v", file, err)
+	}
+}
+
+// TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes: DI-orchestrator
+// v0.2.2's mock of DI-engine, its di-mock-dijob.yaml and
+// di-mock-agconfig.yaml as realnode.DIMockJob runs them here (pull policy,
+// real nodes, the mock's own aggregator beside its coordinator, which v0.2.2
+// never made), in real pods: the mock coordinator asks the v1 replicas
+// server at http://di-server.di-system:8080 for 3 collectors and 3 learners,
+// connects to each at <pod>.default, deletes a collector through the server,
+// runs its tasks until its agent "converged" and exits 0, and the job is
+// Succeeded; deleted, it takes its pods and Services with it.
+func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
+	framework.RealNodes(t)
+	ensureWorkerImage(t, "di-mock")
+	var ag div1.AggregatorConfig
+	diMockFile(t, "di-mock-agconfig.yaml", &ag)
+	var job div1.DIJob
+	diMockFile(t, "di-mock-dijob.yaml", &job)
+	if err := realnode.DIMockJob(&job); err != nil {
+		t.Fatal(err)
+	}
+	// The mock's commands name namespace default ($HOSTNAME.default).
+	const ns = "default"
+	dc := framework.SednaClient(t).DiengineV1alpha1()
+	ctx := t.Context()
+	if _, err := dc.AggregatorConfigs(ag.Namespace).Create(ctx, &ag, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	created, err := dc.DIJobs(ns).Create(ctx, &job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dc.DIJobs(ns).Delete(context.Background(), job.Name, metav1.DeleteOptions{})
+	})
+	keepLogsOnFailure(t, ns)
+
+	var got *div1.DIJob
+	framework.Eventually(t, 3*time.Minute, "the DIJob Succeeded", func(ctx context.Context) (bool, error) {
+		got, err = dc.DIJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.Status.Phase == div1.JobFailed {
+			return false, fmt.Errorf("the DIJob failed: %+v", got.Status.Conditions)
+		}
+		return got.Status.Phase == div1.JobSucceeded, nil
+	})
+	coordinator := coordinatorLog(t, ns, job.Name+"-coordinator")
+	for _, want := range []string{
+		"have connected to aggregator",
+		"Recevied replicas response from server",
+		"Have connected 3 collectors",
+		"send delete and received",
+		"coordinator will be closed",
+		"Your RL agent is converged",
+	} {
+		if !strings.Contains(coordinator, want) {
+			t.Errorf("the mock coordinator's log lacks %q:\n%s", want, coordinator)
+		}
+	}
+	if n := framework.CountEvents(t, ns, created.UID, "DIJobSucceeded", ""); n != 1 {
+		t.Errorf("%d DIJobSucceeded events, want 1", n)
+	}
+	if s := got.Status.ReplicaStatus[div1.ReplicaTypeCoordinator]; s == nil || s.Succeeded != 1 {
+		t.Errorf("the coordinator's count is %+v, want succeeded 1", s)
+	}
+
+	if err := dc.DIJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsGone(t, ns, coordinated.LabelJobName+"="+job.Name)
+}
+
+// coordinatorLog is the log of the coordinator pod's di-container.
+func coordinatorLog(t *testing.T, ns, pod string) string {
+	t.Helper()
+	rc, err := framework.KubeClient(t).CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: "di-container"}).Stream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 8<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
