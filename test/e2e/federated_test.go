@@ -51,7 +51,7 @@ func separableRows(seed uint64, n int) string {
 func TestSednasFederatedLearningTrainsOnRealNodesUntilTheAggregatorExits(t *testing.T) {
 	real := framework.RealNodes(t)
 	nodes := real.Edge
-	ensureWorkerImage(t)
+	ensureWorkerImage(t, "worker")
 	var job sednav1.FederatedLearningJob
 	framework.SednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": real.Cloud()[0], "edge1": nodes[0], "edge2": nodes[1]})
 	runAs(&job.Spec.AggregationWorker.Template.Spec, "fl-aggregator")
@@ -108,4 +108,10 @@ func TestSednasFederatedLearningTrainsOnRealNodesUntilTheAggregatorExits(t *test
 	if logs := podLogs(t, ns, "aggregation"); strings.Count(logs, "Adding client") != 2 {
 		t.Errorf("Sedna's aggregator did not take both trainers:\n%s", logs)
 	}
+
+	// Cascade: the job's pods, done, go with it.
+	if err := sc.FederatedLearningJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsGone(t, ns, workerRoleLabel)
 }

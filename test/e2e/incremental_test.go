@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -37,7 +38,7 @@ func hostPathsUnderData(t *testing.T, spec *corev1.PodSpec, node string) {
 // ModelLoadingThread) and serves it.
 func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *testing.T) {
 	real := framework.RealNodes(t)
-	ensureWorkerImage(t)
+	ensureWorkerImage(t, "worker")
 	node := real.Edge[0]
 	var job sednav1.IncrementalLearningJob
 	framework.SednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": node})
@@ -99,4 +100,24 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 	framework.Eventually(t, 30*time.Second, "the inference worker to serve the trained model", func(context.Context) (bool, error) {
 		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil
 	})
+
+	// Self-healing: the inference pod deleted by hand is made again and
+	// serves the deployed model from its start.
+	before, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, inference, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletePod(t, ns, inference)
+	remade := waitRemade(t, ns, inference, before.UID)
+	framework.Eventually(t, 30*time.Second, "the remade inference worker to serve the deployed model", func(context.Context) (bool, error) {
+		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil
+	})
+	// Cascade: the job's pods go with it.
+	if err := sc.IncrementalLearningJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsGone(t, ns, workerRoleLabel)
+	if _, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, remade.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) && err != nil {
+		t.Error(err)
+	}
 }

@@ -132,17 +132,31 @@ def fl_trainer_logistic():
                    learning_rate=float(Context.get_parameters("learning_rate", 0.5)))
 
 
+class BoxEstimator(Estimator):
+    """The little model of Sedna's joint inference example, in miniature: it
+    "detects" one box [xmin, ymin, xmax, ymax, score, label] in each input,
+    sure of it (0.95) for an even number and unsure (0.2) for an odd one, so
+    that Sedna's IBT hard example mining judges the odd inputs hard."""
+
+    def predict(self, data=None, **kwargs):
+        value = int(np.asarray(data).ravel()[0])
+        score = 0.95 if value % 2 == 0 else 0.2
+        return [[0.0, 0.0, 1.0, 1.0, score, 0]]
+
+
 def ji_edge():
-    """Sedna's little_model/little_model.py: infer, and send hard examples
-    to the cloud worker; LCReporter posts the counters every LC_PERIOD."""
+    """Sedna's little_model/little_model.py: infer each input with
+    JointInference.inference, which sends the hard examples (IBT) to the
+    cloud worker's BigModelService and counts both; LCReporter posts the
+    counters every LC_PERIOD."""
     from sedna.common.config import Context
     from sedna.core.joint_inference import JointInference
 
-    ji = JointInference(estimator=Estimator, hard_example_mining={"method": "IBT", "param": {"threshold_img": 0.9}})
+    ji = JointInference(estimator=BoxEstimator, hard_example_mining={"method": "IBT", "param": {"threshold_img": 0.9}})
     count = int(Context.get_parameters("NEREID_INFERENCES", "5"))
     for i in range(count):
-        ji.estimator.predict([i])
-        ji.lc_reporter.update_for_edge_inference()
+        is_hard, res, _, cloud = ji.inference(np.array([i]))
+        print(f"inference {i}: hard example {is_hard}, cloud result {cloud}", flush=True)
     # The reporter posts once a period; wait for the test to stop the pod.
     while True:
         time.sleep(1)
@@ -150,10 +164,15 @@ def ji_edge():
 
 def ji_cloud():
     """Sedna's big_model/big_model.py: serve the big model, which the edge
-    worker's hard examples go to."""
+    worker's hard examples go to; each it infers is logged."""
     from sedna.core.joint_inference import BigModelService
 
-    BigModelService(estimator=Estimator).start()
+    class BigModel(Estimator):
+        def predict(self, data=None, **kwargs):
+            print(f"big model inferring {data}", flush=True)
+            return super().predict(data, **kwargs)
+
+    BigModelService(estimator=BigModel).start()
 
 
 def _txt_data(data_type, url):
