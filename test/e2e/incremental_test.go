@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/learningcycle"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -35,7 +36,10 @@ func hostPathsUnderData(t *testing.T, spec *corev1.PodSpec, node string) {
 // it and fires the trigger; the train and eval workers run; the better
 // model is deployed over the deploy Model's file, and the inference worker,
 // running from the start with hot update on, loads it by itself (Sedna's
-// ModelLoadingThread) and serves it.
+// ModelLoadingThread) and serves it. A new value of the train template
+// takes effect at round 2's train pod (respec); the inference pod deleted by
+// hand is made again and serves the deployed model (self-healing); the
+// deleted job takes its pods with it (cascade).
 func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *testing.T) {
 	real := framework.RealNodes(t)
 	ensureWorkerImage(t, "worker")
@@ -99,6 +103,28 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 	})
 	framework.Eventually(t, 30*time.Second, "the inference worker to serve the trained model", func(context.Context) (bool, error) {
 		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil
+	})
+
+	// Respec: a new value of the train template takes effect at the next
+	// stage: round 2's train pod, which 600 more samples trigger, has it.
+	framework.Edit(t, sc.IncrementalLearningJobs(ns).Get, sc.IncrementalLearningJobs(ns).Update, job.Name, func(j *sednav1.IncrementalLearningJob) {
+		c := &j.Spec.TrainSpec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "NEREID_RESPEC", Value: "1"})
+	})
+	for i := range 600 {
+		fmt.Fprintf(&lines, "images/more-%d.jpg %d\n", i, i%2)
+	}
+	framework.WriteRealNodeFile(t, node, "/data/helmet/train.txt", lines.String())
+	framework.Eventually(t, 90*time.Second, "round 2's train pod, from the edited template", func(ctx context.Context) (bool, error) {
+		pods, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: workerRoleLabel + "=train," + learningcycle.LabelRound + "=2"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		if v := envOf(&pods.Items[0], "NEREID_RESPEC"); v != "1" {
+			return false, fmt.Errorf("round 2's train pod %s lacks the edited environment", pods.Items[0].Name)
+		}
+		return true, nil
 	})
 
 	// Self-healing: the inference pod deleted by hand is made again and

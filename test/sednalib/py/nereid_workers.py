@@ -83,6 +83,8 @@ class LogisticModel(Estimator):
         loss = float(-np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9)))
         accuracy = float(np.mean((p > 0.5) == (y > 0.5)))
         print(f"trained on {len(y)} rows: loss {loss:.4f}, accuracy {accuracy:.3f}", flush=True)
+        # A round of a real model takes time: NEREID_ROUND_SECONDS makes it.
+        time.sleep(float(os.environ.get("NEREID_ROUND_SECONDS", "0")))
         return {"loss": loss, "accuracy": accuracy}
 
 
