@@ -426,8 +426,30 @@ func (r *Run) StartGlobalManager(ctx context.Context) error {
 	if err != nil {
 		return &ProcessError{Name: p.Name, LogPath: p.LogPath, Err: err}
 	}
-	r.Logf("GlobalManager ready (%s)", strings.Join(gm.Endpoints(), ", "))
+	r.Logf("GlobalManager ready (%s)", strings.Join(r.Endpoints(), ", "))
 	return nil
+}
+
+// Endpoints are where the GlobalManager serves what (GlobalManager's
+// Endpoints) as the host reaches it: with real nodes it listens on their
+// cluster network's gateway address, which only pods and the nodes reach,
+// and the gateway forwards the host's loopback ports to it, so an address
+// there is given as 127.0.0.1's, and a last line says where pods reach them.
+func (r *Run) Endpoints() []string {
+	e := r.GlobalManager().Endpoints()
+	if r.Real == nil {
+		return e
+	}
+	for i, line := range e {
+		for _, port := range r.Real.ReversePorts {
+			at := net.JoinHostPort(r.Real.GatewayIP, strconv.Itoa(port))
+			e[i] = strings.Replace(line, "//"+at, "//127.0.0.1:"+strconv.Itoa(port), 1)
+			if e[i] != line {
+				break
+			}
+		}
+	}
+	return append(e, "(pods and the real nodes reach them at "+r.Real.GatewayIP+", on the same ports)")
 }
 
 // StartLocalControllers starts a LocalController on each of the nodes that

@@ -128,6 +128,27 @@ func TestTheLocalRunServesTheReplicasAPIAsTheChartDoes(t *testing.T) {
 	}
 }
 
+// TestWithRealNodesTheEndpointsAreTheHostsForwardedPorts: with real nodes the
+// GlobalManager listens on the cluster network's gateway address; what
+// local-up prints is the host's loopback port the gateway forwards there,
+// and where pods reach it.
+func TestWithRealNodesTheEndpointsAreTheHostsForwardedPorts(t *testing.T) {
+	nodes, err := ParseNodes("cloud-0", "edge-0", "edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{OutDir: "/out", Nodes: nodes, FirstPort: 30010, DIServerPort: 30006, DIV1ServerPort: 30007,
+		Real: &RealCluster{GatewayIP: "10.201.0.1", ReversePorts: []int{30010, 30011, 30007}}}
+	want := []string{"metrics: http://127.0.0.1:30010/metrics", "edge hub: wss://127.0.0.1:30011",
+		// not forwarded: as the GlobalManager listens
+		"DIJob replicas API (v2alpha1): https://10.201.0.1:30006",
+		"v1 replicas server: http://127.0.0.1:30007",
+		"(pods and the real nodes reach them at 10.201.0.1, on the same ports)"}
+	if diff := cmp.Diff(want, r.Endpoints()); diff != "" {
+		t.Errorf("what local-up prints (-want,+got):\n%s", diff)
+	}
+}
+
 func TestAGlobalManagerWithoutLeaseNamespaceRunsWithoutLeaderElection(t *testing.T) {
 	got := GlobalManager{Kubeconfig: "kc", Namespace: "ns", HealthAddress: "127.0.0.1:0", Verbosity: 2, Extra: []string{"--x=1"}}.Args()
 	want := []string{"--kubeconfig=kc", "--health-address=127.0.0.1:0", "--namespace=ns", "--leader-elect=false", "--dijob-conversion-address=", "-v=2", "--x=1"}

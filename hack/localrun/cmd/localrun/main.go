@@ -65,7 +65,7 @@ func main() {
 		step = (*localrun.Run).StartLocalControllers
 	case "endpoints":
 		step = func(r *localrun.Run, _ context.Context) error {
-			for _, e := range r.GlobalManager().Endpoints() {
+			for _, e := range r.Endpoints() {
 				fmt.Println(e)
 			}
 			return nil
