@@ -44,6 +44,7 @@ func diMockFile(t *testing.T, file string, into any) {
 // runs its tasks until its agent "converged" and exits 0, and the job is
 // Succeeded; deleted, it takes its pods and Services with it.
 func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
+	t.Parallel()
 	framework.RealNodes(t)
 	ensureWorkerImage(t, "di-mock")
 	var ag div1.AggregatorConfig

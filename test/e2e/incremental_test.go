@@ -41,6 +41,7 @@ func hostPathsUnderData(t *testing.T, spec *corev1.PodSpec, node string) {
 // hand is made again and serves the deployed model (self-healing); the
 // deleted job takes its pods with it (cascade).
 func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *testing.T) {
+	t.Parallel()
 	real := framework.RealNodes(t)
 	ensureWorkerImage(t, "worker")
 	node := real.Edge[0]

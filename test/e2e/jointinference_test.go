@@ -130,6 +130,7 @@ except urllib.error.HTTPError as e:
 //   - respec: an edit of the edge worker's template rolls a new real pod;
 //   - cascade: the deleted service takes its real pods with it.
 func TestSednasJointInferenceOnRealNodesHealsRollsAndGoesWithItsService(t *testing.T) {
+	t.Parallel()
 	real := framework.RealNodes(t)
 	ensureWorkerImage(t, "worker")
 	var svc sednav1.JointInferenceService

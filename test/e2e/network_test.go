@@ -62,6 +62,7 @@ func waitReady(t *testing.T, ns string, names ...string) map[string]*corev1.Pod 
 // the LocalController's and the v1 replicas server's checks rest on); the
 // kubelet probes, and kubectl logs and exec reach the containers.
 func TestRealPodsReachEachOtherByServiceNameFromTheirOwnAddresses(t *testing.T) {
+	t.Parallel()
 	nodes := framework.RealNodes(t).Edge
 	ensureProbeImage(t)
 	ns := framework.Namespace(t)
