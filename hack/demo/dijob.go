@@ -30,6 +30,9 @@ const diJobName = "cartpole-dqn"
 // learner and the evaluator succeed, the job with them, and cleanPodPolicy
 // deletes the collectors still running.
 func runDIJob(outDir, ns string, pause time.Duration) error {
+	if err := withoutRealNodes(outDir, "demo-dijob"); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	d, err := start(ctx, outDir, ns, "dijob/"+diJobName, "examples/dijob/dijob.yaml", nil)
@@ -272,4 +275,20 @@ func kubectl(ctx context.Context, d *demoRun, args ...string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// withoutRealNodes fails, saying why, when the local run has real nodes: the
+// DIJob demos play their workers from this machine as kwok's pods, which
+// speak to the GlobalManager from their loopback addresses, and with real
+// nodes it runs in their cluster network, where those addresses are not
+// theirs (the v1 server takes a coordinator by its address) and the replicas
+// API's URL is the gateway's.
+func withoutRealNodes(outDir, demo string) error {
+	real, err := localrun.ReadRealCluster(outDir)
+	if err != nil || real == nil {
+		return err
+	}
+	return fmt.Errorf("make %s plays kwok's pods, and this run has real nodes (%s), whose network the GlobalManager is in: "+
+		"run it on a run without them (make local-down; make local-up), or make demo-real for DI-orchestrator's mock on the real nodes",
+		demo, strings.Join(real.Nodes, " "))
 }

@@ -38,6 +38,9 @@ const (
 // one back, then ends; the job succeeds with its coordinator. Every wait is
 // bounded, and the demo stops within v1DemoTimeout whatever happens.
 func runDIJobV1(outDir, ns string, pause time.Duration) error {
+	if err := withoutRealNodes(outDir, "demo-dijob-v1"); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), v1DemoTimeout)
 	defer cancel()
 	d, err := start(ctx, outDir, ns, "dijob/"+diJobV1Name, diJobV1Manifest, applyAggregatorConfig(ctx))
