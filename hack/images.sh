@@ -10,7 +10,8 @@
 # statically and writes its image as an archive, _output/images/<binary>.tar
 # (hack/imagearchive: an OCI layout and a docker archive, the same image as the
 # Dockerfile's minus distroless's files a static Nereid binary does not read), for
-# `ctr -n k8s.io images import` on a node or `docker load` elsewhere. Pushing
+# `ctr -n k8s.io images import` on a node or `docker load` elsewhere; and, where it can,
+# the worker images the real nodes' jobs run (worker_archives, hack/workerimage). Pushing
 # (NEREID_IMAGE_PUSH=1) needs an engine: without one it says so and exits 1.
 #
 # No image is published: the chart's default names (ghcr.io/nereid-ml/...) are where
@@ -74,6 +75,28 @@ archives() {
   done <<<"${refs}"
 }
 
+# worker_archives writes hack/workerimage's images as archives beside the others: the
+# worker image (Sedna's library and its requirements from Debian's packages, Nereid's
+# worker roles) and DI-orchestrator's mock of DI-engine, which the real nodes' jobs run
+# (make demo-real, test/e2e). They need root and mmdebstrap (a Debian root filesystem,
+# kept in the tools' cache) and ../shared's Sedna library and DI mock (NEREID_SHARED_DIR);
+# without them it says so and writes none.
+worker_archives() {
+  local out="${NEREID_IMAGE_DIR:-${NEREID_ROOT}/_output/images}"
+  local shared="${NEREID_SHARED_DIR:-$(dirname "${NEREID_ROOT}")/shared}"
+  local sedna="${shared}/sedna-compat" di_mock="${shared}/di-compat/v1alpha1/di-mock"
+  if [[ "$(id -u)" != 0 ]] || ! command -v mmdebstrap >/dev/null 2>&1 || [[ ! -d "${sedna}/lib/sedna" || ! -d "${di_mock}" ]]; then
+    nereid::log "not writing the worker images (hack/workerimage): they need root, mmdebstrap (apt-get install mmdebstrap) and Sedna's library and DI-orchestrator's mock in ${shared} (NEREID_SHARED_DIR)"
+    return 0
+  fi
+  go run ./hack/workerimage -image worker -sedna "${sedna}" -py test/sednalib/py \
+    -cache "${NEREID_CACHE_DIR}/images" -o "${out}/worker.tar" ||
+    nereid::fatal "writing the worker image failed (its output is above)"
+  go run ./hack/workerimage -image di-mock -di-mock "${di_mock}" -cache "${NEREID_CACHE_DIR}/images" -o "${out}/di-mock.tar" ||
+    nereid::fatal "writing DI-orchestrator's mock's image failed (its output is above)"
+  nereid::log "wrote the worker images as ${out}/worker.tar and ${out}/di-mock.tar"
+}
+
 main() {
   cd "${NEREID_ROOT}"
   local eng refs go_version binary ref
@@ -89,6 +112,7 @@ main() {
       nereid::fatal "no container engine works here to push with, so nothing was pushed (the images would be: $(cut -d' ' -f2 <<<"${refs}" | paste -sd' ')). Run make images PUSH=1 where docker or podman runs."
     fi
     archives "${refs}"
+    worker_archives
     return
   fi
   go_version="$(go list -m -f '{{.GoVersion}}')"
