@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
@@ -106,14 +105,38 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil
 	})
 
-	// Respec: a new value of the train template takes effect at the next
-	// stage: round 2's train pod, which 600 more samples trigger, has it.
-	framework.Edit(t, sc.IncrementalLearningJobs(ns).Get, sc.IncrementalLearningJobs(ns).Update, job.Name, func(j *sednav1.IncrementalLearningJob) {
+	respecAtRoundTwo(t, ns, node, job.Name, &lines)
+
+	// Self-healing: the inference pod deleted by hand is made again and
+	// serves the deployed model from its start.
+	before, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, inference, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletePod(t, ns, inference)
+	waitRemade(t, ns, inference, before.UID)
+	framework.Eventually(t, 30*time.Second, "the remade inference worker to serve the deployed model", func(context.Context) (bool, error) {
+		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil
+	})
+	// Cascade: the job's pods go with it.
+	if err := sc.IncrementalLearningJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsGone(t, ns, workerRoleLabel)
+}
+
+// respecAtRoundTwo: a new value of the train template of IL job jobName takes
+// effect at the next stage: round 2's train pod, which 600 more samples in
+// the Dataset's file on node (lines, its content so far) trigger, has it.
+func respecAtRoundTwo(t *testing.T, ns, node, jobName string, lines *strings.Builder) {
+	t.Helper()
+	sc := framework.SednaClient(t).SednaV1alpha1()
+	framework.Edit(t, sc.IncrementalLearningJobs(ns).Get, sc.IncrementalLearningJobs(ns).Update, jobName, func(j *sednav1.IncrementalLearningJob) {
 		c := &j.Spec.TrainSpec.Template.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: "NEREID_RESPEC", Value: "1"})
 	})
 	for i := range 600 {
-		fmt.Fprintf(&lines, "images/more-%d.jpg %d\n", i, i%2)
+		fmt.Fprintf(lines, "images/more-%d.jpg %d\n", i, i%2)
 	}
 	framework.WriteRealNodeFile(t, node, "/data/helmet/train.txt", lines.String())
 	framework.Eventually(t, 90*time.Second, "round 2's train pod, from the edited template", func(ctx context.Context) (bool, error) {
@@ -127,24 +150,4 @@ func TestSednasIncrementalLearningOnARealNodeTrainsEvaluatesAndHotUpdates(t *tes
 		}
 		return true, nil
 	})
-
-	// Self-healing: the inference pod deleted by hand is made again and
-	// serves the deployed model from its start.
-	before, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, inference, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deletePod(t, ns, inference)
-	remade := waitRemade(t, ns, inference, before.UID)
-	framework.Eventually(t, 30*time.Second, "the remade inference worker to serve the deployed model", func(context.Context) (bool, error) {
-		return strings.Contains(podLogs(t, ns, "inference"), "serving a model of weight 1.0"), nil
-	})
-	// Cascade: the job's pods go with it.
-	if err := sc.IncrementalLearningJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPodsGone(t, ns, workerRoleLabel)
-	if _, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, remade.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) && err != nil {
-		t.Error(err)
-	}
 }
