@@ -42,7 +42,7 @@ func diMockFile(t *testing.T, file string, into any) {
 // server at http://di-server.di-system:8080 for 3 collectors and 3 learners,
 // connects to each at <pod>.default, deletes a collector through the server,
 // runs its tasks until its agent "converged" and exits 0, and the job is
-// Succeeded; deleted, it takes its pods and Services with it.
+// Succeeded; deleted, it takes its pods with it.
 func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
 	t.Parallel()
 	framework.RealNodes(t)

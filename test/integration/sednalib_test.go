@@ -223,7 +223,7 @@ func TestSednasJointInferenceEdgeWorkerCountsReachTheServiceStatus(t *testing.T)
 	})
 	// Its reporter posts every LC_PERIOD seconds (30 from Nereid, as from
 	// Sedna): 1 here, so that the test waits seconds, not minutes.
-	startSednaWorker(t, h, lib, edge, sednalib.Run{Role: "ji-edge", Override: map[string]string{"LC_PERIOD": "1", "NEREID_INFERENCES": "7"}})
+	startSednaWorker(t, h, lib, edge, sednalib.Run{Role: "ji-edge-only", Override: map[string]string{"LC_PERIOD": "1", "NEREID_INFERENCES": "7"}})
 	framework.Eventually(t, 60*time.Second, "the edge worker's counts in the service's status", func(ctx context.Context) (bool, error) {
 		ji, err := sc.JointInferenceServices(ns).Get(ctx, svc.Name, metav1.GetOptions{})
 		if err != nil {

@@ -164,6 +164,23 @@ def ji_edge():
         time.sleep(1)
 
 
+def ji_edge_only():
+    """The edge worker without a cloud to send hard examples to (a kwok run
+    starts no cloud worker process): each input inferred by the little model
+    alone and counted as Sedna's JointInference counts an edge inference;
+    LCReporter posts the counters every LC_PERIOD."""
+    from sedna.common.config import Context
+    from sedna.core.joint_inference import JointInference
+
+    ji = JointInference(estimator=BoxEstimator, hard_example_mining={"method": "IBT", "param": {"threshold_img": 0.9}})
+    count = int(Context.get_parameters("NEREID_INFERENCES", "5"))
+    for i in range(count):
+        ji.estimator.predict(np.array([i]))
+        ji.lc_reporter.update_for_edge_inference()
+    while True:
+        time.sleep(1)
+
+
 def ji_cloud():
     """Sedna's big_model/big_model.py: serve the big model, which the edge
     worker's hard examples go to; each it infers is logged."""
@@ -235,6 +252,7 @@ ROLES = {
     "fl-trainer": fl_trainer,
     "fl-trainer-logistic": fl_trainer_logistic,
     "ji-edge": ji_edge,
+    "ji-edge-only": ji_edge_only,
     "ji-cloud": ji_cloud,
     "ll-train": _ll("ll_train"),
     "ll-eval": _ll("ll_eval"),
