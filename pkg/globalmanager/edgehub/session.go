@@ -465,16 +465,22 @@ func (s *session) ackReports() error {
 	}
 	// The reader may read as many reports again once these are sent.
 	defer s.reports.Acknowledged(results)
+	acks := reports.Acks(results)
 	var last uint64
-	for _, ack := range reports.Acks(results) {
-		if err := s.send(ack); err != nil {
-			return err
-		}
+	for _, ack := range acks {
 		for _, id := range ack.IDs {
 			last = max(last, id)
 		}
 	}
+	// Recorded before it is sent: a LocalController that reconnects as soon
+	// as it reads the ack states that ID in its Hello, which the record
+	// bounds (checkReportIDClaim). The reports are applied either way.
 	s.hub.links.ReportAcked(s.link, last)
+	for _, ack := range acks {
+		if err := s.send(ack); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
