@@ -40,14 +40,19 @@ func waitRemade(t *testing.T, ns, name string, gone types.UID) *corev1.Pod {
 			return false, nil
 		}
 		pod = p
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return podReady(p), nil
 	})
 	return pod
+}
+
+// podReady says whether p's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // waitPodsGone waits until namespace ns has no pod that selector selects:

@@ -45,12 +45,7 @@ func waitReady(t *testing.T, ns string, names ...string) map[string]*corev1.Pod 
 				return false, err
 			}
 			got[name] = p
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
+			return podReady(p), nil
 		})
 	}
 	return got
