@@ -43,7 +43,8 @@ func diMockFile(t *testing.T, file string, into any) {
 // server at http://di-server.di-system:8080 for 3 collectors and 3 learners,
 // connects to them at <pod>.default, deletes a collector through the server,
 // runs its tasks until its agent "converged" and exits 0, and the job is
-// Succeeded; deleted, it takes its pods with it.
+// Succeeded. Its coordinator deleted by hand mid-run comes back
+// (self-healing); the job deleted takes its pods with it (cascade).
 func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
 	t.Parallel()
 	framework.RealNodes(t)
@@ -71,6 +72,21 @@ func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
 	})
 	keepLogsOnFailure(t, ns)
 
+	// Self-healing: the coordinator, deleted by hand once the v1 replicas
+	// server has made its collectors and learners, is made again by Nereid,
+	// the replicas it had asked for are deleted (they serve the gone one),
+	// and the new one asks for its own and runs the job to its end.
+	name := coordinated.CoordinatorName(job.Name)
+	first := waitCoordinatorSays(t, ns, name, "Recevied replicas response from server")
+	replicas := coordinated.LabelJobName + "=" + job.Name + "," + coordinated.LabelReplicaType + "!=" + coordinated.Coordinator
+	firsts, err := framework.KubeClient(t).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: replicas})
+	if err != nil || len(firsts.Items) == 0 {
+		t.Fatalf("the first coordinator's replicas: %d, %v", len(firsts.Items), err)
+	}
+	deletePod(t, ns, name)
+	waitRemade(t, ns, name, first.UID)
+	waitGone(t, ns, firsts.Items)
+
 	var got *div1.DIJob
 	framework.Eventually(t, 3*time.Minute, "the DIJob Succeeded", func(ctx context.Context) (bool, error) {
 		got, err = dc.DIJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
@@ -82,7 +98,7 @@ func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
 		}
 		return got.Status.Phase == div1.JobSucceeded, nil
 	})
-	coordinator := coordinatorLog(t, ns, job.Name+"-coordinator")
+	coordinator := coordinatorLog(t, ns, name)
 	for _, want := range []string{
 		"have connected to aggregator",
 		"Recevied replicas response from server",
@@ -108,23 +124,56 @@ func TestDIOrchestratorsMockRunsItsDIJobToSucceededOnRealNodes(t *testing.T) {
 		t.Errorf("the coordinator's count is %+v, want succeeded 1", s)
 	}
 
+	// Its cleanPodPolicy (Running, the default) ends every replica still
+	// running.
+	waitPodsGone(t, ns, replicas)
+
 	if err := dc.DIJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitPodsGone(t, ns, coordinated.LabelJobName+"="+job.Name)
 }
 
+// waitCoordinatorSays waits until the log of coordinator pod ns/name says
+// what, and returns the pod.
+func waitCoordinatorSays(t *testing.T, ns, name, what string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	framework.Eventually(t, 2*time.Minute, "the coordinator's log says "+what, func(ctx context.Context) (bool, error) {
+		p, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		pod = p
+		log, err := diContainerLog(ctx, ns, name)
+		return err == nil && strings.Contains(log, what), nil
+	})
+	return pod
+}
+
 // coordinatorLog is the log of the coordinator pod's di-container.
 func coordinatorLog(t *testing.T, ns, pod string) string {
 	t.Helper()
-	rc, err := framework.KubeClient(t).CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: "di-container"}).Stream(t.Context())
+	log, err := diContainerLog(t.Context(), ns, pod)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return log
+}
+
+// diContainerLog is the log of pod ns/name's di-container.
+func diContainerLog(ctx context.Context, ns, name string) (string, error) {
+	kube, err := kubeClient()
+	if err != nil {
+		return "", err
+	}
+	rc, err := kube.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "di-container"}).Stream(ctx)
+	if err != nil {
+		return "", err
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, 8<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	return string(data), err
 }

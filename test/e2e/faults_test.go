@@ -64,3 +64,20 @@ func waitPodsGone(t *testing.T, ns, selector string) {
 		return err == nil && len(pods.Items) == 0, err
 	})
 }
+
+// waitGone waits until none of pods is left: each gone, or another pod by
+// now of its name.
+func waitGone(t *testing.T, ns string, pods []corev1.Pod) {
+	t.Helper()
+	framework.Eventually(t, 90*time.Second, "the pods gone", func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got, err := framework.KubeClient(t).CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err == nil && got.UID == p.UID {
+				return false, nil
+			} else if err != nil && !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}

@@ -127,6 +127,7 @@ func (c *Controller) runV1(ctx context.Context, sc *v1SyncCtx) error {
 	coordinator, found := sc.coordinator()
 	var errs []error
 	if !found && sc.satisfied {
+		errs = append(errs, c.deleteOrphanedReplicas(ctx, sc))
 		made, err := c.makeCoordinator(ctx, sc)
 		errs = append(errs, err)
 		coordinator = made
@@ -175,6 +176,28 @@ func (c *Controller) makeCoordinator(ctx context.Context, sc *v1SyncCtx) (*corev
 		return nil, err
 	}
 	return made[0], err
+}
+
+// deleteOrphanedReplicas deletes, when the job's coordinator is gone and
+// another is about to be made, the replicas the gone one asked for: every
+// pod of the job still running (the Normal event of their deletion names
+// them and says why). A replica is made only when a coordinator asks the v1
+// replicas server for it, and it serves the coordinator that connected to
+// it first (DI-engine's slaves refuse another master while connected):
+// a new coordinator can only ask for its own. DI-orchestrator v0.2 left
+// them, and a remade coordinator of DI-orchestrator's mock, finding them in
+// the server's list, converged and then never exited, its threads still
+// waiting on them (test/e2e).
+func (c *Controller) deleteOrphanedReplicas(ctx context.Context, sc *v1SyncCtx) error {
+	var orphans []*corev1.Pod
+	for _, p := range sc.pods {
+		if common.PodTerminating(p) || sc.deleted[p.Name] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		orphans = append(orphans, p)
+		sc.deleted[p.Name] = true
+	}
+	return c.children.DeletePods(ctx, sc.key, sc.job, orphans, "the coordinator that asked for them is gone, and a new one asks for its own")
 }
 
 // syncV1Services gives every live pod of pods its own Service

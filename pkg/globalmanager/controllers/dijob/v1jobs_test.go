@@ -679,3 +679,28 @@ func TestV1JobShowsItsProgressInTheDefaultView(t *testing.T) {
 		t.Errorf("replicas, readyReplicas, tasksReady = %s, want %s", got, want)
 	}
 }
+
+// TestV1JobWhoseCoordinatorIsGoneStartsAfresh: a running v1 job whose
+// coordinator pod is gone (deleted by hand) gets a new coordinator, and the
+// replicas the gone one asked for that still run are deleted with one event
+// saying why; ended ones are kept, and the job stays Running.
+func TestV1JobWhoseCoordinatorIsGoneStartsAfresh(t *testing.T) {
+	job := v1Job(t, "cartpole", "", v1Running())
+	collector := v1Pod(t, job, coordinated.Collector, "cartpole-collector-abcde", corev1.PodRunning)
+	learner := v1Pod(t, job, coordinated.Learner, "cartpole-learner-abcde", corev1.PodPending)
+	ended := v1Pod(t, job, coordinated.Collector, "cartpole-collector-fghij", corev1.PodSucceeded)
+	f := v1Fixture(t, job, []*corev1.Pod{collector, learner, ended})
+	created, deleted := f.sync(t, job)
+	if len(created) != 1 || created[0].Name != coordinated.CoordinatorName(job.Name) {
+		t.Fatalf("created %v, want the coordinator alone", names(created))
+	}
+	if want := []string{collector.Name, learner.Name}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %v, want %v", deleted, want)
+	}
+	if got := f.v1Status(t, job); got.Phase != div1.JobRunning {
+		t.Errorf("phase %s, want Running still", got.Phase)
+	}
+	if events := f.events(); !hasEvent(events, corev1.EventTypeNormal, common.ReasonSuccessfulDelete, collector.Name, learner.Name, "coordinator that asked for them is gone") {
+		t.Errorf("events %q, want %s naming %s and %s and why", events, common.ReasonSuccessfulDelete, collector.Name, learner.Name)
+	}
+}
