@@ -21,6 +21,8 @@ set -euo pipefail
 
 # shellcheck source=hack/lib/init.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+# shellcheck source=hack/lib/workerimages.sh
+source "${NEREID_ROOT}/hack/lib/workerimages.sh"
 
 env_file="${NEREID_OUT_DIR}/env.sh"
 [[ -f "${env_file}" ]] || nereid::fatal "no local run in ${NEREID_OUT_DIR}: run NEREID_REAL_NODES=2 make local-up first"
@@ -30,7 +32,7 @@ for n in real-cloud-0 real-0 real-1; do
   [[ " ${NEREID_REAL_NODES:-} " == *" ${n} "* ]] ||
     nereid::fatal "the local run in ${NEREID_OUT_DIR} has no real node ${n}: make local-down, then NEREID_REAL_NODES=2 make local-up"
 done
-shared="${NEREID_SHARED_DIR:-$(dirname "${NEREID_ROOT}")/shared}"
+shared="$(nereid::shared_dir)"
 [[ -d "${shared}/sedna-compat/lib/sedna" && -d "${shared}/di-compat/v1alpha1/di-mock" ]] ||
   nereid::fatal "Sedna's library and DI-orchestrator's mock are not in ${shared} (NEREID_SHARED_DIR)"
 
@@ -38,10 +40,7 @@ k() { "${NEREID_BIN_DIR}/kubectl" --kubeconfig "${KUBECONFIG}" "$@"; }
 readonly NS=demo-real
 
 nereid::log "building the worker image (Sedna's library on Debian's python3) and DI-orchestrator's mock's, and importing them into the real nodes"
-(cd "${NEREID_ROOT}" && go run ./hack/workerimage -image worker -sedna "${shared}/sedna-compat" \
-  -py test/sednalib/py -cache "${NEREID_CACHE_DIR}/images" -o "${NEREID_OUT_DIR}/images/worker.tar" &&
-  go run ./hack/workerimage -image di-mock -di-mock "${shared}/di-compat/v1alpha1/di-mock" \
-    -cache "${NEREID_CACHE_DIR}/images" -o "${NEREID_OUT_DIR}/images/di-mock.tar")
+nereid::worker_archives "${NEREID_OUT_DIR}/images"
 "${NEREID_OUT_DIR}/bin/realnode" import --out-dir="${NEREID_OUT_DIR}" "${NEREID_OUT_DIR}/images/worker.tar" "${NEREID_OUT_DIR}/images/di-mock.tar"
 
 # rows NODE SEED writes 300 rows "x1,x2,label" of two Gaussian clouds into the node's

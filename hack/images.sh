@@ -34,6 +34,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 # shellcheck source=hack/lib/version.sh
 source "${NEREID_ROOT}/hack/lib/version.sh"
+# shellcheck source=hack/lib/workerimages.sh
+source "${NEREID_ROOT}/hack/lib/workerimages.sh"
 
 nereid::require_cmd go
 
@@ -82,18 +84,14 @@ archives() {
 # kept in the tools' cache) and ../shared's Sedna library and DI mock (NEREID_SHARED_DIR);
 # without them it says so and writes none.
 worker_archives() {
-  local out="${NEREID_IMAGE_DIR:-${NEREID_ROOT}/_output/images}"
-  local shared="${NEREID_SHARED_DIR:-$(dirname "${NEREID_ROOT}")/shared}"
-  local sedna="${shared}/sedna-compat" di_mock="${shared}/di-compat/v1alpha1/di-mock"
-  if [[ "$(id -u)" != 0 ]] || ! command -v mmdebstrap >/dev/null 2>&1 || [[ ! -d "${sedna}/lib/sedna" || ! -d "${di_mock}" ]]; then
+  local out="${NEREID_IMAGE_DIR:-${NEREID_ROOT}/_output/images}" shared
+  shared="$(nereid::shared_dir)"
+  if [[ "$(id -u)" != 0 ]] || ! command -v mmdebstrap >/dev/null 2>&1 ||
+    [[ ! -d "${shared}/sedna-compat/lib/sedna" || ! -d "${shared}/di-compat/v1alpha1/di-mock" ]]; then
     nereid::log "not writing the worker images (hack/workerimage): they need root, mmdebstrap (apt-get install mmdebstrap) and Sedna's library and DI-orchestrator's mock in ${shared} (NEREID_SHARED_DIR)"
     return 0
   fi
-  go run ./hack/workerimage -image worker -sedna "${sedna}" -py test/sednalib/py \
-    -cache "${NEREID_CACHE_DIR}/images" -o "${out}/worker.tar" ||
-    nereid::fatal "writing the worker image failed (its output is above)"
-  go run ./hack/workerimage -image di-mock -di-mock "${di_mock}" -cache "${NEREID_CACHE_DIR}/images" -o "${out}/di-mock.tar" ||
-    nereid::fatal "writing DI-orchestrator's mock's image failed (its output is above)"
+  nereid::worker_archives "${out}"
   nereid::log "wrote the worker images as ${out}/worker.tar and ${out}/di-mock.tar"
 }
 

@@ -100,13 +100,38 @@ nereid::process::wait_ready() {
       return 0
     fi
     if ! nereid::process::running "${name}"; then
-      nereid::process::fail_component "${name}" "exited before ${what}"
+      nereid::process::ended "${name}"
+      nereid::process::fail_component "${name}" "exited before ${what} (${NEREID_ENDED})"
     fi
     if ((SECONDS >= deadline)); then
       nereid::process::fail_component "${name}" "not ready after ${timeout}s (waiting for ${what})"
     fi
     sleep 0.5
   done
+}
+
+# nereid::process::ended NAME says in NEREID_ENDED how NAME's recorded process ended, for
+# a message: its exit status or signal when this shell started it (nereid::process::start
+# in this shell: `wait` reaps it), that it is still running but no longer looks ours (its
+# environment could not be read), or that nothing more is known.
+nereid::process::ended() {
+  local pid="" state rc=0
+  pid="$(cat "$(nereid::process::pid_file "$1")" 2>/dev/null || true)"
+  state="$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null || true)"
+  if [[ ! "${pid}" =~ ^[0-9]+$ ]]; then
+    NEREID_ENDED="no pid recorded"
+  elif [[ -n "${state}" && "${state}" != "Z" && "${state}" != "X" ]]; then
+    NEREID_ENDED="pid ${pid} is running, state ${state}, but its environment lacks NEREID_LOCAL_CLUSTER=${NEREID_OUT_DIR}"
+  else
+    wait "${pid}" 2>/dev/null || rc=$?
+    if ((rc == 127)); then
+      NEREID_ENDED="pid ${pid} is gone; its exit status is unknown here"
+    elif ((rc > 128)); then
+      NEREID_ENDED="pid ${pid} was killed by signal $((rc - 128))"
+    else
+      NEREID_ENDED="pid ${pid} exited with status ${rc}"
+    fi
+  fi
 }
 
 # nereid::process::stop NAME stops the recorded process group of NAME: TERM, then KILL
