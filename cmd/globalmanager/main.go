@@ -29,6 +29,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	_ "github.com/nereid-ml/nereid/pkg/globalmanager/kinds/all"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/manager"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 	"github.com/nereid-ml/nereid/pkg/version"
 )
 
@@ -93,7 +94,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Close()
-	owner, err := edgehub.FollowOwner(ctx, clients.Kube, o.edgeNamespace, o.ownerDeployment)
+	own, err := owner.Follow(ctx, clients.Kube, o.edgeNamespace, o.ownerDeployment)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func run(ctx context.Context, o options) error {
 	// controller stopped) says so on /healthz, gives up the lease so that a
 	// standby takes over, and exits non-zero with the reason.
 	work := func(ctx context.Context) error {
-		err := manager.Start(ctx, o.managerConfig(owner), clients, kinds.All(), metrics, reg, &ready)
+		err := manager.Start(ctx, o.managerConfig(own), clients, kinds.All(), metrics, reg, &ready)
 		if err != nil && ctx.Err() == nil {
 			failed.Store(err.Error())
 		}
@@ -125,7 +126,7 @@ func run(ctx context.Context, o options) error {
 		ShutdownTimeout: o.shutdownGracePhase, WatchDog: electionChecker, Following: &following, Leader: leader,
 	}
 	if o.leaseNamespace == o.edgeNamespace {
-		election.Owner = owner
+		election.Owner = own
 	}
 	return election.Lead(ctx, clients.Kube, work)
 }
@@ -173,18 +174,18 @@ func (o *options) clients() (manager.Clients, error) {
 }
 
 // managerConfig is what the flags set for the whole GlobalManager.
-func (o *options) managerConfig(owner edgehub.Owner) manager.Config {
+func (o *options) managerConfig(own owner.Owner) manager.Config {
 	mode, _ := gang.ParseMode(o.gangScheduler) // validated
 	return manager.Config{
 		Namespace: o.namespace,
 		Worker: kinds.Worker{
 			LocalController: common.LCAddress{Server: o.lcServer, Port: int32(o.lcPort)}, LogLevel: o.workerLogLevel, DataPathPrefix: o.dataPathPrefix,
 		},
-		ChildEventBatchPeriod: o.childBatchPeriod, EdgeNamespace: o.edgeNamespace, Owner: owner,
+		ChildEventBatchPeriod: o.childBatchPeriod, EdgeNamespace: o.edgeNamespace, Owner: own,
 		GangScheduler: mode, QuotaBackfill: o.quotaBackfill, MetricsMaxJobs: o.metricsMaxJobs, AdoptSednaWorkers: o.adoptSednaWorkers,
 		Hub: edgehub.Config{
 			Address: o.edgeAddress, CertFile: o.edgeCertFile, KeyFile: o.edgeKeyFile,
-			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: owner,
+			Namespace: o.edgeNamespace, Hostnames: command.SplitList(o.edgeHostnames), CAOutFile: o.edgeCAOut, Pod: o.pod(), Owner: own,
 			TokenAudience: o.edgeAudience, ServiceAccounts: o.edgeServiceAccounts(), DaemonSet: o.edgeDaemonSet, NodeSelector: o.hubNodeSelector(),
 			ReviewEveryToken: o.edgeReviewAll, MaxRefusalsPerAddress: o.edgeRefusalsPerAddress(),
 			MaxOutboxReports: o.edgeMaxOutbox,

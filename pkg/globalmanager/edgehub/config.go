@@ -16,6 +16,8 @@ import (
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/auth"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/certs"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 )
 
 // Defaults of Config.
@@ -51,7 +53,7 @@ const (
 	DefaultDaemonSet = "nereid-system/nereid-localcontroller"
 	// DefaultNodeSelector selects the edge nodes a LocalController may
 	// connect from: KubeEdge's edge node role.
-	DefaultNodeSelector = "node-role.kubernetes.io/edge"
+	DefaultNodeSelector = links.EdgeNodeRole
 	// EveryNode as NodeSelector lets a LocalController on any node connect,
 	// as Sedna runs one on every node (an empty NodeSelector is the default).
 	EveryNode = "*"
@@ -100,8 +102,8 @@ type Config struct {
 	// local run, where LocalControllers read it from a file).
 	CAOutFile string
 	// Owner, when set, says what owns the Leases, Secret and ConfigMap the
-	// hub creates in Namespace, as they are made (see FollowOwner).
-	Owner Owner
+	// hub creates in Namespace, as they are made (see owner.Follow).
+	Owner owner.Owner
 	// Pod is the GlobalManager's own Pod, labelled LabelServing while the
 	// hub listens (see SetServing); zero outside a Pod.
 	Pod PodRef
@@ -330,6 +332,6 @@ func (c Config) certsConfig(client kubernetes.Interface) certs.Config {
 	return certs.Config{
 		Client: client, Namespace: c.Namespace, CertFile: c.CertFile, KeyFile: c.KeyFile,
 		Hostnames: c.Hostnames, CAOutFile: c.CAOutFile, Clock: c.clock,
-		Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, c.Owner.ref()) },
+		Own: func(m *metav1.ObjectMeta) bool { return owner.OwnedBy(m, c.Owner.Ref()) },
 	}
 }

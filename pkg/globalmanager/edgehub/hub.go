@@ -40,6 +40,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/reports"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/tokenreview"
 )
 
@@ -227,7 +228,7 @@ func newHub(kubeClient kubernetes.Interface, edgeKinds []*kind, pods cache.Share
 	h.addresses = tokenreview.NewAddressLimiter(cfg.MaxRefusalsPerAddress, h.clock)
 	h.refusals = auth.NewRefusalLog(h.clock)
 	h.links = links.New(links.Config{Client: kubeClient, Namespace: cfg.Namespace, Period: cfg.LeaseUpdatePeriod, Rate: cfg.LeaseWriteRate,
-		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return OwnedBy(m, cfg.Owner.ref()) },
+		Grace: cfg.ReadTimeout, Clock: h.clock, Own: func(m *metav1.ObjectMeta) bool { return owner.OwnedBy(m, cfg.Owner.Ref()) },
 		Changed: h.reachSaw})
 	h.auth = auth.New(cfg.authConfig(kubeClient, m))
 	h.confirmer = auth.NewConfirmer(h.auth, func(result string) { m.tokensConfirmed.WithLabelValues(result).Inc() }, h.clock)

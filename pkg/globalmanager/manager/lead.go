@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 )
 
 // Election is how replicas of the GlobalManager take turns: of several,
@@ -31,7 +31,7 @@ type Election struct {
 	// is lost or given up.
 	ShutdownTimeout time.Duration
 	// Owner, when it names an owner, owns the Lease (OwnLeaderLease).
-	Owner edgehub.Owner
+	Owner owner.Owner
 	// WatchDog is /healthz's view of the election; Following is set to the
 	// identity of the replica that leads while this one stands by, "" else.
 	WatchDog  *leaderelection.HealthzAdaptor
@@ -154,10 +154,10 @@ func (e Election) Lead(ctx context.Context, client kubernetes.Interface, work fu
 	return nil
 }
 
-// OwnLeaderLease creates the leader election Lease owned by owner, or adds
-// owner to it: leader election keeps the metadata of the Lease it updates.
-func OwnLeaderLease(ctx context.Context, client kubernetes.Interface, namespace, name string, owner *metav1.OwnerReference) error {
-	if owner == nil {
+// OwnLeaderLease creates the leader election Lease owned by ref, or adds
+// ref to it: leader election keeps the metadata of the Lease it updates.
+func OwnLeaderLease(ctx context.Context, client kubernetes.Interface, namespace, name string, ref *metav1.OwnerReference) error {
+	if ref == nil {
 		return nil
 	}
 	leases := client.CoordinationV1().Leases(namespace)
@@ -165,9 +165,9 @@ func OwnLeaderLease(ctx context.Context, client kubernetes.Interface, namespace,
 		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-			edgehub.OwnedBy(&lease.ObjectMeta, owner)
+			owner.OwnedBy(&lease.ObjectMeta, ref)
 			_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-		} else if err == nil && edgehub.OwnedBy(&lease.ObjectMeta, owner) {
+		} else if err == nil && owner.OwnedBy(&lease.ObjectMeta, ref) {
 			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		}
 		if err == nil {

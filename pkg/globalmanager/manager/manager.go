@@ -31,6 +31,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/jobmetrics"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 )
 
 // Clients are the API clients the GlobalManager acts with.
@@ -49,7 +50,7 @@ type Config struct {
 	Worker                kinds.Worker
 	ChildEventBatchPeriod time.Duration
 	EdgeNamespace         string
-	Owner                 edgehub.Owner
+	Owner                 owner.Owner
 	// GangScheduler is where multi-pod jobs go to be placed together.
 	GangScheduler gang.Mode
 	// QuotaBackfill is how often a job that does not fit its namespace's

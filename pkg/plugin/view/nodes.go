@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
@@ -53,7 +52,7 @@ func (r *reading) nodes(ctx context.Context, jobs []Job, pods map[string][]*core
 		for i := range l.Items {
 			n := get(l.Items[i].Name)
 			n.Ready = readyOf(&l.Items[i])
-			_, n.Edge = l.Items[i].Labels[edgehub.DefaultNodeSelector]
+			_, n.Edge = l.Items[i].Labels[links.EdgeNodeRole]
 			if !n.Edge {
 				n.Link = "" // unless its Lease says one
 			}

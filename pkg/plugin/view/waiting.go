@@ -9,7 +9,7 @@ import (
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 )
 
@@ -20,7 +20,7 @@ var waitingConditions = []string{
 	common.ConditionReferencesResolved,
 	admission.ConditionAdmitted,
 	gang.ConditionScheduled,
-	edgehub.ConditionEdgeLinked,
+	links.ConditionEdgeLinked,
 }
 
 // waiting says what an unfinished job lacks: the first of waitingConditions

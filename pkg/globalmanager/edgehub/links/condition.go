@@ -9,6 +9,11 @@ import (
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 )
 
+// EdgeNodeRole is KubeEdge's edge node role, the label (whatever its value)
+// that marks an edge node: the nodes LocalControllers connect from by default
+// (the hub's node selector), and a pool of their own to the DIJob allocator.
+const EdgeNodeRole = "node-role.kubernetes.io/edge"
+
 // ConditionEdgeLinked is the condition of an object whose work needs a
 // LocalController on nodes: False names each node that has none connected
 // and why, True again once all have. The edge hub sets it on the kinds it

@@ -9,11 +9,12 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
 )
 
 // EdgeNodeLabel marks an edge node, whatever its value. Edge nodes are a
 // pool of their own (see the package documentation).
-const EdgeNodeLabel = "node-role.kubernetes.io/edge"
+const EdgeNodeLabel = links.EdgeNodeRole
 
 // Node is a node as the allocator sees it.
 type Node struct {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 )
 
@@ -98,7 +98,7 @@ func (f *conversionFlags) build(ctx context.Context, d kinds.Deps) (*conversionW
 	}
 	cert, ca, err := selfcert.Secret{
 		Client: d.Kube, Namespace: d.EdgeNamespace, Name: f.tlsSecret, Hostnames: hosts, Subject: "nereid-dijob-conversion",
-		Own: func(m *metav1.ObjectMeta) bool { return edgehub.OwnedBy(m, d.Owner()) },
+		Own: func(m *metav1.ObjectMeta) bool { return owner.OwnedBy(m, d.Owner()) },
 	}.Certificate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the DIJob conversion webhook's certificate (--dijob-conversion-tls-secret): %w", err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub/links"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/owner"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -30,7 +31,6 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/allocator"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/replicasapi"
-	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/kinds"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/selfcert"
 )
@@ -297,7 +297,7 @@ func (f *flags) serverTLS(ctx context.Context, d kinds.Deps) (*tls.Config, []byt
 		u, _ := url.Parse(f.serverURL) // validated
 		cert, ca, err = selfcert.Secret{
 			Client: d.Kube, Namespace: d.EdgeNamespace, Name: f.serverTLSSecret, Hostnames: []string{u.Hostname()}, Subject: "nereid-di-server",
-			Own: func(m *metav1.ObjectMeta) bool { return edgehub.OwnedBy(m, d.Owner()) },
+			Own: func(m *metav1.ObjectMeta) bool { return owner.OwnedBy(m, d.Owner()) },
 		}.Certificate(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the replicas API's certificate (--di-server-tls-secret): %w", err)

@@ -1,4 +1,4 @@
-package edgehub
+package owner
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 // made: none while it is not there, and the new UID once it is made again.
 func TestTheOwnerFollowsTheGlobalManagersDeployment(t *testing.T) {
 	kube := kubefake.NewClientset()
-	owner, err := FollowOwner(t.Context(), kube, "nereid-system", "nereid-globalmanager")
+	own, err := Follow(t.Context(), kube, "nereid-system", "nereid-globalmanager")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref := owner(); ref != nil {
+	if ref := own(); ref != nil {
 		t.Fatalf("owner with no Deployment: %+v, want none", ref)
 	}
 	uidIs := func(want types.UID) {
 		t.Helper()
 		testwait.Eventually(t, 10*time.Second, fmt.Sprintf("the owner's UID to be %q", want), func(context.Context) (bool, error) {
-			ref := owner()
+			ref := own()
 			return ref != nil && ref.UID == want || ref == nil && want == "", nil
 		})
 	}
@@ -51,10 +51,10 @@ func TestTheOwnerFollowsTheGlobalManagersDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	uidIs("uid-2")
-	if ref := owner(); ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || ref.Name != "nereid-globalmanager" {
+	if ref := own(); ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || ref.Name != "nereid-globalmanager" {
 		t.Errorf("owner %+v, want the Deployment nereid-globalmanager", ref)
 	}
-	none, err := FollowOwner(t.Context(), kube, "nereid-system", "")
+	none, err := Follow(t.Context(), kube, "nereid-system", "")
 	if err != nil || none() != nil {
 		t.Errorf("an empty name: %v, %v; want no owner", none(), err)
 	}
