@@ -8,6 +8,10 @@ BIN_DIR       := $(OUTPUT_DIR)/bin
 # Integration tests start their own control plane per test binary; set
 # NEREID_TEST_KUBECONFIG to reuse a running one instead (e.g. the one of make local-up).
 TEST_TIMEOUT  ?= 30m
+# make test vets once: make verify runs go vet ./... (every analyzer), so the go test
+# runs it is followed by skip go test's own vet (a subset of the same analyzers) with
+# -vet=off; make test-unit or test-integration alone keep it.
+GO_TEST_VET   ?=
 # What the binaries' --version prints and their first log line says (pkg/version):
 # git describe --tags --always --dirty of the checkout, else dev. hack/lib/version.sh
 # computes it for every build (make build, images, local-up); VERSION=<v> sets another.
@@ -52,14 +56,14 @@ local-down: ## Stop every process of the local control plane (PURGE=1 also delet
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster), the Helm chart's lint and renders, and hack/'s checks (links, function length) included.
 	bash hack/build-tools.sh helm
-	$(GO) test -count=1 ./cmd/... ./internal/... ./pkg/... ./hack/... ./build/...
+	$(GO) test $(GO_TEST_VET) -count=1 ./cmd/... ./internal/... ./pkg/... ./hack/... ./build/...
 
 .PHONY: test-integration
 test-integration: tools ## Integration tests against a real local control plane (as root it installs the Python packages Sedna's worker library needs).
 	@bash hack/sedna-python.sh
 	@command -v chromium >/dev/null 2>&1 || echo "dashboard browser tests skipped: no chromium on PATH; apt-get install chromium" >&2
 	@[[ "$$(id -u)" == 0 ]] || echo "end-to-end tests on real nodes (test/e2e) skipped: they need root" >&2
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+	$(GO) test $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 .PHONY: demo
 demo: ## Run the federated learning example on the local run, playing the workers (make local-up first).
@@ -103,4 +107,5 @@ bench-compare: ## Run the bench of BASE=<commit> and of the working tree, sectio
 	$(GO) run ./hack/benchcompare -base '$(BASE)' $(if $(SECTIONS),-sections '$(SECTIONS)') $(if $(RUNS),-runs '$(RUNS)') -- $(BENCH_ARGS)
 
 .PHONY: test
+test: GO_TEST_VET := -vet=off
 test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.
