@@ -15,17 +15,27 @@
 nereid::process::pid_file() { printf '%s/pids/%s.pid\n' "${NEREID_OUT_DIR}" "$1"; }
 nereid::process::log_file() { printf '%s/logs/%s.log\n' "${NEREID_OUT_DIR}" "$1"; }
 
-# nereid::process::is_ours succeeds when PID is alive (not a zombie) and was started for
-# this out dir.
+# nereid::process::is_ours PID [TRIES] succeeds when PID is alive (not a zombie) and was
+# started for this out dir. A process that is exec'ing (setsid into the component, say)
+# shows an environment without the marker for a moment: seen in make test, a
+# kube-apiserver running, state R, was taken for gone. With TRIES (default 1) the marker
+# is read that many times, 0.1 s apart, before a live process is called not ours; the
+# scan of every process (strays) reads once.
 nereid::process::is_ours() {
-  local pid="$1" state
+  local pid="$1" tries="${2:-1}" state i
   [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
-  [[ -r "/proc/${pid}/environ" ]] || return 1
-  # A zombie still has a /proc entry; it is gone for our purposes.
-  state="$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null || true)"
-  [[ -n "${state}" && "${state}" != "Z" && "${state}" != "X" ]] || return 1
-  # Kernel threads and processes exiting under us fail the read; they are not ours.
-  { tr '\0' '\n' <"/proc/${pid}/environ"; } 2>/dev/null | grep -qxF "NEREID_LOCAL_CLUSTER=${NEREID_OUT_DIR}"
+  for ((i = 0; i < tries; i++)); do
+    ((i == 0)) || sleep 0.1
+    [[ -r "/proc/${pid}/environ" ]] || return 1
+    # A zombie still has a /proc entry; it is gone for our purposes.
+    state="$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null || true)"
+    [[ -n "${state}" && "${state}" != "Z" && "${state}" != "X" ]] || return 1
+    # Kernel threads and processes exiting under us fail the read; they are not ours.
+    if { tr '\0' '\n' <"/proc/${pid}/environ"; } 2>/dev/null | grep -qxF "NEREID_LOCAL_CLUSTER=${NEREID_OUT_DIR}"; then
+      return 0
+    fi
+  done
+  return 1
 }
 
 # nereid::process::pid prints the recorded pid of NAME if that process is still ours and
@@ -35,7 +45,7 @@ nereid::process::pid() {
   file="$(nereid::process::pid_file "$1")"
   [[ -f "${file}" ]] || return 1
   pid="$(<"${file}")"
-  nereid::process::is_ours "${pid}" || return 1
+  nereid::process::is_ours "${pid}" 5 || return 1
   printf '%s\n' "${pid}"
 }
 
