@@ -8,9 +8,9 @@ BIN_DIR       := $(OUTPUT_DIR)/bin
 # Integration tests start their own control plane per test binary; set
 # NEREID_TEST_KUBECONFIG to reuse a running one instead (e.g. the one of make local-up).
 TEST_TIMEOUT  ?= 30m
-# make test vets once: make verify runs go vet ./... (every analyzer), so the go test
-# runs it is followed by skip go test's own vet (a subset of the same analyzers) with
-# -vet=off; make test-unit or test-integration alone keep it.
+# make test vets once: make verify runs go vet ./... (every analyzer), so make test's go
+# test runs skip go test's own vet (a subset of the same analyzers) with -vet=off;
+# make test-unit or test-integration alone keep it.
 GO_TEST_VET   ?=
 # What the binaries' --version prints and their first log line says (pkg/version):
 # git describe --tags --always --dirty of the checkout, else dev. hack/lib/version.sh

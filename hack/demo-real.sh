@@ -33,7 +33,7 @@ for n in real-cloud-0 real-0 real-1; do
     nereid::fatal "the local run in ${NEREID_OUT_DIR} has no real node ${n}: make local-down, then NEREID_REAL_NODES=2 make local-up"
 done
 shared="$(nereid::shared_dir)"
-[[ -d "${shared}/sedna-compat/lib/sedna" && -d "${shared}/di-compat/v1alpha1/di-mock" ]] ||
+nereid::shared_has_workers ||
   nereid::fatal "Sedna's library and DI-orchestrator's mock are not in ${shared} (NEREID_SHARED_DIR)"
 
 k() { "${NEREID_BIN_DIR}/kubectl" --kubeconfig "${KUBECONFIG}" "$@"; }

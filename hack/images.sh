@@ -86,8 +86,7 @@ archives() {
 worker_archives() {
   local out="${NEREID_IMAGE_DIR:-${NEREID_ROOT}/_output/images}" shared
   shared="$(nereid::shared_dir)"
-  if [[ "$(id -u)" != 0 ]] || ! command -v mmdebstrap >/dev/null 2>&1 ||
-    [[ ! -d "${shared}/sedna-compat/lib/sedna" || ! -d "${shared}/di-compat/v1alpha1/di-mock" ]]; then
+  if [[ "$(id -u)" != 0 ]] || ! command -v mmdebstrap >/dev/null 2>&1 || ! nereid::shared_has_workers; then
     nereid::log "not writing the worker images (hack/workerimage): they need root, mmdebstrap (apt-get install mmdebstrap) and Sedna's library and DI-orchestrator's mock in ${shared} (NEREID_SHARED_DIR)"
     return 0
   fi

@@ -15,6 +15,15 @@
 nereid::process::pid_file() { printf '%s/pids/%s.pid\n' "${NEREID_OUT_DIR}" "$1"; }
 nereid::process::log_file() { printf '%s/logs/%s.log\n' "${NEREID_OUT_DIR}" "$1"; }
 
+# nereid::process::state PID prints PID's state (/proc/PID/stat) and succeeds when it is
+# alive: a zombie still has a /proc entry, but is gone for our purposes.
+nereid::process::state() {
+  local state
+  state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
+  printf '%s\n' "${state}"
+  [[ -n "${state}" && "${state}" != "Z" && "${state}" != "X" ]]
+}
+
 # nereid::process::is_ours PID [TRIES] succeeds when PID is alive (not a zombie) and was
 # started for this out dir. A process that is exec'ing (setsid into the component, say)
 # shows an environment without the marker for a moment: seen in make test, a
@@ -22,14 +31,12 @@ nereid::process::log_file() { printf '%s/logs/%s.log\n' "${NEREID_OUT_DIR}" "$1"
 # is read that many times, 0.1 s apart, before a live process is called not ours; the
 # scan of every process (strays) reads once.
 nereid::process::is_ours() {
-  local pid="$1" tries="${2:-1}" state i
+  local pid="$1" tries="${2:-1}" i
   [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
   for ((i = 0; i < tries; i++)); do
     ((i == 0)) || sleep 0.1
     [[ -r "/proc/${pid}/environ" ]] || return 1
-    # A zombie still has a /proc entry; it is gone for our purposes.
-    state="$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null || true)"
-    [[ -n "${state}" && "${state}" != "Z" && "${state}" != "X" ]] || return 1
+    nereid::process::state "${pid}" >/dev/null || return 1
     # Kernel threads and processes exiting under us fail the read; they are not ours.
     if { tr '\0' '\n' <"/proc/${pid}/environ"; } 2>/dev/null | grep -qxF "NEREID_LOCAL_CLUSTER=${NEREID_OUT_DIR}"; then
       return 0
@@ -127,10 +134,9 @@ nereid::process::wait_ready() {
 nereid::process::ended() {
   local pid="" state rc=0
   pid="$(cat "$(nereid::process::pid_file "$1")" 2>/dev/null || true)"
-  state="$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null || true)"
   if [[ ! "${pid}" =~ ^[0-9]+$ ]]; then
     NEREID_ENDED="no pid recorded"
-  elif [[ -n "${state}" && "${state}" != "Z" && "${state}" != "X" ]]; then
+  elif state="$(nereid::process::state "${pid}")"; then
     NEREID_ENDED="pid ${pid} is running, state ${state}, but its environment lacks NEREID_LOCAL_CLUSTER=${NEREID_OUT_DIR}"
   else
     wait "${pid}" 2>/dev/null || rc=$?

@@ -8,6 +8,14 @@ nereid::shared_dir() {
   printf '%s\n' "${NEREID_SHARED_DIR:-$(dirname "${NEREID_ROOT}")/shared}"
 }
 
+# nereid::shared_has_workers succeeds when ../shared (nereid::shared_dir) holds what the
+# worker images are made of: Sedna's library and DI-orchestrator's mock.
+nereid::shared_has_workers() {
+  local shared
+  shared="$(nereid::shared_dir)"
+  [[ -d "${shared}/sedna-compat/lib/sedna" && -d "${shared}/di-compat/v1alpha1/di-mock" ]]
+}
+
 # nereid::worker_archives OUT writes hack/workerimage's two images into folder OUT: the
 # worker image (Sedna's library and its requirements from Debian's packages, Nereid's
 # worker roles) as worker.tar, and DI-orchestrator's mock of DI-engine as di-mock.tar.

@@ -189,12 +189,10 @@ func (c *Controller) makeCoordinator(ctx context.Context, sc *v1SyncCtx) (*corev
 // the server's list, converged and then never exited, its threads still
 // waiting on them (test/e2e).
 func (c *Controller) deleteOrphanedReplicas(ctx context.Context, sc *v1SyncCtx) error {
-	var orphans []*corev1.Pod
-	for _, p := range sc.pods {
-		if common.PodTerminating(p) || sc.deleted[p.Name] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		orphans = append(orphans, p)
+	// The pods still pending or running are those a cleanPodPolicy of
+	// Running takes at a job's end.
+	orphans := common.PodsToClean(sc.pods, string(div1.CleanPodPolicyRunning))
+	for _, p := range orphans {
 		sc.deleted[p.Name] = true
 	}
 	return c.children.DeletePods(ctx, sc.key, sc.job, orphans, "the coordinator that asked for them is gone, and a new one asks for its own")
