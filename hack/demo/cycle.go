@@ -9,7 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/edgeproto"
@@ -38,12 +40,23 @@ var cycleExamples = map[string]cycleExample{
 
 // runCycle runs a learning-cycle example: it grows the dataset on the node
 // past the train trigger and plays each round's train and eval workers.
-func runCycle(outDir, ns, example string, rounds int, pause time.Duration) error {
+// A checkPeriodSeconds above 0 replaces the example's (15) in the job's train
+// trigger.
+func runCycle(outDir, ns, example string, rounds int, pause time.Duration, checkPeriodSeconds int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ex := cycleExamples[example]
 	c := &cycleDemo{ns: ns, example: example, ex: ex, root: filepath.Join(outDir, "edge", ex.node, "root")}
-	d, err := start(ctx, outDir, ns, example+"/"+ex.job, "examples/"+example+"/", c.prepareNode)
+	manifests := "examples/" + example + "/"
+	if checkPeriodSeconds > 0 {
+		dir, err := withCheckPeriod(manifests, checkPeriodSeconds)
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		manifests = dir
+	}
+	d, err := start(ctx, outDir, ns, example+"/"+ex.job, manifests, c.prepareNode)
 	if err != nil {
 		return err
 	}
@@ -270,4 +283,42 @@ func (c *cycleDemo) showResult(ctx context.Context, round int32) error {
 		say("  %s on %s now holds: %q", c.ex.model, c.ex.node, content)
 	}
 	return nil
+}
+
+// withCheckPeriod copies the example's folder into a temporary one whose
+// learning-cycle job checks its train trigger every seconds, and returns
+// that folder.
+func withCheckPeriod(dir string, seconds int32) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "demo-manifests-")
+	if err != nil {
+		return "", err
+	}
+	edited := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(data, &obj); err == nil && (obj["kind"] == "IncrementalLearningJob" || obj["kind"] == "LifelongLearningJob") {
+			if err := unstructured.SetNestedField(obj, int64(seconds), "spec", "trainSpec", "trigger", "checkPeriodSeconds"); err != nil {
+				return "", fmt.Errorf("%s: %w", f, err)
+			}
+			if data, err = yaml.Marshal(obj); err != nil {
+				return "", err
+			}
+			edited++
+		}
+		if err := os.WriteFile(filepath.Join(tmp, filepath.Base(f)), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if edited != 1 {
+		return "", fmt.Errorf("%s has %d learning-cycle jobs, want 1 to set its check period in", dir, edited)
+	}
+	return tmp, nil
 }

@@ -78,13 +78,19 @@ Flags:
 		"Example to run: federatedlearningjob, incrementallearningjob, lifelonglearningjob, dijob or dijob-v1.")
 	rounds := fs.Int("rounds", 3, "Training rounds each worker reports (federated), or learning-cycle rounds to play.")
 	pause := fs.Duration("pause", 2*time.Second, "Pause between rounds (dijob, dijob-v1: before each worker ends), so there is time to watch.")
+	checkPeriod := fs.Int("check-period-seconds", 0,
+		"incrementallearningjob, lifelonglearningjob: how often the job's train trigger checks its dataset, in seconds (0: the example's 15); tests set 1 to play rounds without waiting.")
 	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on --help and a bad flag.
 	var err error
+	if cycle := *example == "incrementallearningjob" || *example == "lifelonglearningjob"; *checkPeriod < 0 || *checkPeriod > 0 && !cycle {
+		fmt.Fprintf(os.Stderr, "demo: -check-period-seconds=%d: want 0, or seconds for -example incrementallearningjob or lifelonglearningjob\n", *checkPeriod)
+		os.Exit(2)
+	}
 	switch *example {
 	case "federatedlearningjob":
 		err = run(*outDir, *namespace, *rounds, *pause)
 	case "incrementallearningjob", "lifelonglearningjob":
-		err = runCycle(*outDir, *namespace, *example, *rounds, *pause)
+		err = runCycle(*outDir, *namespace, *example, *rounds, *pause, int32(*checkPeriod))
 	case "dijob":
 		err = runDIJob(*outDir, *namespace, *pause)
 	case "dijob-v1":

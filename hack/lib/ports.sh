@@ -6,6 +6,8 @@
 # path into 20000..29980 in steps of 20, so two checkouts, or a test run beside a demo
 # (different out dirs), get different blocks without anyone choosing. The range stays
 # below Linux's ephemeral range (32768+) so outgoing connections never take our ports.
+# The tests' framework.FreePort (test/framework/edge.go) hands out 12000..19999, below
+# these blocks.
 #
 # Offsets in the block:
 #    0 etcd client          1 etcd peer

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +23,8 @@ import (
 	"github.com/nereid-ml/nereid/pkg/plugin/playworker"
 )
 
-// FreePort returns a loopback port nobody listens on now.
+// FreePort returns a loopback port nobody listens on now, for a process the test
+// starts (and may start again on the same port).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	port, err := PickFreePort()
@@ -31,14 +34,37 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
+// The ports FreePort hands out: below the control planes' blocks (20000–29999,
+// hack/lib/ports.sh) and Linux's ephemeral range (32768 and up), where a bind to
+// :0 and every outgoing connection take theirs, and above the real nodes'
+// kubelets and kube-proxies (10248–10259). So between FreePort's answer and its
+// process's bind — or a killed process's restart on the same port, while tests
+// run in parallel — no other socket of this machine is given that port by the
+// kernel; only a test binary beside this one choosing the same could, and each
+// binary starts at a random point of the range and walks it in turn.
+const (
+	freePortFirst = 12000
+	freePortCount = 8000
+)
+
+var freePortNext atomic.Int64
+
+func init() { freePortNext.Store(rand.Int64N(freePortCount)) }
+
 // PickFreePort is FreePort for programs that are not tests.
 func PickFreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		port := freePortFirst + int(freePortNext.Add(1)%freePortCount)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // someone has it
+		}
+		if err := ln.Close(); err != nil {
+			return 0, err
+		}
+		return port, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port in %d..%d after 100 tries", freePortFirst, freePortFirst+freePortCount-1)
 }
 
 // EdgeHub is a GlobalManager started with its edge hub.

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,6 +124,12 @@ func Run(m *testing.M, opts ...Option) int {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.parallel > 0 {
+		if err := defaultParallel(o.parallel); err != nil {
+			fmt.Fprintln(os.Stderr, "framework:", err)
+			return 1
+		}
+	}
 
 	if kc := os.Getenv("NEREID_TEST_KUBECONFIG"); kc != "" && !o.ownCluster() {
 		err := useCluster(kc)
@@ -187,6 +194,7 @@ type runOptions struct {
 	withoutGangAPI    bool
 	localRun          bool
 	realNodes         int
+	parallel          int
 }
 
 // ownCluster says whether the options change cluster-wide things, so that the
@@ -223,6 +231,27 @@ func (o runOptions) env() []string {
 		env = append(env, "NEREID_GLOBALMANAGER=1")
 	}
 	return env
+}
+
+// Parallel runs up to n of the tests that call t.Parallel() at once, unless go
+// test's -parallel says another number. Go's default is GOMAXPROCS, but these
+// tests spend nearly all their time waiting for the control plane and their
+// GlobalManagers, so more of them than there are cores fit beside each other.
+func Parallel(n int) Option {
+	return func(o *runOptions) { o.parallel = n }
+}
+
+// defaultParallel sets -test.parallel to n when the command line did not.
+func defaultParallel(n int) error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return nil
+	}
+	return flag.Set("test.parallel", strconv.Itoa(n))
 }
 
 // AsLocalRun starts the control plane exactly as `make local-up` does, its

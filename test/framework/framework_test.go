@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,27 @@ func TestDeclaresModuleReadsTheModuleLine(t *testing.T) {
 				t.Errorf("declaresModule(%q) = %v, want %v", tc.goMod, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFreePortsAreNoneTheKernelOrAControlPlaneGives: ports FreePort picks
+// lie below the control planes' blocks and the ephemeral range, differ from
+// each other, and can be bound.
+func TestFreePortsAreNoneTheKernelOrAControlPlaneGives(t *testing.T) {
+	seen := map[int]bool{}
+	for range 50 {
+		port := FreePort(t)
+		if port < freePortFirst || port >= freePortFirst+freePortCount || port >= 20000 {
+			t.Fatalf("FreePort gave %d, want one in %d..%d (below 20000)", port, freePortFirst, freePortFirst+freePortCount-1)
+		}
+		if seen[port] {
+			t.Fatalf("FreePort gave %d twice", port)
+		}
+		seen[port] = true
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("port %d from FreePort: %v", port, err)
+		}
+		ln.Close()
 	}
 }

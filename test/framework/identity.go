@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nereid-ml/nereid/hack/localrun"
@@ -117,8 +120,56 @@ func applyRoleIn(ctx context.Context, id *localrun.GlobalManagerIdentity, namesp
 	if namespace == SystemNamespace {
 		return nil
 	}
-	if err := localrun.Apply(ctx, RESTConfig(), fieldManager, id.RoleIn(namespace)); err != nil {
+	role := id.RoleIn(namespace)
+	if err := localrun.Apply(ctx, RESTConfig(), fieldManager, role); err != nil {
 		return fmt.Errorf("applying the GlobalManager's Role in %s: %w", namespace, err)
+	}
+	return waitForRole(ctx, namespace, role)
+}
+
+// waitForRole waits until the API server's authorizer grants the
+// GlobalManager's ServiceAccount the first rule of the Role just applied
+// in namespace: its RBAC cache follows the Role and RoleBinding by watch,
+// and a GlobalManager started before it has them is refused at once
+// (likelier while many tests run at once).
+func waitForRole(ctx context.Context, namespace string, objs []*unstructured.Unstructured) error {
+	var rule map[string]any
+	for _, obj := range objs {
+		if rules, _, _ := unstructured.NestedSlice(obj.Object, "rules"); obj.GetKind() == "Role" && len(rules) > 0 {
+			rule, _ = rules[0].(map[string]any)
+		}
+	}
+	first := func(field string) string {
+		values, _, _ := unstructured.NestedStringSlice(rule, field)
+		if len(values) == 0 {
+			return ""
+		}
+		return values[0]
+	}
+	if rule == nil {
+		return fmt.Errorf("the GlobalManager's Role in %s has no rule", namespace)
+	}
+	kube, err := kubernetes.NewForConfig(RESTConfig())
+	if err != nil {
+		return err
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + SystemNamespace + ":" + GlobalManagerServiceAccount,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + SystemNamespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace,
+			Verb: first("verbs"), Group: first("apiGroups"), Resource: first("resources"), Name: first("resourceNames")},
+	}}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = got.Status.Reason
+		return got.Status.Allowed, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the GlobalManager's Role in %s not granted yet (%q): %w", namespace, last, err)
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ func example(dir string) string {
 // user to (client-side kubectl apply, which also proves the CRDs' schemas fit
 // the last-applied annotation) and checks every object is there.
 func TestExamplesApply(t *testing.T) {
+	t.Parallel()
 	for _, dir := range exampleDirs {
 		t.Run(dir, func(t *testing.T) {
 			ns := framework.Namespace(t)
@@ -189,6 +190,7 @@ func brokenManifests() map[string]brokenManifest {
 // one thing, and expects the API server to refuse it with the field's path in
 // the message.
 func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
+	t.Parallel()
 	cases := brokenManifests()
 	ns := framework.Namespace(t)
 	for name, tc := range cases {
@@ -213,6 +215,7 @@ func TestInvalidManifestsAreRejectedNamingTheField(t *testing.T) {
 // TestKubectlApplyOfBrokenManifestNamesTheField is the user's view of the
 // schema: kubectl apply fails and says which field is wrong.
 func TestKubectlApplyOfBrokenManifestNamesTheField(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	path := filepath.Join(t.TempDir(), "broken.yaml")
 	broken := `apiVersion: sedna.io/v1alpha1
@@ -250,6 +253,7 @@ spec:
 // TestFloatFieldsKeepDecimals checks that trainProb and threshold, which Sedna
 // declares as floats, accept and return 0.8 and 0.1 as written.
 func TestFloatFieldsKeepDecimals(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("incrementallearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
@@ -268,6 +272,7 @@ func TestFloatFieldsKeepDecimals(t *testing.T) {
 // controller relies on: a status write leaves metadata.generation alone, a spec
 // edit moves it, and a write to the main resource cannot change status.
 func TestStatusSubresourceDoesNotBumpGeneration(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
@@ -311,6 +316,7 @@ func TestStatusSubresourceDoesNotBumpGeneration(t *testing.T) {
 // their descriptions, and the CRDs with them still apply client-side (the
 // last-applied annotation holds at most 256 KiB).
 func TestKubectlExplainDescribesNereidsFields(t *testing.T) {
+	t.Parallel()
 	for field, want := range map[string]string{
 		"fl.spec.aggregationWorker":            "AggregationWorker merges the training workers' updates.",
 		"dijob.spec.backoffLimit":              "How many times the job may restart",
@@ -338,6 +344,7 @@ func TestKubectlExplainDescribesNereidsFields(t *testing.T) {
 
 // TestShortNamesAndPrinterColumns checks what `kubectl get` shows per kind.
 func TestShortNamesAndPrinterColumns(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	wantObjects := 0
 	for _, dir := range exampleDirs {
@@ -496,6 +503,7 @@ func tableRows(out string) []map[string]string {
 // within it (a round's trigger sent under the old one would be refused, and
 // the round never fired again).
 func TestOutputDirCannotChange(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	applyExampleFiles(t, ns, "incrementallearningjob", "10-incrementallearningjob.yaml")
 	applyExampleFiles(t, ns, "lifelonglearningjob", "10-lifelonglearningjob.yaml")
@@ -517,6 +525,7 @@ func TestOutputDirCannotChange(t *testing.T) {
 // before the job's, or the job's first sync finds them missing and the user's
 // first sight of the example is a Warning MissingReference.
 func TestExamplesApplyInKubectlsOrderWithoutMissingReference(t *testing.T) {
+	t.Parallel()
 	dirs, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "examples", "*"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no example folders (%v)", err)
@@ -528,7 +537,7 @@ func TestExamplesApplyInKubectlsOrderWithoutMissingReference(t *testing.T) {
 				// Its AggregatorConfig names its namespace, which kubectl apply -n
 				// refuses, and its v1alpha1 job needs the conversion webhook, which
 				// one GlobalManager at a time serves.
-				t.Skip("applied by TestDIJobV1alpha1IsServedBesideV2alpha1 (checkTheV1ExampleApplies)")
+				t.Skip("applied by TestCRDChangersInTurn/DIJobV1alpha1IsServedBesideV2alpha1 (checkTheV1ExampleApplies)")
 			}
 			ns := framework.Namespace(t)
 			framework.StartGlobalManager(t, ns)

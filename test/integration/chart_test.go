@@ -43,12 +43,12 @@ var nonDefaultValues = []string{
 	"--set", "imagePullSecrets={regcred}",
 }
 
-// TestChartObjectsAreValidForTheAPIServer sends every object the chart renders,
+// testChartObjectsAreValidForTheAPIServer sends every object the chart renders,
 // with the default values and with others, and every object of the plain
 // manifests build/deploy/nereid.yaml, to the API server as a server-side dry
 // run: its validation and admission (schemas, Pod specs, RBAC rules) accept
 // them all. The CRDs are applied first, for real, from the chart's crds/.
-func TestChartObjectsAreValidForTheAPIServer(t *testing.T) {
+func testChartObjectsAreValidForTheAPIServer(t *testing.T) {
 	crds := filepath.Join(framework.ChartDir(), "crds")
 	if _, err := framework.Kubectl(t, "apply", "-f", crds); err != nil {
 		t.Fatal(err)
@@ -102,6 +102,7 @@ func dryRun(t *testing.T, path string) {
 // may do nothing beyond what every ServiceAccount may: exactly what the
 // namespace's default ServiceAccount, bound to nothing, may do.
 func TestChartRBAC(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	// A release of its own name: the default release's ClusterRole is what
 	// the tests' GlobalManagers run with.
@@ -193,6 +194,7 @@ func TestChartRBAC(t *testing.T) {
 // Pod Security admission enforces the restricted standard: the API server
 // accepts it.
 func TestGlobalManagerPodMeetsTheRestrictedPodSecurityStandard(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	client := framework.KubeClient(t)
 	nsObj, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
@@ -280,13 +282,13 @@ spec:
 `, plural, singular, kind)
 }
 
-// TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed installs
+// testHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed installs
 // the chart with helm where the API server serves the Prometheus Operator's
 // ServiceMonitor and PrometheusRule: helm finds them in discovery, and the
 // release has both, the ServiceMonitor selecting the release's metrics
 // Service and no other. (build/charts checks that neither is rendered where
 // they are not served.)
-func TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed(t *testing.T) {
+func testHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed(t *testing.T) {
 	crds := filepath.Join(t.TempDir(), "monitoring-crds.yaml")
 	if err := os.WriteFile(crds, []byte(monitoringCRDs), 0o644); err != nil {
 		t.Fatal(err)
@@ -341,7 +343,7 @@ func TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed(t *testing.T)
 	}
 }
 
-// TestPlainManifestsApplyAgainAfterTheGlobalManagerPointsTheDIJobCRD: the
+// testPlainManifestsApplyAgainAfterTheGlobalManagerPointsTheDIJobCRD: the
 // CRDs of the plain manifests build/deploy/nereid.yaml apply again, as
 // docs/install.md says, after a GlobalManager pointed the DIJob CRD's
 // conversion webhook at itself. At a loopback URL, as on the local run: the
@@ -350,7 +352,7 @@ func TestHelmInstallMakesMonitoringObjectsWhereTheirKindsAreServed(t *testing.T)
 // GlobalManager's url as a conflict, which --force-conflicts takes over. At
 // the manifests' Service, as in a cluster: both applies succeed and keep the
 // CA the GlobalManager wrote.
-func TestPlainManifestsApplyAgainAfterTheGlobalManagerPointsTheDIJobCRD(t *testing.T) {
+func testPlainManifestsApplyAgainAfterTheGlobalManagerPointsTheDIJobCRD(t *testing.T) {
 	ns := framework.Namespace(t)
 	crds := plainManifestsCRDs(t)
 	atTheManifestsService := func(cc webhookClientConfig) bool {

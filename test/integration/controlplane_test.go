@@ -18,13 +18,14 @@ import (
 const edgeRoleLabel = "node-role.kubernetes.io/edge"
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Run(m))
+	os.Exit(framework.Run(m, framework.Parallel(8)))
 }
 
 // TestControlPlaneSchedulesPodsOnEdgeNodes proves the scheduler and kwok are real: pods
 // that ask for an edge node are placed on one by the scheduler (nodeName is left empty)
 // and kwok moves them to Running.
 func TestControlPlaneSchedulesPodsOnEdgeNodes(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	ns := framework.Namespace(t)
 	client := framework.KubeClient(t)
@@ -89,6 +90,7 @@ func TestControlPlaneSchedulesPodsOnEdgeNodes(t *testing.T) {
 // TestGarbageCollectorCascadesDeletion proves the controller-manager's garbage collector
 // runs: deleting an owner deletes its dependents, with either propagation policy.
 func TestGarbageCollectorCascadesDeletion(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		propagation metav1.DeletionPropagation
 	}{

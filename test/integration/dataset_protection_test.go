@@ -24,6 +24,7 @@ import (
 // finalizer removed by hand), the job says the reference is missing but
 // does not call its running workers Pending.
 func TestDatasetNamedByARunningJobWaitsAndTheJobRunsOn(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyFederatedExample(t, ns)

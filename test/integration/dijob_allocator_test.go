@@ -86,6 +86,7 @@ func poolTask(typ div2.TaskType, name, cpu string, selector map[string]string, t
 // over two; when a finishes, the allocator gathers b on one node (Rescheduling,
 // reschedules 1), and a is never moved.
 func TestDIJobAllocatorMovesAPreemptibleJobWhenAnotherFinishes(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	pool := "alloc-" + ns[len(ns)-5:]
 	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")

@@ -20,6 +20,7 @@ var dijobs = div2.SchemeGroupVersion.WithResource("dijobs")
 // user would: nothing written is pruned, and the defaults DI-orchestrator
 // gives are given.
 func TestDIJobExamplesApply(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("dijob")); err != nil {
 		t.Fatalf("kubectl apply -f examples/dijob: %v\n%s", err, out)
@@ -71,6 +72,7 @@ func TestDIJobExamplesApply(t *testing.T) {
 // TestDIJobTaskRulesAreCheckedAtApply: the shapes DI-orchestrator accepts and
 // then fails at run time are refused when applied, naming the field.
 func TestDIJobTaskRulesAreCheckedAtApply(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	task := func(typ, name string) map[string]any {
 		t := map[string]any{"type": typ, "template": podTemplate()}

@@ -23,6 +23,9 @@ import (
 // (401, then 429 once the address has been refused too often) and the API
 // server serves no TokenReview meanwhile; a real token is still reviewed
 // from that address.
+//
+// Not parallel: it counts the API server's TokenReviews, which every
+// GlobalManager beside it would send.
 func TestJunkTokensOnTheDIJobReplicasAPIsCostNoTokenReview(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, "--di-server-address", "127.0.0.1:0",

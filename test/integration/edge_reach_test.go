@@ -110,6 +110,7 @@ func allOf(checks ...func(ctx context.Context) (bool, error)) func(ctx context.C
 // creation, each with a Warning; so do a Dataset on a node that does not
 // exist and a job pinned to one.
 func TestWorkWhereNoLocalControllerServesSaysWhyWithinSeconds(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManagerWithEdgeHub(t, ns)
 
@@ -166,6 +167,7 @@ func TestWorkWhereNoLocalControllerServesSaysWhyWithinSeconds(t *testing.T) {
 // so once the link has been down as long as a Lease lasts; a Dataset on an
 // edge node no LocalController ever connected from says that.
 func TestWorkOnAnEdgeNodeWithoutItsLocalControllerSaysSo(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	hubStarted := time.Now()
@@ -239,6 +241,7 @@ func later(a, b time.Time) time.Time {
 // LocalController: without one it would say NoLocalController a heartbeat
 // after the hub started, and the job would never be linked.
 func TestAJobWhoseEdgeLinkIsDownSaysSoAndRecovers(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, _ := reportingWorker(t)
 	framework.StartLocalController(t, hub, "edge-1", framework.EdgeIdentity(t, ns, "edge-1"))
 	jobLink := func(ctx context.Context) (*sednav1.JobCondition, error) {
@@ -296,6 +299,7 @@ func TestAJobWhoseEdgeLinkIsDownSaysSoAndRecovers(t *testing.T) {
 // as it last heard; kubectl get's EDGE column shows it. Both go back once
 // the LocalController reconnects.
 func TestAJointInferenceServiceWhoseEdgeLinkIsDownIsNotSaidReady(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
@@ -334,6 +338,7 @@ func TestAJointInferenceServiceWhoseEdgeLinkIsDownIsNotSaidReady(t *testing.T) {
 // LocalController, so both jobs say cloud-0 has none, where a federated
 // aggregator in the cloud needs none.
 func TestLearningStagesPinnedToACloudNodeSayItHasNoLocalController(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))

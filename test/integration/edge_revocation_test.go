@@ -75,6 +75,7 @@ func revoked(t *testing.T, hub *framework.EdgeHub, reason string) float64 {
 // stays): the hub closes the connection within the bound, and the token no
 // longer connects.
 func TestDeletingTheLocalControllersServiceAccountClosesItsConnection(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	token := boundToken(t, framework.EdgeDaemonSetPod(t, ns, "edge-0"))
@@ -103,6 +104,7 @@ func TestDeletingTheLocalControllersServiceAccountClosesItsConnection(t *testing
 // label off closes the connection within the bound, and the token no longer
 // connects.
 func TestRemovingTheNodesEdgeLabelClosesItsConnection(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	const label = "nereid.io/test-edge"
 	kube := framework.KubeClient(t)
@@ -137,6 +139,7 @@ func TestRemovingTheNodesEdgeLabelClosesItsConnection(t *testing.T) {
 // connections within the bound, for the DaemonSet's deletion (its event
 // comes before the garbage collector deletes the Pods).
 func TestDeletingTheLocalControllersDaemonSetClosesItsConnections(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	conns := map[string]*websocket.Conn{}

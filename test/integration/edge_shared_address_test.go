@@ -21,6 +21,7 @@ import (
 // LocalController, whose token the hub verifies itself, still connects
 // through the block: its store is in sync within 5 s of its restart.
 func TestJunkFromALocalControllersAddressDoesNotLockItOut(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	hubMetric := func(series string) float64 {

@@ -129,6 +129,7 @@ func postRounds(t *testing.T, lc *framework.LocalController, ns, worker string, 
 }
 
 func TestEdgeReportsPostedWhileTheGlobalManagerIsDownArriveOnce(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, worker := reportingWorker(t)
 
 	hub.Kill(t)
@@ -146,6 +147,7 @@ func TestEdgeReportsPostedWhileTheGlobalManagerIsDownArriveOnce(t *testing.T) {
 }
 
 func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, worker := reportingWorker(t)
 
 	hub.Kill(t)
@@ -172,6 +174,7 @@ func TestLocalControllerKilledAndRestartedLosesNoAcknowledgedReport(t *testing.T
 // apply, although their IDs are ones the job's status has already counted for
 // the old store.
 func TestWipedEdgeStoreHasItsNewReportsApplied(t *testing.T) {
+	t.Parallel()
 	ns, _, lc, worker := reportingWorker(t)
 	postRounds(t, lc, ns, worker, 2, 10)
 	waitForReports(t, ns, "edge-0", 10)
@@ -217,6 +220,7 @@ func TestWipedEdgeStoreHasItsNewReportsApplied(t *testing.T) {
 // for good instead of retrying it forever, recognises what the API server
 // really answers; and that it takes a write that succeeds for no refusal.
 func TestEdgeHubKnowsTheStatusWritesNoRetryCanMend(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", example("federatedlearningjob")); err != nil {
 		t.Fatalf("applying the example: %v\n%s", err, out)
@@ -329,6 +333,7 @@ func isTimeout(err error) bool {
 }
 
 func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	applyFederatedExample(t, ns)
@@ -349,6 +354,7 @@ func TestHelloClaimingAnotherNodeGetsNothing(t *testing.T) {
 }
 
 func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, worker := reportingWorker(t)
 
 	token := framework.EdgeIdentity(t, ns, "edge-1")
@@ -383,6 +389,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 // of edge-1 that reports about a service whose workers are on edge-0 and
 // cloud-0: the hub refuses it and no status changes.
 func TestReportAboutAJobWithoutAWorkerOnTheNodeIsRefused(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	applyJointInferenceExample(t, ns)
@@ -448,6 +455,7 @@ func lcInventory(lc *framework.LocalController, value func(storedVersion) string
 // edits one object and deletes another while edge-0's LocalController is
 // stopped: after it reconnects its store holds exactly what concerns edge-0.
 func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
@@ -507,6 +515,7 @@ func TestObjectsChangedWhileALocalControllerIsDownAreRightAfterItReconnects(t *t
 // with the identity of edge-0: the hub serves one connection per node at a
 // time, and each of them ends up with every object of edge-0.
 func TestASecondConnectionOfANodeReplacesTheFirst(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	token := framework.EdgeIdentity(t, ns, "edge-0")
@@ -529,6 +538,7 @@ func TestASecondConnectionOfANodeReplacesTheFirst(t *testing.T) {
 // TestJointInferenceCountsReachTheServiceStatus posts what Sedna's edge
 // inference worker posts every LC_PERIOD to edge-0's LocalController.
 func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	lc := framework.StartLocalController(t, hub, "edge-0", framework.EdgeIdentity(t, ns, "edge-0"))
@@ -566,6 +576,7 @@ func TestJointInferenceCountsReachTheServiceStatus(t *testing.T) {
 // applied once, however the writes carried them and whatever was in flight
 // when it stopped.
 func TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns, "--edge-report-window=200ms")
 	lcs := map[string]*framework.LocalController{}
@@ -627,6 +638,7 @@ func TestCoalescedReportsApplyOnceAcrossAGlobalManagerRestart(t *testing.T) {
 // The hub refuses the hello, since the cloud recorded far less of that
 // store, and the real LocalController's reports go on being applied.
 func TestAHelloClaimingReportIDsTheStoreNeverGaveIsRefused(t *testing.T) {
+	t.Parallel()
 	ns, hub, lc, worker := reportingWorker(t)
 	lc.Stop(t)
 	st, err := store.Open(filepath.Join(lc.DataDir, "localcontroller.db"), store.Options{})

@@ -86,6 +86,7 @@ func sameUIDs(a, b map[string]types.UID) bool {
 }
 
 func TestFederatedLearningJobDeleteRemovesEverythingItOwns(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
@@ -108,6 +109,7 @@ func TestFederatedLearningJobDeleteRemovesEverythingItOwns(t *testing.T) {
 }
 
 func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
@@ -170,6 +172,7 @@ func TestFederatedLearningJobRecreatesDeletedWorkerOnce(t *testing.T) {
 }
 
 func TestFinishedFederatedLearningJobDoesNotResurrectPods(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
@@ -211,6 +214,7 @@ func TestFinishedFederatedLearningJobDoesNotResurrectPods(t *testing.T) {
 }
 
 func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
@@ -261,6 +265,7 @@ func TestFederatedLearningJobSpecEditReplacesOldWorkers(t *testing.T) {
 }
 
 func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "10-federatedlearningjob.yaml")
@@ -306,6 +311,7 @@ func TestFederatedLearningJobWaitsVisiblyForMissingModel(t *testing.T) {
 // why in a condition and an event, is never Running, and is made whole
 // once the quota allows.
 func TestFederatedLearningJobLargerThanItsQuotaWaitsWholeAndRecovers(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	kube := framework.KubeClient(t)
 	quota := &corev1.ResourceQuota{
@@ -365,6 +371,7 @@ func bigJob(name string, n int) *sednav1.FederatedLearningJob {
 }
 
 func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
+	t.Parallel()
 	const workers = 120
 	ns := framework.Namespace(t)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
@@ -419,6 +426,7 @@ func TestGlobalManagerRestartedMidCreationMakesEveryPodOnce(t *testing.T) {
 }
 
 func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
@@ -469,6 +477,7 @@ func TestEditingOneFederatedJobLeavesAnotherAlone(t *testing.T) {
 // take seconds to go away (a kwok stage delays their deletion): while the old
 // pods terminate, every live pod is of the new spec.
 func TestFederatedLearningJobSpecEditWithSlowTerminationNeverBringsOldPodsBack(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
@@ -538,6 +547,7 @@ func resourceQuantity(s string) *resource.Quantity {
 // a job in the foreground: the garbage collector removes the pods while the job
 // still exists, and the GlobalManager must not bring them back.
 func TestFederatedLearningJobBeingDeletedDoesNotFightTheGarbageCollector(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	job := applyFederatedExample(t, ns)
@@ -576,6 +586,7 @@ func applyExampleFiles(t *testing.T, ns, dir string, files ...string) {
 // LocalController), and kubectl describe says so; one whose template names
 // another node keeps it, and describe warns that it differs.
 func TestFederatedTrainerRunsOnItsDatasetsNode(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")

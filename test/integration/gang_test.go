@@ -269,6 +269,7 @@ func allBound(t *testing.T, ns string, job metav1.Object, n int) map[string]*cor
 // name their nodes (spec.nodeName): the pods carry that as a required node
 // affinity instead, so the scheduler, and the gang, decide.
 func TestFederatedLearningGangsNeverHalfPlace(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	pool := "gang-" + ns[len(ns)-5:]
 	n1, n2 := pool+"-1", pool+"-2"
@@ -309,6 +310,8 @@ func TestFederatedLearningGangsNeverHalfPlace(t *testing.T) {
 	if !strings.Contains(msg, "0 of 3 pods are placed") {
 		t.Errorf("waiting job's Scheduled message %q: want how many are placed and what the scheduler says", msg)
 	}
+	// The condition is written before the event: wait for the events.
+	waitForEventsRecordedSoFar(t, ns)
 	if n := framework.CountEvents(t, ns, b.UID, gang.ReasonWaitingForGang, "b"); n != 1 {
 		t.Errorf("%d WaitingForGang events for job b, want 1", n)
 	}
@@ -393,6 +396,7 @@ var (
 // quotes it: it says the scheduler has not yet tried the gang as it is now,
 // then what the scheduler says of the gang of 2.
 func TestFederatedLearningGangNeverQuotesTheMinimumBeforeATrainerWasRemoved(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	pool := "sgang-" + ns[len(ns)-5:]
 	free, full := pool+"-1", pool+"-2"
@@ -471,6 +475,7 @@ func unbound(t *testing.T, ns string, job metav1.Object) []string {
 // takes the 2 cpu that are free); scaled back to one more, it fits.
 // The allocator is off: the gang, not Nereid, decides.
 func TestDIJobGangsWaitWholeAndScaleTogether(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	pool := "dgang-" + ns[len(ns)-5:]
 	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")
@@ -532,6 +537,9 @@ func TestDIJobGangsWaitWholeAndScaleTogether(t *testing.T) {
 // with trainers pinned to two edge nodes, one of them full: no pod of it is
 // placed, not even the aggregator in the cloud; when the full node frees,
 // the whole job is placed.
+//
+// Not parallel: its pool nodes are edge nodes, where every test's
+// LocalController DaemonSet would put a pod.
 func TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "egang-" + ns[len(ns)-5:]
@@ -573,6 +581,7 @@ func TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull(t *testing.T) {
 // job's pods are made as before (a template's nodeName kept, no group
 // objects), and its Scheduled condition says why, once.
 func TestGangSchedulingNoneRunsJobsAsBefore(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
 	framework.StartGlobalManager(t, ns, "--gang-scheduler=none")
@@ -642,6 +651,9 @@ var (
 // coscheduling: their PodGroups and pods carry exactly the documented
 // fields, labels and annotations; a respec and a scale keep the PodGroup in
 // step; deleting the job takes its PodGroup (owner reference, cascade).
+//
+// Not parallel: it installs Volcano's and scheduler-plugins' PodGroup
+// CRDs, and a GlobalManager started meanwhile would gang through them.
 func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 	installGangCRDs(t)
 	ns := framework.Namespace(t)
@@ -748,6 +760,7 @@ func TestVolcanoCoschedulingAndKueueObjectsFollowTheJob(t *testing.T) {
 // are placed, with one Warning (a person must act). A gang whose node is
 // only full for now waits (TestGangOnEdgeNodesWaitsWholeWhileOneEdgeNodeIsFull).
 func TestAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	pool := "pin-" + ns[len(ns)-5:]
 	n1 := pool + "-1"

@@ -47,6 +47,7 @@ func get(addr, path string) (int, string, error) {
 // leader election: one acts, the other waits; when the leader is killed the
 // standby takes the Lease and heals what happened meanwhile.
 func TestOnlyTheLeaderActsAndAStandbyTakesOver(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	election := []string{"--leader-elect=true", "--leader-elect-namespace=" + ns,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
@@ -152,6 +153,7 @@ func waitServing(t *testing.T, ns, name string, serving bool) {
 // node's Lease) is owned by the Deployment, so that deleting it (as helm
 // uninstall does) has the garbage collector delete them all.
 func TestWhatTheGlobalManagerCreatesGoesWithItsDeployment(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	kube := framework.KubeClient(t)
 	replicas := int32(0)

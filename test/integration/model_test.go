@@ -15,6 +15,7 @@ import (
 )
 
 func TestModelNamedByAJobWaitsForItToGoBeforeItIsDeleted(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	applyExampleFiles(t, ns, "incrementallearningjob", "01-models.yaml", "00-dataset.yaml", "10-incrementallearningjob.yaml")

@@ -90,6 +90,7 @@ func refusedByPolicy(t *testing.T, what string, err error, field string, words .
 // GlobalManager and the deployment and replicaset controllers may is what
 // every other test shows: they all run under the policy.
 func TestOnlyNereidAndItsControllersSetTheOwnerLabel(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	cfg := policyAuthor(t, ns, "author", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
@@ -182,6 +183,7 @@ func TestOnlyNereidAndItsControllersSetTheOwnerLabel(t *testing.T) {
 // ReplicaSet would adopt it and delete the real worker. The policy refuses
 // the status write, and the worker stays.
 func TestAPodsStatusCannotLaunderItIntoAServicesReplicaSet(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
 	ji := applyJointInferenceExample(t, ns)
@@ -301,6 +303,7 @@ func statusKindObject(t *testing.T, dyn dynamic.Interface, ns, kind, name string
 // the label and the owners as they were (the kubelet's, the controllers')
 // passes.
 func TestNoStatusWriteSetsTheOwnerLabelOrChangesOwners(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	var rules []rbacv1.PolicyRule
 	for _, k := range statusKinds {
@@ -360,6 +363,7 @@ func TestNoStatusWriteSetsTheOwnerLabelOrChangesOwners(t *testing.T) {
 // labels onto the pod, whatever the pod had: whoever may bind pods could
 // otherwise give one the owner label. A binding without it binds.
 func TestABindingCannotSetTheOwnerLabel(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	cfg := policyAuthor(t, ns, "binder", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods/binding", "bindings"}, Verbs: []string{"create"}},

@@ -162,6 +162,9 @@ func checkWarnedOnceWhileWaiting(t *testing.T, ns string, readings []framework.C
 // Scheduled=False Unschedulable naming its waiting pod, the node and why
 // (kubectl get's SCHEDULED column shows it), and each warns once, however often it syncs; once
 // the node comes and the taint goes, all are placed.
+//
+// Not parallel: it untaints a pool node, where other tests' pods could
+// then go.
 func TestLearningJobsAndADIJobPinnedWhereTheyCannotGoSayWhichNodeAndWhy(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "lplace-" + ns[len(ns)-5:]
@@ -238,6 +241,9 @@ func TestLearningJobsAndADIJobPinnedWhereTheyCannotGoSayWhichNodeAndWhy(t *testi
 // say Scheduled=False Unschedulable naming the pod, the node and why, show
 // it in kubectl get's SCHEDULED column, and warn once; the first two clear
 // when the taint goes and the node comes.
+//
+// Not parallel: it untaints a pool node, where other tests' pods could
+// then go.
 func TestAJobWithoutAGangPinnedWhereItCannotGoSaysWhichNodeAndWhy(t *testing.T) {
 	ns := framework.Namespace(t)
 	pool := "place-" + ns[len(ns)-5:]

@@ -173,6 +173,7 @@ func createFL(t *testing.T, ns string, job *sednav1.FederatedLearningJob) *sedna
 // other has no pod, says why (condition, event, kubectl get); when the
 // first finishes, the second is made whole.
 func TestQuotaAdmitsOneJobWholeAndTheOtherWaits(t *testing.T) {
+	t.Parallel()
 	ns, tolerations, made := quotaNamespace(t, "4")
 	framework.StartGlobalManager(t, ns)
 
@@ -247,6 +248,7 @@ func containsLine(out string, words ...string) bool {
 // too, and is admitted first when room frees; the older one when room
 // frees again. Without a gang scheduler: admission is the same.
 func TestQuotaForTwoOfThreeJobsAdmitsAHighPriorityJobFirst(t *testing.T) {
+	t.Parallel()
 	ns, tolerations, made := quotaNamespace(t, "4")
 	kube := framework.KubeClient(t)
 	class := "nereid-high-" + ns[len(ns)-5:]
@@ -287,6 +289,7 @@ func TestQuotaForTwoOfThreeJobsAdmitsAHighPriorityJobFirst(t *testing.T) {
 // job pass it; the next small one, which fits, waits behind it, and is
 // admitted only after the large one.
 func TestQuotaLetsSmallJobsPassALargeOneUpToTheLimit(t *testing.T) {
+	t.Parallel()
 	ns, tolerations, made := quotaNamespace(t, "6")
 	framework.StartGlobalManager(t, ns, "--quota-backfill-limit=1")
 
@@ -318,6 +321,7 @@ func TestQuotaLetsSmallJobsPassALargeOneUpToTheLimit(t *testing.T) {
 // none of its new replicas and says why; the quota raised, they are made
 // together.
 func TestQuotaHoldsADIJobScaleUpWhole(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	pool := "dquota-" + ns[len(ns)-5:]
 	selector, tolerations := allocPool(t, pool, nil, pool+"-1", pool+"-2")
@@ -364,6 +368,7 @@ func diCondition(j *div2.DIJob, t div2.ConditionType, reason string) *div2.JobCo
 // while it is down, qb is created. The new GlobalManager finishes qa whole
 // and qb waits with no pod: qa's room is not given away.
 func TestQuotaAdmissionSurvivesAGlobalManagerKilledMidCreation(t *testing.T) {
+	t.Parallel()
 	ns, tolerations, made := quotaNamespace(t, "4")
 	refuse := refusePod(t, ns, "qa-training-1-")
 	gm := framework.StartGlobalManager(t, ns, "--gang-scheduler=none")
@@ -457,6 +462,7 @@ func refusePod(t *testing.T, ns, name string) func() {
 // removed, not left holding the quota: the job says so (a QuotaExceeded
 // warning, Admitted=False naming the refusal) and waits with none.
 func TestQuotaRefusalAfterAdmissionRemovesWhatWasMade(t *testing.T) {
+	t.Parallel()
 	ns, tolerations, made := quotaNamespace(t, "4")
 	kube := framework.KubeClient(t)
 	class := "nereid-overhead-" + ns[len(ns)-5:]

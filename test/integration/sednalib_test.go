@@ -103,6 +103,7 @@ func waitForWorkerExit(t *testing.T, w *sednalib.Worker, within time.Duration) {
 // FederatedLearning sends ownerKind "default"; the LocalController takes the
 // owner from the pod.
 func TestSednasFederatedLearningWorkersTrainThreeRoundsIntoStatus(t *testing.T) {
+	t.Parallel()
 	lib := sednaLibrary(t)
 	var job sednav1.FederatedLearningJob
 	framework.SednaSample(t, "federatedlearningjob_v1alpha1.yaml", &job, map[string]string{"cloud": "cloud-0", "edge1": "edge-0", "edge2": "edge-1"})
@@ -186,6 +187,7 @@ func writeNodeFile(t *testing.T, root, p, content string) {
 // (JOB_NAME unset, so it reports ownerName "sedna", Sedna's default) posts
 // its counters every LC_PERIOD, and they reach the service's status.
 func TestSednasJointInferenceEdgeWorkerCountsReachTheServiceStatus(t *testing.T) {
+	t.Parallel()
 	lib := sednaLibrary(t)
 	var svc sednav1.JointInferenceService
 	framework.SednaSample(t, "jointinferenceservice_v1alpha1.yaml", &svc, map[string]string{"edge-node": "edge-0"})
@@ -255,6 +257,7 @@ func runningPod(t *testing.T, ns, name string) *corev1.Pod {
 // the start with hot update on, loads it by itself (Sedna's
 // ModelLoadingThread, from the file the LocalController writes) and says so.
 func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
+	t.Parallel()
 	lib := sednaLibrary(t)
 	var job sednav1.IncrementalLearningJob
 	framework.SednaSample(t, "incrementallearningjob_v1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})
@@ -328,6 +331,7 @@ func TestSednasIncrementalLearningWorkersDeployByHotUpdate(t *testing.T) {
 // round 1's index (Sedna's LifelongLearning.update reads CLOUD_KB_INDEX as
 // a node path under DATA_PATH_PREFIX), and is deployed in turn.
 func TestSednasLifelongLearningWorkersRunTwoRounds(t *testing.T) {
+	t.Parallel()
 	lib := sednaLibrary(t)
 	var job sednav1.LifelongLearningJob
 	framework.SednaSample(t, "lifelonglearningjobv1alpha1.yaml", &job, map[string]string{"edge-node": "edge-0"})

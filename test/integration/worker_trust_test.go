@@ -43,6 +43,7 @@ func runningPodWithIP(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 // connection is closed as it comes) and change nothing; the worker's own
 // report, from its address, is applied.
 func TestAWorkersReportIsTakenOnlyFromItsPodsAddress(t *testing.T) {
+	t.Parallel()
 	ns, _, lc, worker := reportingWorker(t)
 	// Another pod on edge-0, of nobody Nereid knows.
 	neighbour := runningPodWithIP(t, &corev1.Pod{
@@ -86,6 +87,7 @@ func TestAWorkersReportIsTakenOnlyFromItsPodsAddress(t *testing.T) {
 // it: a ReplicaSet anyone may create, whose pods copy the service's labels,
 // brings the service to no node, and its pod's reports are refused.
 func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	lc := framework.StartLocalController(t, hub, "edge-1", framework.EdgeIdentity(t, ns, "edge-1"))
@@ -165,6 +167,7 @@ func TestAPodWithAServicesLabelsIsNoWorkerOfIt(t *testing.T) {
 // the node's Lease) without its key is refused, so no other connection can
 // record that store's report IDs.
 func TestAConnectionCannotClaimAnotherStore(t *testing.T) {
+	t.Parallel()
 	ns := framework.Namespace(t)
 	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
 	token := framework.EdgeIdentity(t, ns, "edge-0")

@@ -18,7 +18,8 @@ import (
 
 // runDemo runs the demo command as `make demo-<example>` does (from the
 // repository's root, on the local run's state folder), with one round and no
-// pauses, and fails the test with its output if it fails.
+// pauses, and fails the test with its output if it fails. A learning-cycle
+// job checks its train trigger every second instead of the example's 15.
 func runDemo(t *testing.T, example string) {
 	t.Helper()
 	runDemoRounds(t, example, 1, 0)
@@ -31,7 +32,11 @@ func runDemoRounds(t *testing.T, example string, rounds int, pause time.Duration
 	demoBin := built(t, "./hack/demo")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, demoBin, "-out-dir", framework.OutDir(), "-example", example, "-rounds", strconv.Itoa(rounds), "-pause", pause.String())
+	args := []string{"-out-dir", framework.OutDir(), "-example", example, "-rounds", strconv.Itoa(rounds), "-pause", pause.String()}
+	if example == "incrementallearningjob" || example == "lifelonglearningjob" {
+		args = append(args, "-check-period-seconds=1")
+	}
+	cmd := exec.CommandContext(ctx, demoBin, args...)
 	cmd.Dir = framework.RepoRoot()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
