@@ -23,6 +23,10 @@ set -euo pipefail
 # shellcheck source=hack/lib/init.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
+# The tools are built with Go's default cgo setting, whatever make sets for Nereid's
+# own builds (CGO_ENABLED=0): it is part of their stamps.
+unset CGO_ENABLED
+
 nereid::require_cmd go sha256sum
 
 # name | tool module dir (under hack/tools) | package | module whose version is reported

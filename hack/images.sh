@@ -68,7 +68,10 @@ archives() {
   mkdir -p "${out}"
   nereid::log "writing the images as archives under ${out}"
   while read -r binary ref; do
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(nereid::version::ldflags)" -o "${out}/${binary}" "./cmd/${binary}" ||
+    # Static, and built as make builds everything (CGO_ENABLED=0, no -trimpath: that flag
+    # changes every package's build cache key), so the packages local-up and the tests
+    # compiled are reused.
+    CGO_ENABLED=0 go build -ldflags="-s -w $(nereid::version::ldflags)" -o "${out}/${binary}" "./cmd/${binary}" ||
       nereid::fatal "building ${binary} failed (its output is above)"
     go run ./hack/imagearchive/cmd/imagearchive -binary "${out}/${binary}" -ref "${ref}" -o "${out}/${binary}.tar" ||
       nereid::fatal "writing the archive of ${ref} failed (its output is above)"
