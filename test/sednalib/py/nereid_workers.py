@@ -155,6 +155,7 @@ def ji_edge():
     from sedna.core.joint_inference import JointInference
 
     ji = JointInference(estimator=BoxEstimator, hard_example_mining={"method": "IBT", "param": {"threshold_img": 0.9}})
+    _wait_for_cloud(Context.get_parameters("BIG_MODEL_IP"), int(Context.get_parameters("BIG_MODEL_PORT", "5000")))
     count = int(Context.get_parameters("NEREID_INFERENCES", "5"))
     for i in range(count):
         is_hard, res, _, cloud = ji.inference(np.array([i]))
@@ -162,6 +163,25 @@ def ji_edge():
     # The reporter posts once a period; wait for the test to stop the pod.
     while True:
         time.sleep(1)
+
+
+def _wait_for_cloud(host, port, timeout=180):
+    """Waits until the cloud worker's server accepts connections, as a
+    camera whose stream starts later would: Sedna's edge worker infers at
+    once, and its client gives a hard example up after five refused tries
+    3 s apart, while the cloud worker's pod may still be starting (slower
+    on a busy machine)."""
+    import socket
+    deadline = time.time() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return
+        except OSError as e:
+            if time.time() > deadline:
+                print(f"the cloud worker at {host}:{port} did not answer in {timeout} s: {e}", flush=True)
+                return
+            time.sleep(0.5)
 
 
 def ji_edge_only():
