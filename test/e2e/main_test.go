@@ -16,5 +16,5 @@ import (
 // DaemonSet, so that every pod of a job runs (Sedna's and DI-orchestrator's
 // samples, which name no nodes of theirs or none, then land on real ones).
 func TestMain(m *testing.M) {
-	os.Exit(framework.Run(m, framework.AsLocalRun(), framework.OnlyRealNodes(2), framework.Parallel(6)))
+	os.Exit(framework.Run(m, framework.AsLocalRun(), framework.OnlyRealNodes(2)))
 }
