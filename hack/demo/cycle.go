@@ -297,28 +297,38 @@ func withCheckPeriod(dir string, seconds int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := copyWithCheckPeriod(files, tmp, seconds); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	return tmp, nil
+}
+
+// copyWithCheckPeriod writes files into dir, the one learning-cycle job
+// among them with its train trigger checking every seconds.
+func copyWithCheckPeriod(files []string, dir string, seconds int32) error {
 	edited := 0
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return "", err
+			return err
 		}
 		var obj map[string]any
-		if err := yaml.Unmarshal(data, &obj); err == nil && (obj["kind"] == "IncrementalLearningJob" || obj["kind"] == "LifelongLearningJob") {
+		if err := yaml.Unmarshal(data, &obj); err == nil && (obj["kind"] == sednav1.IncrementalLearningJobKind.Kind || obj["kind"] == sednav1.LifelongLearningJobKind.Kind) {
 			if err := unstructured.SetNestedField(obj, int64(seconds), "spec", "trainSpec", "trigger", "checkPeriodSeconds"); err != nil {
-				return "", fmt.Errorf("%s: %w", f, err)
+				return fmt.Errorf("%s: %w", f, err)
 			}
 			if data, err = yaml.Marshal(obj); err != nil {
-				return "", err
+				return err
 			}
 			edited++
 		}
-		if err := os.WriteFile(filepath.Join(tmp, filepath.Base(f)), data, 0o644); err != nil {
-			return "", err
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
+			return err
 		}
 	}
 	if edited != 1 {
-		return "", fmt.Errorf("%s has %d learning-cycle jobs, want 1 to set its check period in", dir, edited)
+		return fmt.Errorf("%d learning-cycle jobs, want 1 to set its check period in", edited)
 	}
-	return tmp, nil
+	return nil
 }

@@ -82,7 +82,7 @@ Flags:
 		"incrementallearningjob, lifelonglearningjob: how often the job's train trigger checks its dataset, in seconds (0: the example's 15); tests set 1 to play rounds without waiting.")
 	_ = command.ParseFlags(fs, os.Args[1:]) // ExitOnError: Parse exits on --help and a bad flag.
 	var err error
-	if cycle := *example == "incrementallearningjob" || *example == "lifelonglearningjob"; *checkPeriod < 0 || *checkPeriod > 0 && !cycle {
+	if _, cycle := cycleExamples[*example]; *checkPeriod < 0 || *checkPeriod > 0 && !cycle {
 		fmt.Fprintf(os.Stderr, "demo: -check-period-seconds=%d: want 0, or seconds for -example incrementallearningjob or lifelonglearningjob\n", *checkPeriod)
 		os.Exit(2)
 	}
