@@ -42,6 +42,10 @@ func (r ControllerReading) ChildrenCreated(kind string) float64 {
 	return r.metrics.Get(fmt.Sprintf(`nereid_controller_children_created_total{controller=%q,kind=%q}`, r.controller, kind))
 }
 
+// Syncs is how many syncs the controller had ended, in success or error,
+// when r was read, since its GlobalManager started.
+func (r ControllerReading) Syncs() float64 { return r.syncs }
+
 // idle says that nothing is queued and no worker is on a key.
 func (r ControllerReading) idle() bool { return r.depth == 0 && r.taken == r.finished }
 

@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dienginev1alpha1.DIJobSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DIJobStatus"):
 		return &dienginev1alpha1.DIJobStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("JobLifecycle"):
+		return &dienginev1alpha1.JobLifecycleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LearnerSpec"):
 		return &dienginev1alpha1.LearnerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaStatus"):
@@ -68,6 +70,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dienginev2alpha1.DIJobStatusApplyConfiguration{}
 	case v2alpha1.SchemeGroupVersion.WithKind("JobCondition"):
 		return &dienginev2alpha1.JobConditionApplyConfiguration{}
+	case v2alpha1.SchemeGroupVersion.WithKind("JobLifecycle"):
+		return &dienginev2alpha1.JobLifecycleApplyConfiguration{}
 	case v2alpha1.SchemeGroupVersion.WithKind("Task"):
 		return &dienginev2alpha1.TaskApplyConfiguration{}
 
@@ -124,6 +128,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationsednav1alpha1.IncrementalLearningJobStatusApplyConfiguration{}
 	case sednav1alpha1.SchemeGroupVersion.WithKind("JobCondition"):
 		return &applyconfigurationsednav1alpha1.JobConditionApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("JobLifecycle"):
+		return &applyconfigurationsednav1alpha1.JobLifecycleApplyConfiguration{}
 	case sednav1alpha1.SchemeGroupVersion.WithKind("JointInferenceService"):
 		return &applyconfigurationsednav1alpha1.JointInferenceServiceApplyConfiguration{}
 	case sednav1alpha1.SchemeGroupVersion.WithKind("JointInferenceServiceSpec"):
@@ -160,6 +166,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationsednav1alpha1.S3TransmitterApplyConfiguration{}
 	case sednav1alpha1.SchemeGroupVersion.WithKind("Samples"):
 		return &applyconfigurationsednav1alpha1.SamplesApplyConfiguration{}
+	case sednav1alpha1.SchemeGroupVersion.WithKind("ServiceLifecycle"):
+		return &applyconfigurationsednav1alpha1.ServiceLifecycleApplyConfiguration{}
 	case sednav1alpha1.SchemeGroupVersion.WithKind("StageCondition"):
 		return &applyconfigurationsednav1alpha1.StageConditionApplyConfiguration{}
 	case sednav1alpha1.SchemeGroupVersion.WithKind("StoreReportID"):

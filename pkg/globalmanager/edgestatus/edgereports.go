@@ -49,6 +49,9 @@ type EdgeReports[T common.Owner] struct {
 	EdgeNodes func(obj T) *[]sednav1.EdgeNodeStatus
 	// Recorder records the events of an applied report.
 	Recorder record.EventRecorder
+	// Manages says whether Nereid runs an object (common.Syncer.Manages);
+	// reports about one another controller runs are refused. Nil: all.
+	Manages func(obj T) bool
 	// Clock says the time a report is applied at.
 	Clock clock.PassiveClock
 	// Metrics counts the writes and the reports each carried; nil counts
@@ -63,7 +66,7 @@ type EdgeReports[T common.Owner] struct {
 // owner's status.edgeNodes; clk says the time a report is applied at.
 func For[T common.Object[T]](p *common.Syncer[T], kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, clk clock.PassiveClock,
 	metrics *common.Metrics) *EdgeReports[T] {
-	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Clock: clk, Metrics: metrics}
+	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Manages: p.Manages, Clock: clk, Metrics: metrics}
 }
 
 // reportChange is one report's change to an object's status, waiting for
@@ -206,6 +209,9 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 				} else if err != nil {
 					return fmt.Errorf("reading %s %s/%s: %w", a.Kind, namespace, name, err)
 				}
+			}
+			if a.Manages != nil && !a.Manages(fresh) {
+				return edgeproto.Refuse("%s %s/%s is run by another controller (spec.managedBy)", a.Kind, namespace, name)
 			}
 			// Events and refusals of an attempt that conflicted are
 			// computed again.

@@ -61,6 +61,11 @@ func (s *gatedServer) Get(_ context.Context, name string, _ metav1.GetOptions) (
 	return s.jobs[name].DeepCopy(), nil
 }
 
+// Delete is not served: reports never delete a job.
+func (s *gatedServer) Delete(context.Context, string, metav1.DeleteOptions) error {
+	return errors.New("gatedServer serves no deletes")
+}
+
 func (s *gatedServer) UpdateStatus(_ context.Context, j *sednav1.FederatedLearningJob, _ metav1.UpdateOptions) (*sednav1.FederatedLearningJob, error) {
 	s.mu.Lock()
 	gate := s.gate

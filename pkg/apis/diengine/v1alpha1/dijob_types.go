@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="Aggregators",type=integer,JSONPath=`.status.replicaStatus.Aggregator.active`,priority=1,description="Aggregator pods running"
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,description="Unschedulable while a pod of the job cannot be placed (the condition names the pod, its node and why); Placed once none is refused; empty while none ever was"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="LinkDown while an edge node its pods are on has lost its link to the cloud (the condition names the nodes and since when); Linked once they are back; empty while it never missed one"
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,description="Whether the job is suspended (spec.suspend): its pods stopped, its status kept"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine driven by
@@ -30,8 +31,12 @@ type DIJob struct {
 	Status DIJobStatus `json:"status,omitempty"`
 }
 
+// +kubebuilder:validation:XValidation:rule="has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",message="managedBy cannot be changed once the object exists",fieldPath=".managedBy"
+
 // DIJobSpec is what a coordinator-driven DIJob runs.
 type DIJobSpec struct {
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycle `json:",inline"`
 	// A collection of DIJobs this one belongs to; kept as written.
 	// +optional
 	Group string `json:"group,omitempty"`
@@ -159,6 +164,10 @@ const (
 	// template and why), True (SuccessfulCreate) once pods are made again;
 	// a job none of whose pods ever failed to be made has none.
 	ConditionReplicasCreated Phase = "ReplicasCreated"
+	// ConditionSuspended is True, reason Suspended, while spec.suspend
+	// holds the job's pods stopped, False (Resumed) once it runs again; a
+	// job never suspended has none.
+	ConditionSuspended Phase = "Suspended"
 )
 
 // ReplicaType is the role of a pod of a coordinator-driven DIJob.

@@ -22,6 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the job is in its phase: TooManyReplicas waits for a person, InsufficientResources and WaitingForQuota for room"
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,description="Whether its pods are placed: Unschedulable waits for a person (the condition names the pod, its node and why), WaitingForGang for its gang to fit; GangScheduled, GangSchedulingOff or NoGangScheduler once nothing waits on placement"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="LinkDown while an edge node its pods are on has lost its link to the cloud (the condition names the nodes and since when); Linked once they are back; empty while it never missed one"
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,description="Whether the job is suspended (spec.suspend): its pods stopped, its status kept"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DIJob is a distributed reinforcement-learning job of DI-engine: tasks
@@ -36,6 +37,7 @@ type DIJob struct {
 	Status DIJobStatus `json:"status,omitempty"`
 }
 
+// +kubebuilder:validation:XValidation:rule="has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",message="managedBy cannot be changed once the object exists",fieldPath=".managedBy"
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.tasks.size() == 1",message="spec.replicas (the scale subresource) is for a job of one task; scale a task of this job by its spec.tasks[i].replicas",fieldPath=".replicas"
 // +kubebuilder:validation:XValidation:rule="self.tasks.map(t, has(t.replicas) ? t.replicas : 1).sum() <= 1024",message="a job runs at most 1024 replicas, every task's together",fieldPath=".tasks"
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(oldSelf.replicas) || self.replicas != oldSelf.replicas || self.tasks.size() != 1 || oldSelf.tasks.size() != 1 || (has(self.tasks[0].replicas) ? self.tasks[0].replicas : 0) == (has(oldSelf.tasks[0].replicas) ? oldSelf.tasks[0].replicas : 0)",message="spec.replicas (set by kubectl scale) decides the replicas of this one-task job, so a change of spec.tasks[0].replicas would do nothing: scale with kubectl scale, or remove spec.replicas in the same edit",fieldPath=".tasks"
@@ -46,6 +48,8 @@ type DIJob struct {
 // (DI_NODES), so a pod grows, and a job's pods grow as the square, with the
 // job's replicas.
 type DIJobSpec struct {
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycle `json:",inline"`
 	// Reserved by DI-engine's manifests; kept as written.
 	// +optional
 	Group string `json:"group,omitempty"`
@@ -233,8 +237,10 @@ type TaskStatus map[corev1.PodPhase]int32
 // while it waits; none without quotas); and EdgeLinked, whether the edge
 // nodes its pods are on have their link to the cloud (False with reason
 // LinkDown naming the nodes and since when; none while it never missed one);
-// and, for a v1alpha1 job, ReplicasCreated, whether its pods could be made.
-// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted;EdgeLinked;ReplicasCreated
+// and, for a v1alpha1 job, ReplicasCreated, whether its pods could be made;
+// and Suspended, whether spec.suspend holds its pods stopped (none while it
+// never did).
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Restarting;Rescheduling;Succeeded;Failed;Unknown;Scheduled;Admitted;EdgeLinked;ReplicasCreated;Suspended
 type ConditionType string
 
 const (
@@ -248,6 +254,9 @@ const (
 	// ConditionReplicasCreated says whether the pods of a v1alpha1 job
 	// could be made (v1alpha1's ReplicasCreated).
 	ConditionReplicasCreated ConditionType = "ReplicasCreated"
+	// ConditionSuspended says whether spec.suspend holds the job's pods
+	// stopped: True (Suspended) while it does, False (Resumed) after.
+	ConditionSuspended ConditionType = "Suspended"
 )
 
 // JobCondition is one observation of a DIJob; its type is a phase,

@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.conditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,description="Whether its pods are placed: Unschedulable (a pod cannot be placed: its node and why are in the condition) and WaitingForGang wait on a node or a person; GangScheduled, GangSchedulingOff, NoGangScheduler or Placed once they are"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,description="Whether the object is suspended (spec.suspend): its pods stopped, its status kept"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Slowest-Node",type=string,JSONPath=`.status.slowestNode`,priority=1
 // +kubebuilder:printcolumn:name="Fastest-Node",type=string,JSONPath=`.status.fastestNode`,priority=1
@@ -34,8 +35,12 @@ type FederatedLearningJob struct {
 	Status FederatedLearningJobStatus `json:"status,omitempty"`
 }
 
+// +kubebuilder:validation:XValidation:rule="has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",message="managedBy cannot be changed once the object exists",fieldPath=".managedBy"
+
 // FederatedLearningJobSpec describes the job's workers.
 type FederatedLearningJobSpec struct {
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycle      `json:",inline"`
 	AggregationWorker AggregationWorker `json:"aggregationWorker"`
 	// One training worker per dataset.
 	// +kubebuilder:validation:MinItems=1

@@ -18,6 +18,7 @@ import (
 // +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.conditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,description="Whether its worker pods are placed: Unschedulable (a pod cannot be placed: its node and why are in the condition) waits on a node or a person; Placed once none is refused; empty while none ever was"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.conditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,description="Whether the object is suspended (spec.suspend): its pods stopped, its status kept"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // JointInferenceService runs a small model on an edge node and sends the hard
@@ -31,10 +32,14 @@ type JointInferenceService struct {
 	Status JointInferenceServiceStatus `json:"status,omitempty"`
 }
 
+// +kubebuilder:validation:XValidation:rule="has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",message="managedBy cannot be changed once the object exists",fieldPath=".managedBy"
+
 // JointInferenceServiceSpec describes the edge and the cloud worker.
 type JointInferenceServiceSpec struct {
-	EdgeWorker  EdgeWorker  `json:"edgeWorker"`
-	CloudWorker CloudWorker `json:"cloudWorker"`
+	// Nereid's own: suspend, managedBy.
+	ServiceLifecycle `json:",inline"`
+	EdgeWorker       EdgeWorker  `json:"edgeWorker"`
+	CloudWorker      CloudWorker `json:"cloudWorker"`
 }
 
 // EdgeWorker is the inference worker on the edge.

@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.jobConditions[?(@.type=="ReferencesResolved")].reason`,description="MissingReference while a Model or Dataset it names does not exist: the job is blocked, not waiting; Resolved once all do"
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.jobConditions[?(@.type=="Scheduled")].reason`,description="Whether its pods are placed: Unschedulable (a pod cannot be placed: its node and why are in the condition) and WaitingForGang wait on a node or a person; GangScheduled, GangSchedulingOff, NoGangScheduler or Placed once they are"
 // +kubebuilder:printcolumn:name="Edge",type=string,JSONPath=`.status.jobConditions[?(@.type=="EdgeLinked")].reason`,description="Why a node it needs has no LocalController connected (NoSuchNode, NoLocalController, LinkDown); empty while all have"
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,description="Whether the object is suspended (spec.suspend): its pods stopped, its status kept"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Deployed",type=integer,JSONPath=`.status.deployedRound`,priority=1,description="The round whose model the inference worker serves; 0 for the initial model"
 
@@ -31,12 +32,16 @@ type LifelongLearningJob struct {
 	Status LifelongLearningJobStatus `json:"status,omitempty"`
 }
 
+// +kubebuilder:validation:XValidation:rule="has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",message="managedBy cannot be changed once the object exists",fieldPath=".managedBy"
+
 // LifelongLearningJobSpec describes the cycle's data and stages.
 type LifelongLearningJobSpec struct {
-	Dataset    CycleDataset `json:"dataset"`
-	TrainSpec  TrainSpec    `json:"trainSpec"`
-	EvalSpec   LLWorkerSpec `json:"evalSpec"`
-	DeploySpec LLWorkerSpec `json:"deploySpec"`
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycle `json:",inline"`
+	Dataset      CycleDataset `json:"dataset"`
+	TrainSpec    TrainSpec    `json:"trainSpec"`
+	EvalSpec     LLWorkerSpec `json:"evalSpec"`
+	DeploySpec   LLWorkerSpec `json:"deploySpec"`
 	// The Secret holding credentials for outputDir.
 	// +optional
 	CredentialName string `json:"credentialName,omitempty"`

@@ -100,6 +100,12 @@ func (a Adopted) Len() int {
 // children's events sync the owner again, and once the cache holds none of
 // them the workers of the spec come.
 func (c *Children) RemoveAdopted(ctx context.Context, key string, owner Owner, a Adopted) error {
+	return c.removeChildren(ctx, key, owner, a, whyAdopted)
+}
+
+// removeChildren deletes the children in a that are not already on their
+// way out, as RemoveAdopted says, each event saying why.
+func (c *Children) removeChildren(ctx context.Context, key string, owner Owner, a Adopted, why string) error {
 	var errs []error
 	var pods []*corev1.Pod
 	for _, p := range a.Pods {
@@ -107,21 +113,21 @@ func (c *Children) RemoveAdopted(ctx context.Context, key string, owner Owner, a
 			pods = append(pods, p)
 		}
 	}
-	errs = append(errs, c.DeletePods(ctx, key, owner, pods, whyAdopted))
+	errs = append(errs, c.DeletePods(ctx, key, owner, pods, why))
 	for _, s := range a.Services {
 		if s.DeletionTimestamp == nil {
-			errs = append(errs, deleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(s.Namespace), s, whyAdopted, nil))
+			errs = append(errs, deleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(s.Namespace), s, why, nil))
 		}
 	}
 	for _, h := range a.HPAs {
 		if h.DeletionTimestamp == nil {
-			errs = append(errs, deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace), h, whyAdopted, nil))
+			errs = append(errs, deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace), h, why, nil))
 		}
 	}
 	foreground := metav1.DeletePropagationForeground
 	for _, d := range a.Deployments {
 		if d.DeletionTimestamp == nil {
-			errs = append(errs, deleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, whyAdopted, &foreground))
+			errs = append(errs, deleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why, &foreground))
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package common
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Object is an owner as its generated Go type (a pointer to a
@@ -26,6 +28,8 @@ type Object[T any] interface {
 type StatusClient[T any] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	// Delete deletes an owner (ttl.go, after its ttlSecondsAfterFinished).
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // Syncer is the part of a sync every kind does the same way, around the
@@ -48,8 +52,20 @@ type Syncer[T Object[T]] struct {
 	// Expectations of the owners' pods; nil for a kind that makes no pods.
 	Expectations *Expectations
 	// Forget, when set, drops what else the kind keeps of an owner that is
-	// gone or being deleted, as its expectations are dropped.
+	// gone or being deleted, as its expectations are dropped, or that runs
+	// no pods (suspended, or another controller's): its quota, its place.
 	Forget func(key string)
+	// Lifecycle is what the kind tells the lifecycle policies (suspend,
+	// deadline, TTL, managedBy) of its owners; nil for a kind without
+	// them.
+	Lifecycle *Lifecycle[T]
+	// Children deletes a suspended owner's children.
+	Children *Children
+	// Clock tells the time the policies act on; nil for the real one.
+	Clock clock.PassiveClock
+	// After has a key synced again after a while (a work queue's
+	// AddAfter), when a policy's time comes: a deadline, a TTL.
+	After func(key string, after time.Duration)
 
 	// The caches of the owners' children, of the kinds the owner has; a nil
 	// one is not listed.
@@ -82,14 +98,19 @@ type Sync[T Object[T]] struct {
 	cached  T
 	syncer  *Syncer[T]
 	created *created
+	// events are the lifecycle policies' events, which End records.
+	events []Event
 }
 
 // Begin starts the sync of key: it reads the owner from the cache, copies
-// it, puts a logger naming it into ctx, reads the expectations and then
-// lists and claims the children. Children created with the returned context
+// it, puts a logger naming it into ctx, reads the expectations, lists and
+// claims the children and applies the lifecycle policies (Lifecycle). Children created with the returned context
 // are named in one event, which End records. It returns a nil Sync when
 // there is nothing to do: the owner is gone or being deleted (its
-// expectations are forgotten, and Forget called), or the key is malformed.
+// expectations are forgotten, and Forget called), another controller runs
+// it (Manages), a policy took the whole sync (it was deleted after its TTL,
+// or it is suspended: the error is then the policy's), or the key is
+// malformed.
 func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sync[T], error) {
 	cached, ok, err := ReadOwner(key, p.Get)
 	if !ok || err != nil {
@@ -100,6 +121,13 @@ func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sy
 			p.Forget(key)
 		}
 		return ctx, nil, err
+	}
+	if !p.Manages(cached) {
+		// Another controller runs it: nothing of it is Nereid's to hold.
+		if p.Forget != nil {
+			p.Forget(key)
+		}
+		return ctx, nil, nil
 	}
 	s := &Sync[T]{Key: key, Owner: cached.DeepCopy(), cached: cached, syncer: p, Satisfied: true}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(p.LogName, klog.KObj(s.Owner)))
@@ -125,7 +153,20 @@ func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sy
 	if err != nil {
 		return ctx, nil, fmt.Errorf("listing children of %s: %w", key, err)
 	}
+	if p.Lifecycle != nil {
+		if done, err := p.applyLifecycle(ctx, s); done {
+			return ctx, nil, err
+		}
+	}
 	return ctx, s, nil
+}
+
+// clock is the time the policies act on.
+func (p *Syncer[T]) clock() clock.PassiveClock {
+	if p.Clock == nil {
+		return clock.RealClock{}
+	}
+	return p.Clock
 }
 
 // claimChildren lists owner's children of one kind from the cache (by the
@@ -156,7 +197,8 @@ func (s *Sync[T]) PodsMade() []*corev1.Pod {
 //   - Otherwise the status of s.Owner, which the sync changed, is written
 //     when it differs semantically from the cached one, with WriteStatus's
 //     rule for conflicts.
-//   - events are recorded once the status that explains them is written, or
+//   - events (the lifecycle policies' first) are recorded once the status
+//     that explains them is written, or
 //     when nothing needed writing; a conflict leaves them to the next sync,
 //     which computes them again from the newer object.
 //   - what the sync created is named in one SuccessfulCreate event, recorded
@@ -166,6 +208,7 @@ func (s *Sync[T]) PodsMade() []*corev1.Pod {
 // logValues are key/value pairs that describe the new status in the log.
 func (s *Sync[T]) End(ctx context.Context, actErr error, events []Event, logValues ...any) error {
 	p := s.syncer
+	events = append(s.events, events...)
 	if msg := s.created.message(); msg != "" {
 		p.Recorder.Event(s.Owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, msg)
 	}

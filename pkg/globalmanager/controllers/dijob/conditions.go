@@ -55,9 +55,10 @@ func setPhase(status *div2.DIJobStatus, phase div2.Phase, reason, message string
 }
 
 // isPhase says whether a condition of type t is a phase's, rather than
-// Scheduled, Admitted or EdgeLinked, which setPhase leaves as they are.
+// Scheduled, Admitted, EdgeLinked or Suspended, which setPhase leaves as
+// they are.
 func isPhase(t div2.ConditionType) bool {
-	return t != div2.ConditionScheduled && t != div2.ConditionAdmitted && t != div2.ConditionEdgeLinked
+	return t != div2.ConditionScheduled && t != div2.ConditionAdmitted && t != div2.ConditionEdgeLinked && t != div2.ConditionSuspended
 }
 
 // conditionMessage is the message of the condition of a phase, "" without one.

@@ -137,7 +137,11 @@ func NewController(d kinds.Deps, config Config) (*Controller, error) {
 		},
 		Pods:     children[0],
 		Services: children[1],
+		Children: c.children,
+		Clock:    c.clock,
+		After:    c.queue.AddAfter,
 	}
+	c.syncer.Lifecycle = c.lifecycle()
 	c.placer = newPlacer(config.Allocation, config.EdgeLinkGrace, c.clock)
 	batched := common.Batched(c.queue, d.ChildEventBatchPeriod)
 	if c.synced, err = common.AddHandlers(

@@ -104,10 +104,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			events = append(events, c.setPhase(job, status, workers, current, missingWorkers, now)...)
 		}
 	}
-	status.Active = podPhaseIs(current, corev1.PodRunning) + podPhaseIs(current, corev1.PodPending)
-	status.Succeeded = podPhaseIs(current, corev1.PodSucceeded)
-	status.Failed = podPhaseIs(current, corev1.PodFailed)
-	status.ObservedGeneration = job.Generation
+	count(job, current)
 
 	return s.End(ctx, actErr, events, "phase", status.Phase, "active", status.Active, "succeeded", status.Succeeded, "failed", status.Failed)
 }
@@ -237,11 +234,7 @@ func (c *Controller) setPhase(job *sednav1.FederatedLearningJob, status *sednav1
 		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condComplete, true, "AggregationSucceeded", "the aggregation worker finished"), now)
 		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, false, "Completed", "the job finished"), now)
 	case failed != nil:
-		status.Phase = sednav1.FLJobFailed
-		status.CompletionTime = &now
-		msg := fmt.Sprintf("worker pod %s failed: %s", failed.Name, failed.Status.Message)
-		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condFailed, true, "WorkerFailed", msg), now)
-		status.Conditions = common.SetJobCondition(status.Conditions, common.JobConditionFor(job, condTraining, false, "Failed", msg), now)
+		fail(job, "WorkerFailed", fmt.Sprintf("worker pod %s failed: %s", failed.Name, failed.Status.Message), now)
 	case missing == 0 && running == len(workers):
 		status.Phase = sednav1.FLJobRunning
 		// A worker behind a link that is down is running as far as the

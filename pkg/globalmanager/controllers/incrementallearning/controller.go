@@ -54,5 +54,6 @@ func (k *kind) Spec(job *sednav1.IncrementalLearningJob) learningcycle.Spec {
 	return learningcycle.Spec{
 		Dataset: s.Dataset.Name, Models: job.ModelNames(), OutputDir: s.OutputDir, CredentialName: s.CredentialName,
 		Train: &s.TrainSpec.Template, Eval: &s.EvalSpec.Template, Inference: &s.DeploySpec.Template,
+		Lifecycle: &s.JobLifecycle,
 	}
 }

@@ -113,6 +113,10 @@ func New[J Job[J]](name string, gvk schema.GroupVersionKind, kind Kind[J], d kin
 		Expectations: exp,
 		Pods:         children[0],
 		Forget:       func(key string) { d.Admission.Forget(gvk, key) },
+		Lifecycle:    c.lifecycle(),
+		Children:     c.children,
+		Clock:        c.clock,
+		After:        c.queue.AddAfter,
 	}
 	c.reports = edgestatus.For(c.syncer, name,
 		func(job J) *[]sednav1.EdgeNodeStatus { return &kind.Fields(job).Cycle.EdgeNodes },

@@ -102,6 +102,8 @@ type Spec struct {
 	CredentialName string
 	// Templates of the train, eval and inference workers.
 	Train, Eval, Inference *corev1.PodTemplateSpec
+	// Lifecycle is the job's suspend, managedBy, deadline and TTL.
+	Lifecycle *sednav1.JobLifecycle
 }
 
 // Refs are the objects a job names, read from the listers.

@@ -61,6 +61,7 @@ func (k *kind) Spec(job *sednav1.LifelongLearningJob) learningcycle.Spec {
 	return learningcycle.Spec{
 		Dataset: s.Dataset.Name, OutputDir: s.OutputDir, CredentialName: s.CredentialName,
 		Train: &s.TrainSpec.Template, Eval: &s.EvalSpec.Template, Inference: &s.DeploySpec.Template,
+		Lifecycle: &s.JobLifecycle,
 	}
 }
 

@@ -32,6 +32,8 @@ import (
 // (DI_NODES), so a pod grows, and a job's pods grow as the square, with the
 // job's replicas.
 type DIJobSpecApplyConfiguration struct {
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycleApplyConfiguration `json:""`
 	// Reserved by DI-engine's manifests; kept as written.
 	Group *string `json:"group,omitempty"`
 	// The job's priority.
@@ -62,6 +64,38 @@ type DIJobSpecApplyConfiguration struct {
 // apply.
 func DIJobSpec() *DIJobSpecApplyConfiguration {
 	return &DIJobSpecApplyConfiguration{}
+}
+
+// WithSuspend sets the Suspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Suspend field is set to the value of the last call.
+func (b *DIJobSpecApplyConfiguration) WithSuspend(value bool) *DIJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.Suspend = &value
+	return b
+}
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *DIJobSpecApplyConfiguration) WithManagedBy(value string) *DIJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.ManagedBy = &value
+	return b
+}
+
+// WithActiveDeadlineSeconds sets the ActiveDeadlineSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ActiveDeadlineSeconds field is set to the value of the last call.
+func (b *DIJobSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64) *DIJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.ActiveDeadlineSeconds = &value
+	return b
+}
+
+// WithTTLSecondsAfterFinished sets the TTLSecondsAfterFinished field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TTLSecondsAfterFinished field is set to the value of the last call.
+func (b *DIJobSpecApplyConfiguration) WithTTLSecondsAfterFinished(value int32) *DIJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.TTLSecondsAfterFinished = &value
+	return b
 }
 
 // WithGroup sets the Group field in the declarative configuration to the given value

@@ -27,7 +27,9 @@ import (
 //
 // FederatedLearningJobSpec describes the job's workers.
 type FederatedLearningJobSpecApplyConfiguration struct {
-	AggregationWorker *AggregationWorkerApplyConfiguration `json:"aggregationWorker,omitempty"`
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycleApplyConfiguration `json:""`
+	AggregationWorker              *AggregationWorkerApplyConfiguration `json:"aggregationWorker,omitempty"`
 	// One training worker per dataset.
 	TrainingWorkers []TrainingWorkerApplyConfiguration `json:"trainingWorkers,omitempty"`
 	// A model to start from.
@@ -44,6 +46,38 @@ type FederatedLearningJobSpecApplyConfiguration struct {
 // apply.
 func FederatedLearningJobSpec() *FederatedLearningJobSpecApplyConfiguration {
 	return &FederatedLearningJobSpecApplyConfiguration{}
+}
+
+// WithSuspend sets the Suspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Suspend field is set to the value of the last call.
+func (b *FederatedLearningJobSpecApplyConfiguration) WithSuspend(value bool) *FederatedLearningJobSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.Suspend = &value
+	return b
+}
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *FederatedLearningJobSpecApplyConfiguration) WithManagedBy(value string) *FederatedLearningJobSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.ManagedBy = &value
+	return b
+}
+
+// WithActiveDeadlineSeconds sets the ActiveDeadlineSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ActiveDeadlineSeconds field is set to the value of the last call.
+func (b *FederatedLearningJobSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64) *FederatedLearningJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.ActiveDeadlineSeconds = &value
+	return b
+}
+
+// WithTTLSecondsAfterFinished sets the TTLSecondsAfterFinished field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TTLSecondsAfterFinished field is set to the value of the last call.
+func (b *FederatedLearningJobSpecApplyConfiguration) WithTTLSecondsAfterFinished(value int32) *FederatedLearningJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.TTLSecondsAfterFinished = &value
+	return b
 }
 
 // WithAggregationWorker sets the AggregationWorker field in the declarative configuration to the given value

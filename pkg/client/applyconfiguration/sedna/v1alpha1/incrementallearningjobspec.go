@@ -23,11 +23,13 @@ package v1alpha1
 //
 // IncrementalLearningJobSpec describes the cycle's data, models and stages.
 type IncrementalLearningJobSpecApplyConfiguration struct {
-	Dataset      *CycleDatasetApplyConfiguration `json:"dataset,omitempty"`
-	InitialModel *ModelRefApplyConfiguration     `json:"initialModel,omitempty"`
-	TrainSpec    *TrainSpecApplyConfiguration    `json:"trainSpec,omitempty"`
-	EvalSpec     *EvalSpecApplyConfiguration     `json:"evalSpec,omitempty"`
-	DeploySpec   *DeploySpecApplyConfiguration   `json:"deploySpec,omitempty"`
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycleApplyConfiguration `json:""`
+	Dataset                        *CycleDatasetApplyConfiguration `json:"dataset,omitempty"`
+	InitialModel                   *ModelRefApplyConfiguration     `json:"initialModel,omitempty"`
+	TrainSpec                      *TrainSpecApplyConfiguration    `json:"trainSpec,omitempty"`
+	EvalSpec                       *EvalSpecApplyConfiguration     `json:"evalSpec,omitempty"`
+	DeploySpec                     *DeploySpecApplyConfiguration   `json:"deploySpec,omitempty"`
 	// The Secret holding credentials for outputDir.
 	CredentialName *string `json:"credentialName,omitempty"`
 	// Where each round's data and models are written. It cannot change: the
@@ -39,6 +41,38 @@ type IncrementalLearningJobSpecApplyConfiguration struct {
 // apply.
 func IncrementalLearningJobSpec() *IncrementalLearningJobSpecApplyConfiguration {
 	return &IncrementalLearningJobSpecApplyConfiguration{}
+}
+
+// WithSuspend sets the Suspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Suspend field is set to the value of the last call.
+func (b *IncrementalLearningJobSpecApplyConfiguration) WithSuspend(value bool) *IncrementalLearningJobSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.Suspend = &value
+	return b
+}
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *IncrementalLearningJobSpecApplyConfiguration) WithManagedBy(value string) *IncrementalLearningJobSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.ManagedBy = &value
+	return b
+}
+
+// WithActiveDeadlineSeconds sets the ActiveDeadlineSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ActiveDeadlineSeconds field is set to the value of the last call.
+func (b *IncrementalLearningJobSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64) *IncrementalLearningJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.ActiveDeadlineSeconds = &value
+	return b
+}
+
+// WithTTLSecondsAfterFinished sets the TTLSecondsAfterFinished field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TTLSecondsAfterFinished field is set to the value of the last call.
+func (b *IncrementalLearningJobSpecApplyConfiguration) WithTTLSecondsAfterFinished(value int32) *IncrementalLearningJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.TTLSecondsAfterFinished = &value
+	return b
 }
 
 // WithDataset sets the Dataset field in the declarative configuration to the given value

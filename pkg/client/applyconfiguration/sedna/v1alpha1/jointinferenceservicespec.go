@@ -23,14 +23,32 @@ package v1alpha1
 //
 // JointInferenceServiceSpec describes the edge and the cloud worker.
 type JointInferenceServiceSpecApplyConfiguration struct {
-	EdgeWorker  *EdgeWorkerApplyConfiguration  `json:"edgeWorker,omitempty"`
-	CloudWorker *CloudWorkerApplyConfiguration `json:"cloudWorker,omitempty"`
+	// Nereid's own: suspend, managedBy.
+	ServiceLifecycleApplyConfiguration `json:""`
+	EdgeWorker                         *EdgeWorkerApplyConfiguration  `json:"edgeWorker,omitempty"`
+	CloudWorker                        *CloudWorkerApplyConfiguration `json:"cloudWorker,omitempty"`
 }
 
 // JointInferenceServiceSpecApplyConfiguration constructs a declarative configuration of the JointInferenceServiceSpec type for use with
 // apply.
 func JointInferenceServiceSpec() *JointInferenceServiceSpecApplyConfiguration {
 	return &JointInferenceServiceSpecApplyConfiguration{}
+}
+
+// WithSuspend sets the Suspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Suspend field is set to the value of the last call.
+func (b *JointInferenceServiceSpecApplyConfiguration) WithSuspend(value bool) *JointInferenceServiceSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.Suspend = &value
+	return b
+}
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *JointInferenceServiceSpecApplyConfiguration) WithManagedBy(value string) *JointInferenceServiceSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.ManagedBy = &value
+	return b
 }
 
 // WithEdgeWorker sets the EdgeWorker field in the declarative configuration to the given value

@@ -23,10 +23,12 @@ package v1alpha1
 //
 // LifelongLearningJobSpec describes the cycle's data and stages.
 type LifelongLearningJobSpecApplyConfiguration struct {
-	Dataset    *CycleDatasetApplyConfiguration `json:"dataset,omitempty"`
-	TrainSpec  *TrainSpecApplyConfiguration    `json:"trainSpec,omitempty"`
-	EvalSpec   *LLWorkerSpecApplyConfiguration `json:"evalSpec,omitempty"`
-	DeploySpec *LLWorkerSpecApplyConfiguration `json:"deploySpec,omitempty"`
+	// Nereid's own: suspend, managedBy, activeDeadlineSeconds, ttlSecondsAfterFinished.
+	JobLifecycleApplyConfiguration `json:""`
+	Dataset                        *CycleDatasetApplyConfiguration `json:"dataset,omitempty"`
+	TrainSpec                      *TrainSpecApplyConfiguration    `json:"trainSpec,omitempty"`
+	EvalSpec                       *LLWorkerSpecApplyConfiguration `json:"evalSpec,omitempty"`
+	DeploySpec                     *LLWorkerSpecApplyConfiguration `json:"deploySpec,omitempty"`
 	// The Secret holding credentials for outputDir.
 	CredentialName *string `json:"credentialName,omitempty"`
 	// Where each round's data and models are written. It cannot change: the
@@ -38,6 +40,38 @@ type LifelongLearningJobSpecApplyConfiguration struct {
 // apply.
 func LifelongLearningJobSpec() *LifelongLearningJobSpecApplyConfiguration {
 	return &LifelongLearningJobSpecApplyConfiguration{}
+}
+
+// WithSuspend sets the Suspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Suspend field is set to the value of the last call.
+func (b *LifelongLearningJobSpecApplyConfiguration) WithSuspend(value bool) *LifelongLearningJobSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.Suspend = &value
+	return b
+}
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *LifelongLearningJobSpecApplyConfiguration) WithManagedBy(value string) *LifelongLearningJobSpecApplyConfiguration {
+	b.ServiceLifecycleApplyConfiguration.ManagedBy = &value
+	return b
+}
+
+// WithActiveDeadlineSeconds sets the ActiveDeadlineSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ActiveDeadlineSeconds field is set to the value of the last call.
+func (b *LifelongLearningJobSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64) *LifelongLearningJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.ActiveDeadlineSeconds = &value
+	return b
+}
+
+// WithTTLSecondsAfterFinished sets the TTLSecondsAfterFinished field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TTLSecondsAfterFinished field is set to the value of the last call.
+func (b *LifelongLearningJobSpecApplyConfiguration) WithTTLSecondsAfterFinished(value int32) *LifelongLearningJobSpecApplyConfiguration {
+	b.JobLifecycleApplyConfiguration.TTLSecondsAfterFinished = &value
+	return b
 }
 
 // WithDataset sets the Dataset field in the declarative configuration to the given value

@@ -31,6 +31,8 @@ type StatusServer struct {
 	// been recorded at each attempt to write.
 	Writes        []sednav1.FederatedLearningJobStatus
 	EventsAtWrite []int
+	// Deletes are the delete options of each delete of the job.
+	Deletes []metav1.DeleteOptions
 }
 
 // NewStatusServer serves job, with a recorder of 10 events.
@@ -44,6 +46,19 @@ func (s *StatusServer) Get(_ context.Context, name string, _ metav1.GetOptions) 
 		return nil, apierrors.NewNotFound(sednav1.Resource("federatedlearningjobs"), name)
 	}
 	return s.Job.DeepCopy(), nil
+}
+
+// Delete deletes the job when its precondition, if any, holds.
+func (s *StatusServer) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	s.Deletes = append(s.Deletes, opts)
+	if s.Job == nil || s.Job.Name != name {
+		return apierrors.NewNotFound(sednav1.Resource("federatedlearningjobs"), name)
+	}
+	if p := opts.Preconditions; p != nil && p.UID != nil && *p.UID != s.Job.UID {
+		return apierrors.NewConflict(sednav1.Resource("federatedlearningjobs"), name, errors.New("the UID in the precondition does not match"))
+	}
+	s.Job = nil
+	return nil
 }
 
 // UpdateStatus writes j's status, or fails as the server is told to.

@@ -124,6 +124,7 @@ func fromV1(in *div1.DIJob) (*div2.DIJob, error) {
 			CleanPodPolicy: div2.CleanPodPolicy(in.Spec.CleanPodPolicy),
 			BackoffLimit:   ptr.To[int32](defaultBackoffLimit),
 			Volumes:        deepCopyVolumes(in.Spec.Volumes),
+			JobLifecycle:   lifecycleToV2(&in.Spec.JobLifecycle),
 		},
 		Status: V1StatusToV2(&in.Status),
 	}
@@ -163,6 +164,7 @@ func view(in *div2.DIJob) *div1.DIJob {
 			Group:          in.Spec.Group,
 			CleanPodPolicy: div1.CleanPodPolicy(in.Spec.CleanPodPolicy),
 			Volumes:        deepCopyVolumes(in.Spec.Volumes),
+			JobLifecycle:   div1.JobLifecycle(*in.Spec.JobLifecycle.DeepCopy()),
 		},
 	}
 	deleteAnnotation(&out.ObjectMeta, AnnotationV1)
@@ -206,6 +208,7 @@ func restore(in *div1.DIJob, raw string) (*div2.DIJob, error) {
 	deleteAnnotation(&out.ObjectMeta, AnnotationV2)
 	spec := &out.Spec
 	spec.Group, spec.CleanPodPolicy, spec.Volumes = in.Spec.Group, div2.CleanPodPolicy(in.Spec.CleanPodPolicy), deepCopyVolumes(in.Spec.Volumes)
+	spec.JobLifecycle = lifecycleToV2(&in.Spec.JobLifecycle)
 	v1 := s.V1 != nil
 	if v1 {
 		marker := *s.V1
@@ -283,11 +286,18 @@ func slots(spec *div2.DIJobSpec, v1 bool) taskSlots {
 // blank clears in a stash's spec what the v1alpha1 object shows, at.
 func blank(spec *div2.DIJobSpec, at taskSlots) {
 	spec.Group, spec.CleanPodPolicy, spec.Volumes = "", "", nil
+	spec.JobLifecycle = div2.JobLifecycle{}
 	for _, i := range []int{at.coordinator, at.collector, at.learner} {
 		if i >= 0 {
 			spec.Tasks[i].Template = corev1.PodTemplateSpec{}
 		}
 	}
+}
+
+// lifecycleToV2 is a v1alpha1 job's lifecycle fields in v2alpha1, the same
+// fields.
+func lifecycleToV2(in *div1.JobLifecycle) div2.JobLifecycle {
+	return div2.JobLifecycle(*in.DeepCopy())
 }
 
 func deepCopyVolumes(in []corev1.Volume) []corev1.Volume {

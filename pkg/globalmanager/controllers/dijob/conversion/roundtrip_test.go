@@ -23,7 +23,7 @@ const rounds = 100
 // metadata fuzzer functions (times to the second, quantities, raw
 // extensions that parse), profilings that are JSON objects, and v1
 // statuses as the v1 schema has them: phases, and condition types of v1's
-// phases, EdgeLinked, Scheduled and ReplicasCreated, replicaStatus keyed by v1's replica types (V1StatusToV2's
+// phases, EdgeLinked, Scheduled, ReplicasCreated and Suspended, replicaStatus keyed by v1's replica types (V1StatusToV2's
 // domain).
 func newFiller(t *testing.T, seed int64) *randfill.Filler {
 	t.Helper()
@@ -45,7 +45,7 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 var v1Phases = []div1.Phase{"", div1.JobCreated, div1.JobRunning, div1.JobSucceeded, div1.JobFailed, div1.JobUnknown}
 
 // v1ConditionTypes are the types a v1 condition may have.
-var v1ConditionTypes = append(v1Phases[1:len(v1Phases):len(v1Phases)], div1.ConditionEdgeLinked, div1.ConditionScheduled, div1.ConditionReplicasCreated)
+var v1ConditionTypes = append(v1Phases[1:len(v1Phases):len(v1Phases)], div1.ConditionEdgeLinked, div1.ConditionScheduled, div1.ConditionReplicasCreated, div1.ConditionSuspended)
 
 // fillV1Status fills a v1 status with v1's phases, condition types and
 // replica types.

@@ -95,7 +95,8 @@ var replicaTypes = []div1.ReplicaType{
 func TaskStatusKey(t div1.ReplicaType) string { return strings.ToLower(string(t)) }
 
 // statusToV1 is how v1alpha1 shows a v2 job's status: its phase, the
-// conditions about phases, EdgeLinked, Scheduled and ReplicasCreated; the status itself
+// conditions about phases, EdgeLinked, Scheduled, ReplicasCreated and
+// Suspended; the status itself
 // travels in AnnotationV2.
 func statusToV1(in *div2.DIJobStatus) div1.DIJobStatus {
 	out := div1.DIJobStatus{Phase: toV1Phase(in.Phase)}
@@ -118,10 +119,12 @@ var sameInV1 = map[div2.ConditionType]div1.Phase{
 	div2.ConditionEdgeLinked:      div1.ConditionEdgeLinked,
 	div2.ConditionScheduled:       div1.ConditionScheduled,
 	div2.ConditionReplicasCreated: div1.ConditionReplicasCreated,
+	div2.ConditionSuspended:       div1.ConditionSuspended,
 }
 
 // conditionToV2 is the v2 type of a v1 condition: its phase's, but
-// EdgeLinked, Scheduled and ReplicasCreated, which are no phase, as they are.
+// EdgeLinked, Scheduled, ReplicasCreated and Suspended, which are no
+// phase, as they are.
 func conditionToV2(t div1.Phase) div2.ConditionType {
 	for v2, v1 := range sameInV1 {
 		if v1 == t {
@@ -135,8 +138,8 @@ func conditionToV2(t div1.Phase) div2.ConditionType {
 func V1Phase(p div2.Phase) div1.Phase { return toV1Phase(p) }
 
 // V1ConditionType is the type v1alpha1 shows a v2 condition as (a phase's
-// by its v1 name: Starting is Created; EdgeLinked, Scheduled and
-// ReplicasCreated as they are), and false for one v1alpha1 has not
+// by its v1 name: Starting is Created; EdgeLinked, Scheduled,
+// ReplicasCreated and Suspended as they are), and false for one v1alpha1 has not
 // (Admitted).
 func V1ConditionType(t div2.ConditionType) (div1.Phase, bool) {
 	if same, ok := sameInV1[t]; ok {

@@ -1,0 +1,298 @@
+package integration
+
+// The lifecycle every kind has through the job framework
+// (pkg/globalmanager/controllers/common: suspend.go, deadline.go, ttl.go,
+// managedby.go), on the real control plane: a job suspended and resumed, one
+// created suspended, one past its deadline, one deleted after its TTL, one
+// another controller runs.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
+	"github.com/nereid-ml/nereid/test/framework"
+)
+
+// exampleWith is a copy of the example folder dir whose file (the one
+// object with a top-level spec) has fields (YAML lines, indented as spec's
+// children) added to its spec.
+func exampleWith(t *testing.T, dir, file string, fields ...string) string {
+	t.Helper()
+	out := t.TempDir()
+	entries, err := os.ReadDir(example(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join(example(dir), e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == file {
+			text := string(raw)
+			if strings.Count(text, "\nspec:\n") != 1 {
+				t.Fatalf("%s/%s has not exactly one top-level spec", dir, file)
+			}
+			text = strings.Replace(text, "\nspec:\n", "\nspec:\n  "+strings.Join(fields, "\n  ")+"\n", 1)
+			raw = []byte(text)
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// patchSpec merge-patches a kind's object's spec with kubectl.
+func patchSpec(t *testing.T, ns, resource, name, spec string) {
+	t.Helper()
+	if out, err := framework.Kubectl(t, "patch", resource, "-n", ns, name, "--type=merge", "-p", `{"spec":`+spec+`}`); err != nil {
+		t.Fatalf("kubectl patch %s %s %s: %v\n%s", resource, name, spec, err, out)
+	}
+}
+
+// suspendedIs says whether a Sedna condition list says suspended (True) or
+// resumed (False).
+func suspendedIs(conds []sednav1.JobCondition, status corev1.ConditionStatus) bool {
+	c := common.FindJobCondition(conds, common.ConditionSuspended)
+	return c != nil && c.Status == status
+}
+
+func TestFederatedLearningJobSuspendedStopsItsPodsAndResumesWhereItWas(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	job := applyFederatedExample(t, ns)
+	before, err := livePods(t.Context(), t, ns, job)
+	if err != nil || len(before) != 3 {
+		t.Fatalf("pods before: %v, %d, want 3", err, len(before))
+	}
+	// What the edge reported stays through a suspension: a round, as a
+	// report writes it.
+	sedna := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	job.Status.Round, job.Status.FastestNode = 4, "edge-node-1"
+	if _, err := sedna.UpdateStatus(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	patchSpec(t, ns, "fl", flJob, `{"suspend":true}`)
+	var suspended *sednav1.FederatedLearningJob
+	framework.Eventually(t, 60*time.Second, "the suspended job's pods to go", func(ctx context.Context) (bool, error) {
+		pods, err := livePods(ctx, t, ns, job)
+		if err != nil {
+			return false, err
+		}
+		suspended, err = sedna.Get(ctx, flJob, metav1.GetOptions{})
+		return err == nil && len(pods) == 0 && suspended.Status.ObservedGeneration == suspended.Generation &&
+			suspendedIs(suspended.Status.Conditions, corev1.ConditionTrue), err
+	})
+	if st := suspended.Status; st.Phase != sednav1.FLJobPending || st.Round != 4 || st.FastestNode != "edge-node-1" || !st.StartTime.Equal(job.Status.StartTime) {
+		t.Errorf("suspended: phase %q round %d fastest %q start %v; want Pending, and round 4, edge-node-1 and start %v kept",
+			st.Phase, st.Round, st.FastestNode, st.StartTime, job.Status.StartTime)
+	}
+	svcs, err := framework.KubeClient(t).CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{LabelSelector: common.OwnerSelector(job).String()})
+	if err != nil || len(svcs.Items) != 1 {
+		t.Errorf("the suspended job's Services: %v (%v); want its one kept", svcs, err)
+	}
+	out, err := framework.Kubectl(t, "get", "fl", "-n", ns, flJob)
+	if err != nil || !strings.Contains(out, "SUSPENDED") || !strings.Contains(out, "true") {
+		t.Errorf("kubectl get fl: %v\n%s\nwant a SUSPENDED column saying true", err, out)
+	}
+
+	patchSpec(t, ns, "fl", flJob, `{"suspend":false}`)
+	resumed := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	if !suspendedIs(resumed.Status.Conditions, corev1.ConditionFalse) || resumed.Status.Round != 4 {
+		t.Errorf("resumed: conditions %+v, round %d; want Suspended False and round 4", resumed.Status.Conditions, resumed.Status.Round)
+	}
+	after, err := livePods(t.Context(), t, ns, job)
+	if err != nil || len(after) != 3 {
+		t.Fatalf("pods after resuming: %v, %d, want 3", err, len(after))
+	}
+	for name, p := range after {
+		if b := before[name]; b == nil || b.UID == p.UID {
+			t.Errorf("pod %s after resuming: want a new pod of a name it had", name)
+		}
+	}
+	waitForEvents(t, ns, job.UID, "", common.ReasonSuspended, common.ReasonResumed)
+}
+
+func TestFederatedLearningJobCreatedSuspendedMakesNothingUntilResumed(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	gm := framework.StartGlobalManager(t, ns)
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "suspend: true")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	sedna := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
+	var job *sednav1.FederatedLearningJob
+	framework.Eventually(t, 60*time.Second, "the job to say it is suspended", func(ctx context.Context) (bool, error) {
+		var err error
+		job, err = sedna.Get(ctx, flJob, metav1.GetOptions{})
+		return err == nil && suspendedIs(job.Status.Conditions, corev1.ConditionTrue), err
+	})
+	after := framework.WaitForSyncAfter(t, synced)
+	if made := after.ChildrenCreated("Pod") + after.ChildrenCreated("Service") - synced.ChildrenCreated("Pod") - synced.ChildrenCreated("Service"); made != 0 {
+		t.Errorf("a job created suspended made %v children, want none", made)
+	}
+	if c := common.FindJobCondition(job.Status.Conditions, "Admitted"); c != nil {
+		t.Errorf("a job created suspended asked for quota: %+v", c)
+	}
+	patchSpec(t, ns, "fl", flJob, `{"suspend":false}`)
+	waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+}
+
+func TestFederatedLearningJobActivePastItsDeadlineFails(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "activeDeadlineSeconds: 4")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForPhase(t, ns, flJob, sednav1.FLJobFailed)
+	failed := common.FindJobCondition(job.Status.Conditions, "Failed")
+	if failed == nil || failed.Reason != common.ReasonDeadlineExceeded || job.Status.CompletionTime == nil {
+		t.Fatalf("Failed condition %+v, completionTime %v; want reason %s and a completion time", failed, job.Status.CompletionTime, common.ReasonDeadlineExceeded)
+	}
+	if active := job.Status.CompletionTime.Sub(job.Status.StartTime.Time); active < 4*time.Second {
+		t.Errorf("failed %v after it started, before its 4 s deadline", active)
+	}
+	// Its running pods go as for any failure (cleanPodPolicy Running).
+	framework.Eventually(t, 60*time.Second, "the failed job's running pods to go", func(ctx context.Context) (bool, error) {
+		pods, err := livePods(ctx, t, ns, job)
+		return len(pods) == 0, err
+	})
+	waitForEvents(t, ns, job.UID, "activeDeadlineSeconds", common.ReasonDeadlineExceeded)
+}
+
+func TestFinishedFederatedLearningJobIsDeletedAfterItsTTL(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "ttlSecondsAfterFinished: 3")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
+	pods, err := livePods(t.Context(), t, ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Labels[common.LabelWorkerRole] == "aggregation" {
+			framework.EndPod(t, ns, p.Name, corev1.PodSucceeded)
+		}
+	}
+	done := waitForPhase(t, ns, flJob, sednav1.FLJobSucceeded)
+	kube := framework.KubeClient(t)
+	var goneAt time.Time
+	framework.Eventually(t, 60*time.Second, "the finished job, its pods and its Service to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(ctx, flJob, metav1.GetOptions{})
+		if err == nil || !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if goneAt.IsZero() {
+			goneAt = time.Now()
+		}
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(done).String()})
+		if err != nil {
+			return false, err
+		}
+		svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(done).String()})
+		return len(pods.Items) == 0 && len(svcs.Items) == 0, err
+	})
+	if kept := goneAt.Sub(done.Status.CompletionTime.Time); kept < 3*time.Second-time.Second { // completionTime is to the second
+		t.Errorf("deleted %v after it finished, before its 3 s TTL", kept)
+	}
+}
+
+func TestJobAnotherControllerRunsIsLeftWhollyAlone(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	gm := framework.StartGlobalManager(t, ns)
+	synced := framework.ReadController(t, gm, federatedlearning.Name)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "managedBy: kueue.x-k8s.io/multikueue")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	// Once the controller has synced all it was given, the job is as it
+	// was created: no status, no pods.
+	after := framework.WaitForSyncAfter(t, synced)
+	job, err := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns).Get(t.Context(), flJob, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Syncs() == synced.Syncs() {
+		t.Fatalf("the controller never synced the job")
+	}
+	if job.Status.Phase != "" || len(job.Status.Conditions) != 0 || job.Status.StartTime != nil {
+		t.Errorf("the status of a job another controller runs was written: %+v", job.Status)
+	}
+	if pods, err := livePods(t.Context(), t, ns, job); err != nil || len(pods) != 0 {
+		t.Errorf("pods of a job another controller runs: %v (%v)", podUIDs(pods), err)
+	}
+	// managedBy cannot change, nor go.
+	for _, patch := range []string{`{"managedBy":"nereid.io/globalmanager"}`, `{"managedBy":null}`} {
+		out, err := framework.Kubectl(t, "patch", "fl", "-n", ns, flJob, "--type=merge", "-p", `{"spec":`+patch+`}`)
+		if said := fmt.Sprint(err) + out; err == nil || !strings.Contains(said, "spec.managedBy") || !strings.Contains(said, "cannot be changed") {
+			t.Errorf("patching spec %s: %v\n%s\nwant a refusal naming spec.managedBy", patch, err, out)
+		}
+	}
+}
+
+func TestDIJobSuspendedAndResumedKeepsItsRestartsAndFailsPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
+	patchSpec(t, ns, "dijob", diExample, `{"suspend":true}`)
+	job = waitForDIJob(t, ns, diExample, "suspended", func(j *div2.DIJob) bool {
+		pods, err := diPods(t.Context(), t, ns, j)
+		return err == nil && len(pods) == 0 && j.Status.Phase == div2.JobPending && j.Status.Reason == common.ReasonSuspended &&
+			diConditionIs(j, div2.ConditionSuspended, corev1.ConditionTrue)
+	})
+	if job.Status.Restarts != 0 {
+		t.Errorf("restarts %d after suspending; a suspension is no restart", job.Status.Restarts)
+	}
+	patchSpec(t, ns, "dijob", diExample, `{"suspend":false}`)
+	job = waitForDIJob(t, ns, diExample, "Running again", func(j *div2.DIJob) bool {
+		return j.Status.Phase == div2.JobRunning && diConditionIs(j, div2.ConditionSuspended, corev1.ConditionFalse)
+	})
+	if job.Status.Restarts != 0 || job.Status.ReadyReplicas != 4 {
+		t.Errorf("resumed: restarts %d, ready %d; want 0 and 4", job.Status.Restarts, job.Status.ReadyReplicas)
+	}
+	// Its deadline counts from the resumption.
+	patchSpec(t, ns, "dijob", diExample, `{"activeDeadlineSeconds":3}`)
+	job = waitForDIJob(t, ns, diExample, "Failed past its deadline", diPhaseIs(div2.JobFailed))
+	if job.Status.Reason != common.ReasonDeadlineExceeded || job.Status.CompletionTimestamp == nil {
+		t.Errorf("failed with reason %q, completion %v; want %s and a completion time", job.Status.Reason, job.Status.CompletionTimestamp, common.ReasonDeadlineExceeded)
+	}
+	framework.Eventually(t, 60*time.Second, "the failed job's running pods to go", func(ctx context.Context) (bool, error) {
+		pods, err := diPods(ctx, t, ns, job)
+		return len(pods) == 0, err
+	})
+}
+
+// diConditionIs says whether a DIJob has a condition of type t with status.
+func diConditionIs(j *div2.DIJob, t div2.ConditionType, status corev1.ConditionStatus) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t {
+			return c.Status == status
+		}
+	}
+	return false
+}
