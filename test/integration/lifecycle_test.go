@@ -8,6 +8,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -295,4 +296,80 @@ func diConditionIs(j *div2.DIJob, t div2.ConditionType, status corev1.ConditionS
 		}
 	}
 	return false
+}
+
+// An incremental learning job suspended mid-stage keeps where its cycle
+// stands, and resumed, runs the same try of the same stage again in a new
+// pod of the same name: no try is lost to the suspension.
+func TestIncrementalLearningJobSuspendedMidStageResumesTheSameTry(t *testing.T) {
+	t.Parallel()
+	c := startCycle(t, "incrementallearningjob", nil)
+	c.createIncremental(5, nil)
+	c.addSamples(6)
+	first := c.stagePod("train", 1, 1)
+	before := c.waitFor(1, sednav1.StageTrain, sednav1.StageStarting, sednav1.StageRunning)
+
+	patchSpec(t, c.ns, "il", cycleJob, `{"suspend":true}`)
+	var during sednav1.CycleStatus
+	framework.Eventually(t, 60*time.Second, "the suspended job's pods to go", func(ctx context.Context) (bool, error) {
+		pods, err := c.stagePods(ctx, "train")
+		if err != nil {
+			return false, err
+		}
+		during, err = c.status(ctx)
+		return err == nil && len(pods) == 0 && suspendedIs(during.JobConditions, corev1.ConditionTrue), err
+	})
+	if during.Round != 1 || during.Stage != sednav1.StageTrain || during.Attempt != before.Attempt || len(during.History) != 0 {
+		t.Errorf("suspended: %s; want round 1 train, its try and history kept (%s)", describe(during), describe(before))
+	}
+
+	patchSpec(t, c.ns, "il", cycleJob, `{"suspend":false}`)
+	again := c.stagePod("train", 1, 1)
+	if again.UID == first.UID {
+		t.Errorf("the train pod after resuming is the one before")
+	}
+	// The pod is made before the status that says resumed is written.
+	var after sednav1.CycleStatus
+	framework.Eventually(t, 60*time.Second, "the job to say it resumed", func(ctx context.Context) (bool, error) {
+		var err error
+		after, err = c.status(ctx)
+		return err == nil && suspendedIs(after.JobConditions, corev1.ConditionFalse), err
+	})
+	if after.Round != 1 || after.Stage != sednav1.StageTrain || after.Attempt != before.Attempt || len(after.History) != 0 {
+		t.Errorf("resumed: %s; want round 1 train, the same try (%s)", describe(after), describe(before))
+	}
+}
+
+// A JointInferenceService suspended has no Deployments, and resumed, has
+// them back.
+func TestJointInferenceServiceSuspendedHasNoWorkersUntilResumed(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	framework.StartGlobalManager(t, ns)
+	ji := applyJointInferenceExample(t, ns)
+	kube := framework.KubeClient(t)
+	deployments := func(ctx context.Context) (int, error) {
+		list, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: common.OwnerSelector(ji).String()})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, d := range list.Items {
+			if d.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n, nil
+	}
+	patchSpec(t, ns, "ji", ji.Name, `{"suspend":true}`)
+	framework.Eventually(t, 60*time.Second, "the suspended service's Deployments to go", func(ctx context.Context) (bool, error) {
+		n, err := deployments(ctx)
+		got, gerr := framework.SednaClient(t).SednaV1alpha1().JointInferenceServices(ns).Get(ctx, ji.Name, metav1.GetOptions{})
+		return err == nil && gerr == nil && n == 0 && suspendedIs(got.Status.Conditions, corev1.ConditionTrue) && got.Status.EdgeReady == "0/0", errors.Join(err, gerr)
+	})
+	patchSpec(t, ns, "ji", ji.Name, `{"suspend":false}`)
+	framework.Eventually(t, 60*time.Second, "the resumed service's Deployments to come back", func(ctx context.Context) (bool, error) {
+		n, err := deployments(ctx)
+		return n == 2, err
+	})
 }
