@@ -322,6 +322,10 @@ func TestKubectlExplainDescribesNereidsFields(t *testing.T) {
 		"dijob.spec.backoffLimit":              "How many times the job may restart",
 		"il.status.jobConditions":              "Conditions about the job as a whole",
 		"ji.spec.edgeWorker.hardExampleMining": "How the worker picks the examples it sends to the cloud.",
+		"fl.spec.suspend":                      "True stops the object's pods",
+		"ll.spec.ttlSecondsAfterFinished":      "Seconds after the job finished",
+		"ji.spec.managedBy":                    "The controller that runs this object",
+		"dijob.spec.activeDeadlineSeconds":     "Seconds the job may be active",
 	} {
 		// Discovery and the OpenAPI of CRDs just made may lag a moment.
 		var out string
@@ -359,10 +363,10 @@ func TestShortNamesAndPrinterColumns(t *testing.T) {
 	}{
 		"Dataset":                {"dst", []string{"NAME", "NODE", "FORMAT", "SAMPLES", "EDGE", "AGE"}},
 		"Model":                  {"mdl", []string{"NAME", "FORMAT", "URL", "AGE"}},
-		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "EDGE-READY", "CLOUD-READY", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
-		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ROUND", "SLOWEST", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
-		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
-		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "AGE"}},
+		"JointInferenceService":  {"ji", []string{"NAME", "EDGE-NODE", "EDGE-READY", "CLOUD-READY", "ACTIVE", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "SUSPENDED", "AGE"}},
+		"FederatedLearningJob":   {"fl", []string{"NAME", "PHASE", "ROUND", "SLOWEST", "ACTIVE", "SUCCEEDED", "FAILED", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "SUSPENDED", "AGE"}},
+		"IncrementalLearningJob": {"il", []string{"NAME", "STAGE", "STATE", "ROUND", "ACTIVE", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "SUSPENDED", "AGE"}},
+		"LifelongLearningJob":    {"ll", []string{"NAME", "STAGE", "STATE", "ROUND", "MODELS", "ADMISSION", "REFERENCES", "SCHEDULED", "EDGE", "SUSPENDED", "AGE"}},
 	}
 	for kind, tc := range cases {
 		t.Run(kind, func(t *testing.T) {

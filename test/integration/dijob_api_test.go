@@ -60,7 +60,7 @@ func TestDIJobExamplesApply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl get dijob (short name, printer columns): %v\n%s", err, out)
 	}
-	wantColumns := []string{"NAME", "PHASE", "READYREPLICAS", "REPLICAS", "TASKS-READY", "RESTARTS", "RESCHEDULES", "ADMISSION", "REASON", "SCHEDULED", "EDGE", "AGE"}
+	wantColumns := []string{"NAME", "PHASE", "READYREPLICAS", "REPLICAS", "TASKS-READY", "RESTARTS", "RESCHEDULES", "ADMISSION", "REASON", "SCHEDULED", "EDGE", "SUSPENDED", "AGE"}
 	if diff := cmp.Diff(wantColumns, strings.Fields(strings.SplitN(out, "\n", 2)[0])); diff != "" {
 		t.Errorf("columns of kubectl get dijob (-want,+got):\n%s", diff)
 	}

@@ -22,6 +22,7 @@ import (
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/test/framework"
@@ -372,4 +373,26 @@ func TestJointInferenceServiceSuspendedHasNoWorkersUntilResumed(t *testing.T) {
 		n, err := deployments(ctx)
 		return n == 2, err
 	})
+}
+
+// A suspended job holds no quota: the job waiting behind it is admitted,
+// and the resumed one asks again, and waits its turn.
+func TestSuspendingAJobReleasesItsQuotaAndResumingAsksAgain(t *testing.T) {
+	t.Parallel()
+	ns, tolerations, _ := quotaNamespace(t, "4")
+	framework.StartGlobalManager(t, ns)
+	first := createFL(t, ns, quotaJob("qa", "1", 2, "", tolerations))
+	allBound(t, ns, first, 3)
+	second := createFL(t, ns, quotaJob("qb", "1", 2, "", tolerations))
+	flAdmitted(t, ns, second.Name, corev1.ConditionFalse, admission.ReasonWaitingForQuota, "")
+
+	patchSpec(t, ns, "fl", first.Name, `{"suspend":true}`)
+	allBound(t, ns, second, 3)
+	flAdmitted(t, ns, second.Name, corev1.ConditionTrue, admission.ReasonQuotaAdmitted, "")
+
+	patchSpec(t, ns, "fl", first.Name, `{"suspend":false}`)
+	flAdmitted(t, ns, first.Name, corev1.ConditionFalse, admission.ReasonWaitingForQuota, "")
+	if pods, err := livePods(t.Context(), t, ns, first); err != nil || len(pods) != 0 {
+		t.Errorf("the resumed job made pods %v (%v) with no room in its quota", podUIDs(pods), err)
+	}
 }
