@@ -19,12 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/admission"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -395,4 +397,52 @@ func TestSuspendingAJobReleasesItsQuotaAndResumingAsksAgain(t *testing.T) {
 	if pods, err := livePods(t.Context(), t, ns, first); err != nil || len(pods) != 0 {
 		t.Errorf("the resumed job made pods %v (%v) with no room in its quota", podUIDs(pods), err)
 	}
+}
+
+// TestEdgeHubLeavesAJobAnotherControllerRunsAlone: Sedna's lifelong sample
+// pinned to a node that does not exist here (as a MultiKueue worker
+// cluster's nodes do not exist in its management cluster) gets no EdgeLinked
+// condition of the edge hub's, and goes to no LocalController, when another
+// controller runs it; the same job of Nereid's says NoSuchNode.
+func TestEdgeHubLeavesAJobAnotherControllerRunsAlone(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	hub := framework.StartGlobalManagerWithEdgeHub(t, ns)
+	own := lifelongSampleOn(t, ns, "own", "no-such-node", "edge-0")
+	foreign := lifelongSampleOn(t, ns, "foreign", "no-such-node", "edge-0")
+	foreign.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
+	for _, j := range []*sednav1.LifelongLearningJob{own, foreign} {
+		if _, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, 30*time.Second, "Nereid's job to say its node does not exist",
+		jobLinkSays(t, ns, own.Name, edgehub.ReasonNoSuchNode, "no node no-such-node exists"))
+	// One more scan, begun after the one that judged both.
+	scans := reachScans(t, hub.Process)
+	framework.Eventually(t, 60*time.Second, "another reach scan of the edge hub", func(context.Context) (bool, error) {
+		return reachScans(t, hub.Process) > scans, nil
+	})
+	got, err := framework.SednaClient(t).SednaV1alpha1().LifelongLearningJobs(ns).Get(t.Context(), foreign.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.JobConditions) != 0 || got.Status.Stage != "" {
+		t.Errorf("the status of a job another controller runs was written: %+v", got.Status)
+	}
+	if n := len(framework.Events(t, ns, got.UID)); n != 0 {
+		t.Errorf("%d events on a job another controller runs, want none", n)
+	}
+}
+
+// reachScans is how many reach scans gm's edge hub has made.
+func reachScans(t *testing.T, gm *framework.Process) float64 {
+	t.Helper()
+	var m framework.Metrics
+	framework.Eventually(t, 30*time.Second, "the GlobalManager's metrics", func(ctx context.Context) (bool, error) {
+		var err error
+		m, err = framework.ScrapeMetrics(ctx, "http://"+gm.HealthAddress())
+		return err == nil, nil
+	})
+	return m.Get("nereid_edgehub_reach_scans_total")
 }

@@ -247,7 +247,7 @@ func (w *conditionWriter) write(ctx context.Context, key conditionKey) error {
 		return err
 	}
 	obj := cached.(runtime.Object).DeepCopyObject().(metav1.Object)
-	if !k.conditions.set(obj, c, metav1.NewTime(w.hub.clock.Now())) {
+	if !common.RunByNereid(obj) || !k.conditions.set(obj, c, metav1.NewTime(w.hub.clock.Now())) {
 		w.forget(ref, c)
 		return nil
 	}

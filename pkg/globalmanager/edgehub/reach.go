@@ -260,8 +260,8 @@ func (r *reach) scan(ctx context.Context) {
 		}
 		for _, item := range k.Informer.GetStore().List() {
 			obj, ok := item.(metav1.Object)
-			if !ok || obj.GetDeletionTimestamp() != nil {
-				continue
+			if !ok || obj.GetDeletionTimestamp() != nil || !common.RunByNereid(obj) {
+				continue // going, or another controller's: no condition of Nereid's
 			}
 			running := onEdge[string(obj.GetUID())]
 			if k.WorkersNeedLocalController {

@@ -34,3 +34,11 @@ type JobLifecycle struct {
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
+
+// ManagedByName is the job's spec.managedBy, "" when absent.
+func (j *DIJob) ManagedByName() string {
+	if j.Spec.ManagedBy == nil {
+		return ""
+	}
+	return *j.Spec.ManagedBy
+}

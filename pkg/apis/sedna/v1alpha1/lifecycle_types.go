@@ -42,3 +42,23 @@ type JobLifecycle struct {
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
+
+// ManagedByName is spec.managedBy, "" when absent.
+func (l *ServiceLifecycle) ManagedByName() string {
+	if l.ManagedBy == nil {
+		return ""
+	}
+	return *l.ManagedBy
+}
+
+// ManagedByName is the job's spec.managedBy, "" when absent.
+func (j *FederatedLearningJob) ManagedByName() string { return j.Spec.ManagedByName() }
+
+// ManagedByName is the job's spec.managedBy, "" when absent.
+func (j *IncrementalLearningJob) ManagedByName() string { return j.Spec.ManagedByName() }
+
+// ManagedByName is the job's spec.managedBy, "" when absent.
+func (j *LifelongLearningJob) ManagedByName() string { return j.Spec.ManagedByName() }
+
+// ManagedByName is the service's spec.managedBy, "" when absent.
+func (s *JointInferenceService) ManagedByName() string { return s.Spec.ManagedByName() }

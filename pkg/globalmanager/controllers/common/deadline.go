@@ -2,6 +2,7 @@ package common
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,10 @@ import (
 // Job's.
 const ReasonDeadlineExceeded = "DeadlineExceeded"
 
+// maxDeadlineSeconds is the longest deadline a time.Duration holds (about
+// 292 years); a longer one would overflow into the past.
+const maxDeadlineSeconds = int64(math.MaxInt64 / time.Second)
+
 // enforceDeadline fails an unfinished, running owner that has been active
 // longer than its activeDeadlineSeconds, through its kind's Fail; the
 // kind's sync then removes its pods as for any failure. Before then the
@@ -23,6 +28,9 @@ func (p *Syncer[T]) enforceDeadline(s *Sync[T], spec LifecycleSpec, now metav1.T
 	l := p.Lifecycle
 	if spec.ActiveDeadlineSeconds == nil || l.Fail == nil {
 		return nil
+	}
+	if *spec.ActiveDeadlineSeconds > maxDeadlineSeconds {
+		return nil // further than a time.Duration reaches: never, in practice
 	}
 	deadline := p.activeSince(s.Owner).Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second)
 	if now.Time.Before(deadline) {

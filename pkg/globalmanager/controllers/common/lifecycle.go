@@ -24,7 +24,8 @@ type Lifecycle[T any] struct {
 	// condition goes.
 	Conditions func(owner T) Conditions
 	// Finished is when the owner finished (succeeded or failed), nil while
-	// it has not; nil for a kind that never finishes (a service), which
+	// it has not, a zero time when it has but when is not known (it then
+	// has no TTL); nil for a kind that never finishes (a service), which
 	// has no deadline and no TTL either.
 	Finished func(owner T) *metav1.Time
 	// Started is when the owner began to run (status.startTime), nil when
@@ -41,11 +42,11 @@ type Lifecycle[T any] struct {
 	Suspended func(owner T, pods []*corev1.Pod, now metav1.Time)
 }
 
-// LifecycleSpec is an owner's lifecycle fields (spec.suspend, managedBy,
-// activeDeadlineSeconds, ttlSecondsAfterFinished), whatever its kind.
+// LifecycleSpec is an owner's lifecycle fields (spec.suspend,
+// activeDeadlineSeconds, ttlSecondsAfterFinished), whatever its kind;
+// managedBy is read by RunByNereid.
 type LifecycleSpec struct {
 	Suspend                 bool
-	ManagedBy               string
 	ActiveDeadlineSeconds   *int64
 	TTLSecondsAfterFinished *int32
 }
@@ -62,9 +63,6 @@ func SednaServiceLifecycle(l *sednav1.ServiceLifecycle) LifecycleSpec {
 	var out LifecycleSpec
 	if l.Suspend != nil {
 		out.Suspend = *l.Suspend
-	}
-	if l.ManagedBy != nil {
-		out.ManagedBy = *l.ManagedBy
 	}
 	return out
 }

@@ -5,6 +5,7 @@ package common
 // federated job's hooks written here as a kind writes its own.
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,7 @@ func TestAResumedJobSaysSoAndItsSyncGoesOn(t *testing.T) {
 
 func TestAJobActivePastItsDeadlineFailsAndSuspendedTimeIsNotCounted(t *testing.T) {
 	cases := map[string]struct {
+		deadline     int64         // seconds; 0: 60
 		resumedAfter time.Duration // 0: never suspended
 		now          time.Duration
 		wantFailed   bool
@@ -187,11 +189,17 @@ func TestAJobActivePastItsDeadlineFailsAndSuspendedTimeIsNotCounted(t *testing.T
 		"at the deadline":             {now: time.Minute, wantFailed: true},
 		"resumed: the clock restarts": {resumedAfter: 50 * time.Second, now: 61 * time.Second, wantRequeue: 49 * time.Second},
 		"resumed, then past it":       {resumedAfter: 50 * time.Second, now: 111 * time.Second, wantFailed: true},
+		// A deadline a time.Duration cannot hold never comes, rather than
+		// overflowing into the past.
+		"the largest deadline": {deadline: math.MaxInt64, now: 1000 * time.Hour},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			job := commontest.Job()
 			job.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+			if tc.deadline != 0 {
+				job.Spec.ActiveDeadlineSeconds = &tc.deadline
+			}
 			if tc.resumedAfter > 0 {
 				at := metav1.NewTime(createdAt.Add(tc.resumedAfter))
 				job.Status.Conditions = []sednav1.JobCondition{{Type: ConditionSuspended, Status: corev1.ConditionFalse, Reason: ReasonResumed, LastTransitionTime: at}}
@@ -206,7 +214,11 @@ func TestAJobActivePastItsDeadlineFailsAndSuspendedTimeIsNotCounted(t *testing.T
 				t.Fatalf("failed = %v (%v), want %v", got, r.failed, tc.wantFailed)
 			}
 			if !tc.wantFailed {
-				if diff := cmp.Diff([]time.Duration{tc.wantRequeue}, r.requeued); diff != "" {
+				var want []time.Duration
+				if tc.wantRequeue > 0 {
+					want = []time.Duration{tc.wantRequeue}
+				}
+				if diff := cmp.Diff(want, r.requeued); diff != "" {
 					t.Errorf("requeued after (-want,+got):\n%s", diff)
 				}
 				return
@@ -262,6 +274,19 @@ func TestAFinishedJobIsDeletedAfterItsTTL(t *testing.T) {
 		}
 		if r.server.Job != nil {
 			t.Errorf("the job is still there")
+		}
+	})
+	t.Run("when it finished is not known", func(t *testing.T) {
+		job := newJob()
+		job.Status.CompletionTime = nil
+		job.Status.Conditions[0].LastTransitionTime = metav1.Time{}
+		r := newLifecycleRig(t, job)
+		r.clock.SetTime(finishedAt.Add(time.Hour))
+		if _, s, err := r.syncer.Begin(t.Context(), "ns/job"); s == nil || err != nil {
+			t.Fatalf("Begin = %v, %v; want a sync", s, err)
+		}
+		if len(r.server.Deletes) != 0 || len(r.requeued) != 0 {
+			t.Errorf("deletes %v, requeues %v; want the job kept", r.server.Deletes, r.requeued)
 		}
 	})
 	t.Run("a suspended finished job is not deleted early, nor its pods", func(t *testing.T) {

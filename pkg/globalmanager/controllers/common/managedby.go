@@ -14,9 +14,20 @@ const ManagedByNereid = sednav1.ManagedByNereid
 // reports are refused. The CRDs keep managedBy from changing, so an owner
 // never moves between controllers while it runs.
 func (p *Syncer[T]) Manages(owner T) bool {
-	if p.Lifecycle == nil {
+	return RunByNereid(owner)
+}
+
+// RunByNereid says whether Nereid runs obj, of any kind: its spec.managedBy
+// (ManagedByName) is absent or names Nereid's GlobalManager. An object of a
+// kind without managedBy (a Dataset, a Model) is Nereid's. Every path that
+// acts on an object (its controller's sync, edge reports about it, what the
+// edge hub sends about it and the conditions it writes on it, the DIJob
+// replicas API) asks this.
+func RunByNereid(obj any) bool {
+	m, ok := obj.(interface{ ManagedByName() string })
+	if !ok {
 		return true
 	}
-	by := p.Lifecycle.Spec(owner).ManagedBy
+	by := m.ManagedByName()
 	return by == "" || by == ManagedByNereid
 }

@@ -23,7 +23,8 @@ const (
 // whySuspended is why a suspended owner's pods are deleted, in its event.
 const whySuspended = "the job is suspended (spec.suspend)"
 
-// suspend stops a suspended, unfinished owner: its pods, its Deployments
+// suspend stops a suspended, unfinished owner: its pods that have not
+// ended, its Deployments
 // and their autoscalers go (its Services stay, they hold no pods), what
 // it holds elsewhere is released (Forget: its quota, its place), and its
 // status says so through the Suspended condition and the kind's
@@ -42,8 +43,11 @@ func (p *Syncer[T]) suspend(ctx context.Context, s *Sync[T], now metav1.Time) er
 	}
 	var err error
 	if s.Satisfied && p.Children != nil {
+		// Pods that ended hold nothing, and one that succeeded holds a
+		// result (a learner done, a stage whose report is on its way):
+		// they stay, as a suspended Kubernetes Job's finished pods do.
 		running := Adopted{
-			Pods:        append(append([]*corev1.Pod(nil), s.Pods...), s.Adopted.Pods...),
+			Pods:        PodsToClean(append(append([]*corev1.Pod(nil), s.Pods...), s.Adopted.Pods...), "Running"),
 			Deployments: append(s.Deployments, s.Adopted.Deployments...),
 			HPAs:        append(s.HPAs, s.Adopted.HPAs...),
 		}

@@ -4,8 +4,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/dijob/conversion"
 )
 
 // lifecycle is what the lifecycle policies (common.Lifecycle) need of a
@@ -19,9 +21,6 @@ func (c *Controller) lifecycle() *common.Lifecycle[*div2.DIJob] {
 			if l.Suspend != nil {
 				out.Suspend = *l.Suspend
 			}
-			if l.ManagedBy != nil {
-				out.ManagedBy = *l.ManagedBy
-			}
 			return out
 		},
 		Conditions: func(job *div2.DIJob) common.Conditions { return conditions{&job.Status} },
@@ -32,14 +31,26 @@ func (c *Controller) lifecycle() *common.Lifecycle[*div2.DIJob] {
 			if t := job.Status.CompletionTimestamp; t != nil {
 				return t
 			}
-			_, _, since := conditions{&job.Status}.Get(string(job.Status.Phase))
-			return &since
+			if found, _, since := (conditions{&job.Status}).Get(string(job.Status.Phase)); found {
+				return &since
+			}
+			return &metav1.Time{} // when is not known
 		},
 		Fail: func(job *div2.DIJob, reason, msg string, now metav1.Time) {
 			job.Status.CompletionTimestamp = &now
+			if conversion.IsV1(job) {
+				changeV1Status(job, now, func(sc *v1SyncCtx) { sc.setPhase(div1.JobFailed, reason, msg) })
+				return
+			}
 			setPhase(&job.Status, div2.JobFailed, reason, msg, now, corev1.EventTypeWarning)
 		},
 		Suspended: func(job *div2.DIJob, pods []*corev1.Pod, now metav1.Time) {
+			if conversion.IsV1(job) {
+				// v1alpha1 has no phase for it: the Suspended condition
+				// says it, and its phase and counts stay those it ran
+				// with until syncV1 counts its pods again on resume.
+				return
+			}
 			setPhase(&job.Status, div2.JobPending, common.ReasonSuspended, "the job is suspended: its pods are stopped", now, corev1.EventTypeNormal)
 			var wanted []replica
 			if job.CheckReplicas() == nil {
@@ -48,6 +59,16 @@ func (c *Controller) lifecycle() *common.Lifecycle[*div2.DIJob] {
 			c.count(job, wanted, &job.Status, pods)
 		},
 	}
+}
+
+// changeV1Status changes a v1 job's status as v1alpha1 has it, as syncV1
+// does, and stores it back in the v2 status.
+func changeV1Status(job *div2.DIJob, now metav1.Time, change func(sc *v1SyncCtx)) {
+	v1 := conversion.V1StatusOf(&job.Status)
+	change(&v1SyncCtx{job: job, status: &v1, now: now})
+	completion := job.Status.CompletionTimestamp
+	job.Status = conversion.V1StatusToV2(&v1)
+	job.Status.CompletionTimestamp = completion
 }
 
 // conditions is a DIJob's status.conditions as common.Conditions.

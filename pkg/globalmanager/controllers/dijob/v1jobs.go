@@ -225,8 +225,11 @@ func (c *Controller) syncV1Services(ctx context.Context, sc *v1SyncCtx, pods []*
 
 // finishV1 cleans up after a v1 job ended, as DI-orchestrator did: the
 // pods its cleanPodPolicy names (Running, the default: those still pending
-// or running; All; None), but never the coordinator's, kept for its logs;
-// and every Service of the job. The status stays as the end left it.
+// or running; All; None), but never the coordinator's once it ended, kept
+// for its logs; and every Service of the job. A coordinator still running
+// (the job failed past its activeDeadlineSeconds, not by its coordinator's
+// end) goes with the workers, as they would. The status stays as the end
+// left it.
 func (c *Controller) finishV1(ctx context.Context, sc *v1SyncCtx) error {
 	if !sc.satisfied {
 		return nil
@@ -234,7 +237,7 @@ func (c *Controller) finishV1(ctx context.Context, sc *v1SyncCtx) error {
 	coordinator := coordinated.CoordinatorName(sc.v1.Name)
 	var workers []*corev1.Pod
 	for _, p := range sc.pods {
-		if p.Name != coordinator {
+		if p.Name != coordinator || !common.PodFinished(p) {
 			workers = append(workers, p)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
@@ -702,5 +703,79 @@ func TestV1JobWhoseCoordinatorIsGoneStartsAfresh(t *testing.T) {
 	}
 	if events := f.events(); !hasEvent(events, corev1.EventTypeNormal, common.ReasonSuccessfulDelete, collector.Name, learner.Name, "coordinator that asked for them is gone") {
 		t.Errorf("events %q, want %s naming %s and %s and why", events, common.ReasonSuccessfulDelete, collector.Name, learner.Name)
+	}
+}
+
+// TestV1JobSuspendedAndResumedKeepsOneConditionPerType: a running v1 job
+// suspended loses its coordinator and says Suspended, its v1 phase kept;
+// resumed, it makes its coordinator again. Its conditions stay one per type
+// in both versions (status.conditions is a map list: the API server
+// refuses two of a type).
+func TestV1JobSuspendedAndResumedKeepsOneConditionPerType(t *testing.T) {
+	job := v1Job(t, "cartpole", "", v1Running())
+	job.Spec.Suspend = ptr.To(true)
+	f := v1Fixture(t, job, []*corev1.Pod{v1Coordinator(t, job)})
+	if created, deleted := f.sync(t, job); len(created) != 0 || !slices.Equal(deleted, []string{"cartpole-coordinator"}) {
+		t.Fatalf("suspending: created %v, deleted %v; want the coordinator deleted alone", names(created), deleted)
+	}
+	suspended := f.status(t, job)
+	checkOnePerType(t, "suspended", suspended)
+	if v1 := conversion.V1StatusOf(&suspended); v1.Phase != div1.JobRunning || !v1HasCondition(v1, div1.ConditionSuspended, corev1.ConditionTrue) {
+		t.Errorf("suspended, v1alpha1 shows %+v; want Running still and Suspended True", v1)
+	}
+
+	resumed := job.DeepCopy()
+	resumed.Spec.Suspend = ptr.To(false)
+	resumed.Status = suspended
+	f = v1Fixture(t, resumed, nil)
+	if created, _ := f.sync(t, resumed); len(created) != 1 || created[0].Name != "cartpole-coordinator" {
+		t.Fatalf("resuming: created %v, want the coordinator", names(created))
+	}
+	after := f.status(t, resumed)
+	checkOnePerType(t, "resumed", after)
+	if v1 := conversion.V1StatusOf(&after); !v1HasCondition(v1, div1.ConditionSuspended, corev1.ConditionFalse) {
+		t.Errorf("resumed, v1alpha1 shows %+v; want Suspended False", v1)
+	}
+}
+
+func checkOnePerType(t *testing.T, when string, st div2.DIJobStatus) {
+	t.Helper()
+	seen := map[div2.ConditionType]bool{}
+	for _, c := range st.Conditions {
+		if seen[c.Type] {
+			t.Errorf("%s: two conditions of type %s: %+v", when, c.Type, st.Conditions)
+		}
+		seen[c.Type] = true
+	}
+}
+
+func v1HasCondition(st div1.DIJobStatus, typ div1.Phase, status corev1.ConditionStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c.Status == status
+		}
+	}
+	return false
+}
+
+// TestV1JobPastItsDeadlineFailsAndItsCoordinatorGoes: a v1 job failed by
+// its activeDeadlineSeconds, not by its coordinator's end, does not leave
+// its coordinator running.
+func TestV1JobPastItsDeadlineFailsAndItsCoordinatorGoes(t *testing.T) {
+	job := v1Job(t, "cartpole", "", v1Running())
+	job.CreationTimestamp = metav1.Unix(0, 0)
+	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](10) // the fixture's clock is at 1000 s
+	f := v1Fixture(t, job, []*corev1.Pod{v1Coordinator(t, job)})
+	f.sync(t, job)
+	v1 := f.v1Status(t, job)
+	if v1.Phase != div1.JobFailed || !v1HasCondition(v1, div1.JobFailed, corev1.ConditionTrue) {
+		t.Fatalf("v1 status %+v, want Failed", v1)
+	}
+	failedJob := job.DeepCopy()
+	failedJob.Status = f.status(t, job)
+	checkOnePerType(t, "failed", failedJob.Status)
+	f = v1Fixture(t, failedJob, []*corev1.Pod{v1Coordinator(t, failedJob)})
+	if _, deleted := f.sync(t, failedJob); !slices.Contains(deleted, "cartpole-coordinator") {
+		t.Errorf("deleted %v after the deadline, want the running coordinator", deleted)
 	}
 }

@@ -27,8 +27,8 @@ func (c *Controller[J]) lifecycle() *common.Lifecycle[J] {
 			if *f.CompletionTime != nil {
 				return *f.CompletionTime
 			}
-			created := job.GetCreationTimestamp()
-			return &created
+			return &metav1.Time{} // when is not known
+
 		},
 		Started: func(job J) *metav1.Time { return *c.kind.Fields(job).StartTime },
 		Fail: func(job J, reason, msg string, now metav1.Time) {
@@ -41,6 +41,11 @@ func (c *Controller[J]) lifecycle() *common.Lifecycle[J] {
 			})
 		},
 	}
+}
+
+// suspended says whether the job's spec.suspend holds its pods stopped.
+func suspended(spec Spec) bool {
+	return spec.Lifecycle != nil && spec.Lifecycle.Suspend != nil && *spec.Lifecycle.Suspend
 }
 
 // changeCycle changes job's cycle status with a machine at now.

@@ -127,6 +127,12 @@ func (c *Controller[J]) move(ctx context.Context, m *machine, job J, r *edgeprot
 	if wanted == "" || info.Name != wanted || info.Kind != stageOf(st.Stage) {
 		return ignore(fmt.Sprintf("not from the current try's worker (%s)", wanted))
 	}
+	if suspended(c.kind.Spec(job)) && info.Status != edgeproto.WorkerCompleted {
+		// The suspension stopped its pod: that it ran, or failed as it was
+		// stopped, says nothing of the try, which runs again on resume. A
+		// completed report is a result all the same.
+		return ignore("the job is suspended")
+	}
 	switch info.Status {
 	case edgeproto.WorkerRunning:
 		m.running("worker " + info.Name + " reported running")

@@ -310,13 +310,17 @@ func WorkerIPs(o metav1.Object) []string {
 //
 // With each object of a kind that has workers go the names of its pods on
 // node. What is missing from the caches (a Dataset or Model not yet
-// created) concerns nothing.
+// created) concerns nothing, nor does an object another controller runs
+// (common.RunByNereid).
 func (s *Sets) Of(node string) map[edgeproto.ObjectRef]Object {
 	out := make(map[edgeproto.ObjectRef]Object)
 	if node == "" {
 		return out
 	}
 	add := func(k *Kind, obj metav1.Object) {
+		if !common.RunByNereid(obj) {
+			return // another controller's (spec.managedBy): nothing of it goes to the edge
+		}
 		ref := edgeproto.ObjectRef{Kind: k.Name, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if _, ok := out[ref]; ok {
 			return

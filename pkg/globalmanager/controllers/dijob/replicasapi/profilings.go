@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 )
 
 // profilingsRequest is the body of POST profilings.
@@ -49,6 +50,10 @@ func (s *Server) postProfilings(ctx context.Context, w http.ResponseWriter, r *h
 		}
 		if cur.UID != job.UID {
 			refusal = fail(http.StatusConflict, "DIJob %s was deleted and created again while the request was handled", klog.KObj(cur))
+			return nil
+		}
+		if !common.RunByNereid(cur) {
+			refusal = runByAnother(cur)
 			return nil
 		}
 		if p := cur.Status.Profilings; p != nil && bytes.Equal(p.Raw, raw) {

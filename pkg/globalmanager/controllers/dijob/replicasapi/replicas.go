@@ -215,7 +215,8 @@ func (s *Server) latest(ctx context.Context, job *div2alpha1.DIJob, attempt int)
 }
 
 // scalable refuses to scale cur when it is not the job that was authorized
-// (authorized), or is going, finished, preemptible or a v1alpha1 job (its
+// (authorized), or is going, another controller's, finished, preemptible
+// or a v1alpha1 job (its
 // coordinator asks the v1 replicas server for its replicas; its tasks are
 // one of each, whatever their replicas say).
 func scalable(cur, authorized *div2alpha1.DIJob) *reply {
@@ -224,6 +225,8 @@ func scalable(cur, authorized *div2alpha1.DIJob) *reply {
 		return fail(http.StatusConflict, "DIJob %s was deleted and created again while the request was handled", klog.KObj(cur))
 	case cur.DeletionTimestamp != nil:
 		return fail(http.StatusConflict, "DIJob %s is being deleted", klog.KObj(cur))
+	case !common.RunByNereid(cur):
+		return runByAnother(cur)
 	case cur.Status.Phase == div2alpha1.JobSucceeded || cur.Status.Phase == div2alpha1.JobFailed:
 		return fail(http.StatusConflict, "DIJob %s has finished (%s)", klog.KObj(cur), cur.Status.Phase)
 	case cur.Spec.Preemptible:

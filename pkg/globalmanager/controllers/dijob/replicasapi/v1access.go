@@ -207,14 +207,25 @@ func hasPodIP(pod *corev1.Pod, addr netip.Addr) bool {
 	return false
 }
 
-// v1Writable refuses a change to a job that is being deleted or has
-// finished (409).
+// v1Writable refuses a change to a job that is being deleted, has
+// finished, is suspended (its pods are stopped) or is run by another
+// controller (409).
 func v1Writable(job *div2alpha1.DIJob) *reply {
 	switch {
 	case job.DeletionTimestamp != nil:
 		return fail(http.StatusConflict, "DIJob %s is being deleted", klog.KObj(job))
+	case !common.RunByNereid(job):
+		return runByAnother(job)
+	case job.Spec.Suspend != nil && *job.Spec.Suspend:
+		return fail(http.StatusConflict, "DIJob %s is suspended (spec.suspend): it makes no pods until resumed", klog.KObj(job))
 	case job.Status.Phase == div2alpha1.JobSucceeded || job.Status.Phase == div2alpha1.JobFailed:
 		return fail(http.StatusConflict, "DIJob %s has finished (%s)", klog.KObj(job), job.Status.Phase)
 	}
 	return nil
+}
+
+// runByAnother refuses a change to a job another controller runs
+// (spec.managedBy): Nereid writes nothing of it (409).
+func runByAnother(job *div2alpha1.DIJob) *reply {
+	return fail(http.StatusConflict, "DIJob %s is run by %s (spec.managedBy), not Nereid", klog.KObj(job), job.ManagedByName())
 }
