@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -110,9 +109,7 @@ func TestDIJobReplicasAPIChangesThePodsForWhoMayEditTheJob(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns, "--di-server-address", "127.0.0.1:0")
 	base := replicasAPIAddress(t, gm)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	url := fmt.Sprintf("%s/v2alpha1/job/%s.%s/replicas", base, ns, diExample)
 
@@ -199,9 +196,7 @@ func TestDIJobReplicasAPIServesTLSToItsOwnAudience(t *testing.T) {
 	gm := framework.StartGlobalManager(t, ns, "--edge-namespace", ns, "--di-server-address", "127.0.0.1:0",
 		"--di-server-tls-secret", "nereid-di-server-tls", "--di-server-url", "https://127.0.0.1:8081", "--di-server-token-audiences", audience)
 	addr := strings.TrimPrefix(replicasAPIAddress(t, gm), "http://")
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	pods, err := diPods(t.Context(), t, ns, job)
 	if err != nil {

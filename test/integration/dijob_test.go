@@ -23,6 +23,14 @@ import (
 
 const diExample = "cartpole-dqn"
 
+// applyDIJobExample applies examples/dijob/dijob.yaml in ns.
+func applyDIJobExample(t *testing.T, ns string) {
+	t.Helper()
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+}
+
 // waitForDIJob waits until the job has a status for its current generation
 // that satisfies cond, and returns it.
 func waitForDIJob(t *testing.T, ns, name, what string, cond func(*div2.DIJob) bool) *div2.DIJob {
@@ -66,9 +74,7 @@ func TestDIJobRunsItsTasksThroughSucceeded(t *testing.T) {
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns, "--di-server-url", "http://nereid-di-server.nereid-system:8081")
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	if job.Status.Replicas != 4 || job.Status.ReadyReplicas != 4 || job.Status.TaskStatus["collector"][corev1.PodRunning] != 2 {
 		t.Errorf("status replicas %d ready %d tasks %v, want 4, 4 and 2 collectors running", job.Status.Replicas, job.Status.ReadyReplicas, job.Status.TaskStatus)
@@ -160,9 +166,7 @@ func TestDIJobRestartsAfterAFailedPodUntilItsBackoffLimit(t *testing.T) {
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	if _, err := framework.Kubectl(t, "patch", "dijob", "-n", ns, diExample, "--type=merge", "-p", `{"spec":{"backoffLimit":1}}`); err != nil {
 		t.Fatal(err)
@@ -232,9 +236,7 @@ func TestDIJobRecreatesAPodDeletedByHandOnceAndCascadesItsDeletion(t *testing.T)
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	before, err := diPods(t.Context(), t, ns, job)
 	if err != nil {
@@ -315,9 +317,7 @@ func TestDIJobScalesByEditAndByKubectlScale(t *testing.T) {
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	before, err := diPods(t.Context(), t, ns, job)
 	if err != nil {

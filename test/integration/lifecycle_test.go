@@ -60,6 +60,15 @@ func exampleWith(t *testing.T, dir, file string, fields ...string) string {
 	return out
 }
 
+// applyFederatedExampleWith applies examples/federatedlearningjob in ns,
+// the job's spec with fields (YAML lines) added.
+func applyFederatedExampleWith(t *testing.T, ns string, fields ...string) {
+	t.Helper()
+	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", fields...)); err != nil {
+		t.Fatalf("applying the example: %v\n%s", err, out)
+	}
+}
+
 // patchSpec merge-patches a kind's object's spec with kubectl.
 func patchSpec(t *testing.T, ns, resource, name, spec string) {
 	t.Helper()
@@ -138,9 +147,7 @@ func TestFederatedLearningJobCreatedSuspendedMakesNothingUntilResumed(t *testing
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	synced := framework.ReadController(t, gm, federatedlearning.Name)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "suspend: true")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyFederatedExampleWith(t, ns, "suspend: true")
 	sedna := framework.SednaClient(t).SednaV1alpha1().FederatedLearningJobs(ns)
 	var job *sednav1.FederatedLearningJob
 	framework.Eventually(t, 60*time.Second, "the job to say it is suspended", func(ctx context.Context) (bool, error) {
@@ -163,9 +170,7 @@ func TestFederatedLearningJobActivePastItsDeadlineFails(t *testing.T) {
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "activeDeadlineSeconds: 4")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyFederatedExampleWith(t, ns, "activeDeadlineSeconds: 4")
 	job := waitForPhase(t, ns, flJob, sednav1.FLJobFailed)
 	failed := common.FindJobCondition(job.Status.Conditions, "Failed")
 	if failed == nil || failed.Reason != common.ReasonDeadlineExceeded || job.Status.CompletionTime == nil {
@@ -186,9 +191,7 @@ func TestFinishedFederatedLearningJobIsDeletedAfterItsTTL(t *testing.T) {
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "ttlSecondsAfterFinished: 3")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyFederatedExampleWith(t, ns, "ttlSecondsAfterFinished: 3")
 	job := waitForPhase(t, ns, flJob, sednav1.FLJobRunning)
 	pods, err := livePods(t.Context(), t, ns, job)
 	if err != nil {
@@ -227,9 +230,7 @@ func TestJobAnotherControllerRunsIsLeftWhollyAlone(t *testing.T) {
 	ns := framework.Namespace(t)
 	gm := framework.StartGlobalManager(t, ns)
 	synced := framework.ReadController(t, gm, federatedlearning.Name)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", exampleWith(t, "federatedlearningjob", "10-federatedlearningjob.yaml", "managedBy: kueue.x-k8s.io/multikueue")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyFederatedExampleWith(t, ns, "managedBy: kueue.x-k8s.io/multikueue")
 	// Once the controller has synced all it was given, the job is as it
 	// was created: no status, no pods.
 	after := framework.WaitForSyncAfter(t, synced)
@@ -259,9 +260,7 @@ func TestDIJobSuspendedAndResumedKeepsItsRestartsAndFailsPastItsDeadline(t *test
 	t.Parallel()
 	ns := framework.Namespace(t)
 	framework.StartGlobalManager(t, ns)
-	if out, err := framework.Kubectl(t, "apply", "-n", ns, "-f", filepath.Join(example("dijob"), "dijob.yaml")); err != nil {
-		t.Fatalf("applying the example: %v\n%s", err, out)
-	}
+	applyDIJobExample(t, ns)
 	job := waitForDIJob(t, ns, diExample, "Running", diPhaseIs(div2.JobRunning))
 	patchSpec(t, ns, "dijob", diExample, `{"suspend":true}`)
 	job = waitForDIJob(t, ns, diExample, "suspended", func(j *div2.DIJob) bool {
