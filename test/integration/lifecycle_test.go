@@ -27,6 +27,7 @@ import (
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/federatedlearning"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/edgehub"
+	"github.com/nereid-ml/nereid/pkg/globalmanager/gang"
 	"github.com/nereid-ml/nereid/test/framework"
 )
 
@@ -444,4 +445,44 @@ func reachScans(t *testing.T, gm *framework.Process) float64 {
 		return err == nil, nil
 	})
 	return m.Get("nereid_edgehub_reach_scans_total")
+}
+
+// A suspended job's gang objects (the Workload and PodGroup the
+// scheduler's queue counts) go with its pods, and come back on resume.
+func TestSuspendedJobsGangObjectsGoAndComeBack(t *testing.T) {
+	t.Parallel()
+	ns := framework.Namespace(t)
+	pool := "sus-" + ns[len(ns)-5:]
+	tolerations := gangPool(t, pool, false, pool+"-1")
+	applyExampleFiles(t, ns, "federatedlearningjob", "00-datasets.yaml", "01-model.yaml")
+	framework.StartGlobalManager(t, ns)
+	job := createFL(t, ns, pinnedFLJob("fl", "1", tolerations, pool+"-1", pool+"-1", pool+"-1"))
+	waitForPhase(t, ns, job.Name, sednav1.FLJobRunning)
+	sched := framework.KubeClient(t).SchedulingV1beta1()
+	name := gang.GroupName(job, sednav1.FederatedLearningJobKind)
+	groups := func(ctx context.Context) (podGroup, workload bool, err error) {
+		_, err = sched.PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, false, err
+		}
+		podGroup = err == nil
+		_, err = sched.Workloads(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, false, err
+		}
+		return podGroup, err == nil, nil
+	}
+	if pg, w, err := groups(t.Context()); err != nil || !pg || !w {
+		t.Fatalf("a running job's PodGroup %v, Workload %v (%v); want both", pg, w, err)
+	}
+	patchSpec(t, ns, "fl", job.Name, `{"suspend":true}`)
+	framework.Eventually(t, 60*time.Second, "the suspended job's PodGroup and Workload to go", func(ctx context.Context) (bool, error) {
+		pg, w, err := groups(ctx)
+		return !pg && !w, err
+	})
+	patchSpec(t, ns, "fl", job.Name, `{"suspend":false}`)
+	waitForPhase(t, ns, job.Name, sednav1.FLJobRunning)
+	if pg, w, err := groups(t.Context()); err != nil || !pg || !w {
+		t.Errorf("the resumed job's PodGroup %v, Workload %v (%v); want both again", pg, w, err)
+	}
 }

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -400,4 +401,64 @@ func (d dynamicClient) Get(ctx context.Context, name string, opts metav1.GetOpti
 
 func (d dynamicClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	return d.c.Delete(ctx, name, opts)
+}
+
+// whySuspended is why a suspended job's group objects are deleted, in its
+// event.
+const whySuspended = "the job is suspended (spec.suspend)"
+
+// Release deletes the job's group objects while it runs no pods (it is
+// suspended): a Volcano PodGroup left Pending is queued again and holds
+// its minResources in its queue. Objects of the name that are not the
+// job's are left alone; the next Ensure makes them again on resume. It
+// does nothing without a gang (Kueue's pod group is its pods' labels: it
+// goes with them).
+func (p *Plan) Release(ctx context.Context, children *common.Children) error {
+	if p.Mode == None || p.Problem != nil {
+		return nil
+	}
+	if !p.m.HasSynced() {
+		return errNotSynced
+	}
+	ns := p.owner.GetNamespace()
+	switch p.Mode {
+	case Kubernetes:
+		var errs []error
+		if pg, err := p.m.podGroups().PodGroups(ns).Get(p.Name); err == nil && p.ours(pg) {
+			errs = append(errs, common.DeleteChild(ctx, children, p.owner, "PodGroup", p.m.kube.SchedulingV1beta1().PodGroups(ns), pg, whySuspended, nil))
+		}
+		if w, err := p.m.workloads().Workloads(ns).Get(p.Name); err == nil && p.ours(w) {
+			errs = append(errs, common.DeleteChild(ctx, children, p.owner, "Workload", p.m.kube.SchedulingV1beta1().Workloads(ns), w, whySuspended, nil))
+		}
+		return errors.Join(errs...)
+	case Volcano:
+		return p.releaseUnstructured(ctx, children, volcanoPodGroupsResource)
+	case Coscheduling:
+		return p.releaseUnstructured(ctx, children, coschedulingPodGroupsResource)
+	}
+	return nil
+}
+
+// ours says whether obj is the job's and not already going.
+func (p *Plan) ours(obj metav1.Object) bool {
+	return obj.GetDeletionTimestamp() == nil && common.IsControlledBy(obj, p.owner)
+}
+
+func (p *Plan) releaseUnstructured(ctx context.Context, children *common.Children, gvr schema.GroupVersionResource) error {
+	lister, err := p.m.dynamicLister(gvr)
+	if err != nil {
+		return err
+	}
+	obj, err := lister.ByNamespace(p.owner.GetNamespace()).Get(p.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	have, ok := obj.(*unstructured.Unstructured)
+	if !ok || !p.ours(have) {
+		return nil
+	}
+	client := dynamicClient{p.m.dynamic.Resource(gvr).Namespace(have.GetNamespace())}
+	return common.DeleteChild(ctx, children, p.owner, "PodGroup", client, have, whySuspended, nil)
 }

@@ -116,18 +116,18 @@ func (c *Children) removeChildren(ctx context.Context, key string, owner Owner, 
 	errs = append(errs, c.DeletePods(ctx, key, owner, pods, why))
 	for _, s := range a.Services {
 		if s.DeletionTimestamp == nil {
-			errs = append(errs, deleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(s.Namespace), s, why, nil))
+			errs = append(errs, DeleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(s.Namespace), s, why, nil))
 		}
 	}
 	for _, h := range a.HPAs {
 		if h.DeletionTimestamp == nil {
-			errs = append(errs, deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace), h, why, nil))
+			errs = append(errs, DeleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace), h, why, nil))
 		}
 	}
 	foreground := metav1.DeletePropagationForeground
 	for _, d := range a.Deployments {
 		if d.DeletionTimestamp == nil {
-			errs = append(errs, deleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why, &foreground))
+			errs = append(errs, DeleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why, &foreground))
 		}
 	}
 	return errors.Join(errs...)

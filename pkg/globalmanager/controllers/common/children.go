@@ -213,7 +213,7 @@ func (c *Children) UpdateService(ctx context.Context, owner Owner, svc *corev1.S
 // DeleteService deletes a Service of owner, only if it is still the one
 // with that UID.
 func (c *Children) DeleteService(ctx context.Context, owner Owner, svc *corev1.Service, why string) error {
-	return deleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc, why, nil)
+	return DeleteChild(ctx, c, owner, "Service", c.Client.CoreV1().Services(svc.Namespace), svc, why, nil)
 }
 
 // CreateDeployment creates a Deployment of owner; one that exists and is owner's is fine.
@@ -230,7 +230,7 @@ func (c *Children) UpdateDeployment(ctx context.Context, owner Owner, d *appsv1.
 // DeleteDeployment deletes a Deployment of owner, only if it is still the one
 // with that UID; the garbage collector then deletes its ReplicaSets and pods.
 func (c *Children) DeleteDeployment(ctx context.Context, owner Owner, d *appsv1.Deployment, why string) error {
-	return deleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why, nil)
+	return DeleteChild(ctx, c, owner, "Deployment", c.Client.AppsV1().Deployments(d.Namespace), d, why, nil)
 }
 
 // CreateHPA creates a HorizontalPodAutoscaler of owner; one that exists and is owner's is fine.
@@ -246,7 +246,7 @@ func (c *Children) UpdateHPA(ctx context.Context, owner Owner, hpa *autoscalingv
 
 // DeleteHPA deletes an autoscaler of owner, only if it is still the one with that UID.
 func (c *Children) DeleteHPA(ctx context.Context, owner Owner, hpa *autoscalingv2.HorizontalPodAutoscaler, why string) error {
-	return deleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why, nil)
+	return DeleteChild(ctx, c, owner, "HorizontalPodAutoscaler", c.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace), hpa, why, nil)
 }
 
 // TypedClient is the part of a generated typed client (ServiceInterface,
@@ -291,9 +291,9 @@ func UpdateChild[T metav1.Object](ctx context.Context, c *Children, owner Owner,
 	return nil
 }
 
-// deleteChild deletes one child, only if it is still the object with obj's
+// DeleteChild deletes one child, only if it is still the object with obj's
 // UID, with the resource's default propagation unless one is given.
-func deleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T, why string, propagation *metav1.DeletionPropagation) error {
+func DeleteChild[T metav1.Object](ctx context.Context, c *Children, owner Owner, kind string, client TypedClient[T], obj T, why string, propagation *metav1.DeletionPropagation) error {
 	uid := obj.GetUID()
 	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: propagation})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -36,6 +36,10 @@ type Lifecycle[T any] struct {
 	// then removes its pods as for any failure. Nil for a kind that never
 	// finishes.
 	Fail func(owner T, reason, message string, now metav1.Time)
+	// Release, when set, deletes what the owner holds beyond its pods
+	// while it runs none (suspended): its gang's group objects, which a
+	// gang scheduler's queue counts. The kind's sync makes them again.
+	Release func(ctx context.Context, owner T) error
 	// Suspended writes what the owner's status says while it is suspended
 	// and its pods are the ones left (going): its phase, its counts, its
 	// observedGeneration. Its other status stays as it was.

@@ -2,6 +2,7 @@ package common
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,8 @@ const whySuspended = "the job is suspended (spec.suspend)"
 // suspend stops a suspended, unfinished owner: its pods that have not
 // ended, its Deployments
 // and their autoscalers go (its Services stay, they hold no pods), what
-// it holds elsewhere is released (Forget: its quota, its place), and its
+// it holds elsewhere is released (Forget: its quota, its place; Release:
+// its gang's group objects), and its
 // status says so through the Suspended condition and the kind's
 // Suspended. Nothing else of its status changes: its edge reports, rounds
 // and learning-cycle stage are kept, and resuming runs it from there. A
@@ -52,6 +54,9 @@ func (p *Syncer[T]) suspend(ctx context.Context, s *Sync[T], now metav1.Time) er
 			HPAs:        append(s.HPAs, s.Adopted.HPAs...),
 		}
 		err = p.Children.removeChildren(ctx, s.Key, s.Owner, running, whySuspended)
+	}
+	if release := p.Lifecycle.Release; release != nil && s.Satisfied {
+		err = errors.Join(err, release(ctx, s.Owner))
 	}
 	p.Lifecycle.Suspended(s.Owner, s.Pods, now)
 	return s.End(ctx, err, nil)

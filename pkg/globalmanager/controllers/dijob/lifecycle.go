@@ -1,6 +1,8 @@
 package dijob
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,6 +26,13 @@ func (c *Controller) lifecycle() *common.Lifecycle[*div2.DIJob] {
 			return out
 		},
 		Conditions: func(job *div2.DIJob) common.Conditions { return conditions{&job.Status} },
+		// A v1 job has no gang (DI-orchestrator v0.2 had none).
+		Release: func(ctx context.Context, job *div2.DIJob) error {
+			if conversion.IsV1(job) {
+				return nil
+			}
+			return c.deps.Gangs.Plan(job, jobKind, true).Release(ctx, c.children)
+		},
 		Finished: func(job *div2.DIJob) *metav1.Time {
 			if !finished(job.Status.Phase) {
 				return nil

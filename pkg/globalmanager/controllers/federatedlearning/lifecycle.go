@@ -1,6 +1,8 @@
 package federatedlearning
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -10,8 +12,11 @@ import (
 
 // lifecycle is what the lifecycle policies (common.Lifecycle) need of a
 // federated job.
-func lifecycle() *common.Lifecycle[*sednav1.FederatedLearningJob] {
+func (c *Controller) lifecycle() *common.Lifecycle[*sednav1.FederatedLearningJob] {
 	return &common.Lifecycle[*sednav1.FederatedLearningJob]{
+		Release: func(ctx context.Context, j *sednav1.FederatedLearningJob) error {
+			return c.deps.Gangs.Plan(j, jobKind, false).Release(ctx, c.children)
+		},
 		Spec: func(j *sednav1.FederatedLearningJob) common.LifecycleSpec {
 			return common.SednaJobLifecycle(&j.Spec.JobLifecycle)
 		},
