@@ -267,14 +267,14 @@ func TestDIJobSuspendedAndResumedKeepsItsRestartsAndFailsPastItsDeadline(t *test
 	job = waitForDIJob(t, ns, diExample, "suspended", func(j *div2.DIJob) bool {
 		pods, err := diPods(t.Context(), t, ns, j)
 		return err == nil && len(pods) == 0 && j.Status.Phase == div2.JobPending && j.Status.Reason == common.ReasonSuspended &&
-			diConditionIs(j, div2.ConditionSuspended, corev1.ConditionTrue)
+			diJobCondition(div2.ConditionSuspended, corev1.ConditionTrue, common.ReasonSuspended, anyMessage)(j)
 	})
 	if job.Status.Restarts != 0 {
 		t.Errorf("restarts %d after suspending; a suspension is no restart", job.Status.Restarts)
 	}
 	patchSpec(t, ns, "dijob", diExample, `{"suspend":false}`)
 	job = waitForDIJob(t, ns, diExample, "Running again", func(j *div2.DIJob) bool {
-		return j.Status.Phase == div2.JobRunning && diConditionIs(j, div2.ConditionSuspended, corev1.ConditionFalse)
+		return j.Status.Phase == div2.JobRunning && diJobCondition(div2.ConditionSuspended, corev1.ConditionFalse, common.ReasonResumed, anyMessage)(j)
 	})
 	if job.Status.Restarts != 0 || job.Status.ReadyReplicas != 4 {
 		t.Errorf("resumed: restarts %d, ready %d; want 0 and 4", job.Status.Restarts, job.Status.ReadyReplicas)
@@ -291,15 +291,8 @@ func TestDIJobSuspendedAndResumedKeepsItsRestartsAndFailsPastItsDeadline(t *test
 	})
 }
 
-// diConditionIs says whether a DIJob has a condition of type t with status.
-func diConditionIs(j *div2.DIJob, t div2.ConditionType, status corev1.ConditionStatus) bool {
-	for _, c := range j.Status.Conditions {
-		if c.Type == t {
-			return c.Status == status
-		}
-	}
-	return false
-}
+// anyMessage accepts a condition's message, whatever it says.
+func anyMessage(string) bool { return true }
 
 // An incremental learning job suspended mid-stage keeps where its cycle
 // stands, and resumed, runs the same try of the same stage again in a new

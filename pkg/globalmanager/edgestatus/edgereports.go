@@ -49,9 +49,6 @@ type EdgeReports[T common.Owner] struct {
 	EdgeNodes func(obj T) *[]sednav1.EdgeNodeStatus
 	// Recorder records the events of an applied report.
 	Recorder record.EventRecorder
-	// Manages says whether Nereid runs an object (common.Syncer.Manages);
-	// reports about one another controller runs are refused. Nil: all.
-	Manages func(obj T) bool
 	// Clock says the time a report is applied at.
 	Clock clock.PassiveClock
 	// Metrics counts the writes and the reports each carried; nil counts
@@ -66,7 +63,7 @@ type EdgeReports[T common.Owner] struct {
 // owner's status.edgeNodes; clk says the time a report is applied at.
 func For[T common.Object[T]](p *common.Syncer[T], kind string, edgeNodes func(owner T) *[]sednav1.EdgeNodeStatus, clk clock.PassiveClock,
 	metrics *common.Metrics) *EdgeReports[T] {
-	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Manages: p.Manages, Clock: clk, Metrics: metrics}
+	return &EdgeReports[T]{Kind: kind, Client: p.Client, Cached: p.Get, EdgeNodes: edgeNodes, Recorder: p.Recorder, Clock: clk, Metrics: metrics}
 }
 
 // reportChange is one report's change to an object's status, waiting for
@@ -88,8 +85,9 @@ const reportWriteTimeout = time.Minute
 // Apply folds a report into the status of the object namespace/name: change
 // changes obj and says whether anything changed and which events to record
 // once it is written. Nothing is written when nothing changed, so a resent
-// report is harmless. A report about an object that does not exist is
-// refused for good (edgeproto.Refuse), and change may refuse one too; any
+// report is harmless. A report about an object that does not exist, or
+// that another controller runs (common.RunByNereid), is refused for good
+// (edgeproto.Refuse), and change may refuse one too; any
 // other error has it resent. change may run more than once (after a
 // conflict, or when another report of the same write is refused) and must
 // depend only on obj.
@@ -210,7 +208,7 @@ func (a *EdgeReports[T]) applyAll(ctx context.Context, namespace, name string, c
 					return fmt.Errorf("reading %s %s/%s: %w", a.Kind, namespace, name, err)
 				}
 			}
-			if a.Manages != nil && !a.Manages(fresh) {
+			if !common.RunByNereid(fresh) {
 				return edgeproto.Refuse("%s %s/%s is run by another controller (spec.managedBy)", a.Kind, namespace, name)
 			}
 			// Events and refusals of an attempt that conflicted are

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	sednav1 "github.com/nereid-ml/nereid/pkg/apis/sedna/v1alpha1"
 )
@@ -64,11 +65,7 @@ func SednaJobLifecycle(l *sednav1.JobLifecycle) LifecycleSpec {
 
 // SednaServiceLifecycle reads the lifecycle fields of a Sedna service's spec.
 func SednaServiceLifecycle(l *sednav1.ServiceLifecycle) LifecycleSpec {
-	var out LifecycleSpec
-	if l.Suspend != nil {
-		out.Suspend = *l.Suspend
-	}
-	return out
+	return LifecycleSpec{Suspend: ptr.Deref(l.Suspend, false)}
 }
 
 // Conditions is an owner's list of conditions, whatever their Go type.

@@ -111,8 +111,8 @@ func TestAJobAnotherControllerRunsIsLeftWhollyAlone(t *testing.T) {
 		if by != "" {
 			j.Spec.ManagedBy = &by
 		}
-		if got := r.syncer.Manages(j); got != want {
-			t.Errorf("Manages(managedBy %q) = %v, want %v", by, got, want)
+		if got := RunByNereid(j); got != want {
+			t.Errorf("RunByNereid(managedBy %q) = %v, want %v", by, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package common
 import (
 	"context"
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,9 +50,9 @@ func (p *Syncer[T]) suspend(ctx context.Context, s *Sync[T], now metav1.Time) er
 		// result (a learner done, a stage whose report is on its way):
 		// they stay, as a suspended Kubernetes Job's finished pods do.
 		running := Adopted{
-			Pods:        PodsToClean(append(append([]*corev1.Pod(nil), s.Pods...), s.Adopted.Pods...), "Running"),
-			Deployments: append(s.Deployments, s.Adopted.Deployments...),
-			HPAs:        append(s.HPAs, s.Adopted.HPAs...),
+			Pods:        PodsToClean(slices.Concat(s.Pods, s.Adopted.Pods), "Running"),
+			Deployments: slices.Concat(s.Deployments, s.Adopted.Deployments),
+			HPAs:        slices.Concat(s.HPAs, s.Adopted.HPAs),
 		}
 		err = p.Children.removeChildren(ctx, s.Key, s.Owner, running, whySuspended)
 	}

@@ -108,7 +108,7 @@ type Sync[T Object[T]] struct {
 // are named in one event, which End records. It returns a nil Sync when
 // there is nothing to do: the owner is gone or being deleted (its
 // expectations are forgotten, and Forget called), another controller runs
-// it (Manages), a policy took the whole sync (it was deleted after its TTL,
+// it (RunByNereid), a policy took the whole sync (it was deleted after its TTL,
 // or it is suspended: the error is then the policy's), or the key is
 // malformed.
 func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sync[T], error) {
@@ -122,7 +122,7 @@ func (p *Syncer[T]) Begin(ctx context.Context, key string) (context.Context, *Sy
 		}
 		return ctx, nil, err
 	}
-	if !p.Manages(cached) {
+	if !RunByNereid(cached) {
 		// Another controller runs it: nothing of it is Nereid's to hold.
 		if p.Forget != nil {
 			p.Forget(key)

@@ -40,7 +40,7 @@ func (p *Syncer[T]) expireAfterFinished(ctx context.Context, s *Sync[T], spec Li
 	}
 	l := p.Lifecycle
 	at := l.Finished(fresh)
-	if at == nil || !p.Manages(fresh) {
+	if at == nil || !RunByNereid(fresh) {
 		return false, nil
 	}
 	if expires, ok = expiry(l.Spec(fresh), *at); !ok || now.Time.Before(expires) {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	div1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v1alpha1"
 	div2 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
@@ -19,11 +20,7 @@ func (c *Controller) lifecycle() *common.Lifecycle[*div2.DIJob] {
 	return &common.Lifecycle[*div2.DIJob]{
 		Spec: func(job *div2.DIJob) common.LifecycleSpec {
 			l := &job.Spec.JobLifecycle
-			out := common.LifecycleSpec{ActiveDeadlineSeconds: l.ActiveDeadlineSeconds, TTLSecondsAfterFinished: l.TTLSecondsAfterFinished}
-			if l.Suspend != nil {
-				out.Suspend = *l.Suspend
-			}
-			return out
+			return common.LifecycleSpec{Suspend: ptr.Deref(l.Suspend, false), ActiveDeadlineSeconds: l.ActiveDeadlineSeconds, TTLSecondsAfterFinished: l.TTLSecondsAfterFinished}
 		},
 		Conditions: func(job *div2.DIJob) common.Conditions { return conditions{&job.Status} },
 		// A v1 job has no gang (DI-orchestrator v0.2 had none).

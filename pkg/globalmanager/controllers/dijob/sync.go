@@ -22,7 +22,7 @@ func (c *Controller) cachesReady(ctx context.Context, key string, caches *lazyCa
 	if caches.isFilled() {
 		return nil
 	}
-	if job, ok, _ := common.ReadOwner(key, c.syncer.Get); !ok || !c.syncer.Manages(job) {
+	if job, ok, _ := common.ReadOwner(key, c.syncer.Get); !ok || !common.RunByNereid(job) {
 		return nil
 	}
 	return caches.ready(ctx)

@@ -45,7 +45,7 @@ func (c *Controller[J]) lifecycle() *common.Lifecycle[J] {
 
 // suspended says whether the job's spec.suspend holds its pods stopped.
 func suspended(spec Spec) bool {
-	return spec.Lifecycle != nil && spec.Lifecycle.Suspend != nil && *spec.Lifecycle.Suspend
+	return spec.Lifecycle != nil && common.SednaJobLifecycle(spec.Lifecycle).Suspend
 }
 
 // changeCycle changes job's cycle status with a machine at now.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	div2alpha1 "github.com/nereid-ml/nereid/pkg/apis/diengine/v2alpha1"
 	"github.com/nereid-ml/nereid/pkg/globalmanager/controllers/common"
@@ -216,7 +217,7 @@ func v1Writable(job *div2alpha1.DIJob) *reply {
 		return fail(http.StatusConflict, "DIJob %s is being deleted", klog.KObj(job))
 	case !common.RunByNereid(job):
 		return runByAnother(job)
-	case job.Spec.Suspend != nil && *job.Spec.Suspend:
+	case ptr.Deref(job.Spec.Suspend, false):
 		return fail(http.StatusConflict, "DIJob %s is suspended (spec.suspend): it makes no pods until resumed", klog.KObj(job))
 	case job.Status.Phase == div2alpha1.JobSucceeded || job.Status.Phase == div2alpha1.JobFailed:
 		return fail(http.StatusConflict, "DIJob %s has finished (%s)", klog.KObj(job), job.Status.Phase)
